@@ -1,0 +1,109 @@
+/** keys create|list|revoke, token create: the CLI side of CONTRACT §6's credentials. */
+import type { Command } from 'commander';
+import { loadConfig } from '../../runtime/config/index.ts';
+import { ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
+import { createApiKey, createManagementToken, listApiKeys, revokeApiKey } from '../../runtime/keys/index.ts';
+import { openProjectDatabase } from '../database.ts';
+import { collect, projectDir, withProject } from '../options.ts';
+import { UsageError } from '../project.ts';
+
+async function withDatabase<T>(dir: string, url: string | undefined, work: (db: Database) => Promise<T>): Promise<T> {
+  const database = await openProjectDatabase(dir, url);
+  const db = openDatabase(database.url, { max: 2 });
+  try {
+    await ensureSystemSchema(db);
+    return await work(db);
+  } finally {
+    await db.close();
+    await database.release();
+  }
+}
+
+function parseContext(pairs: string[]): Record<string, string> {
+  const context: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--context takes key=value, not "${pair}"`);
+    context[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return context;
+}
+
+export function registerCredentialCommands(program: Command): void {
+  const keys = program.command('keys').description('API keys of an environment');
+
+  withProject(keys.command('create').description('create an API key and print its value once'))
+    .requiredOption('--env <env>', 'environment the key works in')
+    .requiredOption('--name <name>', 'a descriptive name')
+    .requiredOption('--prefix <word>', 'scheme word of the Authorization header, e.g. ApiKey')
+    .requiredOption('--role <role>', 'a role the key carries (repeat for more)', collect)
+    .option('--context <key=value>', 'a context pair for role filters (repeatable)', collect, [])
+    .option('--database-url <url>', 'PostgreSQL connection string')
+    .option('--json', 'print { id, name, prefix, environment, roles, key } as JSON')
+    .action(
+      async (options: { project: string; env: string; name: string; prefix: string; role: string[]; context: string[]; databaseUrl?: string; json?: boolean }) => {
+        const dir = projectDir(options);
+        const config = await loadConfig(dir);
+        if (!config.environments.includes(options.env)) {
+          throw new UsageError(`--env must be one of ${config.environments.join(', ')}`);
+        }
+        for (const role of options.role) {
+          if (!(role in config.roles)) throw new UsageError(`no role "${role}" in svcgen.config.json (roles: ${Object.keys(config.roles).join(', ')})`);
+        }
+        if (!/^[A-Za-z][A-Za-z0-9_-]{0,31}$/.test(options.prefix)) {
+          throw new UsageError('--prefix must be a scheme word: a letter, then letters, digits, _ or -');
+        }
+        const context = parseContext(options.context);
+        const key = await withDatabase(dir, options.databaseUrl, (db) =>
+          createApiKey(db, { projectId: config.project.id, environment: options.env, name: options.name, prefix: options.prefix, roles: options.role, context }),
+        );
+        if (options.json) {
+          const { id, name, prefix, environment, roles } = key;
+          console.log(JSON.stringify({ id, name, prefix, environment, roles, key: key.key }));
+        } else {
+          console.log(`created API key ${key.id} for environment ${key.environment} (roles: ${key.roles.join(', ')})`);
+          console.log(`key (shown only now): ${key.key}`);
+          console.log(`use it as: Authorization: ${key.prefix} ${key.key}`);
+        }
+      },
+    );
+
+  withProject(keys.command('list').description('list the API keys of an environment (no values)'))
+    .requiredOption('--env <env>', 'environment')
+    .option('--database-url <url>', 'PostgreSQL connection string')
+    .option('--json', 'print JSON')
+    .action(async (options: { project: string; env: string; databaseUrl?: string; json?: boolean }) => {
+      const dir = projectDir(options);
+      const config = await loadConfig(dir);
+      const list = await withDatabase(dir, options.databaseUrl, (db) => listApiKeys(db, config.project.id, options.env));
+      if (options.json) console.log(JSON.stringify(list));
+      else if (list.length === 0) console.log(`no API keys in ${options.env}`);
+      else for (const k of list) console.log(`${k.id}\t${k.name}\t${k.prefix}\t${k.roles.join(',')}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}`);
+    });
+
+  withProject(keys.command('revoke').description('revoke an API key').argument('<id>', 'the key id'))
+    .option('--database-url <url>', 'PostgreSQL connection string')
+    .action(async (id: string, options: { project: string; databaseUrl?: string }) => {
+      const dir = projectDir(options);
+      const config = await loadConfig(dir);
+      const revoked = await withDatabase(dir, options.databaseUrl, (db) => revokeApiKey(db, config.project.id, id));
+      if (!revoked) {
+        console.error(`no active API key with id ${id}`);
+        process.exitCode = 1;
+      } else {
+        console.log(`revoked ${id}`);
+      }
+    });
+
+  const token = program.command('token').description('management tokens');
+  withProject(token.command('create').description('create a management token and print it once'))
+    .requiredOption('--name <name>', 'a descriptive name')
+    .option('--database-url <url>', 'PostgreSQL connection string')
+    .action(async (options: { project: string; name: string; databaseUrl?: string }) => {
+      const dir = projectDir(options);
+      await loadConfig(dir);
+      const created = await withDatabase(dir, options.databaseUrl, (db) => createManagementToken(db, options.name));
+      console.log(`created management token ${created.id} (${created.name})`);
+      console.log(`token (shown only now): ${created.token}`);
+    });
+}

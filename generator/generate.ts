@@ -1,0 +1,102 @@
+/**
+ * `svcgen generate` and `svcgen check`: model + config → the files of `generated/`, byte-identical
+ * for identical input. Stages: read (Prisma's DMMF) → describe (table specs) → render (files).
+ */
+import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createTwoFilesPatch } from 'diff';
+import { loadConfig } from '../runtime/config/index.ts';
+import type { TableSpec } from '../runtime/model/index.ts';
+import { describeModel } from './model/describe-model.ts';
+import { generatePrismaClient, readDmmf } from './prisma/index.ts';
+import { renderFiles } from './render/index.ts';
+
+export const GENERATED_DIR = 'generated';
+export const SCHEMA_FILE = 'schema.prisma';
+
+async function listFiles(dir: string, base = dir): Promise<string[]> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await listFiles(full, base)));
+    else out.push(path.relative(base, full).split(path.sep).join('/'));
+  }
+  return out.sort();
+}
+
+export async function readModel(projectDir: string): Promise<{ schemaText: string; tables: TableSpec[] }> {
+  const schemaPath = path.join(projectDir, SCHEMA_FILE);
+  const schemaText = await readFile(schemaPath, 'utf8').catch(() => {
+    throw new Error(`${schemaPath} not found: a project needs a schema.prisma (svcgen init <dir> makes one)`);
+  });
+  const dmmf = await readDmmf(schemaText, SCHEMA_FILE);
+  return { schemaText, tables: describeModel(dmmf) };
+}
+
+/** Every file `generate` would write, relative to `generated/`, in sorted order. */
+export async function renderProject(projectDir: string): Promise<Map<string, string>> {
+  const { schemaText, tables } = await readModel(projectDir);
+  const config = await loadConfig(projectDir, tables.map((t) => t.name));
+  const files = renderFiles(tables, { title: `${config.project.id} API`, version: '1.0.0' });
+  const scratch = await mkdtemp(path.join(tmpdir(), 'svcgen-prisma-'));
+  try {
+    await generatePrismaClient({ schemaText, outputDir: scratch });
+    for (const file of await listFiles(scratch)) files.set(`prisma/${file}`, await readFile(path.join(scratch, file), 'utf8'));
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Writes `generated/`, removing files a previous model produced and this one does not. */
+export async function writeProject(projectDir: string, files: Map<string, string>): Promise<{ written: number; removed: string[] }> {
+  const dir = path.join(projectDir, GENERATED_DIR);
+  const removed: string[] = [];
+  for (const existing of await listFiles(dir)) {
+    if (!files.has(existing)) {
+      await rm(path.join(dir, existing));
+      removed.push(existing);
+    }
+  }
+  let written = 0;
+  for (const [file, content] of files) {
+    const target = path.join(dir, file);
+    const current = await readFile(target, 'utf8').catch(() => undefined);
+    if (current === content) continue;
+    await mkdir(path.dirname(target), { recursive: true });
+    await writeFile(target, content);
+    written++;
+  }
+  return { written, removed };
+}
+
+/** A unified diff from what is in `generated/` to what `generate` would write; '' when fresh. */
+export async function diffProject(projectDir: string, files: Map<string, string>): Promise<string> {
+  const dir = path.join(projectDir, GENERATED_DIR);
+  const existing = await listFiles(dir);
+  const names = [...new Set([...existing, ...files.keys()])].sort();
+  let out = '';
+  for (const name of names) {
+    const current = await readFile(path.join(dir, name), 'utf8').catch(() => undefined);
+    const wanted = files.get(name);
+    if (current === wanted) continue;
+    const label = `${GENERATED_DIR}/${name}`;
+    out += createTwoFilesPatch(
+      current === undefined ? '/dev/null' : `a/${label}`,
+      wanted === undefined ? '/dev/null' : `b/${label}`,
+      current ?? '',
+      wanted ?? '',
+      undefined,
+      undefined,
+      { context: 3 },
+    );
+  }
+  return out;
+}

@@ -1,0 +1,135 @@
+/**
+ * Stage 2 of the generator: Prisma's DMMF → the sorted, plain table descriptions of
+ * `runtime/model`. Everything the later stages know about the data model comes from here.
+ */
+import type { DMMF } from '../prisma/index.ts';
+import type { ClientDefault, FieldSpec, RelationSpec, ScalarType, TableSpec } from '../../runtime/model/index.ts';
+
+export class ModelError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`schema.prisma cannot be served:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ModelError';
+  }
+}
+
+const SCALARS = new Set<string>(['String', 'Int', 'BigInt', 'Float', 'Decimal', 'Boolean', 'DateTime', 'Json', 'Bytes']);
+
+/** Names the REST layer gives a meaning to; a field or model with one of them would be unreachable. */
+const RESERVED_MODEL_NAMES = new Set(['_bulk', '_aggregate', '_query', '_webhooks', '_apikeys', '_openapi', '_docs']);
+
+function clientDefault(field: DMMF.Field): ClientDefault | undefined {
+  const d = field.default as { name?: string; args?: unknown[] } | undefined;
+  if (!d || typeof d !== 'object' || Array.isArray(d) || !('name' in d)) return undefined;
+  switch (d.name) {
+    case 'uuid':
+      return d.args?.[0] === 7 ? 'uuid7' : 'uuid4';
+    case 'cuid':
+      return 'cuid';
+    case 'nanoid':
+      return 'nanoid';
+    case 'ulid':
+      return 'ulid';
+    default:
+      return undefined;
+  }
+}
+
+/** True when the migration SQL gives the column a default (autoincrement, now(), literals, dbgenerated). */
+function hasDatabaseDefault(field: DMMF.Field): boolean {
+  if (!field.hasDefaultValue) return false;
+  return clientDefault(field) === undefined;
+}
+
+function describeField(field: DMMF.Field, enums: Map<string, DMMF.DatamodelEnum>): FieldSpec {
+  const isEnum = field.kind === 'enum';
+  const enumDef = isEnum ? enums.get(field.type) : undefined;
+  const spec: FieldSpec = {
+    name: field.name,
+    column: field.dbName ?? field.name,
+    type: (isEnum ? 'Enum' : field.type) as ScalarType,
+    ...(enumDef ? { enumValues: enumDef.values.map((v) => v.name), enumDbName: enumDef.dbName ?? enumDef.name } : {}),
+    ...(field.nativeType ? { nativeType: [field.nativeType[0], field.nativeType[1]] as const } : {}),
+    list: field.isList,
+    nullable: !field.isRequired,
+    id: field.isId,
+    unique: field.isUnique,
+    dbDefault: hasDatabaseDefault(field),
+    ...(clientDefault(field) ? { clientDefault: clientDefault(field) } : {}),
+    managed: field.isUpdatedAt || field.name === 'createdAt' || field.name === 'updatedAt',
+  };
+  return spec;
+}
+
+function describeRelation(model: DMMF.Model, field: DMMF.Field, models: Map<string, DMMF.Model>): RelationSpec {
+  const from = field.relationFromFields ?? [];
+  if (from.length > 0) {
+    return {
+      name: field.name,
+      target: field.type,
+      kind: 'one',
+      fields: from,
+      targetFields: field.relationToFields ?? [],
+      nullable: !field.isRequired,
+    };
+  }
+  // The foreign key sits on the other side: find the opposite field of the same relation.
+  const target = models.get(field.type)!;
+  const opposite = target.fields.find(
+    (f) => f.relationName === field.relationName && f.kind === 'object' && !(target.name === model.name && f.name === field.name),
+  );
+  const oppositeFrom = opposite?.relationFromFields ?? [];
+  return {
+    name: field.name,
+    target: field.type,
+    kind: field.isList ? 'many' : 'one',
+    fields: opposite?.relationToFields ?? [],
+    targetFields: oppositeFrom,
+    nullable: field.isList ? false : !field.isRequired,
+  };
+}
+
+export function describeModel(dmmf: DMMF.Document): TableSpec[] {
+  const problems: string[] = [];
+  const enums = new Map(dmmf.datamodel.enums.map((e) => [e.name, e]));
+  const models = new Map(dmmf.datamodel.models.map((m) => [m.name, m]));
+  const tables: TableSpec[] = [];
+
+  for (const model of [...dmmf.datamodel.models].sort((a, b) => a.name.localeCompare(b.name, 'en'))) {
+    if (RESERVED_MODEL_NAMES.has(model.name)) {
+      problems.push(`model ${model.name}: the name is reserved by the REST API`);
+      continue;
+    }
+    const byName = new Map(model.fields.map((f) => [f.name, f]));
+    const missing: string[] = [];
+    const createdAt = byName.get('createdAt');
+    const updatedAt = byName.get('updatedAt');
+    const createdDefault = createdAt?.default as { name?: string } | undefined;
+    if (!createdAt || createdAt.type !== 'DateTime' || createdDefault?.name !== 'now') {
+      missing.push('createdAt DateTime @default(now())');
+    }
+    if (!updatedAt || updatedAt.type !== 'DateTime' || !updatedAt.isUpdatedAt) missing.push('updatedAt DateTime @updatedAt');
+    if (missing.length > 0) {
+      problems.push(`model ${model.name} is missing ${missing.join(' and ')}; add ${missing.length > 1 ? 'them' : 'it'} to the model`);
+    }
+
+    const primaryKey = model.primaryKey?.fields ?? model.fields.filter((f) => f.isId).map((f) => f.name);
+    if (primaryKey.length === 0) {
+      problems.push(`model ${model.name} has no primary key; add @id to a field or @@id([...]) to the model`);
+    }
+
+    const fields: FieldSpec[] = [];
+    const relations: RelationSpec[] = [];
+    for (const field of model.fields) {
+      if (field.kind === 'object') {
+        relations.push(describeRelation(model, field, models));
+      } else if (field.kind === 'unsupported' || (field.kind === 'scalar' && !SCALARS.has(field.type))) {
+        problems.push(`model ${model.name}: field ${field.name} has a type svcgen cannot serve (${field.type})`);
+      } else {
+        fields.push(describeField(field, enums));
+      }
+    }
+    tables.push({ name: model.name, dbName: model.dbName ?? model.name, primaryKey, fields, relations });
+  }
+  if (problems.length > 0) throw new ModelError(problems);
+  return tables;
+}

@@ -1,0 +1,153 @@
+// Temporary shadow databases on a real PostgreSQL server, for the schema
+// engine to replay a migrations folder into (what `prisma migrate dev` does).
+//
+// adapter-pg's own connectToShadowDb is not used: given a connection string it
+// replays into the main database and leaves shadow databases behind. Here
+// every database created is remembered and dropped by close(), after its pool
+// is closed, even when the engine failed or panicked.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import { loadAdapterPg, loadDriverAdapterUtils } from './prisma-packages.ts';
+import { probeOnlyAdapterFactory, type PostgresServerInfo } from './probe-adapter.ts';
+
+const PG_CHAR_OID = 18;
+const PG_TEXT_OID = 25;
+
+type QueryResultLike = { fields?: { dataTypeID: number }[] };
+
+function charColumnsAsText<R>(result: R): R {
+  const fields = (result as QueryResultLike | undefined)?.fields;
+  if (Array.isArray(fields)) {
+    for (const field of fields) if (field.dataTypeID === PG_CHAR_OID) field.dataTypeID = PG_TEXT_OID;
+  }
+  return result;
+}
+
+/**
+ * The engine's catalog queries return PostgreSQL's internal one-byte `"char"`
+ * type (oid 18, e.g. pg_constraint.contype), which adapter-pg 7.10 refuses
+ * ("Column type 'char' could not be deserialized"). Its values arrive as text
+ * already, so relabelling the column as text is enough. Covers both the
+ * promise form (adapter-pg, transactions) and the callback form (pg-pool).
+ */
+class CharAsTextClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // pg-pool's end() resolves once clients are removed, before their sockets
+    // are closed; DROP DATABASE ... WITH (FORCE) then terminates those
+    // backends and the client emits 'error' (57P01), which without a listener
+    // would crash the process. Errors of running queries still reject their
+    // promises and reach the engine.
+    this.on('error', () => {});
+  }
+
+  override query(...args: any[]): any {
+    const callbackIndex = args.findIndex((arg) => typeof arg === 'function');
+    if (callbackIndex >= 0) {
+      const callback = args[callbackIndex] as (error: Error | null, result: unknown) => void;
+      args[callbackIndex] = (error: Error | null, result: unknown) =>
+        callback(error, error ? result : charColumnsAsText(result));
+      return (super.query as (...a: unknown[]) => unknown)(...args);
+    }
+    const result = (super.query as (...a: unknown[]) => unknown)(...args);
+    // Submittables (cursors, Query objects) are returned as they are.
+    return isPromiseLike(result) ? result.then(charColumnsAsText) : result;
+  }
+}
+
+function isPromiseLike(value: unknown): value is Promise<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
+function databaseUrl(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return url.href;
+}
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * adapter-pg's executeScript splits the script on every ";" (breaking
+ * semicolons inside literals, comments and function bodies of hand-edited
+ * migrations). The native engine sends a migration as one multi-statement
+ * simple query, which PostgreSQL also runs as a single implicit transaction;
+ * this does the same.
+ */
+function wholeScriptExecutor(pool: pg.Pool): (script: string) => Promise<void> {
+  const { DriverAdapterError } = loadDriverAdapterUtils();
+  return async (script) => {
+    try {
+      await pool.query(script);
+    } catch (error) {
+      if (error instanceof pg.DatabaseError) {
+        throw new DriverAdapterError({
+          kind: 'postgres',
+          code: error.code ?? 'N/A',
+          severity: error.severity ?? 'N/A',
+          message: error.message,
+          detail: error.detail,
+          column: error.column,
+          hint: error.hint,
+        });
+      }
+      throw error;
+    }
+  };
+}
+
+export interface ShadowDatabaseSession {
+  /** Main connection = probe only (nothing is ever run on the caller's database); shadow = fresh temporary database. */
+  factory: SqlMigrationAwareDriverAdapterFactory;
+  /** Names of the temporary databases created so far. */
+  readonly createdDatabases: readonly string[];
+  /** Closes all pools, then drops every temporary database (WITH (FORCE)). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** `serverUrl`: any database on a server where CREATE/DROP DATABASE is allowed. */
+export async function openShadowDatabaseSession(serverUrl: string): Promise<ShadowDatabaseSession> {
+  const admin = new pg.Pool({ connectionString: serverUrl, max: 1 });
+  const created: string[] = [];
+  const pools: pg.Pool[] = [];
+  let closed = false;
+
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    const failures: unknown[] = [];
+    for (const pool of pools) await pool.end().catch((error: unknown) => failures.push(error));
+    for (const name of created) {
+      await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`).catch((e: unknown) => failures.push(e));
+    }
+    await admin.end().catch((error: unknown) => failures.push(error));
+    if (failures.length > 0) throw new AggregateError(failures, 'svcgen: cleaning up the shadow database failed');
+  };
+
+  try {
+    // The probe answer carries the real server version so the engine sees the same server as the shadow database.
+    const { rows } = await admin.query<{ version: string; num: number }>(
+      "SELECT version() AS version, current_setting('server_version_num')::integer AS num",
+    );
+    const server: PostgresServerInfo = { version: rows[0].version, versionNum: rows[0].num };
+    const { PrismaPg } = loadAdapterPg();
+
+    const connectToShadowDb = async (): Promise<SqlDriverAdapter> => {
+      if (closed) throw new Error('svcgen: shadow database session already closed');
+      const name = `svcgen_shadow_${randomUUID().replace(/-/g, '')}`;
+      await admin.query(`CREATE DATABASE ${quoteIdent(name)}`);
+      created.push(name);
+      const pool = new pg.Pool({ connectionString: databaseUrl(serverUrl, name), Client: CharAsTextClient });
+      pools.push(pool);
+      const adapter = await new PrismaPg(pool).connect();
+      adapter.executeScript = wholeScriptExecutor(pool);
+      return adapter;
+    };
+
+    return { factory: probeOnlyAdapterFactory(server, connectToShadowDb), createdDatabases: created, close };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,46 @@
+/** zod validator source for each field, as text for the table template (zod 4 API). */
+import { literal } from './literal.ts';
+import type { FieldSpec } from '../../runtime/model/index.ts';
+
+function scalar(field: FieldSpec): string {
+  const [native, args] = field.nativeType ?? [undefined, []];
+  switch (field.type) {
+    case 'String': {
+      if (native === 'Uuid') return 'z.uuid()';
+      const max = (native === 'VarChar' || native === 'Char') && args[0] ? `.max(${Number(args[0])})` : '';
+      return `z.string()${max}`;
+    }
+    case 'Int':
+      return 'z.int32()';
+    case 'BigInt':
+      return 'z.union([z.int(), z.string().regex(/^-?\\d{1,19}$/)])';
+    case 'Float':
+      return 'z.number()';
+    case 'Decimal':
+      return 'z.union([z.number(), z.string().regex(/^-?\\d+(\\.\\d+)?$/)])';
+    case 'Boolean':
+      return 'z.boolean()';
+    case 'DateTime':
+      return 'z.union([z.iso.datetime({ offset: true }), z.iso.date()])';
+    case 'Json':
+      return 'z.json()';
+    case 'Bytes':
+      return 'z.base64()';
+    case 'Enum':
+      return `z.enum([${(field.enumValues ?? []).map((v) => literal(v)).join(', ')}])`;
+  }
+}
+
+export function zodExpression(field: FieldSpec, mode: 'create' | 'update'): string {
+  let expr = scalar(field);
+  if (field.list) expr = `z.array(${expr})`;
+  if (field.nullable) expr += '.nullable()';
+  const optional = mode === 'update' || field.nullable || field.dbDefault || field.clientDefault !== undefined;
+  if (optional) expr += '.optional()';
+  return expr;
+}
+
+/** Fields a body may carry: everything but server-managed fields (and, for updates, the key). */
+export function writableFields(fields: readonly FieldSpec[], mode: 'create' | 'update'): FieldSpec[] {
+  return fields.filter((f) => !f.managed && !(mode === 'update' && f.id));
+}

@@ -1,0 +1,2 @@
+export { authenticate } from './authenticate.ts';
+export { principalVariables, type Principal } from './principal.ts';

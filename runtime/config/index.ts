@@ -1,0 +1,81 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { configSchema, type Config } from './schema.ts';
+
+export type { Config, RoleConfig, ActionRule, TablePermissionsConfig } from './schema.ts';
+export { configSchema } from './schema.ts';
+
+export const CONFIG_FILE = 'svcgen.config.json';
+
+/** Every problem of an invalid config, each as `<json path>: <message>`. */
+export class ConfigError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
+    super(`${file} is invalid:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function jsonPath(segments: readonly PropertyKey[]): string {
+  let out = '$';
+  for (const s of segments) {
+    out += typeof s === 'number' ? `[${s}]` : /^[A-Za-z_$][\w$]*$/.test(String(s)) ? `.${String(s)}` : `[${JSON.stringify(String(s))}]`;
+  }
+  return out;
+}
+
+/** Validates a parsed config; `tables` (model names) lets role rules be checked against the model. */
+export function parseConfig(raw: unknown, file: string, tables?: readonly string[]): Config {
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(
+      file,
+      parsed.error.issues.map((issue) => {
+        if (issue.code === 'unrecognized_keys') {
+          return `${jsonPath(issue.path)}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+        }
+        return `${jsonPath(issue.path)}: ${issue.message}`;
+      }),
+    );
+  }
+  const config = parsed.data;
+  const problems: string[] = [];
+  const envs = new Set(config.environments);
+  for (const [i, env] of (config.auth.environments ?? []).entries()) {
+    if (!envs.has(env)) problems.push(`$.auth.environments[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
+  }
+  if (config.auth.defaultRole !== undefined && !(config.auth.defaultRole in config.roles)) {
+    problems.push(`$.auth.defaultRole: role "${config.auth.defaultRole}" is not defined under roles`);
+  }
+  if (tables) {
+    const known = new Set(tables);
+    for (const [roleName, role] of Object.entries(config.roles)) {
+      for (const table of Object.keys(role.tables)) {
+        if (table !== '*' && !known.has(table)) {
+          problems.push(`${jsonPath(['roles', roleName, 'tables', table])}: no model named "${table}" in schema.prisma`);
+        }
+      }
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return config;
+}
+
+export async function loadConfig(projectDir: string, tables?: readonly string[]): Promise<Config> {
+  const file = path.join(projectDir, CONFIG_FILE);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new ConfigError(file, [`$: file not found (create ${CONFIG_FILE} with at least {"project": {"id": "<id>"}})`]);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(file, [`$: not valid JSON (${(error as Error).message})`]);
+  }
+  return parseConfig(raw, file, tables);
+}

@@ -1,0 +1,125 @@
+/** `svcgen.config.json` (CONTRACT §4, §5): one zod schema, defaults included. */
+import { z } from 'zod';
+
+const seconds = z.number().int().positive();
+const perMinute = z.number().int().positive();
+
+const filterValue = z.union([
+  z.string(),
+  z.number(),
+  z.boolean(),
+  z.null(),
+  z.record(z.string(), z.unknown()),
+]);
+
+const actionRule = z.union([
+  z.boolean(),
+  z
+    .object({
+      filter: z.record(z.string(), filterValue).optional(),
+      fields: z.array(z.string()).optional(),
+    })
+    .strict(),
+]);
+
+const tablePermissions = z
+  .object({
+    read: actionRule.optional(),
+    create: actionRule.optional(),
+    update: actionRule.optional(),
+    delete: actionRule.optional(),
+  })
+  .strict();
+
+const role = z
+  .object({
+    signup: z.boolean().default(false),
+    tables: z.record(z.string(), tablePermissions).default({}),
+  })
+  .strict();
+
+const environmentName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,39}$/, 'lower-case letters, digits and _, starting with a letter, at most 40 characters');
+
+export const configSchema = z
+  .object({
+    $schema: z.string().optional(),
+    project: z.object({ id: z.string().min(1).max(100) }).strict(),
+    environments: z
+      .array(environmentName)
+      .min(1)
+      .default(['master'])
+      .refine((names) => new Set(names).size === names.length, 'environment names must be unique'),
+    auth: z
+      .object({
+        enabled: z.boolean().default(true),
+        environments: z.array(environmentName).optional(),
+        emailVerification: z.boolean().default(true),
+        jwe: z.boolean().default(false),
+        accessTokenTtl: seconds.default(900),
+        refreshTokenTtl: seconds.default(2592000),
+        codeTtl: seconds.default(3600),
+        codeMaxAttempts: z.number().int().positive().default(5),
+        lockout: z
+          .object({
+            maxFailedAttempts: z.number().int().positive().default(5),
+            duration: seconds.default(900),
+          })
+          .strict()
+          .prefault({}),
+        password: z
+          .object({ minLength: z.number().int().min(1).max(72).default(8) })
+          .strict()
+          .prefault({}),
+        defaultRole: z.string().optional(),
+      })
+      .strict()
+      .prefault({}),
+    rateLimits: z
+      .object({
+        signupPerMinutePerIp: perMinute.default(10),
+        loginPerMinutePerIp: perMinute.default(20),
+        recoveryPerMinutePerEmail: perMinute.default(5),
+        dataPerMinutePerProject: perMinute.default(6000),
+      })
+      .strict()
+      .prefault({}),
+    mail: z
+      .object({
+        smtpUrl: z.string().optional(),
+        from: z.string().default('no-reply@localhost'),
+      })
+      .strict()
+      .prefault({}),
+    webhooks: z
+      .object({
+        retryDelaysMs: z.array(z.number().int().min(0)).min(1).default([0, 1000, 5000, 30000, 300000]),
+        timeoutMs: z.number().int().positive().default(5000),
+        circuit: z
+          .object({
+            failureThreshold: z.number().int().positive().default(5),
+            cooldownMs: z.number().int().positive().default(120000),
+          })
+          .strict()
+          .prefault({}),
+        allowHttp: z.boolean().default(false),
+        allowPrivateTargets: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
+    limits: z
+      .object({
+        /** Largest request body accepted, in bytes; larger → 413. */
+        bodyBytes: z.number().int().positive().default(1048576),
+      })
+      .strict()
+      .prefault({}),
+    roles: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'letters, digits, _ and -'), role).default({}),
+  })
+  .strict();
+
+export type Config = z.output<typeof configSchema>;
+export type RoleConfig = Config['roles'][string];
+export type ActionRule = z.output<typeof actionRule>;
+export type TablePermissionsConfig = z.output<typeof tablePermissions>;

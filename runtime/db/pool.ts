@@ -1,0 +1,103 @@
+import pg from 'pg';
+import { createHash } from 'node:crypto';
+
+/** Quotes an SQL identifier; every table, column and schema name goes through here. */
+export function ident(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** The PostgreSQL schema that holds one environment's tables (CONTRACT §4: environments are isolated). */
+export function environmentSchema(environment: string): string {
+  return `env_${environment}`;
+}
+
+/** svcgen's own tables (keys, tokens, and later users, sessions, webhooks) live in this schema. */
+export const SYSTEM_SCHEMA = 'svcgen';
+
+export type Row = Record<string, unknown>;
+
+export interface Queryable {
+  query<R = Row>(text: string, values?: readonly unknown[]): Promise<R[]>;
+  /** Rows as arrays of column values: no per-row object is built (the hot read path). */
+  queryArrays(text: string, values?: readonly unknown[]): Promise<unknown[][]>;
+}
+
+// Statement names are derived from the SQL text so every connection prepares each statement once.
+const statementNames = new Map<string, string>();
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `s${createHash('sha1').update(text).digest('base64url').slice(0, 16)}`;
+    if (statementNames.size < 10_000) statementNames.set(text, name);
+  }
+  return name;
+}
+
+class ClientQueries implements Queryable {
+  constructor(private readonly client: pg.Pool | pg.PoolClient) {}
+
+  async query<R = Row>(text: string, values: readonly unknown[] = []): Promise<R[]> {
+    const result = await this.client.query<R & pg.QueryResultRow>({ text, values: values as unknown[], name: statementName(text) });
+    return result.rows;
+  }
+
+  async queryArrays(text: string, values: readonly unknown[] = []): Promise<unknown[][]> {
+    const result = await this.client.query({ text, values: values as unknown[], name: statementName(text), rowMode: 'array' });
+    return result.rows as unknown[][];
+  }
+}
+
+export interface Database extends Queryable {
+  readonly pool: pg.Pool;
+  /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs plain SQL (several statements allowed, no parameters). */
+  exec(sql: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+// timestamp without time zone (Prisma's DateTime) holds UTC; read it back as UTC, not local time.
+const TIMESTAMP_OID = 1114;
+const types = {
+  getTypeParser(oid: number, format?: string) {
+    if (oid === TIMESTAMP_OID) return (value: string) => new Date(`${value.replace(' ', 'T')}Z`);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+export function openDatabase(url: string, options: { max?: number } = {}): Database {
+  // DateTime columns are `timestamp(3)` holding UTC (as Prisma writes them): pin the session time
+  // zone so now() and CURRENT_TIMESTAMP defaults are stored as UTC too.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    types: types as pg.CustomTypesConfig,
+    options: '-c TimeZone=UTC',
+  });
+  // An idle client's connection error must not crash the process; the pool replaces the client.
+  pool.on('error', () => {});
+  const queries = new ClientQueries(pool);
+  return {
+    pool,
+    query: (text, values) => queries.query(text, values),
+    queryArrays: (text, values) => queries.queryArrays(text, values),
+    async transaction(work) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work(new ClientQueries(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async exec(sql) {
+      await pool.query(sql);
+    },
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * svcgen's own tables. They are versioned here, not in the project's migrations folder: the
+ * project's migrations describe the user's data model only.
+ */
+import type { Database } from './pool.ts';
+
+const STEPS: readonly string[] = [
+  `CREATE TABLE svcgen.management_tokens (
+     id          text PRIMARY KEY,
+     name        text NOT NULL,
+     token_hash  text NOT NULL UNIQUE,
+     created_at  timestamptz NOT NULL DEFAULT now(),
+     revoked_at  timestamptz
+   );
+   CREATE TABLE svcgen.api_keys (
+     id           text PRIMARY KEY,
+     project_id   text NOT NULL,
+     environment  text NOT NULL,
+     name         text NOT NULL,
+     prefix       text NOT NULL,
+     key_hash     text NOT NULL UNIQUE,
+     roles        text[] NOT NULL,
+     context      jsonb NOT NULL DEFAULT '{}',
+     created_at   timestamptz NOT NULL DEFAULT now(),
+     last_used_at timestamptz,
+     revoked_at   timestamptz
+   );
+   CREATE INDEX api_keys_project_environment ON svcgen.api_keys (project_id, environment, created_at);`,
+];
+
+// Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.
+export const MIGRATION_LOCK_KEY = 72707369;
+
+export async function ensureSystemSchema(db: Database): Promise<void> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS svcgen;
+      CREATE TABLE IF NOT EXISTS svcgen.schema_version (version integer NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM svcgen.schema_version');
+    for (let version = (rows[0]?.v ?? 0) + 1; version <= STEPS.length; version++) {
+      await client.query('BEGIN');
+      try {
+        await client.query(STEPS[version - 1]!);
+        await client.query('INSERT INTO svcgen.schema_version (version) VALUES ($1)', [version]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
+      }
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    client.release();
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The one error type of the runtime and its closed table of kinds. Handlers throw; only
+ * `toReply` (reply.ts) turns an error into a response, so no handler formats errors itself.
+ */
+
+/** Problem Details kinds of the data and webhook API (interface "Data API errors", CONTRACT §6/§7). */
+export const PROBLEM_KINDS = {
+  'bad-request': { status: 400, title: 'Bad Request' },
+  'invalid-json': { status: 400, title: 'Malformed JSON body' },
+  'invalid-parameter': { status: 400, title: 'Invalid query parameter' },
+  'missing-project': { status: 400, title: 'Missing project' },
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  'not-found': { status: 404, title: 'Not Found' },
+  'unknown-project': { status: 404, title: 'Unknown project' },
+  'unknown-environment': { status: 404, title: 'Unknown environment' },
+  'unknown-table': { status: 404, title: 'Unknown table' },
+  'method-not-allowed': { status: 405, title: 'Method Not Allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  'payload-too-large': { status: 413, title: 'Payload Too Large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported Media Type' },
+  validation: { status: 422, title: 'Validation failed' },
+  'rate-limited': { status: 429, title: 'Too Many Requests' },
+  internal: { status: 500, title: 'Internal Server Error' },
+  unavailable: { status: 503, title: 'Service Unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ProblemKind = keyof typeof PROBLEM_KINDS;
+
+export interface FieldError {
+  field: string;
+  rule: string;
+  message: string;
+}
+
+export class Problem extends Error {
+  readonly status: number;
+  constructor(
+    readonly kind: ProblemKind,
+    readonly detail: string,
+    readonly errors: FieldError[] = [],
+    readonly headers: Record<string, string> = {},
+    /** Extension members (RFC 9457 §3.2), e.g. the bulk envelope as `data`. */
+    readonly extensions: Record<string, unknown> = {},
+  ) {
+    super(detail);
+    this.name = 'Problem';
+    this.status = PROBLEM_KINDS[kind].status;
+  }
+
+  body(instance: string): Record<string, unknown> {
+    return {
+      type: `/errors/${this.kind}`,
+      title: PROBLEM_KINDS[this.kind].title,
+      status: this.status,
+      detail: this.detail,
+      instance,
+      errors: this.errors,
+      ...this.extensions,
+    };
+  }
+}
+
+/** Codes of the authentication endpoints (interface "Authentication errors"): body `{ error }`. */
+export const AUTH_ERRORS = {
+  AUTH_EMAIL_EXISTS: 409,
+  AUTH_INVALID_CREDENTIALS: 401,
+  AUTH_EMAIL_NOT_VERIFIED: 403,
+  AUTH_ACCOUNT_LOCKED: 423,
+  AUTH_INVALID_CODE: 400,
+  AUTH_TOKEN_EXPIRED: 401,
+  AUTH_TOKEN_INVALID: 401,
+  AUTH_NOT_CONFIGURED: 404,
+  RATE_LIMIT_EXCEEDED: 429,
+  VALIDATION_ERROR: 400,
+} as const;
+
+export type AuthErrorCode = keyof typeof AUTH_ERRORS;
+
+export class AuthError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: AuthErrorCode,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(code);
+    this.name = 'AuthError';
+    this.status = AUTH_ERRORS[code];
+  }
+}

@@ -1,0 +1,10 @@
+export {
+  CredentialStore,
+  createApiKey,
+  createManagementToken,
+  listApiKeys,
+  revokeApiKey,
+  type ApiKeyRecord,
+  type NewApiKey,
+  type ResolvedApiKey,
+} from './store.ts';

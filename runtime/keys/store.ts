@@ -1,0 +1,212 @@
+/**
+ * API keys and management tokens in PostgreSQL, with an in-process cache of resolved keys.
+ * Revocation reaches every server process through LISTEN/NOTIFY, so the cache never serves a
+ * revoked key for longer than a notification takes; the TTL bounds staleness if that link drops.
+ */
+import pg from 'pg';
+import type { Database } from '../db/index.ts';
+import type { Principal } from '../auth/principal.ts';
+import { API_KEY_PATTERN, MANAGEMENT_TOKEN_PATTERN, constantTimeEqual, digestSecret, newId, newSecret } from './secrets.ts';
+
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  prefix: string;
+  environment: string;
+  roles: string[];
+  context: Record<string, string>;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+export interface NewApiKey {
+  projectId: string;
+  environment: string;
+  name: string;
+  prefix: string;
+  roles: string[];
+  context: Record<string, string>;
+}
+
+interface KeyRow {
+  id: string;
+  name: string;
+  prefix: string;
+  environment: string;
+  roles: string[];
+  context: Record<string, string>;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+function toRecord(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    environment: row.environment,
+    roles: row.roles,
+    context: row.context,
+    createdAt: row.created_at.toISOString(),
+    lastUsedAt: row.last_used_at ? row.last_used_at.toISOString() : null,
+  };
+}
+
+const NOTIFY_CHANNEL = 'svcgen_credentials';
+const CACHE_TTL_MS = 60_000;
+const LAST_USED_FLUSH_MS = 10_000;
+
+export async function createApiKey(db: Database, input: NewApiKey): Promise<ApiKeyRecord & { key: string }> {
+  const key = newSecret('svk');
+  const rows = await db.query<KeyRow>(
+    `INSERT INTO svcgen.api_keys (id, project_id, environment, name, prefix, key_hash, roles, context)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     RETURNING id, name, prefix, environment, roles, context, created_at, last_used_at`,
+    [newId('key'), input.projectId, input.environment, input.name, input.prefix, digestSecret(key), input.roles, JSON.stringify(input.context)],
+  );
+  return { ...toRecord(rows[0]!), key };
+}
+
+export async function listApiKeys(db: Database, projectId: string, environment: string): Promise<ApiKeyRecord[]> {
+  const rows = await db.query<KeyRow>(
+    `SELECT id, name, prefix, environment, roles, context, created_at, last_used_at FROM svcgen.api_keys
+     WHERE project_id = $1 AND environment = $2 AND revoked_at IS NULL ORDER BY created_at, id`,
+    [projectId, environment],
+  );
+  return rows.map(toRecord);
+}
+
+/** Revokes a key; `environment` narrows the match when the caller is scoped to one. */
+export async function revokeApiKey(db: Database, projectId: string, id: string, environment?: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const rows = await tx.query<{ key_hash: string }>(
+      `UPDATE svcgen.api_keys SET revoked_at = now()
+       WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL AND ($3::text IS NULL OR environment = $3)
+       RETURNING key_hash`,
+      [id, projectId, environment ?? null],
+    );
+    if (rows.length === 0) return false;
+    await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, rows[0]!.key_hash]);
+    return true;
+  });
+}
+
+export async function createManagementToken(db: Database, name: string): Promise<{ id: string; name: string; token: string }> {
+  const token = newSecret('svm');
+  const id = newId('mt');
+  await db.query('INSERT INTO svcgen.management_tokens (id, name, token_hash) VALUES ($1, $2, $3)', [id, name, digestSecret(token)]);
+  return { id, name, token };
+}
+
+interface CachedKey {
+  principal: Principal & { kind: 'apiKey' };
+  projectId: string;
+  prefix: string;
+  expiresAt: number;
+}
+
+export interface ResolvedApiKey {
+  principal: Principal & { kind: 'apiKey' };
+  projectId: string;
+  prefix: string;
+}
+
+export class CredentialStore {
+  private readonly keys = new Map<string, CachedKey>();
+  private readonly lastUsed = new Map<string, Date>();
+  private listener: pg.Client | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly databaseUrl: string,
+    private readonly envManagementToken: string | undefined,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.listen();
+    this.flushTimer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
+    this.flushTimer.unref();
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl });
+    client.on('notification', (message) => {
+      if (message.payload) this.keys.delete(message.payload);
+    });
+    client.on('error', () => {
+      // The link dropped: revocations may have been missed, so forget everything and reconnect.
+      this.keys.clear();
+      this.listener = undefined;
+      client.end().catch(() => {});
+      if (!this.stopped) setTimeout(() => void this.listen().catch(() => {}), 1000).unref();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    this.listener = client;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.flushTimer) clearInterval(this.flushTimer);
+    await this.flushLastUsed();
+    await this.listener?.end().catch(() => {});
+  }
+
+  /** Finds an unrevoked API key by its value; undefined when unknown, malformed or revoked. */
+  async resolveApiKey(key: string): Promise<ResolvedApiKey | undefined> {
+    if (!API_KEY_PATTERN.test(key)) return undefined;
+    const hash = digestSecret(key);
+    const now = Date.now();
+    let cached = this.keys.get(hash);
+    if (!cached || cached.expiresAt < now) {
+      const rows = await this.db.query<KeyRow & { project_id: string }>(
+        `SELECT id, project_id, name, prefix, environment, roles, context, created_at, last_used_at
+         FROM svcgen.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+        [hash],
+      );
+      const row = rows[0];
+      if (!row) {
+        this.keys.delete(hash);
+        return undefined;
+      }
+      cached = {
+        principal: { kind: 'apiKey', keyId: row.id, environment: row.environment, roles: row.roles, context: row.context },
+        projectId: row.project_id,
+        prefix: row.prefix,
+        expiresAt: now + CACHE_TTL_MS,
+      };
+      // Without a live listener a cached key could outlive its revocation, so cache only with one.
+      if (this.listener) this.keys.set(hash, cached);
+    }
+    this.lastUsed.set(cached.principal.keyId, new Date(now));
+    return cached;
+  }
+
+  async resolveManagementToken(token: string): Promise<(Principal & { kind: 'management' }) | undefined> {
+    if (this.envManagementToken && constantTimeEqual(token, this.envManagementToken)) {
+      return { kind: 'management', tokenId: 'env' };
+    }
+    if (!MANAGEMENT_TOKEN_PATTERN.test(token)) return undefined;
+    const rows = await this.db.query<{ id: string }>(
+      'SELECT id FROM svcgen.management_tokens WHERE token_hash = $1 AND revoked_at IS NULL',
+      [digestSecret(token)],
+    );
+    return rows[0] ? { kind: 'management', tokenId: rows[0].id } : undefined;
+  }
+
+  /** Writes the batched last-used times: one statement every few seconds, not one per request. */
+  async flushLastUsed(): Promise<void> {
+    if (this.lastUsed.size === 0) return;
+    const entries = [...this.lastUsed];
+    this.lastUsed.clear();
+    await this.db
+      .query(
+        `UPDATE svcgen.api_keys k SET last_used_at = greatest(k.last_used_at, u.at)
+         FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at) WHERE k.id = u.id`,
+        [entries.map(([id]) => id), entries.map(([, at]) => at.toISOString())],
+      )
+      .catch(() => {});
+  }
+}

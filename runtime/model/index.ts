@@ -1,0 +1,109 @@
+/**
+ * The contract between generated code and the runtime: a small, plain description of each table.
+ * The generator writes these objects `as const` into `generated/tables/*.ts`; the runtime reads
+ * them to compile SQL, and nothing else about the data model reaches the runtime.
+ */
+import type { ZodType } from 'zod';
+
+export type ScalarType =
+  | 'String'
+  | 'Int'
+  | 'BigInt'
+  | 'Float'
+  | 'Decimal'
+  | 'Boolean'
+  | 'DateTime'
+  | 'Json'
+  | 'Bytes'
+  | 'Enum';
+
+/** How a value the client left out is filled in when no database default covers it. */
+export type ClientDefault = 'uuid4' | 'uuid7' | 'cuid' | 'nanoid' | 'ulid' | 'now';
+
+export interface FieldSpec {
+  readonly name: string;
+  readonly column: string;
+  readonly type: ScalarType;
+  /** Values of an enum field, in declaration order. */
+  readonly enumValues?: readonly string[];
+  /** Database type name of the enum (Prisma `@@map` or the enum name). */
+  readonly enumDbName?: string;
+  /** Prisma native type such as `Uuid` or `VarChar`, with its arguments. */
+  readonly nativeType?: readonly [string, readonly string[]];
+  readonly list: boolean;
+  readonly nullable: boolean;
+  readonly id: boolean;
+  readonly unique: boolean;
+  /** The database fills the value in when the insert leaves it out. */
+  readonly dbDefault: boolean;
+  /** The runtime fills the value in (Prisma computes these client-side, so the SQL has no default). */
+  readonly clientDefault?: ClientDefault;
+  /** Set by the server on every write (`@updatedAt`, and `createdAt`): never taken from a body. */
+  readonly managed: boolean;
+}
+
+export interface RelationSpec {
+  readonly name: string;
+  readonly target: string;
+  /** `one`: at most one related record (foreign key on either side); `many`: a list. */
+  readonly kind: 'one' | 'many';
+  /** Columns of this table joined to `targetFields` of the target table. */
+  readonly fields: readonly string[];
+  readonly targetFields: readonly string[];
+  readonly nullable: boolean;
+}
+
+export interface TableSpec {
+  readonly name: string;
+  readonly dbName: string;
+  readonly primaryKey: readonly string[];
+  readonly fields: readonly FieldSpec[];
+  readonly relations: readonly RelationSpec[];
+}
+
+export interface TableValidators {
+  /** Body of POST: writable fields, required ones required, unknown keys rejected. */
+  readonly create: ZodType;
+  /** Body of PATCH (JSON Merge Patch): every writable field optional, unknown keys rejected. */
+  readonly update: ZodType;
+}
+
+export interface TableModule {
+  readonly spec: TableSpec;
+  readonly validators: TableValidators;
+}
+
+export type Operation =
+  | 'list'
+  | 'create'
+  | 'updateMany'
+  | 'read'
+  | 'update'
+  | 'delete'
+  | 'bulkCreate'
+  | 'bulkDelete'
+  | 'aggregate'
+  | 'query';
+
+export interface RouteSpec {
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** Path below `/gw/api/rest`, e.g. `/Order/:id`. */
+  readonly path: string;
+  readonly table: string;
+  readonly operation: Operation;
+}
+
+export interface ServiceModule {
+  readonly tables: Readonly<Record<string, TableModule>>;
+  readonly routes: readonly RouteSpec[];
+  readonly openapi: unknown;
+}
+
+/** Identity helpers: they keep generated modules declarative while giving them checked types. */
+export function defineTable<const T extends TableModule>(table: T): T {
+  return table;
+}
+
+export function defineService<const T extends ServiceModule>(service: T): T {
+  return service;
+}

@@ -1,0 +1,1 @@
+export { Policy, type Action } from './policy.ts';

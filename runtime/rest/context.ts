@@ -1,0 +1,36 @@
+/** What a data handler receives once tenancy, authentication and the permission check have run. */
+import type { Principal } from '../auth/index.ts';
+import type { Database } from '../db/index.ts';
+import type { ApiRequest } from '../http/index.ts';
+import type { Action, Policy } from '../permissions/index.ts';
+import { Params, type Catalog, type CatalogTable, type Grant, type ReadScope } from '../query/index.ts';
+import type { Tenant } from '../tenancy/index.ts';
+
+export interface DataContext {
+  readonly req: ApiRequest;
+  readonly tenant: Tenant;
+  readonly principal: Principal;
+  readonly table: CatalogTable;
+  /** The grant for the route's own action (already checked to exist). */
+  readonly grant: Grant;
+  readonly catalog: Catalog;
+  readonly policy: Policy;
+  readonly db: Database;
+  /** Path prefix of data routes, for Location headers. */
+  readonly basePath: string;
+}
+
+export function grantOf(ctx: DataContext, table: string, action: Action): Grant | null {
+  return ctx.policy.grant(ctx.principal, table, action);
+}
+
+/** A fresh statement scope: its parameters, aliases and the caller's read grants. */
+export function readScope(ctx: DataContext): ReadScope {
+  return {
+    catalog: ctx.catalog,
+    environment: ctx.tenant.environment,
+    params: new Params(),
+    nextAlias: { n: 0 },
+    grantFor: (table) => grantOf(ctx, table, 'read'),
+  };
+}

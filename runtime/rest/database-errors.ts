@@ -1,0 +1,71 @@
+/**
+ * PostgreSQL constraint errors → Problems naming the field, never the SQL text. Anything not
+ * listed here is a server fault and stays a 500.
+ */
+import { Problem } from '../http/index.ts';
+import type { CatalogTable } from '../query/index.ts';
+
+interface PgError {
+  code?: string;
+  detail?: string;
+  column?: string;
+  table?: string;
+}
+
+function fieldName(table: CatalogTable, column: string): string {
+  for (const f of table.spec.fields) if (f.column === column) return f.name;
+  return column;
+}
+
+/** `Key (a, b)=(1, 2) ...` → ['a', 'b'] */
+function keyColumns(detail: string | undefined): string[] {
+  const m = /^Key \((.+?)\)=/.exec(detail ?? '');
+  if (!m) return [];
+  return m[1]!.split(', ').map((c) => c.replace(/^"|"$/g, '').replace(/""/g, '"'));
+}
+
+export function databaseProblem(error: unknown, table: CatalogTable): Problem | undefined {
+  const e = error as PgError;
+  if (typeof e?.code !== 'string') return undefined;
+  switch (e.code) {
+    case '23505': {
+      const fields = keyColumns(e.detail).map((c) => fieldName(table, c));
+      const list = fields.join(', ') || 'a unique field';
+      return new Problem(
+        'conflict',
+        `a ${table.spec.name} record with the same ${list} already exists`,
+        fields.map((field) => ({ field, rule: 'unique', message: `${field} must be unique` })),
+      );
+    }
+    case '23503': {
+      const referenced = /is still referenced from table "(.+?)"/.exec(e.detail ?? '');
+      if (referenced) {
+        return new Problem('conflict', `the ${table.spec.name} record is still referenced by ${referenced[1]} records; delete or change those first`);
+      }
+      const fields = keyColumns(e.detail).map((c) => fieldName(table, c));
+      const target = /not present in table "(.+?)"/.exec(e.detail ?? '')?.[1] ?? 'the related table';
+      return new Problem(
+        'validation',
+        `${fields.join(', ') || 'a foreign key'} must name an existing ${target} record`,
+        fields.map((field) => ({ field, rule: 'foreign_key', message: `no ${target} record matches this ${field}` })),
+      );
+    }
+    case '23502': {
+      const field = e.column ? fieldName(table, e.column) : 'a field';
+      return new Problem('validation', `${field} must not be null`, [{ field, rule: 'required', message: `${field} must not be null` }]);
+    }
+    case '23514':
+      return new Problem('validation', 'the record violates a check constraint of the table');
+    case '22001':
+    case '22003':
+    case '22007':
+    case '22008':
+    case '22P02':
+    case '22023':
+    case '2200N':
+    case '22021':
+      return new Problem('validation', 'a value does not fit its field (too long, out of range or malformed)');
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,88 @@
+/** Starting and stopping a server for one project. */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { Config } from '../config/index.ts';
+import { applyMigrations, ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
+import { CredentialStore } from '../keys/index.ts';
+import type { ServiceModule } from '../model/index.ts';
+import { Policy } from '../permissions/index.ts';
+import { Catalog } from '../query/index.ts';
+import { createApp, DATA_BASE_PATH } from './app.ts';
+import type { Services } from './services.ts';
+
+export { createApp, DATA_BASE_PATH } from './app.ts';
+export { newKeySchema, keyProblems } from './management.ts';
+export type { Services } from './services.ts';
+
+export interface ServerOptions {
+  projectDir: string;
+  service: ServiceModule;
+  config: Config;
+  databaseUrl: string;
+  port: number;
+  host: string;
+  /** Apply pending migrations to every environment before listening (default true). */
+  migrate?: boolean;
+  managementToken?: string;
+  log?: (message: string) => void;
+}
+
+export interface RunningServer {
+  readonly url: string;
+  readonly port: number;
+  readonly applied: AppliedMigration[];
+  close(): Promise<void>;
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const log = options.log ?? ((m: string) => console.error(m));
+  const db = openDatabase(options.databaseUrl, { max: 10 });
+  let credentials: CredentialStore | undefined;
+  try {
+    await ensureSystemSchema(db);
+    const applied =
+      options.migrate === false ? [] : await applyMigrations(db, path.join(options.projectDir, 'migrations'), options.config.environments);
+    credentials = new CredentialStore(db, options.databaseUrl, options.managementToken);
+    await credentials.start();
+    const services: Services = {
+      config: options.config,
+      service: options.service,
+      db,
+      catalog: new Catalog(options.service.tables),
+      policy: new Policy(options.config.roles),
+      credentials,
+      basePath: DATA_BASE_PATH,
+      log,
+    };
+    const server = createServer(createApp(services));
+    server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => resolve());
+    });
+    const port = (server.address() as AddressInfo).port;
+    const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
+    return {
+      url: `http://${shownHost}:${port}`,
+      port,
+      applied,
+      close: () => closeServer(server, credentials!, db),
+    };
+  } catch (error) {
+    await credentials?.stop().catch(() => {});
+    await db.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** Stops accepting, lets in-flight requests finish (up to 10 s), then releases the database. */
+async function closeServer(server: Server, credentials: CredentialStore, db: { close(): Promise<void> }): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const force = setTimeout(() => server.closeAllConnections(), 10_000);
+  await closed;
+  clearTimeout(force);
+  await credentials.stop();
+  await db.close();
+}

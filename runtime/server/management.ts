@@ -1,0 +1,74 @@
+/** API key management routes (CONTRACT §6): management token only. */
+import { z } from 'zod';
+import { authenticate } from '../auth/index.ts';
+import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../keys/index.ts';
+import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
+import type { Services } from './services.ts';
+
+async function requireManagement(services: Services, req: ApiRequest): Promise<Tenant> {
+  const tenant = resolveDataTenant(req, services.config);
+  const principal = await authenticate(req, tenant, services.credentials);
+  if (principal.kind !== 'management') {
+    throw new Problem('forbidden', 'managing API keys needs a management token (Authorization: Bearer <management token>)');
+  }
+  return tenant;
+}
+
+const KEY_PREFIX = /^[A-Za-z][A-Za-z0-9_-]{0,31}$/;
+
+export const newKeySchema = z
+  .object({
+    name: z.string().min(1).max(200),
+    prefix: z.string().regex(KEY_PREFIX, 'a scheme word: a letter, then letters, digits, _ or -, at most 32 characters'),
+    roles: z.array(z.string()).min(1),
+    context: z.record(z.string(), z.string()).default({}),
+    environment: z.string(),
+  })
+  .strict();
+
+/** Checks what the schema cannot: roles and environment exist in this project. */
+export function keyProblems(services: Services, input: z.output<typeof newKeySchema>): { field: string; rule: string; message: string }[] {
+  const problems: { field: string; rule: string; message: string }[] = [];
+  if (!services.config.environments.includes(input.environment)) {
+    problems.push({ field: 'environment', rule: 'enum', message: `environment must be one of ${services.config.environments.join(', ')}` });
+  }
+  input.roles.forEach((role, i) => {
+    if (!(role in services.config.roles)) {
+      problems.push({ field: `roles[${i}]`, rule: 'enum', message: `no role named "${role}"; roles: ${Object.keys(services.config.roles).join(', ')}` });
+    }
+  });
+  return problems;
+}
+
+export function managementHandlers(services: Services) {
+  return {
+    async create(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(services, req);
+      const parsed = newKeySchema.safeParse(await readJson(req));
+      if (!parsed.success) {
+        const errors = parsed.error.issues.flatMap((issue) =>
+          issue.code === 'unrecognized_keys'
+            ? issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }))
+            : [{ field: issue.path.join('.'), rule: issue.code, message: `${issue.path.join('.') || 'body'}: ${issue.message}` }],
+        );
+        throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
+      }
+      const errors = keyProblems(services, parsed.data);
+      if (errors.length) throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
+      const key = await createApiKey(services.db, { projectId: tenant.projectId, ...parsed.data });
+      const { id, name, prefix, roles, environment, createdAt } = key;
+      return jsonReply(201, { data: { id, name, prefix, roles, environment, createdAt, key: key.key } });
+    },
+    async list(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(services, req);
+      return jsonReply(200, { data: await listApiKeys(services.db, tenant.projectId, tenant.environment) });
+    },
+    async revoke(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(services, req);
+      const revoked = await revokeApiKey(services.db, tenant.projectId, req.params.id ?? '');
+      if (!revoked) throw new Problem('not-found', `no API key with id "${req.params.id}"`);
+      return { status: 204 };
+    },
+  };
+}

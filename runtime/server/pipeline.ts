@@ -1,0 +1,47 @@
+/**
+ * The request pipeline of data routes, in the order of CONTRACT §7:
+ * tenancy → authentication → table → rate limit → permission → handler (validation, existence).
+ */
+import { authenticate } from '../auth/index.ts';
+import { Problem, type ApiRequest, type Reply } from '../http/index.ts';
+import { OPERATIONS, type DataContext } from '../rest/index.ts';
+import { resolveDataTenant } from '../tenancy/index.ts';
+import type { Operation } from '../model/index.ts';
+import type { Services } from './services.ts';
+
+export function dataHandler(services: Services, operation: Operation | undefined, tableName: string | undefined) {
+  const op = operation ? OPERATIONS[operation] : undefined;
+  return async (req: ApiRequest): Promise<Reply> => {
+    const tenant = resolveDataTenant(req, services.config);
+    const principal = await authenticate(req, tenant, services.credentials);
+    const name = tableName ?? req.params.table ?? '';
+    const table = services.catalog.get(name);
+    if (!table) throw new Problem('unknown-table', `there is no table named "${name}"`);
+    if (!op) {
+      throw new Problem(
+        'not-found',
+        table.idField
+          ? `${req.method} is not available on this path`
+          : `${name} has a composite primary key, so it has no /<id> routes; filter the list by its key fields (${table.spec.primaryKey.join(', ')})`,
+      );
+    }
+    await services.rateLimit?.(tenant);
+    if (principal.kind === 'management') {
+      throw new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no data');
+    }
+    const grant = services.policy.grant(principal, name, op.action);
+    if (!grant) throw new Problem('forbidden', `your role may not ${op.action} ${name} records`);
+    const ctx: DataContext = {
+      req,
+      tenant,
+      principal,
+      table,
+      grant,
+      catalog: services.catalog,
+      policy: services.policy,
+      db: services.db,
+      basePath: services.basePath,
+    };
+    return op.handle(ctx);
+  };
+}

@@ -1,0 +1,21 @@
+/** The long-lived parts of a running server, built once at start and shared by every request. */
+import type { Config } from '../config/index.ts';
+import type { Database } from '../db/index.ts';
+import type { CredentialStore } from '../keys/index.ts';
+import type { Policy } from '../permissions/index.ts';
+import type { Catalog } from '../query/index.ts';
+import type { ServiceModule } from '../model/index.ts';
+import type { Tenant } from '../tenancy/index.ts';
+
+export interface Services {
+  readonly config: Config;
+  readonly service: ServiceModule;
+  readonly db: Database;
+  readonly catalog: Catalog;
+  readonly policy: Policy;
+  readonly credentials: CredentialStore;
+  /** Throws a 429 Problem when the tenant is over its data rate limit. */
+  readonly rateLimit?: (tenant: Tenant) => Promise<void>;
+  readonly basePath: string;
+  readonly log: (message: string) => void;
+}
