@@ -34,11 +34,9 @@ function charColumnsAsText<R>(result: R): R {
 class CharAsTextClient extends pg.Client {
   constructor(config?: string | pg.ClientConfig) {
     super(config);
-    // pg-pool's end() resolves once clients are removed, before their sockets
-    // are closed; DROP DATABASE ... WITH (FORCE) then terminates those
-    // backends and the client emits 'error' (57P01), which without a listener
-    // would crash the process. Errors of running queries still reject their
-    // promises and reach the engine.
+    // A connection still open at teardown is terminated by DROP DATABASE ...
+    // WITH (FORCE) and emits 'error' (57P01); unhandled, that would crash the
+    // process. Errors of running queries still reject their own promises.
     this.on('error', () => {});
   }
 
@@ -97,6 +95,36 @@ function wholeScriptExecutor(pool: pg.Pool): (script: string) => Promise<void> {
   };
 }
 
+const POOL_END_TIMEOUT_MS = 2_000;
+
+/**
+ * pg-pool's end() resolves as soon as its clients are detached, before their
+ * sockets are closed; waiting for every 'remove' lets the connections end
+ * cleanly before the database is dropped. It also waits for checked-out
+ * clients, which an engine that failed mid-transaction may never release, so
+ * it is bounded: DROP ... WITH (FORCE) ends whatever is left.
+ */
+async function endPool(pool: pg.Pool): Promise<void> {
+  let remaining = pool.totalCount;
+  const socketsClosed = new Promise<void>((resolve) => {
+    if (remaining === 0) resolve();
+    pool.on('remove', () => {
+      remaining -= 1;
+      if (remaining <= 0) resolve();
+    });
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, POOL_END_TIMEOUT_MS);
+    timer.unref();
+  });
+  try {
+    await Promise.race([Promise.all([pool.end(), socketsClosed]), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface ShadowDatabaseSession {
   /** Main connection = probe only (nothing is ever run on the caller's database); shadow = fresh temporary database. */
   factory: SqlMigrationAwareDriverAdapterFactory;
@@ -117,7 +145,7 @@ export async function openShadowDatabaseSession(serverUrl: string): Promise<Shad
     if (closed) return;
     closed = true;
     const failures: unknown[] = [];
-    for (const pool of pools) await pool.end().catch((error: unknown) => failures.push(error));
+    for (const pool of pools) await endPool(pool).catch((error: unknown) => failures.push(error));
     for (const name of created) {
       await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`).catch((e: unknown) => failures.push(e));
     }
@@ -139,6 +167,10 @@ export async function openShadowDatabaseSession(serverUrl: string): Promise<Shad
       await admin.query(`CREATE DATABASE ${quoteIdent(name)}`);
       created.push(name);
       const pool = new pg.Pool({ connectionString: databaseUrl(serverUrl, name), Client: CharAsTextClient });
+      // Idle-client errors are re-emitted on the pool; adapter-pg removes its
+      // own listener when the engine disposes the adapter, and an 'error'
+      // event without listener would crash the process.
+      pool.on('error', () => {});
       pools.push(pool);
       const adapter = await new PrismaPg(pool).connect();
       adapter.executeScript = wholeScriptExecutor(pool);

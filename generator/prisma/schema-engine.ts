@@ -68,18 +68,23 @@ async function createRuntime(): Promise<WasmRuntime> {
   const wasmModule = await compiledModule;
   instanceCount += 1;
   const glue = (await import(`${pathToFileURL(gluePath).href}?instance=${instanceCount}`)) as EngineGlue;
-  const instance = new WebAssembly.Instance(wasmModule, { './schema_engine_bg.js': glue as unknown as WebAssembly.ModuleImports });
+  const imports = { './schema_engine_bg.js': glue as unknown as WebAssembly.ModuleImports };
+  const instance = new WebAssembly.Instance(wasmModule, imports);
   glue.__wbg_set_wasm(instance.exports);
   (instance.exports.__wbindgen_start as () => void)();
   return { glue, poisoned: false };
 }
 
 async function liveRuntime(): Promise<WasmRuntime> {
-  if (current === undefined || (await current).poisoned) current = createRuntime();
+  const existing = await current?.catch(() => undefined);
+  if (existing && !existing.poisoned) return existing;
+  current = createRuntime();
   try {
     return await current;
   } catch (error) {
+    // Do not cache a failed start (e.g. unreadable wasm file): the next call retries.
     current = undefined;
+    compiledModule = undefined;
     throw error;
   }
 }

@@ -93,6 +93,17 @@ function dataEnvelope(schema: SchemaObject | { $ref: string }): ResponseObject['
   return { 'application/json': { schema: { type: 'object', required: ['data'], properties: { data: schema } } } };
 }
 
+function listResponse(table: TableSpec): ResponseObject {
+  return {
+    description: 'A page of records',
+    content: {
+      'application/json': {
+        schema: { type: 'object', required: ['data', 'meta'], properties: { data: { type: 'array', items: ref(table.name) }, meta: ref('ListMeta') } },
+      },
+    },
+  };
+}
+
 function operationFor(route: RouteSpec, table: TableSpec): OperationObject {
   const tags = [table.name];
   const idParam: ParameterObject = {
@@ -107,22 +118,16 @@ function operationFor(route: RouteSpec, table: TableSpec): OperationObject {
         tags,
         operationId: `list${table.name}`,
         summary: `List ${table.name} records`,
-        parameters: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/offset' }],
-        responses: {
-          '200': {
-            description: 'A page of records',
-            content: {
-              'application/json': {
-                schema: {
-                  type: 'object',
-                  required: ['data', 'meta'],
-                  properties: { data: { type: 'array', items: ref(table.name) }, meta: ref('ListMeta') },
-                },
-              },
-            },
-          },
-          ...COMMON_ERRORS,
-        },
+        parameters: [
+          { $ref: '#/components/parameters/limit' },
+          { $ref: '#/components/parameters/offset' },
+          { $ref: '#/components/parameters/after' },
+          { $ref: '#/components/parameters/sort' },
+          { $ref: '#/components/parameters/select' },
+          { $ref: '#/components/parameters/filter' },
+          { $ref: '#/components/parameters/PreferCount' },
+        ],
+        responses: { '200': listResponse(table), ...COMMON_ERRORS },
       };
     case 'create':
       return {
@@ -145,7 +150,7 @@ function operationFor(route: RouteSpec, table: TableSpec): OperationObject {
         tags,
         operationId: `get${table.name}`,
         summary: `Read one ${table.name} record`,
-        parameters: [idParam],
+        parameters: [idParam, { $ref: '#/components/parameters/select' }],
         responses: { '200': { description: 'The record', content: dataEnvelope(ref(table.name)) }, ...COMMON_ERRORS },
       };
     case 'update':
@@ -174,8 +179,109 @@ function operationFor(route: RouteSpec, table: TableSpec): OperationObject {
         parameters: [idParam],
         responses: { '204': { description: 'Deleted' }, ...COMMON_ERRORS, '409': problem('Other records still reference it') },
       };
-    default:
-      throw new Error(`no OpenAPI description for operation ${route.operation}`);
+    case 'updateMany':
+      return {
+        tags,
+        operationId: `update${table.name}Where`,
+        summary: `Update every ${table.name} record matching the filters (at least one filter)`,
+        parameters: [{ $ref: '#/components/parameters/filter' }],
+        requestBody: {
+          required: true,
+          content: { 'application/merge-patch+json': { schema: ref(`${table.name}Update`) }, 'application/json': { schema: ref(`${table.name}Update`) } },
+        },
+        responses: {
+          '200': { description: 'How many records matched', content: dataEnvelope({ type: 'object', required: ['count'], properties: { count: { type: 'integer' } } }) },
+          ...COMMON_ERRORS,
+          '422': problem('No filter, or validation failed'),
+        },
+      };
+    case 'bulkCreate':
+      return {
+        tags,
+        operationId: `bulkCreate${table.name}`,
+        summary: `Create up to 100 ${table.name} records`,
+        parameters: [{ name: 'mode', in: 'query', schema: ref('TransactionMode') }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['items'],
+                properties: { items: { type: 'array', maxItems: 100, items: ref(`${table.name}Create`) }, transactionMode: ref('TransactionMode') },
+              },
+            },
+          },
+        },
+        responses: {
+          '201': { description: 'All inserted', content: dataEnvelope(ref('BulkResult')) },
+          '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
+          ...COMMON_ERRORS,
+          '422': problem('ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in `data`), or more than 100 items'),
+        },
+      };
+    case 'bulkDelete':
+      return {
+        tags,
+        operationId: `bulkDelete${table.name}`,
+        summary: `Delete up to 100 ${table.name} records by key`,
+        parameters: [{ name: 'mode', in: 'query', schema: ref('TransactionMode') }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  ids: { type: 'array', maxItems: 100, items: { type: ['string', 'integer'] } },
+                  filters: { type: 'array', maxItems: 100, items: { type: 'object' } },
+                  transactionMode: ref('TransactionMode'),
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': { description: 'All deleted', content: dataEnvelope(ref('BulkResult')) },
+          '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
+          ...COMMON_ERRORS,
+          '422': problem('ALL_OR_NOTHING with a failure (nothing deleted), ids and filters mixed, or ids on a composite key'),
+        },
+      };
+    case 'aggregate':
+      return {
+        tags,
+        operationId: `aggregate${table.name}`,
+        summary: `Aggregate ${table.name} records`,
+        parameters: [
+          { name: 'fn', in: 'query', description: 'count, sum:<field>, avg:<field>, min:<field>, max:<field>, count_distinct:<field>', schema: { type: 'string' } },
+          { name: 'groupBy', in: 'query', schema: { type: 'string' } },
+          { name: 'having', in: 'query', description: 'e.g. count.gt.10', schema: { type: 'string' } },
+          { name: 'sort', in: 'query', description: 'aggregate alias or groupBy field, - for descending', schema: { type: 'string' } },
+          { $ref: '#/components/parameters/filter' },
+        ],
+        responses: {
+          '200': {
+            description: 'One row per group: the groupBy fields and the aliases',
+            content: dataEnvelope({ type: 'object', required: ['aggregates'], properties: { aggregates: { type: 'array', items: { type: 'object' } } } }),
+          },
+          ...COMMON_ERRORS,
+        },
+      };
+    case 'query':
+      return {
+        tags,
+        operationId: `query${table.name}`,
+        summary: `Query ${table.name} records with a JSON body (read-only)`,
+        parameters: [{ $ref: '#/components/parameters/PreferCount' }],
+        requestBody: { required: true, content: { 'application/json': { schema: ref('QueryBody') } } },
+        responses: {
+          '200': listResponse(table),
+          ...COMMON_ERRORS,
+        },
+      };
   }
 }
 
@@ -284,6 +390,24 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
   builder.addParameter('environment', { name: 'environment', in: 'header', required: false, schema: { type: 'string', default: 'master' } });
   builder.addParameter('limit', { name: 'limit', in: 'query', description: 'Page size (alias first)', schema: { type: 'integer', minimum: 0, maximum: 1000, default: 100 } });
   builder.addParameter('offset', { name: 'offset', in: 'query', description: 'Rows to skip (alias skip)', schema: { type: 'integer', minimum: 0, default: 0 } });
+  builder.addParameter('after', { name: 'after', in: 'query', description: 'Cursor from meta.pagination.nextCursor', schema: { type: 'string' } });
+  builder.addParameter('sort', { name: 'sort', in: 'query', description: 'a,-b or a.asc,b.desc', schema: { type: 'string' } });
+  builder.addParameter('select', {
+    name: 'select',
+    in: 'query',
+    description: 'a,b,original:alias,relation(c,d); embeds nest up to 3 levels, at most 10',
+    schema: { type: 'string' },
+  });
+  builder.addParameter('filter', {
+    name: 'filter',
+    in: 'query',
+    description:
+      'Any other parameter filters: <field>=<operator>.<value> or <relation>.<field>=<operator>.<value>; or=(...), and=(...), not=(...). Operators: equals, not_equals, gt, gte, lt, lte, contains, starts_with, ends_with, in, not_in, between, is_empty, is_not_empty, today, yesterday, this_week, this_month, last_days, last_weeks, last_months.',
+    style: 'form',
+    explode: true,
+    schema: { type: 'object', additionalProperties: { type: 'string' } },
+  });
+  builder.addParameter('PreferCount', { name: 'Prefer', in: 'header', description: 'count=exact adds meta.pagination.totalCount', schema: { type: 'string' } });
   builder.addParameter('Prefer', { name: 'Prefer', in: 'header', description: 'return=minimal answers 201 with no body', schema: { type: 'string' } });
   builder.addSchema('Problem', {
     type: 'object',
@@ -313,10 +437,43 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
           offset: { type: 'integer' },
           hasNextPage: { type: 'boolean' },
           hasPreviousPage: { type: 'boolean' },
+          nextCursor: { type: ['string', 'null'] },
           totalCount: { type: 'integer' },
         },
       },
     },
+  });
+  builder.addSchema('TransactionMode', { type: 'string', enum: ['ALL_OR_NOTHING', 'BEST_EFFORT'], default: 'ALL_OR_NOTHING' });
+  builder.addSchema('BulkResult', {
+    type: 'object',
+    required: ['success', 'transactionMode', 'totalRequested', 'totalSucceeded', 'totalFailed', 'items', 'errors'],
+    properties: {
+      success: { type: 'boolean' },
+      transactionMode: ref('TransactionMode'),
+      totalRequested: { type: 'integer' },
+      totalSucceeded: { type: 'integer' },
+      totalFailed: { type: 'integer' },
+      items: { type: 'array', items: { type: 'object' } },
+      errors: { type: 'array', items: { type: 'object', required: ['index', 'message'], properties: { index: { type: 'integer' }, message: { type: 'string' } } } },
+    },
+  });
+  builder.addSchema('QueryBody', {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      filter: {
+        type: 'array',
+        items: { type: 'object', required: ['field', 'operator'], properties: { field: { type: 'string' }, operator: { type: 'string' }, value: {} } },
+      },
+      sort: { type: 'array', items: { type: 'object', required: ['field'], properties: { field: { type: 'string' }, direction: { type: 'string', enum: ['asc', 'desc', 'ASC', 'DESC'] } } } },
+      pagination: { type: 'object', properties: { first: { type: 'integer', minimum: 1, maximum: 1000 }, skip: { type: 'integer', minimum: 0 }, after: { type: 'string' } } },
+      select: { type: 'array', items: ref('SelectItem') },
+    },
+  });
+  builder.addSchema('SelectItem', {
+    type: 'object',
+    required: ['field'],
+    properties: { field: { type: 'string' }, alias: { type: 'string' }, children: { type: 'array', items: ref('SelectItem') } },
   });
   for (const table of tables) for (const [name, schema] of Object.entries(recordSchemas(table))) builder.addSchema(name, schema);
 

@@ -13,6 +13,11 @@ interface RouteShape {
 export const ROUTE_SHAPES: readonly RouteShape[] = [
   { method: 'GET', suffix: '', operation: 'list' },
   { method: 'POST', suffix: '', operation: 'create' },
+  { method: 'PATCH', suffix: '', operation: 'updateMany' },
+  { method: 'POST', suffix: '/_bulk', operation: 'bulkCreate' },
+  { method: 'DELETE', suffix: '/_bulk', operation: 'bulkDelete' },
+  { method: 'GET', suffix: '/_aggregate', operation: 'aggregate' },
+  { method: 'POST', suffix: '/_query', operation: 'query' },
   { method: 'GET', suffix: '/:id', operation: 'read', byId: true },
   { method: 'PATCH', suffix: '/:id', operation: 'update', byId: true },
   { method: 'DELETE', suffix: '/:id', operation: 'delete', byId: true },

@@ -26,6 +26,32 @@ const STEPS: readonly string[] = [
      revoked_at   timestamptz
    );
    CREATE INDEX api_keys_project_environment ON svcgen.api_keys (project_id, environment, created_at);`,
+  `CREATE TABLE svcgen.secrets (
+     name       text PRIMARY KEY,
+     value      text NOT NULL,
+     created_at timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE TABLE svcgen.idempotency (
+     caller       text NOT NULL,
+     project_id   text NOT NULL,
+     environment  text NOT NULL,
+     key          text NOT NULL,
+     request_hash text NOT NULL,
+     state        text NOT NULL CHECK (state IN ('running', 'done')),
+     status       integer,
+     headers      jsonb,
+     body         text,
+     created_at   timestamptz NOT NULL DEFAULT now(),
+     expires_at   timestamptz NOT NULL,
+     PRIMARY KEY (caller, project_id, environment, key)
+   );
+   CREATE INDEX idempotency_expires ON svcgen.idempotency (expires_at);
+   CREATE UNLOGGED TABLE svcgen.rate_limits (
+     bucket       text NOT NULL,
+     window_start timestamptz NOT NULL,
+     hits         integer NOT NULL,
+     PRIMARY KEY (bucket, window_start)
+   );`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -8,3 +8,4 @@ export {
   type NewApiKey,
   type ResolvedApiKey,
 } from './store.ts';
+export { serverSecret } from './server-secrets.ts';

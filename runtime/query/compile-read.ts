@@ -6,7 +6,7 @@ import { ident } from '../db/index.ts';
 import type { FieldSpec } from '../model/index.ts';
 import type { CatalogTable } from './catalog.ts';
 import { columnRef, compileCondition, joinCondition, newAlias, type Scope } from './compile-condition.ts';
-import { and, type Condition, type Grant, type OrderTerm, type ReadQuery, type SelectItem } from './description.ts';
+import { and, type Grant, type OrderTerm, type ReadQuery, type SelectItem } from './description.ts';
 
 export interface ReadScope extends Scope {
   /** The caller's read grant for a table, or null when it may not read it at all. */
@@ -71,26 +71,73 @@ function embedExpression(scope: ReadScope, table: CatalogTable, alias: string, i
   return `(SELECT coalesce(json_agg(${e}), '[]'::json) FROM (${inner} ORDER BY ${order}) ${e})`;
 }
 
-/** ORDER BY terms plus the primary key as the final tie breaker, so order is always stable. */
-export function orderBySql(table: CatalogTable, alias: string, terms: readonly OrderTerm[]): string {
+/** The order terms with the primary key appended as the final tie breaker: the order is total. */
+export function fullOrder(table: CatalogTable, terms: readonly OrderTerm[]): OrderTerm[] {
   const used = new Set(terms.map((t) => t.field));
-  const all = [...terms, ...table.spec.primaryKey.filter((k) => !used.has(k)).map((field) => ({ field, direction: 'asc' as const }))];
-  return all.map((t) => `${columnRef(alias, table.fields.get(t.field)!)} ${t.direction === 'desc' ? 'DESC' : 'ASC'}`).join(', ');
+  return [...terms, ...table.spec.primaryKey.filter((k) => !used.has(k)).map((field) => ({ field, direction: 'asc' as const }))];
+}
+
+/** NULLS LAST ascending, NULLS FIRST descending (PostgreSQL's defaults, written out for keysets). */
+export function orderBySql(table: CatalogTable, alias: string, terms: readonly OrderTerm[]): string {
+  return fullOrder(table, terms)
+    .map((t) => `${columnRef(alias, table.fields.get(t.field)!)} ${t.direction === 'desc' ? 'DESC NULLS FIRST' : 'ASC NULLS LAST'}`)
+    .join(', ');
+}
+
+/** Rows strictly after the keyset position `after` in the order `terms` (nullable columns included). */
+function keysetCondition(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], after: readonly (string | null)[]): string {
+  const ors: string[] = [];
+  const equals: string[] = [];
+  terms.forEach((term, i) => {
+    const col = columnRef(alias, table.fields.get(term.field)!);
+    const v = after[i] ?? null;
+    let later: string;
+    if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col} > ${scope.params.add(v)} OR ${col} IS NULL)`;
+    else later = v === null ? `${col} IS NOT NULL` : `${col} < ${scope.params.add(v)}`;
+    ors.push(equals.length ? `(${equals.join(' AND ')} AND ${later})` : later);
+    equals.push(v === null ? `${col} IS NULL` : `${col} = ${scope.params.add(v)}`);
+  });
+  return `(${ors.join(' OR ')})`;
+}
+
+export interface CompiledRead {
+  sql: string;
+  /** Columns after the JSON one: the keyset values (as text) of each row, then the count if asked. */
+  keyColumns: number;
 }
 
 /**
- * SELECT returning one JSON text per record. `limit + 1` rows are asked for by list callers so
- * hasNextPage needs no count query.
+ * One statement for a page: each row is the record's JSON text followed by its keyset values as
+ * text (for the next cursor). With `count`, the statement also carries the total of matching rows
+ * (every row repeats it; an empty page still yields one row whose JSON is null).
  */
-export function compileRead(scope: ReadScope, query: ReadQuery, grant: Grant, extra: Condition = { kind: 'true' }): string {
+export function compileRead(
+  scope: ReadScope,
+  query: ReadQuery,
+  grant: Grant,
+  options: { count?: boolean; keys?: boolean } = {},
+): CompiledRead {
   const table = scope.catalog.require(query.table);
   const alias = newAlias(scope);
-  const where = compileCondition(scope, table, alias, and(query.where, grant.rows, extra));
+  const x = newAlias(scope);
+  const order = fullOrder(table, query.orderBy);
+  const filters = and(query.where, grant.rows);
+  const conditions = [compileCondition(scope, table, alias, filters)];
+  if (query.after) conditions.push(keysetCondition(scope, table, alias, order, query.after));
+  const keys = options.keys === false ? [] : order.map((t) => `${columnRef(alias, table.fields.get(t.field)!)}::text`);
   const limit = scope.params.add(query.limit);
   const offset = query.offset > 0 ? ` OFFSET ${scope.params.add(query.offset)}` : '';
-  return `SELECT row_to_json(r)::text FROM (SELECT ${projection(scope, table, alias, grant, query.select)}
-    FROM ${table.qualified(scope.environment)} ${alias} WHERE ${where}
-    ORDER BY ${orderBySql(table, alias, query.orderBy)} LIMIT ${limit}${offset}) r`;
+  const page = `SELECT row_to_json(${x})::text AS j${keys.map((k, i) => `, ${k} AS k${i}`).join('')}
+    FROM ${table.qualified(scope.environment)} ${alias} CROSS JOIN LATERAL (SELECT ${projection(scope, table, alias, grant, query.select)}) ${x}
+    WHERE ${conditions.join(' AND ')}
+    ORDER BY ${orderBySql(table, alias, query.orderBy)} LIMIT ${limit}${offset}`;
+  if (!options.count) return { sql: page, keyColumns: keys.length };
+  const c = newAlias(scope);
+  const total = `SELECT count(*)::int AS total FROM ${table.qualified(scope.environment)} ${c} WHERE ${compileCondition(scope, table, c, filters)}`;
+  return {
+    sql: `SELECT p.*, n.total FROM (${total}) n LEFT JOIN LATERAL (${page}) p ON TRUE`,
+    keyColumns: keys.length,
+  };
 }
 
 /** The JSON projection of `table` under `grant`, for RETURNING-style statements over alias. */

@@ -61,6 +61,8 @@ export interface ReadQuery {
   readonly orderBy: readonly OrderTerm[];
   readonly limit: number;
   readonly offset: number;
+  /** Keyset position: the values (as text) of the order terms plus primary key of the last row seen. */
+  readonly after?: readonly (string | null)[];
 }
 
 export function and(...items: Condition[]): Condition {

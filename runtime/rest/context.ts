@@ -3,8 +3,9 @@ import type { Principal } from '../auth/index.ts';
 import type { Database } from '../db/index.ts';
 import type { ApiRequest } from '../http/index.ts';
 import type { Action, Policy } from '../permissions/index.ts';
-import { Params, type Catalog, type CatalogTable, type Grant, type ReadScope } from '../query/index.ts';
+import { Params, type Catalog, type CatalogTable, type CursorCodec, type Grant, type ReadScope } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
+import type { FilterContext } from './parse-filter.ts';
 
 export interface DataContext {
   readonly req: ApiRequest;
@@ -16,6 +17,7 @@ export interface DataContext {
   readonly catalog: Catalog;
   readonly policy: Policy;
   readonly db: Database;
+  readonly cursors: CursorCodec;
   /** Path prefix of data routes, for Location headers. */
   readonly basePath: string;
 }
@@ -32,5 +34,18 @@ export function readScope(ctx: DataContext): ReadScope {
     params: new Params(),
     nextAlias: { n: 0 },
     grantFor: (table) => grantOf(ctx, table, 'read'),
+  };
+}
+
+/** Filters, sorts and selects may name only fields the caller can read. */
+export function filterContext(ctx: DataContext): FilterContext {
+  return {
+    catalog: ctx.catalog,
+    table: ctx.table,
+    readable: (table, field) => {
+      const grant = grantOf(ctx, table, 'read');
+      return grant !== null && (grant.fields === null || grant.fields.has(field));
+    },
+    count: 0,
   };
 }

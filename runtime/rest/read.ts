@@ -1,9 +1,8 @@
-/** GET /<table>/<id> and GET /<table> (interface "Data endpoints"). */
-import { Problem } from '../http/index.ts';
-import { rawJsonReply, type Reply } from '../http/index.ts';
-import { compileRead, type Condition } from '../query/index.ts';
-import { readScope, type DataContext } from './context.ts';
-import { parseListParams } from './list-params.ts';
+/** GET /<table>/<id>, GET /<table> and POST /<table>/_query (interface "Data endpoints"). */
+import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
+import { compileRead, CursorError, queryFingerprint, type Condition } from '../query/index.ts';
+import { readScope, filterContext, type DataContext } from './context.ts';
+import { parseListParams, type ListParams } from './list-params.ts';
 import { parseKey } from './values.ts';
 
 /** The row condition `<pk> = <id>` for a path id, or a 404 when the id cannot name a record. */
@@ -21,24 +20,61 @@ export function notFound(ctx: DataContext, id: string): Problem {
 
 export async function readOne(ctx: DataContext): Promise<Reply> {
   const where = keyCondition(ctx);
+  const select = ctx.req.query.has('select') ? parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: ctx.req.query.get('select')! })).select : null;
   const scope = readScope(ctx);
-  const sql = compileRead(scope, { table: ctx.table.spec.name, select: null, where, orderBy: [], limit: 1, offset: 0 }, ctx.grant);
+  const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy: [], limit: 1, offset: 0 }, ctx.grant, { keys: false });
   const rows = await ctx.db.queryArrays(sql, scope.params.values);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${rows[0]![0] as string}}`);
 }
 
-export async function list(ctx: DataContext): Promise<Reply> {
-  const params = parseListParams(ctx.req.query);
+function wantsCount(ctx: DataContext): boolean {
+  return /\bcount=exact\b/.test(header(ctx.req, 'prefer') ?? '');
+}
+
+/** Runs a list query as one statement and answers with the list envelope. */
+export async function respondWithList(ctx: DataContext, params: ListParams): Promise<Reply> {
+  const count = wantsCount(ctx);
+  const fingerprint = queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, params.orderBy, params.where]);
+  let after: (string | null)[] | undefined;
+  if (params.after !== undefined) {
+    try {
+      after = ctx.cursors.decode(fingerprint, params.after);
+    } catch (error) {
+      if (!(error instanceof CursorError)) throw error;
+      throw new Problem('invalid-parameter', `after: ${error.message}`, [{ field: 'after', rule: 'cursor', message: error.message }]);
+    }
+  }
   const scope = readScope(ctx);
-  const sql = compileRead(
+  const compiled = compileRead(
     scope,
-    { table: ctx.table.spec.name, select: null, where: params.where, orderBy: params.orderBy, limit: params.limit + 1, offset: params.offset },
+    { table: ctx.table.spec.name, select: params.select, where: params.where, orderBy: params.orderBy, limit: params.limit + 1, offset: params.offset, after },
     ctx.grant,
+    { count },
   );
-  const rows = await ctx.db.queryArrays(sql, scope.params.values);
+  if (after && after.length !== compiled.keyColumns) throw new Problem('invalid-parameter', 'after: not a cursor of this query', [{ field: 'after', rule: 'cursor', message: 'not a cursor of this query' }]);
+  let rows = await ctx.db.queryArrays(compiled.sql, scope.params.values);
+  let totalCount: number | undefined;
+  if (count) {
+    totalCount = Number(rows[0]?.[compiled.keyColumns + 1] ?? 0);
+    if (rows.length === 1 && rows[0]![0] === null) rows = [];
+  }
   const hasNextPage = rows.length > params.limit;
   const page = hasNextPage ? rows.slice(0, params.limit) : rows;
-  const pagination = { limit: params.limit, offset: params.offset, hasNextPage, hasPreviousPage: params.offset > 0 };
-  return rawJsonReply(200, `{"data":[${page.map((r) => r[0] as string).join(',')}],"meta":{"pagination":${JSON.stringify(pagination)}}}`);
+  const last = page[page.length - 1];
+  const nextCursor = hasNextPage && last ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[]) : null;
+  const pagination = {
+    limit: params.limit,
+    offset: params.offset,
+    hasNextPage,
+    hasPreviousPage: params.offset > 0 || after !== undefined,
+    nextCursor,
+    ...(totalCount !== undefined ? { totalCount } : {}),
+  };
+  const headers: Record<string, string> = count ? { 'preference-applied': 'count=exact' } : {};
+  return rawJsonReply(200, `{"data":[${page.map((r) => r[0] as string).join(',')}],"meta":{"pagination":${JSON.stringify(pagination)}}}`, headers);
+}
+
+export async function list(ctx: DataContext): Promise<Reply> {
+  return respondWithList(ctx, parseListParams(filterContext(ctx), ctx.table, ctx.req.query));
 }

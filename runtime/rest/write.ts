@@ -7,7 +7,9 @@ import { ident } from '../db/index.ts';
 import { Problem } from '../http/index.ts';
 import { header, rawJsonReply, readJson, type Reply } from '../http/index.ts';
 import { compileCondition, newAlias, recordProjection, type CatalogTable, type Grant } from '../query/index.ts';
-import { grantOf, readScope, type DataContext } from './context.ts';
+import { filterContext, grantOf, readScope, type DataContext } from './context.ts';
+import { parseFilters } from './list-params.ts';
+import { FilterError, filterProblem } from './parse-filter.ts';
 import { databaseProblem } from './database-errors.ts';
 import { keyCondition, notFound } from './read.ts';
 import { checkWritableFields, requireObject, validateRecord } from './validate-body.ts';
@@ -122,4 +124,32 @@ export async function remove(ctx: DataContext): Promise<Reply> {
   const rows = await run(ctx, sql, scope.params.values);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return { status: 204 };
+}
+
+/** PATCH /<table>?<filters>: one merge patch applied to every matching record; 200 { data: { count } }. */
+export async function updateMany(ctx: DataContext): Promise<Reply> {
+  let where;
+  try {
+    where = parseFilters(filterContext(ctx), ctx.req.query, new Set(['project_id']));
+  } catch (error) {
+    if (error instanceof FilterError) throw filterProblem(error);
+    throw error;
+  }
+  const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
+  if (where.kind === 'true') {
+    throw new Problem('validation', 'PATCH on a table needs at least one filter (e.g. ?status=equals.open); to change one record use PATCH /<table>/<id>', [
+      { field: 'filter', rule: 'required', message: 'at least one filter is required' },
+    ]);
+  }
+  checkWritableFields(ctx.table, ctx.grant, body);
+  const patch = validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
+  const scope = readScope(ctx);
+  const target = newAlias(scope);
+  const condition = compileCondition(scope, ctx.table, target, { kind: 'and', items: [where, ctx.grant.rows] });
+  const q = ctx.table.qualified(ctx.tenant.environment);
+  const sql = Object.keys(patch).length
+    ? `WITH w AS (UPDATE ${q} AS ${target} SET ${setList(ctx.table, patch, (v) => scope.params.add(v)).join(', ')} WHERE ${condition} RETURNING 1) SELECT count(*)::int FROM w`
+    : `SELECT count(*)::int FROM ${q} ${target} WHERE ${condition}`;
+  const rows = await run(ctx, sql, scope.params.values);
+  return rawJsonReply(200, `{"data":{"count":${Number(rows[0]![0])}}}`);
 }

@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Config } from '../config/index.ts';
 import { applyMigrations, ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
-import { CredentialStore } from '../keys/index.ts';
+import { CredentialStore, serverSecret } from '../keys/index.ts';
 import type { ServiceModule } from '../model/index.ts';
 import { Policy } from '../permissions/index.ts';
-import { Catalog } from '../query/index.ts';
+import { Catalog, cursorCodec } from '../query/index.ts';
 import { createApp, DATA_BASE_PATH } from './app.ts';
 import type { Services } from './services.ts';
 
@@ -52,6 +52,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       catalog: new Catalog(options.service.tables),
       policy: new Policy(options.config.roles),
       credentials,
+      cursors: cursorCodec(await serverSecret(db, 'cursor-signing')),
       basePath: DATA_BASE_PATH,
       log,
     };

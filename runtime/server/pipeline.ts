@@ -40,6 +40,7 @@ export function dataHandler(services: Services, operation: Operation | undefined
       catalog: services.catalog,
       policy: services.policy,
       db: services.db,
+      cursors: services.cursors,
       basePath: services.basePath,
     };
     return op.handle(ctx);

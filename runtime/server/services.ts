@@ -3,7 +3,7 @@ import type { Config } from '../config/index.ts';
 import type { Database } from '../db/index.ts';
 import type { CredentialStore } from '../keys/index.ts';
 import type { Policy } from '../permissions/index.ts';
-import type { Catalog } from '../query/index.ts';
+import type { Catalog, CursorCodec } from '../query/index.ts';
 import type { ServiceModule } from '../model/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 
@@ -14,6 +14,7 @@ export interface Services {
   readonly catalog: Catalog;
   readonly policy: Policy;
   readonly credentials: CredentialStore;
+  readonly cursors: CursorCodec;
   /** Throws a 429 Problem when the tenant is over its data rate limit. */
   readonly rateLimit?: (tenant: Tenant) => Promise<void>;
   readonly basePath: string;

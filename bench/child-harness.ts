@@ -1,0 +1,114 @@
+/**
+ * The part of a benchmark server child that is not the server: the same for svcgen and the
+ * baseline, so whatever it costs, both pay it.
+ *
+ * - counts SQL statements sent by any pg.Client of this process (one integer increment per
+ *   statement); while profiling it also counts them by SQL text;
+ * - answers the parent over the IPC channel (see ./children.ts for the other side):
+ *     { type: 'stats' }          → { queries, cpuMicros }
+ *     { type: 'profile-start' }  → starts V8's CPU profiler (the one behind --cpu-prof) and the SQL trace
+ *     { type: 'profile-stop' }   → writes the .cpuprofile, answers { file, statements: [sql, count][] }
+ *     { type: 'stop' }           → closes the server and exits
+ * - tells the parent { type: 'ready', port } once the server listens.
+ */
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import pg from 'pg';
+
+export interface ChildServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+export type ChildRequest =
+  | { id: number; type: 'stats' }
+  | { id: number; type: 'profile-start' }
+  | { id: number; type: 'profile-stop'; file: string }
+  | { id: number; type: 'stop' };
+
+export interface ChildStats {
+  /** SQL statements sent since the process started */
+  queries: number;
+  /** user + system CPU time of this process since it started, µs */
+  cpuMicros: number;
+}
+
+let queries = 0;
+let trace: Map<string, number> | undefined;
+
+type QueryFn = (...args: unknown[]) => unknown;
+const clientPrototype = pg.Client.prototype as unknown as { query: QueryFn };
+const originalQuery = clientPrototype.query;
+clientPrototype.query = function query(this: unknown, ...args: unknown[]) {
+  queries++;
+  if (trace) {
+    const first = args[0];
+    const text = typeof first === 'string' ? first : (first as { text?: string } | null)?.text;
+    if (text) trace.set(text, (trace.get(text) ?? 0) + 1);
+  }
+  return originalQuery.apply(this, args);
+};
+
+function send(message: unknown): void {
+  process.send?.(message);
+}
+
+/** Starts the server through `start`, then serves the parent's requests until told to stop. */
+export async function runChild(start: () => Promise<ChildServer>): Promise<void> {
+  if (!process.send) throw new Error('start this file through bench/run.ts (it needs an IPC channel to the parent)');
+  const server = await start();
+  let session: Session | undefined;
+  let stopping = false;
+
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await server.close().catch((error: unknown) => console.error(error));
+    process.exit(0);
+  };
+
+  process.on('message', (raw) => {
+    const message = raw as ChildRequest;
+    const reply = (body: Record<string, unknown>) => send({ id: message.id, ...body });
+    const fail = (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) });
+    switch (message.type) {
+      case 'stats': {
+        const cpu = process.cpuUsage();
+        reply({ queries, cpuMicros: cpu.user + cpu.system } satisfies ChildStats);
+        break;
+      }
+      case 'profile-start':
+        (async () => {
+          session = new Session();
+          session.connect();
+          await session.post('Profiler.enable');
+          await session.post('Profiler.setSamplingInterval', { interval: 500 });
+          await session.post('Profiler.start');
+          trace = new Map();
+          reply({});
+        })().catch(fail);
+        break;
+      case 'profile-stop':
+        (async () => {
+          if (!session) throw new Error('the profiler is not running');
+          const { profile } = await session.post('Profiler.stop');
+          session.disconnect();
+          session = undefined;
+          fs.writeFileSync(message.file, JSON.stringify(profile));
+          const statements = [...(trace ?? new Map<string, number>())].sort((a, b) => b[1] - a[1]);
+          trace = undefined;
+          reply({ file: message.file, statements });
+        })().catch(fail);
+        break;
+      case 'stop':
+        reply({});
+        void stop();
+        break;
+    }
+  });
+  // The parent died or closed the channel: do not linger as an orphan holding database connections.
+  process.on('disconnect', () => void stop());
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+  send({ type: 'ready', port: server.port });
+}

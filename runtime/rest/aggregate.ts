@@ -1,0 +1,86 @@
+/** GET /<table>/_aggregate (interface "Aggregate query parameters", CONTRACT §7 aggregate rows). */
+import { rawJsonReply, type Reply } from '../http/index.ts';
+import { compileAggregate, type AggregateFunction, type AggregateTerm, type HavingTerm } from '../query/index.ts';
+import { filterContext, readScope, type DataContext } from './context.ts';
+import { parseFilters } from './list-params.ts';
+import { FilterError, filterProblem, type FilterContext } from './parse-filter.ts';
+
+const RESERVED = new Set(['fn', 'groupBy', 'having', 'sort', 'limit', 'project_id']);
+const NUMERIC = new Set(['Int', 'BigInt', 'Float', 'Decimal']);
+const ORDERED = new Set([...NUMERIC, 'DateTime', 'String']);
+export const MAX_AGGREGATE_ROWS = 10_000;
+
+function aggregateField(ctx: FilterContext, name: string, fn: AggregateFunction) {
+  const field = ctx.table.fields.get(name);
+  if (!field || !ctx.readable(ctx.table.spec.name, name)) throw new FilterError('fn', `${ctx.table.spec.name} has no field "${name}"`);
+  if (field.list || field.type === 'Json' || field.type === 'Bytes') throw new FilterError('fn', `${fn} cannot use ${name}`);
+  if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(field.type)) throw new FilterError('fn', `${fn} needs a number field; ${name} is ${field.type}`);
+  if ((fn === 'min' || fn === 'max') && !ORDERED.has(field.type)) throw new FilterError('fn', `${fn} needs a number, date or text field; ${name} is ${field.type}`);
+  return field;
+}
+
+function parseTerms(ctx: FilterContext, text: string): AggregateTerm[] {
+  const terms: AggregateTerm[] = [];
+  for (const raw of text.split(',')) {
+    const [fn, field, extra] = raw.trim().split(':');
+    if (fn === 'count' && field === undefined) terms.push({ fn: 'count', alias: 'count' });
+    else if (fn && ['sum', 'avg', 'min', 'max', 'count_distinct'].includes(fn) && field && extra === undefined) {
+      aggregateField(ctx, field, fn as AggregateFunction);
+      terms.push({ fn: fn as AggregateFunction, field, alias: `${fn}_${field}` });
+    } else {
+      throw new FilterError('fn', `"${raw}" must be count, or sum|avg|min|max|count_distinct:<field>`);
+    }
+  }
+  const seen = new Set<string>();
+  for (const t of terms) {
+    if (seen.has(t.alias)) throw new FilterError('fn', `${t.alias} is asked for twice`);
+    seen.add(t.alias);
+  }
+  if (terms.length > 20) throw new FilterError('fn', 'at most 20 functions');
+  return terms;
+}
+
+export async function aggregate(ctx: DataContext): Promise<Reply> {
+  const fctx = filterContext(ctx);
+  const q = ctx.req.query;
+  let sql: string;
+  const scope = readScope(ctx);
+  try {
+    const terms = parseTerms(fctx, q.get('fn') ?? 'count');
+    const aliases = new Set(terms.map((t) => t.alias));
+    const groupBy = (q.get('groupBy') ?? '').split(',').filter((s) => s !== '');
+    for (const name of groupBy) {
+      const field = fctx.table.fields.get(name);
+      if (!field || !fctx.readable(fctx.table.spec.name, name)) throw new FilterError('groupBy', `${fctx.table.spec.name} has no field "${name}"`);
+      if (field.list || field.type === 'Json' || field.type === 'Bytes') throw new FilterError('groupBy', `${name} cannot be grouped by`);
+      if (aliases.has(name)) throw new FilterError('groupBy', `${name} is also the name of an aggregate; rename the field in the model or drop the aggregate`);
+    }
+    if (new Set(groupBy).size !== groupBy.length) throw new FilterError('groupBy', 'a field appears twice');
+    const having: HavingTerm[] = (q.get('having') ?? '').split(',').filter((s) => s !== '').map((raw) => {
+      const m = /^([A-Za-z_][A-Za-z0-9_]*)\.(equals|not_equals|gt|gte|lt|lte)\.(-?\d+(\.\d+)?)$/.exec(raw);
+      if (!m) throw new FilterError('having', `"${raw}" must be <alias>.<equals|not_equals|gt|gte|lt|lte>.<number>, e.g. count.gt.10`);
+      if (!aliases.has(m[1]!)) throw new FilterError('having', `${m[1]} is not one of the aggregates (${[...aliases].join(', ')})`);
+      return { alias: m[1]!, op: m[2] as HavingTerm['op'], value: Number(m[3]) };
+    });
+    const orderBy = (q.get('sort') ?? '').split(',').filter((s) => s !== '').map((raw) => {
+      const desc = raw.startsWith('-') || raw.endsWith('.desc');
+      const name = raw.replace(/^-/, '').replace(/\.(asc|desc)$/, '');
+      if (!aliases.has(name) && !groupBy.includes(name)) throw new FilterError('sort', `sort by an aggregate or a groupBy field, not "${name}"`);
+      return { name, direction: desc ? ('desc' as const) : ('asc' as const) };
+    });
+    const limitText = q.get('limit');
+    if (limitText !== null && (!/^\d{1,6}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > MAX_AGGREGATE_ROWS)) {
+      throw new FilterError('limit', `must be a whole number from 1 to ${MAX_AGGREGATE_ROWS}`);
+    }
+    sql = compileAggregate(
+      scope,
+      { table: ctx.table.spec.name, terms, groupBy, where: parseFilters(fctx, q, RESERVED), having, orderBy, limit: limitText ? Number(limitText) : MAX_AGGREGATE_ROWS },
+      ctx.grant,
+    );
+  } catch (error) {
+    if (error instanceof FilterError) throw filterProblem(error);
+    throw error;
+  }
+  const rows = await ctx.db.queryArrays(sql, scope.params.values);
+  return rawJsonReply(200, `{"data":{"aggregates":[${rows.map((r) => r[0] as string).join(',')}]}}`);
+}

@@ -1,0 +1,219 @@
+/**
+ * POST /<table>/_bulk and DELETE /<table>/_bulk (interface "bulk create", CONTRACT §6/§7): one
+ * transaction, a savepoint per item so that BEST_EFFORT can keep the items that worked and
+ * ALL_OR_NOTHING can report every failing index before it rolls everything back.
+ */
+import { ident, type Queryable } from '../db/index.ts';
+import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
+import { compileCondition, newAlias, type Condition } from '../query/index.ts';
+import { readScope, type DataContext } from './context.ts';
+import { databaseProblem } from './database-errors.ts';
+import { checkRecord, checkWritableFields, requireObject } from './validate-body.ts';
+import { insertColumns } from './write.ts';
+import { parseKey } from './values.ts';
+
+export const MAX_BULK_ITEMS = 100;
+export type TransactionMode = 'ALL_OR_NOTHING' | 'BEST_EFFORT';
+
+interface BulkOutcome {
+  items: Record<string, unknown>[];
+  errors: { index: number; message: string }[];
+  total: number;
+}
+
+function mode(ctx: DataContext, body: Record<string, unknown>): TransactionMode {
+  const fromBody = body.transactionMode;
+  if (fromBody !== undefined) {
+    if (fromBody !== 'ALL_OR_NOTHING' && fromBody !== 'BEST_EFFORT') {
+      throw new Problem('validation', 'transactionMode must be ALL_OR_NOTHING or BEST_EFFORT', [
+        { field: 'transactionMode', rule: 'enum', message: 'transactionMode must be ALL_OR_NOTHING or BEST_EFFORT' },
+      ]);
+    }
+    return fromBody;
+  }
+  const fromQuery = ctx.req.query.get('mode');
+  if (fromQuery === null) return 'ALL_OR_NOTHING';
+  if (fromQuery !== 'ALL_OR_NOTHING' && fromQuery !== 'BEST_EFFORT') {
+    throw new Problem('invalid-parameter', 'mode must be ALL_OR_NOTHING or BEST_EFFORT', [{ field: 'mode', rule: 'enum', message: 'mode must be ALL_OR_NOTHING or BEST_EFFORT' }]);
+  }
+  return fromQuery;
+}
+
+function rejectUnknownKeys(body: Record<string, unknown>, allowed: readonly string[]): void {
+  const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (unknown.length) {
+    throw new Problem('validation', `unknown field ${unknown.map((k) => `"${k}"`).join(', ')}; the body takes ${allowed.join(', ')}`,
+      unknown.map((field) => ({ field, rule: 'unknown_field', message: `unknown field "${field}"` })));
+  }
+}
+
+function envelope(transactionMode: TransactionMode, outcome: BulkOutcome) {
+  const failed = outcome.errors.length;
+  return {
+    success: failed === 0,
+    transactionMode,
+    totalRequested: outcome.total,
+    totalSucceeded: transactionMode === 'ALL_OR_NOTHING' && failed > 0 ? 0 : outcome.items.length,
+    totalFailed: transactionMode === 'ALL_OR_NOTHING' && failed > 0 ? outcome.total : failed,
+    items: transactionMode === 'ALL_OR_NOTHING' && failed > 0 ? [] : outcome.items,
+    errors: outcome.errors.sort((a, b) => a.index - b.index),
+  };
+}
+
+/** 2xx with the envelope, or the ALL_OR_NOTHING 422 Problem carrying it as `data`. */
+function bulkReply(transactionMode: TransactionMode, outcome: BulkOutcome, okStatus: number): Reply {
+  const data = envelope(transactionMode, outcome);
+  if (data.success) return jsonReply(okStatus, { data });
+  if (transactionMode === 'BEST_EFFORT') return jsonReply(207, { data });
+  const errors = data.errors.map((e) => ({ field: `items[${e.index}]`, rule: 'item', message: e.message }));
+  throw new Problem('validation', `${outcome.errors.length} of ${outcome.total} items failed; nothing was changed`, errors, {}, { data });
+}
+
+/** Runs `work` per item under a savepoint; an item's database error is recorded, not thrown. */
+async function eachItem<T>(
+  ctx: DataContext,
+  tx: Queryable,
+  items: readonly { index: number; value: T }[],
+  work: (value: T, index: number) => Promise<Record<string, unknown> | string>,
+  outcome: BulkOutcome,
+): Promise<void> {
+  for (const { index, value } of items) {
+    await tx.query('SAVEPOINT bulk_item');
+    try {
+      const result = await work(value, index);
+      if (typeof result === 'string') {
+        outcome.errors.push({ index, message: result });
+        await tx.query('ROLLBACK TO SAVEPOINT bulk_item');
+      } else {
+        outcome.items.push(result);
+        await tx.query('RELEASE SAVEPOINT bulk_item');
+      }
+    } catch (error) {
+      const problem = databaseProblem(error, ctx.table);
+      if (!problem) throw error;
+      outcome.errors.push({ index, message: problem.detail });
+      await tx.query('ROLLBACK TO SAVEPOINT bulk_item');
+    }
+  }
+}
+
+class RollBack extends Error {}
+
+async function inTransaction(ctx: DataContext, transactionMode: TransactionMode, run: (tx: Queryable) => Promise<void>, outcome: BulkOutcome) {
+  try {
+    await ctx.db.transaction(async (tx) => {
+      await run(tx);
+      if (transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) throw new RollBack();
+    });
+  } catch (error) {
+    if (!(error instanceof RollBack)) throw error;
+  }
+}
+
+function keyOf(ctx: DataContext, row: Record<string, unknown>): Record<string, unknown> {
+  const pk = ctx.table.spec.primaryKey;
+  return pk.length === 1 ? { id: row[pk[0]!] } : Object.fromEntries(pk.map((k) => [k, row[k]]));
+}
+
+export async function bulkCreate(ctx: DataContext): Promise<Reply> {
+  const body = requireObject(await readJson(ctx.req));
+  rejectUnknownKeys(body, ['items', 'transactionMode']);
+  const transactionMode = mode(ctx, body);
+  const items = body.items;
+  if (!Array.isArray(items) || items.length === 0) {
+    throw new Problem('validation', 'items must be a non-empty array of records', [{ field: 'items', rule: 'required', message: 'items must be a non-empty array' }]);
+  }
+  if (items.length > MAX_BULK_ITEMS) {
+    throw new Problem('validation', `at most ${MAX_BULK_ITEMS} items per request; got ${items.length}`, [
+      { field: 'items', rule: 'max_items', message: `at most ${MAX_BULK_ITEMS} items` },
+    ]);
+  }
+  const outcome: BulkOutcome = { items: [], errors: [], total: items.length };
+  const valid: { index: number; value: Record<string, unknown> }[] = [];
+  items.forEach((item, index) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+      outcome.errors.push({ index, message: 'the item must be a JSON object of field values' });
+      return;
+    }
+    checkWritableFields(ctx.table, ctx.grant, item as Record<string, unknown>);
+    const checked = checkRecord(ctx.table, ctx.table.module.validators.create, item as Record<string, unknown>, 'create');
+    if (checked.errors.length) outcome.errors.push({ index, message: checked.errors.map((e) => e.message).join('; ') });
+    else valid.push({ index, value: checked.value });
+  });
+  if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
+    await inTransaction(ctx, transactionMode, (tx) =>
+      eachItem(ctx, tx, valid, async (record) => {
+        const scope = readScope(ctx);
+        const { columns, values } = insertColumns(ctx.table, record, (v) => scope.params.add(v));
+        const target = ctx.table.qualified(ctx.tenant.environment);
+        const insert = columns.length ? `INSERT INTO ${target} (${columns.join(', ')}) VALUES (${values.join(', ')})` : `INSERT INTO ${target} DEFAULT VALUES`;
+        const keyJson = `json_build_object(${ctx.table.spec.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${ident(ctx.table.fields.get(k)!.column)}`).join(', ')})`;
+        const rows = await tx.query<{ key: Record<string, unknown> }>(`${insert} RETURNING ${keyJson} AS key`, scope.params.values);
+        return keyOf(ctx, rows[0]!.key);
+      }, outcome), outcome);
+  }
+  return bulkReply(transactionMode, outcome, 201);
+}
+
+export async function bulkDelete(ctx: DataContext): Promise<Reply> {
+  const body = requireObject(await readJson(ctx.req));
+  rejectUnknownKeys(body, ['ids', 'filters', 'transactionMode']);
+  const transactionMode = mode(ctx, body);
+  const pk = ctx.table.spec.primaryKey;
+  if (body.ids !== undefined && body.filters !== undefined) {
+    throw new Problem('validation', 'send either ids or filters, not both', [{ field: 'ids', rule: 'exclusive', message: 'ids and filters cannot be mixed' }]);
+  }
+  let targets: { index: number; value: Record<string, unknown> }[];
+  const outcome: BulkOutcome = { items: [], errors: [], total: 0 };
+  const list = (body.ids ?? body.filters) as unknown;
+  const field = body.ids !== undefined ? 'ids' : 'filters';
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new Problem('validation', 'send ids (an array of keys) or filters (an array of key objects)', [{ field, rule: 'required', message: `${field} must be a non-empty array` }]);
+  }
+  if (list.length > MAX_BULK_ITEMS) {
+    throw new Problem('validation', `at most ${MAX_BULK_ITEMS} ${field} per request`, [{ field, rule: 'max_items', message: `at most ${MAX_BULK_ITEMS} ${field}` }]);
+  }
+  outcome.total = list.length;
+  if (field === 'ids' && pk.length !== 1) {
+    throw new Problem('validation', `${ctx.table.spec.name} has a composite primary key; send filters: [{ ${pk.join(', ')} }]`, [
+      { field: 'ids', rule: 'composite_key', message: 'composite primary keys require filters' },
+    ]);
+  }
+  targets = [];
+  list.forEach((entry, index) => {
+    const keyValues: Record<string, unknown> = {};
+    let problem: string | undefined;
+    if (field === 'ids') {
+      if (typeof entry !== 'string' && typeof entry !== 'number') problem = 'each id must be a string or a number';
+      else keyValues[pk[0]!] = entry;
+    } else if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      problem = `each filter must be an object of the key fields ${pk.join(', ')}`;
+    } else {
+      const keys = Object.keys(entry);
+      if (keys.length !== pk.length || !pk.every((k) => keys.includes(k))) problem = `each filter must name exactly the key fields ${pk.join(', ')}`;
+      else Object.assign(keyValues, entry);
+    }
+    if (!problem) {
+      for (const k of pk) {
+        const raw = keyValues[k];
+        const value = parseKey(ctx.table.fields.get(k)!, typeof raw === 'string' || typeof raw === 'number' ? String(raw) : '\u0000');
+        if (value === undefined) problem = `no ${ctx.table.spec.name} record with ${k} ${JSON.stringify(raw)}`;
+        keyValues[k] = value;
+      }
+    }
+    if (problem) outcome.errors.push({ index, message: problem });
+    else targets.push({ index, value: keyValues });
+  });
+  if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && targets.length > 0) {
+    await inTransaction(ctx, transactionMode, (tx) =>
+      eachItem(ctx, tx, targets, async (keyValues, index) => {
+        const scope = readScope(ctx);
+        const alias = newAlias(scope);
+        const where: Condition = { kind: 'and', items: [...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })), ctx.grant.rows] };
+        const rows = await tx.query(`DELETE FROM ${ctx.table.qualified(ctx.tenant.environment)} AS ${alias} WHERE ${compileCondition(scope, ctx.table, alias, where)} RETURNING 1 AS one`, scope.params.values);
+        if (rows.length === 0) return `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
+        return field === 'ids' ? { id: (list as unknown[])[index] } : { ...((list as unknown[])[index] as Record<string, unknown>) };
+      }, outcome), outcome);
+  }
+  return bulkReply(transactionMode, outcome, 200);
+}

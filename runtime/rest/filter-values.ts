@@ -1,0 +1,159 @@
+/**
+ * Typed filter values: text from a query string (or JSON from a `_query` body) → the value the
+ * SQL compiler binds, checked against the field's type and the operator.
+ */
+import type { FieldSpec } from '../model/index.ts';
+import type { Operator } from '../query/index.ts';
+
+export const OPERATORS: readonly Operator[] = [
+  'equals', 'not_equals', 'gt', 'gte', 'lt', 'lte', 'contains', 'starts_with', 'ends_with', 'in', 'not_in', 'between',
+  'is_empty', 'is_not_empty', 'today', 'yesterday', 'this_week', 'this_month', 'last_days', 'last_weeks', 'last_months',
+];
+const OPERATOR_SET = new Set<string>(OPERATORS);
+
+export function isOperator(name: string): name is Operator {
+  return OPERATOR_SET.has(name);
+}
+
+/** Longest `in` list accepted (a bound on statement size, README "Limits"). */
+export const MAX_IN_LIST = 1000;
+
+export class FilterValueError extends Error {}
+
+const ORDERED = new Set(['Int', 'BigInt', 'Float', 'Decimal', 'DateTime', 'String']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Why `op` cannot apply to `field`, or undefined when it can. */
+export function operatorMismatch(field: FieldSpec, op: Operator): string | undefined {
+  const type = field.type;
+  if (type === 'Json' || type === 'Bytes') {
+    return op === 'is_empty' || op === 'is_not_empty' ? undefined : `${type} fields only take is_empty and is_not_empty`;
+  }
+  if (field.list) {
+    return ['contains', 'is_empty', 'is_not_empty'].includes(op) ? undefined : 'list fields take contains, is_empty and is_not_empty';
+  }
+  switch (op) {
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte':
+    case 'between':
+      return ORDERED.has(type) ? undefined : `${op} needs a number, date or text field; ${field.name} is ${type}`;
+    case 'contains':
+    case 'starts_with':
+    case 'ends_with':
+      return type === 'String' ? undefined : `${op} needs a text field; ${field.name} is ${type}`;
+    case 'today':
+    case 'yesterday':
+    case 'this_week':
+    case 'this_month':
+    case 'last_days':
+    case 'last_weeks':
+    case 'last_months':
+      return type === 'DateTime' ? undefined : `${op} needs a DateTime field; ${field.name} is ${type}`;
+    default:
+      return undefined;
+  }
+}
+
+/** One scalar of the field's type from text (query string) or JSON (`_query` body). */
+export function scalarValue(field: FieldSpec, raw: unknown): unknown {
+  const text = typeof raw === 'string' ? raw : undefined;
+  switch (field.type) {
+    case 'String':
+      if (typeof raw !== 'string') throw new FilterValueError(`${field.name} takes text`);
+      if (field.nativeType?.[0] === 'Uuid' && !UUID.test(raw)) throw new FilterValueError(`${field.name} takes a UUID`);
+      if (raw.length > 10_000) throw new FilterValueError(`the value for ${field.name} is longer than 10000 characters`);
+      return raw;
+    case 'Int': {
+      const n = typeof raw === 'number' ? raw : text !== undefined && /^-?\d{1,10}$/.test(text) ? Number(text) : NaN;
+      if (!Number.isInteger(n) || n < -2147483648 || n > 2147483647) throw new FilterValueError(`${field.name} takes a 32-bit integer`);
+      return n;
+    }
+    case 'BigInt': {
+      const s = typeof raw === 'number' && Number.isInteger(raw) ? String(raw) : text;
+      if (s === undefined || !/^-?\d{1,19}$/.test(s) || BigInt(s) >= 2n ** 63n || BigInt(s) < -(2n ** 63n)) {
+        throw new FilterValueError(`${field.name} takes a 64-bit integer`);
+      }
+      return s;
+    }
+    case 'Float':
+    case 'Decimal': {
+      const n = typeof raw === 'number' ? raw : text !== undefined && /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text) ? Number(text) : NaN;
+      if (!Number.isFinite(n)) throw new FilterValueError(`${field.name} takes a number`);
+      return field.type === 'Decimal' && text !== undefined ? text : n;
+    }
+    case 'Boolean':
+      if (raw === true || raw === 'true') return true;
+      if (raw === false || raw === 'false') return false;
+      throw new FilterValueError(`${field.name} takes true or false`);
+    case 'DateTime': {
+      if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) || Number.isNaN(Date.parse(raw))) {
+        throw new FilterValueError(`${field.name} takes an ISO 8601 date or date-time`);
+      }
+      return new Date(raw).toISOString();
+    }
+    case 'Enum':
+      if (typeof raw !== 'string' || !field.enumValues?.includes(raw)) {
+        throw new FilterValueError(`${field.name} takes one of ${field.enumValues?.join(', ')}`);
+      }
+      return raw;
+    default:
+      throw new FilterValueError(`${field.name} cannot be compared to a value`);
+  }
+}
+
+/** A boolean flag value (`is_empty.true`, `today.true`). */
+function flag(raw: unknown, op: string): boolean {
+  if (raw === true || raw === 'true') return true;
+  if (raw === false || raw === 'false') return false;
+  throw new FilterValueError(`${op} takes true or false`);
+}
+
+/**
+ * The bound value of `op` on `field`. `list` holds the already split items for in/not_in/between
+ * (from `(a,b)` text or a JSON array).
+ */
+export function operandValue(field: FieldSpec, op: Operator, raw: unknown, list?: readonly unknown[]): unknown {
+  const mismatch = operatorMismatch(field, op);
+  if (mismatch) throw new FilterValueError(mismatch);
+  switch (op) {
+    case 'in':
+    case 'not_in': {
+      if (!list) throw new FilterValueError(`${op} takes a list: ${op}.(a,b)`);
+      if (list.length === 0) throw new FilterValueError(`${op} needs at least one value`);
+      if (list.length > MAX_IN_LIST) throw new FilterValueError(`${op} takes at most ${MAX_IN_LIST} values`);
+      return list.map((v) => scalarValue(field, v));
+    }
+    case 'between': {
+      if (!list || list.length !== 2) throw new FilterValueError('between takes two values: between.<low>,<high>');
+      return [scalarValue(field, list[0]), scalarValue(field, list[1])];
+    }
+    case 'is_empty':
+    case 'is_not_empty':
+    case 'today':
+    case 'yesterday':
+    case 'this_week':
+    case 'this_month': {
+      const v = flag(raw, op);
+      if (!v && !op.startsWith('is_')) throw new FilterValueError(`${op} takes the value true`);
+      return v;
+    }
+    case 'last_days':
+    case 'last_weeks':
+    case 'last_months': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,6}$/.test(raw) ? Number(raw) : NaN;
+      if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new FilterValueError(`${op} takes a whole number from 1 to 100000`);
+      return n;
+    }
+    case 'equals':
+    case 'not_equals':
+      if (raw === null) return null;
+      return scalarValue(field, raw);
+    case 'contains':
+      if (field.list) return scalarValue({ ...field, list: false }, raw);
+      return scalarValue(field, raw);
+    default:
+      return scalarValue(field, raw);
+  }
+}

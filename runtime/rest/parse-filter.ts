@@ -1,0 +1,180 @@
+/**
+ * Filters of the query string (interface "List query parameters"):
+ *   ?<field>=<op>.<value>   ?<relation>.<field>=<op>.<value>   ?col.<reserved>=<op>.<value>
+ *   ?or=(a.equals.1,and(b.gt.2,c.is_empty.true))   ?and=(...)   ?not=(...)
+ * Values may be double-quoted to hold commas, dots or parentheses ("a,b"); inside quotes \" and
+ * \\ escape. Unquoted `null` is SQL NULL for equals / not_equals.
+ */
+import { Problem } from '../http/index.ts';
+import type { CatalogTable, Catalog, Condition, Operator } from '../query/index.ts';
+import { FilterValueError, isOperator, operandValue } from './filter-values.ts';
+
+/** Deepest nesting of and/or/not groups (README "Limits"). */
+export const MAX_GROUP_DEPTH = 8;
+/** Most conditions in one request, counting every group member. */
+export const MAX_CONDITIONS = 100;
+
+export class FilterError extends Error {
+  constructor(
+    readonly parameter: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function filterProblem(error: FilterError): Problem {
+  return new Problem('invalid-parameter', `${error.parameter}: ${error.message}`, [
+    { field: error.parameter, rule: 'filter', message: error.message },
+  ]);
+}
+
+interface Token {
+  text: string;
+  quoted: boolean;
+}
+
+/** Splits `a,b,"c,d"` at top-level commas (outside quotes and parentheses). */
+export function splitTopLevel(input: string, parameter: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === '(') depth++;
+    else if (c === ')') {
+      depth--;
+      if (depth < 0) throw new FilterError(parameter, 'unbalanced parentheses');
+    } else if (c === ',' && depth === 0) {
+      parts.push(input.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (quoted) throw new FilterError(parameter, 'a quoted value is not closed');
+  if (depth !== 0) throw new FilterError(parameter, 'unbalanced parentheses');
+  parts.push(input.slice(start));
+  return parts;
+}
+
+function unquote(raw: string, parameter: string): Token {
+  if (raw.length >= 2 && raw.startsWith('"') && raw.endsWith('"')) {
+    return { text: raw.slice(1, -1).replace(/\\(.)/g, '$1'), quoted: true };
+  }
+  if (raw.includes('"')) throw new FilterError(parameter, `quote the whole value: "${raw.replace(/"/g, '')}"`);
+  return { text: raw, quoted: false };
+}
+
+function tokenValue(token: Token): unknown {
+  return !token.quoted && token.text === 'null' ? null : token.text;
+}
+
+/** `(a,b,c)` → items; `a,b` (between's short form) also accepted where `bare` is true. */
+function listItems(raw: string, parameter: string, bare: boolean): unknown[] | undefined {
+  if (raw.startsWith('(') && raw.endsWith(')')) return splitTopLevel(raw.slice(1, -1), parameter).map((p) => tokenValue(unquote(p, parameter)));
+  if (bare) return splitTopLevel(raw, parameter).map((p) => tokenValue(unquote(p, parameter)));
+  return undefined;
+}
+
+export interface FilterContext {
+  readonly catalog: Catalog;
+  readonly table: CatalogTable;
+  /** Fields the caller may read per table; a filter on another field is unknown to it. */
+  readonly readable: (table: string, field: string) => boolean;
+  count: number;
+}
+
+/** Resolves `rel.rel.field` (or `col.<name>`) against the model; returns the path and the field. */
+export function resolvePath(ctx: FilterContext, segments: string[], parameter: string) {
+  let table = ctx.table;
+  const path: string[] = [];
+  let i = 0;
+  for (; i < segments.length - 1; i++) {
+    const seg = segments[i]!;
+    if (seg === 'col') {
+      i++;
+      break;
+    }
+    const relation = table.relations.get(seg);
+    if (!relation) break;
+    path.push(seg);
+    table = ctx.catalog.require(relation.target);
+    if (path.length > 3) throw new FilterError(parameter, 'relation filters go at most 3 relations deep');
+  }
+  const name = segments[i];
+  const field = name === undefined ? undefined : table.fields.get(name);
+  if (!field || !ctx.readable(table.spec.name, field.name)) {
+    throw new FilterError(parameter, `${table.spec.name} has no field "${name ?? ''}"`);
+  }
+  path.push(field.name);
+  return { path, field, rest: segments.slice(i + 1) };
+}
+
+export function buildCompare(ctx: FilterContext, pathText: string[], op: string, valueText: string, parameter: string, bareList: boolean): Condition {
+  if (++ctx.count > MAX_CONDITIONS) throw new FilterError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
+  const { path, field, rest } = resolvePath(ctx, pathText, parameter);
+  if (rest.length > 0) throw new FilterError(parameter, `${field.name} is a field, not a relation`);
+  if (!isOperator(op)) throw new FilterError(parameter, `unknown operator "${op}"`);
+  const operator: Operator = op;
+  try {
+    const list = operator === 'in' || operator === 'not_in' || operator === 'between' ? listItems(valueText, parameter, operator === 'between' || bareList) : undefined;
+    const single = list === undefined ? tokenValue(unquote(valueText, parameter)) : undefined;
+    const value = operandValue(field, operator, single, list);
+    return { kind: 'compare', path, op: operator, value };
+  } catch (error) {
+    if (error instanceof FilterValueError) throw new FilterError(parameter, error.message);
+    throw error;
+  }
+}
+
+/** `path.op.value` inside a group: the path is resolved against the model to find where it ends. */
+function groupCondition(ctx: FilterContext, item: string, parameter: string): Condition {
+  const segments = item.split('.');
+  const { path } = resolvePathLoose(ctx, segments, parameter);
+  const op = segments[path]!;
+  if (op === undefined) throw new FilterError(parameter, `"${item}" must be <field>.<operator>.<value>`);
+  const value = segments.slice(path + 1).join('.');
+  return buildCompare(ctx, segments.slice(0, path), op, value, parameter, false);
+}
+
+/** How many leading segments form the field path (relations, optional col., then the field). */
+function resolvePathLoose(ctx: FilterContext, segments: string[], parameter: string): { path: number } {
+  let table = ctx.table;
+  let i = 0;
+  while (i < segments.length - 1) {
+    const seg = segments[i]!;
+    if (seg === 'col') return { path: i + 2 };
+    const relation = table.relations.get(seg);
+    if (!relation) break;
+    table = ctx.catalog.require(relation.target);
+    i++;
+  }
+  if (i >= segments.length) throw new FilterError(parameter, 'missing field');
+  return { path: i + 1 };
+}
+
+export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body: string, parameter: string, depth: number): Condition {
+  if (depth > MAX_GROUP_DEPTH) throw new FilterError(parameter, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
+  if (!body.startsWith('(') || !body.endsWith(')')) throw new FilterError(parameter, `write ${kind}=(<condition>,<condition>...)`);
+  const inner = body.slice(1, -1);
+  if (inner.trim() === '') throw new FilterError(parameter, `${kind}(...) needs at least one condition`);
+  const items = splitTopLevel(inner, parameter).map((item): Condition => {
+    const m = /^(and|or|not)(\(.*\))$/s.exec(item);
+    if (m) return parseGroup(ctx, m[1] as 'and' | 'or' | 'not', m[2]!, parameter, depth + 1);
+    return groupCondition(ctx, item, parameter);
+  });
+  if (kind === 'not') return { kind: 'not', item: items.length === 1 ? items[0]! : { kind: 'and', items } };
+  return { kind, items };
+}
+
+/** A top-level `name=value` filter parameter. */
+export function parseFilterParam(ctx: FilterContext, name: string, value: string): Condition {
+  if (name === 'or' || name === 'and' || name === 'not') return parseGroup(ctx, name, value, name, 1);
+  const dot = value.indexOf('.');
+  if (dot <= 0) throw new FilterError(name, `write ${name}=<operator>.<value>, e.g. ${name}=equals.${value || 'x'}`);
+  return buildCompare(ctx, name.split('.'), value.slice(0, dot), value.slice(dot + 1), name, true);
+}

@@ -1,0 +1,70 @@
+/**
+ * `select=a,b:alias,relation(c,d),relation:alias(*)` (interface "select"; CONTRACT §7 limits:
+ * embeds nest at most 3 levels and at most 10 appear in one select).
+ */
+import type { Catalog, CatalogTable, SelectItem } from '../query/index.ts';
+import { FilterError, splitTopLevel } from './parse-filter.ts';
+
+export const MAX_EMBED_DEPTH = 3;
+export const MAX_EMBEDS = 10;
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export interface SelectNode {
+  field: string;
+  alias?: string;
+  children?: SelectNode[];
+}
+
+/** Parses the text form into nodes (no model checks yet). */
+export function parseSelectText(text: string, parameter = 'select'): SelectNode[] {
+  if (text.trim() === '') throw new FilterError(parameter, 'select needs at least one field');
+  return splitTopLevel(text, parameter).map((raw) => {
+    const item = raw.trim();
+    const open = item.indexOf('(');
+    const head = open === -1 ? item : item.slice(0, open);
+    if (open !== -1 && !item.endsWith(')')) throw new FilterError(parameter, `"${item}" must end with ")"`);
+    const [field, alias, extra] = head.split(':');
+    if (extra !== undefined || field === undefined) throw new FilterError(parameter, `"${head}" must be <field> or <field>:<alias>`);
+    const node: SelectNode = { field };
+    if (alias !== undefined) node.alias = alias;
+    if (open !== -1) node.children = parseSelectText(item.slice(open + 1, -1), parameter);
+    return node;
+  });
+}
+
+/** Checks nodes against the model: fields exist, embeds are relations, depth and count limits. */
+export function resolveSelect(catalog: Catalog, table: CatalogTable, nodes: readonly SelectNode[], parameter = 'select'): SelectItem[] {
+  let embeds = 0;
+  const walk = (t: CatalogTable, list: readonly SelectNode[], depth: number): SelectItem[] => {
+    const items: SelectItem[] = [];
+    const aliases = new Set<string>();
+    for (const node of list) {
+      if (node.field === '*' && !node.children) {
+        if (node.alias !== undefined) throw new FilterError(parameter, '* takes no alias');
+        for (const f of t.spec.fields) if (!aliases.has(f.name)) (aliases.add(f.name), items.push({ kind: 'field', field: f.name, alias: f.name }));
+        continue;
+      }
+      if (!NAME.test(node.field)) throw new FilterError(parameter, `"${node.field}" is not a field name`);
+      const alias = node.alias ?? node.field;
+      if (!NAME.test(alias) || alias.length > 63) throw new FilterError(parameter, `"${alias}" is not a valid alias (letters, digits, _)`);
+      if (aliases.has(alias)) throw new FilterError(parameter, `"${alias}" appears twice in one select`);
+      aliases.add(alias);
+      if (node.children) {
+        const relation = t.relations.get(node.field);
+        if (!relation) throw new FilterError(parameter, `${t.spec.name} has no relation "${node.field}"`);
+        if (depth + 1 > MAX_EMBED_DEPTH) throw new FilterError(parameter, `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`);
+        if (++embeds > MAX_EMBEDS) throw new FilterError(parameter, `at most ${MAX_EMBEDS} embedded relations per select`);
+        items.push({ kind: 'embed', relation: node.field, alias, items: walk(catalog.require(relation.target), node.children, depth + 1) });
+      } else {
+        if (!t.fields.has(node.field)) {
+          const hint = t.relations.has(node.field) ? `; embed it as ${node.field}(...)` : '';
+          throw new FilterError(parameter, `${t.spec.name} has no field "${node.field}"${hint}`);
+        }
+        items.push({ kind: 'field', field: node.field, alias });
+      }
+    }
+    return items;
+  };
+  return walk(table, nodes, 0);
+}

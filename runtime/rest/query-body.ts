@@ -1,0 +1,73 @@
+/**
+ * POST /<table>/_query: the JSON form of a list query (interface "Advanced query body"). Read-only;
+ * answers with the list envelope. Body problems are 400, like the query string it mirrors.
+ */
+import { z } from 'zod';
+import { Problem, readJson, type Reply } from '../http/index.ts';
+import { and, type Condition, type OrderTerm } from '../query/index.ts';
+import { filterContext, type DataContext } from './context.ts';
+import { isOperator, operandValue, FilterValueError } from './filter-values.ts';
+import { DEFAULT_LIMIT, MAX_LIMIT, parseSort } from './list-params.ts';
+import { FilterError, filterProblem, MAX_CONDITIONS, resolvePath } from './parse-filter.ts';
+import { resolveSelect, type SelectNode } from './parse-select.ts';
+import { respondWithList } from './read.ts';
+
+const selectNode: z.ZodType<SelectNode> = z.lazy(() =>
+  z.strictObject({ field: z.string().min(1).max(100), alias: z.string().max(63).optional(), children: z.array(selectNode).max(50).optional() }),
+);
+
+const bodySchema = z.strictObject({
+  filter: z.array(z.strictObject({ field: z.string().min(1).max(300), operator: z.string().max(40), value: z.unknown().optional() })).max(MAX_CONDITIONS).optional(),
+  sort: z.array(z.strictObject({ field: z.string().max(100), direction: z.string().regex(/^(asc|desc|ASC|DESC)$/).optional() })).max(10).optional(),
+  pagination: z
+    .strictObject({ first: z.int().min(1).max(MAX_LIMIT).optional(), skip: z.int().min(0).max(100_000_000).optional(), after: z.string().max(4096).optional() })
+    .optional(),
+  select: z.array(selectNode).max(100).optional(),
+});
+
+function bad(field: string, message: string): Problem {
+  return new Problem('invalid-parameter', `${field}: ${message}`, [{ field, rule: 'invalid', message }]);
+}
+
+export async function queryBody(ctx: DataContext): Promise<Reply> {
+  const parsed = bodySchema.safeParse(await readJson(ctx.req));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]].join('.') : issue.path.join('.') || 'body';
+    throw bad(field, issue.code === 'unrecognized_keys' ? `unknown field "${issue.keys.join('", "')}"` : issue.message);
+  }
+  const body = parsed.data;
+  const fctx = filterContext(ctx);
+  try {
+    const conditions: Condition[] = (body.filter ?? []).map((f, i) => {
+      const parameter = `filter[${i}]`;
+      const { path, field, rest } = resolvePath(fctx, f.field.split('.'), parameter);
+      if (rest.length) throw new FilterError(parameter, `${field.name} is a field, not a relation`);
+      if (!isOperator(f.operator)) throw new FilterError(parameter, `unknown operator "${f.operator}"`);
+      const isList = f.operator === 'in' || f.operator === 'not_in' || f.operator === 'between';
+      if (isList && !Array.isArray(f.value)) throw new FilterError(parameter, `${f.operator} takes an array value`);
+      try {
+        const value = operandValue(field, f.operator, isList ? undefined : f.value, isList ? (f.value as unknown[]) : undefined);
+        return { kind: 'compare', path, op: f.operator, value };
+      } catch (error) {
+        if (error instanceof FilterValueError) throw new FilterError(parameter, error.message);
+        throw error;
+      }
+    });
+    const sortText = body.sort?.length ? body.sort.map((s) => `${s.field}.${(s.direction ?? 'asc').toLowerCase()}`).join(',') : null;
+    const orderBy: OrderTerm[] = parseSort(fctx, sortText, 'sort');
+    const pagination = body.pagination ?? {};
+    if (pagination.after !== undefined && (pagination.skip ?? 0) > 0) throw new FilterError('pagination.after', 'a cursor and skip cannot be combined');
+    return await respondWithList(ctx, {
+      where: and(...conditions),
+      orderBy,
+      select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, 'select') : null,
+      limit: pagination.first ?? DEFAULT_LIMIT,
+      offset: pagination.skip ?? 0,
+      after: pagination.after,
+    });
+  } catch (error) {
+    if (error instanceof FilterError) throw filterProblem(error);
+    throw error;
+  }
+}

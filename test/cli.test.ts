@@ -1,0 +1,305 @@
+/**
+ * The svcgen command line end to end (CONTRACT §2-§4): usage errors, generate/check/openapi on copies
+ * of examples/shop, init, and migrate dev/deploy against a fresh PostgreSQL database.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupCli, copyExample, readTree, runCli, show, tempDir, type CliResult } from './support/cli.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { SHOP } from './support/server.ts';
+
+const databases: TestDatabase[] = [];
+afterAll(async () => {
+  await cleanupCli();
+  await Promise.all(databases.map((d) => d.drop()));
+});
+
+async function freshDatabase(): Promise<TestDatabase> {
+  const database = await createTestDatabase();
+  databases.push(database);
+  return database;
+}
+
+async function query<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A usage error (CONTRACT §3): exit 2 and exactly one line on stderr, starting with `svcgen:`. */
+function expectUsageError(result: CliResult): void {
+  expect(result.code, show(result)).toBe(2);
+  const lines = result.stderr.replace(/\n$/, '').split('\n');
+  expect(lines, show(result)).toHaveLength(1);
+  expect(lines[0], show(result)).toMatch(/^svcgen: \S/);
+  expect(result.stdout, show(result)).toBe('');
+}
+
+/** Adds `line` to the body of `model`, just after its opening brace. */
+async function addToModel(projectDir: string, model: string, line: string): Promise<void> {
+  const file = path.join(projectDir, 'schema.prisma');
+  const schema = await fs.readFile(file, 'utf8');
+  const opening = `model ${model} {\n`;
+  expect(schema).toContain(opening);
+  await fs.writeFile(file, schema.replace(opening, `${opening}  ${line}\n`));
+}
+
+const CONTRACT_COMMANDS: string[][] = [
+  ['init'],
+  ['generate'],
+  ['check'],
+  ['diff'],
+  ['migrate', 'dev'],
+  ['migrate', 'deploy'],
+  ['serve'],
+  ['dev'],
+  ['keys', 'create'],
+  ['keys', 'list'],
+  ['keys', 'revoke'],
+  ['token', 'create'],
+  ['openapi'],
+];
+
+describe('usage', () => {
+  it('svcgen --help exits 0 and lists every command of CONTRACT §3', async () => {
+    const r = await runCli(['--help']);
+    expect(r.code, show(r)).toBe(0);
+    const listed = [...r.stdout.matchAll(/^ {2}(\w[\w-]*)/gm)].map((m) => m[1]);
+    for (const command of new Set(CONTRACT_COMMANDS.map((c) => c[0]))) expect(listed, r.stdout).toContain(command);
+  });
+
+  it.each(CONTRACT_COMMANDS.map((c) => [c.join(' '), c]))('svcgen %s --help exits 0 and shows its usage', async (_, command) => {
+    const r = await runCli([...command, '--help']);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout, show(r)).toContain(`Usage: svcgen ${command.join(' ')}`);
+  });
+
+  it.each([
+    ['an unknown command', ['frobnicate']],
+    ['an unknown option', ['generate', '--bogus']],
+    ['a missing required option (keys create without --env)', ['keys', 'create', '--name', 'ci', '--prefix', 'ApiKey', '--role', 'admin']],
+    ['a port that is not a number', ['serve', '--port', 'abc']],
+  ])('%s prints one svcgen: line on stderr and exits 2', async (_, args) => {
+    expectUsageError(await runCli(args));
+  });
+});
+
+describe('generate', () => {
+  it('writes exactly the committed examples/shop/generated, and a second run changes nothing', async () => {
+    const copy = await copyExample('generate');
+    const generated = path.join(copy.dir, 'generated');
+    await fs.rm(generated, { recursive: true });
+
+    const first = await runCli(['generate', '--project', copy.dir]);
+    expect(first.code, show(first)).toBe(0);
+    const committed = await readTree(path.join(SHOP, 'generated'));
+    const written = await readTree(generated);
+    expect([...written.keys()]).toEqual([...committed.keys()]);
+    for (const [file, bytes] of committed) {
+      expect(written.get(file)!.equals(bytes), `generated/${file} differs from the committed one`).toBe(true);
+    }
+
+    const second = await runCli(['generate', '--project', copy.dir]);
+    expect(second.code, show(second)).toBe(0);
+    const again = await readTree(generated);
+    expect([...again.keys()]).toEqual([...written.keys()]);
+    for (const [file, bytes] of written) expect(again.get(file)!.equals(bytes), `generated/${file} changed on the second run`).toBe(true);
+  });
+
+  it('refuses a model without createdAt/updatedAt, naming the model and the missing fields', async () => {
+    const copy = await copyExample('model-error');
+    const file = path.join(copy.dir, 'schema.prisma');
+    let schema = await fs.readFile(file, 'utf8');
+    // City loses both timestamps, Product only updatedAt
+    const city = schema.slice(schema.indexOf('model City {'), schema.indexOf('}', schema.indexOf('model City {')));
+    schema = schema.replace(city, city.replace(/^ {2}(createdAt|updatedAt) .*\n/gm, ''));
+    const product = schema.slice(schema.indexOf('model Product {'), schema.indexOf('}', schema.indexOf('model Product {')));
+    schema = schema.replace(product, product.replace(/^ {2}updatedAt .*\n/m, ''));
+    await fs.writeFile(file, schema);
+
+    const r = await runCli(['generate', '--project', copy.dir]);
+    expect(r.code, show(r)).toBe(1);
+    const cityLine = r.stderr.split('\n').find((l) => /\bCity\b/.test(l));
+    expect(cityLine, show(r)).toBeDefined();
+    expect(cityLine).toMatch(/createdAt/);
+    expect(cityLine).toMatch(/updatedAt/);
+    const productLine = r.stderr.split('\n').find((l) => /\bProduct\b/.test(l));
+    expect(productLine, show(r)).toMatch(/updatedAt/);
+    expect(productLine).not.toMatch(/createdAt/);
+    expect(r.stderr).not.toMatch(/\bCustomer\b|\bOrderItem\b/);
+    // nothing was written
+    expect(await readTree(path.join(copy.dir, 'generated'))).toEqual(await readTree(path.join(SHOP, 'generated')));
+  });
+
+  it("reports a syntactically broken schema with Prisma's message and the line number", async () => {
+    const copy = await copyExample('syntax-error');
+    const file = path.join(copy.dir, 'schema.prisma');
+    const lines = (await fs.readFile(file, 'utf8')).split('\n');
+    const at = lines.indexOf('model Product {') + 1; // 0-based index of the new line
+    lines.splice(at, 0, '  this is not prisma !!');
+    await fs.writeFile(file, lines.join('\n'));
+
+    const r = await runCli(['generate', '--project', copy.dir]);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr, show(r)).toMatch(/^svcgen: /);
+    expect(r.stderr, show(r)).toContain('Error validating');
+    expect(r.stderr, show(r)).toMatch(new RegExp(`schema\\.prisma:${at + 1}\\b`));
+    expect(r.stderr, show(r)).toContain('this is not prisma !!');
+  });
+
+  it('lists every problem of an invalid svcgen.config.json by JSON path', async () => {
+    const copy = await copyExample('config-error');
+    await fs.writeFile(
+      path.join(copy.dir, 'svcgen.config.json'),
+      JSON.stringify({ project: {}, roles: { x: { tables: { Nope: { read: true } } } }, bogus: 1 }),
+    );
+    const r = await runCli(['generate', '--project', copy.dir]);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr, show(r)).toContain('svcgen.config.json');
+    expect(r.stderr, show(r)).toContain('$.project.id');
+    expect(r.stderr, show(r)).toMatch(/\$\.bogus|unknown key.*bogus/);
+    expect(r.stderr, show(r)).toContain('$.roles.x.tables.Nope');
+  });
+});
+
+describe('check', () => {
+  it('exits 0 on the committed example', async () => {
+    const r = await runCli(['check', '--project', SHOP]);
+    expect(r.code, show(r)).toBe(0);
+  });
+
+  it('exits 1 with a unified diff after a model edit, and 0 again after generate', async () => {
+    const copy = await copyExample('check');
+    await addToModel(copy.dir, 'Customer', 'nickname String?');
+
+    const stale = await runCli(['check', '--project', copy.dir]);
+    expect(stale.code, show(stale)).toBe(1);
+    expect(stale.stdout, show(stale)).toMatch(/^--- /m);
+    expect(stale.stdout, show(stale)).toMatch(/^\+\+\+ /m);
+    expect(stale.stdout, show(stale)).toMatch(/^@@ -\d+(,\d+)? \+\d+(,\d+)? @@/m);
+    expect(stale.stdout, show(stale)).toMatch(/^\+.*nickname/m);
+
+    const generate = await runCli(['generate', '--project', copy.dir]);
+    expect(generate.code, show(generate)).toBe(0);
+    const fresh = await runCli(['check', '--project', copy.dir]);
+    expect(fresh.code, show(fresh)).toBe(0);
+  });
+});
+
+describe('openapi', () => {
+  it('prints the committed generated/openapi.json', async () => {
+    const r = await runCli(['openapi', '--project', 'examples/shop']);
+    expect(r.code, show(r)).toBe(0);
+    const committed = JSON.parse(await fs.readFile(path.join(SHOP, 'generated/openapi.json'), 'utf8'));
+    expect(JSON.parse(r.stdout)).toEqual(committed);
+  });
+});
+
+describe('init', () => {
+  it('scaffolds schema.prisma, svcgen.config.json and .gitignore from the example, and refuses to overwrite', async () => {
+    const root = await tempDir('init');
+    const target = path.join(root, 'p');
+    const r = await runCli(['init', target, '--example', 'shop']);
+    expect(r.code, show(r)).toBe(0);
+    expect(await fs.readFile(path.join(target, 'schema.prisma'), 'utf8')).toBe(await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8'));
+    expect(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).toBe(
+      await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8'),
+    );
+    expect((await fs.readFile(path.join(target, '.gitignore'), 'utf8')).split('\n')).toContain('.svcgen/');
+
+    const before = await readTree(target);
+    expectUsageError(await runCli(['init', target, '--example', 'shop']));
+    expect(await readTree(target)).toEqual(before);
+  });
+
+  it('refuses an unknown example', async () => {
+    const root = await tempDir('init-nope');
+    const target = path.join(root, 'p');
+    expectUsageError(await runCli(['init', target, '--example', 'nope']));
+    await expect(fs.access(path.join(target, 'schema.prisma'))).rejects.toThrow();
+  });
+});
+
+describe('migrate', () => {
+  const ENV_SCHEMAS = ['env_master', 'env_staging'];
+
+  it('migrate dev writes one migration for a new field, applies it to every environment, and then has nothing to do', { timeout: 90_000 }, async () => {
+    const database = await freshDatabase();
+    const copy = await copyExample('migrate-dev');
+    const migrations = path.join(copy.dir, 'migrations');
+    await addToModel(copy.dir, 'Customer', 'nickname String?');
+    const before = (await fs.readdir(migrations)).sort();
+
+    const r = await runCli(['migrate', 'dev', '--name', 'add_nickname', '--project', copy.dir, '--database-url', database.url]);
+    expect(r.code, show(r)).toBe(0);
+    const after = (await fs.readdir(migrations)).sort();
+    const added = after.filter((f) => !before.includes(f));
+    expect(added, show(r)).toHaveLength(1);
+    expect(added[0]).toMatch(/^\d{14}_add_nickname$/);
+    expect(await fs.readdir(path.join(migrations, added[0]))).toEqual(['migration.sql']);
+    const sql = await fs.readFile(path.join(migrations, added[0], 'migration.sql'), 'utf8');
+    expect(sql.replace(/\s+/g, ' ')).toContain('ALTER TABLE "Customer" ADD COLUMN "nickname" TEXT');
+
+    const columns = await query<{ table_schema: string }>(
+      database.url,
+      `select table_schema from information_schema.columns where table_name = 'Customer' and column_name = 'nickname' order by table_schema`,
+    );
+    expect(columns.map((c) => c.table_schema)).toEqual(ENV_SCHEMAS);
+
+    const tree = await readTree(migrations);
+    const again = await runCli(['migrate', 'dev', '--name', 'add_nickname', '--project', copy.dir, '--database-url', database.url]);
+    expect(again.code, show(again)).toBe(0);
+    expect(again.stdout, show(again)).toMatch(/no changes/i);
+    expect(await readTree(migrations)).toEqual(tree);
+  });
+
+  it("migrate deploy applies every migration to every environment with Prisma's bookkeeping, once", { timeout: 90_000 }, async () => {
+    const database = await freshDatabase();
+    const migrationsDir = path.join(SHOP, 'migrations');
+    const expected = [];
+    for (const entry of (await fs.readdir(migrationsDir, { withFileTypes: true })).filter((e) => e.isDirectory())) {
+      const sql = await fs.readFile(path.join(migrationsDir, entry.name, 'migration.sql'));
+      expected.push({ migration_name: entry.name, checksum: createHash('sha256').update(sql).digest('hex') });
+    }
+    expected.sort((a, b) => (a.migration_name < b.migration_name ? -1 : 1));
+    expect(expected.length).toBeGreaterThan(0);
+
+    const r = await runCli(['migrate', 'deploy', '--project', SHOP, '--database-url', database.url]);
+    expect(r.code, show(r)).toBe(0);
+
+    type Row = { id: string; migration_name: string; checksum: string; finished_at: Date | null; rolled_back_at: Date | null; applied_steps_count: number };
+    const rowsOf = (schema: string) =>
+      query<Row>(
+        database.url,
+        `select id, migration_name, checksum, finished_at, rolled_back_at, applied_steps_count from ${schema}."_prisma_migrations" order by migration_name`,
+      );
+    const applied: Record<string, Row[]> = {};
+    for (const schema of ENV_SCHEMAS) {
+      const rows = await rowsOf(schema);
+      applied[schema] = rows;
+      expect(rows.map(({ migration_name, checksum }) => ({ migration_name, checksum })), schema).toEqual(expected);
+      for (const row of rows) {
+        expect(row.finished_at, `${schema} ${row.migration_name}`).toBeInstanceOf(Date);
+        expect(row.rolled_back_at).toBeNull();
+        expect(row.applied_steps_count).toBe(1);
+      }
+      const tables = await query<{ table_name: string }>(
+        database.url,
+        `select table_name from information_schema.tables where table_schema = $1 and table_name <> '_prisma_migrations' order by table_name`,
+        [schema],
+      );
+      expect(tables.map((t) => t.table_name), schema).toEqual(expect.arrayContaining(['City', 'Customer', 'Order', 'OrderItem', 'Product']));
+    }
+
+    const again = await runCli(['migrate', 'deploy', '--project', SHOP, '--database-url', database.url]);
+    expect(again.code, show(again)).toBe(0);
+    for (const schema of ENV_SCHEMAS) expect(await rowsOf(schema), schema).toEqual(applied[schema]);
+  });
+});
