@@ -34,14 +34,19 @@ function statementName(text: string): string {
 }
 
 class ClientQueries implements Queryable {
-  constructor(private readonly client: pg.Pool | pg.PoolClient) {}
+  constructor(
+    private readonly client: pg.Pool | pg.PoolClient,
+    private readonly onQuery?: (text: string) => void,
+  ) {}
 
   async query<R = Row>(text: string, values: readonly unknown[] = []): Promise<R[]> {
+    this.onQuery?.(text);
     const result = await this.client.query<R & pg.QueryResultRow>({ text, values: values as unknown[], name: statementName(text) });
     return result.rows;
   }
 
   async queryArrays(text: string, values: readonly unknown[] = []): Promise<unknown[][]> {
+    this.onQuery?.(text);
     const result = await this.client.query({ text, values: values as unknown[], name: statementName(text), rowMode: 'array' });
     return result.rows as unknown[][];
   }
@@ -65,7 +70,7 @@ const types = {
   },
 };
 
-export function openDatabase(url: string, options: { max?: number } = {}): Database {
+export function openDatabase(url: string, options: { max?: number; onQuery?: (text: string) => void } = {}): Database {
   // DateTime columns are `timestamp(3)` holding UTC (as Prisma writes them): pin the session time
   // zone so now() and CURRENT_TIMESTAMP defaults are stored as UTC too.
   const pool = new pg.Pool({
@@ -76,7 +81,7 @@ export function openDatabase(url: string, options: { max?: number } = {}): Datab
   });
   // An idle client's connection error must not crash the process; the pool replaces the client.
   pool.on('error', () => {});
-  const queries = new ClientQueries(pool);
+  const queries = new ClientQueries(pool, options.onQuery);
   return {
     pool,
     query: (text, values) => queries.query(text, values),
@@ -85,7 +90,7 @@ export function openDatabase(url: string, options: { max?: number } = {}): Datab
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
-        const result = await work(new ClientQueries(client));
+        const result = await work(new ClientQueries(client, options.onQuery));
         await client.query('COMMIT');
         return result;
       } catch (error) {

@@ -9,6 +9,7 @@ import type { ServiceModule } from '../model/index.ts';
 import { Policy } from '../permissions/index.ts';
 import { Catalog, cursorCodec } from '../query/index.ts';
 import { createApp, DATA_BASE_PATH } from './app.ts';
+import { SharedRateLimiter } from './rate-limit.ts';
 import type { Services } from './services.ts';
 
 export { createApp, DATA_BASE_PATH } from './app.ts';
@@ -26,6 +27,8 @@ export interface ServerOptions {
   migrate?: boolean;
   managementToken?: string;
   log?: (message: string) => void;
+  /** Called with the text of every SQL statement the server sends (tests count statements). */
+  onQuery?: (text: string) => void;
 }
 
 export interface RunningServer {
@@ -37,7 +40,7 @@ export interface RunningServer {
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? ((m: string) => console.error(m));
-  const db = openDatabase(options.databaseUrl, { max: 10 });
+  const db = openDatabase(options.databaseUrl, { max: 10, onQuery: options.onQuery });
   let credentials: CredentialStore | undefined;
   try {
     await ensureSystemSchema(db);
@@ -53,9 +56,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       policy: new Policy(options.config.roles),
       credentials,
       cursors: cursorCodec(await serverSecret(db, 'cursor-signing')),
+      rateLimiter: new SharedRateLimiter(db, options.config.rateLimits.dataPerMinutePerProject),
       basePath: DATA_BASE_PATH,
       log,
     };
+    // Housekeeping off the request path: expired idempotency entries and old rate-limit windows.
+    const maintenance = setInterval(() => {
+      void services.rateLimiter.prune();
+      void db.query('DELETE FROM svcgen.idempotency WHERE expires_at < now()').catch(() => {});
+    }, 60_000);
+    maintenance.unref();
     const server = createServer(createApp(services));
     server.keepAliveTimeout = 5000;
     await new Promise<void>((resolve, reject) => {
@@ -68,7 +78,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       url: `http://${shownHost}:${port}`,
       port,
       applied,
-      close: () => closeServer(server, credentials!, db),
+      close: () => {
+        clearInterval(maintenance);
+        return closeServer(server, credentials!, db);
+      },
     };
   } catch (error) {
     await credentials?.stop().catch(() => {});

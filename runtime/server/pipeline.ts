@@ -7,7 +7,11 @@ import { Problem, type ApiRequest, type Reply } from '../http/index.ts';
 import { OPERATIONS, type DataContext } from '../rest/index.ts';
 import { resolveDataTenant } from '../tenancy/index.ts';
 import type { Operation } from '../model/index.ts';
+import { withIdempotency } from './idempotency.ts';
 import type { Services } from './services.ts';
+
+/** POSTs that create records honour Idempotency-Key; `_query` is read-only and does not. */
+const IDEMPOTENT = new Set<Operation>(['create', 'bulkCreate']);
 
 export function dataHandler(services: Services, operation: Operation | undefined, tableName: string | undefined) {
   const op = operation ? OPERATIONS[operation] : undefined;
@@ -25,7 +29,7 @@ export function dataHandler(services: Services, operation: Operation | undefined
           : `${name} has a composite primary key, so it has no /<id> routes; filter the list by its key fields (${table.spec.primaryKey.join(', ')})`,
       );
     }
-    await services.rateLimit?.(tenant);
+    const limit = services.rateLimiter.hit(`data:${tenant.projectId}:${tenant.environment}`);
     if (principal.kind === 'management') {
       throw new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no data');
     }
@@ -43,6 +47,9 @@ export function dataHandler(services: Services, operation: Operation | undefined
       cursors: services.cursors,
       basePath: services.basePath,
     };
-    return op.handle(ctx);
+    const caller = principal.keyId;
+    const reply = IDEMPOTENT.has(operation!) ? await withIdempotency(services.db, req, caller, tenant, () => op.handle(ctx)) : await op.handle(ctx);
+    reply.headers = { ...reply.headers, ...limit.headers };
+    return reply;
   };
 }

@@ -5,7 +5,7 @@ import type { CredentialStore } from '../keys/index.ts';
 import type { Policy } from '../permissions/index.ts';
 import type { Catalog, CursorCodec } from '../query/index.ts';
 import type { ServiceModule } from '../model/index.ts';
-import type { Tenant } from '../tenancy/index.ts';
+import type { SharedRateLimiter } from './rate-limit.ts';
 
 export interface Services {
   readonly config: Config;
@@ -15,8 +15,7 @@ export interface Services {
   readonly policy: Policy;
   readonly credentials: CredentialStore;
   readonly cursors: CursorCodec;
-  /** Throws a 429 Problem when the tenant is over its data rate limit. */
-  readonly rateLimit?: (tenant: Tenant) => Promise<void>;
+  readonly rateLimiter: SharedRateLimiter;
   readonly basePath: string;
   readonly log: (message: string) => void;
 }
