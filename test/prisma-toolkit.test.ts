@@ -17,10 +17,11 @@ import {
 import { openShadowDatabaseSession } from '../generator/prisma/pg-shadow-database.ts';
 import { probeOnlyAdapterFactory } from '../generator/prisma/probe-adapter.ts';
 import { withSharedSchemaEngine } from '../generator/prisma/schema-engine.ts';
+import { databaseServerUrl } from './support/database.ts';
 
 /** Server for tests that need PostgreSQL (a shared test-database helper will replace this). */
 function testDatabaseUrl(): string {
-  return process.env.SVCGEN_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  return databaseServerUrl();
 }
 
 const SCHEMA = `generator client {
