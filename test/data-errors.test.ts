@@ -11,6 +11,7 @@ let t: TestServer;
 let customer: { id: string; email: string };
 let other: { id: string; email: string };
 let order: { id: number };
+let product: { id: number };
 
 beforeAll(async () => {
   t = await startTestServer();
@@ -24,6 +25,11 @@ beforeAll(async () => {
   const created = await t.request('POST', `${BASE}/Order`, { body: { total: 5, customerId: customer.id } });
   expect(created.status, created.text).toBe(201);
   order = created.body.data;
+  const madeProduct = await t.request('POST', `${BASE}/Product`, { body: { sku: `REF-${randomUUID()}`, title: 'Referenced', price: 1, tags: [] } });
+  expect(madeProduct.status, madeProduct.text).toBe(201);
+  product = madeProduct.body.data;
+  const item = await t.request('POST', `${BASE}/OrderItem`, { body: { orderId: order.id, productId: product.id } });
+  expect(item.status, item.text).toBe(201);
 });
 afterAll(() => t?.close());
 
@@ -77,6 +83,7 @@ const cases: Case[] = [
   { name: 'FK violation on PATCH', method: 'PATCH', path: () => `/Order/${order.id}`, options: () => ({ body: { customerId: randomUUID() } }), status: 422, kind: 'validation', field: 'customerId' },
   { name: 'FK violation (cityId)', method: 'POST', path: () => '/Customer', options: () => ({ body: { email: `fk-${randomUUID()}@example.com`, name: 'x', cityId: 2000000000 } }), status: 422, kind: 'validation', field: 'cityId' },
   { name: 'deleting a referenced Customer', method: 'DELETE', path: () => `/Customer/${customer.id}`, options: () => ({}), status: 409, kind: 'conflict' },
+  { name: 'deleting a referenced Product (OrderItem)', method: 'DELETE', path: () => `/Product/${product.id}`, options: () => ({}), status: 409, kind: 'conflict' },
   { name: 'unknown table (GET)', method: 'GET', path: () => '/Invoice', options: () => ({}), status: 404, kind: 'unknown-table' },
   { name: 'unknown table (POST)', method: 'POST', path: () => '/Invoice', options: () => ({ body: { total: 1 } }), status: 404, kind: 'unknown-table' },
   { name: 'unknown table (GET one)', method: 'GET', path: () => '/Invoice/1', options: () => ({}), status: 404, kind: 'unknown-table' },

@@ -87,7 +87,7 @@ export function registerCredentialCommands(program: Command): void {
       const dir = projectDir(options);
       const config = await loadConfig(dir);
       const revoked = await withDatabase(dir, options.databaseUrl, (db) => revokeApiKey(db, config.project.id, id));
-      if (!revoked) {
+      if (revoked === undefined) {
         console.error(`no active API key with id ${id}`);
         process.exitCode = 1;
       } else {

@@ -76,8 +76,11 @@ export async function listApiKeys(db: Database, projectId: string, environment: 
   return rows.map(toRecord);
 }
 
-/** Revokes a key; `environment` narrows the match when the caller is scoped to one. */
-export async function revokeApiKey(db: Database, projectId: string, id: string, environment?: string): Promise<boolean> {
+/**
+ * Revokes a key and tells every server process (NOTIFY on commit); returns the key's digest, or
+ * undefined when no active key has that id.
+ */
+export async function revokeApiKey(db: Database, projectId: string, id: string, environment?: string): Promise<string | undefined> {
   return db.transaction(async (tx) => {
     const rows = await tx.query<{ key_hash: string }>(
       `UPDATE svcgen.api_keys SET revoked_at = now()
@@ -85,9 +88,9 @@ export async function revokeApiKey(db: Database, projectId: string, id: string, 
        RETURNING key_hash`,
       [id, projectId, environment ?? null],
     );
-    if (rows.length === 0) return false;
+    if (rows.length === 0) return undefined;
     await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, rows[0]!.key_hash]);
-    return true;
+    return rows[0]!.key_hash;
   });
 }
 
@@ -117,6 +120,8 @@ export class CredentialStore {
   private listener: pg.Client | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Bumped by every revocation seen; a lookup that raced one does not cache its (stale) answer. */
+  private invalidations = 0;
 
   constructor(
     private readonly db: Database,
@@ -133,10 +138,12 @@ export class CredentialStore {
   private async listen(): Promise<void> {
     const client = new pg.Client({ connectionString: this.databaseUrl });
     client.on('notification', (message) => {
+      this.invalidations++;
       if (message.payload) this.keys.delete(message.payload);
     });
     client.on('error', () => {
       // The link dropped: revocations may have been missed, so forget everything and reconnect.
+      this.invalidations++;
       this.keys.clear();
       this.listener = undefined;
       client.end().catch(() => {});
@@ -154,6 +161,15 @@ export class CredentialStore {
     await this.listener?.end().catch(() => {});
   }
 
+  /** Revokes a key; this process forgets it at once, the others when the notification arrives. */
+  async revoke(projectId: string, id: string): Promise<boolean> {
+    const hash = await revokeApiKey(this.db, projectId, id);
+    if (hash === undefined) return false;
+    this.invalidations++;
+    this.keys.delete(hash);
+    return true;
+  }
+
   /** Finds an unrevoked API key by its value; undefined when unknown, malformed or revoked. */
   async resolveApiKey(key: string): Promise<ResolvedApiKey | undefined> {
     if (!API_KEY_PATTERN.test(key)) return undefined;
@@ -161,6 +177,7 @@ export class CredentialStore {
     const now = Date.now();
     let cached = this.keys.get(hash);
     if (!cached || cached.expiresAt < now) {
+      const generation = this.invalidations;
       const rows = await this.db.query<KeyRow & { project_id: string }>(
         `SELECT id, project_id, name, prefix, environment, roles, context, created_at, last_used_at
          FROM svcgen.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
@@ -178,7 +195,7 @@ export class CredentialStore {
         expiresAt: now + CACHE_TTL_MS,
       };
       // Without a live listener a cached key could outlive its revocation, so cache only with one.
-      if (this.listener) this.keys.set(hash, cached);
+      if (this.listener && generation === this.invalidations) this.keys.set(hash, cached);
     }
     this.lastUsed.set(cached.principal.keyId, new Date(now));
     return cached;

@@ -37,8 +37,9 @@ export function databaseProblem(error: unknown, table: CatalogTable): Problem | 
         fields.map((field) => ({ field, rule: 'unique', message: `${field} must be unique` })),
       );
     }
+    case '23001': // restrict_violation (PostgreSQL 18 reports ON DELETE RESTRICT with it)
     case '23503': {
-      const referenced = /is still referenced from table "(.+?)"/.exec(e.detail ?? '');
+      const referenced = /is (?:still )?referenced from table "(.+?)"/.exec(e.detail ?? '');
       if (referenced) {
         return new Problem('conflict', `the ${table.spec.name} record is still referenced by ${referenced[1]} records; delete or change those first`);
       }

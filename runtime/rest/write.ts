@@ -96,10 +96,10 @@ export function setList(table: CatalogTable, patch: Record<string, unknown>, add
 }
 
 export async function update(ctx: DataContext): Promise<Reply> {
-  const where = keyCondition(ctx);
   const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
   checkWritableFields(ctx.table, ctx.grant, body);
   const patch = validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
+  const where = keyCondition(ctx); // existence comes after validation (CONTRACT §7)
   const scope = readScope(ctx);
   const target = newAlias(scope);
   const condition = compileCondition(scope, ctx.table, target, { kind: 'and', items: [where, ctx.grant.rows] });

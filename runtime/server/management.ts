@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authenticate } from '../auth/index.ts';
 import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
-import { createApiKey, listApiKeys, revokeApiKey } from '../keys/index.ts';
+import { createApiKey, listApiKeys } from '../keys/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { Services } from './services.ts';
 
@@ -66,7 +66,7 @@ export function managementHandlers(services: Services) {
     },
     async revoke(req: ApiRequest): Promise<Reply> {
       const tenant = await requireManagement(services, req);
-      const revoked = await revokeApiKey(services.db, tenant.projectId, req.params.id ?? '');
+      const revoked = await services.credentials.revoke(tenant.projectId, req.params.id ?? '');
       if (!revoked) throw new Problem('not-found', `no API key with id "${req.params.id}"`);
       return { status: 204 };
     },
