@@ -95,7 +95,7 @@ function keysetCondition(scope: Scope, table: CatalogTable, alias: string, terms
     if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col} > ${scope.params.add(v)} OR ${col} IS NULL)`;
     else later = v === null ? `${col} IS NOT NULL` : `${col} < ${scope.params.add(v)}`;
     ors.push(equals.length ? `(${equals.join(' AND ')} AND ${later})` : later);
-    equals.push(v === null ? `${col} IS NULL` : `${col} = ${scope.params.add(v)}`);
+    if (i < terms.length - 1) equals.push(v === null ? `${col} IS NULL` : `${col} = ${scope.params.add(v)}`);
   });
   return `(${ors.join(' OR ')})`;
 }

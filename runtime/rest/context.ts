@@ -44,7 +44,7 @@ export function filterContext(ctx: DataContext): FilterContext {
     table: ctx.table,
     readable: (table, field) => {
       const grant = grantOf(ctx, table, 'read');
-      return grant !== null && (grant.fields === null || grant.fields.has(field));
+      return grant !== null && (field === null || grant.fields === null || grant.fields.has(field));
     },
     count: 0,
   };

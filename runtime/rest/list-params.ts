@@ -92,7 +92,7 @@ export function parseListParams(ctx: FilterContext, table: CatalogTable, query: 
     return {
       where: parseFilters(ctx, query, LIST_RESERVED),
       orderBy: parseSort(ctx, query.get('sort')),
-      select: selectText === null ? null : resolveSelect(ctx.catalog, table, parseSelectText(selectText)),
+      select: selectText === null ? null : resolveSelect(ctx.catalog, table, parseSelectText(selectText), ctx.readable),
       ...paging,
     };
   } catch (error) {

@@ -84,7 +84,8 @@ export interface FilterContext {
   readonly catalog: Catalog;
   readonly table: CatalogTable;
   /** Fields the caller may read per table; a filter on another field is unknown to it. */
-  readonly readable: (table: string, field: string) => boolean;
+  /** Whether the caller may read `field` of `table` (null: the table at all). */
+  readonly readable: (table: string, field: string | null) => boolean;
   count: number;
 }
 

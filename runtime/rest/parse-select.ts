@@ -33,8 +33,18 @@ export function parseSelectText(text: string, parameter = 'select'): SelectNode[
   });
 }
 
-/** Checks nodes against the model: fields exist, embeds are relations, depth and count limits. */
-export function resolveSelect(catalog: Catalog, table: CatalogTable, nodes: readonly SelectNode[], parameter = 'select'): SelectItem[] {
+/**
+ * Checks nodes against the model: fields exist, embeds are relations, depth and count limits.
+ * `readable(table, null)` asks whether the caller may read the table at all; fields and tables it
+ * may not read are unknown to it.
+ */
+export function resolveSelect(
+  catalog: Catalog,
+  table: CatalogTable,
+  nodes: readonly SelectNode[],
+  readable: (table: string, field: string | null) => boolean,
+  parameter = 'select',
+): SelectItem[] {
   let embeds = 0;
   const walk = (t: CatalogTable, list: readonly SelectNode[], depth: number): SelectItem[] => {
     const items: SelectItem[] = [];
@@ -42,7 +52,11 @@ export function resolveSelect(catalog: Catalog, table: CatalogTable, nodes: read
     for (const node of list) {
       if (node.field === '*' && !node.children) {
         if (node.alias !== undefined) throw new FilterError(parameter, '* takes no alias');
-        for (const f of t.spec.fields) if (!aliases.has(f.name)) (aliases.add(f.name), items.push({ kind: 'field', field: f.name, alias: f.name }));
+        for (const f of t.spec.fields) {
+          if (aliases.has(f.name) || !readable(t.spec.name, f.name)) continue;
+          aliases.add(f.name);
+          items.push({ kind: 'field', field: f.name, alias: f.name });
+        }
         continue;
       }
       if (!NAME.test(node.field)) throw new FilterError(parameter, `"${node.field}" is not a field name`);
@@ -52,12 +66,12 @@ export function resolveSelect(catalog: Catalog, table: CatalogTable, nodes: read
       aliases.add(alias);
       if (node.children) {
         const relation = t.relations.get(node.field);
-        if (!relation) throw new FilterError(parameter, `${t.spec.name} has no relation "${node.field}"`);
+        if (!relation || !readable(relation.target, null)) throw new FilterError(parameter, `${t.spec.name} has no relation "${node.field}"`);
         if (depth + 1 > MAX_EMBED_DEPTH) throw new FilterError(parameter, `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`);
         if (++embeds > MAX_EMBEDS) throw new FilterError(parameter, `at most ${MAX_EMBEDS} embedded relations per select`);
         items.push({ kind: 'embed', relation: node.field, alias, items: walk(catalog.require(relation.target), node.children, depth + 1) });
       } else {
-        if (!t.fields.has(node.field)) {
+        if (!t.fields.has(node.field) || !readable(t.spec.name, node.field)) {
           const hint = t.relations.has(node.field) ? `; embed it as ${node.field}(...)` : '';
           throw new FilterError(parameter, `${t.spec.name} has no field "${node.field}"${hint}`);
         }

@@ -61,11 +61,11 @@ export async function queryBody(ctx: DataContext): Promise<Reply> {
     return await respondWithList(ctx, {
       where: and(...conditions),
       orderBy,
-      select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, 'select') : null,
+      select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, fctx.readable, 'select') : null,
       limit: pagination.first ?? DEFAULT_LIMIT,
       offset: pagination.skip ?? 0,
       after: pagination.after,
-    });
+    }, 'pagination.after');
   } catch (error) {
     if (error instanceof FilterError) throw filterProblem(error);
     throw error;

@@ -33,7 +33,7 @@ function wantsCount(ctx: DataContext): boolean {
 }
 
 /** Runs a list query as one statement and answers with the list envelope. */
-export async function respondWithList(ctx: DataContext, params: ListParams): Promise<Reply> {
+export async function respondWithList(ctx: DataContext, params: ListParams, afterName = 'after'): Promise<Reply> {
   const count = wantsCount(ctx);
   const fingerprint = queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, params.orderBy, params.where]);
   let after: (string | null)[] | undefined;
@@ -42,7 +42,7 @@ export async function respondWithList(ctx: DataContext, params: ListParams): Pro
       after = ctx.cursors.decode(fingerprint, params.after);
     } catch (error) {
       if (!(error instanceof CursorError)) throw error;
-      throw new Problem('invalid-parameter', `after: ${error.message}`, [{ field: 'after', rule: 'cursor', message: error.message }]);
+      throw new Problem('invalid-parameter', `${afterName}: ${error.message}`, [{ field: afterName, rule: 'cursor', message: error.message }]);
     }
   }
   const scope = readScope(ctx);
@@ -52,7 +52,9 @@ export async function respondWithList(ctx: DataContext, params: ListParams): Pro
     ctx.grant,
     { count },
   );
-  if (after && after.length !== compiled.keyColumns) throw new Problem('invalid-parameter', 'after: not a cursor of this query', [{ field: 'after', rule: 'cursor', message: 'not a cursor of this query' }]);
+  if (after && after.length !== compiled.keyColumns) {
+    throw new Problem('invalid-parameter', `${afterName}: not a cursor of this query`, [{ field: afterName, rule: 'cursor', message: 'not a cursor of this query' }]);
+  }
   let rows = await ctx.db.queryArrays(compiled.sql, scope.params.values);
   let totalCount: number | undefined;
   if (count) {

@@ -46,7 +46,21 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(options: { configPatch?: (raw: any) => void; project?: string } = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  configPatch?: (raw: any) => void;
+  project?: string;
+  /**
+   * Reuse this database (e.g. another test server's `database.url`) instead of creating one: a second
+   * server process on the same database. close() then leaves the database alone.
+   */
+  databaseUrl?: string;
+  /** Receives the server's log lines (errors behind 500s among them); default: discarded. */
+  log?: (message: string) => void;
+  /** Receives the text of every SQL statement the server sends (tests count statements). */
+  onQuery?: (text: string) => void;
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const projectDir = options.project ?? SHOP;
   const { service, config: loaded } = await loadService(projectDir);
   let config = loaded;
@@ -55,7 +69,9 @@ export async function startTestServer(options: { configPatch?: (raw: any) => voi
     options.configPatch(raw);
     config = parseConfig(raw, 'test config', Object.keys(service.tables));
   }
-  const database = await createTestDatabase();
+  const database: TestDatabase = options.databaseUrl
+    ? { url: options.databaseUrl, name: new URL(options.databaseUrl).pathname.slice(1), drop: async () => {} }
+    : await createTestDatabase();
   const server = await startServer({
     projectDir,
     service,
@@ -64,7 +80,8 @@ export async function startTestServer(options: { configPatch?: (raw: any) => voi
     port: 0,
     host: '127.0.0.1',
     managementToken: MANAGEMENT_TOKEN,
-    log: () => {},
+    log: options.log ?? (() => {}),
+    onQuery: options.onQuery,
   });
   const db = openDatabase(database.url, { max: 2 });
   const createKey: TestServer['createKey'] = async (roles, o = {}) => {
