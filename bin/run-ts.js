@@ -1,6 +1,5 @@
-// Runs a TypeScript file through tsx's loader: `node bin/run-ts.js <file.ts> [args...]` (path relative to the cwd).
-import path from 'node:path';
+// `node bin/run-ts.js <file.ts> [args...]`: runs a TypeScript file (path relative to the cwd) through tsx.
 import { pathToFileURL } from 'node:url';
 import { register } from 'tsx/esm/api';
 register();
-await import(pathToFileURL(path.resolve(process.cwd(), process.argv[2])).href);
+await import(pathToFileURL(process.argv[2]).href);

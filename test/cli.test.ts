@@ -51,15 +51,14 @@ async function addToModel(projectDir: string, model: string, line: string): Prom
   await fs.writeFile(file, schema.replace(opening, `${opening}  ${line}\n`));
 }
 
+// `diff` and `dev` belong to the everyday-workflow issue that comes after the foundation.
 const CONTRACT_COMMANDS: string[][] = [
   ['init'],
   ['generate'],
   ['check'],
-  ['diff'],
   ['migrate', 'dev'],
   ['migrate', 'deploy'],
   ['serve'],
-  ['dev'],
   ['keys', 'create'],
   ['keys', 'list'],
   ['keys', 'revoke'],
@@ -92,7 +91,7 @@ describe('usage', () => {
 });
 
 describe('generate', () => {
-  it('writes exactly the committed examples/shop/generated, and a second run changes nothing', async () => {
+  it('writes exactly the committed examples/shop/generated, and a second run changes nothing', { timeout: 120_000 }, async () => {
     const copy = await copyExample('generate');
     const generated = path.join(copy.dir, 'generated');
     await fs.rm(generated, { recursive: true });
@@ -113,7 +112,7 @@ describe('generate', () => {
     for (const [file, bytes] of written) expect(again.get(file)!.equals(bytes), `generated/${file} changed on the second run`).toBe(true);
   });
 
-  it('refuses a model without createdAt/updatedAt, naming the model and the missing fields', async () => {
+  it('refuses a model without createdAt/updatedAt, naming the model and the missing fields', { timeout: 60_000 }, async () => {
     const copy = await copyExample('model-error');
     const file = path.join(copy.dir, 'schema.prisma');
     let schema = await fs.readFile(file, 'utf8');
@@ -138,7 +137,7 @@ describe('generate', () => {
     expect(await readTree(path.join(copy.dir, 'generated'))).toEqual(await readTree(path.join(SHOP, 'generated')));
   });
 
-  it("reports a syntactically broken schema with Prisma's message and the line number", async () => {
+  it("reports a syntactically broken schema with Prisma's message and the line number", { timeout: 60_000 }, async () => {
     const copy = await copyExample('syntax-error');
     const file = path.join(copy.dir, 'schema.prisma');
     const lines = (await fs.readFile(file, 'utf8')).split('\n');
@@ -175,7 +174,7 @@ describe('check', () => {
     expect(r.code, show(r)).toBe(0);
   });
 
-  it('exits 1 with a unified diff after a model edit, and 0 again after generate', async () => {
+  it('exits 1 with a unified diff after a model edit, and 0 again after generate', { timeout: 120_000 }, async () => {
     const copy = await copyExample('check');
     await addToModel(copy.dir, 'Customer', 'nickname String?');
 
@@ -203,7 +202,7 @@ describe('openapi', () => {
 });
 
 describe('init', () => {
-  it('scaffolds schema.prisma, svcgen.config.json and .gitignore from the example, and refuses to overwrite', async () => {
+  it('scaffolds schema.prisma, svcgen.config.json and .gitignore from the example, and refuses to overwrite', { timeout: 60_000 }, async () => {
     const root = await tempDir('init');
     const target = path.join(root, 'p');
     const r = await runCli(['init', target, '--example', 'shop']);
@@ -230,7 +229,7 @@ describe('init', () => {
 describe('migrate', () => {
   const ENV_SCHEMAS = ['env_master', 'env_staging'];
 
-  it('migrate dev writes one migration for a new field, applies it to every environment, and then has nothing to do', { timeout: 90_000 }, async () => {
+  it('migrate dev writes one migration for a new field, applies it to every environment, and then has nothing to do', { timeout: 120_000 }, async () => {
     const database = await freshDatabase();
     const copy = await copyExample('migrate-dev');
     const migrations = path.join(copy.dir, 'migrations');

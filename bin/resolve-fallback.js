@@ -1,0 +1,14 @@
+// A project served by svcgen may live anywhere (svcgen init /tmp/shop). Its generated code imports
+// `svcgen/model`, `zod` and `@prisma/client`; when the project has no node_modules of its own,
+// those resolve from svcgen's installation instead.
+const ROOT = new URL('../package.json', import.meta.url).href;
+
+export async function resolve(specifier, context, nextResolve) {
+  try {
+    return await nextResolve(specifier, context);
+  } catch (error) {
+    const bare = !specifier.startsWith('.') && !specifier.startsWith('/') && !/^[a-z]+:/i.test(specifier);
+    if (!bare || context.parentURL === ROOT) throw error;
+    return nextResolve(specifier, { ...context, parentURL: ROOT });
+  }
+}
