@@ -14,9 +14,10 @@ import {
   writeMigrationLock,
 } from '../generator/prisma/index.ts';
 // Internals, only to exercise recovery paths the public API cannot trigger on purpose.
+import { readMigrationList } from '../generator/prisma/migrations-dir.ts';
 import { openShadowDatabaseSession } from '../generator/prisma/pg-shadow-database.ts';
 import { probeOnlyAdapterFactory } from '../generator/prisma/probe-adapter.ts';
-import { withSharedSchemaEngine } from '../generator/prisma/schema-engine.ts';
+import { withSchemaEngine, withSharedSchemaEngine } from '../generator/prisma/schema-engine.ts';
 import { databaseServerUrl } from './support/database.ts';
 
 /** Server for tests that need PostgreSQL (a shared test-database helper will replace this). */
@@ -192,6 +193,77 @@ describe('migrations folder', () => {
       shadowDatabaseUrl: testDatabaseUrl(),
     });
     expect(sql).toBe(await migrationSqlBetween(null, SCHEMA));
+  });
+
+  // The engine reads pg_constraint.contype ("char") as a Char value: reported as
+  // text it panicked on any CHECK constraint, and on PostgreSQL 18 (which lists
+  // NOT NULL constraints in pg_constraint) on every table.
+  it('replays CHECK and NOT NULL constraints (catalog "char" columns)', async () => {
+    const dir = path.join(tempRoot, 'check-constraint', 'migrations');
+    await writeMigrationLock(dir);
+    await mkdir(path.join(dir, '20250101000000_init'));
+    await writeFile(
+      path.join(dir, '20250101000000_init', 'migration.sql'),
+      (await migrationSqlBetween(null, SCHEMA)) + 'ALTER TABLE "User" ADD CONSTRAINT "User_email_check" CHECK (email <> \'\');\n',
+    );
+    const opts = { migrationsDir: dir, shadowDatabaseUrl: testDatabaseUrl() };
+    // Like `prisma migrate dev`: CHECK constraints are not part of the datamodel and are left alone.
+    expect(await migrationSqlFromMigrations({ ...opts, schemaText: SCHEMA_PLUS_FIELD })).toBe(
+      '-- AlterTable\nALTER TABLE "Post" ADD COLUMN     "body" TEXT;\n',
+    );
+  });
+
+  it('reports an engine panic while replaying as an error, drops the shadow database and recovers', async () => {
+    const dir = path.join(tempRoot, 'panic', 'migrations');
+    await writeMigrationLock(dir);
+    await mkdir(path.join(dir, '20250101000000_init'));
+    await writeFile(
+      path.join(dir, '20250101000000_init', 'migration.sql'),
+      (await migrationSqlBetween(null, SCHEMA)) + 'ALTER TABLE "User" ADD CONSTRAINT "User_email_check" CHECK (email <> \'\');\n',
+    );
+    const session = await openShadowDatabaseSession(testDatabaseUrl());
+    // Sabotage: report "char" columns as text again, which makes the engine
+    // panic inside an async callback (a wasm trap outside the engine call).
+    const connect = session.factory.connectToShadowDb.bind(session.factory);
+    session.factory.connectToShadowDb = async () => {
+      const adapter = await connect();
+      const queryRaw = adapter.queryRaw.bind(adapter);
+      adapter.queryRaw = async (query) => {
+        const result = await queryRaw(query);
+        return { ...result, columnTypes: result.columnTypes.map((type) => (type === 6 /* Character */ ? 7 /* Text */ : type)) };
+      };
+      return adapter;
+    };
+    const list = await readMigrationList(dir);
+    const error = await withSchemaEngine(session.factory, (engine) =>
+      engine.diff({
+        from: { tag: 'migrations', ...list },
+        to: { tag: 'schemaDatamodel', files: [{ path: 'schema.prisma', content: SCHEMA }] },
+        script: true,
+        exitCode: true,
+        filters: { externalTables: [], externalEnums: [] },
+      }),
+    ).catch((e: unknown) => e);
+    await session.close();
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toContain('Prisma schema engine panicked');
+    expect((error as Error).message).toContain('constraint_type');
+    expect(session.createdDatabases).toHaveLength(1);
+
+    const client = new pg.Client({ connectionString: testDatabaseUrl() });
+    await client.connect();
+    try {
+      const { rows } = await client.query('SELECT datname FROM pg_database WHERE datname = ANY($1)', [
+        [...session.createdDatabases],
+      ]);
+      expect(rows).toEqual([]);
+    } finally {
+      await client.end();
+    }
+    // A fresh engine instance takes over.
+    expect(
+      await migrationSqlFromMigrations({ migrationsDir: dir, schemaText: SCHEMA_PLUS_FIELD, shadowDatabaseUrl: testDatabaseUrl() }),
+    ).toBe('-- AlterTable\nALTER TABLE "Post" ADD COLUMN     "body" TEXT;\n');
   });
 
   it('drops its temporary shadow databases', async () => {

@@ -7,20 +7,28 @@
 // is closed, even when the engine failed or panicked.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory, SqlQueryable } from '@prisma/driver-adapter-utils';
 import { loadAdapterPg, loadDriverAdapterUtils } from './prisma-packages.ts';
 import { probeOnlyAdapterFactory, type PostgresServerInfo } from './probe-adapter.ts';
 
 const PG_CHAR_OID = 18;
 const PG_TEXT_OID = 25;
 
-type QueryResultLike = { fields?: { dataTypeID: number }[] };
+type QueryResultLike = { fields?: { dataTypeID: number }[]; rows?: unknown };
+
+/** Result rows (the array adapter-pg passes on as SqlResultSet.rows) -> indexes of their `"char"` columns. */
+const charColumnsByRows = new WeakMap<object, number[]>();
 
 function charColumnsAsText<R>(result: R): R {
-  const fields = (result as QueryResultLike | undefined)?.fields;
-  if (Array.isArray(fields)) {
-    for (const field of fields) if (field.dataTypeID === PG_CHAR_OID) field.dataTypeID = PG_TEXT_OID;
-  }
+  const { fields, rows } = (result ?? {}) as QueryResultLike;
+  if (!Array.isArray(fields)) return result;
+  const charColumns: number[] = [];
+  fields.forEach((field, index) => {
+    if (field.dataTypeID !== PG_CHAR_OID) return;
+    field.dataTypeID = PG_TEXT_OID;
+    charColumns.push(index);
+  });
+  if (charColumns.length > 0 && Array.isArray(rows)) charColumnsByRows.set(rows, charColumns);
   return result;
 }
 
@@ -28,7 +36,28 @@ function charColumnsAsText<R>(result: R): R {
  * The engine's catalog queries return PostgreSQL's internal one-byte `"char"`
  * type (oid 18, e.g. pg_constraint.contype), which adapter-pg 7.10 refuses
  * ("Column type 'char' could not be deserialized"). Its values arrive as text
- * already, so relabelling the column as text is enough. Covers both the
+ * already, so the pg client below relabels the column as text to get past
+ * adapter-pg, and this puts the right type back on adapter-pg's result:
+ * Character, which the engine turns into the Char value its native driver
+ * gives for `"char"`. Reported as Text, the engine's
+ * `get_expect_char("constraint_type")` fails and the wasm engine panics
+ * (`RuntimeError: unreachable`) on the first pg_constraint row it reads:
+ * any CHECK constraint in a migration, and on PostgreSQL 18 every table,
+ * since PG 18 stores NOT NULL constraints in pg_constraint (contype 'n').
+ */
+function reportCharColumns<Q extends Pick<SqlQueryable, 'queryRaw'>>(queryable: Q): Q {
+  const { ColumnTypeEnum } = loadDriverAdapterUtils();
+  const queryRaw = queryable.queryRaw.bind(queryable);
+  queryable.queryRaw = async (query) => {
+    const result = await queryRaw(query);
+    for (const index of charColumnsByRows.get(result.rows) ?? []) result.columnTypes[index] = ColumnTypeEnum.Character;
+    return result;
+  };
+  return queryable;
+}
+
+/**
+ * Relabels `"char"` columns as text (see reportCharColumns). Covers both the
  * promise form (adapter-pg, transactions) and the callback form (pg-pool).
  */
 class CharAsTextClient extends pg.Client {
@@ -172,7 +201,9 @@ export async function openShadowDatabaseSession(serverUrl: string): Promise<Shad
       // event without listener would crash the process.
       pool.on('error', () => {});
       pools.push(pool);
-      const adapter = await new PrismaPg(pool).connect();
+      const adapter = reportCharColumns(await new PrismaPg(pool).connect());
+      const startTransaction = adapter.startTransaction.bind(adapter);
+      adapter.startTransaction = async (isolationLevel) => reportCharColumns(await startTransaction(isolationLevel));
       adapter.executeScript = wholeScriptExecutor(pool);
       return adapter;
     };

@@ -44,6 +44,8 @@ interface WasmRuntime {
   glue: EngineGlue;
   /** Set after a panic: a panicked Rust instance must never be called again. */
   poisoned: boolean;
+  /** Rejects with the first trap (panic) raised inside a callback of this instance; see guardCallback. */
+  trapped: Promise<never>;
   offlineEngine?: Promise<BoundEngine>;
 }
 let current: Promise<WasmRuntime> | undefined;
@@ -68,11 +70,69 @@ async function createRuntime(): Promise<WasmRuntime> {
   const wasmModule = await compiledModule;
   instanceCount += 1;
   const glue = (await import(`${pathToFileURL(gluePath).href}?instance=${instanceCount}`)) as EngineGlue;
-  const imports = { './schema_engine_bg.js': glue as unknown as WebAssembly.ModuleImports };
+  let reportTrap!: (error: unknown) => void;
+  const runtime: WasmRuntime = {
+    glue,
+    poisoned: false,
+    trapped: new Promise<never>((_, reject) => {
+      reportTrap = reject;
+    }),
+  };
+  // Nobody may be waiting when a late callback of a poisoned instance traps.
+  runtime.trapped.catch(() => undefined);
+  const onTrap = (error: unknown) => {
+    runtime.poisoned = true;
+    reportTrap(error);
+  };
+  const imports = { './schema_engine_bg.js': guardedImports(glue, onTrap) };
   const instance = new WebAssembly.Instance(wasmModule, imports);
   glue.__wbg_set_wasm(instance.exports);
   (instance.exports.__wbindgen_start as () => void)();
-  return { glue, poisoned: false };
+  return runtime;
+}
+
+type WasmCallback = ((...args: unknown[]) => unknown) & { _wbg_cb_unref?: () => void };
+
+/**
+ * The engine's async Rust code runs from JS callbacks (wasm-bindgen closures
+ * handed to queueMicrotask, setTimeout and promise.then), not inside the
+ * engine call that started it. A panic there is a wasm trap (`RuntimeError:
+ * unreachable`) thrown out of a microtask: an uncaught exception that kills
+ * the process, while the engine's own promise never settles. Every closure
+ * the glue creates for the wasm side (its `__wbindgen_cast_*` imports) is
+ * wrapped so that such a trap is handed to `onTrap` instead; the running
+ * call then fails with it (see settled()).
+ */
+function guardedImports(glue: EngineGlue, onTrap: (error: unknown) => void): WebAssembly.ModuleImports {
+  const imports: WebAssembly.ModuleImports = { ...(glue as unknown as WebAssembly.ModuleImports) };
+  for (const [name, value] of Object.entries(imports)) {
+    if (!name.startsWith('__wbindgen_cast_') || typeof value !== 'function') continue;
+    const cast = value as (...args: unknown[]) => unknown;
+    imports[name] = (...args: unknown[]) => {
+      const made = cast(...args);
+      return typeof made === 'function' ? guardCallback(made as WasmCallback, onTrap) : made;
+    };
+  }
+  return imports;
+}
+
+function guardCallback(callback: WasmCallback, onTrap: (error: unknown) => void): WasmCallback {
+  const guarded: WasmCallback = function (this: unknown, ...args: unknown[]) {
+    try {
+      return callback.apply(this, args);
+    } catch (error) {
+      onTrap(error);
+      return undefined;
+    }
+  };
+  // The glue releases closures through this property of the object it handed out.
+  guarded._wbg_cb_unref = () => callback._wbg_cb_unref?.();
+  return guarded;
+}
+
+/** `work`, or the trap of a callback of this instance if one comes first. */
+function settled<T>(runtime: WasmRuntime, work: Promise<T>): Promise<T> {
+  return Promise.race([work, runtime.trapped]);
 }
 
 async function liveRuntime(): Promise<WasmRuntime> {
@@ -137,10 +197,11 @@ export function withSchemaEngine<T>(
 ): Promise<T> {
   return exclusive(async () => {
     const runtime = await liveRuntime();
+    panicGlobal.PRISMA_WASM_PANIC_REGISTRY?.set_message('');
     let bound: BoundEngine | undefined;
     try {
-      bound = await newEngine(runtime, factory);
-      return await op(bound.engine);
+      bound = await settled(runtime, newEngine(runtime, factory));
+      return await settled(runtime, op(bound.engine));
     } catch (error) {
       throw engineError(error, runtime, bound);
     } finally {
@@ -159,14 +220,18 @@ export function withSharedSchemaEngine<T>(
 ): Promise<T> {
   return exclusive(async () => {
     const runtime = await liveRuntime();
+    panicGlobal.PRISMA_WASM_PANIC_REGISTRY?.set_message('');
     let bound: BoundEngine | undefined;
     try {
       runtime.offlineEngine ??= newEngine(runtime, factory());
-      bound = await runtime.offlineEngine.catch((error: unknown) => {
-        runtime.offlineEngine = undefined;
-        throw error;
-      });
-      return await op(bound.engine);
+      bound = await settled(
+        runtime,
+        runtime.offlineEngine.catch((error: unknown) => {
+          runtime.offlineEngine = undefined;
+          throw error;
+        }),
+      );
+      return await settled(runtime, op(bound.engine));
     } catch (error) {
       throw engineError(error, runtime, bound);
     }
