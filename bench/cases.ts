@@ -60,7 +60,7 @@ function randomInt(min: number, max: number): number {
 /** List offsets are drawn from [0, LIST_MAX_OFFSET]: shallow pages, as API clients read them. A
  *  deep OFFSET makes PostgreSQL step over up to 100k index entries, which measures the database,
  *  not the service (see RESULTS.md). */
-export const LIST_MAX_OFFSET = 1000;
+export const LIST_MAX_OFFSET = Number(process.env.BENCH_LIST_MAX_OFFSET ?? 1000);
 
 export const CASES: BenchCase[] = [
   {

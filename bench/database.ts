@@ -98,7 +98,7 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
 }
 
 export async function serverVersion(url: string): Promise<string> {
-  return withClient(url, async (c) => (await c.query<{ v: string }>('SHOW server_version')).rows[0]!.v);
+  return withClient(url, async (c) => (await c.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version);
 }
 
 export interface SeedSize {

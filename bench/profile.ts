@@ -3,9 +3,15 @@
  * by category (express, pg, JSON, svcgen runtime, ...) and the top functions by self time.
  *
  * Native frames without a script (builtins such as RegExp exec or Buffer ops) are charged to the
- * category of their nearest JavaScript caller, except JSON.parse / JSON.stringify, which get a
- * category of their own. `(program)` is V8 and libuv work outside JavaScript (socket reads and
- * writes, parsing HTTP in C++), `(idle)` is the event loop waiting.
+ * category of their nearest JavaScript caller, except JSON.parse / JSON.stringify and the socket
+ * write system calls, which get categories of their own. `(program)` is V8 and libuv work outside
+ * JavaScript, `(idle)` is the event loop waiting.
+ *
+ * The profiler samples the main thread's wall time, not its CPU time: a sample that lands while
+ * the thread is inside a write system call counts there even when the thread is not running —
+ * on loopback the kernel delivers the data to the receiver within the call and the wakeup can
+ * hand the CPU to the receiver (PostgreSQL, the load generator). On a saturated machine that
+ * category is mostly waiting for a CPU; compare the busy total with the process's CPU time.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,6 +46,9 @@ export interface ProfileSummary {
 }
 
 export const IDLE = 'idle';
+/** node's stream_base bindings: each one is a write(v) system call on a socket */
+const SOCKET_WRITES = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'writeAsciiString', 'writeUcs2String']);
+export const SOCKET_WRITE_CATEGORY = 'socket write syscalls (wall time, see note)';
 
 const EXPRESS_PACKAGES = new Set([
   'express', 'router', 'path-to-regexp', 'finalhandler', 'on-finished', 'parseurl', 'encodeurl', 'escape-html', 'depd',
@@ -63,7 +72,11 @@ function categoryOf(frame: CallFrame): string | undefined {
   if (name === '(garbage collector)') return 'GC';
   if (name === '(program)') return 'V8/libuv outside JS (program)';
   if (name === '(root)') return 'V8/libuv outside JS (program)';
-  if (!url) return /^(JSON\.)?(parse|stringify)$/.test(name) ? 'JSON.parse / JSON.stringify' : undefined;
+  if (!url) {
+    if (/^(JSON\.)?(parse|stringify)$/.test(name)) return 'JSON.parse / JSON.stringify';
+    if (SOCKET_WRITES.has(name)) return SOCKET_WRITE_CATEGORY;
+    return undefined;
+  }
   if (url.startsWith('node:')) return 'node core (http, net, streams)';
   const pkg = packageOf(url);
   if (pkg !== undefined) {

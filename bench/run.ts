@@ -11,8 +11,8 @@
  *   6. bench/RESULTS.md; then the children are stopped and the database dropped.
  *
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (a PostgreSQL server to create the
- * database on); BENCH_DURATION / BENCH_WARMUP / BENCH_PROFILE (seconds), BENCH_CASES (ids,
- * comma separated) for quicker runs while developing.
+ * database on); for experiments: BENCH_DURATION / BENCH_WARMUP / BENCH_PROFILE (seconds; 0 skips
+ * profiling), BENCH_CASES (ids, comma separated), BENCH_LIST_MAX_OFFSET, BENCH_RESULTS (report file).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,7 +22,9 @@ import autocannon from 'autocannon';
 import { CASES, type BenchCase, type BenchRequest, type Fixture } from './cases.ts';
 import { REPO, startServerChild, type ServerChild } from './children.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, serverVersion, type BenchDatabase, type DatabaseServer } from './database.ts';
-import { IDLE, summarizeProfile, type ProfileSummary } from './profile.ts';
+import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } from './profile.ts';
+import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
+import pg from 'pg';
 
 const CONNECTIONS = 50;
 const POOL_SIZE = 10; // svcgen's startServer uses max 10; the baseline is configured to match
@@ -32,7 +34,7 @@ const PROFILE_S = Number(process.env.BENCH_PROFILE ?? 5);
 const SEED = { customers: 1_000, orders: 100_000 };
 const BENCH_DIR = path.join(REPO, 'bench');
 const PROFILE_DIR = path.join(BENCH_DIR, 'profiles');
-const RESULTS_FILE = path.join(BENCH_DIR, 'RESULTS.md');
+const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(BENCH_DIR, 'RESULTS.md');
 
 type ServerName = 'svcgen' | 'baseline';
 const SERVERS: readonly ServerName[] = ['svcgen', 'baseline'];
@@ -46,6 +48,16 @@ interface Measurement {
   statusCounts: Record<string, number>;
   /** server process CPU (all threads), µs per request */
   cpuPerRequestUs: number;
+  /** CPU of the PostgreSQL backends of the benchmark database, µs per request (local server only) */
+  pgCpuPerRequestUs: number | undefined;
+  /** CPU of this process (autocannon), µs per request */
+  loadCpuPerRequestUs: number;
+  /** busy share of all CPUs of the machine, 0..1 */
+  machineBusy: number | undefined;
+  /** interrupt (mostly loopback networking) share of all CPUs, 0..1 */
+  machineIrq: number | undefined;
+  /** share of the machine's CPU used by processes outside the benchmark (other work on the machine), 0..1 */
+  otherLoad: number | undefined;
   /** SQL statements sent by the server per request */
   queriesPerRequest: number;
 }
@@ -53,6 +65,8 @@ interface Measurement {
 interface CaseProfile {
   summary: ProfileSummary;
   requests: number;
+  /** the server process's CPU time while profiled, µs per request */
+  cpuPerRequestUs: number;
   statements: [string, number][];
   file: string;
 }
@@ -104,8 +118,12 @@ async function requireExpectedStatuses(server: ServerChild, benchCase: BenchCase
   if (unexpected.length === 0 && result.errors === 0 && result.non2xx === 0) return;
   const samples: string[] = [];
   for (let i = 0; i < 20 && samples.length < 3; i++) {
-    const res = await send(server, benchCase.next(fixture, {}, 0), fixture);
-    if (res.status !== benchCase.status) samples.push(`${res.status} ${res.text.slice(0, 500)}`);
+    try {
+      const res = await send(server, benchCase.next(fixture, {}, 0), fixture);
+      if (res.status !== benchCase.status) samples.push(`${res.status} ${res.text.slice(0, 500)}`);
+    } catch (error) {
+      samples.push(`request failed: ${(error as Error).message}${(error as Error).cause ? ` (${String((error as Error).cause)})` : ''}`);
+    }
   }
   throw new Error(
     `${server.name} ${benchCase.title} (${phase}): expected every response to be ${benchCase.status}, got ` +
@@ -114,15 +132,32 @@ async function requireExpectedStatuses(server: ServerChild, benchCase: BenchCase
   );
 }
 
-async function measure(server: ServerChild, benchCase: BenchCase, fixture: Fixture): Promise<Measurement> {
+async function measure(server: ServerChild, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu): Promise<Measurement> {
   const warm = await load(server, benchCase, fixture, WARMUP_S);
   await requireExpectedStatuses(server, benchCase, fixture, warm, 'warm-up');
   const before = await server.stats();
+  const pgBefore = await backends.sample();
+  const machineBefore = machineSample();
+  const loadBefore = process.cpuUsage();
+  const startedAt = process.hrtime.bigint();
   const result = await load(server, benchCase, fixture, DURATION_S);
+  const elapsedUs = Number(process.hrtime.bigint() - startedAt) / 1000;
+  const loadCpu = process.cpuUsage(loadBefore);
+  const machineAfter = machineSample();
+  const pgAfter = await backends.sample();
   const after = await server.stats();
   await requireExpectedStatuses(server, benchCase, fixture, result, 'measurement');
   const requests = result.requests.total;
+  const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
+  const busy = machineBusy(machineBefore, machineAfter);
+  const capacityUs = elapsedUs * os.availableParallelism();
+  const oursUs = after.cpuMicros - before.cpuMicros + (pgSpent ?? 0) + loadCpu.user + loadCpu.system;
   return {
+    otherLoad: busy === undefined || pgSpent === undefined ? undefined : Math.max(0, busy.busy - busy.irq - oursUs / capacityUs),
+    pgCpuPerRequestUs: pgSpent === undefined ? undefined : pgSpent / requests,
+    loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / requests,
+    machineBusy: busy?.busy,
+    machineIrq: busy?.irq,
     rps: result.requests.average,
     requests,
     p50: result.latency.p50,
@@ -138,11 +173,14 @@ async function profileCase(server: ServerChild, benchCase: BenchCase, fixture: F
   const warm = await load(server, benchCase, fixture, Math.min(WARMUP_S, 2));
   await requireExpectedStatuses(server, benchCase, fixture, warm, 'profile warm-up');
   const file = path.join(PROFILE_DIR, `${benchCase.id}-${server.name}.cpuprofile`);
+  const before = await server.stats();
   await server.startProfile();
   const result = await load(server, benchCase, fixture, PROFILE_S);
   const { statements } = await server.stopProfile(file);
+  const after = await server.stats();
   await requireExpectedStatuses(server, benchCase, fixture, result, 'profile');
-  return { summary: summarizeProfile(file), requests: result.requests.total, statements, file };
+  const requests = result.requests.total;
+  return { summary: summarizeProfile(file), requests, cpuPerRequestUs: (after.cpuMicros - before.cpuMicros) / requests, statements, file };
 }
 
 // ---- equivalence ------------------------------------------------------------------------------
@@ -228,6 +266,20 @@ async function checkSameAnswers(benchCase: BenchCase, servers: Record<ServerName
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => (b === 0 ? 'n/a' : `${fmt((100 * a) / b)} %`);
 
+const signed = (n: number) => `${n >= 0 ? '+' : '−'}${fmt(Math.abs(n))}`;
+
+/** Profile categories per request for the at-a-glance line: application code (svcgen's runtime, the
+ *  baseline's handlers) as one, socket write syscalls and idle left out (contention, not work). */
+function glanceCategories(p: CaseProfile): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const c of p.summary.categories) {
+    if (c.name === IDLE || c.name === SOCKET_WRITE_CATEGORY) continue;
+    const name = c.name.startsWith('svcgen ') || c.name === 'benchmark server code' ? 'application code (svcgen runtime / baseline handlers)' : c.name;
+    out.set(name, (out.get(name) ?? 0) + (1000 * c.ms) / p.requests);
+  }
+  return out;
+}
+
 interface Environment {
   date: string;
   cpus: number;
@@ -253,7 +305,9 @@ function report(env: Environment, results: CaseResult[]): string {
   out.push(
     `- Servers, each in its own child process with a pg pool of ${POOL_SIZE}: **svcgen** = runtime \`startServer\` serving examples/shop; ` +
       '**baseline** = bench/baseline-server.ts, a hand-written node:http + pg server for the same requests (same JSON, key lookup by ' +
-      'SHA-256 digest with a cache, URL/header/body validation, one prepared statement per request, ISO timestamps built in JS).',
+      'SHA-256 digest with a cache, URL/header/body validation, one prepared statement per request, ISO timestamps built in JS). ' +
+      "svcgen's config is the example's except for the shared data rate limit, raised out of reach (the limiter still counts and " +
+      'syncs to PostgreSQL as in production).',
   );
   out.push(
     `- Load: autocannon 9 (programmatic, in the parent process), ${CONNECTIONS} connections, ${WARMUP_S} s warm-up then ${DURATION_S} s measured ` +
@@ -262,11 +316,22 @@ function report(env: Environment, results: CaseResult[]): string {
   );
   out.push(
     `- The load generator, both servers and PostgreSQL share the same ${env.cpus} CPUs, so absolute figures are low and the ` +
-      'ratio is the number to watch. "Server CPU" is the server process\'s user + system CPU time (all threads) per request; ' +
-      '"SQL statements" counts what its pg clients sent.',
+      'ratio is the number to watch. CPU per request: the server process\'s user + system time (all threads); the PostgreSQL ' +
+      "backends connected to the benchmark database (from /proc, local server only); the load generator's. " +
+      '"SQL statements" counts what the server\'s pg clients sent, background work (rate-limit sync, last-used flush) included.',
   );
   out.push('');
 
+  const disturbed = results.flatMap((r) =>
+    SERVERS.filter((n) => (r.measured[n].otherLoad ?? 0) > 0.1).map((n) => `${r.benchCase.title} / ${n}: ${fmt(100 * r.measured[n].otherLoad!)} %`),
+  );
+  if (disturbed.length) {
+    out.push(
+      `> **Warning: other processes used a sizeable share of the machine's CPU during some measurements** (${disturbed.join('; ')}). ` +
+        'Those figures are lower than on a quiet machine and the ratios less reliable; rerun when the machine is idle.',
+      '',
+    );
+  }
   out.push('## Summary', '');
   out.push('| case | svcgen req/s | baseline req/s | svcgen / baseline | svcgen p99 (ms) | baseline p99 (ms) | p99 svcgen / baseline |');
   out.push('|---|--:|--:|--:|--:|--:|--:|');
@@ -288,7 +353,19 @@ function report(env: Environment, results: CaseResult[]): string {
     out.push(`| latency p99 (ms) | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} |`);
     out.push(`| responses | ${fmt(s.requests)} | ${fmt(b.requests)} | |`);
     out.push(`| non-2xx | ${s.non2xx} | ${b.non2xx} | |`);
-    out.push(`| server CPU per request (µs) | ${fmt(s.cpuPerRequestUs)} | ${fmt(b.cpuPerRequestUs)} | ${pct(s.cpuPerRequestUs, b.cpuPerRequestUs)} |`);
+    out.push(`| server process CPU per request (µs) | ${fmt(s.cpuPerRequestUs)} | ${fmt(b.cpuPerRequestUs)} | ${pct(s.cpuPerRequestUs, b.cpuPerRequestUs)} |`);
+    const pgCpu = (m: Measurement) => (m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs));
+    out.push(
+      `| PostgreSQL backends CPU per request (µs) | ${pgCpu(s)} | ${pgCpu(b)} | ${
+        s.pgCpuPerRequestUs === undefined || b.pgCpuPerRequestUs === undefined ? 'n/a' : pct(s.pgCpuPerRequestUs, b.pgCpuPerRequestUs)
+      } |`,
+    );
+    out.push(`| load generator CPU per request (µs) | ${fmt(s.loadCpuPerRequestUs)} | ${fmt(b.loadCpuPerRequestUs)} | |`);
+    const busy = (m: Measurement) => (m.machineBusy === undefined ? 'n/a' : `${fmt(100 * m.machineBusy)} %`);
+    out.push(`| machine CPU busy (all ${os.availableParallelism()} CPUs) | ${busy(s)} | ${busy(b)} | |`);
+    const share = (v: number | undefined) => (v === undefined ? 'n/a' : `${fmt(100 * v)} %`);
+    out.push(`| … of which interrupts (loopback networking) | ${share(s.machineIrq)} | ${share(b.machineIrq)} | |`);
+    out.push(`| … of which everything else (other processes, PostgreSQL's own background processes) | ${share(s.otherLoad)} | ${share(b.otherLoad)} | |`);
     out.push(`| SQL statements per request | ${fmt(s.queriesPerRequest, 2)} | ${fmt(b.queriesPerRequest, 2)} | |`);
     out.push('');
   }
@@ -297,11 +374,37 @@ function report(env: Environment, results: CaseResult[]): string {
   out.push(
     `Each server was profiled afterwards under the same load for ${PROFILE_S} s per case with V8's CPU profiler (the one behind ` +
       '`--cpu-prof`, started in the child through node:inspector), which slows it down somewhat. Self time of the main thread, in µs ' +
-      'per request; native builtins are charged to their JavaScript caller\'s category except JSON.parse/stringify; "program" is ' +
-      'V8/libuv work outside JavaScript (socket I/O, the C++ HTTP parser). The .cpuprofile files are in bench/profiles/ ' +
-      '(open them in Chrome DevTools → Performance, or speedscope).',
+      'per request; native builtins are charged to their JavaScript caller\'s category except JSON.parse/stringify and socket ' +
+      'writes; "program" is V8/libuv work outside JavaScript. Note: the profiler samples wall time, so a sample taken while the ' +
+      'thread sits in a write system call counts as busy even when the thread is not running — on loopback the kernel delivers ' +
+      'the data to the receiver (PostgreSQL, the load generator) inside that call, and on a saturated machine the thread then ' +
+      'waits for a CPU. The "socket write syscalls" row is therefore mostly CPU contention, not work; compare the totals with ' +
+      "the process's CPU time. The .cpuprofile files are in bench/profiles/ (Chrome DevTools → Performance, or speedscope).",
     '',
   );
+  out.push('At a glance (svcgen minus baseline, per request):', '');
+  for (const r of results) {
+    const ps = r.profiles.svcgen;
+    const pb = r.profiles.baseline;
+    const s = r.measured.svcgen;
+    const b = r.measured.baseline;
+    const parts = [`server process CPU ${signed(s.cpuPerRequestUs - b.cpuPerRequestUs)} µs (${fmt(s.cpuPerRequestUs)} vs ${fmt(b.cpuPerRequestUs)})`];
+    if (s.pgCpuPerRequestUs !== undefined && b.pgCpuPerRequestUs !== undefined) {
+      const times = s.pgCpuPerRequestUs / b.pgCpuPerRequestUs;
+      parts.push(
+        `PostgreSQL CPU ${signed(s.pgCpuPerRequestUs - b.pgCpuPerRequestUs)} µs (${fmt(s.pgCpuPerRequestUs)} vs ${fmt(b.pgCpuPerRequestUs)}` +
+          `${times >= 2 ? `, ${fmt(times, 1)}× — the SQL statement is the bottleneck, see below` : ''})`,
+      );
+    }
+    let line = `- **${r.benchCase.title}** (${pct(s.rps, b.rps)} of the baseline): ${parts.join('; ')}.`;
+    if (ps && pb) {
+      const diffs = [...glanceCategories(ps)].map(([name, us]) => ({ name, us: us - (glanceCategories(pb).get(name) ?? 0) }));
+      const top = diffs.filter((d) => d.us >= 3).sort((x, y) => y.us - x.us).slice(0, 5);
+      if (top.length) line += ` Main thread (profile): ${top.map((d) => `${d.name} ${signed(d.us)} µs`).join(', ')}.`;
+    }
+    out.push(line);
+  }
+  out.push('');
   for (const r of results) {
     const ps = r.profiles.svcgen;
     const pb = r.profiles.baseline;
@@ -319,8 +422,11 @@ function report(env: Environment, results: CaseResult[]): string {
       if (a < 0.5 && b < 0.5) continue;
       out.push(`| ${name} | ${fmt(a)} | ${fmt(b)} |`);
     }
+    const writes = (p: CaseProfile) => get(p, SOCKET_WRITE_CATEGORY);
     out.push(`| **total (busy)** | **${fmt(perReq(ps, ps.summary.busyMs))}** | **${fmt(perReq(pb, pb.summary.busyMs))}** |`);
     out.push(
+      `| total without socket write syscalls | ${fmt(perReq(ps, ps.summary.busyMs - writes(ps)))} | ${fmt(perReq(pb, pb.summary.busyMs - writes(pb)))} |`,
+      `| server process CPU time (all threads, for comparison) | ${fmt(ps.cpuPerRequestUs)} | ${fmt(pb.cpuPerRequestUs)} |`,
       `| main thread busy | ${pct(ps.summary.busyMs, ps.summary.wallMs)} | ${pct(pb.summary.busyMs, pb.summary.wallMs)} |`,
       `| requests/s while profiled | ${fmt(ps.requests / PROFILE_S)} | ${fmt(pb.requests / PROFILE_S)} |`,
       '',
@@ -371,6 +477,11 @@ async function main(): Promise<void> {
     const started = Date.now();
     const fixture = await prepareDatabase(database.url, SEED);
     log(`seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const admin = new pg.Client({ connectionString: dbServer.url });
+    admin.on('error', () => {});
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    const backends = new BackendCpu(admin, database.name);
 
     const env = { BENCH_DATABASE_URL: database.url };
     const servers = {} as Record<ServerName, ServerChild>;
@@ -389,9 +500,14 @@ async function main(): Promise<void> {
       const measured = {} as Record<ServerName, Measurement>;
       for (const name of order) {
         log(`${benchCase.title} → ${name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
-        const m = await measure(servers[name], benchCase, fixture);
+        const m = await measure(servers[name], benchCase, fixture, backends);
         measured[name] = m;
-        log(`  ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, ${fmt(m.cpuPerRequestUs)} µs CPU/request`);
+        log(
+          `  ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms; CPU µs/request: server ${fmt(m.cpuPerRequestUs)}, ` +
+            `PostgreSQL ${m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs)}, load generator ${fmt(m.loadCpuPerRequestUs)}; ` +
+            `machine busy ${m.machineBusy === undefined ? 'n/a' : `${fmt(100 * m.machineBusy)} %`} (interrupts ` +
+            `${m.machineIrq === undefined ? 'n/a' : `${fmt(100 * m.machineIrq)} %`}, other processes ${m.otherLoad === undefined ? 'n/a' : `${fmt(100 * m.otherLoad)} %`})`,
+        );
       }
       log(`  svcgen / baseline: ${pct(measured.svcgen.rps, measured.baseline.rps)}`);
       results.push({ benchCase, order, measured, profiles: {} });

@@ -10,7 +10,7 @@ const EXAMPLES = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../
 export function registerProjectCommands(program: Command): void {
   program
     .command('init')
-    .description('scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore) from an example')
+    .description('scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore, package.json) from an example')
     .argument('<dir>', 'folder to create')
     .option('--example <name>', 'example to start from', 'shop')
     .action(async (dir: string, options: { example: string }) => {
@@ -24,6 +24,11 @@ export function registerProjectCommands(program: Command): void {
       await mkdir(target, { recursive: true });
       for (const file of ['schema.prisma', 'svcgen.config.json']) await copyFile(path.join(EXAMPLES, options.example, file), path.join(target, file));
       await writeFile(path.join(target, '.gitignore'), '.svcgen/\nnode_modules/\n');
+      // The generated modules are ES modules; a project's own package.json says so.
+      const manifest = path.join(target, 'package.json');
+      if (!(await access(manifest).then(() => true, () => false))) {
+        await writeFile(manifest, `${JSON.stringify({ name: path.basename(target), private: true, type: 'module' }, null, 2)}\n`);
+      }
       console.log(`created ${target} from example ${options.example}`);
       console.log(`next: svcgen generate --project ${dir} && svcgen migrate dev --name init --project ${dir} && svcgen serve --project ${dir}`);
     });

@@ -99,6 +99,13 @@ export interface ServiceModule {
   readonly openapi: unknown;
 }
 
+/** Text columns (plain or with a character native type): the ones LIKE and '' apply to. */
+export function isTextField(field: FieldSpec): boolean {
+  if (field.type !== 'String') return false;
+  const native = field.nativeType?.[0];
+  return native === undefined || native === 'Text' || native === 'VarChar' || native === 'Char' || native === 'Citext';
+}
+
 /** Identity helpers: they keep generated modules declarative while giving them checked types. */
 export function defineTable<const T extends TableModule>(table: T): T {
   return table;

@@ -1,6 +1,6 @@
 /** Condition tree → SQL boolean expression. Relation paths become EXISTS semi-joins. */
 import { ident } from '../db/index.ts';
-import type { FieldSpec } from '../model/index.ts';
+import { isTextField, type FieldSpec } from '../model/index.ts';
 import type { Catalog, CatalogTable } from './catalog.ts';
 import type { Condition } from './description.ts';
 import type { Params } from './sql.ts';
@@ -45,7 +45,7 @@ export function joinCondition(
 
 function compareSql(scope: Scope, column: string, field: FieldSpec, op: string, value: unknown): string {
   const p = (v: unknown) => scope.params.add(v);
-  const isText = field.type === 'String' && !field.list;
+  const isText = !field.list && isTextField(field);
   switch (op) {
     case 'equals':
       return value === null ? `${column} IS NULL` : `${column} = ${p(value)}`;

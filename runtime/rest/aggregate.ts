@@ -1,5 +1,6 @@
 /** GET /<table>/_aggregate (interface "Aggregate query parameters", CONTRACT §7 aggregate rows). */
 import { rawJsonReply, type Reply } from '../http/index.ts';
+import { isTextField } from '../model/index.ts';
 import { compileAggregate, type AggregateFunction, type AggregateTerm, type HavingTerm } from '../query/index.ts';
 import { filterContext, readScope, type DataContext } from './context.ts';
 import { parseFilters } from './list-params.ts';
@@ -15,7 +16,9 @@ function aggregateField(ctx: FilterContext, name: string, fn: AggregateFunction)
   if (!field || !ctx.readable(ctx.table.spec.name, name)) throw new FilterError('fn', `${ctx.table.spec.name} has no field "${name}"`);
   if (field.list || field.type === 'Json' || field.type === 'Bytes') throw new FilterError('fn', `${fn} cannot use ${name}`);
   if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(field.type)) throw new FilterError('fn', `${fn} needs a number field; ${name} is ${field.type}`);
-  if ((fn === 'min' || fn === 'max') && !ORDERED.has(field.type)) throw new FilterError('fn', `${fn} needs a number, date or text field; ${name} is ${field.type}`);
+  if ((fn === 'min' || fn === 'max') && !(ORDERED.has(field.type) && (field.type !== 'String' || isTextField(field)))) {
+    throw new FilterError('fn', `${fn} needs a number, date or text field; ${name} is ${field.nativeType?.[0] ?? field.type}`);
+  }
   return field;
 }
 

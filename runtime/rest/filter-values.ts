@@ -2,7 +2,7 @@
  * Typed filter values: text from a query string (or JSON from a `_query` body) → the value the
  * SQL compiler binds, checked against the field's type and the operator.
  */
-import type { FieldSpec } from '../model/index.ts';
+import { isTextField, type FieldSpec } from '../model/index.ts';
 import type { Operator } from '../query/index.ts';
 
 export const OPERATORS: readonly Operator[] = [
@@ -21,6 +21,13 @@ export const MAX_IN_LIST = 1000;
 export class FilterValueError extends Error {}
 
 const ORDERED = new Set(['Int', 'BigInt', 'Float', 'Decimal', 'DateTime', 'String']);
+
+
+/** PostgreSQL timestamps take years 1 to 9999 here (JSON dates outside that range are refused). */
+export function inDateRange(iso: string): boolean {
+  const year = new Date(iso).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Why `op` cannot apply to `field`, or undefined when it can. */
@@ -42,7 +49,7 @@ export function operatorMismatch(field: FieldSpec, op: Operator): string | undef
     case 'contains':
     case 'starts_with':
     case 'ends_with':
-      return type === 'String' ? undefined : `${op} needs a text field; ${field.name} is ${type}`;
+      return isTextField(field) ? undefined : `${op} needs a text field; ${field.name} is ${field.nativeType?.[0] ?? type}`;
     case 'today':
     case 'yesterday':
     case 'this_week':
@@ -64,6 +71,7 @@ export function scalarValue(field: FieldSpec, raw: unknown): unknown {
       if (typeof raw !== 'string') throw new FilterValueError(`${field.name} takes text`);
       if (field.nativeType?.[0] === 'Uuid' && !UUID.test(raw)) throw new FilterValueError(`${field.name} takes a UUID`);
       if (raw.length > 10_000) throw new FilterValueError(`the value for ${field.name} is longer than 10000 characters`);
+      if (raw.includes('\u0000')) throw new FilterValueError(`the value for ${field.name} contains a NUL character`);
       return raw;
     case 'Int': {
       const n = typeof raw === 'number' ? raw : text !== undefined && /^-?\d{1,10}$/.test(text) ? Number(text) : NaN;
@@ -88,8 +96,13 @@ export function scalarValue(field: FieldSpec, raw: unknown): unknown {
       if (raw === false || raw === 'false') return false;
       throw new FilterValueError(`${field.name} takes true or false`);
     case 'DateTime': {
-      if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) || Number.isNaN(Date.parse(raw))) {
-        throw new FilterValueError(`${field.name} takes an ISO 8601 date or date-time`);
+      if (
+        typeof raw !== 'string' ||
+        !/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) ||
+        Number.isNaN(Date.parse(raw)) ||
+        !inDateRange(raw)
+      ) {
+        throw new FilterValueError(`${field.name} takes an ISO 8601 date or date-time (years 0001 to 9999)`);
       }
       return new Date(raw).toISOString();
     }

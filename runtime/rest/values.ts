@@ -46,14 +46,15 @@ export function parseKey(field: FieldSpec, raw: string): unknown {
       return BigInt(raw) >= -(2n ** 63n) && BigInt(raw) < 2n ** 63n ? raw : undefined;
     case 'String':
       if (field.nativeType?.[0] === 'Uuid') return UUID.test(raw) ? raw : undefined;
-      return raw;
+      return raw.includes('\u0000') ? undefined : raw;
     case 'Float':
     case 'Decimal':
       return raw.trim() !== '' && Number.isFinite(Number(raw)) ? raw : undefined;
     case 'Boolean':
       return raw === 'true' ? true : raw === 'false' ? false : undefined;
     case 'DateTime':
-      return Number.isNaN(Date.parse(raw)) ? undefined : new Date(raw).toISOString();
+      if (Number.isNaN(Date.parse(raw))) return undefined;
+      return new Date(raw).getUTCFullYear() >= 1 && new Date(raw).getUTCFullYear() <= 9999 ? new Date(raw).toISOString() : undefined;
     case 'Enum':
       return field.enumValues?.includes(raw) ? raw : undefined;
     default:

@@ -1,6 +1,7 @@
 /** Starting and stopping a server for one project. */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import type { Config } from '../config/index.ts';
 import { applyMigrations, ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
@@ -66,7 +67,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       void db.query('DELETE FROM svcgen.idempotency WHERE expires_at < now()').catch(() => {});
     }, 60_000);
     maintenance.unref();
-    const server = createServer(createApp(services));
+    // Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB).
+    const server = createServer({ maxHeaderSize: 65_536 }, createApp(services));
+    server.on('clientError', answerMalformedRequest);
     server.keepAliveTimeout = 5000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -88,6 +91,33 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await db.close().catch(() => {});
     throw error;
   }
+}
+
+/**
+ * Requests Node's HTTP parser rejects before any handler runs (a head over the size limit, broken
+ * syntax) still get a Problem body that says what to fix.
+ */
+function answerMalformedRequest(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || error.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : 400;
+  const body = JSON.stringify({
+    type: tooLarge ? '/errors/request-header-too-large' : '/errors/bad-request',
+    title: tooLarge ? 'Request Header Fields Too Large' : 'Bad Request',
+    status,
+    detail: tooLarge
+      ? 'the request line and headers exceed 64 KiB; send long filters in a POST /<table>/_query body'
+      : 'the request is not valid HTTP/1.1',
+    instance: '',
+    errors: [],
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+      `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Stops accepting, lets in-flight requests finish (up to 10 s), then releases the database. */
