@@ -120,17 +120,21 @@ export function compileRead(
   const table = scope.catalog.require(query.table);
   const alias = newAlias(scope);
   const x = newAlias(scope);
-  const order = fullOrder(table, query.orderBy);
+  const keyOrder = fullOrder(table, query.orderBy);
   const filters = and(query.where, grant.rows);
   const conditions = [compileCondition(scope, table, alias, filters)];
-  if (query.after) conditions.push(keysetCondition(scope, table, alias, order, query.after));
-  const keys = options.keys === false ? [] : order.map((t) => `${columnRef(alias, table.fields.get(t.field)!)}::text`);
+  if (query.after) conditions.push(keysetCondition(scope, table, alias, keyOrder, query.after));
+  const keys = options.keys === false ? [] : keyOrder.map((t) => `${columnRef(alias, table.fields.get(t.field)!)}::text`);
   const limit = scope.params.add(query.limit);
   const offset = query.offset > 0 ? ` OFFSET ${scope.params.add(query.offset)}` : '';
+  // The page is cut first and only its rows are turned into JSON (embeds included): rows skipped
+  // by OFFSET never pay for the projection.
+  const order = orderBySql(table, alias, query.orderBy);
   const page = `SELECT row_to_json(${x})::text AS j${keys.map((k, i) => `, ${k} AS k${i}`).join('')}
-    FROM ${table.qualified(scope.environment)} ${alias} CROSS JOIN LATERAL (SELECT ${projection(scope, table, alias, grant, query.select)}) ${x}
-    WHERE ${conditions.join(' AND ')}
-    ORDER BY ${orderBySql(table, alias, query.orderBy)} LIMIT ${limit}${offset}`;
+    FROM (SELECT * FROM ${table.qualified(scope.environment)} ${alias} WHERE ${conditions.join(' AND ')}
+      ORDER BY ${order} LIMIT ${limit}${offset}) ${alias}
+    CROSS JOIN LATERAL (SELECT ${projection(scope, table, alias, grant, query.select)}) ${x}
+    ORDER BY ${order}`;
   if (!options.count) return { sql: page, keyColumns: keys.length };
   const c = newAlias(scope);
   const total = `SELECT count(*)::int AS total FROM ${table.qualified(scope.environment)} ${c} WHERE ${compileCondition(scope, table, c, filters)}`;

@@ -11,6 +11,7 @@ export const DATA_BASE_PATH = '/gw/api/rest';
 export function createApp(services: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  app.set('case sensitive routing', true); // table names are exact model names
   app.set('etag', false);
   app.set('query parser', false);
   const options = {
@@ -33,25 +34,25 @@ export function createApp(services: Services): express.Express {
     }),
   );
 
-  const rest = express.Router({ caseSensitive: true, strict: false });
-  rest.get('/_openapi', route(async () => jsonReply(200, services.service.openapi)));
-  rest.get('/_docs', route(async () => ({ status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: renderDocsPage(`${DATA_BASE_PATH}/_openapi`) })));
+  // Data routes are registered on the app itself: a mounted sub-router costs ~30 µs a request.
+  const at = (path: string) => `${DATA_BASE_PATH}${path}`;
+  app.get(at('/_openapi'), route(async () => jsonReply(200, services.service.openapi)));
+  app.get(at('/_docs'), route(async () => ({ status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: renderDocsPage(at('/_openapi')) })));
 
   const keys = managementHandlers(services);
-  rest.post('/_apikeys', route(keys.create));
-  rest.get('/_apikeys', route(keys.list));
-  rest.delete('/_apikeys/:id', route(keys.revoke));
+  app.post(at('/_apikeys'), route(keys.create));
+  app.get(at('/_apikeys'), route(keys.list));
+  app.delete(at('/_apikeys/:id'), route(keys.revoke));
 
   for (const r of services.service.routes) {
     const handler = route(dataHandler(services, r.operation, r.table));
     const method = r.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
-    rest[method](r.path, handler);
+    app[method](at(r.path), handler);
   }
   // Anything else under the data API still goes through tenancy and authentication before its 404.
   const unknown = route(dataHandler(services, undefined, undefined));
-  rest.all('/:table', unknown);
-  rest.all('/:table/*rest', unknown);
-  app.use(DATA_BASE_PATH, rest);
+  app.all(at('/:table'), unknown);
+  app.all(at('/:table/*rest'), unknown);
 
   app.use(
     route(async (req) => {
