@@ -63,6 +63,7 @@ function filterCondition(filter: Record<string, unknown>, variables: Record<stri
 export class Policy {
   /** role → table → action → rule; table `*` is the fallback for tables a role does not name. */
   private readonly rules = new Map<string, Map<string, Map<Action, CompiledRule | null>>>();
+  private readonly grants = new WeakMap<Principal, Map<string, Grant | null>>();
 
   constructor(roles: Config['roles']) {
     for (const [roleName, role] of Object.entries(roles)) {
@@ -96,6 +97,16 @@ export class Policy {
    */
   grant(principal: Principal, table: string, action: Action): Grant | null {
     if (principal.kind !== 'apiKey') return null;
+    // Principals are immutable and reused while their credential is cached: so are their grants.
+    let grants = this.grants.get(principal);
+    if (!grants) this.grants.set(principal, (grants = new Map()));
+    const key = `${action} ${table}`;
+    let grant = grants.get(key);
+    if (grant === undefined) grants.set(key, (grant = this.compileGrant(principal, table, action)));
+    return grant;
+  }
+
+  private compileGrant(principal: Principal & { kind: 'apiKey' }, table: string, action: Action): Grant | null {
     const rules = this.rulesFor(principal.roles, table, action);
     if (rules.length === 0) return null;
     const variables = principalVariables(principal);

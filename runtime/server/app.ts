@@ -44,14 +44,25 @@ export function createApp(services: Services): express.Express {
   app.get(at('/_apikeys'), route(keys.list));
   app.delete(at('/_apikeys/:id'), route(keys.revoke));
 
+  // The generated route table, looked up by method, table and path shape: three Express layers
+  // instead of one per route keep routing cost flat however many tables the model has.
+  const routes = new Map<string, express.RequestHandler>();
+  const literals = new Set<string>();
   for (const r of services.service.routes) {
-    const handler = route(dataHandler(services, r.operation, r.table));
-    const method = r.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
-    app[method](at(r.path), handler);
+    const [, , sub = ''] = r.path.split('/');
+    if (sub !== '' && !sub.startsWith(':')) literals.add(sub);
+    routes.set(`${r.method} ${r.table} ${sub}`, route(dataHandler(services, r.operation, r.table)));
   }
   // Anything else under the data API still goes through tenancy and authentication before its 404.
   const unknown = route(dataHandler(services, undefined, undefined));
-  app.all(at('/:table'), unknown);
+  const dispatch: express.RequestHandler = (req, res, next) => {
+    const params = req.params as Record<string, string>;
+    const sub = params.sub === undefined ? '' : literals.has(params.sub) ? params.sub : ':id';
+    if (sub === ':id') params.id = params.sub!;
+    (routes.get(`${req.method} ${params.table} ${sub}`) ?? unknown)(req, res, next);
+  };
+  app.all(at('/:table'), dispatch);
+  app.all(at('/:table/:sub'), dispatch);
   app.all(at('/:table/*rest'), unknown);
 
   app.use(
