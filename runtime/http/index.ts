@@ -1,4 +1,5 @@
 export { Problem, AuthError, PROBLEM_KINDS, AUTH_ERRORS, type ProblemKind, type FieldError, type AuthErrorCode } from './problems.ts';
 export { header, jsonReply, rawJsonReply, readJson, bodyReader, type ApiRequest, type Reply } from './request.ts';
 export { errorReply, type ErrorLogger } from './reply.ts';
-export { adapt, type Handler } from './express-adapter.ts';
+export { adapt } from './express-adapter.ts';
+export { nodeRequest, run, send, type Handler } from './node-adapter.ts';

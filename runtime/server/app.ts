@@ -1,6 +1,12 @@
-/** The Express application: addresses of CONTRACT §6, each handed to the pipeline. */
+/**
+ * The HTTP front: addresses of CONTRACT §6, each handed to the pipeline. Data routes (the hot path)
+ * are matched from the generated route table before Express; Express serves everything else.
+ * Express 5 re-prototypes every request and response and walks its layer stack, which measured
+ * at about half of the data API's throughput (bench/RESULTS.md).
+ */
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express from 'express';
-import { adapt, jsonReply, Problem, type ApiRequest, type Handler } from '../http/index.ts';
+import { adapt, jsonReply, nodeRequest, Problem, run, type ApiRequest, type Handler } from '../http/index.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { managementHandlers } from './management.ts';
 import { dataHandler } from './pipeline.ts';
@@ -8,17 +14,18 @@ import type { Services } from './services.ts';
 
 export const DATA_BASE_PATH = '/gw/api/rest';
 
+function errorLogger(services: Services) {
+  return (error: unknown, req: ApiRequest) =>
+    services.log(`error on ${req.method} ${req.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+}
+
 export function createApp(services: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('case sensitive routing', true); // table names are exact model names
   app.set('etag', false);
   app.set('query parser', false);
-  const options = {
-    bodyLimit: services.config.limits.bodyBytes,
-    log: (error: unknown, req: ApiRequest) =>
-      services.log(`error on ${req.method} ${req.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`),
-  };
+  const options = { bodyLimit: services.config.limits.bodyBytes, log: errorLogger(services) };
   const route = (handler: Handler) => adapt(handler, options);
 
   app.get('/healthz', route(async () => jsonReply(200, { status: 'ok' })));
@@ -44,31 +51,68 @@ export function createApp(services: Services): express.Express {
   app.get(at('/_apikeys'), route(keys.list));
   app.delete(at('/_apikeys/:id'), route(keys.revoke));
 
-  // The generated route table, looked up by method, table and path shape: three Express layers
-  // instead of one per route keep routing cost flat however many tables the model has.
-  const routes = new Map<string, express.RequestHandler>();
-  const literals = new Set<string>();
-  for (const r of services.service.routes) {
-    const [, , sub = ''] = r.path.split('/');
-    if (sub !== '' && !sub.startsWith(':')) literals.add(sub);
-    routes.set(`${r.method} ${r.table} ${sub}`, route(dataHandler(services, r.operation, r.table)));
-  }
-  // Anything else under the data API still goes through tenancy and authentication before its 404.
-  const unknown = route(dataHandler(services, undefined, undefined));
-  const dispatch: express.RequestHandler = (req, res, next) => {
-    const params = req.params as Record<string, string>;
-    const sub = params.sub === undefined ? '' : literals.has(params.sub) ? params.sub : ':id';
-    if (sub === ':id') params.id = params.sub!;
-    (routes.get(`${req.method} ${params.table} ${sub}`) ?? unknown)(req, res, next);
-  };
-  app.all(at('/:table'), dispatch);
-  app.all(at('/:table/:sub'), dispatch);
-  app.all(at('/:table/*rest'), unknown);
-
   app.use(
     route(async (req) => {
       throw new Problem('not-found', `nothing is served at ${req.method} ${req.path}`);
     }),
   );
   return app;
+}
+
+/** Paths under the data API that Express serves (documents and key management). */
+const EXPRESS_SEGMENTS = new Set(['_openapi', '_docs', '_apikeys']);
+
+/** Data routes by `<METHOD> <table> <shape>`, where shape is '', a literal like `_bulk`, or `:id`. */
+function dataRoutes(services: Services) {
+  const routes = new Map<string, Handler>();
+  const literals = new Set<string>();
+  for (const r of services.service.routes) {
+    const [, , sub = ''] = r.path.split('/');
+    if (sub !== '' && !sub.startsWith(':')) literals.add(sub);
+    routes.set(`${r.method} ${r.table} ${sub}`, dataHandler(services, r.operation, r.table));
+  }
+  // Anything else under the data API still goes through tenancy and authentication before its 404.
+  const unknown = dataHandler(services, undefined, undefined);
+  return { routes, literals, unknown };
+}
+
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+export function createRequestListener(services: Services): RequestListener {
+  const app = createApp(services);
+  const { routes, literals, unknown } = dataRoutes(services);
+  const bodyLimit = services.config.limits.bodyBytes;
+  const log = errorLogger(services);
+  const prefix = `${DATA_BASE_PATH}/`;
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? '/';
+    if (url.startsWith(prefix)) {
+      const q = url.indexOf('?');
+      const segments = (q === -1 ? url : url.slice(0, q)).slice(prefix.length).split('/');
+      const table = decodeSegment(segments[0]!);
+      if (table !== undefined && table !== '' && !EXPRESS_SEGMENTS.has(table)) {
+        const params: Record<string, string> = { table };
+        let handler: Handler = unknown;
+        if (segments.length === 1 || (segments.length === 2 && segments[1] === '')) {
+          handler = routes.get(`${req.method} ${table} `) ?? unknown;
+        } else if (segments.length === 2) {
+          const sub = decodeSegment(segments[1]!);
+          if (sub !== undefined) {
+            const shape = literals.has(sub) ? sub : ':id';
+            if (shape === ':id') params.id = sub;
+            handler = routes.get(`${req.method} ${table} ${shape}`) ?? unknown;
+          }
+        }
+        run(handler, nodeRequest(req, url, params, bodyLimit), res, log);
+        return;
+      }
+    }
+    app(req, res);
+  };
 }

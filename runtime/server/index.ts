@@ -9,11 +9,11 @@ import { CredentialStore, serverSecret } from '../keys/index.ts';
 import type { ServiceModule } from '../model/index.ts';
 import { Policy } from '../permissions/index.ts';
 import { Catalog, cursorCodec } from '../query/index.ts';
-import { createApp, DATA_BASE_PATH } from './app.ts';
+import { createRequestListener, DATA_BASE_PATH } from './app.ts';
 import { SharedRateLimiter } from './rate-limit.ts';
 import type { Services } from './services.ts';
 
-export { createApp, DATA_BASE_PATH } from './app.ts';
+export { createApp, createRequestListener, DATA_BASE_PATH } from './app.ts';
 export { newKeySchema, keyProblems } from './management.ts';
 export type { Services } from './services.ts';
 
@@ -68,7 +68,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }, 60_000);
     maintenance.unref();
     // Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB).
-    const server = createServer({ maxHeaderSize: 65_536 }, createApp(services));
+    const server = createServer({ maxHeaderSize: 65_536 }, createRequestListener(services));
     server.on('clientError', answerMalformedRequest);
     server.keepAliveTimeout = 5000;
     await new Promise<void>((resolve, reject) => {

@@ -1,0 +1,32 @@
+/** The same framework-free request over plain node:http, for routes that do not need Express. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { errorReply, type ErrorLogger } from './reply.ts';
+import { bodyReader, type ApiRequest, type Reply } from './request.ts';
+
+export type Handler = (req: ApiRequest) => Promise<Reply>;
+
+/** `url` is the request target as received; `params` the route parameters already matched. */
+export function nodeRequest(req: IncomingMessage, url: string, params: Record<string, string>, bodyLimit: number): ApiRequest {
+  const q = url.indexOf('?');
+  return {
+    method: req.method ?? 'GET',
+    path: q === -1 ? url : url.slice(0, q),
+    query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
+    headers: req.headers,
+    params,
+    ip: req.socket.remoteAddress ?? '',
+    readBody: bodyReader(req, bodyLimit),
+  };
+}
+
+export function send(res: ServerResponse, reply: Reply): void {
+  res.writeHead(reply.status, reply.headers);
+  res.end(reply.body);
+}
+
+export function run(handler: Handler, apiReq: ApiRequest, res: ServerResponse, log: ErrorLogger): void {
+  handler(apiReq).then(
+    (reply) => send(res, reply),
+    (error: unknown) => send(res, errorReply(error, apiReq, log)),
+  );
+}
