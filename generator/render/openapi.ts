@@ -65,7 +65,7 @@ function recordSchemas(table: TableSpec): Record<string, SchemaObject> {
       type: 'object',
       additionalProperties: false,
       properties: Object.fromEntries(create.map((f) => [f.name, fieldSchema(f, true)])),
-      required: create.filter((f) => !f.nullable && !f.dbDefault && !f.clientDefault).map((f) => f.name),
+      required: create.filter((f) => !f.nullable && !f.list && !f.dbDefault && !f.clientDefault).map((f) => f.name),
     },
     [`${table.name}Update`]: {
       type: 'object',

@@ -13,7 +13,7 @@ function scalar(field: FieldSpec): string {
     case 'Int':
       return 'z.int32()';
     case 'BigInt':
-      return 'z.union([z.int(), z.string().regex(/^-?\\d{1,19}$/)])';
+      return "z.union([z.int(), z.string().regex(/^-?\\d{1,19}$/).refine((v) => BigInt(v) >= -(2n ** 63n) && BigInt(v) < 2n ** 63n, 'must fit in 64 bits')])";
     case 'Float':
       return 'z.number()';
     case 'Decimal':
@@ -35,7 +35,8 @@ export function zodExpression(field: FieldSpec, mode: 'create' | 'update'): stri
   let expr = scalar(field);
   if (field.list) expr = `z.array(${expr})`;
   if (field.nullable) expr += '.nullable()';
-  const optional = mode === 'update' || field.nullable || field.dbDefault || field.clientDefault !== undefined;
+  // A list left out of a create is stored as an empty list (as Prisma's client does).
+  const optional = mode === 'update' || field.nullable || field.list || field.dbDefault || field.clientDefault !== undefined;
   if (optional) expr += '.optional()';
   return expr;
 }

@@ -47,6 +47,9 @@ export function insertColumns(table: CatalogTable, record: Record<string, unknow
     } else if (field.clientDefault) {
       columns.push(ident(field.column));
       values.push(add(toParameter(field, clientDefaultValue(field.clientDefault))));
+    } else if (field.list && !field.dbDefault) {
+      columns.push(ident(field.column));
+      values.push(add([]));
     }
   }
   return { columns, values };

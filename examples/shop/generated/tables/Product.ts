@@ -38,7 +38,7 @@ export const Product = defineTable({
       sku: z.string(),
       title: z.string(),
       price: z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/)]),
-      tags: z.array(z.string()),
+      tags: z.array(z.string()).optional(),
     }),
     update: z.strictObject({
       sku: z.string().optional(),
