@@ -102,6 +102,7 @@ export async function serverVersion(url: string): Promise<string> {
 }
 
 export interface SeedSize {
+  cities: number;
   customers: number;
   orders: number;
 }
@@ -113,9 +114,17 @@ export async function prepareDatabase(url: string, size: SeedSize): Promise<Fixt
     await ensureSystemSchema(db);
     await applyMigrations(db, path.join(REPO, 'examples/shop/migrations'), ['master']);
     await db.exec(`
-      INSERT INTO env_master."Customer" (id, email, name, vip, "updatedAt")
-      SELECT gen_random_uuid(), 'customer' || i || '@example.com', 'Customer ' || i, i % 10 = 0, now()
-      FROM generate_series(1, ${size.customers}) AS i;
+      INSERT INTO env_master."City" (name, country, "updatedAt")
+      SELECT 'City ' || i, (ARRAY['DE', 'FR', 'US', 'JP', 'BR'])[1 + i % 5], now()
+      FROM generate_series(1, ${size.cities}) AS i;
+
+      -- every 20th customer has no city (the embed answers null for it)
+      INSERT INTO env_master."Customer" (id, email, name, vip, "cityId", "updatedAt")
+      SELECT gen_random_uuid(), 'customer' || i || '@example.com', 'Customer ' || i, i % 10 = 0,
+             CASE WHEN i % 20 <> 0 THEN c.id END, now()
+      FROM generate_series(1, ${size.customers}) AS i
+      JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM env_master."City") AS c
+        ON c.n = i % ${size.cities};
 
       INSERT INTO env_master."Order" (status, total, note, "placedAt", "customerId", "createdAt", "updatedAt")
       SELECT (ARRAY['open', 'paid', 'shipped', 'cancelled']::env_master."OrderStatus"[])[1 + i % 4],
@@ -155,4 +164,17 @@ export async function prepareDatabase(url: string, size: SeedSize): Promise<Fixt
   } finally {
     await db.close();
   }
+}
+
+/**
+ * Brings the Order table back to the seed after a case that creates orders: deletes the rows
+ * beyond the seeded ids and vacuums, so every case and server measures the same 100,000 orders.
+ * Returns the number of rows deleted.
+ */
+export async function restoreSeed(url: string, fixture: Fixture): Promise<number> {
+  return withClient(url, async (c) => {
+    const { rowCount } = await c.query('DELETE FROM env_master."Order" WHERE id > $1', [fixture.orderIds.max]);
+    if (rowCount) await c.query('VACUUM ANALYZE env_master."Order"');
+    return rowCount ?? 0;
+  });
 }

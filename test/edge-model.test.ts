@@ -128,3 +128,14 @@ describe('bad values of these types', () => {
     expectProblem(await t.request('POST', BASE, { body }), 422, 'validation', field);
   });
 });
+
+describe('BigInt keys in Location and bulk items', () => {
+  it('are written exactly, as strings', async () => {
+    const big = '9007199254740993'; // 2^53 + 1: a JSON number would lose it
+    const res = await t.request('POST', BASE, { body: { id: big, count: 1, sort: 'big', amount: 1 } });
+    expect(res.headers.get('location')).toBe(`${BASE}/${big}`);
+    const bulk = await t.request('POST', `${BASE}/_bulk`, { body: { items: [{ id: '9007199254740995', count: 1, sort: 'big', amount: 1 }] } });
+    expect(bulk.status, bulk.text).toBe(201);
+    expect(bulk.body.data.items).toEqual([{ id: '9007199254740995' }]);
+  });
+});

@@ -9,7 +9,7 @@ import { compileCondition, newAlias, type Condition } from '../query/index.ts';
 import { readScope, type DataContext } from './context.ts';
 import { databaseProblem } from './database-errors.ts';
 import { checkRecord, checkWritableFields, requireObject } from './validate-body.ts';
-import { insertColumns } from './write.ts';
+import { insertColumns, keyJson } from './write.ts';
 import { parseKey } from './values.ts';
 
 export const MAX_BULK_ITEMS = 100;
@@ -147,8 +147,7 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
         const { columns, values } = insertColumns(ctx.table, record, (v) => scope.params.add(v));
         const target = ctx.table.qualified(ctx.tenant.environment);
         const insert = columns.length ? `INSERT INTO ${target} (${columns.join(', ')}) VALUES (${values.join(', ')})` : `INSERT INTO ${target} DEFAULT VALUES`;
-        const keyJson = `json_build_object(${ctx.table.spec.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${ident(ctx.table.fields.get(k)!.column)}`).join(', ')})`;
-        const rows = await tx.query<{ key: Record<string, unknown> }>(`${insert} RETURNING ${keyJson} AS key`, scope.params.values);
+        const rows = await tx.query<{ key: Record<string, unknown> }>(`${insert} RETURNING ${keyJson(ctx.table, target)} AS key`, scope.params.values);
         return keyOf(ctx, rows[0]!.key);
       }, outcome), outcome);
   }

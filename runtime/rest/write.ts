@@ -4,9 +4,8 @@
  * CTE of the same statement, so an event commits exactly when its mutation does.
  */
 import { ident } from '../db/index.ts';
-import { Problem } from '../http/index.ts';
-import { header, rawJsonReply, readJson, type Reply } from '../http/index.ts';
-import { compileCondition, newAlias, recordProjection, type CatalogTable, type Grant } from '../query/index.ts';
+import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
+import { compileCondition, fieldExpression, newAlias, recordProjection, type CatalogTable, type Grant } from '../query/index.ts';
 import { filterContext, grantOf, readScope, type DataContext } from './context.ts';
 import { parseFilters } from './list-params.ts';
 import { FilterError, filterProblem } from './parse-filter.ts';
@@ -55,16 +54,19 @@ export function insertColumns(table: CatalogTable, record: Record<string, unknow
   return { columns, values };
 }
 
+/** The key fields of the row `alias` as a JSON object, each value as the API writes it. */
+export function keyJson(table: CatalogTable, alias: string): string {
+  const pairs = table.spec.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${fieldExpression(alias, table.fields.get(k)!)}`);
+  return `json_build_object(${pairs.join(', ')})`;
+}
+
 /** `SELECT <record json under the read grant>, <key fields json>` over the CTE `w`. */
 function returningSelect(ctx: DataContext, scope: ReturnType<typeof readScope>, readGrant: Grant): string {
   const alias = newAlias(scope);
   const visible = compileCondition(scope, ctx.table, alias, readGrant.rows);
-  const keyObject = ctx.table.spec.primaryKey
-    .map((k) => `${scope.params.add(k)}::text, w.${ident(ctx.table.fields.get(k)!.column)}`)
-    .join(', ');
   const projection = recordProjection(scope, ctx.table, alias, readGrant);
   return `SELECT (SELECT row_to_json(r)::text FROM (SELECT ${projection} FROM w ${alias} WHERE ${visible}) r),
-    json_build_object(${keyObject})::text FROM w`;
+    ${keyJson(ctx.table, 'w')}::text FROM w`;
 }
 
 export async function create(ctx: DataContext): Promise<Reply> {
