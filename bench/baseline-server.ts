@@ -6,17 +6,20 @@
  * - parses the URL and routes it; checks X-Project-Id; authenticates the API key (SHA-256 digest
  *   looked up in svcgen.api_keys, cached in a Map for 60 s, like svcgen's credential store);
  *   checks the key's project, environment and role;
- * - validates query parameters (limit/offset, unknown parameters rejected) and POST bodies
- *   (media type, size limit, JSON.parse, field types);
+ * - validates query parameters (paging, sort, the two filters, the one embed, the aggregate's
+ *   functions; unknown parameters rejected) and POST bodies (media type, size limit, JSON.parse,
+ *   field types);
  * - one parameterised (prepared) SQL statement per request over a pg.Pool of 10 connections,
- *   the same pool settings as svcgen (UTC session time zone, timestamps read as UTC);
- * - signs the next-page cursor of a list (HMAC-SHA256), as svcgen does;
+ *   the same pool settings as svcgen (UTC session time zone, timestamps read as UTC); embeds are
+ *   plain joins, aggregates a plain GROUP BY, cursor pages a keyset WHERE;
+ * - signs the next-page cursor of a list (HMAC-SHA256) and checks it on the way back, as svcgen does;
  * - builds the records in JavaScript with ISO 8601 timestamps and answers
- *   `{"data": record}`, `{"data": [...], "meta": {"pagination": {...}}}`, 201 + Location.
+ *   `{"data": record}`, `{"data": [...], "meta": {"pagination": {...}}}`, 201 + Location,
+ *   `{"data": {"aggregates": [...]}}`.
  *
  * When a case is added to ./cases.ts, add its hand-written counterpart here.
  */
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -132,39 +135,190 @@ function integerParam(query: URLSearchParams, name: string, fallback: number, ma
   return Number(raw);
 }
 
-// Keyset cursors for the next page, signed so clients cannot forge them (svcgen's are too).
+// Keyset cursors for the next page, signed so clients cannot forge them (svcgen's are too), and
+// bound to the order and filter they came from.
 const CURSOR_SECRET = randomBytes(32);
-function nextCursor(lastId: number): string {
-  const payload = Buffer.from(JSON.stringify({ q: 'orders-by-id', v: [String(lastId)] })).toString('base64url');
-  return `${payload}.${createHmac('sha256', CURSOR_SECRET).update(payload).digest().subarray(0, 16).toString('base64url')}`;
+const signCursor = (payload: string) => createHmac('sha256', CURSOR_SECRET).update(payload).digest().subarray(0, 16);
+
+function encodeCursor(query: string, values: (string | number)[]): string {
+  const payload = Buffer.from(JSON.stringify({ q: query, v: values })).toString('base64url');
+  return `${payload}.${signCursor(payload).toString('base64url')}`;
 }
 
+function decodeCursor(query: string, cursor: string): unknown[] {
+  const bad = () => new HttpError(400, 'after: not a cursor of this query');
+  const [payload, signature, extra] = cursor.split('.');
+  if (!payload || !signature || extra !== undefined || cursor.length > 4096) throw bad();
+  const given = Buffer.from(signature, 'base64url');
+  const expected = signCursor(payload);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw bad();
+  let parsed: { q?: unknown; v?: unknown };
+  try {
+    parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (parsed.q !== query || !Array.isArray(parsed.v)) throw bad();
+  return parsed.v;
+}
+
+/** One prepared statement per distinct SQL text (the list SQL is assembled from fixed fragments). */
+const statementNames = new Map<string, string>();
+function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) statementNames.set(text, (name = `s${statementNames.size}`));
+  return { name, text, values };
+}
+
+const ORDER_STATUSES = new Set(['open', 'paid', 'shipped', 'cancelled']);
+const NUMBER = /^-?\d{1,15}(\.\d{1,15})?$/;
+/** The one embed this service offers: each order with its customer's name and city name. */
+const CUSTOMER_CITY_SELECT = 'id,total,customer(name,city(name))';
+const LIST_PARAMETERS = new Set(['limit', 'offset', 'after', 'sort', 'status', 'total', 'select']);
+
+interface CustomerCityRow {
+  id: number;
+  total: number;
+  customer_name: string;
+  city_id: number | null;
+  city_name: string | null;
+}
+
+/**
+ * GET /Order: `limit`, `offset`, `after` (the cursor of a previous page), `sort` (by id, or
+ * `-total`), filters `status=equals.<status>` and `total=gte.<number>`, and `select` for the
+ * customer-and-city embed. One statement: the page plus one row to learn whether another follows.
+ */
 async function listOrders(query: URLSearchParams): Promise<Reply> {
-  for (const name of query.keys()) if (name !== 'limit' && name !== 'offset') throw new HttpError(400, `${name}: unknown query parameter`);
+  for (const name of query.keys()) {
+    if (!LIST_PARAMETERS.has(name)) throw new HttpError(400, `${name}: unknown query parameter`);
+    if (query.getAll(name).length > 1) throw new HttpError(400, `${name}: send it once`);
+  }
   const limit = integerParam(query, 'limit', DEFAULT_LIMIT, MAX_LIMIT);
+  if (limit < 1) throw new HttpError(400, 'limit: must be at least 1');
   const offset = integerParam(query, 'offset', 0, 1_000_000_000);
-  const { rows } = await pool.query<OrderRow>({
-    name: 'orders_page',
-    text: `SELECT ${ORDER_COLUMNS} FROM env_master."Order" ORDER BY id LIMIT $1 OFFSET $2`,
-    values: [limit + 1, offset],
-  });
-  const hasNextPage = rows.length > limit;
-  const page = hasNextPage ? rows.slice(0, limit) : rows;
+  const after = query.get('after');
+  if (after !== null && offset > 0) throw new HttpError(400, 'after: a cursor and an offset cannot be combined');
+
+  const sort = query.get('sort');
+  if (sort !== null && sort !== '-total' && sort !== 'id') throw new HttpError(400, 'sort: orders sort by id or -total');
+  const byTotal = sort === '-total';
+
+  const values: unknown[] = [];
+  const param = (v: unknown) => `$${values.push(v)}`;
+  const where: string[] = [];
+  const status = query.get('status');
+  if (status !== null) {
+    const value = status.startsWith('equals.') ? status.slice(7) : '';
+    if (!ORDER_STATUSES.has(value)) throw new HttpError(400, 'status: must be equals.<open|paid|shipped|cancelled>');
+    where.push(`o.status = ${param(value)}`);
+  }
+  const total = query.get('total');
+  if (total !== null) {
+    const value = total.startsWith('gte.') ? total.slice(4) : '';
+    if (!NUMBER.test(value)) throw new HttpError(400, 'total: must be gte.<number>');
+    where.push(`o.total >= ${param(Number(value))}`);
+  }
+  // the cursor is bound to the order and the filter
+  const cursorQuery = `orders/${byTotal ? '-total' : 'id'}/${status ?? ''}/${total ?? ''}`;
+  if (after !== null) {
+    const v = decodeCursor(cursorQuery, after);
+    if (byTotal) {
+      if (v.length !== 2 || typeof v[0] !== 'number' || typeof v[1] !== 'number') throw new HttpError(400, 'after: not a cursor of this query');
+      const t = param(v[0]);
+      where.push(`(o.total < ${t} OR (o.total = ${t} AND o.id > ${param(v[1])}))`);
+    } else {
+      if (v.length !== 1 || typeof v[0] !== 'number') throw new HttpError(400, 'after: not a cursor of this query');
+      where.push(`o.id > ${param(v[0])}`);
+    }
+  }
+  const whereSql = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+  // ties of total are broken by id, ascending (svcgen's order: the primary key last, ascending)
+  const orderBy = byTotal ? 'o.total DESC, o.id' : 'o.id';
+  const paging = ` LIMIT ${param(limit + 1)} OFFSET ${param(offset)}`;
+
+  const select = query.get('select');
+  let records: { id: number; total: number }[];
+  if (select === null) {
+    const columns = ORDER_COLUMNS.split(', ').map((c) => `o.${c}`).join(', ');
+    const { rows } = await pool.query<OrderRow>(prepared(`SELECT ${columns} FROM env_master."Order" o${whereSql} ORDER BY ${orderBy}${paging}`, values));
+    records = rows.map(orderRecord);
+  } else {
+    if (select !== CUSTOMER_CITY_SELECT) throw new HttpError(400, `select: orders can be read whole or as ${CUSTOMER_CITY_SELECT}`);
+    const { rows } = await pool.query<CustomerCityRow>(
+      prepared(
+        `SELECT o.id, o.total, c.name AS customer_name, ci.id AS city_id, ci.name AS city_name
+         FROM (SELECT o.id, o.total, o."customerId" FROM env_master."Order" o${whereSql} ORDER BY ${orderBy}${paging}) o
+         JOIN env_master."Customer" c ON c.id = o."customerId"
+         LEFT JOIN env_master."City" ci ON ci.id = c."cityId"
+         ORDER BY ${orderBy}`,
+        values,
+      ),
+    );
+    records = rows.map((r) => ({ id: r.id, total: r.total, customer: { name: r.customer_name, city: r.city_id === null ? null : { name: r.city_name } } }));
+  }
+  const hasNextPage = records.length > limit;
+  const page = hasNextPage ? records.slice(0, limit) : records;
+  const last = page[page.length - 1];
   return {
     status: 200,
     body: {
-      data: page.map(orderRecord),
+      data: page,
       meta: {
         pagination: {
           limit,
           offset,
           hasNextPage,
-          hasPreviousPage: offset > 0,
-          nextCursor: hasNextPage ? nextCursor(page[page.length - 1]!.id) : null,
+          hasPreviousPage: offset > 0 || after !== null,
+          nextCursor: hasNextPage && last ? encodeCursor(cursorQuery, byTotal ? [last.total, last.id] : [last.id]) : null,
         },
       },
     },
   };
+}
+
+const AGGREGATE_FUNCTIONS: Record<string, string> = {
+  count: 'count(*)::int',
+  'sum:total': 'sum(o.total)',
+  'avg:total': 'avg(o.total)',
+  'min:total': 'min(o.total)',
+  'max:total': 'max(o.total)',
+};
+const AGGREGATE_PARAMETERS = new Set(['fn', 'groupBy', 'sort']);
+
+/**
+ * GET /Order/_aggregate: `fn` (count, sum/avg/min/max of total), `groupBy=status`, `sort` by an
+ * aggregate or the group; groups in the requested order, then by status.
+ */
+async function aggregateOrders(query: URLSearchParams): Promise<Reply> {
+  for (const name of query.keys()) {
+    if (!AGGREGATE_PARAMETERS.has(name)) throw new HttpError(400, `${name}: unknown query parameter`);
+    if (query.getAll(name).length > 1) throw new HttpError(400, `${name}: send it once`);
+  }
+  const fns = (query.get('fn') ?? 'count').split(',');
+  const aliases: string[] = [];
+  const select: string[] = [];
+  for (const fn of fns) {
+    const expr = AGGREGATE_FUNCTIONS[fn];
+    if (expr === undefined || aliases.includes(fn.replace(':', '_'))) throw new HttpError(400, `fn: "${fn}" must be count or sum|avg|min|max:total, once each`);
+    aliases.push(fn.replace(':', '_'));
+    select.push(`${expr} AS ${aliases[aliases.length - 1]}`);
+  }
+  const groupBy = query.get('groupBy');
+  if (groupBy !== null && groupBy !== 'status') throw new HttpError(400, 'groupBy: orders group by status');
+  const sort = query.get('sort');
+  const orderBy: string[] = [];
+  if (sort !== null) {
+    const name = sort.replace(/^-/, '');
+    if (!aliases.includes(name) && name !== groupBy) throw new HttpError(400, `sort: sort by an aggregate or the group, not "${name}"`);
+    orderBy.push(`${name} ${sort.startsWith('-') ? 'DESC' : 'ASC'}`);
+  }
+  if (groupBy && sort?.replace(/^-/, '') !== groupBy) orderBy.push('status');
+  const text =
+    `SELECT ${groupBy ? 'o.status, ' : ''}${select.join(', ')} FROM env_master."Order" o` +
+    `${groupBy ? ' GROUP BY o.status' : ''}${orderBy.length ? ` ORDER BY ${orderBy.join(', ')}` : ''}`;
+  const { rows } = await pool.query<Record<string, unknown>>(prepared(text, []));
+  return { status: 200, body: { data: { aggregates: rows } } };
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -235,6 +389,8 @@ async function route(req: IncomingMessage): Promise<Reply> {
   if (path === ORDERS_PATH) {
     if (req.method === 'GET') return listOrders(query);
     if (req.method === 'POST') return createOrder(req);
+  } else if (path === `${ORDERS_PATH}/_aggregate`) {
+    if (req.method === 'GET') return aggregateOrders(query);
   } else {
     const id = decodeURIComponent(path.slice(ORDERS_PATH.length + 1));
     if (req.method === 'GET' && !id.includes('/')) return readOrder(id);

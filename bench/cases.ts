@@ -9,7 +9,12 @@
  *
  * A case that walks (cursor pagination) sets `sequence` to the number of requests of one walk and
  * keeps its state in `context`: autocannon gives each connection its own context and resets it
- * after the last request of the sequence; `onResponse` (optional) sees every response body.
+ * after the last request of the sequence; `onResponse` (optional) sees every response body. Such
+ * a case is checked along one whole sequence: `sample()` first, then `next()`, each server with its
+ * own context (so each follows its own cursors).
+ *
+ * A case that writes sets `writes`: after each of its measurements (and profiles) ./run.ts deletes
+ * the orders beyond the seed and vacuums, so every case reads the same 100,000 orders.
  */
 
 /** What the seeded database holds; built by ./database.ts. */
@@ -49,6 +54,8 @@ export interface BenchCase {
   compare: 'exact' | 'shape';
   /** Paths (`meta.pagination.nextCursor`) whose values legitimately differ (signed tokens): compared by type only. */
   opaque?: string[];
+  /** The case creates orders: the seed is restored after each of its runs. */
+  writes?: boolean;
 }
 
 const API = '/gw/api/rest';
@@ -56,6 +63,20 @@ const API = '/gw/api/rest';
 function randomInt(min: number, max: number): number {
   return min + Math.floor(Math.random() * (max - min + 1));
 }
+
+/** The nextCursor of a list response, without parsing the whole body (the load generator's time counts). */
+export function nextCursorOf(body: string): string | undefined {
+  const at = body.lastIndexOf('"nextCursor":');
+  if (at === -1) return undefined;
+  const start = at + '"nextCursor":'.length;
+  if (body[start] !== '"') return undefined; // null: the last page
+  const end = body.indexOf('"', start + 1);
+  return end === -1 ? undefined : body.slice(start + 1, end);
+}
+
+/** Pages per cursor walk before a connection starts again from the first page. */
+export const WALK_PAGES = Number(process.env.BENCH_WALK_PAGES ?? 20);
+export const WALK_PAGE_SIZE = 50;
 
 /** List offsets are drawn from [0, LIST_MAX_OFFSET]: shallow pages, as API clients read them. A
  *  deep OFFSET makes PostgreSQL step over up to 100k index entries, which measures the database,
@@ -95,5 +116,61 @@ export const CASES: BenchCase[] = [
     }),
     sample: (f) => ({ method: 'POST', path: `${API}/Order`, body: { total: 12.5, customerId: f.customerIds[0] } }),
     compare: 'shape',
+    writes: true,
+  },
+  {
+    id: 'list-filtered',
+    title: 'GET /Order?status=equals.paid&total=gte.<x>&sort=-total&limit=20',
+    description:
+      'the 20 largest paid orders of at least x, x uniformly random in [0, 490] in steps of 0.01, whole records; ' +
+      'no index on status or total in the example, so both servers\' statements scan the 25k paid orders',
+    status: 200,
+    next: () => ({ method: 'GET', path: `${API}/Order?status=equals.paid&total=gte.${randomInt(0, 49_000) / 100}&sort=-total&limit=20` }),
+    sample: () => ({ method: 'GET', path: `${API}/Order?status=equals.paid&total=gte.123.45&sort=-total&limit=20` }),
+    compare: 'exact',
+    opaque: ['meta.pagination.nextCursor'],
+  },
+  {
+    id: 'list-embed',
+    title: 'GET /Order?select=id,total,customer(name,city(name))&limit=20&offset=<n>',
+    description:
+      `a page of 20 orders in primary-key order with their customer's name and the customer's city name (two levels ` +
+      `of embedded to-one relations; 1 customer in 20 has no city), offset uniformly random in [0, ${LIST_MAX_OFFSET}]`,
+    status: 200,
+    next: () => ({ method: 'GET', path: `${API}/Order?select=id,total,customer(name,city(name))&limit=20&offset=${randomInt(0, LIST_MAX_OFFSET)}` }),
+    // offset 0: the first customer (every 20th one has no city) is among them
+    sample: () => ({ method: 'GET', path: `${API}/Order?select=id,total,customer(name,city(name))&limit=20&offset=0` }),
+    compare: 'exact',
+    opaque: ['meta.pagination.nextCursor'],
+  },
+  {
+    id: 'aggregate',
+    title: 'GET /Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count',
+    description: 'count, sum and average of total per status over all 100k orders (4 groups), by count descending',
+    status: 200,
+    next: () => ({ method: 'GET', path: `${API}/Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count` }),
+    sample: () => ({ method: 'GET', path: `${API}/Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count` }),
+    compare: 'exact',
+  },
+  {
+    id: 'cursor-walk',
+    title: `GET /Order?sort=-total&limit=${WALK_PAGE_SIZE}&after=<cursor>`,
+    description:
+      `cursor pagination: each connection reads pages of ${WALK_PAGE_SIZE} orders by descending total (ties by id), following ` +
+      `nextCursor with after, and starts again from the first page after ${WALK_PAGES} pages (or at the end); requests/s are page ` +
+      'fetches. No index on total in the example: every page is a scan of the orders after the cursor',
+    status: 200,
+    sequence: WALK_PAGES,
+    next: (_f, context, step) => {
+      const cursor = step > 0 ? context.cursor : undefined;
+      const after = typeof cursor === 'string' ? `&after=${encodeURIComponent(cursor)}` : '';
+      return { method: 'GET', path: `${API}/Order?sort=-total&limit=${WALK_PAGE_SIZE}${after}` };
+    },
+    onResponse: (status, body, context) => {
+      context.cursor = status === 200 ? nextCursorOf(body) : undefined;
+    },
+    sample: () => ({ method: 'GET', path: `${API}/Order?sort=-total&limit=${WALK_PAGE_SIZE}` }),
+    compare: 'exact',
+    opaque: ['meta.pagination.nextCursor'],
   },
 ];

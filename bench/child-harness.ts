@@ -7,7 +7,8 @@
  * - answers the parent over the IPC channel (see ./children.ts for the other side):
  *     { type: 'stats' }          → { queries, cpuMicros }
  *     { type: 'profile-start' }  → starts V8's CPU profiler (the one behind --cpu-prof) and the SQL trace
- *     { type: 'profile-stop' }   → writes the .cpuprofile, answers { file, statements: [sql, count][] }
+ *     { type: 'profile-stop' }   → writes the .cpuprofile, answers { file, statements: [sql, count, values][] }
+ *                                  (values: the parameters of the statement's first execution, for EXPLAIN)
  *     { type: 'stop' }           → closes the server and exits
  * - tells the parent { type: 'ready', port } once the server listens.
  */
@@ -34,7 +35,7 @@ export interface ChildStats {
 }
 
 let queries = 0;
-let trace: Map<string, number> | undefined;
+let trace: Map<string, { count: number; values: unknown[] }> | undefined;
 
 type QueryFn = (...args: unknown[]) => unknown;
 const clientPrototype = pg.Client.prototype as unknown as { query: QueryFn };
@@ -44,10 +45,24 @@ clientPrototype.query = function query(this: unknown, ...args: unknown[]) {
   if (trace) {
     const first = args[0];
     const text = typeof first === 'string' ? first : (first as { text?: string } | null)?.text;
-    if (text) trace.set(text, (trace.get(text) ?? 0) + 1);
+    if (text) {
+      const seen = trace.get(text);
+      if (seen) seen.count++;
+      else {
+        const values = Array.isArray(args[1]) ? args[1] : (first as { values?: unknown[] } | null)?.values;
+        trace.set(text, { count: 1, values: ipcSafe(values ?? []) });
+      }
+    }
   }
   return originalQuery.apply(this, args);
 };
+
+/** Parameters as they can cross the (JSON) IPC channel: Dates as ISO text, Buffers as hex bytea, BigInts as text. */
+function ipcSafe(values: unknown[]): unknown[] {
+  return values.map((v) =>
+    v instanceof Date ? v.toISOString() : Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : typeof v === 'bigint' ? v.toString() : v,
+  );
+}
 
 function send(message: unknown): void {
   process.send?.(message);
@@ -95,7 +110,9 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
           session.disconnect();
           session = undefined;
           fs.writeFileSync(message.file, JSON.stringify(profile));
-          const statements = [...(trace ?? new Map<string, number>())].sort((a, b) => b[1] - a[1]);
+          const statements = [...(trace ?? new Map<string, { count: number; values: unknown[] }>())]
+            .map(([sql, s]) => [sql, s.count, s.values] as const)
+            .sort((a, b) => b[1] - a[1]);
           trace = undefined;
           reply({ file: message.file, statements });
         })().catch(fail);

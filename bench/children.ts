@@ -12,7 +12,7 @@ export interface ServerChild {
   stats(): Promise<ChildStats>;
   startProfile(): Promise<void>;
   /** Stops the profiler, writes `file`, returns the SQL statements sent while it ran (by text). */
-  stopProfile(file: string): Promise<{ statements: [string, number][] }>;
+  stopProfile(file: string): Promise<{ statements: [string, number, unknown[]][] }>;
   stop(): Promise<void>;
 }
 
@@ -74,7 +74,7 @@ export async function startServerChild(name: string, script: string, env: Record
     pid: child.pid!,
     stats: () => call<ChildStats>({ type: 'stats' }),
     startProfile: () => call<void>({ type: 'profile-start' }),
-    stopProfile: (file) => call<{ statements: [string, number][] }>({ type: 'profile-stop', file }),
+    stopProfile: (file) => call<{ statements: [string, number, unknown[]][] }>({ type: 'profile-stop', file }),
     async stop() {
       if (exited) return;
       await call({ type: 'stop' }).catch(() => {});

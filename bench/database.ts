@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { applyMigrations, ensureSystemSchema, openDatabase } from '../runtime/db/index.ts';
-import { startEmbeddedPostgres } from '../runtime/db/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../runtime/db/embedded-postgres/index.ts';
 import { createApiKey } from '../runtime/keys/index.ts';
 import type { Fixture } from './cases.ts';
 import { REPO } from './children.ts';

@@ -1,13 +1,15 @@
 /**
  * `npm run bench`: svcgen against a hand-written node:http + pg baseline on the same requests.
  *
- *   1. a fresh database (./database.ts): the shop's migrations, 100,000 orders of 1,000 customers;
+ *   1. a fresh database (./database.ts): the shop's migrations, 100,000 orders of 1,000 customers
+ *      in 100 cities; a case that creates orders is followed by deleting them again (and VACUUM);
  *   2. both servers in child processes (./svcgen-server.ts, ./baseline-server.ts), pg pools of 10;
  *   3. the same responses from both, checked once per case before anything is measured;
  *   4. per case (./cases.ts) and server: 3 s warm-up, 10 s measured with autocannon, 50 connections;
  *      the server measured first alternates from case to case; any unexpected status fails the run;
  *   5. a CPU profile of both servers per case (V8 profiler in the child, 5 s under the same load)
- *      plus the SQL statements sent during it, summarized under "Where the time goes";
+ *      plus the SQL statements sent during it, summarized under "Where the time goes", with the
+ *      plan of each server's main statement (EXPLAIN ANALYZE on the idle database, afterwards);
  *   6. bench/RESULTS.md; then the children are stopped and the database dropped.
  *
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (a PostgreSQL server to create the
@@ -21,7 +23,15 @@ import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
 import { CASES, type BenchCase, type BenchRequest, type Fixture } from './cases.ts';
 import { REPO, startServerChild, type ServerChild } from './children.ts';
-import { createBenchDatabase, findDatabaseServer, prepareDatabase, serverVersion, type BenchDatabase, type DatabaseServer } from './database.ts';
+import {
+  createBenchDatabase,
+  findDatabaseServer,
+  prepareDatabase,
+  restoreSeed,
+  serverVersion,
+  type BenchDatabase,
+  type DatabaseServer,
+} from './database.ts';
 import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } from './profile.ts';
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import pg from 'pg';
@@ -31,7 +41,11 @@ const POOL_SIZE = 10; // svcgen's startServer uses max 10; the baseline is confi
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const PROFILE_S = Number(process.env.BENCH_PROFILE ?? 5);
-const SEED = { customers: 1_000, orders: 100_000 };
+const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
+/** The aim of the issue: svcgen serves at least this share of the baseline's requests/s ... */
+const AIM_RPS_SHARE = 0.6;
+/** ... with a p99 latency of at most this multiple of the baseline's. */
+const AIM_P99_FACTOR = 2;
 const BENCH_DIR = path.join(REPO, 'bench');
 const PROFILE_DIR = path.join(BENCH_DIR, 'profiles');
 const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(BENCH_DIR, 'RESULTS.md');
@@ -62,13 +76,25 @@ interface Measurement {
   queriesPerRequest: number;
 }
 
+interface StatementPlan {
+  sql: string;
+  /** EXPLAIN (ANALYZE, BUFFERS) output */
+  plan: string;
+  /** median execution time of EXPLAIN (ANALYZE, TIMING OFF) over a few runs, ms */
+  executionMs: number;
+  planningMs: number;
+}
+
 interface CaseProfile {
   summary: ProfileSummary;
   requests: number;
   /** the server process's CPU time while profiled, µs per request */
   cpuPerRequestUs: number;
-  statements: [string, number][];
+  /** SQL text, times sent, the parameters of its first execution */
+  statements: [string, number, unknown[]][];
   file: string;
+  /** the plan of the most frequent statement */
+  plan?: StatementPlan;
 }
 
 interface CaseResult {
@@ -132,7 +158,15 @@ async function requireExpectedStatuses(server: ServerChild, benchCase: BenchCase
   );
 }
 
-async function measure(server: ServerChild, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu): Promise<Measurement> {
+async function measure(server: ServerChild, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu, databaseUrl: string): Promise<Measurement> {
+  try {
+    return await measureOnce(server, benchCase, fixture, backends);
+  } finally {
+    if (benchCase.writes) log(`  restored the seed: deleted ${fmt(await restoreSeed(databaseUrl, fixture))} created orders, vacuumed`);
+  }
+}
+
+async function measureOnce(server: ServerChild, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu): Promise<Measurement> {
   const warm = await load(server, benchCase, fixture, WARMUP_S);
   await requireExpectedStatuses(server, benchCase, fixture, warm, 'warm-up');
   const before = await server.stats();
@@ -169,7 +203,15 @@ async function measure(server: ServerChild, benchCase: BenchCase, fixture: Fixtu
   };
 }
 
-async function profileCase(server: ServerChild, benchCase: BenchCase, fixture: Fixture): Promise<CaseProfile> {
+async function profileCase(server: ServerChild, benchCase: BenchCase, fixture: Fixture, databaseUrl: string): Promise<CaseProfile> {
+  try {
+    return await profileOnce(server, benchCase, fixture);
+  } finally {
+    if (benchCase.writes) await restoreSeed(databaseUrl, fixture);
+  }
+}
+
+async function profileOnce(server: ServerChild, benchCase: BenchCase, fixture: Fixture): Promise<CaseProfile> {
   const warm = await load(server, benchCase, fixture, Math.min(WARMUP_S, 2));
   await requireExpectedStatuses(server, benchCase, fixture, warm, 'profile warm-up');
   const file = path.join(PROFILE_DIR, `${benchCase.id}-${server.name}.cpuprofile`);
@@ -181,6 +223,37 @@ async function profileCase(server: ServerChild, benchCase: BenchCase, fixture: F
   await requireExpectedStatuses(server, benchCase, fixture, result, 'profile');
   const requests = result.requests.total;
   return { summary: summarizeProfile(file), requests, cpuPerRequestUs: (after.cpuMicros - before.cpuMicros) / requests, statements, file };
+}
+
+/**
+ * The plan of `sql` with `values`, as the server ran it: EXPLAIN (ANALYZE, BUFFERS) once for the
+ * plan, then the median of 5 EXPLAIN (ANALYZE, TIMING OFF) for the time (per-node timing inflates
+ * plans with many subplan calls). Inside a transaction that is rolled back, so writes leave nothing.
+ */
+async function explain(databaseUrl: string, sql: string, values: unknown[]): Promise<StatementPlan> {
+  const client = new pg.Client({ connectionString: databaseUrl, options: '-c TimeZone=UTC' });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const run = async (options: string) =>
+      (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (${options}) ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    await run('ANALYZE'); // warm the caches
+    const plan = await run('ANALYZE, BUFFERS');
+    const timings: { executionMs: number; planningMs: number }[] = [];
+    for (let i = 0; i < 5; i++) {
+      const text = await run('ANALYZE, TIMING OFF');
+      timings.push({
+        executionMs: Number(/Execution Time: ([\d.]+) ms/.exec(text)?.[1] ?? NaN),
+        planningMs: Number(/Planning Time: ([\d.]+) ms/.exec(text)?.[1] ?? NaN),
+      });
+    }
+    timings.sort((a, b) => a.executionMs - b.executionMs);
+    return { sql, plan, ...timings[2]! };
+  } finally {
+    await client.query('ROLLBACK').catch(() => {});
+    await client.end().catch(() => {});
+  }
 }
 
 // ---- equivalence ------------------------------------------------------------------------------
@@ -241,9 +314,29 @@ function firstDifference(a: unknown, b: unknown, at = '$'): string {
   return `${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
 }
 
+/** Both servers answer alike: the sample request, and for a walk every step of one sequence. */
 async function checkSameAnswers(benchCase: BenchCase, servers: Record<ServerName, ServerChild>, fixture: Fixture): Promise<void> {
-  const request = benchCase.sample(fixture);
-  const [a, b] = [await send(servers.svcgen, request, fixture), await send(servers.baseline, request, fixture)];
+  const contexts: Record<ServerName, Record<string, unknown>> = { svcgen: {}, baseline: {} };
+  for (let step = 0; step < (benchCase.sequence ?? 1); step++) {
+    const requests = {} as Record<ServerName, BenchRequest>;
+    for (const name of SERVERS) requests[name] = step === 0 ? benchCase.sample(fixture) : benchCase.next(fixture, contexts[name], step);
+    if (requests.svcgen.path.replace(/after=[^&]*/, 'after=…') !== requests.baseline.path.replace(/after=[^&]*/, 'after=…')) {
+      throw new Error(`${benchCase.title}, step ${step}: the walks diverged: ${requests.svcgen.path} vs ${requests.baseline.path}`);
+    }
+    const [a, b] = await checkSameAnswer(benchCase, servers, fixture, requests, step);
+    benchCase.onResponse?.(a.status, a.text, contexts.svcgen);
+    benchCase.onResponse?.(b.status, b.text, contexts.baseline);
+  }
+}
+
+async function checkSameAnswer(
+  benchCase: BenchCase,
+  servers: Record<ServerName, ServerChild>,
+  fixture: Fixture,
+  requests: Record<ServerName, BenchRequest>,
+  step: number,
+): Promise<[Sent, Sent]> {
+  const [a, b] = [await send(servers.svcgen, requests.svcgen, fixture), await send(servers.baseline, requests.baseline, fixture)];
   const problems: string[] = [];
   for (const [name, r] of [['svcgen', a], ['baseline', b]] as const) {
     if (r.status !== benchCase.status) problems.push(`${name} answered ${r.status}, expected ${benchCase.status}: ${r.text.slice(0, 300)}`);
@@ -258,7 +351,11 @@ async function checkSameAnswers(benchCase: BenchCase, servers: Record<ServerName
     const where = firstDifference(ca, cb);
     problems.push(`bodies differ (${benchCase.compare}) at ${where}:\n  svcgen:   ${a.text.slice(0, 600)}\n  baseline: ${b.text.slice(0, 600)}`);
   }
-  if (problems.length) throw new Error(`${benchCase.title}: the servers do not answer alike:\n${problems.join('\n')}`);
+  if (problems.length) {
+    const where = benchCase.sequence ? ` (step ${step} of the walk, ${requests.svcgen.path})` : '';
+    throw new Error(`${benchCase.title}${where}: the servers do not answer alike:\n${problems.join('\n')}`);
+  }
+  return [a, b];
 }
 
 // ---- report -----------------------------------------------------------------------------------
@@ -500,7 +597,7 @@ async function main(): Promise<void> {
       const measured = {} as Record<ServerName, Measurement>;
       for (const name of order) {
         log(`${benchCase.title} → ${name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
-        const m = await measure(servers[name], benchCase, fixture, backends);
+        const m = await measure(servers[name], benchCase, fixture, backends, database.url);
         measured[name] = m;
         log(
           `  ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms; CPU µs/request: server ${fmt(m.cpuPerRequestUs)}, ` +
@@ -518,7 +615,16 @@ async function main(): Promise<void> {
       for (const r of results) {
         for (const name of SERVERS) {
           log(`profiling ${name} on ${r.benchCase.title} (${PROFILE_S} s)`);
-          r.profiles[name] = await profileCase(servers[name], r.benchCase, fixture);
+          const p = await profileCase(servers[name], r.benchCase, fixture, database.url);
+          const main = p.statements[0];
+          if (main) {
+            try {
+              p.plan = await explain(database.url, main[0], main[2]);
+            } catch (error) {
+              log(`  EXPLAIN of ${name}'s statement failed: ${(error as Error).message}`);
+            }
+          }
+          r.profiles[name] = p;
         }
       }
     }

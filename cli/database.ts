@@ -3,7 +3,7 @@
  * embedded PostgreSQL with its files in `<project>/.svcgen/`.
  */
 import path from 'node:path';
-import { startEmbeddedPostgres } from '../runtime/db/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../runtime/db/embedded-postgres/index.ts';
 
 export interface ProjectDatabase {
   url: string;

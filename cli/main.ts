@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerCodegenCommands } from './commands/codegen.ts';
 import { registerCredentialCommands } from './commands/credentials.ts';
+import { registerDiffCommand } from './commands/diff.ts';
 import { registerMigrateCommands } from './commands/migrate.ts';
 import { registerProjectCommands } from './commands/project.ts';
 import { registerServeCommands } from './commands/serve.ts';
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .configureOutput({ outputError: () => {} });
   registerProjectCommands(program);
   registerCodegenCommands(program);
+  registerDiffCommand(program);
   registerMigrateCommands(program);
   registerServeCommands(program);
   registerCredentialCommands(program);

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from '../../runtime/db/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../../runtime/db/embedded-postgres/index.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
