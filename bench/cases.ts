@@ -123,7 +123,7 @@ export const CASES: BenchCase[] = [
     title: 'GET /Order?status=equals.paid&total=gte.<x>&sort=-total&limit=20',
     description:
       'the 20 largest paid orders of at least x, x uniformly random in [0, 490] in steps of 0.01, whole records; ' +
-      'no index on status or total in the example, so both servers\' statements scan the 25k paid orders',
+      'no index on status or total in the example, so both servers\' statements scan all 100k orders and sort the matches',
     status: 200,
     next: () => ({ method: 'GET', path: `${API}/Order?status=equals.paid&total=gte.${randomInt(0, 49_000) / 100}&sort=-total&limit=20` }),
     sample: () => ({ method: 'GET', path: `${API}/Order?status=equals.paid&total=gte.123.45&sort=-total&limit=20` }),
@@ -156,9 +156,9 @@ export const CASES: BenchCase[] = [
     id: 'cursor-walk',
     title: `GET /Order?sort=-total&limit=${WALK_PAGE_SIZE}&after=<cursor>`,
     description:
-      `cursor pagination: each connection reads pages of ${WALK_PAGE_SIZE} orders by descending total (ties by id), following ` +
+      `cursor pagination: each connection reads pages of ${WALK_PAGE_SIZE} orders by descending total (ties by ascending id, as svcgen orders them), following ` +
       `nextCursor with after, and starts again from the first page after ${WALK_PAGES} pages (or at the end); requests/s are page ` +
-      'fetches. No index on total in the example: every page is a scan of the orders after the cursor',
+      'fetches. No index on total in the example: every page scans all 100k orders (the cursor is a filter) and keeps the top 51',
     status: 200,
     sequence: WALK_PAGES,
     next: (_f, context, step) => {

@@ -66,7 +66,7 @@ export async function findDatabaseServer(log: (m: string) => void): Promise<Data
     const server = await startEmbeddedPostgres(stateDir);
     return {
       url: server.url,
-      origin: 'embedded PostgreSQL (runtime/db/embedded-postgres.ts, temp dir)',
+      origin: 'embedded PostgreSQL (runtime/db/embedded-postgres/, temp dir)',
       async stop() {
         try {
           await server.stop();

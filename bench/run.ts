@@ -62,7 +62,7 @@ interface Measurement {
   statusCounts: Record<string, number>;
   /** server process CPU (all threads), µs per request */
   cpuPerRequestUs: number;
-  /** CPU of the PostgreSQL backends of the benchmark database, µs per request (local server only) */
+  /** CPU of the PostgreSQL backends of the benchmark database and parallel workers, µs per request (local server only) */
   pgCpuPerRequestUs: number | undefined;
   /** CPU of this process (autocannon), µs per request */
   loadCpuPerRequestUs: number;
@@ -205,18 +205,25 @@ async function measureOnce(server: ServerChild, benchCase: BenchCase, fixture: F
 
 async function profileCase(server: ServerChild, benchCase: BenchCase, fixture: Fixture, databaseUrl: string): Promise<CaseProfile> {
   try {
-    return await profileOnce(server, benchCase, fixture);
+    return await profileOnce(server, benchCase, fixture, databaseUrl);
   } finally {
     if (benchCase.writes) await restoreSeed(databaseUrl, fixture);
   }
 }
 
-async function profileOnce(server: ServerChild, benchCase: BenchCase, fixture: Fixture): Promise<CaseProfile> {
+async function profileOnce(server: ServerChild, benchCase: BenchCase, fixture: Fixture, databaseUrl: string): Promise<CaseProfile> {
   const warm = await load(server, benchCase, fixture, Math.min(WARMUP_S, 2));
   await requireExpectedStatuses(server, benchCase, fixture, warm, 'profile warm-up');
   const file = path.join(PROFILE_DIR, `${benchCase.id}-${server.name}.cpuprofile`);
-  const before = await server.stats();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  client.on('error', () => {});
+  await client.connect();
+  await waitForIdleDatabase(client).finally(() => client.end().catch(() => {}));
   await server.startProfile();
+  // First, the sample request: the SQL trace keeps the parameters of each statement's first
+  // execution, so both servers' statements are explained with the same request's.
+  await send(server, benchCase.sample(fixture), fixture);
+  const before = await server.stats();
   const result = await load(server, benchCase, fixture, PROFILE_S);
   const { statements } = await server.stopProfile(file);
   const after = await server.stats();
@@ -226,8 +233,22 @@ async function profileOnce(server: ServerChild, benchCase: BenchCase, fixture: F
 }
 
 /**
- * The plan of `sql` with `values`, as the server ran it: EXPLAIN (ANALYZE, BUFFERS) once for the
- * plan, then the median of 5 EXPLAIN (ANALYZE, TIMING OFF) for the time (per-node timing inflates
+ * Waits (at most 30 s) until no other session of the database runs a statement: the requests still
+ * queued when a load stops (up to one per connection, slow ones in the scan-bound cases) finish.
+ */
+async function waitForIdleDatabase(client: pg.Client): Promise<void> {
+  for (let waited = 0; waited < 30_000; waited += 100) {
+    const { rows } = await client.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()",
+    );
+    if (rows[0]!.n === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * The plan of `sql` with `values` (those of the case's sample request), as the server ran it: EXPLAIN (ANALYZE, BUFFERS) once for the
+ * plan, then the median of 9 EXPLAIN (ANALYZE, TIMING OFF) for the time (per-node timing inflates
  * plans with many subplan calls). Inside a transaction that is rolled back, so writes leave nothing.
  */
 async function explain(databaseUrl: string, sql: string, values: unknown[]): Promise<StatementPlan> {
@@ -235,13 +256,15 @@ async function explain(databaseUrl: string, sql: string, values: unknown[]): Pro
   client.on('error', () => {});
   await client.connect();
   try {
+    await waitForIdleDatabase(client);
     await client.query('BEGIN');
     const run = async (options: string) =>
       (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (${options}) ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
-    await run('ANALYZE'); // warm the caches
+    await run('ANALYZE'); // warm the caches and the plan
+    await run('ANALYZE');
     const plan = await run('ANALYZE, BUFFERS');
     const timings: { executionMs: number; planningMs: number }[] = [];
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 9; i++) {
       const text = await run('ANALYZE, TIMING OFF');
       timings.push({
         executionMs: Number(/Execution Time: ([\d.]+) ms/.exec(text)?.[1] ?? NaN),
@@ -249,7 +272,7 @@ async function explain(databaseUrl: string, sql: string, values: unknown[]): Pro
       });
     }
     timings.sort((a, b) => a.executionMs - b.executionMs);
-    return { sql, plan, ...timings[2]! };
+    return { sql, plan, ...timings[4]! };
   } finally {
     await client.query('ROLLBACK').catch(() => {});
     await client.end().catch(() => {});
@@ -396,8 +419,10 @@ function report(env: Environment, results: CaseResult[]): string {
   out.push(`- Machine: ${env.cpus} CPUs (nproc; ${env.cpuModel}), ${env.os}`);
   out.push(`- Node.js ${env.node}; PostgreSQL ${env.postgres} (${env.databaseServer})`);
   out.push(
-    `- Data: a fresh database with the shop's migrations, ${fmt(SEED.orders)} orders of ${fmt(SEED.customers)} customers ` +
-      '(one `INSERT … SELECT generate_series` each), `VACUUM ANALYZE`d.',
+    `- Data: a fresh database with the shop's migrations (no indexes beyond theirs: primary keys, unique email and sku), ` +
+      `${fmt(SEED.orders)} orders of ${fmt(SEED.customers)} customers in ${fmt(SEED.cities)} cities (1 customer in 20 without a city; ` +
+      'one `INSERT … SELECT generate_series` per table), `VACUUM ANALYZE`d. The orders a write case creates are deleted again ' +
+      '(and the table vacuumed) after each of its runs, so every case reads the same rows.',
   );
   out.push(
     `- Servers, each in its own child process with a pg pool of ${POOL_SIZE}: **svcgen** = runtime \`startServer\` serving examples/shop; ` +
@@ -409,12 +434,13 @@ function report(env: Environment, results: CaseResult[]): string {
   out.push(
     `- Load: autocannon 9 (programmatic, in the parent process), ${CONNECTIONS} connections, ${WARMUP_S} s warm-up then ${DURATION_S} s measured ` +
       'per case and server; the server measured first alternates from case to case. Every response must have the expected status, ' +
-      'and both servers must give the same answer to a sample request, or the run fails.',
+      'and both servers must give the same answer to a sample request (the cursor walk: to every page of one walk, each server ' +
+      'following its own cursors), or the run fails.',
   );
   out.push(
     `- The load generator, both servers and PostgreSQL share the same ${env.cpus} CPUs, so absolute figures are low and the ` +
       'ratio is the number to watch. CPU per request: the server process\'s user + system time (all threads); the PostgreSQL ' +
-      "backends connected to the benchmark database (from /proc, local server only); the load generator's. " +
+      "backends connected to the benchmark database and its parallel query workers (from /proc, local server only); the load generator's. " +
       '"SQL statements" counts what the server\'s pg clients sent, background work (rate-limit sync, last-used flush) included.',
   );
   out.push('');
@@ -430,12 +456,19 @@ function report(env: Environment, results: CaseResult[]): string {
     );
   }
   out.push('## Summary', '');
-  out.push('| case | svcgen req/s | baseline req/s | svcgen / baseline | svcgen p99 (ms) | baseline p99 (ms) | p99 svcgen / baseline |');
-  out.push('|---|--:|--:|--:|--:|--:|--:|');
+  out.push(
+    `Aim: svcgen serves at least ${fmt(100 * AIM_RPS_SHARE)} % of the baseline's requests/s with a p99 latency of at most ` +
+      `${fmt(AIM_P99_FACTOR)}× the baseline's, on every case.`,
+    '',
+  );
+  out.push('| case | svcgen req/s | baseline req/s | svcgen / baseline | svcgen p99 (ms) | baseline p99 (ms) | p99 svcgen / baseline | aim |');
+  out.push('|---|--:|--:|--:|--:|--:|--:|:-:|');
   for (const r of results) {
     const s = r.measured.svcgen;
     const b = r.measured.baseline;
-    out.push(`| ${r.benchCase.title} | ${fmt(s.rps)} | ${fmt(b.rps)} | **${pct(s.rps, b.rps)}** | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} |`);
+    const misses = [s.rps < AIM_RPS_SHARE * b.rps ? 'req/s' : '', s.p99 > AIM_P99_FACTOR * b.p99 ? 'p99' : ''].filter(Boolean);
+    const aim = misses.length ? `missed (${misses.join(', ')})` : 'met';
+    out.push(`| ${r.benchCase.title} | ${fmt(s.rps)} | ${fmt(b.rps)} | **${pct(s.rps, b.rps)}** | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} | ${aim} |`);
   }
   out.push('');
 
@@ -543,6 +576,22 @@ function report(env: Environment, results: CaseResult[]): string {
       }
     }
     out.push('');
+    if (ps.plan || pb.plan) {
+      out.push(
+        "The main statement of each server (the first above), run afterwards on the idle database with the parameters it had " +
+          "for the case's sample request (the same request for both servers): execution time (median of 9 " +
+          '`EXPLAIN (ANALYZE, TIMING OFF)`; single runs vary by ±10 %) and plan (`EXPLAIN (ANALYZE, BUFFERS)`).',
+        '',
+      );
+      out.push('| | svcgen | baseline |', '|---|--:|--:|');
+      const ms = (p: CaseProfile, key: 'executionMs' | 'planningMs') => (p.plan ? fmt(p.plan[key], 3) : 'n/a');
+      out.push(`| execution (ms) | ${ms(ps, 'executionMs')} | ${ms(pb, 'executionMs')} |`);
+      out.push(`| planning (ms) | ${ms(ps, 'planningMs')} | ${ms(pb, 'planningMs')} |`, '');
+      for (const [server, p] of [['svcgen', ps], ['baseline', pb]] as const) {
+        if (!p.plan) continue;
+        out.push(`<details><summary>${server}: statement and plan</summary>`, '', '```sql', p.plan.sql.trim(), '```', '', '```', p.plan.plan, '```', '', '</details>', '');
+      }
+    }
   }
   return out.join('\n');
 }
