@@ -84,20 +84,27 @@ export function orderBySql(table: CatalogTable, alias: string, terms: readonly O
     .join(', ');
 }
 
-/** Rows strictly after the keyset position `after` in the order `terms` (nullable columns included). */
+/**
+ * Rows strictly after the keyset position `after` in the order `terms` (nullable columns included).
+ * A non-nullable leading column also gets a plain range bound, which an index can use.
+ */
 function keysetCondition(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], after: readonly (string | null)[]): string {
   const ors: string[] = [];
   const equals: string[] = [];
+  let bound = '';
   terms.forEach((term, i) => {
-    const col = columnRef(alias, table.fields.get(term.field)!);
+    const field = table.fields.get(term.field)!;
+    const col = columnRef(alias, field);
     const v = after[i] ?? null;
+    const orNull = field.nullable ? ` OR ${col} IS NULL` : '';
     let later: string;
-    if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col} > ${scope.params.add(v)} OR ${col} IS NULL)`;
+    if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col} > ${scope.params.add(v)}${orNull})`;
     else later = v === null ? `${col} IS NOT NULL` : `${col} < ${scope.params.add(v)}`;
+    if (i === 0 && !field.nullable && v !== null) bound = `${col} ${term.direction === 'asc' ? '>=' : '<='} ${scope.params.add(v)} AND `;
     ors.push(equals.length ? `(${equals.join(' AND ')} AND ${later})` : later);
     if (i < terms.length - 1) equals.push(v === null ? `${col} IS NULL` : `${col} = ${scope.params.add(v)}`);
   });
-  return `(${ors.join(' OR ')})`;
+  return `(${bound}(${ors.join(' OR ')}))`;
 }
 
 export interface CompiledRead {
@@ -115,7 +122,7 @@ export function compileRead(
   scope: ReadScope,
   query: ReadQuery,
   grant: Grant,
-  options: { count?: boolean; keys?: boolean } = {},
+  options: { count?: boolean; single?: boolean } = {},
 ): CompiledRead {
   const table = scope.catalog.require(query.table);
   const alias = newAlias(scope);
@@ -124,7 +131,16 @@ export function compileRead(
   const filters = and(query.where, grant.rows);
   const conditions = [compileCondition(scope, table, alias, filters)];
   if (query.after) conditions.push(keysetCondition(scope, table, alias, keyOrder, query.after));
-  const keys = options.keys === false ? [] : keyOrder.map((t) => `${columnRef(alias, table.fields.get(t.field)!)}::text`);
+  if (options.single) {
+    // One record by its key: no page to cut, no order to keep.
+    return {
+      sql: `SELECT row_to_json(${x})::text AS j FROM ${table.qualified(scope.environment)} ${alias}
+        CROSS JOIN LATERAL (SELECT ${projection(scope, table, alias, grant, query.select)}) ${x}
+        WHERE ${conditions.join(' AND ')} LIMIT 1`,
+      keyColumns: 0,
+    };
+  }
+  const keys = keyOrder.map((t) => `${columnRef(alias, table.fields.get(t.field)!)}::text`);
   const limit = scope.params.add(query.limit);
   const offset = query.offset > 0 ? ` OFFSET ${scope.params.add(query.offset)}` : '';
   // The page is cut first and only its rows are turned into JSON (embeds included): rows skipped

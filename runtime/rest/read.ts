@@ -22,7 +22,7 @@ export async function readOne(ctx: DataContext): Promise<Reply> {
   const where = keyCondition(ctx);
   const select = ctx.req.query.has('select') ? parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: ctx.req.query.get('select')! })).select : null;
   const scope = readScope(ctx);
-  const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy: [], limit: 1, offset: 0 }, ctx.grant, { keys: false });
+  const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy: [], limit: 1, offset: 0 }, ctx.grant, { single: true });
   const rows = await ctx.db.queryArrays(sql, scope.params.values);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${rows[0]![0] as string}}`);
