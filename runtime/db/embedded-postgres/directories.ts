@@ -102,6 +102,15 @@ function canTraverse(st: fs.Stats, runAs: RunAs): boolean {
   return (st.mode & 0o001) !== 0;
 }
 
+/** The first folder on the way to `target` that `runAs` cannot enter, if any. */
+export async function blockedFolder(target: string, runAs: RunAs): Promise<{ dir: string; st: fs.Stats } | undefined> {
+  for (let d = path.resolve(target); ; d = path.dirname(d)) {
+    const st = await fsp.stat(d);
+    if (!canTraverse(st, runAs)) return { dir: d, st };
+    if (d === path.dirname(d)) return undefined;
+  }
+}
+
 export async function assertReachable(target: string, runAs: RunAs, what: string): Promise<void> {
   for (let d = path.resolve(target); ; d = path.dirname(d)) {
     const st = await fsp.stat(d);

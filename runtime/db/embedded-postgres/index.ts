@@ -17,6 +17,7 @@
 // ourselves: postgres is detached into its own session and writes straight to postgres.log.
 import fs from 'node:fs';
 import path from 'node:path';
+import { reachableBinaries } from './binaries-copy.ts';
 import {
   assertReachable,
   pathsFor,
@@ -90,7 +91,7 @@ export async function startEmbeddedPostgres(
       return makeHandle(p, running.port, running.pid, running.password, true);
     }
 
-    const bins = await resolveBinaries();
+    const bins = runAs ? await reachableBinaries(await resolveBinaries(), runAs) : await resolveBinaries();
     if (runAs) await assertReachable(path.dirname(bins.postgres), runAs, 'the PostgreSQL binaries');
     const password = await ensureInitialised(p, bins, runAs, say);
     const { port, pid } = await spawnServer(p, bins, runAs, password, say, opts.log);

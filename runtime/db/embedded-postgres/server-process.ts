@@ -12,7 +12,7 @@ import { freePort, isPortFree } from './ports.ts';
 import { readPostmasterPid, signal, sleep } from './processes.ts';
 import { probe } from './running-server.ts';
 
-interface Binaries {
+export interface Binaries {
   initdb: string;
   postgres: string;
 }
