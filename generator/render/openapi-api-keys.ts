@@ -1,0 +1,85 @@
+/** The OpenAPI paths of API key management (CONTRACT §6). */
+import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
+import { BASE, COMMON_ERRORS, dataEnvelope, problem } from './openapi-shared.ts';
+
+export function apiKeyPaths(builder: OpenApiBuilder): void {
+  const keyFields = {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    prefix: { type: 'string' },
+    roles: { type: 'array', items: { type: 'string' } },
+    environment: { type: 'string' },
+    createdAt: { type: 'string', format: 'date-time' },
+  } satisfies Record<string, SchemaObject>;
+  const security = [{ managementToken: [] }];
+  builder.addPath(`${BASE}/_apikeys`, {
+    parameters: [{ $ref: '#/components/parameters/projectId' }, { $ref: '#/components/parameters/environment' }],
+    post: {
+      tags: ['API keys'],
+      operationId: 'createApiKey',
+      summary: 'Create an API key (its value is shown only in this response)',
+      security,
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['name', 'prefix', 'roles', 'environment'],
+              properties: {
+                name: { type: 'string' },
+                prefix: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,31}$' },
+                roles: { type: 'array', items: { type: 'string' }, minItems: 1 },
+                context: { type: 'object', additionalProperties: { type: 'string' } },
+                environment: { type: 'string' },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        '201': { description: 'The new key', content: dataEnvelope({ type: 'object', properties: { ...keyFields, key: { type: 'string' } } }) },
+        ...COMMON_ERRORS,
+        '422': problem('Validation failed'),
+      },
+    },
+    get: {
+      tags: ['API keys'],
+      operationId: 'listApiKeys',
+      summary: 'List the API keys of the environment (no key values)',
+      security,
+      responses: {
+        '200': {
+          description: 'Keys',
+          content: dataEnvelope({
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                ...keyFields,
+                context: { type: 'object', additionalProperties: { type: 'string' } },
+                lastUsedAt: { type: ['string', 'null'], format: 'date-time' },
+              },
+            },
+          }),
+        },
+        ...COMMON_ERRORS,
+      },
+    },
+  });
+  builder.addPath(`${BASE}/_apikeys/{id}`, {
+    parameters: [
+      { $ref: '#/components/parameters/projectId' },
+      { $ref: '#/components/parameters/environment' },
+      { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+    ],
+    delete: {
+      tags: ['API keys'],
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key',
+      security,
+      responses: { '204': { description: 'Revoked' }, ...COMMON_ERRORS },
+    },
+  });
+}

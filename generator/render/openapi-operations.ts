@@ -1,0 +1,185 @@
+/** The OpenAPI operation of each generated data route. */
+import type { OperationObject, ParameterObject } from 'openapi3-ts/oas31';
+import type { RouteSpec, TableSpec } from '../../runtime/model/index.ts';
+import { COMMON_ERRORS, dataEnvelope, listResponse, problem, ref, scalarSchema } from './openapi-shared.ts';
+
+export function operationFor(route: RouteSpec, table: TableSpec): OperationObject {
+  const tags = [table.name];
+  const idParam: ParameterObject = {
+    name: 'id',
+    in: 'path',
+    required: true,
+    schema: scalarSchema(table.fields.find((f) => f.name === table.primaryKey[0])!),
+  };
+  switch (route.operation) {
+    case 'list':
+      return {
+        tags,
+        operationId: `list${table.name}`,
+        summary: `List ${table.name} records`,
+        parameters: [
+          { $ref: '#/components/parameters/limit' },
+          { $ref: '#/components/parameters/offset' },
+          { $ref: '#/components/parameters/after' },
+          { $ref: '#/components/parameters/sort' },
+          { $ref: '#/components/parameters/select' },
+          { $ref: '#/components/parameters/filter' },
+          { $ref: '#/components/parameters/PreferCount' },
+        ],
+        responses: { '200': listResponse(table), ...COMMON_ERRORS },
+      };
+    case 'create':
+      return {
+        tags,
+        operationId: `create${table.name}`,
+        summary: `Create a ${table.name} record`,
+        parameters: [{ $ref: '#/components/parameters/Prefer' }],
+        requestBody: { required: true, content: { 'application/json': { schema: ref(`${table.name}Create`) } } },
+        responses: {
+          '201': { description: 'Created (no body with Prefer: return=minimal)', headers: { Location: { schema: { type: 'string' } } }, content: dataEnvelope(ref(table.name)) },
+          ...COMMON_ERRORS,
+          '409': problem('A unique field already has this value'),
+          '413': problem('Body too large'),
+          '415': problem('Body is not application/json'),
+          '422': problem('Validation failed; errors name the fields'),
+        },
+      };
+    case 'read':
+      return {
+        tags,
+        operationId: `get${table.name}`,
+        summary: `Read one ${table.name} record`,
+        parameters: [idParam, { $ref: '#/components/parameters/select' }],
+        responses: { '200': { description: 'The record', content: dataEnvelope(ref(table.name)) }, ...COMMON_ERRORS },
+      };
+    case 'update':
+      return {
+        tags,
+        operationId: `update${table.name}`,
+        summary: `Update a ${table.name} record (JSON Merge Patch)`,
+        parameters: [idParam],
+        requestBody: {
+          required: true,
+          content: { 'application/merge-patch+json': { schema: ref(`${table.name}Update`) }, 'application/json': { schema: ref(`${table.name}Update`) } },
+        },
+        responses: {
+          '200': { description: 'The updated record', content: dataEnvelope(ref(table.name)) },
+          ...COMMON_ERRORS,
+          '409': problem('A unique field already has this value'),
+          '415': problem('Body is not JSON'),
+          '422': problem('Validation failed; errors name the fields'),
+        },
+      };
+    case 'delete':
+      return {
+        tags,
+        operationId: `delete${table.name}`,
+        summary: `Delete a ${table.name} record`,
+        parameters: [idParam],
+        responses: { '204': { description: 'Deleted' }, ...COMMON_ERRORS, '409': problem('Other records still reference it') },
+      };
+    case 'updateMany':
+      return {
+        tags,
+        operationId: `update${table.name}Where`,
+        summary: `Update every ${table.name} record matching the filters (at least one filter)`,
+        parameters: [{ $ref: '#/components/parameters/filter' }],
+        requestBody: {
+          required: true,
+          content: { 'application/merge-patch+json': { schema: ref(`${table.name}Update`) }, 'application/json': { schema: ref(`${table.name}Update`) } },
+        },
+        responses: {
+          '200': { description: 'How many records matched', content: dataEnvelope({ type: 'object', required: ['count'], properties: { count: { type: 'integer' } } }) },
+          ...COMMON_ERRORS,
+          '422': problem('No filter, or validation failed'),
+        },
+      };
+    case 'bulkCreate':
+      return {
+        tags,
+        operationId: `bulkCreate${table.name}`,
+        summary: `Create up to 100 ${table.name} records`,
+        parameters: [{ name: 'mode', in: 'query', schema: ref('TransactionMode') }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['items'],
+                properties: { items: { type: 'array', maxItems: 100, items: ref(`${table.name}Create`) }, transactionMode: ref('TransactionMode') },
+              },
+            },
+          },
+        },
+        responses: {
+          '201': { description: 'All inserted', content: dataEnvelope(ref('BulkResult')) },
+          '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
+          ...COMMON_ERRORS,
+          '422': problem('ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in `data`), or more than 100 items'),
+        },
+      };
+    case 'bulkDelete':
+      return {
+        tags,
+        operationId: `bulkDelete${table.name}`,
+        summary: `Delete up to 100 ${table.name} records by key`,
+        parameters: [{ name: 'mode', in: 'query', schema: ref('TransactionMode') }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  ids: { type: 'array', maxItems: 100, items: { type: ['string', 'integer'] } },
+                  filters: { type: 'array', maxItems: 100, items: { type: 'object' } },
+                  transactionMode: ref('TransactionMode'),
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': { description: 'All deleted', content: dataEnvelope(ref('BulkResult')) },
+          '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
+          ...COMMON_ERRORS,
+          '422': problem('ALL_OR_NOTHING with a failure (nothing deleted), ids and filters mixed, or ids on a composite key'),
+        },
+      };
+    case 'aggregate':
+      return {
+        tags,
+        operationId: `aggregate${table.name}`,
+        summary: `Aggregate ${table.name} records`,
+        parameters: [
+          { name: 'fn', in: 'query', description: 'count, sum:<field>, avg:<field>, min:<field>, max:<field>, count_distinct:<field>', schema: { type: 'string' } },
+          { name: 'groupBy', in: 'query', schema: { type: 'string' } },
+          { name: 'having', in: 'query', description: 'e.g. count.gt.10', schema: { type: 'string' } },
+          { name: 'sort', in: 'query', description: 'aggregate alias or groupBy field, - for descending', schema: { type: 'string' } },
+          { $ref: '#/components/parameters/filter' },
+        ],
+        responses: {
+          '200': {
+            description: 'One row per group: the groupBy fields and the aliases',
+            content: dataEnvelope({ type: 'object', required: ['aggregates'], properties: { aggregates: { type: 'array', items: { type: 'object' } } } }),
+          },
+          ...COMMON_ERRORS,
+        },
+      };
+    case 'query':
+      return {
+        tags,
+        operationId: `query${table.name}`,
+        summary: `Query ${table.name} records with a JSON body (read-only)`,
+        parameters: [{ $ref: '#/components/parameters/PreferCount' }],
+        requestBody: { required: true, content: { 'application/json': { schema: ref('QueryBody') } } },
+        responses: {
+          '200': listResponse(table),
+          ...COMMON_ERRORS,
+        },
+      };
+  }
+}
