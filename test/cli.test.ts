@@ -7,21 +7,10 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, readTree, runCli, show, tempDir, type CliResult } from './support/cli.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { cleanupCli, copyExample, freshDatabase, readTree, runCli, show, tempDir, type CliResult } from './support/cli.ts';
 import { SHOP } from './support/server.ts';
 
-const databases: TestDatabase[] = [];
-afterAll(async () => {
-  await cleanupCli();
-  await Promise.all(databases.map((d) => d.drop()));
-});
-
-async function freshDatabase(): Promise<TestDatabase> {
-  const database = await createTestDatabase();
-  databases.push(database);
-  return database;
-}
+afterAll(cleanupCli);
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

@@ -9,9 +9,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, portIsOpen, runCli, show, startCli, type ProjectCopy, type RunningCli } from './support/cli.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import { expectProblem, SHOP, type TestResponse } from './support/server.ts';
+import { cleanupCli, copyExample, freshDatabase, portIsOpen, runCli, show, startCli, type ProjectCopy, type RunningCli } from './support/cli.ts';
+import type { TestDatabase } from './support/database.ts';
+import { expectProblem, readResponse, SHOP, type TestResponse } from './support/server.ts';
 
 const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:(\d+))$/m;
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -19,17 +19,7 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}
 const LOOKS_LIKE_AN_ERROR = /\b(error|exception|unhandled|fatal|EPIPE|ECONNRESET)\b|^\s+at /im;
 const MANAGEMENT_TOKEN = 'serve-test-management-token-5f2b9c';
 
-const databases: TestDatabase[] = [];
-afterAll(async () => {
-  await cleanupCli();
-  await Promise.all(databases.map((d) => d.drop()));
-});
-
-async function freshDatabase(): Promise<TestDatabase> {
-  const database = await createTestDatabase();
-  databases.push(database);
-  return database;
-}
+afterAll(cleanupCli);
 
 interface Call {
   /** full Authorization header value, or none */
@@ -47,15 +37,7 @@ async function call(base: string, method: string, p: string, o: Call = {}): Prom
     body = JSON.stringify(o.body);
     headers['content-type'] = o.contentType ?? 'application/json';
   }
-  const res = await fetch(`${base}${p}`, { method, headers, body });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, body: parsed };
+  return readResponse(await fetch(`${base}${p}`, { method, headers, body }));
 }
 
 /** Lines of `ps -eo pid,args` whose command line contains `needle`. */

@@ -1,7 +1,38 @@
 /** The OpenAPI operation of each generated data route. */
-import type { OperationObject, ParameterObject } from 'openapi3-ts/oas31';
-import type { RouteSpec, TableSpec } from '../../runtime/model/index.ts';
+import type { OperationObject, ParameterObject, ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
+import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { COMMON_ERRORS, dataEnvelope, listResponse, problem, ref, scalarSchema } from './openapi-shared.ts';
+
+/** POST or DELETE /<table>/_bulk: the body's own members plus transactionMode, the bulk envelope back. */
+function bulkOperation(
+  table: TableSpec,
+  verb: 'Create' | 'Delete',
+  summary: string,
+  body: { required?: string[]; properties: Record<string, SchemaObject | ReferenceObject> },
+  ok: [status: string, description: string],
+  failure: string,
+): OperationObject {
+  return {
+    tags: [table.name],
+    operationId: `bulk${verb}${table.name}`,
+    summary,
+    parameters: [{ name: 'mode', in: 'query', schema: ref('TransactionMode') }],
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: { type: 'object', additionalProperties: false, ...body, properties: { ...body.properties, transactionMode: ref('TransactionMode') } },
+        },
+      },
+    },
+    responses: {
+      [ok[0]]: { description: ok[1], content: dataEnvelope(ref('BulkResult')) },
+      '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
+      ...COMMON_ERRORS,
+      '422': problem(failure),
+    },
+  };
+}
 
 export function operationFor(route: RouteSpec, table: TableSpec): OperationObject {
   const tags = [table.name];
@@ -95,60 +126,17 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         },
       };
     case 'bulkCreate':
-      return {
-        tags,
-        operationId: `bulkCreate${table.name}`,
-        summary: `Create up to 100 ${table.name} records`,
-        parameters: [{ name: 'mode', in: 'query', schema: ref('TransactionMode') }],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                additionalProperties: false,
-                required: ['items'],
-                properties: { items: { type: 'array', maxItems: 100, items: ref(`${table.name}Create`) }, transactionMode: ref('TransactionMode') },
-              },
-            },
-          },
-        },
-        responses: {
-          '201': { description: 'All inserted', content: dataEnvelope(ref('BulkResult')) },
-          '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
-          ...COMMON_ERRORS,
-          '422': problem('ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in `data`), or more than 100 items'),
-        },
-      };
+      return bulkOperation(table, 'Create', `Create up to ${LIMITS.maxBulkItems} ${table.name} records`, {
+        required: ['items'],
+        properties: { items: { type: 'array', maxItems: LIMITS.maxBulkItems, items: ref(`${table.name}Create`) } },
+      }, ['201', 'All inserted'], `ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in \`data\`), or more than ${LIMITS.maxBulkItems} items`);
     case 'bulkDelete':
-      return {
-        tags,
-        operationId: `bulkDelete${table.name}`,
-        summary: `Delete up to 100 ${table.name} records by key`,
-        parameters: [{ name: 'mode', in: 'query', schema: ref('TransactionMode') }],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                additionalProperties: false,
-                properties: {
-                  ids: { type: 'array', maxItems: 100, items: { type: ['string', 'integer'] } },
-                  filters: { type: 'array', maxItems: 100, items: { type: 'object' } },
-                  transactionMode: ref('TransactionMode'),
-                },
-              },
-            },
-          },
+      return bulkOperation(table, 'Delete', `Delete up to ${LIMITS.maxBulkItems} ${table.name} records by key`, {
+        properties: {
+          ids: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: ['string', 'integer'] } },
+          filters: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: 'object' } },
         },
-        responses: {
-          '200': { description: 'All deleted', content: dataEnvelope(ref('BulkResult')) },
-          '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
-          ...COMMON_ERRORS,
-          '422': problem('ALL_OR_NOTHING with a failure (nothing deleted), ids and filters mixed, or ids on a composite key'),
-        },
-      };
+      }, ['200', 'All deleted'], 'ALL_OR_NOTHING with a failure (nothing deleted), ids and filters mixed, or ids on a composite key');
     case 'aggregate':
       return {
         tags,

@@ -1,6 +1,6 @@
 /** The OpenAPI 3.1 document of the generated API, built with openapi3-ts from the table descriptions. */
 import { OpenApiBuilder, type OperationObject } from 'openapi3-ts/oas31';
-import type { RouteSpec, TableSpec } from '../../runtime/model/index.ts';
+import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
 import { operationFor } from './openapi-operations.ts';
 import { BASE, recordSchemas, ref } from './openapi-shared.ts';
@@ -26,14 +26,14 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
   builder.addSecurityScheme('managementToken', { type: 'http', scheme: 'bearer', description: 'A management token (API keys, webhooks)' });
   builder.addParameter('projectId', { name: 'X-Project-Id', in: 'header', required: true, schema: { type: 'string' } });
   builder.addParameter('environment', { name: 'environment', in: 'header', required: false, schema: { type: 'string', default: 'master' } });
-  builder.addParameter('limit', { name: 'limit', in: 'query', description: 'Page size (alias first)', schema: { type: 'integer', minimum: 0, maximum: 1000, default: 100 } });
+  builder.addParameter('limit', { name: 'limit', in: 'query', description: 'Page size (alias first)', schema: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize, default: LIMITS.defaultPageSize } });
   builder.addParameter('offset', { name: 'offset', in: 'query', description: 'Rows to skip (alias skip)', schema: { type: 'integer', minimum: 0, default: 0 } });
   builder.addParameter('after', { name: 'after', in: 'query', description: 'Cursor from meta.pagination.nextCursor', schema: { type: 'string' } });
   builder.addParameter('sort', { name: 'sort', in: 'query', description: 'a,-b or a.asc,b.desc', schema: { type: 'string' } });
   builder.addParameter('select', {
     name: 'select',
     in: 'query',
-    description: 'a,b,original:alias,relation(c,d); embeds nest up to 3 levels, at most 10',
+    description: `a,b,original:alias,relation(c,d); embeds nest up to ${LIMITS.maxEmbedDepth} levels, at most ${LIMITS.maxEmbeds}`,
     schema: { type: 'string' },
   });
   builder.addParameter('filter', {
@@ -104,7 +104,7 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
         items: { type: 'object', required: ['field', 'operator'], properties: { field: { type: 'string' }, operator: { type: 'string' }, value: {} } },
       },
       sort: { type: 'array', items: { type: 'object', required: ['field'], properties: { field: { type: 'string' }, direction: { type: 'string', enum: ['asc', 'desc', 'ASC', 'DESC'] } } } },
-      pagination: { type: 'object', properties: { first: { type: 'integer', minimum: 1, maximum: 1000 }, skip: { type: 'integer', minimum: 0 }, after: { type: 'string' } } },
+      pagination: { type: 'object', properties: { first: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize }, skip: { type: 'integer', minimum: 0 }, after: { type: 'string' } } },
       select: { type: 'array', items: ref('SelectItem') },
     },
   });

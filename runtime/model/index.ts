@@ -5,6 +5,8 @@
  */
 import type { ZodType } from 'zod';
 
+export { LIMITS } from './limits.ts';
+
 export type ScalarType =
   | 'String'
   | 'Int'

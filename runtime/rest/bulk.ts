@@ -3,7 +3,8 @@
  * transaction, a savepoint per item so that BEST_EFFORT can keep the items that worked and
  * ALL_OR_NOTHING can report every failing index before it rolls everything back.
  */
-import { ident, type Queryable } from '../db/index.ts';
+import { type Queryable } from '../db/index.ts';
+import { LIMITS } from '../model/index.ts';
 import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
 import { compileCondition, newAlias, type Condition } from '../query/index.ts';
 import { readScope, type DataContext } from './context.ts';
@@ -12,7 +13,7 @@ import { checkRecord, checkWritableFields, requireObject } from './validate-body
 import { insertColumns, keyJson } from './write.ts';
 import { parseKey } from './values.ts';
 
-export const MAX_BULK_ITEMS = 100;
+export const MAX_BULK_ITEMS = LIMITS.maxBulkItems;
 export type TransactionMode = 'ALL_OR_NOTHING' | 'BEST_EFFORT';
 
 interface BulkOutcome {

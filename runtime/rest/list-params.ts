@@ -3,12 +3,13 @@
  * Every parameter not reserved here is a filter.
  */
 import { Problem } from '../http/index.ts';
+import { LIMITS } from '../model/index.ts';
 import { and, type CatalogTable, type Condition, type OrderTerm, type SelectItem } from '../query/index.ts';
 import { FilterError, filterProblem, parseFilterParam, type FilterContext } from './parse-filter.ts';
 import { parseSelectText, resolveSelect } from './parse-select.ts';
 
-export const DEFAULT_LIMIT = 100;
-export const MAX_LIMIT = 1000;
+export const DEFAULT_LIMIT = LIMITS.defaultPageSize;
+export const MAX_LIMIT = LIMITS.maxPageSize;
 export const MAX_SORT_TERMS = 10;
 
 export interface ListParams {

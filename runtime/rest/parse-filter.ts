@@ -6,6 +6,7 @@
  * \\ escape. Unquoted `null` is SQL NULL for equals / not_equals.
  */
 import { Problem } from '../http/index.ts';
+import type { FieldSpec } from '../model/index.ts';
 import type { CatalogTable, Catalog, Condition, Operator } from '../query/index.ts';
 import { FilterValueError, isOperator, operandValue } from './filter-values.ts';
 
@@ -115,47 +116,33 @@ export function resolvePath(ctx: FilterContext, segments: string[], parameter: s
   return { path, field, rest: segments.slice(i + 1) };
 }
 
-export function buildCompare(ctx: FilterContext, pathText: string[], op: string, valueText: string, parameter: string, bareList: boolean): Condition {
+/** The condition `<resolved field> <op> <value text>`; `bareList` accepts `a,b` without parentheses. */
+function buildCompare(
+  ctx: FilterContext,
+  resolved: { path: string[]; field: FieldSpec },
+  op: string | undefined,
+  valueText: string,
+  parameter: string,
+  bareList: boolean,
+): Condition {
   if (++ctx.count > MAX_CONDITIONS) throw new FilterError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
-  const { path, field, rest } = resolvePath(ctx, pathText, parameter);
-  if (rest.length > 0) throw new FilterError(parameter, `${field.name} is a field, not a relation`);
+  if (op === undefined) throw new FilterError(parameter, `write <field>.<operator>.<value>, e.g. ${resolved.field.name}.equals.x`);
   if (!isOperator(op)) throw new FilterError(parameter, `unknown operator "${op}"`);
   const operator: Operator = op;
   try {
     const list = operator === 'in' || operator === 'not_in' || operator === 'between' ? listItems(valueText, parameter, operator === 'between' || bareList) : undefined;
     const single = list === undefined ? tokenValue(unquote(valueText, parameter)) : undefined;
-    const value = operandValue(field, operator, single, list);
-    return { kind: 'compare', path, op: operator, value };
+    return { kind: 'compare', path: resolved.path, op: operator, value: operandValue(resolved.field, operator, single, list) };
   } catch (error) {
     if (error instanceof FilterValueError) throw new FilterError(parameter, error.message);
     throw error;
   }
 }
 
-/** `path.op.value` inside a group: the path is resolved against the model to find where it ends. */
+/** `path.op.value` inside a group: what follows the field is the operator, then the value. */
 function groupCondition(ctx: FilterContext, item: string, parameter: string): Condition {
-  const segments = item.split('.');
-  const { path } = resolvePathLoose(ctx, segments, parameter);
-  const op = segments[path]!;
-  if (op === undefined) throw new FilterError(parameter, `"${item}" must be <field>.<operator>.<value>`);
-  const value = segments.slice(path + 1).join('.');
-  return buildCompare(ctx, segments.slice(0, path), op, value, parameter, false);
-}
-
-/** How many leading segments form the field path (relations, optional col., then the field). */
-function resolvePathLoose(ctx: FilterContext, segments: string[], parameter: string): { path: number } {
-  let table = ctx.table;
-  let i = 0;
-  while (i < segments.length - 1) {
-    const seg = segments[i]!;
-    if (seg === 'col') return { path: i + 2 };
-    const relation = table.relations.get(seg);
-    if (!relation) break;
-    table = ctx.catalog.require(relation.target);
-    i++;
-  }
-  if (i >= segments.length) throw new FilterError(parameter, 'missing field');
-  return { path: i + 1 };
+  const { rest, ...resolved } = resolvePath(ctx, item.split('.'), parameter);
+  return buildCompare(ctx, resolved, rest[0], rest.slice(1).join('.'), parameter, false);
 }
 
 export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body: string, parameter: string, depth: number): Condition {
@@ -175,7 +162,9 @@ export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body:
 /** A top-level `name=value` filter parameter. */
 export function parseFilterParam(ctx: FilterContext, name: string, value: string): Condition {
   if (name === 'or' || name === 'and' || name === 'not') return parseGroup(ctx, name, value, name, 1);
+  const { rest, ...resolved } = resolvePath(ctx, name.split('.'), name);
+  if (rest.length > 0) throw new FilterError(name, `${resolved.field.name} is a field, not a relation`);
   const dot = value.indexOf('.');
   if (dot <= 0) throw new FilterError(name, `write ${name}=<operator>.<value>, e.g. ${name}=equals.${value || 'x'}`);
-  return buildCompare(ctx, name.split('.'), value.slice(0, dot), value.slice(dot + 1), name, true);
+  return buildCompare(ctx, resolved, value.slice(0, dot), value.slice(dot + 1), name, true);
 }

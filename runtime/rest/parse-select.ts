@@ -2,11 +2,12 @@
  * `select=a,b:alias,relation(c,d),relation:alias(*)` (interface "select"; CONTRACT §7 limits:
  * embeds nest at most 3 levels and at most 10 appear in one select).
  */
+import { LIMITS } from '../model/index.ts';
 import type { Catalog, CatalogTable, SelectItem } from '../query/index.ts';
 import { FilterError, splitTopLevel } from './parse-filter.ts';
 
-export const MAX_EMBED_DEPTH = 3;
-export const MAX_EMBEDS = 10;
+export const MAX_EMBED_DEPTH = LIMITS.maxEmbedDepth;
+export const MAX_EMBEDS = LIMITS.maxEmbeds;
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

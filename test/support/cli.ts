@@ -12,6 +12,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from './database.ts';
 import { REPO, SHOP } from './server.ts';
 
 export const SVCGEN = path.join(REPO, 'bin', 'svcgen.js');
@@ -238,4 +239,15 @@ export async function cleanupCli(): Promise<void> {
   children.clear();
   await Promise.all([...temps].map((dir) => fs.rm(dir, { recursive: true, force: true })));
   temps.clear();
+  await Promise.all([...databases].map((d) => d.drop()));
+  databases.clear();
+}
+
+const databases = new Set<TestDatabase>();
+
+/** A fresh database that cleanupCli() drops (after the processes using it are stopped). */
+export async function freshDatabase(): Promise<TestDatabase> {
+  const database = await createTestDatabase();
+  databases.add(database);
+  return database;
 }

@@ -111,15 +111,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       if (v === undefined) delete headers[k.toLowerCase()];
       else headers[k.toLowerCase()] = v;
     }
-    const res = await fetch(`${server.url}${p}`, { method, headers, body });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, body: parsed };
+    return readResponse(await fetch(`${server.url}${p}`, { method, headers, body }));
   };
   return {
     url: server.url,
@@ -136,6 +128,18 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       await database.drop();
     },
   };
+}
+
+/** Status, headers, text and (when it is JSON) the parsed body of a fetch response. */
+export async function readResponse(res: Response): Promise<TestResponse> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, body };
 }
 
 /** Asserts a Problem Details response: status, kind, and (optionally) a field named in `errors`. */

@@ -1,0 +1,14 @@
+/**
+ * Limits of the interface ("Limits" of the seed, CONTRACT §7), in one place: the runtime enforces
+ * them and the generator writes them into the OpenAPI document.
+ */
+export const LIMITS = {
+  /** Page size: default and maximum (`limit` / `first`). */
+  defaultPageSize: 100,
+  maxPageSize: 1000,
+  /** Items of a bulk create, ids or filters of a bulk delete. */
+  maxBulkItems: 100,
+  /** Embedded relations: nesting depth and count in one select. */
+  maxEmbedDepth: 3,
+  maxEmbeds: 10,
+} as const;
