@@ -1,2 +1,0 @@
-export { authenticate } from './authenticate.ts';
-export { principalVariables, type Principal } from './principal.ts';
