@@ -73,3 +73,8 @@ export async function withIdempotency(
   );
   return reply;
 }
+
+/** Drops expired entries (called now and then, off the request path). */
+export async function pruneIdempotency(db: Database): Promise<void> {
+  await db.query('DELETE FROM svcgen.idempotency WHERE expires_at < now()').catch(() => {});
+}

@@ -1,11 +1,12 @@
 /**
  * API keys and management tokens in PostgreSQL, with an in-process cache of resolved keys.
- * Revocation reaches every server process through LISTEN/NOTIFY, so the cache never serves a
- * revoked key for longer than a notification takes; the TTL bounds staleness if that link drops.
+ * Revocation reaches every server process through the shared LISTEN channel, so the cache never
+ * serves a revoked key for longer than a notification takes; while the channel is down nothing is
+ * cached, and the TTL bounds what a missed message could leave behind.
  */
-import pg from 'pg';
-import type { Database } from '../db/index.ts';
-import type { Principal } from '../auth/principal.ts';
+import { notify, type Database, type NotificationChannel } from '../db/index.ts';
+import { unauthorized, type ApiKeyPrincipal, type Credential, type CredentialResolver, type ManagementPrincipal, type Principal } from '../principal/index.ts';
+import type { Tenant } from '../tenancy/index.ts';
 import { API_KEY_PATTERN, MANAGEMENT_TOKEN_PATTERN, constantTimeEqual, digestSecret, newId, newSecret } from './secrets.ts';
 
 export interface ApiKeyRecord {
@@ -52,7 +53,7 @@ function toRecord(row: KeyRow): ApiKeyRecord {
   };
 }
 
-const NOTIFY_CHANNEL = 'svcgen_credentials';
+const REVOKED_TOPIC = 'api-key-revoked';
 const CACHE_TTL_MS = 60_000;
 const LAST_USED_FLUSH_MS = 10_000;
 
@@ -89,7 +90,7 @@ export async function revokeApiKey(db: Database, projectId: string, id: string, 
       [id, projectId, environment ?? null],
     );
     if (rows.length === 0) return undefined;
-    await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, rows[0]!.key_hash]);
+    await notify(tx, REVOKED_TOPIC, rows[0]!.key_hash);
     return rows[0]!.key_hash;
   });
 }
@@ -102,63 +103,69 @@ export async function createManagementToken(db: Database, name: string): Promise
 }
 
 interface CachedKey {
-  principal: Principal & { kind: 'apiKey' };
+  principal: ApiKeyPrincipal;
   projectId: string;
   prefix: string;
   expiresAt: number;
 }
 
 export interface ResolvedApiKey {
-  principal: Principal & { kind: 'apiKey' };
+  principal: ApiKeyPrincipal;
   projectId: string;
   prefix: string;
 }
 
-export class CredentialStore {
+export class CredentialStore implements CredentialResolver {
   private readonly keys = new Map<string, CachedKey>();
   private readonly lastUsed = new Map<string, Date>();
-  private listener: pg.Client | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  private unsubscribe: (() => void) | undefined;
   /** Bumped by every revocation seen; a lookup that raced one does not cache its (stale) answer. */
   private invalidations = 0;
 
   constructor(
     private readonly db: Database,
-    private readonly databaseUrl: string,
+    private readonly channel: NotificationChannel,
     private readonly envManagementToken: string | undefined,
   ) {}
 
-  async start(): Promise<void> {
-    await this.listen();
+  start(): void {
+    this.unsubscribe = this.channel.subscribe(REVOKED_TOPIC, {
+      onMessage: (hash) => {
+        this.invalidations++;
+        this.keys.delete(hash);
+      },
+      onGap: () => {
+        this.invalidations++;
+        this.keys.clear();
+      },
+    });
     this.flushTimer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
     this.flushTimer.unref();
   }
 
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
-    client.on('notification', (message) => {
-      this.invalidations++;
-      if (message.payload) this.keys.delete(message.payload);
-    });
-    client.on('error', () => {
-      // The link dropped: revocations may have been missed, so forget everything and reconnect.
-      this.invalidations++;
-      this.keys.clear();
-      this.listener = undefined;
-      client.end().catch(() => {});
-      if (!this.stopped) setTimeout(() => void this.listen().catch(() => {}), 1000).unref();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-    this.listener = client;
-  }
-
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.unsubscribe?.();
     if (this.flushTimer) clearInterval(this.flushTimer);
     await this.flushLastUsed();
-    await this.listener?.end().catch(() => {});
+  }
+
+  /** The authentication stage's resolver for management tokens (Bearer) and API keys. */
+  async resolve(credential: Credential, tenant: Tenant): Promise<Principal | undefined> {
+    if (credential.bearer) {
+      const management = await this.resolveManagementToken(credential.token);
+      if (management) return management;
+    }
+    const key = await this.resolveApiKey(credential.token);
+    if (!key) return undefined;
+    if (!credential.bearer && credential.scheme.toLowerCase() !== key.prefix.toLowerCase()) {
+      throw unauthorized(`this API key is sent as "${key.prefix} <key>" or "Bearer <key>"`);
+    }
+    if (key.projectId !== tenant.projectId) throw unauthorized('this API key belongs to another project');
+    if (key.principal.environment !== tenant.environment) {
+      throw unauthorized(`this API key belongs to environment "${key.principal.environment}", not "${tenant.environment}"`);
+    }
+    return key.principal;
   }
 
   /** Revokes a key; this process forgets it at once, the others when the notification arrives. */
@@ -178,6 +185,7 @@ export class CredentialStore {
     let cached = this.keys.get(hash);
     if (!cached || cached.expiresAt < now) {
       const generation = this.invalidations;
+      const epoch = this.channel.epoch;
       const rows = await this.db.query<KeyRow & { project_id: string }>(
         `SELECT id, project_id, name, prefix, environment, roles, context, created_at, last_used_at
          FROM svcgen.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
@@ -195,13 +203,13 @@ export class CredentialStore {
         expiresAt: now + CACHE_TTL_MS,
       };
       // Without a live listener a cached key could outlive its revocation, so cache only with one.
-      if (this.listener && generation === this.invalidations) this.keys.set(hash, cached);
+      if (this.channel.live && epoch === this.channel.epoch && generation === this.invalidations) this.keys.set(hash, cached);
     }
     this.lastUsed.set(cached.principal.keyId, new Date(now));
     return cached;
   }
 
-  async resolveManagementToken(token: string): Promise<(Principal & { kind: 'management' }) | undefined> {
+  async resolveManagementToken(token: string): Promise<ManagementPrincipal | undefined> {
     if (this.envManagementToken && constantTimeEqual(token, this.envManagementToken)) {
       return { kind: 'management', tokenId: 'env' };
     }

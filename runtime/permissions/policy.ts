@@ -3,8 +3,7 @@
  * (table, action) and gets conditions and a field mask to put into its query.
  */
 import type { ActionRule, Config } from '../config/index.ts';
-import type { Principal } from '../auth/principal.ts';
-import { principalVariables } from '../auth/principal.ts';
+import { principalVariables, type Principal, type RolePrincipal } from '../principal/index.ts';
 import { and, type Condition, type Grant, type Operator } from '../query/description.ts';
 
 export type Action = 'read' | 'create' | 'update' | 'delete';
@@ -96,7 +95,7 @@ export class Policy {
    * roles: rows and fields are the union of theirs.
    */
   grant(principal: Principal, table: string, action: Action): Grant | null {
-    if (principal.kind !== 'apiKey') return null;
+    if (principal.kind === 'management') return null;
     // Principals are immutable and reused while their credential is cached: so are their grants.
     let grants = this.grants.get(principal);
     if (!grants) this.grants.set(principal, (grants = new Map()));
@@ -106,7 +105,7 @@ export class Policy {
     return grant;
   }
 
-  private compileGrant(principal: Principal & { kind: 'apiKey' }, table: string, action: Action): Grant | null {
+  private compileGrant(principal: RolePrincipal, table: string, action: Action): Grant | null {
     const rules = this.rulesFor(principal.roles, table, action);
     if (rules.length === 0) return null;
     const variables = principalVariables(principal);

@@ -1,38 +1,49 @@
 /**
- * The authentication stage of the pipeline: `Authorization` → principal, or 401. API keys and
- * management tokens today; user access tokens (JWS/JWE) join here.
+ * The authentication stage of the pipeline: `Authorization` → principal, or 401. Each kind of
+ * credential (API keys and management tokens, user access tokens) is a resolver; the stage asks
+ * them in turn, so the subsystems that issue credentials never import each other.
  */
-import type { CredentialStore } from '../keys/index.ts';
-import { Problem } from '../http/index.ts';
-import { header, type ApiRequest } from '../http/index.ts';
+import { Problem, header, type ApiRequest } from '../http/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import type { Principal } from './principal.ts';
 
-function unauthorized(detail: string): Problem {
+export interface Credential {
+  /** The scheme word as sent (`Bearer`, `ApiKey`, a key prefix). */
+  readonly scheme: string;
+  readonly token: string;
+  readonly bearer: boolean;
+}
+
+export interface CredentialResolver {
+  /**
+   * The principal for a credential this resolver recognises, undefined for one it does not (the
+   * next resolver is asked); throws a 401 Problem (`unauthorized`) for one it recognises and refuses.
+   */
+  resolve(credential: Credential, tenant: Tenant): Promise<Principal | undefined>;
+}
+
+export function unauthorized(detail: string): Problem {
   return new Problem('unauthorized', detail, [], { 'www-authenticate': 'Bearer' });
 }
 
-export async function authenticate(req: ApiRequest, tenant: Tenant, credentials: CredentialStore): Promise<Principal> {
+/** The credential of the Authorization header, or undefined when it has none. */
+export function readCredential(req: ApiRequest): Credential | undefined {
   const value = header(req, 'authorization');
-  if (!value) throw unauthorized('send credentials in the Authorization header: "Bearer <API key>" or "<key prefix> <API key>"');
+  if (!value) return undefined;
   const match = /^([A-Za-z][A-Za-z0-9_.+-]*) +(\S+)$/.exec(value.trim());
   if (!match) throw unauthorized('the Authorization header must be "<scheme> <credential>"');
   const scheme = match[1]!;
-  const token = match[2]!;
-  const bearer = scheme.toLowerCase() === 'bearer';
+  return { scheme, token: match[2]!, bearer: scheme.toLowerCase() === 'bearer' };
+}
 
-  if (bearer) {
-    const management = await credentials.resolveManagementToken(token);
-    if (management) return management;
+export async function authenticate(req: ApiRequest, tenant: Tenant, resolvers: readonly CredentialResolver[]): Promise<Principal> {
+  const credential = readCredential(req);
+  if (!credential) {
+    throw unauthorized('send credentials in the Authorization header: "Bearer <access token or API key>" or "<key prefix> <API key>"');
   }
-  const key = await credentials.resolveApiKey(token);
-  if (!key) throw unauthorized('the credential is not a valid API key or token, or it was revoked');
-  if (!bearer && scheme.toLowerCase() !== key.prefix.toLowerCase()) {
-    throw unauthorized(`this API key is sent as "${key.prefix} <key>" or "Bearer <key>"`);
+  for (const resolver of resolvers) {
+    const principal = await resolver.resolve(credential, tenant);
+    if (principal) return principal;
   }
-  if (key.projectId !== tenant.projectId) throw unauthorized('this API key belongs to another project');
-  if (key.principal.environment !== tenant.environment) {
-    throw unauthorized(`this API key belongs to environment "${key.principal.environment}", not "${tenant.environment}"`);
-  }
-  return key.principal;
+  throw unauthorized('the credential is not a valid API key or token, or it was revoked');
 }

@@ -1,13 +1,13 @@
 /**
- * Data API rate limit per project and environment (CONTRACT §4, §6), shared by every server
- * process through one PostgreSQL row per window. Far from the limit a process counts locally and
+ * Fixed one-minute rate limits with named buckets (the data API per project and environment,
+ * signups and logins per IP, recovery per e-mail), shared by every server process through one
+ * PostgreSQL row per bucket and window. Far from the limit a process counts locally and
  * adds its hits to the shared row in batches (every few milliseconds), so the hot path does not
  * wait on the database. A process's first request of a window, and every request once the window
  * is nearly used up, adds itself to the shared row before it is answered: the processes together
  * never pass the limit by more than the batches in flight while far from it.
  */
 import type { Database } from '../db/index.ts';
-import { Problem } from '../http/index.ts';
 
 const WINDOW_MS = 60_000;
 const FLUSH_DELAY_MS = 10;
@@ -24,20 +24,35 @@ interface Bucket {
 }
 
 export interface RateDecision {
-  headers: Record<string, string>;
+  readonly limit: number;
+  readonly remaining: number;
+  /** Seconds until the window ends. */
+  readonly resetSeconds: number;
+}
+
+/** A bucket's window is used up. Neutral: each surface turns it into its own body (Problem, `{ error }`). */
+export class RateLimitExceeded extends Error {
+  constructor(
+    readonly limit: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`rate limit of ${limit} a minute reached; retry in ${retryAfterSeconds} s`);
+    this.name = 'RateLimitExceeded';
+  }
+}
+
+/**
+ * Below this many remaining requests every hit is written before it is answered. Small limits
+ * (the auth endpoints') are always exact across processes.
+ */
+function strictBelow(limit: number): number {
+  return limit <= 100 ? limit : Math.max(10, Math.ceil(limit * 0.02));
 }
 
 export class SharedRateLimiter {
   private readonly buckets = new Map<string, Bucket>();
-  /** Below this many remaining requests every hit is written before it is answered. */
-  private readonly strictBelow: number;
 
-  constructor(
-    private readonly db: Database,
-    private readonly limit: number,
-  ) {
-    this.strictBelow = Math.max(10, Math.ceil(limit * 0.02));
-  }
+  constructor(private readonly db: Database) {}
 
   private bucket(name: string, window: number): Bucket {
     let bucket = this.buckets.get(name);
@@ -49,34 +64,21 @@ export class SharedRateLimiter {
     return bucket;
   }
 
-  /** Counts one hit; throws the 429 Problem when the window is used up. */
-  async hit(name: string, now = Date.now()): Promise<RateDecision> {
+  /** Counts one hit in bucket `name`; throws RateLimitExceeded when its window is used up. */
+  async hit(name: string, limit: number, now = Date.now()): Promise<RateDecision> {
     const window = now - (now % WINDOW_MS);
     const bucket = this.bucket(name, window);
     const reset = Math.max(1, Math.ceil((window + WINDOW_MS - now) / 1000));
     let used = bucket.synced + bucket.inFlight + bucket.pending;
-    if (!bucket.seen || this.limit - used <= this.strictBelow) {
+    if (!bucket.seen || limit - used <= strictBelow(limit)) {
       bucket.seen = true;
-      used = await this.claim(name, bucket);
-    } else if (used < this.limit) {
+      used = await this.claim(name, bucket, limit);
+    } else if (used < limit) {
       bucket.pending++;
       bucket.timer ??= setTimeout(() => void this.flush(name, bucket), FLUSH_DELAY_MS);
     }
-    if (used >= this.limit) {
-      throw new Problem('rate-limited', `this project and environment may make ${this.limit} data requests a minute; retry in ${reset} s`, [], {
-        'retry-after': String(reset),
-        'ratelimit-limit': String(this.limit),
-        'ratelimit-remaining': '0',
-        'ratelimit-reset': String(reset),
-      });
-    }
-    return {
-      headers: {
-        'ratelimit-limit': String(this.limit),
-        'ratelimit-remaining': String(Math.max(0, this.limit - used - 1)),
-        'ratelimit-reset': String(reset),
-      },
-    };
+    if (used >= limit) throw new RateLimitExceeded(limit, reset);
+    return { limit, remaining: Math.max(0, limit - used - 1), resetSeconds: reset };
   }
 
   /** Adds the pending (already answered) hits to the shared row. */
@@ -103,7 +105,7 @@ export class SharedRateLimiter {
    * Writes the pending hits, then takes one more hit from the shared row only if the window has
    * room (a refused request is not counted). Returns the shared count before this request.
    */
-  private async claim(name: string, bucket: Bucket): Promise<number> {
+  private async claim(name: string, bucket: Bucket, limit: number): Promise<number> {
     if (bucket.pending > 0) await this.write(name, bucket);
     bucket.inFlight += 1;
     try {
@@ -111,11 +113,11 @@ export class SharedRateLimiter {
         `INSERT INTO svcgen.rate_limits AS r (bucket, window_start, hits) VALUES ($1, to_timestamp($2::double precision / 1000), 1)
          ON CONFLICT (bucket, window_start) DO UPDATE SET hits = r.hits + 1 WHERE r.hits < $3
          RETURNING hits`,
-        [name, bucket.window, this.limit],
+        [name, bucket.window, limit],
       );
       if (rows.length === 0) {
-        bucket.synced = Math.max(bucket.synced, this.limit);
-        return this.limit;
+        bucket.synced = Math.max(bucket.synced, limit);
+        return limit;
       }
       bucket.synced = Math.max(bucket.synced, rows[0]!.hits);
       return rows[0]!.hits - 1;

@@ -1,5 +1,5 @@
 /** What a data handler receives once tenancy, authentication and the permission check have run. */
-import type { Principal } from '../auth/index.ts';
+import type { Principal } from '../principal/index.ts';
 import type { Database } from '../db/index.ts';
 import type { ApiRequest } from '../http/index.ts';
 import type { Action, Policy } from '../permissions/index.ts';

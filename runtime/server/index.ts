@@ -4,13 +4,14 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import type { Config } from '../config/index.ts';
-import { applyMigrations, ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
+import { applyMigrations, ensureSystemSchema, NotificationChannel, openDatabase, type AppliedMigration } from '../db/index.ts';
+import { pruneIdempotency } from '../idempotency/index.ts';
 import { CredentialStore, serverSecret } from '../keys/index.ts';
 import type { ServiceModule } from '../model/index.ts';
 import { Policy } from '../permissions/index.ts';
 import { Catalog, cursorCodec } from '../query/index.ts';
 import { createRequestListener, DATA_BASE_PATH } from './app.ts';
-import { SharedRateLimiter } from './rate-limit.ts';
+import { SharedRateLimiter } from '../rate-limit/index.ts';
 import type { Services } from './services.ts';
 
 export { createApp, createRequestListener, DATA_BASE_PATH } from './app.ts';
@@ -42,29 +43,33 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? ((m: string) => console.error(m));
   const db = openDatabase(options.databaseUrl, { max: 10, onQuery: options.onQuery });
+  const channel = new NotificationChannel(options.databaseUrl, log);
   let credentials: CredentialStore | undefined;
   try {
     await ensureSystemSchema(db);
     const applied =
       options.migrate === false ? [] : await applyMigrations(db, path.join(options.projectDir, 'migrations'), options.config.environments);
-    credentials = new CredentialStore(db, options.databaseUrl, options.managementToken);
-    await credentials.start();
+    await channel.start();
+    credentials = new CredentialStore(db, channel, options.managementToken);
+    credentials.start();
     const services: Services = {
       config: options.config,
       service: options.service,
       db,
       catalog: new Catalog(options.service.tables),
       policy: new Policy(options.config.roles),
+      channel,
       credentials,
+      resolvers: [credentials],
       cursors: cursorCodec(await serverSecret(db, 'cursor-signing')),
-      rateLimiter: new SharedRateLimiter(db, options.config.rateLimits.dataPerMinutePerProject),
+      rateLimiter: new SharedRateLimiter(db),
       basePath: DATA_BASE_PATH,
       log,
     };
     // Housekeeping off the request path: expired idempotency entries and old rate-limit windows.
     const maintenance = setInterval(() => {
       void services.rateLimiter.prune();
-      void db.query('DELETE FROM svcgen.idempotency WHERE expires_at < now()').catch(() => {});
+      void pruneIdempotency(db);
     }, 60_000);
     maintenance.unref();
     // Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB).
@@ -83,11 +88,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       applied,
       close: () => {
         clearInterval(maintenance);
-        return closeServer(server, credentials!, db);
+        return closeServer(server, async () => {
+          await credentials!.stop();
+          await channel.stop();
+          await db.close();
+        });
       },
     };
   } catch (error) {
     await credentials?.stop().catch(() => {});
+    await channel.stop();
     await db.close().catch(() => {});
     throw error;
   }
@@ -121,12 +131,11 @@ function answerMalformedRequest(error: NodeJS.ErrnoException, socket: Duplex): v
 }
 
 /** Stops accepting, lets in-flight requests finish (up to 10 s), then releases the database. */
-async function closeServer(server: Server, credentials: CredentialStore, db: { close(): Promise<void> }): Promise<void> {
+async function closeServer(server: Server, release: () => Promise<void>): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const force = setTimeout(() => server.closeAllConnections(), 10_000);
   await closed;
   clearTimeout(force);
-  await credentials.stop();
-  await db.close();
+  await release();
 }

@@ -1,14 +1,14 @@
 /** API key management routes (CONTRACT §6): management token only. */
 import { z } from 'zod';
-import { authenticate } from '../auth/index.ts';
 import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
 import { createApiKey, listApiKeys } from '../keys/index.ts';
+import { authenticate } from '../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { Services } from './services.ts';
 
 async function requireManagement(services: Services, req: ApiRequest): Promise<Tenant> {
   const tenant = resolveDataTenant(req, services.config);
-  const principal = await authenticate(req, tenant, services.credentials);
+  const principal = await authenticate(req, tenant, services.resolvers);
   if (principal.kind !== 'management') {
     throw new Problem('forbidden', 'managing API keys needs a management token (Authorization: Bearer <management token>)');
   }

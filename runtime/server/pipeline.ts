@@ -3,13 +3,14 @@
  * tenancy → authentication → table → rate limit → permission → handler (validation, existence).
  * Every response after the rate limit carries the RateLimit-* headers, errors included.
  */
-import { authenticate, type Principal } from '../auth/index.ts';
 import { Problem, type ApiRequest, type Reply } from '../http/index.ts';
+import { withIdempotency } from '../idempotency/index.ts';
+import { authenticate, callerId, type Principal } from '../principal/index.ts';
+import { RateLimitExceeded, type RateDecision } from '../rate-limit/index.ts';
 import type { CatalogTable } from '../query/index.ts';
 import { OPERATIONS, type DataContext, type OperationHandler } from '../rest/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { Operation } from '../model/index.ts';
-import { withIdempotency } from './idempotency.ts';
 import type { Services } from './services.ts';
 
 /** POSTs that create records honour Idempotency-Key; `_query` is read-only and does not. */
@@ -19,7 +20,7 @@ export function dataHandler(services: Services, operation: Operation | undefined
   const op = operation ? OPERATIONS[operation] : undefined;
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
-    const principal = await authenticate(req, tenant, services.credentials);
+    const principal = await authenticate(req, tenant, services.resolvers);
     const name = tableName ?? req.params.table ?? '';
     const table = services.catalog.get(name);
     if (!table) throw new Problem('unknown-table', `there is no table named "${name}"`);
@@ -31,15 +32,38 @@ export function dataHandler(services: Services, operation: Operation | undefined
           : `${name} has a composite primary key, so it has no /<id> routes; filter the list by its key fields (${table.spec.primaryKey.join(', ')})`,
       );
     }
-    const limit = await services.rateLimiter.hit(`data:${tenant.projectId}:${tenant.environment}`);
+    const headers = rateLimitHeaders(await dataRateLimit(services, tenant));
     try {
       const reply = await authorizeAndRun(services, req, tenant, principal, table, op, operation!);
-      reply.headers = { ...reply.headers, ...limit.headers };
+      reply.headers = { ...reply.headers, ...headers };
       return reply;
     } catch (error) {
-      if (error instanceof Problem) Object.assign(error.headers, limit.headers);
+      if (error instanceof Problem) Object.assign(error.headers, headers);
       throw error;
     }
+  };
+}
+
+/** The data rate limit per project and environment; over it → 429 Problem (CONTRACT §6). */
+async function dataRateLimit(services: Services, tenant: Tenant): Promise<RateDecision> {
+  const limit = services.config.rateLimits.dataPerMinutePerProject;
+  try {
+    return await services.rateLimiter.hit(`data:${tenant.projectId}:${tenant.environment}`, limit);
+  } catch (error) {
+    if (!(error instanceof RateLimitExceeded)) throw error;
+    const reset = String(error.retryAfterSeconds);
+    throw new Problem('rate-limited', `this project and environment may make ${limit} data requests a minute; retry in ${reset} s`, [], {
+      'retry-after': reset,
+      ...rateLimitHeaders({ limit, remaining: 0, resetSeconds: error.retryAfterSeconds }),
+    });
+  }
+}
+
+function rateLimitHeaders(decision: RateDecision): Record<string, string> {
+  return {
+    'ratelimit-limit': String(decision.limit),
+    'ratelimit-remaining': String(decision.remaining),
+    'ratelimit-reset': String(decision.resetSeconds),
   };
 }
 
@@ -70,5 +94,5 @@ async function authorizeAndRun(
     cursors: services.cursors,
     basePath: services.basePath,
   };
-  return IDEMPOTENT.has(operation) ? withIdempotency(services.db, req, principal.keyId, tenant, () => op.handle(ctx)) : op.handle(ctx);
+  return IDEMPOTENT.has(operation) ? withIdempotency(services.db, req, callerId(principal), tenant, () => op.handle(ctx)) : op.handle(ctx);
 }

@@ -1,11 +1,12 @@
 /** The long-lived parts of a running server, built once at start and shared by every request. */
 import type { Config } from '../config/index.ts';
-import type { Database } from '../db/index.ts';
+import type { Database, NotificationChannel } from '../db/index.ts';
 import type { CredentialStore } from '../keys/index.ts';
 import type { Policy } from '../permissions/index.ts';
 import type { Catalog, CursorCodec } from '../query/index.ts';
 import type { ServiceModule } from '../model/index.ts';
-import type { SharedRateLimiter } from './rate-limit.ts';
+import type { CredentialResolver } from '../principal/index.ts';
+import type { SharedRateLimiter } from '../rate-limit/index.ts';
 
 export interface Services {
   readonly config: Config;
@@ -13,7 +14,10 @@ export interface Services {
   readonly db: Database;
   readonly catalog: Catalog;
   readonly policy: Policy;
+  readonly channel: NotificationChannel;
   readonly credentials: CredentialStore;
+  /** The authentication stage asks these in turn: API keys and management tokens, user access tokens. */
+  readonly resolvers: readonly CredentialResolver[];
   readonly cursors: CursorCodec;
   readonly rateLimiter: SharedRateLimiter;
   readonly basePath: string;

@@ -1,0 +1,120 @@
+/**
+ * One LISTEN connection per server process, shared by every subsystem that must hear what other
+ * processes did at once: API-key revocation, logout and session revocation, later webhook wake-ups.
+ * Messages are `<topic>:<payload>` on one PostgreSQL channel. While the connection is down,
+ * messages may be missed: subscribers hear of every gap and must not trust caches meanwhile
+ * (`live` is false, `epoch` has moved).
+ */
+import pg from 'pg';
+import type { Queryable } from './pool.ts';
+
+const CHANNEL = 'svcgen';
+const RECONNECT_FIRST_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+
+export interface Subscriber {
+  onMessage(payload: string): void;
+  /** The connection dropped: messages may have been missed. */
+  onGap(): void;
+}
+
+/** Sends a message to every process's channel; inside a transaction it is delivered on commit. */
+export async function notify(db: Queryable, topic: string, payload: string): Promise<void> {
+  await db.query('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}:${payload}`]);
+}
+
+export class NotificationChannel {
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retryMs = RECONNECT_FIRST_MS;
+  private retryTimer: NodeJS.Timeout | undefined;
+  /** Moves on every gap: a lookup that started in an older epoch must not be cached. */
+  epoch = 0;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly log: (message: string) => void = () => {},
+  ) {}
+
+  get live(): boolean {
+    return this.client !== undefined;
+  }
+
+  /** Connects once; a failure here fails the server start. Later drops reconnect by themselves. */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  subscribe(topic: string, subscriber: Subscriber): () => void {
+    let set = this.subscribers.get(topic);
+    if (!set) this.subscribers.set(topic, (set = new Set()));
+    set.add(subscriber);
+    return () => set.delete(subscriber);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl });
+    client.on('notification', (message) => this.deliver(message.payload ?? ''));
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      throw error;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+    this.retryMs = RECONNECT_FIRST_MS;
+  }
+
+  private deliver(message: string): void {
+    const colon = message.indexOf(':');
+    if (colon === -1) return;
+    const set = this.subscribers.get(message.slice(0, colon));
+    if (!set) return;
+    const payload = message.slice(colon + 1);
+    for (const subscriber of set) subscriber.onMessage(payload);
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.epoch++;
+    client.end().catch(() => {});
+    for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.onGap();
+    if (!this.stopped) {
+      this.log('the LISTEN connection to PostgreSQL dropped; reconnecting');
+      this.scheduleReconnect();
+    }
+  }
+
+  private scheduleReconnect(): void {
+    this.retryTimer = setTimeout(() => {
+      this.connect().then(
+        () => {
+          if (this.live) this.log('the LISTEN connection to PostgreSQL is back');
+        },
+        () => {
+          this.retryMs = Math.min(this.retryMs * 2, RECONNECT_MAX_MS);
+          if (!this.stopped) this.scheduleReconnect();
+        },
+      );
+    }, this.retryMs);
+    this.retryTimer.unref();
+  }
+}

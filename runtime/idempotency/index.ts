@@ -1,0 +1,1 @@
+export { withIdempotency, pruneIdempotency } from './idempotency.ts';

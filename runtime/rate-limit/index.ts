@@ -1,0 +1,1 @@
+export { SharedRateLimiter, RateLimitExceeded, type RateDecision } from './shared-limiter.ts';
