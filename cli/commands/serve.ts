@@ -26,6 +26,8 @@ export function registerServeCommands(program: Command): void {
           host: options.host,
           migrate: options.migrate,
           managementToken: process.env.SVCGEN_MANAGEMENT_TOKEN || undefined,
+          smtpUrl: process.env.SVCGEN_SMTP_URL || undefined,
+          secret: process.env.SVCGEN_SECRET || undefined,
           log: (m) => console.error(m),
         });
       } catch (error) {

@@ -108,6 +108,17 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    cors: z
+      .object({
+        /** Origins allowed to call /auth and the data API from a browser; "*" for any (then without credentials). */
+        origins: z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ })])).default([]),
+        credentials: z.boolean().default(false),
+      })
+      .strict()
+      .refine((cors) => !(cors.credentials && cors.origins.includes('*')), 'origins "*" cannot be combined with credentials: list the origins')
+      .prefault({}),
+    /** Whether X-Forwarded-For gives the client address (for per-IP rate limits): true, or the proxies' addresses/subnets. */
+    trustProxy: z.union([z.boolean(), z.array(z.string().min(1))]).default(false),
     limits: z
       .object({
         /** Largest request body accepted, in bytes; larger → 413. */

@@ -52,6 +52,62 @@ const STEPS: readonly string[] = [
      hits         integer NOT NULL,
      PRIMARY KEY (bucket, window_start)
    );`,
+  // User authentication (interface "Authentication endpoints", "States and transitions").
+  `CREATE TABLE svcgen.users (
+     id              uuid PRIMARY KEY,
+     project_id      text NOT NULL,
+     environment     text NOT NULL,
+     email           text NOT NULL,
+     password_hash   text NOT NULL,
+     first_name      text NOT NULL,
+     last_name       text NOT NULL,
+     roles           text[] NOT NULL,
+     verified_at     timestamptz,
+     failed_logins   integer NOT NULL DEFAULT 0,
+     locked_until    timestamptz,
+     created_at      timestamptz NOT NULL DEFAULT now(),
+     updated_at      timestamptz NOT NULL DEFAULT now(),
+     UNIQUE (project_id, environment, email)
+   );
+   CREATE TABLE svcgen.auth_codes (
+     user_id     uuid NOT NULL REFERENCES svcgen.users ON DELETE CASCADE,
+     purpose     text NOT NULL CHECK (purpose IN ('confirm-signup', 'reset-password')),
+     code_hash   text NOT NULL,
+     attempts    integer NOT NULL DEFAULT 0,
+     expires_at  timestamptz NOT NULL,
+     created_at  timestamptz NOT NULL DEFAULT now(),
+     PRIMARY KEY (user_id, purpose)
+   );
+   CREATE TABLE svcgen.sessions (
+     id          uuid PRIMARY KEY,
+     user_id     uuid NOT NULL REFERENCES svcgen.users ON DELETE CASCADE,
+     created_at  timestamptz NOT NULL DEFAULT now(),
+     revoked_at  timestamptz
+   );
+   CREATE INDEX sessions_user ON svcgen.sessions (user_id);
+   CREATE TABLE svcgen.refresh_tokens (
+     token_hash  text PRIMARY KEY,
+     session_id  uuid NOT NULL REFERENCES svcgen.sessions ON DELETE CASCADE,
+     created_at  timestamptz NOT NULL DEFAULT now(),
+     expires_at  timestamptz NOT NULL,
+     used_at     timestamptz
+   );
+   CREATE INDEX refresh_tokens_session ON svcgen.refresh_tokens (session_id);
+   CREATE TABLE svcgen.revoked_tokens (
+     jti         text PRIMARY KEY,
+     expires_at  timestamptz NOT NULL
+   );
+   CREATE INDEX revoked_tokens_expires ON svcgen.revoked_tokens (expires_at);
+   CREATE TABLE svcgen.signing_keys (
+     project_id   text NOT NULL,
+     environment  text NOT NULL,
+     use          text NOT NULL CHECK (use IN ('sig', 'enc')),
+     kid          text NOT NULL UNIQUE,
+     public_jwk   jsonb NOT NULL,
+     private_jwk  text NOT NULL,
+     created_at   timestamptz NOT NULL DEFAULT now(),
+     PRIMARY KEY (project_id, environment, use)
+   );`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -3,3 +3,5 @@ export { header, jsonReply, rawJsonReply, readJson, bodyReader, type ApiRequest,
 export { errorReply, type ErrorLogger } from './reply.ts';
 export { adapt } from './express-adapter.ts';
 export { nodeRequest, run, send, type Handler } from './node-adapter.ts';
+export { clientAddress } from './client-address.ts';
+export { corsStage, type CorsStage } from './cors.ts';

@@ -8,4 +8,3 @@ export {
   type NewApiKey,
   type ResolvedApiKey,
 } from './store.ts';
-export { serverSecret } from './server-secrets.ts';

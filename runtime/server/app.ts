@@ -6,7 +6,8 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express from 'express';
-import { adapt, jsonReply, nodeRequest, Problem, run, type ApiRequest, type Handler } from '../http/index.ts';
+import { authHandlers } from '../auth/index.ts';
+import { adapt, corsStage, jsonReply, nodeRequest, Problem, run, type ApiRequest, type Handler } from '../http/index.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { managementHandlers } from './management.ts';
 import { dataHandler } from './pipeline.ts';
@@ -40,6 +41,16 @@ export function createApp(services: Services): express.Express {
       }
     }),
   );
+
+  const auth = authHandlers(services.auth);
+  app.post('/auth/signup', route(auth.signup!));
+  app.post('/auth/confirm-signup', route(auth.confirmSignup!));
+  app.post('/auth/login', route(auth.login!));
+  app.post('/auth/recover-password', route(auth.recoverPassword!));
+  app.post('/auth/reset-password', route(auth.resetPassword!));
+  app.post('/auth/refresh-token', route(auth.refreshToken!));
+  app.post('/auth/logout', route(auth.logout!));
+  app.get('/auth/.well-known/jwks.json', route(auth.jwks!));
 
   // Data routes are registered on the app itself: a mounted sub-router costs ~30 µs a request.
   const at = (path: string) => `${DATA_BASE_PATH}${path}`;
@@ -90,7 +101,9 @@ export function createRequestListener(services: Services): RequestListener {
   const bodyLimit = services.config.limits.bodyBytes;
   const log = errorLogger(services);
   const prefix = `${DATA_BASE_PATH}/`;
+  const cors = corsStage(services.config.cors);
   return (req: IncomingMessage, res: ServerResponse) => {
+    if (cors?.(req, res)) return;
     const url = req.url ?? '/';
     if (url.startsWith(prefix)) {
       const q = url.indexOf('?');

@@ -3,10 +3,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
+import { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
 import { applyMigrations, ensureSystemSchema, NotificationChannel, openDatabase, type AppliedMigration } from '../db/index.ts';
+import { clientAddress } from '../http/index.ts';
 import { pruneIdempotency } from '../idempotency/index.ts';
-import { CredentialStore, serverSecret } from '../keys/index.ts';
+import { createMailer, type Mailer } from '../mail/index.ts';
+import { CredentialStore } from '../keys/index.ts';
+import { SecretBox, serverSecret } from '../secrets/index.ts';
 import type { ServiceModule } from '../model/index.ts';
 import { Policy } from '../permissions/index.ts';
 import { Catalog, cursorCodec } from '../query/index.ts';
@@ -28,6 +32,14 @@ export interface ServerOptions {
   /** Apply pending migrations to every environment before listening (default true). */
   migrate?: boolean;
   managementToken?: string;
+  /** SVCGEN_SMTP_URL: overrides the config's mail.smtpUrl. */
+  smtpUrl?: string;
+  /** SVCGEN_SECRET: seals stored secrets (signing keys); without it a database-kept secret does. */
+  secret?: string;
+  /** Replaces the mailer the config describes (tests). */
+  mailer?: Mailer;
+  /** bcrypt cost of new passwords (default 10). */
+  passwordCost?: number;
   log?: (message: string) => void;
   /** Called with the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
@@ -45,6 +57,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const db = openDatabase(options.databaseUrl, { max: 10, onQuery: options.onQuery });
   const channel = new NotificationChannel(options.databaseUrl, log);
   let credentials: CredentialStore | undefined;
+  let auth: UserAuth | undefined;
+  const mailer =
+    options.mailer ??
+    createMailer({
+      smtpUrl: options.smtpUrl ?? options.config.mail.smtpUrl,
+      from: options.config.mail.from,
+      logFile: path.join(options.projectDir, '.svcgen', 'mail.log'),
+      log,
+    });
   try {
     await ensureSystemSchema(db);
     const applied =
@@ -52,6 +73,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await channel.start();
     credentials = new CredentialStore(db, channel, options.managementToken);
     credentials.start();
+    const rateLimiter = new SharedRateLimiter(db);
+    auth = await UserAuth.start({
+      config: options.config,
+      db,
+      channel,
+      box: await SecretBox.open(db, options.secret),
+      mailer,
+      rateLimiter,
+      clientIp: clientAddress(options.config.trustProxy),
+      log,
+      passwordCost: options.passwordCost,
+    });
     const services: Services = {
       config: options.config,
       service: options.service,
@@ -60,9 +93,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       policy: new Policy(options.config.roles),
       channel,
       credentials,
-      resolvers: [credentials],
+      resolvers: [auth, credentials],
       cursors: cursorCodec(await serverSecret(db, 'cursor-signing')),
-      rateLimiter: new SharedRateLimiter(db),
+      rateLimiter,
+      auth,
       basePath: DATA_BASE_PATH,
       log,
     };
@@ -89,6 +123,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       close: () => {
         clearInterval(maintenance);
         return closeServer(server, async () => {
+          await auth!.stop();
+          await mailer.close();
           await credentials!.stop();
           await channel.stop();
           await db.close();
@@ -96,6 +132,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
     };
   } catch (error) {
+    await auth?.stop().catch(() => {});
+    await mailer.close().catch(() => {});
     await credentials?.stop().catch(() => {});
     await channel.stop();
     await db.close().catch(() => {});

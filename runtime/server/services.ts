@@ -1,4 +1,5 @@
 /** The long-lived parts of a running server, built once at start and shared by every request. */
+import type { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
 import type { Database, NotificationChannel } from '../db/index.ts';
 import type { CredentialStore } from '../keys/index.ts';
@@ -20,6 +21,7 @@ export interface Services {
   readonly resolvers: readonly CredentialResolver[];
   readonly cursors: CursorCodec;
   readonly rateLimiter: SharedRateLimiter;
+  readonly auth: UserAuth;
   readonly basePath: string;
   readonly log: (message: string) => void;
 }

@@ -1,0 +1,189 @@
+/**
+ * The /auth endpoints (interface "Authentication endpoints", "States and transitions"). Every
+ * failure is an AuthError; the HTTP layer turns it into `{ error, ... }`.
+ */
+import { AuthError, jsonReply, type ApiRequest, type Handler, type Reply } from '../http/index.ts';
+import { readCredential } from '../principal/index.ts';
+import type { Tenant } from '../tenancy/index.ts';
+import { asAuthError, validationError } from './auth-errors.ts';
+import { passwordViolations } from './password-rule.ts';
+import { endSession, rotateRefreshToken, startSession } from './refresh-tokens.ts';
+import { confirmBody, loginBody, readAuthBody, recoverBody, refreshBody, resetBody, resolveAuthTenant, signupBody } from './requests.ts';
+import { jwks, Revocations, TokenRejected } from './tokens/index.ts';
+import type { UserAuth } from './user-auth.ts';
+import * as users from './users.ts';
+
+const CHECK_INBOX = 'check your e-mail for the 6-digit code';
+
+/** Wraps a handler so the neutral rate-limit error becomes RATE_LIMIT_EXCEEDED. */
+function authRoute(handler: Handler): Handler {
+  return (req) => handler(req).catch((error: unknown) => Promise.reject(asAuthError(error)));
+}
+
+export function authHandlers(auth: UserAuth): Record<string, Handler> {
+  const { config, db } = auth;
+  const minLength = config.auth.password.minLength;
+
+  const limit = (bucket: string, perMinute: number) => auth.rateLimiter.hit(bucket, perMinute);
+
+  /** Signs the user in: a new session, an access token and its refresh token. */
+  async function tokenPair(tenant: Tenant, user: users.UserRow) {
+    const { sessionId, refreshToken } = await startSession(db, user.id, config.auth.refreshTokenTtl);
+    const accessToken = await auth.issueAccessToken(tenant, user, sessionId);
+    return { accessToken, refreshToken, user: users.publicUser(user) };
+  }
+
+  function sendCode(tenant: Tenant, user: users.UserRow, purpose: 'confirm-signup' | 'reset-password', code: string) {
+    const signup = purpose === 'confirm-signup';
+    auth.mailer.send({
+      to: user.email,
+      subject: signup ? 'Confirm your e-mail address' : 'Reset your password',
+      text: `${signup ? 'Your confirmation code' : 'Your password reset code'} is ${code}. It is valid for ${Math.round(config.auth.codeTtl / 60)} minutes.`,
+      meta: { kind: purpose, code, project: tenant.projectId, environment: tenant.environment },
+    });
+  }
+
+  async function signup(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    await limit(`auth-signup:${tenant.projectId}:${auth.clientIp(req)}`, config.rateLimits.signupPerMinutePerIp);
+    const body = await readAuthBody(req, signupBody);
+    const violations = passwordViolations(body.password, 'password', minLength);
+    const role = body.roleId ?? config.auth.defaultRole;
+    if (body.roleId !== undefined && config.roles[body.roleId]?.signup !== true) {
+      const open = Object.entries(config.roles).filter(([, r]) => r.signup).map(([name]) => name);
+      violations.push({
+        field: 'roleId',
+        rule: 'signup_role',
+        message: open.length ? `roleId must be one of the roles open to signup: ${open.join(', ')}` : 'no role is open to signup; leave roleId out',
+      });
+    }
+    if (violations.length) throw validationError(violations);
+    const verified = !config.auth.emailVerification;
+    const created = await users.insertUser(db, tenant, {
+      email: body.email,
+      passwordHash: await auth.passwords.hash(body.password),
+      firstName: body.firstName,
+      lastName: body.lastName,
+      roles: role ? [role] : [],
+      verified,
+    });
+    if (!created) throw new AuthError('AUTH_EMAIL_EXISTS');
+    if (!verified) sendCode(tenant, created, 'confirm-signup', await auth.codes.issue(db, created.id, 'confirm-signup'));
+    return jsonReply(201, {
+      userId: created.id,
+      message: verified ? 'account created; you can log in now' : `account created; ${CHECK_INBOX} and confirm it with POST /auth/confirm-signup`,
+    });
+  }
+
+  async function confirmSignup(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    const body = await readAuthBody(req, confirmBody);
+    const user = await users.findUser(db, tenant, body.email);
+    if (!user || user.verified_at || !(await auth.codes.consume(db, user.id, 'confirm-signup', body.code))) {
+      throw new AuthError('AUTH_INVALID_CODE');
+    }
+    await users.markVerified(db, user.id);
+    return jsonReply(200, await tokenPair(tenant, user));
+  }
+
+  async function login(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    await limit(`auth-login:${tenant.projectId}:${auth.clientIp(req)}`, config.rateLimits.loginPerMinutePerIp);
+    const body = await readAuthBody(req, loginBody);
+    const user = await users.findUser(db, tenant, body.email);
+    if (!user) {
+      // The same bcrypt work as for a real account: timing does not tell which e-mails exist.
+      await auth.passwords.verifyDummy(body.password);
+      throw new AuthError('AUTH_INVALID_CREDENTIALS');
+    }
+    if (user.locked_until && user.locked_until > new Date()) {
+      throw new AuthError('AUTH_ACCOUNT_LOCKED', { lockedUntil: user.locked_until.toISOString() });
+    }
+    if (!(await auth.passwords.verify(body.password, user.password_hash))) {
+      const lockedUntil = await users.recordFailedLogin(db, user.id, config.auth.lockout.maxFailedAttempts, config.auth.lockout.duration);
+      if (lockedUntil) throw new AuthError('AUTH_ACCOUNT_LOCKED', { lockedUntil: lockedUntil.toISOString() });
+      throw new AuthError('AUTH_INVALID_CREDENTIALS');
+    }
+    if (!user.verified_at) throw new AuthError('AUTH_EMAIL_NOT_VERIFIED');
+    await users.clearFailedLogins(db, user.id);
+    return jsonReply(200, await tokenPair(tenant, user));
+  }
+
+  async function recoverPassword(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    const body = await readAuthBody(req, recoverBody);
+    const email = users.normalizeEmail(body.email);
+    await limit(`auth-recovery:${tenant.projectId}:${tenant.environment}:${email}`, config.rateLimits.recoveryPerMinutePerEmail);
+    // The answer does not wait for the lookup: known and unknown e-mails take the same time.
+    void (async () => {
+      const user = await users.findUser(db, tenant, email);
+      if (user) sendCode(tenant, user, 'reset-password', await auth.codes.issue(db, user.id, 'reset-password'));
+    })().catch((error: unknown) => auth.log(`password recovery for ${email} failed: ${(error as Error).message}`));
+    return jsonReply(200, { message: `if ${email} has an account, a reset code is on its way; ${CHECK_INBOX}` });
+  }
+
+  async function resetPassword(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    const body = await readAuthBody(req, resetBody);
+    const violations = passwordViolations(body.newPassword, 'newPassword', minLength);
+    if (violations.length) throw validationError(violations);
+    const user = await users.findUser(db, tenant, body.email);
+    if (!user || !(await auth.codes.consume(db, user.id, 'reset-password', body.code))) throw new AuthError('AUTH_INVALID_CODE');
+    const hash = await auth.passwords.hash(body.newPassword);
+    // A new password ends every session the old one opened.
+    const ended = await db.transaction(async (tx) => {
+      await users.resetPassword(tx, user.id, hash);
+      return Revocations.revokeSessions(tx, { userId: user.id });
+    });
+    for (const sessionId of ended) auth.revocations.remember({ sessionId });
+    return jsonReply(200, { message: 'password replaced; log in with the new password' });
+  }
+
+  async function refreshToken(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    const body = await readAuthBody(req, refreshBody);
+    const rotation = await rotateRefreshToken(db, tenant, body.refreshToken, config.auth.refreshTokenTtl);
+    if (!rotation.ok) {
+      if (rotation.revokedSession) auth.revocations.remember({ sessionId: rotation.revokedSession });
+      throw new AuthError('AUTH_TOKEN_INVALID');
+    }
+    const user = await users.findUserById(db, rotation.userId);
+    if (!user) throw new AuthError('AUTH_TOKEN_INVALID');
+    return jsonReply(200, { accessToken: await auth.issueAccessToken(tenant, user, rotation.sessionId), refreshToken: rotation.refreshToken });
+  }
+
+  async function logout(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    const credential = readCredentialOrInvalid(req);
+    let principal;
+    try {
+      principal = await auth.verifier.verify(credential.token, tenant.environment);
+    } catch (error) {
+      if (error instanceof TokenRejected) throw new AuthError(error.reason === 'expired' ? 'AUTH_TOKEN_EXPIRED' : 'AUTH_TOKEN_INVALID');
+      throw error;
+    }
+    const claims = auth.verifier.claimsOf(credential.token)!;
+    await endSession(db, principal.sessionId, principal.tokenId, claims.expiresAt);
+    auth.revocations.remember({ sessionId: principal.sessionId, tokenId: principal.tokenId });
+    return jsonReply(200, { message: 'logged out' });
+  }
+
+  async function jwksDocument(req: ApiRequest): Promise<Reply> {
+    const tenant = resolveAuthTenant(req, config);
+    return jsonReply(200, jwks(auth.environmentKeys(tenant.environment)), { 'cache-control': 'public, max-age=300' });
+  }
+
+  const handlers = { signup, confirmSignup, login, recoverPassword, resetPassword, refreshToken, logout, jwks: jwksDocument };
+  return Object.fromEntries(Object.entries(handlers).map(([name, h]) => [name, authRoute(h)]));
+}
+
+function readCredentialOrInvalid(req: ApiRequest) {
+  let credential;
+  try {
+    credential = readCredential(req);
+  } catch {
+    credential = undefined;
+  }
+  if (!credential || !credential.bearer) throw new AuthError('AUTH_TOKEN_INVALID');
+  return credential;
+}

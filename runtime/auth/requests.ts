@@ -1,0 +1,74 @@
+/** Project, environment and body of an /auth request, with the auth surface's errors. */
+import { z } from 'zod';
+import type { Config } from '../config/index.ts';
+import { AuthError, Problem, header, type ApiRequest } from '../http/index.ts';
+import { DEFAULT_ENVIRONMENT, type Tenant } from '../tenancy/index.ts';
+import { validationError, type Violation } from './auth-errors.ts';
+
+/**
+ * X-Project-Id required (400 VALIDATION_ERROR), then the project, the environment and auth being
+ * enabled there (404 AUTH_NOT_CONFIGURED otherwise). The query parameters `project_id` and
+ * `environment` stand in for the headers, so a JWKS client can fetch by URL (CONTRACT §7).
+ */
+export function resolveAuthTenant(req: ApiRequest, config: Config): Tenant {
+  const projectId = header(req, 'x-project-id') || req.query.get('project_id') || undefined;
+  if (projectId === undefined) {
+    throw validationError([{ field: 'X-Project-Id', rule: 'required', message: 'send the project id in the X-Project-Id header' }]);
+  }
+  const environment = header(req, 'environment') || header(req, 'x-environment') || req.query.get('environment') || DEFAULT_ENVIRONMENT;
+  if (projectId !== config.project.id || !authEnabledIn(config, environment)) throw new AuthError('AUTH_NOT_CONFIGURED');
+  return { projectId, environment };
+}
+
+export function authEnabledIn(config: Config, environment: string): boolean {
+  return (
+    config.auth.enabled && config.environments.includes(environment) && (config.auth.environments ?? config.environments).includes(environment)
+  );
+}
+
+function zodViolations(error: z.ZodError): Violation[] {
+  return error.issues.map((issue) => {
+    const field = issue.path.join('.') || 'body';
+    return { field, rule: issue.code === 'invalid_type' && issue.input === undefined ? 'required' : issue.code, message: `${field}: ${issue.message}` };
+  });
+}
+
+/** The JSON body, validated by `schema`; any problem → 400 VALIDATION_ERROR naming the field. */
+export async function readAuthBody<S extends z.ZodType>(req: ApiRequest, schema: S): Promise<z.output<S>> {
+  let body: Buffer | undefined;
+  try {
+    body = await req.readBody();
+  } catch (error) {
+    if (error instanceof Problem) throw validationError([{ field: 'body', rule: 'max_size', message: error.detail }]);
+    throw error;
+  }
+  const contentType = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (contentType !== 'application/json') {
+    throw validationError([{ field: 'Content-Type', rule: 'media_type', message: 'send the body as application/json' }]);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body?.toString('utf8') ?? '');
+  } catch (error) {
+    throw validationError([{ field: 'body', rule: 'json', message: `the body is not valid JSON: ${(error as Error).message}` }]);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw validationError(zodViolations(parsed.error));
+  return parsed.data;
+}
+
+const text = (max: number) => z.string().trim().min(1).max(max);
+
+export const signupBody = z.object({
+  email: z.email().max(254),
+  password: z.string(),
+  firstName: text(100),
+  lastName: text(100),
+  roleId: z.string().optional(),
+});
+
+export const loginBody = z.object({ email: z.string().max(254), password: z.string() });
+export const confirmBody = z.object({ email: z.string().max(254), code: z.string().max(64) });
+export const recoverBody = z.object({ email: z.string().max(254) });
+export const resetBody = z.object({ email: z.string().max(254), newPassword: z.string(), code: z.string().max(64) });
+export const refreshBody = z.object({ refreshToken: z.string().max(512) });

@@ -1,0 +1,112 @@
+/**
+ * User authentication for one project: the long-lived parts (keys per environment, the password
+ * hasher, the mailer, token verification and revocation) built once at server start, and the
+ * resolver that lets the data pipeline accept user access tokens.
+ */
+import type { Config } from '../config/index.ts';
+import type { Database, NotificationChannel } from '../db/index.ts';
+import type { ApiRequest } from '../http/index.ts';
+import type { Mailer } from '../mail/index.ts';
+import { unauthorized, type Credential, type CredentialResolver, type Principal } from '../principal/index.ts';
+import type { SharedRateLimiter } from '../rate-limit/index.ts';
+import { serverSecret, type SecretBox } from '../secrets/index.ts';
+import type { Tenant } from '../tenancy/index.ts';
+import { Codes } from './codes.ts';
+import { createPasswordHasher, type PasswordHasher } from './passwords/index.ts';
+import { authEnabledIn } from './requests.ts';
+import {
+  AccessTokenVerifier,
+  audience,
+  issueAccessToken,
+  loadEnvironmentKeys,
+  looksLikeJwt,
+  Revocations,
+  TokenRejected,
+  type EnvironmentKeys,
+} from './tokens/index.ts';
+
+export interface UserAuthOptions {
+  config: Config;
+  db: Database;
+  channel: NotificationChannel;
+  box: SecretBox;
+  mailer: Mailer;
+  rateLimiter: SharedRateLimiter;
+  /** The client address of a request, honouring `trustProxy`. */
+  clientIp: (req: ApiRequest) => string;
+  log: (message: string) => void;
+  /** bcrypt cost (default 10; tests may lower it). */
+  passwordCost?: number;
+}
+
+export class UserAuth implements CredentialResolver {
+  readonly config: Config;
+  readonly db: Database;
+  readonly mailer: Mailer;
+  readonly rateLimiter: SharedRateLimiter;
+  readonly clientIp: UserAuthOptions['clientIp'];
+  readonly log: (message: string) => void;
+  readonly passwords: PasswordHasher;
+  readonly revocations: Revocations;
+  readonly verifier: AccessTokenVerifier;
+  private constructor(
+    options: UserAuthOptions,
+    readonly keys: ReadonlyMap<string, EnvironmentKeys>,
+    readonly codes: Codes,
+  ) {
+    this.config = options.config;
+    this.db = options.db;
+    this.mailer = options.mailer;
+    this.rateLimiter = options.rateLimiter;
+    this.clientIp = options.clientIp;
+    this.log = options.log;
+    this.passwords = createPasswordHasher({ cost: options.passwordCost });
+    this.revocations = new Revocations(options.db, options.channel, options.config.auth.accessTokenTtl * 1000);
+    this.verifier = new AccessTokenVerifier(options.config.project.id, keys, this.revocations, options.channel);
+    this.revocations.start(() => this.verifier.forgetChecks());
+  }
+
+  /** Loads (or makes, on first start) the keys of every environment where auth is enabled. */
+  static async start(options: UserAuthOptions): Promise<UserAuth> {
+    const { config } = options;
+    const keys = new Map<string, EnvironmentKeys>();
+    for (const environment of config.environments) {
+      if (!authEnabledIn(config, environment)) continue;
+      keys.set(environment, await loadEnvironmentKeys(options.db, options.box, config.project.id, environment, config.auth.jwe));
+    }
+    const codes = new Codes(await serverSecret(options.db, 'auth-codes'), config.auth.codeTtl, config.auth.codeMaxAttempts);
+    return new UserAuth(options, keys, codes);
+  }
+
+  async stop(): Promise<void> {
+    this.revocations.stop();
+    await this.passwords.close();
+  }
+
+  environmentKeys(environment: string): EnvironmentKeys {
+    const keys = this.keys.get(environment);
+    if (!keys) throw new Error(`auth is not enabled in environment "${environment}"`);
+    return keys;
+  }
+
+  async issueAccessToken(tenant: Tenant, user: { id: string; email: string; roles: readonly string[] }, sessionId: string): Promise<string> {
+    const keys = this.environmentKeys(tenant.environment);
+    const { token } = await issueAccessToken(keys, audience(tenant.projectId, tenant.environment), this.config.auth.accessTokenTtl, user, sessionId);
+    return token;
+  }
+
+  /** The data pipeline's resolver for `Bearer <access token>`: JWS or JWE, verified and not revoked. */
+  async resolve(credential: Credential, tenant: Tenant): Promise<Principal | undefined> {
+    if (!credential.bearer || !looksLikeJwt(credential.token)) return undefined;
+    try {
+      return await this.verifier.verify(credential.token, tenant.environment);
+    } catch (error) {
+      if (!(error instanceof TokenRejected)) throw error;
+      throw unauthorized(
+        error.reason === 'expired'
+          ? 'the access token has expired; get a new one with POST /auth/refresh-token'
+          : 'the access token is not valid: malformed, tampered with, revoked, or issued for another project or environment',
+      );
+    }
+  }
+}

@@ -1,0 +1,95 @@
+/** User accounts in svcgen.users, one set per project and environment. */
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/index.ts';
+
+export interface UserRow {
+  id: string;
+  email: string;
+  password_hash: string;
+  first_name: string;
+  last_name: string;
+  roles: string[];
+  verified_at: Date | null;
+  locked_until: Date | null;
+}
+
+/** The user resource of the interface (login and confirm-signup answers). */
+export function publicUser(row: UserRow): { id: string; email: string; firstName: string; lastName: string; roles: string[] } {
+  return { id: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name, roles: row.roles };
+}
+
+/** E-mail addresses are compared without case and surrounding spaces. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+const COLUMNS = 'id, email, password_hash, first_name, last_name, roles, verified_at, locked_until';
+
+export interface Scope {
+  readonly projectId: string;
+  readonly environment: string;
+}
+
+export async function findUser(db: Queryable, scope: Scope, email: string): Promise<UserRow | undefined> {
+  const rows = await db.query<UserRow>(`SELECT ${COLUMNS} FROM svcgen.users WHERE project_id = $1 AND environment = $2 AND email = $3`, [
+    scope.projectId,
+    scope.environment,
+    normalizeEmail(email),
+  ]);
+  return rows[0];
+}
+
+export async function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
+  return (await db.query<UserRow>(`SELECT ${COLUMNS} FROM svcgen.users WHERE id = $1`, [id]))[0];
+}
+
+/** Inserts a user; undefined when the e-mail is taken in this environment. */
+export async function insertUser(
+  db: Queryable,
+  scope: Scope,
+  user: { email: string; passwordHash: string; firstName: string; lastName: string; roles: string[]; verified: boolean },
+): Promise<UserRow | undefined> {
+  const rows = await db.query<UserRow>(
+    `INSERT INTO svcgen.users (id, project_id, environment, email, password_hash, first_name, last_name, roles, verified_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9::boolean THEN now() END)
+     ON CONFLICT (project_id, environment, email) DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [randomUUID(), scope.projectId, scope.environment, normalizeEmail(user.email), user.passwordHash, user.firstName, user.lastName, user.roles, user.verified],
+  );
+  return rows[0];
+}
+
+/**
+ * Counts a failed login; the failure that reaches `maxFailures` locks the account for
+ * `lockSeconds`. A lock that has run out starts the count again. Returns the lock's end, if locked.
+ */
+export async function recordFailedLogin(db: Queryable, id: string, maxFailures: number, lockSeconds: number): Promise<Date | null> {
+  const rows = await db.query<{ locked_until: Date | null }>(
+    `UPDATE svcgen.users u SET
+       failed_logins = CASE WHEN u.locked_until IS NOT NULL AND u.locked_until <= now() THEN 1 ELSE u.failed_logins + 1 END,
+       locked_until = CASE
+         WHEN (CASE WHEN u.locked_until IS NOT NULL AND u.locked_until <= now() THEN 1 ELSE u.failed_logins + 1 END) >= $2
+         THEN now() + make_interval(secs => $3) END,
+       updated_at = now()
+     WHERE id = $1 RETURNING locked_until`,
+    [id, maxFailures, lockSeconds],
+  );
+  return rows[0]?.locked_until ?? null;
+}
+
+export async function clearFailedLogins(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE svcgen.users SET failed_logins = 0, locked_until = NULL WHERE id = $1 AND (failed_logins > 0 OR locked_until IS NOT NULL)`, [id]);
+}
+
+export async function markVerified(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE svcgen.users SET verified_at = coalesce(verified_at, now()), updated_at = now() WHERE id = $1', [id]);
+}
+
+/** A reset replaces the password and clears the lockout; the code proved the mailbox, so it verifies too. */
+export async function resetPassword(db: Queryable, id: string, passwordHash: string): Promise<void> {
+  await db.query(
+    `UPDATE svcgen.users SET password_hash = $2, failed_logins = 0, locked_until = NULL,
+       verified_at = coalesce(verified_at, now()), updated_at = now() WHERE id = $1`,
+    [id, passwordHash],
+  );
+}

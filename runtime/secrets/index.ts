@@ -1,0 +1,2 @@
+export { serverSecret } from './server-secrets.ts';
+export { SecretBox } from './secret-box.ts';
