@@ -58,6 +58,10 @@ export interface TestServerOptions {
   log?: (message: string) => void;
   /** Receives the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
+  /** bcrypt cost of new passwords (default 10, the product's). */
+  passwordCost?: number;
+  /** SVCGEN_SECRET for this server. */
+  secret?: string;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -82,6 +86,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     managementToken: MANAGEMENT_TOKEN,
     log: options.log ?? (() => {}),
     onQuery: options.onQuery,
+    passwordCost: options.passwordCost,
+    secret: options.secret,
   });
   const db = openDatabase(database.url, { max: 2 });
   const createKey: TestServer['createKey'] = async (roles, o = {}) => {
