@@ -11,6 +11,51 @@ import { SHOP, startTestServer, type TestServer } from './support/server.ts';
 
 const BASE = '/gw/api/rest';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+/** The /auth operations, their documented statuses, and the `error` codes each error status may carry. */
+const AUTH_OPERATIONS: { method: string; path: string; operationId: string; statuses: Record<string, string[]> }[] = [
+  {
+    method: 'post',
+    path: '/auth/signup',
+    operationId: 'authSignup',
+    statuses: { '201': [], '400': ['VALIDATION_ERROR'], '404': ['AUTH_NOT_CONFIGURED'], '409': ['AUTH_EMAIL_EXISTS'], '429': ['RATE_LIMIT_EXCEEDED'] },
+  },
+  {
+    method: 'post',
+    path: '/auth/confirm-signup',
+    operationId: 'authConfirmSignup',
+    statuses: { '200': [], '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'], '404': ['AUTH_NOT_CONFIGURED'] },
+  },
+  {
+    method: 'post',
+    path: '/auth/login',
+    operationId: 'authLogin',
+    statuses: {
+      '200': [],
+      '401': ['AUTH_INVALID_CREDENTIALS'],
+      '403': ['AUTH_EMAIL_NOT_VERIFIED'],
+      '404': ['AUTH_NOT_CONFIGURED'],
+      '423': ['AUTH_ACCOUNT_LOCKED'],
+      '429': ['RATE_LIMIT_EXCEEDED'],
+    },
+  },
+  { method: 'post', path: '/auth/recover-password', operationId: 'authRecoverPassword', statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'], '429': ['RATE_LIMIT_EXCEEDED'] } },
+  {
+    method: 'post',
+    path: '/auth/reset-password',
+    operationId: 'authResetPassword',
+    statuses: { '200': [], '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'], '404': ['AUTH_NOT_CONFIGURED'] },
+  },
+  { method: 'post', path: '/auth/refresh-token', operationId: 'authRefreshToken', statuses: { '200': [], '401': ['AUTH_TOKEN_INVALID'], '404': ['AUTH_NOT_CONFIGURED'] } },
+  {
+    method: 'post',
+    path: '/auth/logout',
+    operationId: 'authLogout',
+    statuses: { '200': [], '401': ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'], '404': ['AUTH_NOT_CONFIGURED'] },
+  },
+  { method: 'get', path: '/auth/.well-known/jwks.json', operationId: 'authJwks', statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'] } },
+];
+/** Auth operations that take no credentials (everything but logout). */
+const PUBLIC_AUTH = new Set(AUTH_OPERATIONS.filter((o) => o.path !== '/auth/logout').map((o) => `${o.method.toUpperCase()} ${o.path}`));
 
 let doc: any;
 beforeAll(async () => {
@@ -40,6 +85,7 @@ describe('examples/shop/generated/openapi.json', () => {
     const generated = new Set(routes.map((r) => `${r.method.toUpperCase()} ${BASE}${r.path.replace(/:(\w+)/g, '{$1}')}`));
     const tables = new Set(routes.map((r) => r.table));
     for (const [p, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
+      if (p.startsWith('/auth/')) continue; // user authentication, at the server root
       expect(p.startsWith(`${BASE}/`), p).toBe(true);
       const first = p.slice(BASE.length + 1).split('/')[0];
       if (!tables.has(first)) continue;
@@ -79,11 +125,62 @@ describe('examples/shop/generated/openapi.json', () => {
       for (const method of Object.keys(item).filter((k) => METHODS.includes(k))) {
         const op = item[method];
         for (const name of requirementNames(op.security)) expect(schemes, `${method} ${p}: ${name}`).toHaveProperty([name]);
+        if (PUBLIC_AUTH.has(`${method.toUpperCase()} ${p}`)) {
+          expect(op.security, `${method.toUpperCase()} ${p} is public`).toEqual([]);
+          continue;
+        }
         const effective = op.security ?? doc.security ?? [];
         expect(effective.length, `${method.toUpperCase()} ${p} has no security requirement`).toBeGreaterThan(0);
         expect(effective.some((r: Record<string, unknown>) => Object.keys(r).length === 0), `${method.toUpperCase()} ${p} allows anonymous access`).toBe(false);
       }
     }
+  });
+
+  it('describes the /auth endpoints at the server root with their statuses and AuthError bodies', () => {
+    const authPaths = Object.keys(doc.paths).filter((p) => p.startsWith('/auth/'));
+    expect(authPaths.sort()).toEqual([...new Set(AUTH_OPERATIONS.map((o) => o.path))].sort());
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith(`${BASE}/auth`))).toEqual([]);
+    const codes: string[] = doc.components.schemas.AuthError.properties.error.enum;
+    for (const { method, path: p, operationId, statuses } of AUTH_OPERATIONS) {
+      const op = doc.paths[p]?.[method];
+      expect(op, `${method.toUpperCase()} ${p}`).toBeDefined();
+      expect(op.operationId).toBe(operationId);
+      expect(op.tags).toEqual(['auth']);
+      for (const [status, errors] of Object.entries(statuses)) {
+        const response = op.responses[status];
+        expect(response, `${method.toUpperCase()} ${p} ${status}`).toBeDefined();
+        if (Number(status) >= 400) {
+          expect(response.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/AuthError' });
+          for (const code of errors) {
+            expect(codes).toContain(code);
+            expect(response.description, `${method.toUpperCase()} ${p} ${status}`).toContain(code);
+          }
+        }
+      }
+      if (statuses['429']) expect(op.responses['429'].headers).toHaveProperty(['Retry-After']);
+      if (method === 'post' && p !== '/auth/logout') expect(op.requestBody.content).toHaveProperty(['application/json']);
+    }
+    expect(doc.paths['/auth/login'].post.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Session' });
+    expect(doc.components.schemas.AuthError.properties.lockedUntil).toMatchObject({ type: 'string', format: 'date-time' });
+    for (const name of ['User', 'TokenPair', 'Session', 'Message', 'Jwks']) expect(doc.components.schemas).toHaveProperty([name]);
+  });
+
+  it('takes X-Project-Id on every /auth operation, optional only on JWKS, which also reads project_id and environment from the query', () => {
+    for (const { path: p } of AUTH_OPERATIONS.filter((o) => o.operationId !== 'authJwks')) {
+      expect(doc.paths[p].parameters).toEqual([{ $ref: '#/components/parameters/projectId' }, { $ref: '#/components/parameters/environment' }]);
+    }
+    const jwks = doc.paths['/auth/.well-known/jwks.json'];
+    const params = [...(jwks.parameters ?? []), ...(jwks.get.parameters ?? [])];
+    expect(params).toContainEqual(expect.objectContaining({ name: 'X-Project-Id', in: 'header', required: false }));
+    expect(params).toContainEqual(expect.objectContaining({ name: 'project_id', in: 'query' }));
+    expect(params).toContainEqual(expect.objectContaining({ name: 'environment', in: 'query' }));
+    expect(jwks.get.responses['200'].headers).toHaveProperty(['Cache-Control']);
+  });
+
+  it('defines the bearerJwt scheme, used by logout and accepted by the data operations', () => {
+    expect(doc.components.securitySchemes.bearerJwt).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+    expect(doc.security).toContainEqual({ bearerJwt: [] });
+    expect(doc.paths['/auth/logout'].post.security).toEqual([{ bearerJwt: [] }]);
   });
 
   it('references the Problem schema from error responses', () => {

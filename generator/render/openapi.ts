@@ -2,6 +2,7 @@
 import { OpenApiBuilder, type OperationObject } from 'openapi3-ts/oas31';
 import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
+import { authPaths } from './openapi-auth.ts';
 import { operationFor } from './openapi-operations.ts';
 import { BASE, recordSchemas, ref } from './openapi-shared.ts';
 
@@ -24,6 +25,12 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     description: '"<key prefix> <API key>", the scheme word chosen when the key was created',
   });
   builder.addSecurityScheme('managementToken', { type: 'http', scheme: 'bearer', description: 'A management token (API keys, webhooks)' });
+  builder.addSecurityScheme('bearerJwt', {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'A user access token from /auth/login: RS256 JWS, or JWE (RSA-OAEP-256, A256GCM) when auth.jwe is on',
+  });
   builder.addParameter('projectId', { name: 'X-Project-Id', in: 'header', required: true, schema: { type: 'string' } });
   builder.addParameter('environment', { name: 'environment', in: 'header', required: false, schema: { type: 'string', default: 'master' } });
   builder.addParameter('limit', { name: 'limit', in: 'query', description: 'Page size (alias first)', schema: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize, default: LIMITS.defaultPageSize } });
@@ -130,8 +137,9 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     });
   }
   apiKeyPaths(builder);
+  authPaths(builder);
   const doc = builder.getSpec();
-  doc.security = [{ bearer: [] }, { apiKey: [] }];
+  doc.security = [{ bearer: [] }, { apiKey: [] }, { bearerJwt: [] }];
   doc.servers = [{ url: '/' }];
   return doc;
 }

@@ -1,3 +1,5 @@
+import { AUTH_ERRORS, type AuthErrorCode } from '../model/index.ts';
+
 /**
  * The one error type of the runtime and its closed table of kinds. Handlers throw; only
  * `toReply` (reply.ts) turns an error into a response, so no handler formats errors itself.
@@ -61,21 +63,7 @@ export class Problem extends Error {
   }
 }
 
-/** Codes of the authentication endpoints (interface "Authentication errors"): body `{ error }`. */
-export const AUTH_ERRORS = {
-  AUTH_EMAIL_EXISTS: 409,
-  AUTH_INVALID_CREDENTIALS: 401,
-  AUTH_EMAIL_NOT_VERIFIED: 403,
-  AUTH_ACCOUNT_LOCKED: 423,
-  AUTH_INVALID_CODE: 400,
-  AUTH_TOKEN_EXPIRED: 401,
-  AUTH_TOKEN_INVALID: 401,
-  AUTH_NOT_CONFIGURED: 404,
-  RATE_LIMIT_EXCEEDED: 429,
-  VALIDATION_ERROR: 400,
-} as const;
-
-export type AuthErrorCode = keyof typeof AUTH_ERRORS;
+export { AUTH_ERRORS, type AuthErrorCode };
 
 export class AuthError extends Error {
   readonly status: number;

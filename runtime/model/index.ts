@@ -6,6 +6,7 @@
 import type { ZodType } from 'zod';
 
 export { LIMITS } from './limits.ts';
+export { AUTH_ERRORS, type AuthErrorCode } from './auth-errors.ts';
 
 export type ScalarType =
   | 'String'

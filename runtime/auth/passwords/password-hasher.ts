@@ -11,9 +11,12 @@ import { Worker } from 'node:worker_threads';
 export interface PasswordHasher {
   /** bcrypt hash with the configured cost */
   hash(password: string): Promise<string>;
-  /** false (not a throw) for a malformed hash */
+  /** false (not a throw) for a malformed hash; rejects only if the worker dies or the hasher is closed */
   verify(password: string, hash: string): Promise<boolean>;
-  /** Verifies against a fixed dummy hash of the same cost and returns false: equal time for unknown users. */
+  /**
+   * Verifies against a fixed dummy hash of the same cost and returns false: equal time for unknown users.
+   * The dummy is hashed on the first call, which therefore takes one extra hash.
+   */
   verifyDummy(password: string): Promise<false>;
   /** terminates the workers; pending and later calls reject */
   close(): Promise<void>;
@@ -95,8 +98,18 @@ export function createPasswordHasher(options: PasswordHasherOptions = {}): Passw
 
   function pump(): void {
     while (queue.length > 0 && !closing) {
-      // Workers start lazily, so a server that never hashes never pays for a thread.
-      const slot = slots.find((s) => s.job === null) ?? (slots.length < size ? spawn() : undefined);
+      let slot = slots.find((s) => s.job === null);
+      if (!slot && slots.length < size) {
+        // Workers start lazily, so a server that never hashes never pays for a thread.
+        try {
+          slot = spawn();
+        } catch (error) {
+          // pump() also runs from worker events, where a throw would crash the process: if thread
+          // creation fails, the queue waits for the workers left, or fails when there are none
+          if (slots.length === 0) for (const job of queue.splice(0)) job.reject(error as Error);
+          return;
+        }
+      }
       if (!slot) return;
       const job = queue.shift()!;
       slot.job = job;

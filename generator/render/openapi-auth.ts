@@ -1,0 +1,266 @@
+/**
+ * The OpenAPI paths of user authentication (CONTRACT §4, §7): /auth at the server root, not under
+ * the data base path. Their errors are `{ error, ... }` bodies (AuthError), not Problem Details.
+ */
+import type { OpenApiBuilder, ParameterObject, ResponseObject, SchemaObject } from 'openapi3-ts/oas31';
+import { AUTH_ERRORS, type AuthErrorCode } from '../../runtime/model/index.ts';
+import { ref } from './openapi-shared.ts';
+
+const AUTH = '/auth';
+const TAGS = ['auth'];
+
+const AUTH_ERROR_CODES = Object.keys(AUTH_ERRORS) as AuthErrorCode[];
+
+/** An error response of the auth surface; `codes` are the `error` values it can carry. */
+function authError(description: string, codes: AuthErrorCode[], headers?: ResponseObject['headers']): ResponseObject {
+  return {
+    description: `${description} (${codes.join(' or ')})`,
+    ...(headers ? { headers } : {}),
+    content: { 'application/json': { schema: ref('AuthError') } },
+  };
+}
+
+const json = (schema: SchemaObject | { $ref: string }) => ({ 'application/json': { schema } });
+const ok = (description: string, schema: SchemaObject | { $ref: string }): ResponseObject => ({ description, content: json(schema) });
+const body = (required: string[], properties: Record<string, SchemaObject>) => ({
+  required: true,
+  content: json({ type: 'object', required, properties }),
+});
+
+const NOT_CONFIGURED = authError('Auth is not enabled for this project and environment, or the project or environment is unknown', ['AUTH_NOT_CONFIGURED']);
+const INVALID_REQUEST = authError('X-Project-Id missing, or the body is not valid JSON of this shape; violations name the fields', ['VALIDATION_ERROR']);
+const RATE_LIMITED = authError('Too many requests', ['RATE_LIMIT_EXCEEDED'], {
+  'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+});
+
+const EMAIL: SchemaObject = { type: 'string', format: 'email', maxLength: 254 };
+const CODE: SchemaObject = { type: 'string', pattern: '^[0-9]{6}$', description: 'The 6-digit code sent by e-mail' };
+const PASSWORD_RULE =
+  'At least auth.password.minLength characters (default 8), with at least one letter and one digit, and at most 72 bytes in UTF-8';
+const NAME: SchemaObject = { type: 'string', minLength: 1, maxLength: 100 };
+
+export function authPaths(builder: OpenApiBuilder): void {
+  builder.addSchema('AuthError', {
+    type: 'object',
+    description: 'The error body of the /auth endpoints (not Problem Details)',
+    required: ['error'],
+    properties: {
+      error: { type: 'string', enum: [...AUTH_ERROR_CODES] },
+      violations: {
+        type: 'array',
+        description: 'With VALIDATION_ERROR: what is wrong, field by field',
+        items: { type: 'object', required: ['field', 'rule', 'message'], properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } } },
+      },
+      lockedUntil: { type: 'string', format: 'date-time', description: 'With AUTH_ACCOUNT_LOCKED: when login is possible again' },
+    },
+  });
+  builder.addSchema('User', {
+    type: 'object',
+    required: ['id', 'email', 'firstName', 'lastName', 'roles'],
+    properties: {
+      id: { type: 'string', format: 'uuid' },
+      email: { type: 'string', format: 'email' },
+      firstName: { type: 'string' },
+      lastName: { type: 'string' },
+      roles: { type: 'array', items: { type: 'string' } },
+    },
+  });
+  builder.addSchema('TokenPair', {
+    type: 'object',
+    required: ['accessToken', 'refreshToken'],
+    properties: {
+      accessToken: { type: 'string', description: 'A JWT for the bearerJwt scheme' },
+      refreshToken: { type: 'string', description: 'Single use: POST /auth/refresh-token swaps it for a new pair' },
+    },
+  });
+  builder.addSchema('Session', {
+    type: 'object',
+    required: ['accessToken', 'refreshToken', 'user'],
+    properties: {
+      accessToken: { type: 'string', description: 'A JWT for the bearerJwt scheme' },
+      refreshToken: { type: 'string', description: 'Single use: POST /auth/refresh-token swaps it for a new pair' },
+      user: ref('User'),
+    },
+  });
+  builder.addSchema('Message', { type: 'object', required: ['message'], properties: { message: { type: 'string' } } });
+  builder.addSchema('Jwks', {
+    type: 'object',
+    description: 'JSON Web Key Set (RFC 7517): the signing key, plus the encryption key when auth.jwe is on',
+    required: ['keys'],
+    properties: {
+      keys: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['kty', 'kid', 'use', 'alg', 'n', 'e'],
+          properties: {
+            kty: { type: 'string' },
+            kid: { type: 'string' },
+            use: { type: 'string', enum: ['sig', 'enc'] },
+            alg: { type: 'string' },
+            n: { type: 'string' },
+            e: { type: 'string' },
+          },
+        },
+      },
+    },
+  });
+
+  const parameters = [{ $ref: '#/components/parameters/projectId' }, { $ref: '#/components/parameters/environment' }];
+  const anonymous: Record<string, string[]>[] = [];
+
+  builder.addPath(`${AUTH}/signup`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authSignup',
+      summary: 'Create a user account (a confirmation code is e-mailed when auth.emailVerification is on)',
+      security: anonymous,
+      requestBody: body(['email', 'password', 'firstName', 'lastName'], {
+        email: EMAIL,
+        password: { type: 'string', description: PASSWORD_RULE },
+        firstName: NAME,
+        lastName: NAME,
+        roleId: { type: 'string', description: 'A role open to signup; auth.defaultRole when left out' },
+      }),
+      responses: {
+        '201': ok('Account created', {
+          type: 'object',
+          required: ['userId', 'message'],
+          properties: { userId: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
+        }),
+        '400': authError('Invalid body, a password that breaks the rule, a role not open to signup, or X-Project-Id missing', ['VALIDATION_ERROR']),
+        '404': NOT_CONFIGURED,
+        '409': authError('An account with this e-mail already exists', ['AUTH_EMAIL_EXISTS']),
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/confirm-signup`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authConfirmSignup',
+      summary: 'Confirm the e-mail address with the code from signup, and log in',
+      security: anonymous,
+      requestBody: body(['email', 'code'], { email: EMAIL, code: CODE }),
+      responses: {
+        '200': ok('Confirmed and logged in', ref('Session')),
+        '400': authError('Wrong, expired or used-up code, or an invalid request', ['AUTH_INVALID_CODE', 'VALIDATION_ERROR']),
+        '404': NOT_CONFIGURED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/login`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authLogin',
+      summary: 'Log in with e-mail and password',
+      security: anonymous,
+      requestBody: body(['email', 'password'], { email: EMAIL, password: { type: 'string' } }),
+      responses: {
+        '200': ok('Logged in', ref('Session')),
+        '400': INVALID_REQUEST,
+        '401': authError('Unknown e-mail or wrong password', ['AUTH_INVALID_CREDENTIALS']),
+        '403': authError('The e-mail address is not confirmed yet', ['AUTH_EMAIL_NOT_VERIFIED']),
+        '404': NOT_CONFIGURED,
+        '423': authError('Too many failed logins; lockedUntil tells when to try again', ['AUTH_ACCOUNT_LOCKED']),
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/recover-password`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authRecoverPassword',
+      summary: 'E-mail a password reset code (the answer is the same whether or not the e-mail has an account)',
+      security: anonymous,
+      requestBody: body(['email'], { email: EMAIL }),
+      responses: {
+        '200': ok('Accepted; a code is sent if the e-mail has an account', ref('Message')),
+        '400': INVALID_REQUEST,
+        '404': NOT_CONFIGURED,
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/reset-password`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authResetPassword',
+      summary: 'Set a new password with the reset code (ends every session of the user)',
+      security: anonymous,
+      requestBody: body(['email', 'newPassword', 'code'], { email: EMAIL, newPassword: { type: 'string', description: PASSWORD_RULE }, code: CODE }),
+      responses: {
+        '200': ok('Password replaced', ref('Message')),
+        '400': authError('Wrong, expired or used-up code, a password that breaks the rule, or an invalid request', ['AUTH_INVALID_CODE', 'VALIDATION_ERROR']),
+        '404': NOT_CONFIGURED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/refresh-token`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authRefreshToken',
+      summary: 'Swap a refresh token for a new token pair (a used refresh token presented again revokes the whole session)',
+      security: anonymous,
+      requestBody: body(['refreshToken'], { refreshToken: { type: 'string', maxLength: 512 } }),
+      responses: {
+        '200': ok('A new token pair; the old refresh token is spent', ref('TokenPair')),
+        '400': INVALID_REQUEST,
+        '401': authError('Unknown, expired, revoked or reused refresh token', ['AUTH_TOKEN_INVALID']),
+        '404': NOT_CONFIGURED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/logout`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authLogout',
+      summary: 'End the session of the access token (it and its refresh token stop working)',
+      security: [{ bearerJwt: [] }],
+      responses: {
+        '200': ok('Logged out', ref('Message')),
+        '400': INVALID_REQUEST,
+        '401': authError('Missing, invalid, revoked or expired access token', ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED']),
+        '404': NOT_CONFIGURED,
+      },
+    },
+  });
+  // X-Project-Id is optional here: JWKS clients that fetch by URL give project_id (and environment) as query parameters.
+  const jwksProjectId: ParameterObject = {
+    name: 'X-Project-Id',
+    in: 'header',
+    required: false,
+    description: 'The project; required unless the project_id query parameter gives it',
+    schema: { type: 'string' },
+  };
+  builder.addPath(`${AUTH}/.well-known/jwks.json`, {
+    parameters: [
+      jwksProjectId,
+      { $ref: '#/components/parameters/environment' },
+      { name: 'project_id', in: 'query', required: false, description: 'The project, instead of X-Project-Id', schema: { type: 'string' } },
+      { name: 'environment', in: 'query', required: false, description: 'The environment, instead of the environment header', schema: { type: 'string', default: 'master' } },
+    ],
+    get: {
+      tags: TAGS,
+      operationId: 'authJwks',
+      summary: 'The public keys of the environment: verify access tokens (sig) or encrypt to the server (enc)',
+      security: anonymous,
+      responses: {
+        '200': {
+          description: 'The key set',
+          headers: { 'Cache-Control': { description: 'public, max-age=300', schema: { type: 'string' } } },
+          content: json(ref('Jwks')),
+        },
+        '400': authError('Neither X-Project-Id nor project_id given', ['VALIDATION_ERROR']),
+        '404': NOT_CONFIGURED,
+      },
+    },
+  });
+}
