@@ -26,6 +26,9 @@ export async function notify(db: Queryable, topic: string, payload: string): Pro
 export class NotificationChannel {
   private readonly subscribers = new Map<string, Set<Subscriber>>();
   private client: pg.Client | undefined;
+  /** The round trip on the LISTEN connection now in flight, and the one queued behind it. */
+  private pingInFlight: Promise<void> | undefined;
+  private pingQueued: Promise<void> | undefined;
   private stopped = false;
   private retryMs = RECONNECT_FIRST_MS;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -44,6 +47,41 @@ export class NotificationChannel {
   /** Connects once; a failure here fails the server start. Later drops reconnect by themselves. */
   async start(): Promise<void> {
     await this.connect();
+  }
+
+  /**
+   * Resolves once this process has heard every message committed before the call. PostgreSQL
+   * delivers pending notifications on a connection before it answers a query there, so a round trip
+   * on the LISTEN connection that starts after the call is the proof. Concurrent callers share
+   * round trips: a caller arriving while one is in flight waits for the next. Rejects when the
+   * connection is down or drops meanwhile (the caller must then ask the database itself).
+   */
+  barrier(): Promise<void> {
+    if (!this.client) return Promise.reject(new Error('the LISTEN connection is down'));
+    if (!this.pingInFlight) return (this.pingInFlight = this.ping());
+    this.pingQueued ??= this.pingInFlight.then(
+      () => this.afterQueued(),
+      () => this.afterQueued(),
+    );
+    return this.pingQueued;
+  }
+
+  private afterQueued(): Promise<void> {
+    this.pingQueued = undefined;
+    return this.barrier();
+  }
+
+  private ping(): Promise<void> {
+    const client = this.client!;
+    const epoch = this.epoch;
+    const done = client.query('SELECT 1').then(() => {
+      if (epoch !== this.epoch) throw new Error('the LISTEN connection dropped');
+    });
+    const settle = () => {
+      if (this.pingInFlight === done) this.pingInFlight = undefined;
+    };
+    done.then(settle, settle);
+    return done;
   }
 
   subscribe(topic: string, subscriber: Subscriber): () => void {

@@ -32,6 +32,7 @@ export function audience(projectId: string, environment: string): string {
   return `${projectId}/${environment}`;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const JWT_SHAPE = /^eyJ[\w-]*\.[\w-]*\.[\w-]*(\.[\w-]*\.[\w-]*)?$/;
 
 /** A JWS (3 parts) or JWE (5 parts) in compact form: what the user-token resolver takes. */
@@ -89,6 +90,7 @@ export async function verifyAccessToken(keys: EnvironmentKeys, aud: string, toke
     if (
       typeof sub !== 'string' ||
       typeof sid !== 'string' ||
+      !UUID.test(sid) ||
       typeof jti !== 'string' ||
       typeof exp !== 'number' ||
       typeof email !== 'string' ||

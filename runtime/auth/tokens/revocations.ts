@@ -2,9 +2,10 @@
  * Which sessions and access tokens are revoked (logout, refresh-token reuse, password reset).
  * The database is the record; every process also keeps the revocations it heard of on the shared
  * LISTEN channel, so a revocation made by any process is refused by every other one on its next
- * request without a database round trip per request. A token is checked against the database once
- * per channel epoch (the first time a process sees it, and again after the channel had a gap), and
- * on every request while the channel is down.
+ * request without a query per request (the channel's barrier, one shared round trip, proves
+ * nothing committed was missed). A token is checked against the database once per channel epoch
+ * (the first time a process sees it, and again after the channel had a gap), and on every request
+ * while the channel is down.
  */
 import { notify, type NotificationChannel, type Queryable } from '../../db/index.ts';
 

@@ -1,8 +1,8 @@
 /**
  * Inbound access tokens → user principals. Signature checks and JWE decryption are costly (RSA),
  * so a verified token is remembered by its exact text until it expires; revocation is never
- * cached away: every request consults what this process heard of, and the database whenever the
- * shared channel cannot vouch for it (see revocations.ts).
+ * cached away: every request consults what this process heard of after a barrier on the shared
+ * channel, and the database whenever the channel cannot vouch for it (see revocations.ts).
  */
 import type { NotificationChannel } from '../../db/index.ts';
 import type { UserPrincipal } from '../../principal/index.ts';
@@ -44,14 +44,29 @@ export class AccessTokenVerifier {
       throw new TokenRejected('expired');
     }
     if (this.revocations.heardRevoked(claims)) throw new TokenRejected('invalid');
-    if (!this.channel.live || entry.checkedEpoch !== this.channel.epoch) {
-      const epoch = this.channel.epoch;
-      const live = this.channel.live;
-      if (await this.revocations.checkDatabase(claims)) throw new TokenRejected('invalid');
-      if (live && this.channel.live && epoch === this.channel.epoch) entry.checkedEpoch = epoch;
-      if (this.revocations.heardRevoked(claims)) throw new TokenRejected('invalid');
-    }
+    await this.checkRevocation(entry);
+    if (this.revocations.heardRevoked(claims)) throw new TokenRejected('invalid');
     return entry.principal;
+  }
+
+  /**
+   * The first time in a channel epoch, the database says whether the token is revoked. After that
+   * the channel's barrier proves this process has heard every revocation committed before this
+   * request, so what it heard is the whole truth. Without the channel, the database answers.
+   */
+  private async checkRevocation(entry: VerifiedToken): Promise<void> {
+    const epoch = this.channel.epoch;
+    if (this.channel.live && entry.checkedEpoch === epoch) {
+      try {
+        await this.channel.barrier();
+        return;
+      } catch {
+        // the channel dropped meanwhile: ask the database below
+      }
+    }
+    const live = this.channel.live;
+    if (await this.revocations.checkDatabase(entry.claims)) throw new TokenRejected('invalid');
+    if (live && this.channel.live && epoch === this.channel.epoch) entry.checkedEpoch = epoch;
   }
 
   private async verifyNew(token: string, environment: string): Promise<VerifiedToken> {
