@@ -5,8 +5,7 @@
 import { AuthError, jsonReply, type ApiRequest, type Handler, type Reply } from '../http/index.ts';
 import { readCredential } from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import { asAuthError, validationError } from './auth-errors.ts';
-import { passwordViolations } from './password-rule.ts';
+import { asAuthError } from './auth-errors.ts';
 import { endSession, rotateRefreshToken, startSession } from './refresh-tokens.ts';
 import { confirmBody, loginBody, readAuthBody, recoverBody, refreshBody, resetBody, resolveAuthTenant, signupBody } from './requests.ts';
 import { jwks, Revocations, TokenRejected } from './tokens/index.ts';
@@ -22,7 +21,8 @@ function authRoute(handler: Handler): Handler {
 
 export function authHandlers(auth: UserAuth): Record<string, Handler> {
   const { config, db } = auth;
-  const minLength = config.auth.password.minLength;
+  const signupSchema = signupBody(config);
+  const resetSchema = resetBody(config);
 
   const limit = (bucket: string, perMinute: number) => auth.rateLimiter.hit(bucket, perMinute);
 
@@ -46,18 +46,8 @@ export function authHandlers(auth: UserAuth): Record<string, Handler> {
   async function signup(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
     await limit(`auth-signup:${tenant.projectId}:${auth.clientIp(req)}`, config.rateLimits.signupPerMinutePerIp);
-    const body = await readAuthBody(req, signupBody);
-    const violations = passwordViolations(body.password, 'password', minLength);
+    const body = await readAuthBody(req, signupSchema);
     const role = body.roleId ?? config.auth.defaultRole;
-    if (body.roleId !== undefined && config.roles[body.roleId]?.signup !== true) {
-      const open = Object.entries(config.roles).filter(([, r]) => r.signup).map(([name]) => name);
-      violations.push({
-        field: 'roleId',
-        rule: 'signup_role',
-        message: open.length ? `roleId must be one of the roles open to signup: ${open.join(', ')}` : 'no role is open to signup; leave roleId out',
-      });
-    }
-    if (violations.length) throw validationError(violations);
     const verified = !config.auth.emailVerification;
     const created = await users.insertUser(db, tenant, {
       email: body.email,
@@ -124,9 +114,7 @@ export function authHandlers(auth: UserAuth): Record<string, Handler> {
 
   async function resetPassword(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
-    const body = await readAuthBody(req, resetBody);
-    const violations = passwordViolations(body.newPassword, 'newPassword', minLength);
-    if (violations.length) throw validationError(violations);
+    const body = await readAuthBody(req, resetSchema);
     const user = await users.findUser(db, tenant, body.email);
     if (!user || !(await auth.codes.consume(db, user.id, 'reset-password', body.code))) throw new AuthError('AUTH_INVALID_CODE');
     const hash = await auth.passwords.hash(body.newPassword);

@@ -4,6 +4,7 @@ import type { Config } from '../config/index.ts';
 import { AuthError, Problem, header, type ApiRequest } from '../http/index.ts';
 import { DEFAULT_ENVIRONMENT, type Tenant } from '../tenancy/index.ts';
 import { validationError, type Violation } from './auth-errors.ts';
+import { passwordViolations } from './password-rule.ts';
 
 /**
  * X-Project-Id required (400 VALIDATION_ERROR), then the project, the environment and auth being
@@ -29,7 +30,16 @@ export function authEnabledIn(config: Config, environment: string): boolean {
 function zodViolations(error: z.ZodError): Violation[] {
   return error.issues.map((issue) => {
     const field = issue.path.join('.') || 'body';
+    // Our own rules (password, roleId) carry their rule name and a whole message.
+    if (issue.code === 'custom' && typeof issue.params?.rule === 'string') return { field, rule: issue.params.rule, message: issue.message };
     return { field, rule: issue.code === 'invalid_type' && issue.input === undefined ? 'required' : issue.code, message: `${field}: ${issue.message}` };
+  });
+}
+
+/** A string field checked by one of our rules, each violation its own issue (so all are listed at once). */
+function ruled(check: (value: string) => Violation[]) {
+  return z.string().superRefine((value, ctx) => {
+    for (const v of check(value)) ctx.addIssue({ code: 'custom', message: v.message, params: { rule: v.rule } });
   });
 }
 
@@ -58,17 +68,33 @@ export async function readAuthBody<S extends z.ZodType>(req: ApiRequest, schema:
 }
 
 const text = (max: number) => z.string().trim().min(1).max(max);
+const email = z.string().trim().pipe(z.email().max(254));
 
-export const signupBody = z.object({
-  email: z.email().max(254),
-  password: z.string(),
-  firstName: text(100),
-  lastName: text(100),
-  roleId: z.string().optional(),
-});
+/** The signup body: the password rule and the roles open to signup come from the config. */
+export function signupBody(config: Config) {
+  const open = Object.entries(config.roles).filter(([, role]) => role.signup).map(([name]) => name);
+  return z.object({
+    email,
+    password: ruled((value) => passwordViolations(value, 'password', config.auth.password.minLength)),
+    firstName: text(100),
+    lastName: text(100),
+    roleId: ruled((value) =>
+      open.includes(value)
+        ? []
+        : [{ field: 'roleId', rule: 'signup_role', message: open.length ? `roleId must be one of the roles open to signup: ${open.join(', ')}` : 'no role is open to signup; leave roleId out' }],
+    ).optional(),
+  });
+}
+
+export function resetBody(config: Config) {
+  return z.object({
+    email: z.string().max(254),
+    newPassword: ruled((value) => passwordViolations(value, 'newPassword', config.auth.password.minLength)),
+    code: z.string().max(64),
+  });
+}
 
 export const loginBody = z.object({ email: z.string().max(254), password: z.string() });
 export const confirmBody = z.object({ email: z.string().max(254), code: z.string().max(64) });
 export const recoverBody = z.object({ email: z.string().max(254) });
-export const resetBody = z.object({ email: z.string().max(254), newPassword: z.string(), code: z.string().max(64) });
 export const refreshBody = z.object({ refreshToken: z.string().max(512) });

@@ -40,21 +40,30 @@ function resolveValue(value: unknown, variables: Record<string, unknown>): { ok:
   return { ok: true, value };
 }
 
-/** A role filter as a condition; a variable the principal lacks matches no row (fail closed). */
-function filterCondition(filter: Record<string, unknown>, variables: Record<string, unknown>): Condition {
+/**
+ * Types a role filter's value for its field: undefined when it cannot be a value of that field,
+ * which makes the filter match no row.
+ */
+export type RoleOperand = (table: string, path: readonly string[], op: Operator, value: unknown) => { value: unknown } | undefined;
+
+/**
+ * A role filter as a condition; a variable the principal lacks, or a value that cannot be one of
+ * the field's, matches no row (fail closed).
+ */
+function filterCondition(table: string, filter: Record<string, unknown>, variables: Record<string, unknown>, operand: RoleOperand): Condition {
   const items: Condition[] = [];
+  const compare = (field: string, op: string, value: unknown): boolean => {
+    const r = resolveValue(value, variables);
+    if (!r.ok || r.value === undefined || !OPERATOR_NAMES.has(op)) return false;
+    const path = field.split('.');
+    const typed = operand(table, path, op as Operator, r.value);
+    if (!typed) return false;
+    items.push({ kind: 'compare', path, op: op as Operator, value: typed.value });
+    return true;
+  };
   for (const [field, raw] of Object.entries(filter)) {
-    if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
-      for (const [op, operand] of Object.entries(raw)) {
-        const r = resolveValue(operand, variables);
-        if (!r.ok || !OPERATOR_NAMES.has(op)) return { kind: 'false' };
-        items.push({ kind: 'compare', path: field.split('.'), op: op as Operator, value: r.value });
-      }
-    } else {
-      const r = resolveValue(raw, variables);
-      if (!r.ok || r.value === undefined) return { kind: 'false' };
-      items.push({ kind: 'compare', path: field.split('.'), op: 'equals', value: r.value });
-    }
+    const operators = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.entries(raw) : [['equals', raw] as const];
+    for (const [op, value] of operators) if (!compare(field, op, value)) return { kind: 'false' };
   }
   return and(...items);
 }
@@ -64,7 +73,10 @@ export class Policy {
   private readonly rules = new Map<string, Map<string, Map<Action, CompiledRule | null>>>();
   private readonly grants = new WeakMap<Principal, Map<string, Grant | null>>();
 
-  constructor(roles: Config['roles']) {
+  constructor(
+    roles: Config['roles'],
+    private readonly operand: RoleOperand,
+  ) {
     for (const [roleName, role] of Object.entries(roles)) {
       const tables = new Map<string, Map<Action, CompiledRule | null>>();
       for (const [table, perms] of Object.entries(role.tables)) {
@@ -114,7 +126,7 @@ export class Policy {
     let fields: Set<string> | null = new Set();
     for (const rule of rules) {
       if (rule.filter === undefined) allRows = true;
-      else rowConditions.push(filterCondition(rule.filter, variables));
+      else rowConditions.push(filterCondition(table, rule.filter, variables, this.operand));
       if (rule.fields === null) fields = null;
       else if (fields) for (const f of rule.fields) fields.add(f);
     }

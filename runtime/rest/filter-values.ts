@@ -3,7 +3,7 @@
  * SQL compiler binds, checked against the field's type and the operator.
  */
 import { isTextField, type FieldSpec } from '../model/index.ts';
-import type { Operator } from '../query/index.ts';
+import type { Catalog, Operator } from '../query/index.ts';
 
 export const OPERATORS: readonly Operator[] = [
   'equals', 'not_equals', 'gt', 'gte', 'lt', 'lte', 'contains', 'starts_with', 'ends_with', 'in', 'not_in', 'between',
@@ -168,5 +168,23 @@ export function operandValue(field: FieldSpec, op: Operator, raw: unknown, list?
       return scalarValue(field, raw);
     default:
       return scalarValue(field, raw);
+  }
+}
+
+/**
+ * A role filter's operand as the SQL compiler binds it, for `path` (a field, or relations then a
+ * field) from `table`; undefined when the value cannot be one of that field (e.g. `$user.id` against
+ * an Int key, a `$context` string against a number): such a filter matches no row.
+ */
+export function roleOperand(catalog: Catalog, table: string, path: readonly string[], op: Operator, value: unknown): { value: unknown } | undefined {
+  let current = catalog.get(table);
+  for (const relation of path.slice(0, -1)) current = current && catalog.get(current.relations.get(relation)?.target ?? '');
+  const field = current?.fields.get(path[path.length - 1] ?? '');
+  if (!field) return undefined;
+  try {
+    return { value: operandValue(field, op, value, Array.isArray(value) ? value : undefined) };
+  } catch (error) {
+    if (error instanceof FilterValueError) return undefined;
+    throw error;
   }
 }

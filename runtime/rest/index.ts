@@ -10,6 +10,7 @@ import { list, readOne } from './read.ts';
 import { create, remove, update, updateMany } from './write.ts';
 
 export type { DataContext } from './context.ts';
+export { roleOperand } from './filter-values.ts';
 
 export interface OperationHandler {
   /** The role action the operation needs (interface: "every data operation is checked"). */

@@ -14,6 +14,7 @@ import { SecretBox, serverSecret } from '../secrets/index.ts';
 import type { ServiceModule } from '../model/index.ts';
 import { Policy } from '../permissions/index.ts';
 import { Catalog, cursorCodec } from '../query/index.ts';
+import { roleOperand } from '../rest/index.ts';
 import { createRequestListener, DATA_BASE_PATH } from './app.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
 import type { Services } from './services.ts';
@@ -74,6 +75,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     credentials = new CredentialStore(db, channel, options.managementToken);
     credentials.start();
     const rateLimiter = new SharedRateLimiter(db);
+    const catalog = new Catalog(options.service.tables);
     auth = await UserAuth.start({
       config: options.config,
       db,
@@ -89,8 +91,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       config: options.config,
       service: options.service,
       db,
-      catalog: new Catalog(options.service.tables),
-      policy: new Policy(options.config.roles),
+      catalog,
+      policy: new Policy(options.config.roles, (table, path, op, value) => roleOperand(catalog, table, path, op, value)),
       channel,
       credentials,
       resolvers: [auth, credentials],
