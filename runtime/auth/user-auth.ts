@@ -83,6 +83,17 @@ export class UserAuth implements CredentialResolver {
     await this.passwords.close();
   }
 
+  /** Drops what can no longer matter: expired denylist entries, refresh tokens and codes (off the request path). */
+  async prune(): Promise<void> {
+    await this.db
+      .exec(
+        `DELETE FROM svcgen.revoked_tokens WHERE expires_at < now();
+         DELETE FROM svcgen.refresh_tokens WHERE expires_at < now();
+         DELETE FROM svcgen.auth_codes WHERE expires_at < now();`,
+      )
+      .catch(() => {});
+  }
+
   environmentKeys(environment: string): EnvironmentKeys {
     const keys = this.keys.get(environment);
     if (!keys) throw new Error(`auth is not enabled in environment "${environment}"`);

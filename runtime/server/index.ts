@@ -102,10 +102,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       basePath: DATA_BASE_PATH,
       log,
     };
-    // Housekeeping off the request path: expired idempotency entries and old rate-limit windows.
+    // Housekeeping off the request path: expired idempotency entries, old rate-limit windows, auth leftovers.
     const maintenance = setInterval(() => {
       void services.rateLimiter.prune();
       void pruneIdempotency(db);
+      void services.auth.prune();
     }, 60_000);
     maintenance.unref();
     // Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB).
