@@ -31,12 +31,19 @@ export interface PasswordHasherOptions {
 
 export const DEFAULT_PASSWORD_COST = 10;
 
+/** Niceness of hashing threads: low enough that data requests win the CPU, not so low that logins starve. */
+const WORKER_NICE = 10;
+
 // Plain CommonJS evaluated by the worker: workers do not reliably inherit the tsx loader, and an
 // inline script needs no extra file to ship, so this works the same from .ts source and compiled JS.
 // Synchronous bcryptjs is the fastest variant, and blocking is the point of a worker.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const bcrypt = require(workerData.bcryptjs);
+// On Linux a thread's nice value is its own: hashing yields the CPU to the event loop (and to
+// PostgreSQL) whenever they need it, and still uses every idle core. Elsewhere this may affect
+// the whole process or be refused; then it is skipped.
+if (process.platform === 'linux') { try { require('node:os').setPriority(${WORKER_NICE}); } catch {} }
 parentPort.on('message', (job) => {
   let result;
   if (job.op === 'hash') {
