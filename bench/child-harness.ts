@@ -9,11 +9,14 @@
  *     { type: 'profile-start' }  → starts V8's CPU profiler (the one behind --cpu-prof) and the SQL trace
  *     { type: 'profile-stop' }   → writes the .cpuprofile, answers { file, statements: [sql, count, values][] }
  *                                  (values: the parameters of the statement's first execution, for EXPLAIN)
+ *     { type: 'loop-delay-start' } → starts measuring the event loop's delay (perf_hooks, 1 ms resolution)
+ *     { type: 'loop-delay-stop' }  → stops it, answers { count, meanMs, p50Ms, p99Ms, maxMs } (see LoopDelay)
  *     { type: 'stop' }           → closes the server and exits
  * - tells the parent { type: 'ready', port } once the server listens.
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import pg from 'pg';
 
 export interface ChildServer {
@@ -25,6 +28,8 @@ export type ChildRequest =
   | { id: number; type: 'stats' }
   | { id: number; type: 'profile-start' }
   | { id: number; type: 'profile-stop'; file: string }
+  | { id: number; type: 'loop-delay-start' }
+  | { id: number; type: 'loop-delay-stop' }
   | { id: number; type: 'stop' };
 
 export interface ChildStats {
@@ -32,6 +37,16 @@ export interface ChildStats {
   queries: number;
   /** user + system CPU time of this process since it started, µs */
   cpuMicros: number;
+}
+
+/** Time between runs of a 1 ms timer while measured (about 1 ms when idle): a long one is a busy main thread or a starved process. */
+export interface LoopDelay {
+  /** samples taken */
+  count: number;
+  meanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
 }
 
 let queries = 0;
@@ -73,6 +88,7 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
   if (!process.send) throw new Error('start this file through bench/run.ts (it needs an IPC channel to the parent)');
   const server = await start();
   let session: Session | undefined;
+  let loopDelay: IntervalHistogram | undefined;
   let stopping = false;
 
   const stop = async () => {
@@ -117,6 +133,24 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
           reply({ file: message.file, statements });
         })().catch(fail);
         break;
+      case 'loop-delay-start':
+        loopDelay?.disable();
+        loopDelay = monitorEventLoopDelay({ resolution: 1 });
+        loopDelay.enable();
+        reply({});
+        break;
+      case 'loop-delay-stop': {
+        if (!loopDelay) {
+          fail(new Error('the event loop delay is not being measured'));
+          break;
+        }
+        loopDelay.disable();
+        const h = loopDelay;
+        loopDelay = undefined;
+        const ms = (ns: number) => ns / 1e6;
+        reply({ count: h.count, meanMs: ms(h.mean), p50Ms: ms(h.percentile(50)), p99Ms: ms(h.percentile(99)), maxMs: ms(h.max) } satisfies LoopDelay);
+        break;
+      }
       case 'stop':
         reply({});
         void stop();

@@ -1,7 +1,7 @@
 /** The parent's side of the server children (./child-harness.ts is the other side). */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import type { ChildStats } from './child-harness.ts';
+import type { ChildStats, LoopDelay } from './child-harness.ts';
 
 export const REPO = path.resolve(import.meta.dirname, '..');
 
@@ -13,6 +13,9 @@ export interface ServerChild {
   startProfile(): Promise<void>;
   /** Stops the profiler, writes `file`, returns the SQL statements sent while it ran (by text). */
   stopProfile(file: string): Promise<{ statements: [string, number, unknown[]][] }>;
+  /** Measures how late the child's event loop runs (until stopLoopDelay). */
+  startLoopDelay(): Promise<void>;
+  stopLoopDelay(): Promise<LoopDelay>;
   stop(): Promise<void>;
 }
 
@@ -75,6 +78,8 @@ export async function startServerChild(name: string, script: string, env: Record
     stats: () => call<ChildStats>({ type: 'stats' }),
     startProfile: () => call<void>({ type: 'profile-start' }),
     stopProfile: (file) => call<{ statements: [string, number, unknown[]][] }>({ type: 'profile-stop', file }),
+    startLoopDelay: () => call<void>({ type: 'loop-delay-start' }),
+    stopLoopDelay: () => call<LoopDelay>({ type: 'loop-delay-stop' }),
     async stop() {
       if (exited) return;
       await call({ type: 'stop' }).catch(() => {});

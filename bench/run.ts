@@ -596,6 +596,16 @@ function report(env: Environment, results: CaseResult[]): string {
   return out.join('\n');
 }
 
+/** A section another bench script writes into the same file (`npm run bench:auth`), kept as it is. */
+function keptSection(file: string, heading: string): string {
+  if (!fs.existsSync(file)) return '';
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const start = lines.findIndex((line) => line.trim() === heading);
+  if (start === -1) return '';
+  const end = lines.findIndex((line, i) => i > start && /^## /.test(line));
+  return `\n${lines.slice(start, end === -1 ? undefined : end).join('\n').replace(/\n+$/, '')}\n`;
+}
+
 // ---- main -------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -687,7 +697,7 @@ async function main(): Promise<void> {
       postgres: await serverVersion(database.url),
       databaseServer: dbServer.origin,
     };
-    fs.writeFileSync(RESULTS_FILE, `${report(environment, results)}\n`);
+    fs.writeFileSync(RESULTS_FILE, `${report(environment, results)}\n${keptSection(RESULTS_FILE, '## Authentication')}`);
     log(`wrote ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(
       results

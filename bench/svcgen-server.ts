@@ -6,6 +6,9 @@
  * The one change to the example's config: the shared data rate limit (6,000 requests a minute
  * per project by default) is raised out of reach. The limiter still runs as in production — it
  * counts every request and adds the counts to PostgreSQL in batches (an UPSERT every ~10 ms).
+ *
+ * BENCH_CONFIG_PATCH (optional, JSON): merged into the config before it is parsed — objects key by
+ * key, anything else replaced (./auth.ts adds a role, turns e-mail verification off, sets auth.jwe).
  */
 import path from 'node:path';
 import { loadService } from '../cli/project.ts';
@@ -22,6 +25,7 @@ await runChild(async () => {
   const service = loaded.service;
   const raw = JSON.parse(JSON.stringify(loaded.config));
   raw.rateLimits = { ...raw.rateLimits, dataPerMinutePerProject: RATE_LIMIT };
+  if (process.env.BENCH_CONFIG_PATCH) merge(raw, JSON.parse(process.env.BENCH_CONFIG_PATCH));
   const config = parseConfig(raw, 'bench config', Object.keys(service.tables));
   const server = await startServer({
     projectDir,
@@ -34,3 +38,15 @@ await runChild(async () => {
   });
   return { port: server.port, close: () => server.close() };
 });
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function merge(target: Record<string, unknown>, patch: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(patch)) {
+    const current = target[key];
+    if (isObject(current) && isObject(value)) merge(current, value);
+    else target[key] = value;
+  }
+}

@@ -129,21 +129,25 @@ describe('pool', () => {
     expect(maxGap).toBeLessThan(40);
   });
 
-  it.skipIf(os.availableParallelism() < 2)('runs hashes in parallel with size 2', { retry: 2 }, async () => {
-    const h = hasher({ size: 2 });
+  // Hashing threads run at a lower priority, so wall-clock speed-ups depend on what else the
+  // machine runs; what the pool owes is that both workers hash at the same time.
+  it('runs hashes in parallel with size 2', async () => {
+    const h = hasher({ size: 2, cost: 4 });
+    const before = workers.length;
+    let busy = 0;
+    let mostBusy = 0;
+    const watch = (worker: import('node:worker_threads').Worker) => {
+      const post = worker.postMessage.bind(worker);
+      worker.postMessage = (value: unknown) => {
+        mostBusy = Math.max(mostBusy, ++busy);
+        post(value);
+      };
+      worker.prependListener('message', () => busy--); // before the pool posts its next job
+    };
     await Promise.all([h.hash('warm-up-1'), h.hash('warm-up-2')]); // both workers started
-    const singles: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const start = performance.now();
-      await h.hash(`single-${i}`);
-      singles.push(performance.now() - start);
-    }
-    const single = singles.sort((a, b) => a - b)[1];
-    const start = performance.now();
+    for (const worker of workers.slice(before)) watch(worker);
     await Promise.all(Array.from({ length: 8 }, (_, i) => h.hash(`parallel-${i}`)));
-    const elapsed = performance.now() - start;
-    // two workers ideally take 4 × single; a serial pool would take 8 ×
-    expect(elapsed).toBeLessThan(8 * single * 0.8);
+    expect(mostBusy).toBe(2);
   });
 
   it('rejects the in-flight job of a crashed worker and replaces the worker', async () => {
