@@ -19,7 +19,7 @@ function authRoute(handler: Handler): Handler {
   return (req) => handler(req).catch((error: unknown) => Promise.reject(asAuthError(error)));
 }
 
-export function authHandlers(auth: UserAuth): Record<string, Handler> {
+export function authHandlers(auth: UserAuth) {
   const { config, db } = auth;
   const signupSchema = signupBody(config);
   const resetSchema = resetBody(config);
@@ -143,14 +143,14 @@ export function authHandlers(auth: UserAuth): Record<string, Handler> {
   async function logout(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
     const credential = readCredentialOrInvalid(req);
-    let principal;
+    let verified;
     try {
-      principal = await auth.verifier.verify(credential.token, tenant.environment);
+      verified = await auth.verifier.verify(credential.token, tenant.environment);
     } catch (error) {
       if (error instanceof TokenRejected) throw new AuthError(error.reason === 'expired' ? 'AUTH_TOKEN_EXPIRED' : 'AUTH_TOKEN_INVALID');
       throw error;
     }
-    const claims = auth.verifier.claimsOf(credential.token)!;
+    const { principal, claims } = verified;
     await endSession(db, principal.sessionId, principal.tokenId, claims.expiresAt);
     auth.revocations.remember({ sessionId: principal.sessionId, tokenId: principal.tokenId });
     return jsonReply(200, { message: 'logged out' });
@@ -161,8 +161,16 @@ export function authHandlers(auth: UserAuth): Record<string, Handler> {
     return jsonReply(200, jwks(auth.environmentKeys(tenant.environment)), { 'cache-control': 'public, max-age=300' });
   }
 
-  const handlers = { signup, confirmSignup, login, recoverPassword, resetPassword, refreshToken, logout, jwks: jwksDocument };
-  return Object.fromEntries(Object.entries(handlers).map(([name, h]) => [name, authRoute(h)]));
+  return {
+    signup: authRoute(signup),
+    confirmSignup: authRoute(confirmSignup),
+    login: authRoute(login),
+    recoverPassword: authRoute(recoverPassword),
+    resetPassword: authRoute(resetPassword),
+    refreshToken: authRoute(refreshToken),
+    logout: authRoute(logout),
+    jwks: authRoute(jwksDocument),
+  };
 }
 
 function readCredentialOrInvalid(req: ApiRequest) {

@@ -63,7 +63,7 @@ export class UserAuth implements CredentialResolver {
     this.passwords = createPasswordHasher({ cost: options.passwordCost });
     this.revocations = new Revocations(options.db, options.channel, options.config.auth.accessTokenTtl * 1000);
     this.verifier = new AccessTokenVerifier(options.config.project.id, keys, this.revocations, options.channel);
-    this.revocations.start(() => this.verifier.forgetChecks());
+    this.revocations.start();
   }
 
   /** Loads (or makes, on first start) the keys of every environment where auth is enabled. */
@@ -110,7 +110,7 @@ export class UserAuth implements CredentialResolver {
   async resolve(credential: Credential, tenant: Tenant): Promise<Principal | undefined> {
     if (!credential.bearer || !looksLikeJwt(credential.token)) return undefined;
     try {
-      return await this.verifier.verify(credential.token, tenant.environment);
+      return (await this.verifier.verify(credential.token, tenant.environment)).principal;
     } catch (error) {
       if (!(error instanceof TokenRejected)) throw error;
       throw unauthorized(

@@ -45,10 +45,11 @@ export class Revocations {
     private readonly accessTokenTtlMs: number,
   ) {}
 
-  start(onGap: () => void): void {
+  start(): void {
     const heard = (set: ExpiringSet) => ({
       onMessage: (id: string) => set.add(id, Date.now() + this.accessTokenTtlMs),
-      onGap,
+      // What was heard stays true; what a gap hid, the verifier asks the database for (a new epoch).
+      onGap: () => {},
     });
     this.unsubscribe.push(this.channel.subscribe(SESSION_TOPIC, heard(this.sessions)));
     this.unsubscribe.push(this.channel.subscribe(TOKEN_TOPIC, heard(this.tokens)));

@@ -12,7 +12,7 @@ import type { EnvironmentKeys } from './signing-keys.ts';
 
 const MAX_CACHED_TOKENS = 20_000;
 
-interface VerifiedToken {
+export interface VerifiedToken {
   readonly claims: AccessClaims;
   readonly principal: UserPrincipal;
   /** The channel epoch in which the database last said this token was not revoked (-1: never). */
@@ -29,13 +29,8 @@ export class AccessTokenVerifier {
     private readonly channel: NotificationChannel,
   ) {}
 
-  /** Forget every database check (the channel had a gap: revocations may have been missed). */
-  forgetChecks(): void {
-    for (const entry of this.verified.values()) entry.checkedEpoch = -1;
-  }
-
-  /** The principal of a valid, unexpired, unrevoked token of `environment`; throws TokenRejected. */
-  async verify(token: string, environment: string): Promise<UserPrincipal> {
+  /** The principal and claims of a valid, unexpired, unrevoked token of `environment`; throws TokenRejected. */
+  async verify(token: string, environment: string): Promise<VerifiedToken> {
     const entry = this.verified.get(token) ?? (await this.verifyNew(token, environment));
     const { claims } = entry;
     if (entry.principal.environment !== environment) throw new TokenRejected('invalid');
@@ -46,7 +41,7 @@ export class AccessTokenVerifier {
     if (this.revocations.heardRevoked(claims)) throw new TokenRejected('invalid');
     await this.checkRevocation(entry);
     if (this.revocations.heardRevoked(claims)) throw new TokenRejected('invalid');
-    return entry.principal;
+    return entry;
   }
 
   /**
@@ -88,8 +83,4 @@ export class AccessTokenVerifier {
     return entry;
   }
 
-  /** The claims of a token this process verified (logout needs the expiry). */
-  claimsOf(token: string): AccessClaims | undefined {
-    return this.verified.get(token)?.claims;
-  }
 }
