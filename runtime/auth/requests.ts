@@ -14,7 +14,7 @@ import { passwordViolations } from './password-rule.ts';
 export function resolveAuthTenant(req: ApiRequest, config: Config): Tenant {
   const projectId = header(req, 'x-project-id') || req.query.get('project_id') || undefined;
   if (projectId === undefined) {
-    throw validationError([{ field: 'X-Project-Id', rule: 'required', message: 'send the project id in the X-Project-Id header' }]);
+    throw validationError([{ field: 'X-Project-Id', rule: 'required', message: 'send the project id in the X-Project-Id header (or the project_id query parameter)' }]);
   }
   const environment = header(req, 'environment') || header(req, 'x-environment') || req.query.get('environment') || DEFAULT_ENVIRONMENT;
   if (projectId !== config.project.id || !authEnabledIn(config, environment)) throw new AuthError('AUTH_NOT_CONFIGURED');
