@@ -1,8 +1,8 @@
 /**
  * API keys and management tokens in PostgreSQL, with an in-process cache of resolved keys.
- * Revocation reaches every server process through the shared LISTEN channel, so the cache never
- * serves a revoked key for longer than a notification takes; while the channel is down nothing is
- * cached, and the TTL bounds what a missed message could leave behind.
+ * Revocation reaches every server process through the shared LISTEN channel, and a cached key is
+ * used only after the channel's barrier (one round trip shared by concurrent requests) proves every
+ * revocation committed before the request was heard; while the channel is down nothing is cached.
  */
 import { notify, type Database, type NotificationChannel } from '../db/index.ts';
 import { unauthorized, type ApiKeyPrincipal, type Credential, type CredentialResolver, type ManagementPrincipal, type Principal } from '../principal/index.ts';
@@ -183,7 +183,9 @@ export class CredentialStore implements CredentialResolver {
     const hash = digestSecret(key);
     const now = Date.now();
     let cached = this.keys.get(hash);
-    if (!cached || cached.expiresAt < now) {
+    // A cached key is trusted once this process has heard every revocation committed before now.
+    if (cached && (cached.expiresAt < now || !(await this.heardEverything()) || this.keys.get(hash) !== cached)) cached = undefined;
+    if (!cached) {
       const generation = this.invalidations;
       const epoch = this.channel.epoch;
       const rows = await this.db.query<KeyRow & { project_id: string }>(
@@ -207,6 +209,15 @@ export class CredentialStore implements CredentialResolver {
     }
     this.lastUsed.set(cached.principal.keyId, new Date(now));
     return cached;
+  }
+
+  private async heardEverything(): Promise<boolean> {
+    try {
+      await this.channel.barrier();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   async resolveManagementToken(token: string): Promise<ManagementPrincipal | undefined> {
