@@ -172,11 +172,9 @@ describe('two svcgen serve processes on one database', { timeout: 60_000 }, () =
       await expectDataOk(b.url, s.accessToken);
     }
 
-    // Each process's LISTEN connection: its last statement is the LISTEN, or the channel's
-    // barrier round trip (SELECT 1) when it has one. The pools never send a bare SELECT 1 unless
-    // /readyz is called, which this file does not do.
+    // Each process's LISTEN connection names itself in application_name.
     const LISTEN_CONNECTIONS = `from pg_stat_activity
-      where (query ilike 'LISTEN%' or query = 'SELECT 1') and datname = current_database() and pid <> pg_backend_pid()`;
+      where application_name = 'svcgen-listen' and datname = current_database() and pid <> pg_backend_pid()`;
     const listeners = async () => (await admin.query<{ pid: number }>(`select pid ${LISTEN_CONNECTIONS}`)).rows;
     expect((await listeners()).length, 'each process keeps a LISTEN connection').toBeGreaterThanOrEqual(2);
 

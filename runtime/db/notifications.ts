@@ -9,6 +9,8 @@ import pg from 'pg';
 import type { Queryable } from './pool.ts';
 
 const CHANNEL = 'svcgen';
+/** How the LISTEN connections show in pg_stat_activity (operators and tests find them by it). */
+const LISTENER_APPLICATION_NAME = 'svcgen-listen';
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
@@ -74,7 +76,8 @@ export class NotificationChannel {
   private ping(): Promise<void> {
     const client = this.client!;
     const epoch = this.epoch;
-    const done = client.query('SELECT 1').then(() => {
+    // An empty query is the cheapest round trip PostgreSQL answers (no parse, no plan).
+    const done = client.query('').then(() => {
       if (epoch !== this.epoch) throw new Error('the LISTEN connection dropped');
     });
     const settle = () => {
@@ -100,7 +103,7 @@ export class NotificationChannel {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: LISTENER_APPLICATION_NAME });
     client.on('notification', (message) => this.deliver(message.payload ?? ''));
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
