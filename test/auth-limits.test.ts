@@ -10,6 +10,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectAuthError, expectViolations, PASSWORD, startAuthServer, type AuthTestServer, type Session } from './support/auth.ts';
 import type { TestResponse } from './support/server.ts';
+import { freshWindows } from './support/clock.ts';
 
 const NAMES = { firstName: 'Test', lastName: 'User' };
 const NEW_PASSWORD = 'brand-new-pass-7';
@@ -40,14 +41,7 @@ afterAll(async () => {
   await Promise.all([t?.close(), off?.close(), limited?.close(), proxied?.close(), listed?.close()]);
 });
 
-const FIRST_MINUTE = Math.ceil(Date.now() / 60_000) * 60_000 + 60_000;
-let minutes = 0;
-/** Pins Date to 30 s into a minute no other test uses; returns the minute's start (ms). */
-function freshWindow(): number {
-  const start = FIRST_MINUTE + 60_000 * minutes++;
-  vi.setSystemTime(start + 30_000);
-  return start;
-}
+const freshWindow = freshWindows();
 
 function expectRateLimited(res: TestResponse): void {
   expectAuthError(res, 429, 'RATE_LIMIT_EXCEEDED');
@@ -80,8 +74,7 @@ describe('rate limits (defaults: 10 signups and 20 logins a minute per IP, 5 rec
     const refused = newEmail('burst-11th');
     expectRateLimited(await signupFrom(limited, refused));
     expect(await userCount(limited, refused)).toBe(0);
-    minutes++; // the next minute belongs to this test
-    vi.setSystemTime(start + 90_000);
+    expect(freshWindow()).toBe(start + 60_000); // the next minute, 30 s in
     expect((await signupFrom(limited, refused)).status).toBe(201);
   });
 

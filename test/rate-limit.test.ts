@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectProblemAt } from './support/expect.ts';
 import { startTestServer, type TestResponse, type TestServer } from './support/server.ts';
+import { freshWindows } from './support/clock.ts';
 
 const BASE = '/gw/api/rest';
 const LIMIT = 5;
@@ -31,14 +32,7 @@ afterAll(async () => {
   await a?.close();
 });
 
-const FIRST_MINUTE = Math.ceil(Date.now() / 60_000) * 60_000 + 60_000;
-let minutes = 0;
-/** Pins Date to 30 s into a minute no other test uses; returns the minute's start (ms). */
-function freshWindow(): number {
-  const start = FIRST_MINUTE + 60_000 * minutes++;
-  vi.setSystemTime(start + 30_000);
-  return start;
-}
+const freshWindow = freshWindows();
 
 /** Waits (by polling the shared table, not by sleeping) until the window's hits reach `n`. */
 async function sharedHits(windowStart: number, n: number, environment = 'master'): Promise<number> {
@@ -137,8 +131,7 @@ describe('data rate limit (5 a minute)', () => {
     const start = freshWindow();
     for (let i = 0; i < LIMIT; i++) await a.request('GET', `${BASE}/City`);
     expectRateLimited(await a.request('GET', `${BASE}/City`), `${BASE}/City`);
-    minutes++; // the next minute belongs to this test
-    vi.setSystemTime(start + 60_000 + 30_000);
+    expect(freshWindow()).toBe(start + 60_000); // the next minute, 30 s in
     const res = await a.request('GET', `${BASE}/City`);
     expect(res.status, res.text).toBe(200);
     expectLimitHeaders(res, 4);
