@@ -44,6 +44,7 @@ import { REPO, startServerChild, type ServerChild } from './children.ts';
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, serverVersion } from './database.ts';
 import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } from './profile.ts';
+import { cleanupOnExit } from './cleanups.ts';
 
 const CONNECTIONS = 50;
 const POOL_SIZE = 10; // startServer's pool
@@ -874,31 +875,22 @@ function gitRevision(): string {
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<void>)[] = [];
-  const cleanup = async () => {
-    while (cleanups.length) await cleanups.pop()!().catch((error: unknown) => log(`cleanup: ${(error as Error).message}`));
-  };
-  let interrupted = false;
-  process.once('SIGINT', () => {
-    interrupted = true;
-    log('interrupted; cleaning up');
-    void cleanup().finally(() => process.exit(130));
-  });
+  const cleanups = cleanupOnExit(log);
 
   // Read now: the children load the runtime as it is at their start.
   const revision = gitRevision();
   try {
     const dbServer = await findDatabaseServer(log);
-    cleanups.push(() => dbServer.stop());
+    cleanups.add(() => dbServer.stop());
     log(`PostgreSQL: ${dbServer.origin}`);
     const database = await createBenchDatabase(dbServer.url);
-    cleanups.push(() => database.drop());
+    cleanups.add(() => database.drop());
     log(`database ${database.name}: migrating and seeding ${fmt(SEED.orders)} orders`);
     const fixture = await prepareDatabase(database.url, SEED);
     const admin = new pg.Client({ connectionString: dbServer.url });
     admin.on('error', () => {});
     await admin.connect();
-    cleanups.push(() => admin.end());
+    cleanups.add(() => admin.end());
     const backends = new BackendCpu(admin, database.name);
 
     // Both servers before any token exists (the keys are made by the first start and read by the second).
@@ -908,7 +900,7 @@ async function main(): Promise<void> {
         BENCH_DATABASE_URL: database.url,
         BENCH_CONFIG_PATCH: JSON.stringify(configPatch(kind === 'jwe')),
       });
-      cleanups.push(() => child.stop());
+      cleanups.add(() => child.stop());
       servers[kind] = child;
       log(`${child.name}: ${child.url} (pid ${child.pid})`);
     }
@@ -1001,7 +993,7 @@ async function main(): Promise<void> {
     log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(section);
   } finally {
-    if (!interrupted) await cleanup();
+    await cleanups.finish();
   }
 }
 

@@ -35,6 +35,7 @@ import {
 import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } from './profile.ts';
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import pg from 'pg';
+import { cleanupOnExit } from './cleanups.ts';
 
 const CONNECTIONS = 50;
 const POOL_SIZE = 10; // svcgen's startServer uses max 10; the baseline is configured to match
@@ -612,23 +613,14 @@ async function main(): Promise<void> {
   const selected = process.env.BENCH_CASES ? CASES.filter((c) => process.env.BENCH_CASES!.split(',').includes(c.id)) : CASES;
   if (selected.length === 0) throw new Error(`BENCH_CASES matches no case; cases: ${CASES.map((c) => c.id).join(', ')}`);
 
-  const cleanups: (() => Promise<void>)[] = [];
-  const cleanup = async () => {
-    while (cleanups.length) await cleanups.pop()!().catch((error: unknown) => log(`cleanup: ${(error as Error).message}`));
-  };
-  let interrupted = false;
-  process.once('SIGINT', () => {
-    interrupted = true;
-    log('interrupted; cleaning up');
-    void cleanup().finally(() => process.exit(130));
-  });
+  const cleanups = cleanupOnExit(log);
 
   try {
     const dbServer: DatabaseServer = await findDatabaseServer(log);
-    cleanups.push(() => dbServer.stop());
+    cleanups.add(() => dbServer.stop());
     log(`PostgreSQL: ${dbServer.origin}`);
     const database: BenchDatabase = await createBenchDatabase(dbServer.url);
-    cleanups.push(() => database.drop());
+    cleanups.add(() => database.drop());
     log(`database ${database.name}: migrating and seeding ${fmt(SEED.orders)} orders`);
     const started = Date.now();
     const fixture = await prepareDatabase(database.url, SEED);
@@ -636,14 +628,14 @@ async function main(): Promise<void> {
     const admin = new pg.Client({ connectionString: dbServer.url });
     admin.on('error', () => {});
     await admin.connect();
-    cleanups.push(() => admin.end());
+    cleanups.add(() => admin.end());
     const backends = new BackendCpu(admin, database.name);
 
     const env = { BENCH_DATABASE_URL: database.url };
     const servers = {} as Record<ServerName, ServerChild>;
     for (const name of SERVERS) {
       const child = await startServerChild(name, `bench/${name}-server.ts`, env);
-      cleanups.push(() => child.stop());
+      cleanups.add(() => child.stop());
       servers[name] = child;
       log(`${name} server: ${child.url} (pid ${child.pid})`);
     }
@@ -705,7 +697,7 @@ async function main(): Promise<void> {
         .join('\n'),
     );
   } finally {
-    if (!interrupted) await cleanup();
+    await cleanups.finish();
   }
 }
 
