@@ -105,6 +105,10 @@ export const configSchema = z
           .prefault({}),
         allowHttp: z.boolean().default(false),
         allowPrivateTargets: z.boolean().default(false),
+        /** Seconds a finished delivery (delivered or dead_letter) stays in the history. */
+        historyRetention: z.number().int().positive().default(604800),
+        /** Delivery attempts in flight per worker process. */
+        concurrency: z.number().int().min(1).max(500).default(32),
       })
       .strict()
       .prefault({}),

@@ -108,6 +108,60 @@ const STEPS: readonly string[] = [
      created_at   timestamptz NOT NULL DEFAULT now(),
      PRIMARY KEY (project_id, environment, use)
    );`,
+  // Webhooks: subscriptions, the events captured by data statements, one delivery per event and
+  // subscription, and the circuit of each receiving endpoint (origin) per environment.
+  `CREATE TABLE svcgen.webhooks (
+     id             text PRIMARY KEY,
+     project_id     text NOT NULL,
+     environment    text NOT NULL,
+     table_name     text NOT NULL,
+     events         text[] NOT NULL,
+     url            text NOT NULL,
+     endpoint       text NOT NULL,
+     secret         text NOT NULL,
+     active         boolean NOT NULL DEFAULT true,
+     filter         jsonb,
+     select_fields  text[],
+     created_at     timestamptz NOT NULL DEFAULT now(),
+     updated_at     timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE INDEX webhooks_watch ON svcgen.webhooks (environment, table_name) WHERE active;
+   CREATE TABLE svcgen.webhook_events (
+     id              text PRIMARY KEY,
+     environment     text NOT NULL,
+     table_name      text NOT NULL,
+     operation       text NOT NULL,
+     record          json NOT NULL,
+     changed_fields  text[] NOT NULL,
+     created_at      timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE TABLE svcgen.webhook_deliveries (
+     id               text PRIMARY KEY,
+     webhook_id       text NOT NULL REFERENCES svcgen.webhooks (id) ON DELETE CASCADE,
+     event_id         text NOT NULL REFERENCES svcgen.webhook_events (id) ON DELETE CASCADE,
+     status           text NOT NULL DEFAULT 'pending',
+     http_status      integer,
+     attempts         integer NOT NULL DEFAULT 0,
+     last_error       text,
+     next_attempt_at  timestamptz NOT NULL DEFAULT now(),
+     lease_until      timestamptz,
+     created_at       timestamptz NOT NULL DEFAULT now(),
+     updated_at       timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE INDEX webhook_deliveries_history ON svcgen.webhook_deliveries (webhook_id, created_at DESC, id DESC);
+   CREATE INDEX webhook_deliveries_event ON svcgen.webhook_deliveries (event_id);
+   CREATE INDEX webhook_deliveries_waiting ON svcgen.webhook_deliveries (next_attempt_at)
+     WHERE status IN ('pending', 'retrying', 'deferred');
+   CREATE INDEX webhook_deliveries_finished ON svcgen.webhook_deliveries (updated_at)
+     WHERE status IN ('delivered', 'dead_letter');
+   CREATE TABLE svcgen.webhook_circuits (
+     environment           text NOT NULL,
+     endpoint              text NOT NULL,
+     consecutive_failures  integer NOT NULL DEFAULT 0,
+     open_until            timestamptz,
+     trial_until           timestamptz,
+     PRIMARY KEY (environment, endpoint)
+   );`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -6,11 +6,11 @@
 import { type Queryable } from '../db/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
-import { compileCondition, newAlias, type Condition } from '../query/index.ts';
+import { and, type Condition } from '../query/index.ts';
 import { readScope, type DataContext } from './context.ts';
 import { databaseProblem } from './database-errors.ts';
 import { checkRecord, checkWritableFields, requireObject } from './validate-body.ts';
-import { insertColumns, keyJson } from './write.ts';
+import { compileWrite } from './compile-write.ts';
 import { parseKey } from './values.ts';
 
 export const MAX_BULK_ITEMS = LIMITS.maxBulkItems;
@@ -145,11 +145,8 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
     await inTransaction(ctx, transactionMode, (tx) =>
       eachItem(ctx, tx, valid, async (record) => {
         const scope = readScope(ctx);
-        const { columns, values } = insertColumns(ctx.table, record, (v) => scope.params.add(v));
-        const target = ctx.table.qualified(ctx.tenant.environment);
-        const insert = columns.length ? `INSERT INTO ${target} (${columns.join(', ')}) VALUES (${values.join(', ')})` : `INSERT INTO ${target} DEFAULT VALUES`;
-        const rows = await tx.query<{ key: Record<string, unknown> }>(`${insert} RETURNING ${keyJson(ctx.table, target)} AS key`, scope.params.values);
-        return keyOf(ctx, rows[0]!.key);
+        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'insert', table: ctx.table, values: record }, { kind: 'key' }), scope.params.values);
+        return keyOf(ctx, JSON.parse(rows[0]![0] as string) as Record<string, unknown>);
       }, outcome), outcome);
   }
   return bulkReply(transactionMode, outcome, 201);
@@ -208,9 +205,8 @@ export async function bulkDelete(ctx: DataContext): Promise<Reply> {
     await inTransaction(ctx, transactionMode, (tx) =>
       eachItem(ctx, tx, targets, async (keyValues, index) => {
         const scope = readScope(ctx);
-        const alias = newAlias(scope);
-        const where: Condition = { kind: 'and', items: [...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })), ctx.grant.rows] };
-        const rows = await tx.query(`DELETE FROM ${ctx.table.qualified(ctx.tenant.environment)} AS ${alias} WHERE ${compileCondition(scope, ctx.table, alias, where)} RETURNING 1 AS one`, scope.params.values);
+        const where = and(...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })), ctx.grant.rows);
+        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }), scope.params.values);
         if (rows.length === 0) return `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
         return field === 'ids' ? { id: (list as unknown[])[index] } : { ...((list as unknown[])[index] as Record<string, unknown>) };
       }, outcome), outcome);

@@ -1,18 +1,16 @@
 /**
- * POST /<table>, PATCH /<table>/<id>, DELETE /<table>/<id>. Each mutation is one SQL statement
- * (a data-modifying CTE), which makes it atomic on its own; the webhook outbox will be one more
- * CTE of the same statement, so an event commits exactly when its mutation does.
+ * POST /<table>, PATCH /<table>/<id>, DELETE /<table>/<id>, PATCH /<table>?<filters>. Each is one
+ * statement from compileWrite, atomic on its own and carrying its webhook events.
  */
-import { ident } from '../db/index.ts';
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
-import { compileCondition, fieldExpression, newAlias, recordProjection, type CatalogTable, type Grant } from '../query/index.ts';
+import { and, type Grant } from '../query/index.ts';
+import { compileWrite } from './compile-write.ts';
 import { filterContext, grantOf, readScope, type DataContext } from './context.ts';
 import { parseFilters } from './list-params.ts';
 import { FilterError, filterProblem } from './parse-filter.ts';
 import { databaseProblem } from './database-errors.ts';
 import { keyCondition, notFound } from './read.ts';
 import { checkWritableFields, requireObject, validateRecord } from './validate-body.ts';
-import { clientDefaultValue, toParameter } from './values.ts';
 
 const NO_GRANT: Grant = { rows: { kind: 'false' }, fields: new Set() };
 
@@ -32,56 +30,13 @@ function location(ctx: DataContext, key: Record<string, unknown>): string {
   return `${base}?${pk.map((k) => `${encodeURIComponent(k)}=equals.${encodeURIComponent(String(key[k]))}`).join('&')}`;
 }
 
-/** Column list and parameter placeholders of an INSERT for one validated record. */
-export function insertColumns(table: CatalogTable, record: Record<string, unknown>, add: (v: unknown) => string) {
-  const columns: string[] = [];
-  const values: string[] = [];
-  for (const field of table.spec.fields) {
-    if (field.name in record) {
-      columns.push(ident(field.column));
-      values.push(add(toParameter(field, record[field.name])));
-    } else if (field.managed && field.name === 'updatedAt') {
-      columns.push(ident(field.column));
-      values.push('now()');
-    } else if (field.clientDefault) {
-      columns.push(ident(field.column));
-      values.push(add(toParameter(field, clientDefaultValue(field.clientDefault))));
-    } else if (field.list && !field.dbDefault) {
-      columns.push(ident(field.column));
-      values.push(add([]));
-    }
-  }
-  return { columns, values };
-}
-
-/** The key fields of the row `alias` as a JSON object, each value as the API writes it. */
-export function keyJson(table: CatalogTable, alias: string): string {
-  const pairs = table.spec.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${fieldExpression(alias, table.fields.get(k)!)}`);
-  return `json_build_object(${pairs.join(', ')})`;
-}
-
-/** `SELECT <record json under the read grant>, <key fields json>` over the CTE `w`. */
-function returningSelect(ctx: DataContext, scope: ReturnType<typeof readScope>, readGrant: Grant): string {
-  const alias = newAlias(scope);
-  const visible = compileCondition(scope, ctx.table, alias, readGrant.rows);
-  const projection = recordProjection(scope, ctx.table, alias, readGrant);
-  return `SELECT (SELECT row_to_json(r)::text FROM (SELECT ${projection} FROM w ${alias} WHERE ${visible}) r),
-    ${keyJson(ctx.table, 'w')}::text FROM w`;
-}
-
 export async function create(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req));
   checkWritableFields(ctx.table, ctx.grant, body);
-  const record = validateRecord(ctx.table, ctx.table.module.validators.create, body, 'create');
+  const values = validateRecord(ctx.table, ctx.table.module.validators.create, body, 'create');
   const scope = readScope(ctx);
-  const add = (v: unknown) => scope.params.add(v);
-  const { columns, values } = insertColumns(ctx.table, record, add);
-  const insert = columns.length
-    ? `INSERT INTO ${ctx.table.qualified(ctx.tenant.environment)} (${columns.join(', ')}) VALUES (${values.join(', ')}) RETURNING *`
-    : `INSERT INTO ${ctx.table.qualified(ctx.tenant.environment)} DEFAULT VALUES RETURNING *`;
-  const readGrant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
-  const sql = `WITH w AS (${insert}) ${returningSelect(ctx, scope, readGrant)}`;
-  const rows = await run(ctx, sql, scope.params.values);
+  const grant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
+  const rows = await run(ctx, compileWrite(scope, { kind: 'insert', table: ctx.table, values }, { kind: 'record', grant }), scope.params.values);
   const [json, keyJson] = rows[0] as [string | null, string];
   const headers = { location: location(ctx, JSON.parse(keyJson) as Record<string, unknown>) };
   if (/\breturn=minimal\b/.test(header(ctx.req, 'prefer') ?? '')) {
@@ -90,43 +45,22 @@ export async function create(ctx: DataContext): Promise<Reply> {
   return rawJsonReply(201, `{"data":${json ?? '{}'}}`, headers);
 }
 
-/** SET list of a merge patch: every named field, `null` included (RFC 7396), plus updatedAt. */
-export function setList(table: CatalogTable, patch: Record<string, unknown>, add: (v: unknown) => string): string[] {
-  const sets: string[] = [];
-  for (const field of table.spec.fields) {
-    if (field.name in patch) sets.push(`${ident(field.column)} = ${add(toParameter(field, patch[field.name]))}`);
-    else if (field.managed && field.name === 'updatedAt') sets.push(`${ident(field.column)} = now()`);
-  }
-  return sets;
-}
-
 export async function update(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
   checkWritableFields(ctx.table, ctx.grant, body);
   const patch = validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
-  const where = keyCondition(ctx); // existence comes after validation (CONTRACT §7)
+  const where = and(keyCondition(ctx), ctx.grant.rows); // existence comes after validation (CONTRACT §7)
   const scope = readScope(ctx);
-  const target = newAlias(scope);
-  const condition = compileCondition(scope, ctx.table, target, { kind: 'and', items: [where, ctx.grant.rows] });
-  const readGrant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
-  const q = ctx.table.qualified(ctx.tenant.environment);
-  // An empty patch changes nothing (RFC 7396), so it neither writes nor bumps updatedAt.
-  const mutation = Object.keys(patch).length
-    ? `UPDATE ${q} AS ${target} SET ${setList(ctx.table, patch, (v) => scope.params.add(v)).join(', ')} WHERE ${condition} RETURNING ${target}.*`
-    : `SELECT ${target}.* FROM ${q} ${target} WHERE ${condition}`;
-  const sql = `WITH w AS (${mutation}) ${returningSelect(ctx, scope, readGrant)}`;
-  const rows = await run(ctx, sql, scope.params.values);
+  const grant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
+  const rows = await run(ctx, compileWrite(scope, { kind: 'update', table: ctx.table, where, patch }, { kind: 'record', grant }), scope.params.values);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${(rows[0]![0] as string | null) ?? '{}'}}`);
 }
 
 export async function remove(ctx: DataContext): Promise<Reply> {
-  const where = keyCondition(ctx);
+  const where = and(keyCondition(ctx), ctx.grant.rows);
   const scope = readScope(ctx);
-  const target = newAlias(scope);
-  const condition = compileCondition(scope, ctx.table, target, { kind: 'and', items: [where, ctx.grant.rows] });
-  const sql = `DELETE FROM ${ctx.table.qualified(ctx.tenant.environment)} AS ${target} WHERE ${condition} RETURNING 1`;
-  const rows = await run(ctx, sql, scope.params.values);
+  const rows = await run(ctx, compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }), scope.params.values);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return { status: 204 };
 }
@@ -149,12 +83,7 @@ export async function updateMany(ctx: DataContext): Promise<Reply> {
   checkWritableFields(ctx.table, ctx.grant, body);
   const patch = validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
   const scope = readScope(ctx);
-  const target = newAlias(scope);
-  const condition = compileCondition(scope, ctx.table, target, { kind: 'and', items: [where, ctx.grant.rows] });
-  const q = ctx.table.qualified(ctx.tenant.environment);
-  const sql = Object.keys(patch).length
-    ? `WITH w AS (UPDATE ${q} AS ${target} SET ${setList(ctx.table, patch, (v) => scope.params.add(v)).join(', ')} WHERE ${condition} RETURNING 1) SELECT count(*)::int FROM w`
-    : `SELECT count(*)::int FROM ${q} ${target} WHERE ${condition}`;
-  const rows = await run(ctx, sql, scope.params.values);
+  const write = { kind: 'update', table: ctx.table, where: and(where, ctx.grant.rows), patch } as const;
+  const rows = await run(ctx, compileWrite(scope, write, { kind: 'count' }), scope.params.values);
   return rawJsonReply(200, `{"data":{"count":${Number(rows[0]![0])}}}`);
 }

@@ -9,6 +9,7 @@ import express from 'express';
 import { authHandlers } from '../auth/index.ts';
 import { adapt, corsStage, jsonReply, nodeRequest, Problem, run, type ApiRequest, type Handler } from '../http/index.ts';
 import { renderDocsPage } from './docs-page.ts';
+import { webhookHandlers } from '../webhooks/index.ts';
 import { managementHandlers } from './management.ts';
 import { dataHandler } from './pipeline.ts';
 import type { Services } from './services.ts';
@@ -62,6 +63,14 @@ export function createApp(services: Services): express.Express {
   app.get(at('/_apikeys'), route(keys.list));
   app.delete(at('/_apikeys/:id'), route(keys.revoke));
 
+  const webhooks = webhookHandlers(services);
+  app.post(at('/_webhooks'), route(webhooks.create));
+  app.get(at('/_webhooks'), route(webhooks.list));
+  app.get(at('/_webhooks/:id'), route(webhooks.get));
+  app.patch(at('/_webhooks/:id'), route(webhooks.update));
+  app.delete(at('/_webhooks/:id'), route(webhooks.remove));
+  app.post(at('/_webhooks/:id/deliveries/:deliveryId/redeliver'), route(webhooks.redeliver));
+
   app.use(
     route(async (req) => {
       throw new Problem('not-found', `nothing is served at ${req.method} ${req.path}`);
@@ -70,8 +79,8 @@ export function createApp(services: Services): express.Express {
   return app;
 }
 
-/** Paths under the data API that Express serves (documents and key management). */
-const EXPRESS_SEGMENTS = new Set(['_openapi', '_docs', '_apikeys']);
+/** Paths under the data API that Express serves (documents, key and webhook management). */
+const EXPRESS_SEGMENTS = new Set(['_openapi', '_docs', '_apikeys', '_webhooks']);
 
 /** Data routes by `<METHOD> <table> <shape>`, where shape is '', a literal like `_bulk`, or `:id`. */
 function dataRoutes(services: Services) {

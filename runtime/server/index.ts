@@ -17,6 +17,7 @@ import { Catalog, cursorCodec } from '../query/index.ts';
 import { roleOperand } from '../rest/index.ts';
 import { createRequestListener, DATA_BASE_PATH } from './app.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
+import { installDeliveryQueue, startDeliveryWorker, type DeliveryWorker } from '../webhooks/index.ts';
 import type { Services } from './services.ts';
 
 export { createApp, createRequestListener, DATA_BASE_PATH } from './app.ts';
@@ -41,6 +42,8 @@ export interface ServerOptions {
   mailer?: Mailer;
   /** bcrypt cost of new passwords (default 10). */
   passwordCost?: number;
+  /** Run the webhook delivery worker in this process (default true; `svcgen worker` runs it alone). */
+  worker?: boolean;
   log?: (message: string) => void;
   /** Called with the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
@@ -59,6 +62,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const channel = new NotificationChannel(options.databaseUrl, log);
   let credentials: CredentialStore | undefined;
   let auth: UserAuth | undefined;
+  let worker: DeliveryWorker | undefined;
   const mailer =
     options.mailer ??
     createMailer({
@@ -71,16 +75,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await ensureSystemSchema(db);
     const applied =
       options.migrate === false ? [] : await applyMigrations(db, path.join(options.projectDir, 'migrations'), options.config.environments);
+    await installDeliveryQueue(options.databaseUrl, log);
     await channel.start();
     credentials = new CredentialStore(db, channel, options.managementToken);
     credentials.start();
     const rateLimiter = new SharedRateLimiter(db);
     const catalog = new Catalog(options.service.tables);
+    const box = await SecretBox.open(db, options.secret);
     auth = await UserAuth.start({
       config: options.config,
       db,
       channel,
-      box: await SecretBox.open(db, options.secret),
+      box,
       mailer,
       rateLimiter,
       clientIp: clientAddress(options.config.trustProxy),
@@ -99,6 +105,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       cursors: cursorCodec(await serverSecret(db, 'cursor-signing')),
       rateLimiter,
       auth,
+      box,
       basePath: DATA_BASE_PATH,
       log,
     };
@@ -109,6 +116,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       void services.auth.prune();
     }, 60_000);
     maintenance.unref();
+    if (options.worker !== false) worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, db, box, config: options.config, log });
     // Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB).
     const server = createServer({ maxHeaderSize: 65_536 }, createRequestListener(services));
     server.on('clientError', answerMalformedRequest);
@@ -126,6 +134,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       close: () => {
         clearInterval(maintenance);
         return closeServer(server, async () => {
+          await worker?.stop();
           await auth!.stop();
           await mailer.close();
           await credentials!.stop();
@@ -135,6 +144,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
     };
   } catch (error) {
+    await worker?.stop().catch(() => {});
     await auth?.stop().catch(() => {});
     await mailer.close().catch(() => {});
     await credentials?.stop().catch(() => {});

@@ -8,6 +8,7 @@ import type { Catalog, CursorCodec } from '../query/index.ts';
 import type { ServiceModule } from '../model/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
 import type { SharedRateLimiter } from '../rate-limit/index.ts';
+import type { SecretBox } from '../secrets/index.ts';
 
 export interface Services {
   readonly config: Config;
@@ -22,6 +23,8 @@ export interface Services {
   readonly cursors: CursorCodec;
   readonly rateLimiter: SharedRateLimiter;
   readonly auth: UserAuth;
+  /** Seals what must be read back: signing keys, webhook secrets. */
+  readonly box: SecretBox;
   readonly basePath: string;
   readonly log: (message: string) => void;
 }

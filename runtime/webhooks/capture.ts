@@ -1,0 +1,64 @@
+/**
+ * The one place where a data statement records its webhook events (CONTRACT §8: an event commits
+ * exactly when its mutation does). Given the CTE holding the rows a mutation changed, it adds the
+ * CTEs that write one event per row for which at least one active subscription matches (table,
+ * operation and filter, as committed when the statement runs), one delivery per matching
+ * subscription, and a graphile-worker job per delivery. With no matching subscription the
+ * statement pays one index probe: no event JSON is built.
+ */
+import { recordProjection, type ReadScope } from '../query/compile-read.ts';
+import { newAlias } from '../query/compile-condition.ts';
+import type { CatalogTable } from '../query/catalog.ts';
+import { FULL_GRANT } from '../query/description.ts';
+import { enqueueSql } from './queue.ts';
+
+export type EventOperation = 'INSERT' | 'UPDATE' | 'DELETE';
+
+/** Column of the changed-rows CTE that lists changed field names (UPDATE only). */
+export const CHANGED_COLUMN = 'svcgen:changed';
+
+export interface CaptureSite {
+  readonly scope: ReadScope;
+  readonly table: CatalogTable;
+  readonly operation: EventOperation;
+  /** Name of the CTE whose rows are the after-image (INSERT, UPDATE) or the before-image (DELETE). */
+  readonly rows: string;
+  /** Whether `rows` carries the CHANGED_COLUMN. */
+  readonly changed: boolean;
+}
+
+export interface Capture {
+  /** CTE definitions to append after the mutation's CTE. */
+  readonly ctes: string[];
+  /** A scalar SQL expression the final SELECT must evaluate: it queues the jobs. */
+  readonly queued: string;
+}
+
+const id = (prefix: string) => `'${prefix}' || replace(gen_random_uuid()::text, '-', '')`;
+
+export function captureEvents(site: CaptureSite): Capture {
+  const { scope, table } = site;
+  const env = scope.params.add(scope.environment);
+  const name = scope.params.add(table.spec.name);
+  const op = scope.params.add(site.operation);
+  const x = newAlias(scope);
+  const record = `(SELECT row_to_json(r) FROM (SELECT ${recordProjection(scope, table, x, FULL_GRANT)}) r)`;
+  const changed = site.changed ? `${x}."${CHANGED_COLUMN}"` : `'{}'::text[]`;
+  return {
+    ctes: [
+      `hook AS (SELECT s.id, s.filter FROM svcgen.webhooks s
+         WHERE s.environment = ${env} AND s.table_name = ${name} AND s.active AND ${op} = ANY (s.events))`,
+      `event AS (SELECT ${id('evt_')} AS id, ${record} AS record, ${changed} AS changed
+         FROM ${site.rows} ${x} WHERE EXISTS (SELECT 1 FROM hook))`,
+      `fanout AS (SELECT event.id AS event_id, hook.id AS webhook_id FROM event
+         JOIN hook ON hook.filter IS NULL OR event.record::jsonb @> hook.filter)`,
+      `event_row AS (INSERT INTO svcgen.webhook_events (id, environment, table_name, operation, record, changed_fields)
+         SELECT event.id, ${env}, ${name}, ${op}, event.record, event.changed FROM event
+         WHERE event.id IN (SELECT event_id FROM fanout))`,
+      `delivery AS (INSERT INTO svcgen.webhook_deliveries (id, webhook_id, event_id)
+         SELECT ${id('del_')}, webhook_id, event_id FROM fanout RETURNING id)`,
+      `queued AS (${enqueueSql('ARRAY(SELECT id FROM delivery)')})`,
+    ],
+    queued: '(SELECT count(*) FROM queued)',
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * /gw/api/rest/_webhooks (interface "Webhook management endpoints", CONTRACT §6/§7): management
+ * token only, `environment` header required on every request and equal to the body's.
+ */
+import type { Config } from '../config/index.ts';
+import type { Database } from '../db/index.ts';
+import { jsonReply, Problem, readJson, type ApiRequest, type FieldError, type Reply } from '../http/index.ts';
+import { authenticate, type CredentialResolver } from '../principal/index.ts';
+import type { Catalog } from '../query/index.ts';
+import type { SecretBox } from '../secrets/index.ts';
+import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
+import {
+  checkSubscription,
+  deleteSubscription,
+  findSubscription,
+  insertSubscription,
+  listSubscriptions,
+  newSubscription,
+  deliveries,
+  redeliver,
+  schemaErrors,
+  subscriptionPatch,
+  updateSubscription,
+  type Subscription,
+  type SubscriptionInput,
+} from './subscriptions.ts';
+
+/** Deliveries listed by GET /_webhooks/{id}, newest first. */
+export const DELIVERY_HISTORY_LIMIT = 100;
+
+export interface WebhookDeps {
+  readonly config: Config;
+  readonly catalog: Catalog;
+  readonly db: Database;
+  readonly resolvers: readonly CredentialResolver[];
+  readonly box: SecretBox;
+}
+
+async function requireManagement(deps: WebhookDeps, req: ApiRequest): Promise<Tenant> {
+  const tenant = resolveDataTenant(req, deps.config, { requireEnvironment: true });
+  const principal = await authenticate(req, tenant, deps.resolvers);
+  if (principal.kind !== 'management') {
+    throw new Problem('forbidden', 'managing webhooks needs a management token (Authorization: Bearer <management token>)');
+  }
+  return tenant;
+}
+
+function rejectInvalid(errors: FieldError[]): void {
+  if (errors.length) throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
+}
+
+/** CONTRACT §7: a body `environment` other than the header's is a 400, like a missing header. */
+function requireSameEnvironment(tenant: Tenant, body: unknown): void {
+  const named = (body as { environment?: unknown } | null)?.environment;
+  if (named !== undefined && named !== tenant.environment) {
+    throw new Problem('bad-request', `the environment header ("${tenant.environment}") and the body's environment (${JSON.stringify(named)}) must be equal`, [
+      { field: 'environment', rule: 'equals_header', message: 'environment must equal the environment header' },
+    ]);
+  }
+}
+
+async function requireSubscription(deps: WebhookDeps, tenant: Tenant, id: string, forUpdate = false): Promise<Subscription> {
+  const found = await findSubscription(deps.db, tenant.projectId, tenant.environment, id, forUpdate);
+  if (!found) throw new Problem('not-found', `no webhook with id "${id}" in environment "${tenant.environment}"`);
+  return found;
+}
+
+export function webhookHandlers(deps: WebhookDeps) {
+  const check = (input: SubscriptionInput, tenant: Tenant) =>
+    checkSubscription(input, { catalog: deps.catalog, config: deps.config, projectId: tenant.projectId, environment: tenant.environment });
+  return {
+    async create(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const body = await readJson(req);
+      requireSameEnvironment(tenant, body);
+      const parsed = newSubscription.safeParse(body);
+      if (!parsed.success) rejectInvalid(schemaErrors(parsed.error));
+      const input: SubscriptionInput = { active: true, filter: null, select: null, ...parsed.data! };
+      rejectInvalid(await check(input, tenant));
+      const created = await insertSubscription(deps.db, deps.box, input);
+      return jsonReply(201, created, { location: `${req.path}/${created.id}` });
+    },
+
+    async list(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      return jsonReply(200, { data: await listSubscriptions(deps.db, tenant.projectId, tenant.environment) });
+    },
+
+    async get(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const webhook = await requireSubscription(deps, tenant, req.params.id ?? '');
+      return jsonReply(200, { webhook, deliveries: await deliveries(deps.db, webhook.id, { limit: DELIVERY_HISTORY_LIMIT }) });
+    },
+
+    async update(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const body = await readJson(req, ['application/json', 'application/merge-patch+json']);
+      requireSameEnvironment(tenant, body);
+      const parsed = subscriptionPatch.safeParse(body);
+      if (!parsed.success) rejectInvalid(schemaErrors(parsed.error));
+      const patch = parsed.data!;
+      return deps.db.transaction(async (tx) => {
+        const before = await findSubscription(tx, tenant.projectId, tenant.environment, req.params.id ?? '', true);
+        if (!before) throw new Problem('not-found', `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`);
+        const merged: SubscriptionInput = {
+          projectId: before.projectId,
+          environment: before.environment,
+          table: before.table,
+          events: before.events as SubscriptionInput['events'],
+          url: before.url,
+          secret: '',
+          active: before.active,
+          filter: before.filter,
+          select: before.select,
+          ...patch,
+        };
+        rejectInvalid(await check(merged, tenant));
+        return jsonReply(200, await updateSubscription(tx, deps.box, before, merged, patch.secret !== undefined));
+      });
+    },
+
+    async remove(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const removed = await deleteSubscription(deps.db, tenant.projectId, tenant.environment, req.params.id ?? '');
+      if (!removed) throw new Problem('not-found', `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`);
+      return { status: 204 };
+    },
+
+    async redeliver(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const webhook = await requireSubscription(deps, tenant, req.params.id ?? '');
+      const deliveryId = req.params.deliveryId ?? '';
+      return deps.db.transaction(async (tx) => {
+        const result = await redeliver(tx, webhook.id, deliveryId);
+        if (result === 'missing') throw new Problem('not-found', `webhook ${webhook.id} has no delivery "${deliveryId}"`);
+        if (result === 'busy') throw new Problem('conflict', `delivery ${deliveryId} is still being delivered; only delivered and dead_letter deliveries can be sent again`);
+        return jsonReply(202, { data: (await deliveries(tx, webhook.id, { id: deliveryId }))[0] });
+      });
+    },
+  };
+}

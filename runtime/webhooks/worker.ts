@@ -1,0 +1,108 @@
+/**
+ * The delivery worker: a graphile-worker runner whose one task makes a delivery attempt, plus the
+ * housekeeping graphile-worker cannot know about. A worker process that dies mid-attempt leaves
+ * its job locked (graphile-worker frees it after 4 hours) and the delivery's lease running out;
+ * the sweep queues such deliveries again at once, and the lease makes any duplicate job a no-op.
+ */
+import { Logger, run, runMigrations, type Runner } from 'graphile-worker';
+import type { Config } from '../config/index.ts';
+import type { Database } from '../db/index.ts';
+import type { SecretBox } from '../secrets/index.ts';
+import { DeliveryAgent } from './delivery.ts';
+import { DELIVER_TASK, enqueueSql, QUEUE_SCHEMA } from './queue.ts';
+
+/** A delivery whose job should have run this long ago and holds no lease has lost its job. */
+const LOST_JOB_AFTER = "interval '2 minutes'";
+const SWEEP_INTERVAL_MS = 5_000;
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+
+function quietLogger(log: (message: string) => void): Logger {
+  return new Logger(() => (level, message) => {
+    if (level === 'error' || level === 'warning') log(`webhook worker: ${message}`);
+  });
+}
+
+/** Creates or upgrades the job queue's schema; data statements queue jobs, so it precedes serving. */
+export async function installDeliveryQueue(databaseUrl: string, log: (message: string) => void): Promise<void> {
+  await runMigrations({ connectionString: databaseUrl, schema: QUEUE_SCHEMA, logger: quietLogger(log) });
+}
+
+/** Queues again the deliveries whose worker died mid-attempt or whose job was lost. */
+export async function sweepStalledDeliveries(db: Database): Promise<number> {
+  const rows = await db.query<{ count: string }>(
+    `WITH stalled AS (
+       SELECT d.id FROM svcgen.webhook_deliveries d JOIN svcgen.webhooks w ON w.id = d.webhook_id AND w.active
+       WHERE d.status IN ('pending', 'retrying', 'deferred')
+         AND (d.lease_until < now() OR (d.lease_until IS NULL AND d.next_attempt_at < now() - ${LOST_JOB_AFTER}))
+       ORDER BY d.next_attempt_at LIMIT 1000 FOR UPDATE OF d SKIP LOCKED),
+     released AS (UPDATE svcgen.webhook_deliveries x SET lease_until = NULL FROM stalled WHERE x.id = stalled.id RETURNING x.id)
+     ${enqueueSql('ARRAY(SELECT id FROM released)')}`,
+  );
+  return Number(rows[0]?.count ?? 0);
+}
+
+/** Drops finished deliveries older than the retention, then events no delivery refers to. */
+export async function pruneDeliveryHistory(db: Database, retentionSeconds: number): Promise<void> {
+  await db.query(
+    `DELETE FROM svcgen.webhook_deliveries WHERE status IN ('delivered', 'dead_letter') AND updated_at < now() - make_interval(secs => $1)`,
+    [retentionSeconds],
+  );
+  await db.query(
+    `DELETE FROM svcgen.webhook_events e WHERE e.created_at < now() - make_interval(secs => $1)
+       AND NOT EXISTS (SELECT 1 FROM svcgen.webhook_deliveries d WHERE d.event_id = e.id)`,
+    [retentionSeconds],
+  );
+}
+
+export interface DeliveryWorker {
+  stop(): Promise<void>;
+}
+
+export interface DeliveryWorkerOptions {
+  databaseUrl: string;
+  db: Database;
+  box: SecretBox;
+  config: Config;
+  log: (message: string) => void;
+}
+
+export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
+  const settings = options.config.webhooks;
+  const agent = new DeliveryAgent(options.db, options.box, settings, options.log);
+  let runner: Runner;
+  try {
+    runner = await run({
+      connectionString: options.databaseUrl,
+      schema: QUEUE_SCHEMA,
+      concurrency: settings.concurrency,
+      maxPoolSize: Math.min(10, settings.concurrency + 2),
+      // Retry delays can be a second or less: look for due jobs often enough to keep them.
+      pollInterval: 250,
+      noHandleSignals: true,
+      logger: quietLogger(options.log),
+      preset: { worker: { localQueue: { size: Math.max(2, settings.concurrency) } } },
+      taskList: {
+        [DELIVER_TASK]: async (payload) => {
+          await agent.deliver((payload as { id: string }).id);
+        },
+      },
+    });
+  } catch (error) {
+    await agent.close();
+    throw error;
+  }
+  const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+  const sweep = setInterval(() => void sweepStalledDeliveries(options.db).catch(failed('sweep')), SWEEP_INTERVAL_MS);
+  const prune = setInterval(() => void pruneDeliveryHistory(options.db, settings.historyRetention).catch(failed('history pruning')), PRUNE_INTERVAL_MS);
+  sweep.unref();
+  prune.unref();
+  void sweepStalledDeliveries(options.db).catch(failed('sweep'));
+  return {
+    async stop() {
+      clearInterval(sweep);
+      clearInterval(prune);
+      await runner.stop();
+      await agent.close();
+    },
+  };
+}
