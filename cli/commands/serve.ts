@@ -1,6 +1,6 @@
-/** serve: migrate, listen, stop cleanly on SIGINT/SIGTERM. */
+/** serve: migrate, listen, deliver webhooks, stop cleanly on SIGINT/SIGTERM; worker: delivery alone. */
 import type { Command } from 'commander';
-import { startServer } from '../../runtime/index.ts';
+import { startServer, startWorkerProcess } from '../../runtime/index.ts';
 import { openProjectDatabase } from '../database.ts';
 import { parsePort, projectDir, withProject } from '../options.ts';
 import { loadService } from '../project.ts';
@@ -11,7 +11,8 @@ export function registerServeCommands(program: Command): void {
     .option('--host <h>', 'address to listen on', '127.0.0.1')
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
     .option('--no-migrate', 'do not apply pending migrations')
-    .action(async (options: { project: string; port: number; host: string; databaseUrl?: string; migrate: boolean }) => {
+    .option('--no-worker', 'do not deliver webhooks in this process (run `svcgen worker` for that)')
+    .action(async (options: { project: string; port: number; host: string; databaseUrl?: string; migrate: boolean; worker: boolean }) => {
       const dir = projectDir(options);
       const { service, config } = await loadService(dir);
       const database = await openProjectDatabase(dir, options.databaseUrl);
@@ -25,6 +26,7 @@ export function registerServeCommands(program: Command): void {
           port: options.port,
           host: options.host,
           migrate: options.migrate,
+          worker: options.worker,
           managementToken: process.env.SVCGEN_MANAGEMENT_TOKEN || undefined,
           smtpUrl: process.env.SVCGEN_SMTP_URL || undefined,
           secret: process.env.SVCGEN_SECRET || undefined,
@@ -38,22 +40,52 @@ export function registerServeCommands(program: Command): void {
       if (database.embedded) console.error('database: embedded PostgreSQL in .svcgen/');
       console.log(`listening on ${server.url}`);
 
-      await new Promise<void>((resolve) => {
-        let stopping = false;
-        const stop = (signal: string) => {
-          if (stopping) return;
-          stopping = true;
-          console.error(`${signal}: finishing in-flight requests and stopping`);
-          server
-            .close()
-            .catch((e: unknown) => console.error(e))
-            .then(() => database.release())
-            .catch((e: unknown) => console.error(e))
-            .finally(resolve);
-        };
-        process.once('SIGINT', () => stop('SIGINT'));
-        process.once('SIGTERM', () => stop('SIGTERM'));
+      await untilSignal((signal) => {
+        console.error(`${signal}: finishing in-flight requests and stopping`);
+        return server.close().finally(() => database.release());
       });
       console.error('stopped');
     });
+
+  withProject(program.command('worker').description('deliver webhooks without serving HTTP (scale delivery apart from the API)'))
+    .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
+    .action(async (options: { project: string; databaseUrl?: string }) => {
+      const dir = projectDir(options);
+      const { config } = await loadService(dir);
+      const database = await openProjectDatabase(dir, options.databaseUrl);
+      let worker;
+      try {
+        worker = await startWorkerProcess({
+          config,
+          databaseUrl: database.url,
+          secret: process.env.SVCGEN_SECRET || undefined,
+          log: (m) => console.error(m),
+        });
+      } catch (error) {
+        await database.release();
+        throw error;
+      }
+      console.log('delivering webhooks');
+      await untilSignal((signal) => {
+        console.error(`${signal}: finishing in-flight deliveries and stopping`);
+        return worker.stop().finally(() => database.release());
+      });
+      console.error('stopped');
+    });
+}
+
+/** Resolves once `stop` has run after the first SIGINT or SIGTERM. */
+function untilSignal(stop: (signal: string) => Promise<void>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      stop(signal)
+        .catch((e: unknown) => console.error(e))
+        .finally(resolve);
+    };
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+  });
 }

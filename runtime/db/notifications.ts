@@ -34,6 +34,8 @@ export class NotificationChannel {
   private stopped = false;
   private retryMs = RECONNECT_FIRST_MS;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** performance.now() when the latest round trip that completed in the current epoch was sent. */
+  private provenAt = -Infinity;
   /** Moves on every gap: a lookup that started in an older epoch must not be cached. */
   epoch = 0;
 
@@ -68,6 +70,15 @@ export class NotificationChannel {
     return this.pingQueued;
   }
 
+  /**
+   * Resolves once this process has heard every message committed before `since` (a performance.now()
+   * time): at once when a round trip sent after `since` has completed, otherwise by a barrier.
+   */
+  heardSince(since: number): Promise<void> {
+    if (this.client && this.provenAt >= since) return Promise.resolve();
+    return this.barrier();
+  }
+
   private afterQueued(): Promise<void> {
     this.pingQueued = undefined;
     return this.barrier();
@@ -76,9 +87,11 @@ export class NotificationChannel {
   private ping(): Promise<void> {
     const client = this.client!;
     const epoch = this.epoch;
+    const sentAt = performance.now();
     // An empty query is the cheapest round trip PostgreSQL answers (no parse, no plan).
     const done = client.query('').then(() => {
       if (epoch !== this.epoch) throw new Error('the LISTEN connection dropped');
+      if (sentAt > this.provenAt) this.provenAt = sentAt;
     });
     const settle = () => {
       if (this.pingInFlight === done) this.pingInFlight = undefined;
@@ -136,6 +149,7 @@ export class NotificationChannel {
     if (this.client !== client) return;
     this.client = undefined;
     this.epoch++;
+    this.provenAt = -Infinity;
     client.end().catch(() => {});
     for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.onGap();
     if (!this.stopped) {

@@ -15,6 +15,7 @@ export function nodeRequest(req: IncomingMessage, url: string, params: Record<st
     headers: req.headers,
     params,
     ip: req.socket.remoteAddress ?? '',
+    receivedAt: performance.now(),
     readBody: bodyReader(req, bodyLimit),
   };
 }

@@ -13,6 +13,8 @@ export interface ApiRequest {
   readonly headers: IncomingHttpHeaders;
   readonly params: Readonly<Record<string, string>>;
   readonly ip: string;
+  /** performance.now() when the request arrived (what "committed before this request" is measured against). */
+  readonly receivedAt: number;
   /** Reads the whole body once, enforcing the size limit (413). Undefined when there is none. */
   readBody(): Promise<Buffer | undefined>;
 }

@@ -7,7 +7,7 @@ import { type Queryable } from '../db/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
 import { and, type Condition } from '../query/index.ts';
-import { readScope, type DataContext } from './context.ts';
+import { capturesEvents, readScope, type DataContext } from './context.ts';
 import { databaseProblem } from './database-errors.ts';
 import { checkRecord, checkWritableFields, requireObject } from './validate-body.ts';
 import { compileWrite } from './compile-write.ts';
@@ -142,10 +142,11 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
     else valid.push({ index, value: checked.value });
   });
   if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
+    const capture = await capturesEvents(ctx);
     await inTransaction(ctx, transactionMode, (tx) =>
       eachItem(ctx, tx, valid, async (record) => {
         const scope = readScope(ctx);
-        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'insert', table: ctx.table, values: record }, { kind: 'key' }), scope.params.values);
+        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'insert', table: ctx.table, values: record }, { kind: 'key' }, capture), scope.params.values);
         return keyOf(ctx, JSON.parse(rows[0]![0] as string) as Record<string, unknown>);
       }, outcome), outcome);
   }
@@ -202,11 +203,12 @@ export async function bulkDelete(ctx: DataContext): Promise<Reply> {
     else targets.push({ index, value: keyValues });
   });
   if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && targets.length > 0) {
+    const capture = await capturesEvents(ctx);
     await inTransaction(ctx, transactionMode, (tx) =>
       eachItem(ctx, tx, targets, async (keyValues, index) => {
         const scope = readScope(ctx);
         const where = and(...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })), ctx.grant.rows);
-        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }), scope.params.values);
+        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }, capture), scope.params.values);
         if (rows.length === 0) return `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
         return field === 'ids' ? { id: (list as unknown[])[index] } : { ...((list as unknown[])[index] as Record<string, unknown>) };
       }, outcome), outcome);

@@ -55,7 +55,7 @@ function keyJson(table: CatalogTable, alias: string): string {
 }
 
 /** The mutation CTE's body and the event it emits (none for an empty patch, which writes nothing). */
-function mutation(scope: ReadScope, write: Write): { sql: string; operation: EventOperation | null } {
+function mutation(scope: ReadScope, write: Write, capture: boolean): { sql: string; operation: EventOperation | null } {
   const table = write.table;
   const q = table.qualified(scope.environment);
   const add = (v: unknown) => scope.params.add(v);
@@ -74,11 +74,14 @@ function mutation(scope: ReadScope, write: Write): { sql: string; operation: Eve
   const patched = table.spec.fields.filter((f) => f.name in write.patch);
   if (patched.length === 0) return { sql: `SELECT ${before}.* FROM ${q} ${before} WHERE ${condition}`, operation: null };
   const after = newAlias(scope);
-  // The before-image joins the UPDATE by primary key, locked as the UPDATE would lock it, so the
-  // changed fields compare the stored values this statement replaced.
   const sets = patched.map((f) => `${ident(f.column)} = ${add(toParameter(f, write.patch[f.name]))}`);
   const updatedAt = table.spec.fields.find((f) => f.managed && f.name === 'updatedAt');
   if (updatedAt && !(updatedAt.name in write.patch)) sets.push(`${ident(updatedAt.column)} = now()`);
+  if (!capture) {
+    return { sql: `UPDATE ${q} AS ${before} SET ${sets.join(', ')} WHERE ${condition} RETURNING ${before}.*`, operation: 'UPDATE' };
+  }
+  // The before-image joins the UPDATE by primary key, locked as the UPDATE would lock it, so the
+  // changed fields compare the stored values this statement replaced.
   const changed = patched
     .filter((f) => f !== updatedAt)
     .map((f) => `CASE WHEN ${after}.${ident(f.column)} IS DISTINCT FROM ${before}.${ident(f.column)} THEN '${f.name.replace(/'/g, "''")}' END`);
@@ -103,12 +106,16 @@ function resultSelect(scope: ReadScope, table: CatalogTable, result: WriteResult
     ${keyJson(table, 'w')}::text${tail} FROM w`;
 }
 
-/** One statement for `write`; its rows are as `result` describes (any later columns are bookkeeping). */
-export function compileWrite(scope: ReadScope, write: Write, result: WriteResult): string {
-  const { sql, operation } = mutation(scope, write);
+/**
+ * One statement for `write`; its rows are as `result` describes (any later columns are bookkeeping).
+ * `capture` is whether the table may have subscribers (WatchedTables): when it is false the table
+ * has none, and the statement skips the capture CTEs.
+ */
+export function compileWrite(scope: ReadScope, write: Write, result: WriteResult, capture: boolean): string {
+  const { sql, operation } = mutation(scope, write, capture);
   const ctes = [`w AS (${sql})`];
   let queued = '';
-  if (operation) {
+  if (operation && capture) {
     const capture = captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' });
     ctes.push(...capture.ctes);
     queued = capture.queued;

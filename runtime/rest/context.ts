@@ -5,6 +5,7 @@ import type { ApiRequest } from '../http/index.ts';
 import type { Action, Policy } from '../permissions/index.ts';
 import { Params, type Catalog, type CatalogTable, type CursorCodec, type Grant, type ReadScope } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
+import type { WatchedTables } from '../webhooks/index.ts';
 import type { FilterContext } from './parse-filter.ts';
 
 export interface DataContext {
@@ -18,6 +19,8 @@ export interface DataContext {
   readonly policy: Policy;
   readonly db: Database;
   readonly cursors: CursorCodec;
+  /** Whether writes must capture webhook events (tables with active subscriptions). */
+  readonly watchedTables: WatchedTables;
   /** Path prefix of data routes, for Location headers. */
   readonly basePath: string;
 }
@@ -35,6 +38,11 @@ export function readScope(ctx: DataContext): ReadScope {
     nextAlias: { n: 0 },
     grantFor: (table) => grantOf(ctx, table, 'read'),
   };
+}
+
+/** Whether this request's writes must carry the event capture (see compileWrite). */
+export function capturesEvents(ctx: DataContext): Promise<boolean> {
+  return ctx.watchedTables.watches(ctx.tenant.environment, ctx.table.spec.name, ctx.req.receivedAt);
 }
 
 /** Filters, sorts and selects may name only fields the caller can read. */

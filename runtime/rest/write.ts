@@ -5,7 +5,7 @@
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
 import { and, type Grant } from '../query/index.ts';
 import { compileWrite } from './compile-write.ts';
-import { filterContext, grantOf, readScope, type DataContext } from './context.ts';
+import { capturesEvents, filterContext, grantOf, readScope, type DataContext } from './context.ts';
 import { parseFilters } from './list-params.ts';
 import { FilterError, filterProblem } from './parse-filter.ts';
 import { databaseProblem } from './database-errors.ts';
@@ -36,7 +36,7 @@ export async function create(ctx: DataContext): Promise<Reply> {
   const values = validateRecord(ctx.table, ctx.table.module.validators.create, body, 'create');
   const scope = readScope(ctx);
   const grant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
-  const rows = await run(ctx, compileWrite(scope, { kind: 'insert', table: ctx.table, values }, { kind: 'record', grant }), scope.params.values);
+  const rows = await run(ctx, compileWrite(scope, { kind: 'insert', table: ctx.table, values }, { kind: 'record', grant }, await capturesEvents(ctx)), scope.params.values);
   const [json, keyJson] = rows[0] as [string | null, string];
   const headers = { location: location(ctx, JSON.parse(keyJson) as Record<string, unknown>) };
   if (/\breturn=minimal\b/.test(header(ctx.req, 'prefer') ?? '')) {
@@ -52,7 +52,7 @@ export async function update(ctx: DataContext): Promise<Reply> {
   const where = and(keyCondition(ctx), ctx.grant.rows); // existence comes after validation (CONTRACT §7)
   const scope = readScope(ctx);
   const grant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
-  const rows = await run(ctx, compileWrite(scope, { kind: 'update', table: ctx.table, where, patch }, { kind: 'record', grant }), scope.params.values);
+  const rows = await run(ctx, compileWrite(scope, { kind: 'update', table: ctx.table, where, patch }, { kind: 'record', grant }, await capturesEvents(ctx)), scope.params.values);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${(rows[0]![0] as string | null) ?? '{}'}}`);
 }
@@ -60,7 +60,7 @@ export async function update(ctx: DataContext): Promise<Reply> {
 export async function remove(ctx: DataContext): Promise<Reply> {
   const where = and(keyCondition(ctx), ctx.grant.rows);
   const scope = readScope(ctx);
-  const rows = await run(ctx, compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }), scope.params.values);
+  const rows = await run(ctx, compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }, await capturesEvents(ctx)), scope.params.values);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return { status: 204 };
 }
@@ -84,6 +84,6 @@ export async function updateMany(ctx: DataContext): Promise<Reply> {
   const patch = validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
   const scope = readScope(ctx);
   const write = { kind: 'update', table: ctx.table, where: and(where, ctx.grant.rows), patch } as const;
-  const rows = await run(ctx, compileWrite(scope, write, { kind: 'count' }), scope.params.values);
+  const rows = await run(ctx, compileWrite(scope, write, { kind: 'count' }, await capturesEvents(ctx)), scope.params.values);
   return rawJsonReply(200, `{"data":{"count":${Number(rows[0]![0])}}}`);
 }

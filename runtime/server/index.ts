@@ -17,7 +17,7 @@ import { Catalog, cursorCodec } from '../query/index.ts';
 import { roleOperand } from '../rest/index.ts';
 import { createRequestListener, DATA_BASE_PATH } from './app.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
-import { installDeliveryQueue, startDeliveryWorker, type DeliveryWorker } from '../webhooks/index.ts';
+import { installDeliveryQueue, startDeliveryWorker, WatchedTables, type DeliveryWorker } from '../webhooks/index.ts';
 import type { Services } from './services.ts';
 
 export { createApp, createRequestListener, DATA_BASE_PATH } from './app.ts';
@@ -106,6 +106,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       rateLimiter,
       auth,
       box,
+      watchedTables: new WatchedTables(db, channel),
       basePath: DATA_BASE_PATH,
       log,
     };
@@ -135,6 +136,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         clearInterval(maintenance);
         return closeServer(server, async () => {
           await worker?.stop();
+          services.watchedTables.stop();
           await auth!.stop();
           await mailer.close();
           await credentials!.stop();
@@ -149,6 +151,34 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await mailer.close().catch(() => {});
     await credentials?.stop().catch(() => {});
     await channel.stop();
+    await db.close().catch(() => {});
+    throw error;
+  }
+}
+
+export interface WorkerProcessOptions {
+  config: Config;
+  databaseUrl: string;
+  /** SVCGEN_SECRET: must be the one the servers use, or webhook secrets cannot be opened to sign. */
+  secret?: string;
+  log?: (message: string) => void;
+}
+
+/** `svcgen worker`: webhook delivery without the HTTP server, to scale API and delivery apart. */
+export async function startWorkerProcess(options: WorkerProcessOptions): Promise<{ stop(): Promise<void> }> {
+  const log = options.log ?? ((m: string) => console.error(m));
+  const db = openDatabase(options.databaseUrl, { max: Math.min(10, options.config.webhooks.concurrency + 2) });
+  try {
+    await ensureSystemSchema(db);
+    await installDeliveryQueue(options.databaseUrl, log);
+    const worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, db, box: await SecretBox.open(db, options.secret), config: options.config, log });
+    return {
+      async stop() {
+        await worker.stop();
+        await db.close();
+      },
+    };
+  } catch (error) {
     await db.close().catch(() => {});
     throw error;
   }

@@ -92,6 +92,7 @@ async function authorizeAndRun(
     policy: services.policy,
     db: services.db,
     cursors: services.cursors,
+    watchedTables: services.watchedTables,
     basePath: services.basePath,
   };
   return IDEMPOTENT.has(operation) ? withIdempotency(services.db, req, callerId(principal), tenant, () => op.handle(ctx)) : op.handle(ctx);

@@ -9,6 +9,7 @@ import type { ServiceModule } from '../model/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
 import type { SharedRateLimiter } from '../rate-limit/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
+import type { WatchedTables } from '../webhooks/index.ts';
 
 export interface Services {
   readonly config: Config;
@@ -25,6 +26,8 @@ export interface Services {
   readonly auth: UserAuth;
   /** Seals what must be read back: signing keys, webhook secrets. */
   readonly box: SecretBox;
+  /** Tables with active webhook subscriptions: whether a write captures events. */
+  readonly watchedTables: WatchedTables;
   readonly basePath: string;
   readonly log: (message: string) => void;
 }

@@ -36,7 +36,7 @@ interface Claimed {
 }
 
 /** Margin of the lease over the attempt's timeout: a lease that ran out means its worker died. */
-export const LEASE_MARGIN_MS = 10_000;
+export const LEASE_MARGIN_MS = 5_000;
 
 export interface AttemptOutcome {
   ok: boolean;

@@ -77,7 +77,7 @@ export function webhookHandlers(deps: WebhookDeps) {
       if (!parsed.success) rejectInvalid(schemaErrors(parsed.error));
       const input: SubscriptionInput = { active: true, filter: null, select: null, ...parsed.data! };
       rejectInvalid(await check(input, tenant));
-      const created = await insertSubscription(deps.db, deps.box, input);
+      const created = await deps.db.transaction((tx) => insertSubscription(tx, deps.box, input));
       return jsonReply(201, created, { location: `${req.path}/${created.id}` });
     },
 
@@ -121,7 +121,7 @@ export function webhookHandlers(deps: WebhookDeps) {
 
     async remove(req: ApiRequest): Promise<Reply> {
       const tenant = await requireManagement(deps, req);
-      const removed = await deleteSubscription(deps.db, tenant.projectId, tenant.environment, req.params.id ?? '');
+      const removed = await deps.db.transaction((tx) => deleteSubscription(tx, tenant.projectId, tenant.environment, req.params.id ?? ''));
       if (!removed) throw new Problem('not-found', `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`);
       return { status: 204 };
     },

@@ -13,6 +13,7 @@ import type { Catalog, CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { enqueueSql } from './queue.ts';
 import { urlProblems } from './targets.ts';
+import { announceSubscriptionChange } from './watched-tables.ts';
 
 export const EVENT_NAMES = ['INSERT', 'UPDATE', 'DELETE'] as const;
 
@@ -172,6 +173,7 @@ export async function insertSubscription(db: Queryable, box: SecretBox, input: S
     [newSubscriptionId(), input.projectId, input.environment, input.table, input.events, input.url, new URL(input.url).origin,
       box.seal(input.secret), input.active, input.filter === null ? null : JSON.stringify(input.filter), input.select],
   );
+  await announceSubscriptionChange(db);
   return toSubscription(rows[0]!);
 }
 
@@ -200,6 +202,7 @@ export async function updateSubscription(db: Queryable, box: SecretBox, before: 
     [before.id, after.table, after.events, after.url, new URL(after.url).origin, after.active,
       after.filter === null ? null : JSON.stringify(after.filter), after.select, secretChanged ? box.seal(after.secret) : null],
   );
+  await announceSubscriptionChange(db);
   if (!before.active && after.active) {
     // Deliveries that waited while paused go on now (CONTRACT §7 "paused subscriptions").
     await db.query(
@@ -214,6 +217,7 @@ export async function updateSubscription(db: Queryable, box: SecretBox, before: 
 
 export async function deleteSubscription(db: Queryable, projectId: string, environment: string, id: string): Promise<boolean> {
   const rows = await db.query('DELETE FROM svcgen.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3 RETURNING 1', [id, projectId, environment]);
+  if (rows.length > 0) await announceSubscriptionChange(db);
   return rows.length > 0;
 }
 

@@ -1,0 +1,77 @@
+/**
+ * Which tables have an active subscription, per environment, cached in each process so that a
+ * write to an unwatched table runs without the event capture CTEs. Every change to a subscription
+ * notifies all processes in its own transaction; a write first makes sure the channel has heard
+ * everything committed before the request arrived (usually proven already by the round trip of
+ * its authentication), so the cache it consults knows every change committed before then.
+ * Whenever that cannot be shown (channel down, a change arriving mid-load), writes capture.
+ */
+import { notify, type Database, type NotificationChannel, type Queryable } from '../db/index.ts';
+
+const TOPIC = 'webhooks-changed';
+
+/** Tells every process that subscriptions changed; call inside the transaction that changes them. */
+export function announceSubscriptionChange(db: Queryable): Promise<void> {
+  return notify(db, TOPIC, '');
+}
+
+export class WatchedTables {
+  private watched: Map<string, Set<string>> | undefined;
+  private generation = 0;
+  private loading: Promise<Map<string, Set<string>> | undefined> | undefined;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly db: Database,
+    private readonly channel: NotificationChannel,
+  ) {
+    const invalidate = () => {
+      this.generation++;
+      this.watched = undefined;
+    };
+    this.unsubscribe = channel.subscribe(TOPIC, { onMessage: invalidate, onGap: invalidate });
+  }
+
+  /**
+   * Whether a write to `table` in `environment` must carry the capture CTEs, counting every
+   * subscription change committed before `since` (the request's arrival); true when unsure.
+   */
+  async watches(environment: string, table: string, since: number): Promise<boolean> {
+    try {
+      await this.channel.heardSince(since);
+    } catch {
+      return true;
+    }
+    const watched = this.watched ?? (await this.load());
+    return watched === undefined || (watched.get(environment)?.has(table) ?? false);
+  }
+
+  private load(): Promise<Map<string, Set<string>> | undefined> {
+    this.loading ??= (async () => {
+      const generation = this.generation;
+      const epoch = this.channel.epoch;
+      try {
+        const rows = await this.db.query<{ environment: string; table_name: string }>(
+          'SELECT DISTINCT environment, table_name FROM svcgen.webhooks WHERE active',
+        );
+        const map = new Map<string, Set<string>>();
+        for (const r of rows) {
+          let set = map.get(r.environment);
+          if (!set) map.set(r.environment, (set = new Set()));
+          set.add(r.table_name);
+        }
+        // A change heard while loading may be missing from what was read: use it for nobody.
+        if (generation !== this.generation || epoch !== this.channel.epoch || !this.channel.live) return undefined;
+        this.watched = map;
+        return map;
+      } finally {
+        this.loading = undefined;
+      }
+    })();
+    return this.loading;
+  }
+
+  stop(): void {
+    this.unsubscribe();
+  }
+}
