@@ -97,6 +97,26 @@ describe('examples/shop/generated/openapi.json', () => {
     }
   });
 
+  it('describes the webhook management operations the server serves, with the environment header required', () => {
+    const expected: Record<string, string[]> = {
+      [`${BASE}/_webhooks`]: ['post', 'get'],
+      [`${BASE}/_webhooks/{id}`]: ['get', 'patch', 'delete'],
+      [`${BASE}/_webhooks/{id}/deliveries/{deliveryId}/redeliver`]: ['post'],
+    };
+    for (const [p, methods] of Object.entries(expected)) {
+      const item = doc.paths[p];
+      expect(item, p).toBeDefined();
+      expect(Object.keys(item).filter((k) => METHODS.includes(k)).sort(), p).toEqual([...methods].sort());
+      const environment = item.parameters.find((x: any) => x.name === 'environment');
+      expect(environment, p).toMatchObject({ in: 'header', required: true });
+      for (const m of methods) expect(item[m].security, `${m} ${p}`).toEqual([{ managementToken: [] }]);
+    }
+    const subscription = doc.components.schemas.WebhookSubscription;
+    expect(subscription.properties.table.enum).toEqual(['City', 'Customer', 'Order', 'OrderItem', 'Product']);
+    expect(subscription.properties).not.toHaveProperty('secret');
+    expect(doc.paths[`${BASE}/_webhooks`].post.requestBody.content['application/json'].schema.required).toEqual(['projectId', 'environment', 'table', 'events', 'url', 'secret']);
+  });
+
   it('has no /{id} path for the composite-key OrderItem', () => {
     const orderItem = Object.keys(doc.paths).filter((p) => p === `${BASE}/OrderItem` || p.startsWith(`${BASE}/OrderItem/`));
     expect(orderItem).toContain(`${BASE}/OrderItem`);

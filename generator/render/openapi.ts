@@ -4,6 +4,7 @@ import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/inde
 import { apiKeyPaths } from './openapi-api-keys.ts';
 import { authPaths } from './openapi-auth.ts';
 import { operationFor } from './openapi-operations.ts';
+import { webhookPaths } from './openapi-webhooks.ts';
 import { BASE, recordSchemas, ref } from './openapi-shared.ts';
 
 export function buildOpenApi(tables: readonly TableSpec[], routes: readonly RouteSpec[], info: { title: string; version: string }): object {
@@ -137,6 +138,7 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     });
   }
   apiKeyPaths(builder);
+  webhookPaths(builder, tables.map((t) => t.name).sort());
   authPaths(builder);
   const doc = builder.getSpec();
   doc.security = [{ bearer: [] }, { apiKey: [] }, { bearerJwt: [] }];

@@ -1,0 +1,129 @@
+/** The OpenAPI paths of webhook management (interface "Webhook management endpoints", CONTRACT §6/§7). */
+import type { OpenApiBuilder, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
+import { BASE, COMMON_ERRORS, dataEnvelope, problem } from './openapi-shared.ts';
+
+const EVENTS = ['INSERT', 'UPDATE', 'DELETE'];
+
+export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[]): void {
+  const writable = {
+    projectId: { type: 'string', description: 'must equal X-Project-Id' },
+    environment: { type: 'string', description: 'must equal the environment header' },
+    table: { type: 'string', enum: [...tables] },
+    events: { type: 'array', items: { type: 'string', enum: EVENTS }, minItems: 1, uniqueItems: true },
+    url: { type: 'string', format: 'uri', description: 'https (http only with webhooks.allowHttp); not a loopback, private, link-local or metadata address' },
+    secret: { type: 'string', minLength: 1, writeOnly: true, description: 'HMAC-SHA256 key of the delivery signatures; never returned' },
+    active: { type: 'boolean', default: true, description: 'false pauses delivery' },
+    filter: {
+      type: ['object', 'null'],
+      additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
+      description: 'field → value; only records whose fields all equal these values are delivered',
+    },
+    select: { type: ['array', 'null'], items: { type: 'string' }, minItems: 1, description: 'fields kept in record and data' },
+  } satisfies Record<string, SchemaObject>;
+  const { secret: _secret, ...shown } = writable;
+  builder.addSchema('WebhookSubscription', {
+    type: 'object',
+    required: ['id', 'projectId', 'environment', 'table', 'events', 'url', 'active', 'filter', 'select', 'createdAt', 'updatedAt'],
+    properties: {
+      id: { type: 'string', pattern: '^wh_' },
+      ...shown,
+      createdAt: { type: 'string', format: 'date-time' },
+      updatedAt: { type: 'string', format: 'date-time' },
+    },
+  });
+  builder.addSchema('WebhookDelivery', {
+    type: 'object',
+    required: ['id', 'eventId', 'event', 'status', 'httpStatus', 'attempts', 'lastError', 'nextAttemptAt', 'createdAt', 'updatedAt'],
+    properties: {
+      id: { type: 'string', pattern: '^del_' },
+      eventId: { type: 'string', pattern: '^evt_' },
+      event: { type: 'string', enum: EVENTS },
+      status: { type: 'string', enum: ['pending', 'delivered', 'retrying', 'deferred', 'dead_letter'] },
+      httpStatus: { type: ['integer', 'null'], description: 'status of the last answer' },
+      attempts: { type: 'integer' },
+      lastError: { type: ['string', 'null'] },
+      nextAttemptAt: { type: ['string', 'null'], format: 'date-time', description: 'while the delivery waits' },
+      createdAt: { type: 'string', format: 'date-time' },
+      updatedAt: { type: 'string', format: 'date-time' },
+    },
+  });
+  const subscription = { $ref: '#/components/schemas/WebhookSubscription' };
+  const security = [{ managementToken: [] }];
+  const headers: ParameterObject[] = [
+    { name: 'X-Project-Id', in: 'header', required: true, schema: { type: 'string' } },
+    { name: 'environment', in: 'header', required: true, schema: { type: 'string' }, description: 'required on every webhook request' },
+  ];
+  const id: ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+  const body = (required: string[]) => ({
+    required: true,
+    content: { 'application/json': { schema: { type: 'object' as const, additionalProperties: false, required, properties: writable } } },
+  });
+  const json = (schema: SchemaObject | { $ref: string }) => ({ 'application/json': { schema } });
+  builder.addPath(`${BASE}/_webhooks`, {
+    parameters: headers,
+    post: {
+      tags: ['Webhooks'],
+      operationId: 'createWebhook',
+      summary: 'Subscribe a URL to INSERT, UPDATE and DELETE events of a table',
+      security,
+      requestBody: body(['projectId', 'environment', 'table', 'events', 'url', 'secret']),
+      responses: { '201': { description: 'The subscription (without its secret)', content: json(subscription) }, ...COMMON_ERRORS, '422': problem('Validation failed') },
+    },
+    get: {
+      tags: ['Webhooks'],
+      operationId: 'listWebhooks',
+      summary: 'List the subscriptions of the environment',
+      security,
+      responses: { '200': { description: 'Subscriptions', content: dataEnvelope({ type: 'array', items: subscription }) }, ...COMMON_ERRORS },
+    },
+  });
+  builder.addPath(`${BASE}/_webhooks/{id}`, {
+    parameters: [...headers, id],
+    get: {
+      tags: ['Webhooks'],
+      operationId: 'getWebhook',
+      summary: 'A subscription and its 100 newest deliveries, newest first',
+      security,
+      responses: {
+        '200': {
+          description: 'The subscription and its delivery history',
+          content: json({
+            type: 'object',
+            required: ['webhook', 'deliveries'],
+            properties: { webhook: subscription, deliveries: { type: 'array', items: { $ref: '#/components/schemas/WebhookDelivery' } } },
+          }),
+        },
+        ...COMMON_ERRORS,
+      },
+    },
+    patch: {
+      tags: ['Webhooks'],
+      operationId: 'updateWebhook',
+      summary: 'Change any subset of the fields; active false pauses, true resumes',
+      security,
+      requestBody: body([]),
+      responses: { '200': { description: 'The updated subscription', content: json(subscription) }, ...COMMON_ERRORS, '422': problem('Validation failed') },
+    },
+    delete: {
+      tags: ['Webhooks'],
+      operationId: 'deleteWebhook',
+      summary: 'Remove a subscription and its delivery history',
+      security,
+      responses: { '204': { description: 'Removed' }, ...COMMON_ERRORS },
+    },
+  });
+  builder.addPath(`${BASE}/_webhooks/{id}/deliveries/{deliveryId}/redeliver`, {
+    parameters: [...headers, id, { name: 'deliveryId', in: 'path', required: true, schema: { type: 'string' } }],
+    post: {
+      tags: ['Webhooks'],
+      operationId: 'redeliverWebhookDelivery',
+      summary: 'Send a dead-letter (or delivered) delivery again, with the same event id and a fresh schedule of attempts',
+      security,
+      responses: {
+        '202': { description: 'Queued again', content: dataEnvelope({ $ref: '#/components/schemas/WebhookDelivery' }) },
+        ...COMMON_ERRORS,
+        '409': problem('The delivery is still pending, retrying or deferred'),
+      },
+    },
+  });
+}
