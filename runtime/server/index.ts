@@ -117,7 +117,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       void services.auth.prune();
     }, 60_000);
     maintenance.unref();
-    if (options.worker !== false) worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, db, box, config: options.config, log });
+    if (options.worker !== false) worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, box, config: options.config, log });
     // Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB).
     const server = createServer({ maxHeaderSize: 65_536 }, createRequestListener(services));
     server.on('clientError', answerMalformedRequest);
@@ -167,20 +167,14 @@ export interface WorkerProcessOptions {
 /** `svcgen worker`: webhook delivery without the HTTP server, to scale API and delivery apart. */
 export async function startWorkerProcess(options: WorkerProcessOptions): Promise<{ stop(): Promise<void> }> {
   const log = options.log ?? ((m: string) => console.error(m));
-  const db = openDatabase(options.databaseUrl, { max: Math.min(10, options.config.webhooks.concurrency + 2) });
+  const db = openDatabase(options.databaseUrl, { max: 2 });
   try {
     await ensureSystemSchema(db);
     await installDeliveryQueue(options.databaseUrl, log);
-    const worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, db, box: await SecretBox.open(db, options.secret), config: options.config, log });
-    return {
-      async stop() {
-        await worker.stop();
-        await db.close();
-      },
-    };
-  } catch (error) {
+    const box = await SecretBox.open(db, options.secret);
+    return await startDeliveryWorker({ databaseUrl: options.databaseUrl, box, config: options.config, log });
+  } finally {
     await db.close().catch(() => {});
-    throw error;
   }
 }
 

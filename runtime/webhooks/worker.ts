@@ -5,8 +5,9 @@
  * the sweep queues such deliveries again at once, and the lease makes any duplicate job a no-op.
  */
 import { Logger, run, runMigrations, type Runner } from 'graphile-worker';
+import pg from 'pg';
 import type { Config } from '../config/index.ts';
-import type { Database } from '../db/index.ts';
+import { openDatabase, type Database } from '../db/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
 import { DELIVER_TASK, enqueueSql, QUEUE_SCHEMA } from './queue.ts';
@@ -22,9 +23,20 @@ function quietLogger(log: (message: string) => void): Logger {
   });
 }
 
+/** Serialises the queue's schema migrations across processes starting at once on one database. */
+const QUEUE_MIGRATION_LOCK_KEY = 72707370;
+
 /** Creates or upgrades the job queue's schema; data statements queue jobs, so it precedes serving. */
 export async function installDeliveryQueue(databaseUrl: string, log: (message: string) => void): Promise<void> {
-  await runMigrations({ connectionString: databaseUrl, schema: QUEUE_SCHEMA, logger: quietLogger(log) });
+  const lock = new pg.Client({ connectionString: databaseUrl });
+  lock.on('error', () => {});
+  await lock.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [QUEUE_MIGRATION_LOCK_KEY]);
+    await runMigrations({ connectionString: databaseUrl, schema: QUEUE_SCHEMA, logger: quietLogger(log) });
+  } finally {
+    await lock.end().catch(() => {});
+  }
 }
 
 /** Queues again the deliveries whose worker died mid-attempt or whose job was lost. */
@@ -60,7 +72,6 @@ export interface DeliveryWorker {
 
 export interface DeliveryWorkerOptions {
   databaseUrl: string;
-  db: Database;
   box: SecretBox;
   config: Config;
   log: (message: string) => void;
@@ -68,7 +79,9 @@ export interface DeliveryWorkerOptions {
 
 export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
   const settings = options.config.webhooks;
-  const agent = new DeliveryAgent(options.db, options.box, settings, options.log);
+  // Its own connections: deliveries neither wait behind API requests nor take their connections.
+  const db = openDatabase(options.databaseUrl, { max: Math.min(10, settings.concurrency + 2) });
+  const agent = new DeliveryAgent(db, options.box, settings, options.log);
   let runner: Runner;
   try {
     runner = await run({
@@ -89,20 +102,22 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     });
   } catch (error) {
     await agent.close();
+    await db.close();
     throw error;
   }
   const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
-  const sweep = setInterval(() => void sweepStalledDeliveries(options.db).catch(failed('sweep')), SWEEP_INTERVAL_MS);
-  const prune = setInterval(() => void pruneDeliveryHistory(options.db, settings.historyRetention).catch(failed('history pruning')), PRUNE_INTERVAL_MS);
+  const sweep = setInterval(() => void sweepStalledDeliveries(db).catch(failed('sweep')), SWEEP_INTERVAL_MS);
+  const prune = setInterval(() => void pruneDeliveryHistory(db, settings.historyRetention).catch(failed('history pruning')), PRUNE_INTERVAL_MS);
   sweep.unref();
   prune.unref();
-  void sweepStalledDeliveries(options.db).catch(failed('sweep'));
+  void sweepStalledDeliveries(db).catch(failed('sweep'));
   return {
     async stop() {
       clearInterval(sweep);
       clearInterval(prune);
       await runner.stop();
       await agent.close();
+      await db.close();
     },
   };
 }
