@@ -19,6 +19,8 @@ const PRUNE_INTERVAL_MS = 10 * 60_000;
 
 function quietLogger(log: (message: string) => void): Logger {
   return new Logger(() => (level, message) => {
+    // Attempts run on the worker's own connections; graphile-worker's pool only fetches and completes jobs.
+    if (message.includes('smaller than concurrency')) return;
     if (level === 'error' || level === 'warning') log(`webhook worker: ${message}`);
   });
 }
