@@ -10,6 +10,8 @@ describe('target address policy', () => {
     ['::1', 'loopback'],
     ['::ffff:127.0.0.1', 'loopback'],
     ['::ffff:10.0.0.1', 'private'],
+    ['::7f00:1', 'loopback'],
+    ['::a9fe:a9fe', 'link-local'],
     ['10.1.2.3', 'private'],
     ['172.16.0.1', 'private'],
     ['192.168.1.1', 'private'],

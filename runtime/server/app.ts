@@ -76,6 +76,18 @@ export function createApp(services: Services): express.Express {
       throw new Problem('not-found', `nothing is served at ${req.method} ${req.path}`);
     }),
   );
+  // Errors Express raises before a handler runs (a path segment that is not valid percent-encoding)
+  // get a Problem body like every other 4xx.
+  app.use((error: unknown, req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    const status = (error as { status?: number }).status;
+    const problem =
+      error instanceof URIError || status === 400
+        ? new Problem('bad-request', 'the path is not valid percent-encoding (RFC 3986)')
+        : error;
+    route(async () => {
+      throw problem;
+    })(req, res);
+  });
   return app;
 }
 

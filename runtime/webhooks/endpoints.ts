@@ -78,7 +78,7 @@ export function webhookHandlers(deps: WebhookDeps) {
       const input: SubscriptionInput = { active: true, filter: null, select: null, ...parsed.data! };
       rejectInvalid(await check(input, tenant));
       const created = await deps.db.transaction((tx) => insertSubscription(tx, deps.box, input));
-      return jsonReply(201, created, { location: `${req.path}/${created.id}` });
+      return jsonReply(201, created, { location: `${req.path.replace(/\/+$/, '')}/${created.id}` });
     },
 
     async list(req: ApiRequest): Promise<Reply> {

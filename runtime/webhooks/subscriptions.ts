@@ -33,7 +33,11 @@ export const subscriptionFields = z
     secret: z.string().min(1, 'secret must not be empty').max(1024),
     active: z.boolean(),
     filter: z.record(z.string(), filterValue).nullable(),
-    select: z.array(z.string()).min(1, 'select must name at least one field (leave it out for every field)').nullable(),
+    select: z
+      .array(z.string())
+      .min(1, 'select must name at least one field (leave it out for every field)')
+      .refine((fields) => new Set(fields).size === fields.length, 'select must not repeat a field')
+      .nullable(),
   })
   .strict();
 
@@ -93,12 +97,16 @@ function toSubscription(row: SubscriptionRow): Subscription {
 
 /** zod issues → the field errors of a 422 Problem. */
 export function schemaErrors(error: z.ZodError): FieldError[] {
-  return error.issues.flatMap((issue) =>
-    issue.code === 'unrecognized_keys'
-      ? issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }))
-      : [{ field: issue.path.join('.') || 'body', rule: issue.code, message: `${issue.path.join('.') || 'body'}: ${issue.message}` }],
-  );
+  return error.issues.flatMap((issue) => {
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }));
+    const field = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('') || 'body';
+    if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return [{ field, rule: 'required', message: `${field} is required` }];
+    return [{ field, rule: issue.code, message: `${field}: ${issue.message}` }];
+  });
 }
+
+/** An ISO 8601 date, or date and time with a zone (a time without one would be read in the server's zone). */
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
 
 /**
  * A filter value as the event record writes it, so `record @> filter` compares like with like:
@@ -121,7 +129,7 @@ function filterOperand(field: FieldSpec, value: string | number | boolean | null
     case 'BigInt':
       return (typeof value === 'number' && Number.isSafeInteger(value)) || (typeof value === 'string' && /^-?\d{1,19}$/.test(value)) ? String(value) : undefined;
     case 'DateTime': {
-      if (typeof value !== 'string') return undefined;
+      if (typeof value !== 'string' || !ISO_DATE_TIME.test(value)) return undefined;
       const time = Date.parse(value);
       return Number.isNaN(time) ? undefined : new Date(time).toISOString();
     }

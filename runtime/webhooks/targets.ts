@@ -22,7 +22,13 @@ export function refusedAddress(address: string): string | undefined {
   } catch {
     return `${address} is not an IP address`;
   }
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6;
+    // IPv4-mapped (::ffff:a.b.c.d) and the deprecated IPv4-compatible (::a.b.c.d) forms are the IPv4 address they carry.
+    if (v6.isIPv4MappedAddress() || (v6.range() === 'unicast' && v6.parts.slice(0, 6).every((p) => p === 0))) {
+      parsed = ipaddr.fromByteArray(v6.toByteArray().slice(12));
+    }
+  }
   const range = parsed.range();
   if (range === 'unicast') return undefined;
   const named: Record<string, string> = {
