@@ -81,33 +81,77 @@ export interface DeliveryWorkerOptions {
 
 export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promise<DeliveryWorker> {
   const settings = options.config.webhooks;
-  // Its own connections: deliveries neither wait behind API requests nor take their connections.
-  const db = openDatabase(options.databaseUrl, { max: Math.min(10, settings.concurrency + 2) });
+  // Its own few connections: attempts hold none while they wait on a receiver, and deliveries
+  // neither wait behind API requests nor take their connections.
+  const db = openDatabase(options.databaseUrl, { max: 5 });
   const agent = new DeliveryAgent(db, options.box, settings, options.log);
-  let runner: Runner;
-  try {
-    runner = await run({
+  const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+  const start = () =>
+    run({
       connectionString: options.databaseUrl,
       schema: QUEUE_SCHEMA,
       concurrency: settings.concurrency,
-      maxPoolSize: Math.min(10, settings.concurrency + 2),
+      maxPoolSize: 4,
       // Retry delays can be a second or less: look for due jobs often enough to keep them.
       pollInterval: 250,
       noHandleSignals: true,
       logger: quietLogger(options.log),
-      preset: { worker: { localQueue: { size: Math.max(2, settings.concurrency) } } },
+      preset: {
+        worker: {
+          localQueue: { size: Math.max(2, settings.concurrency) },
+          // Batched completions are fewer statements, and a batch that cannot be written (the
+          // database gone) stops the runner, which is started again, instead of an unhandled rejection.
+          completeJobBatchDelay: 0,
+          failJobBatchDelay: 0,
+        },
+      },
       taskList: {
         [DELIVER_TASK]: async (payload) => {
           await agent.deliver((payload as { id: string }).id);
         },
       },
     });
+  let runner: Runner | undefined;
+  let stopping = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let backoffMs = 500;
+  // graphile-worker gives up when the database goes away under it; the API must not go with it, so
+  // the runner is started again (with backoff) until the worker is stopped.
+  const supervise = (current: Runner) => {
+    const ended = (error: unknown) => {
+      if (stopping) return;
+      failed('runner')(error ?? new Error('it stopped'));
+      runner = undefined;
+      const restart = () => {
+        restartTimer = undefined;
+        if (stopping) return;
+        start().then(
+          (next) => {
+            backoffMs = 500;
+            if (stopping) return void next.stop().catch(() => {});
+            runner = next;
+            supervise(next);
+            options.log('webhook worker: running again');
+          },
+          (startError: unknown) => {
+            failed('runner restart')(startError);
+            backoffMs = Math.min(backoffMs * 2, 15_000);
+            restartTimer = setTimeout(restart, backoffMs);
+          },
+        );
+      };
+      restartTimer = setTimeout(restart, backoffMs);
+    };
+    current.promise.then(() => ended(undefined), ended);
+  };
+  try {
+    runner = await start();
+    supervise(runner);
   } catch (error) {
     await agent.close();
     await db.close();
     throw error;
   }
-  const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
   const sweep = setInterval(() => void sweepStalledDeliveries(db).catch(failed('sweep')), SWEEP_INTERVAL_MS);
   const prune = setInterval(() => void pruneDeliveryHistory(db, settings.historyRetention).catch(failed('history pruning')), PRUNE_INTERVAL_MS);
   sweep.unref();
@@ -115,9 +159,11 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   void sweepStalledDeliveries(db).catch(failed('sweep'));
   return {
     async stop() {
+      stopping = true;
       clearInterval(sweep);
       clearInterval(prune);
-      await runner.stop();
+      if (restartTimer) clearTimeout(restartTimer);
+      await runner?.stop().catch(failed('runner stop'));
       await agent.close();
       await db.close();
     },
