@@ -99,13 +99,15 @@ const CLAIM_TRIAL = `
 const SUCCEEDED = `
   WITH d AS (UPDATE svcgen.webhook_deliveries SET status = 'delivered', http_status = $2, attempts = attempts + 1, last_error = NULL,
       lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING id),
-    closed AS (UPDATE svcgen.webhook_circuits SET consecutive_failures = 0, open_until = NULL, trial_until = NULL
-      WHERE environment = $3 AND endpoint = $4 AND (consecutive_failures > 0 OR open_until IS NOT NULL) RETURNING open_until),
-    -- A circuit that closes wakes the deliveries that were waiting on it.
+    closed AS (UPDATE svcgen.webhook_circuits c SET consecutive_failures = 0, open_until = NULL, trial_until = NULL
+      FROM (SELECT open_until FROM svcgen.webhook_circuits WHERE environment = $3 AND endpoint = $4 FOR UPDATE) was
+      WHERE c.environment = $3 AND c.endpoint = $4 AND (c.consecutive_failures > 0 OR c.open_until IS NOT NULL)
+      RETURNING was.open_until AS was_open_until),
+    -- A circuit that closes wakes the deliveries that were waiting on it (this one is already done).
     woken AS (UPDATE svcgen.webhook_deliveries x SET next_attempt_at = now(), updated_at = now()
       FROM svcgen.webhooks w
-      WHERE EXISTS (SELECT 1 FROM closed WHERE open_until IS NOT NULL)
-        AND w.environment = $3 AND w.endpoint = $4 AND x.webhook_id = w.id AND x.status = 'deferred'
+      WHERE EXISTS (SELECT 1 FROM closed WHERE was_open_until IS NOT NULL)
+        AND w.environment = $3 AND w.endpoint = $4 AND x.webhook_id = w.id AND x.status = 'deferred' AND x.id <> $1
       RETURNING x.id)
   ${enqueueSql('ARRAY(SELECT id FROM woken)')}`;
 
