@@ -597,7 +597,7 @@ function report(env: Environment, results: CaseResult[]): string {
   return out.join('\n');
 }
 
-/** A section another bench script writes into the same file (`npm run bench:auth`), kept as it is. */
+/** A section another bench script writes into the same file (`npm run bench:auth`, `npm run bench:webhooks`), kept as it is. */
 function keptSection(file: string, heading: string): string {
   if (!fs.existsSync(file)) return '';
   const lines = fs.readFileSync(file, 'utf8').split('\n');
@@ -689,7 +689,7 @@ async function main(): Promise<void> {
       postgres: await serverVersion(database.url),
       databaseServer: dbServer.origin,
     };
-    fs.writeFileSync(RESULTS_FILE, `${report(environment, results)}\n${keptSection(RESULTS_FILE, '## Authentication')}`);
+    fs.writeFileSync(RESULTS_FILE, `${report(environment, results)}\n${keptSection(RESULTS_FILE, '## Authentication')}${keptSection(RESULTS_FILE, '## Webhooks')}`);
     log(`wrote ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(
       results
