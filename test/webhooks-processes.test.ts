@@ -225,8 +225,10 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     expect(pending).toEqual([
       { id: expect.stringMatching(/^del_/), webhook_id: sub.id, event_id: event.id, status: 'pending', http_status: null, attempts: 0, last_error: null, leased: null },
     ]);
-    const jobs = (await db.query<{ key: string; task_identifier: string }>(`select key, task_identifier from svcgen_worker.jobs`)).rows;
-    expect(jobs).toEqual([{ key: pending[0]!.id, task_identifier: 'svcgen_webhook_delivery' }]);
+    // committed with the write: the delivery waits in the outbox (no worker runs to move it into a job)
+    const outbox = (await db.query<{ delivery_id: string }>(`select delivery_id from svcgen.webhook_outbox`)).rows;
+    expect(outbox).toEqual([{ delivery_id: pending[0]!.id }]);
+    expect((await db.query(`select 1 from svcgen_worker.jobs`)).rows).toEqual([]);
 
     const killed = await a.proc.stop('SIGKILL');
     expect(killed.signal, show(killed)).toBe('SIGKILL');

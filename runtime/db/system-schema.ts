@@ -109,7 +109,10 @@ const STEPS: readonly string[] = [
      PRIMARY KEY (project_id, environment, use)
    );`,
   // Webhooks: subscriptions, the events captured by data statements, one delivery per event and
-  // subscription, and the circuit of each receiving endpoint (origin) per environment.
+  // subscription, the outbox of new deliveries not yet handed to the job queue, and the circuit of
+  // each receiving endpoint (origin) per environment. Deliveries name their subscription and event
+  // without foreign keys: a key check would lock the one subscription row from every concurrent
+  // write; deleting a subscription deletes its deliveries, and pruning removes orphaned events.
   `CREATE TABLE svcgen.webhooks (
      id             text PRIMARY KEY,
      project_id     text NOT NULL,
@@ -137,8 +140,8 @@ const STEPS: readonly string[] = [
    );
    CREATE TABLE svcgen.webhook_deliveries (
      id               text PRIMARY KEY,
-     webhook_id       text NOT NULL REFERENCES svcgen.webhooks (id) ON DELETE CASCADE,
-     event_id         text NOT NULL REFERENCES svcgen.webhook_events (id) ON DELETE CASCADE,
+     webhook_id       text NOT NULL,
+     event_id         text NOT NULL,
      status           text NOT NULL DEFAULT 'pending',
      http_status      integer,
      attempts         integer NOT NULL DEFAULT 0,
@@ -154,6 +157,10 @@ const STEPS: readonly string[] = [
      WHERE status IN ('pending', 'retrying', 'deferred');
    CREATE INDEX webhook_deliveries_finished ON svcgen.webhook_deliveries (updated_at)
      WHERE status IN ('delivered', 'dead_letter');
+   CREATE TABLE svcgen.webhook_outbox (
+     seq          bigserial PRIMARY KEY,
+     delivery_id  text NOT NULL
+   );
    CREATE TABLE svcgen.webhook_circuits (
      environment           text NOT NULL,
      endpoint              text NOT NULL,

@@ -95,30 +95,24 @@ function mutation(scope: ReadScope, write: Write, capture: boolean): { sql: stri
   };
 }
 
-function resultSelect(scope: ReadScope, table: CatalogTable, result: WriteResult, queued: string): string {
-  const tail = queued ? `, ${queued}` : '';
-  if (result.kind === 'count') return `SELECT count(*)::int${tail} FROM w`;
-  if (result.kind === 'key') return `SELECT ${keyJson(table, 'w')}::text${tail} FROM w`;
+function resultSelect(scope: ReadScope, table: CatalogTable, result: WriteResult): string {
+  if (result.kind === 'count') return `SELECT count(*)::int FROM w`;
+  if (result.kind === 'key') return `SELECT ${keyJson(table, 'w')}::text FROM w`;
   const alias = newAlias(scope);
   const visible = compileCondition(scope, table, alias, result.grant.rows);
   const projection = recordProjection(scope, table, alias, result.grant);
   return `SELECT (SELECT row_to_json(r)::text FROM (SELECT ${projection} FROM w ${alias} WHERE ${visible}) r),
-    ${keyJson(table, 'w')}::text${tail} FROM w`;
+    ${keyJson(table, 'w')}::text FROM w`;
 }
 
 /**
- * One statement for `write`; its rows are as `result` describes (any later columns are bookkeeping).
+ * One statement for `write`; its rows are as `result` describes.
  * `capture` is whether the table may have subscribers (WatchedTables): when it is false the table
  * has none, and the statement skips the capture CTEs.
  */
 export function compileWrite(scope: ReadScope, write: Write, result: WriteResult, capture: boolean): string {
   const { sql, operation } = mutation(scope, write, capture);
   const ctes = [`w AS (${sql})`];
-  let queued = '';
-  if (operation && capture) {
-    const capture = captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' });
-    ctes.push(...capture.ctes);
-    queued = capture.queued;
-  }
-  return `WITH ${ctes.join(',\n')}\n${resultSelect(scope, write.table, result, queued)}`;
+  if (operation && capture) ctes.push(...captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }).ctes);
+  return `WITH ${ctes.join(',\n')}\n${resultSelect(scope, write.table, result)}`;
 }

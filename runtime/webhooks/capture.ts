@@ -3,14 +3,15 @@
  * exactly when its mutation does). Given the CTE holding the rows a mutation changed, it adds the
  * CTEs that write one event per row for which at least one active subscription matches (table,
  * operation and filter, as committed when the statement runs), one delivery per matching
- * subscription, and a graphile-worker job per delivery. With no matching subscription the
- * statement pays one index probe: no event JSON is built.
+ * subscription, and an outbox entry per delivery, which the delivery workers drain into the job
+ * queue in batches. (Queueing the job here would NOTIFY from every write, and PostgreSQL commits
+ * notifying transactions one at a time.) With no matching subscription the statement pays one
+ * index probe: no event JSON is built.
  */
 import { recordProjection, type ReadScope } from '../query/compile-read.ts';
 import { newAlias } from '../query/compile-condition.ts';
 import type { CatalogTable } from '../query/catalog.ts';
 import { FULL_GRANT } from '../query/description.ts';
-import { enqueueSql } from './queue.ts';
 
 export type EventOperation = 'INSERT' | 'UPDATE' | 'DELETE';
 
@@ -28,10 +29,8 @@ export interface CaptureSite {
 }
 
 export interface Capture {
-  /** CTE definitions to append after the mutation's CTE. */
+  /** CTE definitions to append after the mutation's CTE (all data-modifying: they run unreferenced). */
   readonly ctes: string[];
-  /** A scalar SQL expression the final SELECT must evaluate: it queues the jobs. */
-  readonly queued: string;
 }
 
 const id = (prefix: string) => `'${prefix}' || replace(gen_random_uuid()::text, '-', '')`;
@@ -57,8 +56,7 @@ export function captureEvents(site: CaptureSite): Capture {
          WHERE event.id IN (SELECT event_id FROM fanout))`,
       `delivery AS (INSERT INTO svcgen.webhook_deliveries (id, webhook_id, event_id)
          SELECT ${id('del_')}, webhook_id, event_id FROM fanout RETURNING id)`,
-      `queued AS (${enqueueSql('ARRAY(SELECT id FROM delivery)')})`,
+      `outbox AS (INSERT INTO svcgen.webhook_outbox (delivery_id) SELECT id FROM delivery)`,
     ],
-    queued: '(SELECT count(*) FROM queued)',
   };
 }

@@ -225,8 +225,10 @@ export async function updateSubscription(db: Queryable, box: SecretBox, before: 
 
 export async function deleteSubscription(db: Queryable, projectId: string, environment: string, id: string): Promise<boolean> {
   const rows = await db.query('DELETE FROM svcgen.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3 RETURNING 1', [id, projectId, environment]);
-  if (rows.length > 0) await announceSubscriptionChange(db);
-  return rows.length > 0;
+  if (rows.length === 0) return false;
+  await db.query('DELETE FROM svcgen.webhook_deliveries WHERE webhook_id = $1', [id]);
+  await announceSubscriptionChange(db);
+  return true;
 }
 
 export interface DeliveryRecord {

@@ -10,11 +10,14 @@ import type { Config } from '../config/index.ts';
 import { openDatabase, type Database } from '../db/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
-import { DELIVER_TASK, enqueueSql, QUEUE_SCHEMA } from './queue.ts';
+import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, QUEUE_SCHEMA } from './queue.ts';
 
 /** A delivery whose job should have run this long ago and holds no lease has lost its job. */
 const LOST_JOB_AFTER = "interval '2 minutes'";
 const SWEEP_INTERVAL_MS = 5_000;
+/** How often an idle worker looks for new deliveries in the outbox (the commit → job latency). */
+const DRAIN_INTERVAL_MS = 50;
+const DRAIN_BATCH = 500;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
 function quietLogger(log: (message: string) => void): Logger {
@@ -107,7 +110,12 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       },
       taskList: {
         [DELIVER_TASK]: async (payload) => {
-          await agent.deliver((payload as { id: string }).id);
+          const { id, ids } = payload as { id?: string; ids?: string[] };
+          const settled = await Promise.allSettled((ids ?? [id!]).map((one) => agent.deliver(one)));
+          // A failure here is the database's, not a receiver's: graphile-worker retries the job, and
+          // the deliveries of it that were recorded are skipped then.
+          const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+          if (failure) throw failure.reason;
         },
       },
     });
@@ -152,6 +160,22 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     await db.close();
     throw error;
   }
+  // The outbox drain: new deliveries into the job queue, many per statement.
+  let draining: Promise<void> | undefined;
+  let drainTimer: NodeJS.Timeout | undefined;
+  const drain = async () => {
+    drainTimer = undefined;
+    let delay = DRAIN_INTERVAL_MS;
+    try {
+      const [row] = await db.query<{ drained: number }>(DRAIN_OUTBOX, [DRAIN_BATCH]);
+      if (row && row.drained === DRAIN_BATCH) delay = 0; // more are waiting
+    } catch (error) {
+      failed('outbox drain')(error);
+      delay = 1_000;
+    }
+    if (!stopping) drainTimer = setTimeout(() => void (draining = drain()), delay);
+  };
+  draining = drain();
   const sweep = setInterval(() => void sweepStalledDeliveries(db).catch(failed('sweep')), SWEEP_INTERVAL_MS);
   const prune = setInterval(() => void pruneDeliveryHistory(db, settings.historyRetention).catch(failed('history pruning')), PRUNE_INTERVAL_MS);
   sweep.unref();
@@ -160,6 +184,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   return {
     async stop() {
       stopping = true;
+      if (drainTimer) clearTimeout(drainTimer);
+      await draining;
       clearInterval(sweep);
       clearInterval(prune);
       if (restartTimer) clearTimeout(restartTimer);
