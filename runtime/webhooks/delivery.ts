@@ -1,7 +1,8 @@
 /**
- * One delivery attempt (interface "Events", "States and transitions"; CONTRACT §6/§7): claim the
- * delivery with a lease so that one worker sends it, consult the endpoint's circuit, POST the
- * signed payload with undici, then record the outcome and queue the next attempt in one statement.
+ * Delivery attempts (interface "Events", "States and transitions"; CONTRACT §6/§7): claim the
+ * deliveries with a lease so that one worker sends each, consult each endpoint's circuit, POST the
+ * signed payloads with undici, then record the outcomes (a failure also queues its next attempt in
+ * the same statement).
  */
 import { createHmac } from 'node:crypto';
 import { Agent, request } from 'undici';
@@ -71,7 +72,7 @@ export function signature(secret: string, body: string): string {
 const CLAIM = `
   WITH d AS (
     SELECT d.id FROM svcgen.webhook_deliveries d JOIN svcgen.webhooks w ON w.id = d.webhook_id
-    WHERE d.id = $1 AND w.active AND d.status IN ('pending', 'retrying', 'deferred')
+    WHERE d.id = ANY ($1::text[]) AND w.active AND d.status IN ('pending', 'retrying', 'deferred')
       AND (d.lease_until IS NULL OR d.lease_until < now())
     FOR UPDATE OF d SKIP LOCKED)
   UPDATE svcgen.webhook_deliveries x SET lease_until = now() + make_interval(secs => $2::float8 / 1000)
@@ -96,18 +97,24 @@ const CLAIM_TRIAL = `
   WHERE environment = $1 AND endpoint = $2 AND open_until <= now() AND (trial_until IS NULL OR trial_until < now())
   RETURNING 1`;
 
+/** Successes of a batch in one statement: `$1` ids, `$2` statuses, `$3` environments, `$4` endpoints. */
 const SUCCEEDED = `
-  WITH d AS (UPDATE svcgen.webhook_deliveries SET status = 'delivered', http_status = $2, attempts = attempts + 1, last_error = NULL,
-      lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING id),
+  WITH done AS (SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS t(id, http_status, environment, endpoint)),
+    d AS (UPDATE svcgen.webhook_deliveries x SET status = 'delivered', http_status = done.http_status, attempts = x.attempts + 1,
+        last_error = NULL, lease_until = NULL, updated_at = now()
+      FROM done WHERE x.id = done.id RETURNING x.id),
     closed AS (UPDATE svcgen.webhook_circuits c SET consecutive_failures = 0, open_until = NULL, trial_until = NULL
-      FROM (SELECT open_until FROM svcgen.webhook_circuits WHERE environment = $3 AND endpoint = $4 FOR UPDATE) was
-      WHERE c.environment = $3 AND c.endpoint = $4 AND (c.consecutive_failures > 0 OR c.open_until IS NOT NULL)
-      RETURNING was.open_until AS was_open_until),
-    -- A circuit that closes wakes the deliveries that were waiting on it (this one is already done).
+      FROM (SELECT c2.environment, c2.endpoint, c2.open_until FROM svcgen.webhook_circuits c2
+          WHERE (c2.environment, c2.endpoint) IN (SELECT environment, endpoint FROM done)
+            AND (c2.consecutive_failures > 0 OR c2.open_until IS NOT NULL)
+          FOR UPDATE OF c2) was
+      WHERE c.environment = was.environment AND c.endpoint = was.endpoint
+      RETURNING was.environment, was.endpoint, was.open_until AS was_open_until),
+    -- A circuit that closes wakes the deliveries that were waiting on it (these ones are done).
     woken AS (UPDATE svcgen.webhook_deliveries x SET next_attempt_at = now(), updated_at = now()
-      FROM svcgen.webhooks w
-      WHERE EXISTS (SELECT 1 FROM closed WHERE was_open_until IS NOT NULL)
-        AND w.environment = $3 AND w.endpoint = $4 AND x.webhook_id = w.id AND x.status = 'deferred' AND x.id <> $1
+      FROM svcgen.webhooks w, closed
+      WHERE closed.was_open_until IS NOT NULL AND w.environment = closed.environment AND w.endpoint = closed.endpoint
+        AND x.webhook_id = w.id AND x.status = 'deferred' AND x.id <> ALL ($1::text[])
       RETURNING x.id)
   ${enqueueSql('ARRAY(SELECT id FROM woken)')}`;
 
@@ -153,36 +160,46 @@ export class DeliveryAgent {
   }
 
   /** The graphile-worker task body for one delivery id. */
-  async deliver(id: string): Promise<void> {
+  /**
+   * The graphile-worker task body: attempts for the deliveries `ids` (a drained batch of first
+   * attempts, or one delivery's next attempt), claimed in one statement, sent concurrently, their
+   * successes recorded in one statement.
+   */
+  async deliver(ids: readonly string[]): Promise<void> {
     const leaseMs = this.settings.timeoutMs + LEASE_MARGIN_MS;
-    const claimed = (await this.db.query<Claimed>(CLAIM, [id, leaseMs]))[0];
-    // Already finished, paused, removed, or being sent by another worker: nothing to do here.
-    if (!claimed) return;
-    let trial = false;
-    if (claimed.open_until) {
-      if (claimed.open_until > claimed.now) {
-        await this.db.query(DEFER, [id, claimed.open_until]);
-        return;
-      }
-      trial = (await this.db.query(CLAIM_TRIAL, [claimed.environment, claimed.endpoint, leaseMs])).length > 0;
-      if (!trial) {
-        const retryAt = new Date(Math.max(claimed.now.getTime(), claimed.trial_until?.getTime() ?? 0) + 1_000);
-        await this.db.query(DEFER, [id, retryAt]);
-        return;
-      }
+    // Deliveries already finished, paused, removed, or being sent by another worker are not claimed.
+    const claimed = await this.db.query<Claimed>(CLAIM, [ids, leaseMs]);
+    const attempted = await Promise.all(claimed.map(async (c) => ((await this.mayAttempt(c, leaseMs)) ? { c, outcome: await this.attempt(c) } : undefined)));
+    const succeeded = attempted.filter((a): a is { c: Claimed; outcome: AttemptOutcome } => a !== undefined && a.outcome.ok);
+    const failed = attempted.filter((a): a is { c: Claimed; outcome: AttemptOutcome } => a !== undefined && !a.outcome.ok);
+    await Promise.all([
+      succeeded.length
+        ? this.db.query(SUCCEEDED, [succeeded.map((a) => a.c.id), succeeded.map((a) => a.outcome.httpStatus), succeeded.map((a) => a.c.environment), succeeded.map((a) => a.c.endpoint)])
+        : undefined,
+      ...failed.map(({ c, outcome }) => this.recordFailure(c, outcome)),
+    ]);
+  }
+
+  /** Consults the endpoint's circuit: closed → attempt; open → defer; cooled down → one trial at a time. */
+  private async mayAttempt(c: Claimed, leaseMs: number): Promise<boolean> {
+    if (!c.open_until) return true;
+    if (c.open_until > c.now) {
+      await this.db.query(DEFER, [c.id, c.open_until]);
+      return false;
     }
-    const outcome = await this.attempt(claimed);
-    if (outcome.ok) {
-      await this.db.query(SUCCEEDED, [id, outcome.httpStatus, claimed.environment, claimed.endpoint]);
-      return;
-    }
+    if ((await this.db.query(CLAIM_TRIAL, [c.environment, c.endpoint, leaseMs])).length > 0) return true;
+    await this.db.query(DEFER, [c.id, new Date(Math.max(c.now.getTime(), c.trial_until?.getTime() ?? 0) + 1_000)]);
+    return false;
+  }
+
+  private async recordFailure(c: Claimed, outcome: AttemptOutcome): Promise<void> {
     const delays = this.settings.retryDelaysMs;
-    const nextDelay = delays[claimed.attempts + 1] ?? 0;
+    const nextDelay = delays[c.attempts + 1] ?? 0;
     // A target refused by the address policy says nothing about the endpoint's health.
     const countsForCircuit = outcome.error === null || !outcome.error.startsWith('target refused');
     await this.db.query(FAILED, [
-      id, outcome.httpStatus, outcome.error, delays.length, nextDelay,
-      claimed.environment, claimed.endpoint, this.settings.circuit.failureThreshold, this.settings.circuit.cooldownMs, countsForCircuit,
+      c.id, outcome.httpStatus, outcome.error, delays.length, nextDelay,
+      c.environment, c.endpoint, this.settings.circuit.failureThreshold, this.settings.circuit.cooldownMs, countsForCircuit,
     ]);
   }
 
