@@ -111,9 +111,11 @@ const SUCCEEDED = `
       WHERE c.environment = was.environment AND c.endpoint = was.endpoint
       RETURNING was.environment, was.endpoint, was.open_until AS was_open_until),
     -- A circuit that closes wakes the deliveries that were waiting on it (these ones are done).
+    -- (The EXISTS is a one-time test: when no circuit closed, as almost always, nothing is scanned.)
     woken AS (UPDATE svcgen.webhook_deliveries x SET next_attempt_at = now(), updated_at = now()
-      FROM svcgen.webhooks w, closed
-      WHERE closed.was_open_until IS NOT NULL AND w.environment = closed.environment AND w.endpoint = closed.endpoint
+      FROM svcgen.webhooks w
+      WHERE EXISTS (SELECT 1 FROM closed WHERE was_open_until IS NOT NULL)
+        AND (w.environment, w.endpoint) IN (SELECT environment, endpoint FROM closed WHERE was_open_until IS NOT NULL)
         AND x.webhook_id = w.id AND x.status = 'deferred' AND x.id <> ALL ($1::text[])
       RETURNING x.id)
   ${enqueueSql('ARRAY(SELECT id FROM woken)')}`;
