@@ -1233,11 +1233,9 @@ function report(r: Results): string {
   for (const p of posts) out.push(usageRow(p.label, p.usage, p.requests));
   out.push('');
   out.push(
-    'Reading the wait events: `Lock:object` on an INSERT is the database-wide lock PostgreSQL takes when a transaction that issued NOTIFY ' +
-      'commits, held until the commit is done, WAL flush included — a subscribed write queues its delivery job with graphile-worker\'s ' +
-      '`add_jobs`, which calls `pg_notify(\'jobs:insert\', …)`, so those commits run one at a time and cannot share a WAL flush. ' +
-      '`LWLock:WALWrite` / `IO:WALSync` are commits waiting for the WAL flush (`synchronous_commit` on); the worker adds its own ' +
-      'transactions per delivery (claiming the delivery with its lease, recording the outcome, completing the job; see the SQL statements and commits columns). "CPU" is a backend running.',
+    'Reading the wait events: `LWLock:WALWrite` / `IO:WALSync` are commits waiting for the WAL flush (`synchronous_commit` on). A ' +
+      'subscribed write also writes its event, delivery and outbox rows (more WAL per commit, no extra commit); the worker adds its own ' +
+      'transactions (draining the outbox into jobs, claiming a job\'s deliveries with their lease, recording the outcomes, completing the job; see the SQL statements and commits columns), and on this 2-CPU machine it delivers and the receiver receives on the same CPUs that serve the writes. "CPU" is a backend running.',
     '',
   );
   const detail = posts.filter((p) => p.delivery).map((p) => `${p.label}: ${fmt(p.delivery!.missing)} never received, ${fmt(p.delivery!.duplicates)} duplicates, ${fmt(p.delivery!.retried)} retried`);
