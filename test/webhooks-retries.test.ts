@@ -19,7 +19,7 @@ const BASE = '/gw/api/rest';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const RETRY_DELAYS = [0, 200, 200];
 const TIMEOUT_MS = 1000;
-const COOLDOWN_MS = 2000;
+const COOLDOWN_MS = 4000; // long enough for the checks made during a cooldown on a busy CI machine
 
 let loose: TestServer;
 let circuit: TestServer;
@@ -337,7 +337,7 @@ async function circuitOf(t: TestServer, origin: string): Promise<CircuitRow | un
   return rows[0];
 }
 
-describe.concurrent('circuit breaker (failureThreshold 3, cooldown 2 s)', () => {
+describe.concurrent('circuit breaker (failureThreshold 3, cooldown 4 s)', { timeout: 60_000 }, () => {
   it('opens after 3 failures: deliveries wait deferred without using attempts and nothing is sent; one trial at a time; a success delivers all', async (ctx) => {
     const { expect } = ctx;
     const r = await receiver(ctx);
@@ -355,7 +355,7 @@ describe.concurrent('circuit breaker (failureThreshold 3, cooldown 2 s)', () => 
     expect(opened.trial_until).toBeNull();
     const firstOpen = opened.open_until!.getTime();
     expect(firstOpen - failures[2]!.at).toBeGreaterThan(COOLDOWN_MS - 200);
-    expect(firstOpen - failures[2]!.at).toBeLessThanOrEqual(COOLDOWN_MS + 200);
+    expect(firstOpen - failures[2]!.at).toBeLessThanOrEqual(COOLDOWN_MS + 1_000); // the outcome is recorded after the request arrived
 
     // 2. the delivery that still has attempts waits deferred with its attempts unchanged; new ones too, with 0
     await expect.poll(async () => (await history(circuit, hook)).map((d) => [d.status, d.attempts]), { timeout: 3_000, interval: 20 })
