@@ -1,0 +1,53 @@
+/**
+ * A project folder as CONTRACT §2 describes it, outside this repository: only schema.prisma and
+ * svcgen.config.json (no package.json at all), or inside a CommonJS package. The generated
+ * TypeScript must load either way, so generate, check, migrate dev and serve all work there.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SHOP } from './support/server.ts';
+import { cleanupCli, freshDatabase, runCli, show, startCli, tempDir } from './support/cli.ts';
+
+afterAll(cleanupCli);
+
+const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/m;
+
+async function bareProject(label: string, packageJson?: object): Promise<string> {
+  const dir = path.join(await tempDir(label), 'app');
+  await fs.mkdir(dir);
+  for (const file of ['schema.prisma', 'svcgen.config.json']) await fs.copyFile(path.join(SHOP, file), path.join(dir, file));
+  if (packageJson) await fs.writeFile(path.join(dir, 'package.json'), JSON.stringify(packageJson));
+  return dir;
+}
+
+describe('a project folder outside the repository', { timeout: 120_000 }, () => {
+  for (const [label, packageJson] of [
+    ['only schema.prisma and svcgen.config.json', undefined],
+    ['a "type": "commonjs" package', { name: 'app', type: 'commonjs' }],
+  ] as const) {
+    it(`${label}: generate, check, migrate dev and serve work, and the data API answers`, async () => {
+      const dir = await bareProject(label.startsWith('only') ? 'bare' : 'cjs', packageJson);
+      const database = await freshDatabase();
+      const at = ['--project', dir, '--database-url', database.url];
+      const generated = await runCli(['generate', '--project', dir]);
+      expect(generated.code, show(generated)).toBe(0);
+      expect(JSON.parse(await fs.readFile(path.join(dir, 'generated', 'package.json'), 'utf8')).type).toBe('module');
+      const checked = await runCli(['check', '--project', dir]);
+      expect(checked.code, show(checked)).toBe(0);
+      const migrated = await runCli(['migrate', 'dev', '--name', 'init', ...at]);
+      expect(migrated.code, show(migrated)).toBe(0);
+      const key = await runCli(['keys', 'create', '--env', 'master', '--name', 'k', '--prefix', 'ApiKey', '--role', 'admin', '--json', ...at]);
+      expect(key.code, show(key)).toBe(0);
+      const server = startCli(['serve', '--port', '0', ...at]);
+      const url = (await server.waitFor(LISTENING, { stream: 'stdout', timeoutMs: 60_000 }))[1]!;
+      const headers = { 'x-project-id': 'shop', authorization: `Bearer ${JSON.parse(key.stdout).key}`, 'content-type': 'application/json' };
+      const created = await fetch(`${url}/gw/api/rest/City`, { method: 'POST', headers, body: JSON.stringify({ name: 'Lyon', country: 'FR' }) });
+      expect(created.status, await created.clone().text()).toBe(201);
+      const listed = await (await fetch(`${url}/gw/api/rest/City`, { headers })).json();
+      expect(listed.data.map((c: { name: string }) => c.name)).toEqual(['Lyon']);
+      const stopped = await server.stop('SIGTERM');
+      expect(stopped.code, show(stopped)).toBe(0);
+    });
+  }
+});
