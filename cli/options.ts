@@ -1,13 +1,26 @@
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
+import { UsageError } from './project.ts';
 
 export function withProject(command: Command): Command {
   return command.option('--project <dir>', 'the project folder', '.');
 }
 
+/** The project folder; one that does not exist is a usage error naming it (exit 2). */
 export function projectDir(options: { project?: string }): string {
-  return path.resolve(options.project ?? '.');
+  const dir = path.resolve(options.project ?? '.');
+  let isFolder = false;
+  try {
+    isFolder = statSync(dir).isDirectory();
+  } catch {
+    isFolder = false;
+  }
+  if (!isFolder) {
+    throw new UsageError(`no project folder ${dir}: --project names the folder that holds schema.prisma and svcgen.config.json (svcgen init <dir> makes one)`);
+  }
+  return dir;
 }
 
 export function parsePort(value: string): number {

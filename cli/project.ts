@@ -15,6 +15,6 @@ export async function loadService(projectDir: string): Promise<{ service: Servic
     throw new UsageError(`${entry} not found: run \`svcgen generate --project ${projectDir}\` first`);
   }
   const { service } = (await import(pathToFileURL(entry).href)) as { service: ServiceModule };
-  const config = await loadConfig(projectDir, Object.keys(service.tables));
+  const config = await loadConfig(projectDir, Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])));
   return { service, config };
 }

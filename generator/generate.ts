@@ -43,7 +43,7 @@ export async function readModel(projectDir: string): Promise<{ schemaText: strin
 /** Every file `generate` would write, relative to `generated/`, in sorted order. */
 export async function renderProject(projectDir: string): Promise<Map<string, string>> {
   const { schemaText, tables } = await readModel(projectDir);
-  const config = await loadConfig(projectDir, tables.map((t) => t.name));
+  const config = await loadConfig(projectDir, Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])));
   const files = renderFiles(tables, { title: `${config.project.id} API`, version: '1.0.0' });
   const scratch = await mkdtemp(path.join(tmpdir(), 'svcgen-prisma-'));
   try {

@@ -4,6 +4,7 @@
  * TypeScript must load either way, so generate, check, migrate dev and serve all work there.
  */
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SHOP } from './support/server.ts';
@@ -51,3 +52,52 @@ describe('a project folder outside the repository', { timeout: 120_000 }, () => 
     });
   }
 });
+
+describe('CLI messages a person can act on', { timeout: 60_000 }, () => {
+  it('a --project that does not exist says so and exits 2', async () => {
+    const missing = path.join(await tempDir('missing'), 'nope');
+    for (const command of [['generate'], ['check'], ['serve', '--no-migrate']]) {
+      const r = await runCli([...command, '--project', missing]);
+      expect(r.code, show(r)).toBe(2);
+      expect(r.stderr, show(r)).toBe(`svcgen: no project folder ${missing}: --project names the folder that holds schema.prisma and svcgen.config.json (svcgen init <dir> makes one)\n`);
+    }
+  });
+
+  it('a JSON syntax error in svcgen.config.json gives its line and column', async () => {
+    const dir = await bareProject('badjson');
+    await fs.writeFile(path.join(dir, 'svcgen.config.json'), '{\n  "project": { "id": "shop" },\n  "environments": ["master",]\n}\n');
+    const r = await runCli(['generate', '--project', dir]);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr, show(r)).toContain('- line 3, column 29: not valid JSON');
+  });
+
+  it('a role `fields` entry naming no field of its table is an error naming it', async () => {
+    const dir = await bareProject('badfield');
+    const file = path.join(dir, 'svcgen.config.json');
+    const config = JSON.parse(await fs.readFile(file, 'utf8'));
+    config.roles.customer.tables.Order.read.fields.push('colour');
+    await fs.writeFile(file, JSON.stringify(config));
+    const r = await runCli(['generate', '--project', dir]);
+    expect(r.code, show(r)).toBe(1);
+    const index = config.roles.customer.tables.Order.read.fields.length - 1;
+    expect(r.stderr, show(r)).toContain(`- $.roles.customer.tables.Order.read.fields[${index}]: Order has no field "colour" (fields: id, status, total, note, placedAt, customerId, createdAt, updatedAt)`);
+  });
+
+  it('a busy port says which flag to use', async () => {
+    const dir = await bareProject('busyport');
+    const generated = await runCli(['generate', '--project', dir]);
+    expect(generated.code, show(generated)).toBe(0);
+    const database = await freshDatabase();
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      const r = await runCli(['serve', '--port', String(port), '--project', dir, '--database-url', database.url], { timeoutMs: 60_000 });
+      expect(r.code, show(r)).toBe(1);
+      expect(r.stderr, show(r)).toContain(`svcgen: port ${port} on 127.0.0.1 is already in use: pick another with --port <n> (or stop what listens there)`);
+    } finally {
+      blocker.close();
+    }
+  });
+});
+

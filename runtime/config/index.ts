@@ -26,9 +26,18 @@ function jsonPath(segments: readonly PropertyKey[]): string {
   return out;
 }
 
-/** Role rules naming tables the model does not have (checked on the raw JSON, so it runs even when other parts are invalid). */
-function unknownTables(raw: unknown, tables: readonly string[]): string[] {
-  const known = new Set(tables);
+/** The model as config checks need it: table names, or each table's field names. */
+export type ModelNames = readonly string[] | Readonly<Record<string, readonly string[]>>;
+
+const ACTIONS = ['read', 'create', 'update', 'delete'];
+
+/**
+ * Role rules naming tables, or (when field names are given) `fields` entries, that the model does
+ * not have. Checked on the raw JSON, so it runs even when other parts are invalid.
+ */
+function unknownTables(raw: unknown, model: ModelNames): string[] {
+  const fieldsOf: Readonly<Record<string, readonly string[]>> | undefined = Array.isArray(model) ? undefined : (model as Record<string, readonly string[]>);
+  const known = new Set(Array.isArray(model) ? model : Object.keys(model));
   const problems: string[] = [];
   const roles = (raw as { roles?: unknown })?.roles;
   if (typeof roles !== 'object' || roles === null) return problems;
@@ -36,14 +45,29 @@ function unknownTables(raw: unknown, tables: readonly string[]): string[] {
     const roleTables = (role as { tables?: unknown })?.tables;
     if (typeof roleTables !== 'object' || roleTables === null) continue;
     for (const table of Object.keys(roleTables)) {
-      if (table !== '*' && !known.has(table)) problems.push(`${jsonPath(['roles', roleName, 'tables', table])}: no model named "${table}" in schema.prisma`);
+      if (table !== '*' && !known.has(table)) {
+        problems.push(`${jsonPath(['roles', roleName, 'tables', table])}: no model named "${table}" in schema.prisma`);
+        continue;
+      }
+      const fields = table === '*' ? undefined : fieldsOf?.[table];
+      if (!fields) continue;
+      const rules = (roleTables as Record<string, unknown>)[table];
+      for (const action of ACTIONS) {
+        const named = (rules as Record<string, { fields?: unknown } | undefined> | null)?.[action]?.fields;
+        if (!Array.isArray(named)) continue;
+        named.forEach((field, i) => {
+          if (typeof field === 'string' && !fields.includes(field)) {
+            problems.push(`${jsonPath(['roles', roleName, 'tables', table, action, 'fields', i])}: ${table} has no field "${field}" (fields: ${fields.join(', ')})`);
+          }
+        });
+      }
     }
   }
   return problems;
 }
 
-/** Validates a parsed config; `tables` (model names) lets role rules be checked against the model. */
-export function parseConfig(raw: unknown, file: string, tables?: readonly string[]): Config {
+/** Validates a parsed config; `tables` (model names, or each table's fields) lets role rules be checked against the model. */
+export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Config {
   const parsed = configSchema.safeParse(raw);
   const problems: string[] = [];
   if (!parsed.success) {
@@ -70,7 +94,7 @@ export function parseConfig(raw: unknown, file: string, tables?: readonly string
   return parsed.data;
 }
 
-export async function loadConfig(projectDir: string, tables?: readonly string[]): Promise<Config> {
+export async function loadConfig(projectDir: string, tables?: ModelNames): Promise<Config> {
   const file = path.join(projectDir, CONFIG_FILE);
   let text: string;
   try {
@@ -82,7 +106,32 @@ export async function loadConfig(projectDir: string, tables?: readonly string[])
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(file, [`$: not valid JSON (${(error as Error).message})`]);
+    const { line, column } = jsonErrorLocation(text);
+    throw new ConfigError(file, [`line ${line}, column ${column}: not valid JSON (${(error as Error).message.split('\n')[0]})`]);
   }
   return parseConfig(raw, file, tables);
 }
+
+/**
+ * Where JSON text first goes wrong, as 1-based line and column. Node 20's parser does not always
+ * say, so the shortest prefix that fails for a reason other than being cut short is the place.
+ */
+export function jsonErrorLocation(text: string): { line: number; column: number } {
+  const at = (index: number) => {
+    const before = text.slice(0, index);
+    return { line: before.split('\n').length, column: index - before.lastIndexOf('\n') };
+  };
+  for (let length = 1; length <= text.length; length++) {
+    try {
+      JSON.parse(text.slice(0, length));
+    } catch (error) {
+      const message = (error as Error).message;
+      if (/end of JSON input/.test(message)) continue;
+      const position = /at position (\d+)/.exec(message);
+      if (position && Number(position[1]) >= length) continue; // the prefix was only cut short
+      return at(position ? Number(position[1]) : length - 1);
+    }
+  }
+  return at(text.length);
+}
+

@@ -71,7 +71,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   if (options.configPatch) {
     const raw = JSON.parse(JSON.stringify(loaded));
     options.configPatch(raw);
-    config = parseConfig(raw, 'test config', Object.keys(service.tables));
+    config = parseConfig(raw, 'test config', Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])));
   }
   const database: TestDatabase = options.databaseUrl
     ? { url: options.databaseUrl, name: new URL(options.databaseUrl).pathname.slice(1), drop: async () => {} }
