@@ -232,11 +232,12 @@ describe('bad cursors → 400 naming after', () => {
   }
   it('tampered, foreign, garbage, or combined with offset', async () => {
     const cursor = await cursorOf('Order?sort=-total&limit=7');
-    const dot = cursor.indexOf('.');
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/); // one base64url string
     const bad: [string, string][] = [
       ['a flipped character early on', `Order?sort=-total&after=${encodeURIComponent(flip(cursor, 3))}`],
       ['a flipped character at the end', `Order?sort=-total&after=${encodeURIComponent(flip(cursor, cursor.length - 2))}`],
-      ...(dot > 0 ? ([['a flipped character in the middle', `Order?sort=-total&after=${encodeURIComponent(flip(cursor, dot - 1))}`]] as [string, string][]) : []),
+      ['a flipped character in the middle', `Order?sort=-total&after=${encodeURIComponent(flip(cursor, Math.floor(cursor.length / 2)))}`],
+      ['a dot-separated cursor', `Order?sort=-total&after=${encodeURIComponent(`${cursor.slice(0, 20)}.${cursor.slice(20)}`)}`],
       ['another sort', `Order?sort=total&after=${encodeURIComponent(cursor)}`],
       ['another sort with more terms', `Order?sort=-total,id&after=${encodeURIComponent(cursor)}`],
       ['another filter', `Order?sort=-total&status=equals.paid&after=${encodeURIComponent(cursor)}`],

@@ -17,22 +17,26 @@ export function queryFingerprint(parts: unknown): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
 }
 
+const SIGNATURE_BYTES = 16;
+
+/** A cursor is one base64url string (no separators): the 16-byte signature, then the JSON payload. */
 export function cursorCodec(secret: string): CursorCodec {
-  const sign = (payload: string) => createHmac('sha256', secret).update(payload).digest().subarray(0, 16);
+  const sign = (payload: Buffer) => createHmac('sha256', secret).update(payload).digest().subarray(0, SIGNATURE_BYTES);
   return {
     encode(fingerprint, values) {
-      const payload = Buffer.from(JSON.stringify({ q: fingerprint, v: values })).toString('base64url');
-      return `${payload}.${sign(payload).toString('base64url')}`;
+      const payload = Buffer.from(JSON.stringify({ q: fingerprint, v: values }));
+      return Buffer.concat([sign(payload), payload]).toString('base64url');
     },
     decode(fingerprint, cursor) {
-      const [payload, signature, extra] = cursor.split('.');
-      if (!payload || !signature || extra !== undefined || cursor.length > 4096) throw new CursorError('not a cursor from this API');
-      const given = Buffer.from(signature, 'base64url');
-      const expected = sign(payload);
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new CursorError('the cursor was altered or comes from elsewhere');
+      if (cursor.length > 4096 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new CursorError('not a cursor from this API');
+      const bytes = Buffer.from(cursor, 'base64url');
+      if (bytes.length <= SIGNATURE_BYTES) throw new CursorError('not a cursor from this API');
+      const given = bytes.subarray(0, SIGNATURE_BYTES);
+      const payload = bytes.subarray(SIGNATURE_BYTES);
+      if (!timingSafeEqual(given, sign(payload))) throw new CursorError('the cursor was altered or comes from elsewhere');
       let parsed: { q?: unknown; v?: unknown };
       try {
-        parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+        parsed = JSON.parse(payload.toString('utf8'));
       } catch {
         throw new CursorError('not a cursor from this API');
       }
