@@ -179,10 +179,11 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
 });
 
 describe('serve --no-migrate', { timeout: 60_000 }, () => {
-  it('starts on a fresh database without applying migrations; /healthz is 200', async () => {
+  it('--no-migrate on a database that lacks migrations refuses to start, names them and the command that fixes it, and creates no table', async () => {
     const database = await freshDatabase();
-    const { serve, url } = await startServe(['--project', SHOP, '--database-url', database.url, '--no-migrate']);
-    expect((await call(url, 'GET', '/healthz')).status).toBe(200);
+    const r = await runCli(['serve', '--port', '0', '--project', SHOP, '--database-url', database.url, '--no-migrate'], { timeoutMs: 60_000 });
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr, show(r)).toMatch(/^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `svcgen migrate deploy`, or serve without --no-migrate$/m);
 
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
@@ -192,7 +193,14 @@ describe('serve --no-migrate', { timeout: 60_000 }, () => {
     } finally {
       await client.end();
     }
+  });
 
+  it('--no-migrate once the migrations are applied starts; /healthz is 200', async () => {
+    const database = await freshDatabase();
+    const deployed = await runCli(['migrate', 'deploy', '--project', SHOP, '--database-url', database.url]);
+    expect(deployed.code, show(deployed)).toBe(0);
+    const { serve, url } = await startServe(['--project', SHOP, '--database-url', database.url, '--no-migrate']);
+    expect((await call(url, 'GET', '/healthz')).status).toBe(200);
     const result = await serve.stop('SIGTERM');
     expect(result.code, show(result)).toBe(0);
   });

@@ -83,11 +83,22 @@ describe('CLI messages a person can act on', { timeout: 60_000 }, () => {
     expect(r.stderr, show(r)).toContain(`- $.roles.customer.tables.Order.read.fields[${index}]: Order has no field "colour" (fields: id, status, total, note, placedAt, customerId, createdAt, updatedAt)`);
   });
 
+  it('serve refuses a project with no migration yet (its tables would not exist) and names the command', async () => {
+    const dir = await bareProject('nomigrations');
+    expect((await runCli(['generate', '--project', dir])).code).toBe(0);
+    const database = await freshDatabase();
+    const r = await runCli(['serve', '--port', '0', '--project', dir, '--database-url', database.url], { timeoutMs: 60_000 });
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr, show(r)).toContain('svcgen: the project has no migrations yet, so its tables do not exist: run `svcgen migrate dev --name init`, then serve');
+  });
+
   it('a busy port says which flag to use', async () => {
     const dir = await bareProject('busyport');
     const generated = await runCli(['generate', '--project', dir]);
     expect(generated.code, show(generated)).toBe(0);
     const database = await freshDatabase();
+    const migrated = await runCli(['migrate', 'dev', '--name', 'init', '--project', dir, '--database-url', database.url]);
+    expect(migrated.code, show(migrated)).toBe(0);
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as net.AddressInfo).port;

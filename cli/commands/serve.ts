@@ -39,6 +39,17 @@ export function registerServeCommands(program: Command): void {
       for (const a of server.applied) console.error(`applied migration ${a.name} to ${a.environment}`);
       if (database.embedded) console.error('database: embedded PostgreSQL in .svcgen/');
       console.log(`listening on ${server.url}`);
+      const rest = `${server.url}/gw/api/rest`;
+      const roles = Object.keys(config.roles);
+      console.error(
+        [
+          `  data API   ${rest}/<Table>  (${Object.keys(service.tables).join(', ')}; headers X-Project-Id: ${config.project.id}, Authorization)`,
+          `  docs       ${rest}/_docs`,
+          `  OpenAPI    ${rest}/_openapi`,
+          `  auth       ${server.url}/auth/...`,
+          `  an API key: svcgen keys create --env ${config.environments[0]} --name dev --prefix ApiKey --role ${roles[0] ?? '<role>'}${options.project === '.' ? '' : ` --project ${options.project}`}`,
+        ].join('\n'),
+      );
 
       await untilSignal((signal) => {
         console.error(`${signal}: finishing in-flight requests and stopping`);

@@ -1,4 +1,4 @@
 export { openDatabase, ident, environmentSchema, SYSTEM_SCHEMA, type Database, type Queryable, type Row } from './pool.ts';
 export { ensureSystemSchema } from './system-schema.ts';
-export { applyMigrations, readMigrations, MigrationError, type AppliedMigration, type Migration } from './migrations.ts';
+export { applyMigrations, pendingMigrations, readMigrations, MigrationError, type AppliedMigration, type Migration } from './migrations.ts';
 export { NotificationChannel, notify, type Subscriber } from './notifications.ts';

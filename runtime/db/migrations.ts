@@ -59,6 +59,21 @@ export class MigrationError extends Error {
   }
 }
 
+/** The migrations of the folder not (successfully) applied yet, per environment; reads only. */
+export async function pendingMigrations(db: Database, migrationsDir: string, environments: readonly string[]): Promise<AppliedMigration[]> {
+  const migrations = await readMigrations(migrationsDir);
+  const pending: AppliedMigration[] = [];
+  for (const environment of environments) {
+    const table = `${ident(environmentSchema(environment))}."_prisma_migrations"`;
+    const [exists] = await db.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [table]);
+    const done = new Set(
+      exists?.t ? (await db.query<{ migration_name: string }>(`SELECT migration_name FROM ${table} WHERE finished_at IS NOT NULL`)).map((r) => r.migration_name) : [],
+    );
+    for (const m of migrations) if (!done.has(m.name)) pending.push({ environment, name: m.name });
+  }
+  return pending;
+}
+
 /** Applies pending migrations to each environment; returns what it applied. */
 export async function applyMigrations(
   db: Database,

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
-import { applyMigrations, ensureSystemSchema, NotificationChannel, openDatabase, type AppliedMigration } from '../db/index.ts';
+import { applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, readMigrations, type AppliedMigration } from '../db/index.ts';
 import { clientAddress } from '../http/index.ts';
 import { pruneIdempotency } from '../idempotency/index.ts';
 import { createMailer, type Mailer } from '../mail/index.ts';
@@ -73,8 +73,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   try {
     await ensureSystemSchema(db);
-    const applied =
-      options.migrate === false ? [] : await applyMigrations(db, path.join(options.projectDir, 'migrations'), options.config.environments);
+    const migrationsDir = path.join(options.projectDir, 'migrations');
+    // Serving tables that do not exist would answer 500s: refuse, and say what fixes it.
+    if (Object.keys(options.service.tables).length > 0 && (await readMigrations(migrationsDir)).length === 0) {
+      throw new MigrationError('the project has no migrations yet, so its tables do not exist: run `svcgen migrate dev --name init`, then serve');
+    }
+    if (options.migrate === false) {
+      const pending = await pendingMigrations(db, migrationsDir, options.config.environments);
+      if (pending.length > 0) {
+        throw new MigrationError(
+          `${pending.length} migration(s) not applied (${pending.map((p) => `${p.name} in ${p.environment}`).join(', ')}): run \`svcgen migrate deploy\`, or serve without --no-migrate`,
+        );
+      }
+    }
+    const applied = options.migrate === false ? [] : await applyMigrations(db, migrationsDir, options.config.environments);
     await installDeliveryQueue(options.databaseUrl, log);
     await channel.start();
     credentials = new CredentialStore(db, channel, options.managementToken);
