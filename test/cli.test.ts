@@ -198,14 +198,38 @@ describe('init', () => {
     const r = await runCli(['init', target, '--example', 'shop']);
     expect(r.code, show(r)).toBe(0);
     expect(await fs.readFile(path.join(target, 'schema.prisma'), 'utf8')).toBe(await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8'));
-    expect(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).toBe(
-      await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8'),
-    );
+    const example = JSON.parse(await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8'));
+    // the project id comes from the folder name
+    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({ ...example, project: { id: 'p' } });
     expect((await fs.readFile(path.join(target, '.gitignore'), 'utf8')).split('\n')).toContain('.svcgen/');
+    const manifest = JSON.parse(await fs.readFile(path.join(target, 'package.json'), 'utf8'));
+    expect(manifest).toMatchObject({ name: 'p', private: true, scripts: { generate: 'svcgen generate', check: 'svcgen check', serve: 'svcgen serve' } });
+    expect(manifest.devDependencies.svcgen).toMatch(/^\^\d+\.\d+\.\d+$/);
 
     const before = await readTree(target);
     expectUsageError(await runCli(['init', target, '--example', 'shop']));
     expect(await readTree(target)).toEqual(before);
+  });
+
+  it('takes --id, keeps an existing .gitignore and package.json, adding only the lines svcgen needs', async () => {
+    const root = await tempDir('init-existing');
+    const target = path.join(root, 'My Shop');
+    await fs.mkdir(target);
+    await fs.writeFile(path.join(target, '.gitignore'), 'dist/\nnode_modules/');
+    await fs.writeFile(path.join(target, 'package.json'), '{ "name": "mine", "type": "commonjs" }\n');
+    const r = await runCli(['init', target, '--id', 'acme']);
+    expect(r.code, show(r)).toBe(0);
+    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).project.id).toBe('acme');
+    expect(await fs.readFile(path.join(target, '.gitignore'), 'utf8')).toBe('dist/\nnode_modules/\n.svcgen/\n');
+    expect(await fs.readFile(path.join(target, 'package.json'), 'utf8')).toBe('{ "name": "mine", "type": "commonjs" }\n');
+    expectUsageError(await runCli(['init', path.join(root, 'other'), '--id', 'bad id!']));
+  });
+
+  it('derives the project id from the folder name when --id is not given', async () => {
+    const root = await tempDir('init-name');
+    const target = path.join(root, 'My Shop');
+    expect((await runCli(['init', target])).code).toBe(0);
+    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).project.id).toBe('my-shop');
   });
 
   it('refuses an unknown example', async () => {

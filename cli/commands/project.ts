@@ -1,19 +1,30 @@
 /** init: scaffold a project folder from an example. */
-import { access, copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { UsageError } from '../project.ts';
 
 const EXAMPLES = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../examples');
+const VERSION = (JSON.parse(readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../package.json'), 'utf8')) as { version: string }).version;
+
+/** A project id from a folder name: lower case letters, digits, - and _. */
+function idFromFolder(folder: string): string {
+  const id = folder.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
+  return id || 'app';
+}
+
+const IGNORED = ['.svcgen/', 'node_modules/'];
 
 export function registerProjectCommands(program: Command): void {
   program
     .command('init')
     .description('scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore, package.json) from an example')
-    .argument('<dir>', 'folder to create')
+    .argument('<dir>', 'folder to create (or an existing folder without schema.prisma and svcgen.config.json)')
     .option('--example <name>', 'example to start from', 'shop')
-    .action(async (dir: string, options: { example: string }) => {
+    .option('--id <id>', 'the project id (X-Project-Id); default: from the folder name')
+    .action(async (dir: string, options: { example: string; id?: string }) => {
       const examples = (await readdir(EXAMPLES, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
       if (!examples.includes(options.example)) throw new UsageError(`no example "${options.example}" (examples: ${examples.join(', ')})`);
       const target = path.resolve(dir);
@@ -21,15 +32,26 @@ export function registerProjectCommands(program: Command): void {
         const exists = await access(path.join(target, file)).then(() => true, () => false);
         if (exists) throw new UsageError(`${path.join(target, file)} already exists; init writes only into a new or empty project folder`);
       }
+      if (options.id !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(options.id)) {
+        throw new UsageError(`--id "${options.id}": use letters, digits, - and _`);
+      }
+      const id = options.id ?? idFromFolder(path.basename(target));
       await mkdir(target, { recursive: true });
-      for (const file of ['schema.prisma', 'svcgen.config.json']) await copyFile(path.join(EXAMPLES, options.example, file), path.join(target, file));
-      await writeFile(path.join(target, '.gitignore'), '.svcgen/\nnode_modules/\n');
-      // The generated modules are ES modules; a project's own package.json says so.
+      await copyFile(path.join(EXAMPLES, options.example, 'schema.prisma'), path.join(target, 'schema.prisma'));
+      const config = JSON.parse(await readFile(path.join(EXAMPLES, options.example, 'svcgen.config.json'), 'utf8')) as { project: { id: string } };
+      config.project.id = id;
+      await writeFile(path.join(target, 'svcgen.config.json'), `${JSON.stringify(config, null, 2)}\n`);
+      // An existing .gitignore keeps its lines; the ones svcgen needs are added.
+      const gitignore = path.join(target, '.gitignore');
+      const present = await readFile(gitignore, 'utf8').catch(() => '');
+      const missing = IGNORED.filter((line) => !present.split(/\r?\n/).includes(line));
+      if (missing.length) await writeFile(gitignore, `${present}${present && !present.endsWith('\n') ? '\n' : ''}${missing.join('\n')}\n`);
       const manifest = path.join(target, 'package.json');
       if (!(await access(manifest).then(() => true, () => false))) {
-        await writeFile(manifest, `${JSON.stringify({ name: path.basename(target), private: true, type: 'module' }, null, 2)}\n`);
+        const scripts = { generate: 'svcgen generate', check: 'svcgen check', serve: 'svcgen serve', 'migrate:dev': 'svcgen migrate dev' };
+        await writeFile(manifest, `${JSON.stringify({ name: id, private: true, scripts, devDependencies: { svcgen: `^${VERSION}` } }, null, 2)}\n`);
       }
-      console.log(`created ${target} from example ${options.example}`);
+      console.log(`created ${target} from example ${options.example} (project id "${id}")`);
       console.log(`next: svcgen generate --project ${dir} && svcgen migrate dev --name init --project ${dir} && svcgen serve --project ${dir}`);
     });
 }
