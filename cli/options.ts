@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { UsageError } from './project.ts';
+import { UsageError } from './usage-error.ts';
 
 export function withProject(command: Command): Command {
   return command.option('--project <dir>', 'the project folder', '.');

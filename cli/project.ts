@@ -5,7 +5,8 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig, type Config } from '../runtime/config/index.ts';
 import type { ServiceModule } from '../runtime/model/index.ts';
 
-export class UsageError extends Error {}
+export { UsageError } from './usage-error.ts';
+import { UsageError } from './usage-error.ts';
 
 export async function loadService(projectDir: string): Promise<{ service: ServiceModule; config: Config }> {
   const entry = path.join(projectDir, 'generated', 'index.ts');

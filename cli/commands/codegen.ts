@@ -1,8 +1,6 @@
-/** generate, check, openapi */
+/** generate, check, openapi (heavy modules load when a command runs, so --help stays fast) */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { diffProject, GENERATED_DIR, readModel, renderProject, writeProject } from '../../generator/generate.ts';
-import { loadService } from '../project.ts';
 import { projectDir, withProject } from '../options.ts';
 
 export function registerCodegenCommands(program: Command): void {
@@ -10,6 +8,7 @@ export function registerCodegenCommands(program: Command): void {
     async (options: { project: string }) => {
       const dir = projectDir(options);
       const started = Date.now();
+      const { GENERATED_DIR, renderProject, writeProject } = await import('../../generator/generate.ts');
       const files = await renderProject(dir);
       const { written, removed } = await writeProject(dir, files);
       console.log(
@@ -21,6 +20,7 @@ export function registerCodegenCommands(program: Command): void {
   withProject(program.command('check').description('exit 1 with a unified diff when generated/ is stale')).action(
     async (options: { project: string }) => {
       const dir = projectDir(options);
+      const { diffProject, renderProject } = await import('../../generator/generate.ts');
       const diff = await diffProject(dir, await renderProject(dir));
       if (diff) {
         process.stdout.write(diff);
@@ -34,6 +34,8 @@ export function registerCodegenCommands(program: Command): void {
 
   withProject(program.command('openapi').description('print the OpenAPI 3.1 document')).action(async (options: { project: string }) => {
     const dir = projectDir(options);
+    const { readModel } = await import('../../generator/generate.ts');
+    const { loadService } = await import('../project.ts');
     await readModel(dir); // a broken model fails here with Prisma's message rather than at import
     const { service } = await loadService(dir);
     process.stdout.write(`${JSON.stringify(service.openapi, null, 2)}\n`);

@@ -1,13 +1,16 @@
 /** keys create|list|revoke, token create: the CLI side of CONTRACT §6's credentials. */
 import type { Command } from 'commander';
-import { loadConfig } from '../../runtime/config/index.ts';
-import { ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
-import { createApiKey, createManagementToken, listApiKeys, revokeApiKey } from '../../runtime/keys/index.ts';
-import { openProjectDatabase } from '../database.ts';
+import type { Database } from '../../runtime/db/index.ts';
 import { collect, projectDir, withProject } from '../options.ts';
-import { UsageError } from '../project.ts';
+import { UsageError } from '../usage-error.ts';
+
+// Loaded when a command runs, so that --help does not pay for pg and the runtime.
+const keysModule = () => import('../../runtime/keys/index.ts');
+const loadConfig = async (dir: string) => (await import('../../runtime/config/index.ts')).loadConfig(dir);
 
 async function withDatabase<T>(dir: string, url: string | undefined, work: (db: Database) => Promise<T>): Promise<T> {
+  const { openProjectDatabase } = await import('../database.ts');
+  const { ensureSystemSchema, openDatabase } = await import('../../runtime/db/index.ts');
   const database = await openProjectDatabase(dir, url);
   const db = openDatabase(database.url, { max: 2 });
   try {
@@ -54,8 +57,8 @@ export function registerCredentialCommands(program: Command): void {
           throw new UsageError('--prefix must be a scheme word: a letter, then letters, digits, _ or -');
         }
         const context = parseContext(options.context);
-        const key = await withDatabase(dir, options.databaseUrl, (db) =>
-          createApiKey(db, { projectId: config.project.id, environment: options.env, name: options.name, prefix: options.prefix, roles: options.role, context }),
+        const key = await withDatabase(dir, options.databaseUrl, async (db) =>
+          (await keysModule()).createApiKey(db, { projectId: config.project.id, environment: options.env, name: options.name, prefix: options.prefix, roles: options.role, context }),
         );
         if (options.json) {
           const { id, name, prefix, environment, roles } = key;
@@ -75,7 +78,7 @@ export function registerCredentialCommands(program: Command): void {
     .action(async (options: { project: string; env: string; databaseUrl?: string; json?: boolean }) => {
       const dir = projectDir(options);
       const config = await loadConfig(dir);
-      const list = await withDatabase(dir, options.databaseUrl, (db) => listApiKeys(db, config.project.id, options.env));
+      const list = await withDatabase(dir, options.databaseUrl, async (db) => (await keysModule()).listApiKeys(db, config.project.id, options.env));
       if (options.json) console.log(JSON.stringify(list));
       else if (list.length === 0) console.log(`no API keys in ${options.env}`);
       else for (const k of list) console.log(`${k.id}\t${k.name}\t${k.prefix}\t${k.roles.join(',')}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}`);
@@ -86,7 +89,7 @@ export function registerCredentialCommands(program: Command): void {
     .action(async (id: string, options: { project: string; databaseUrl?: string }) => {
       const dir = projectDir(options);
       const config = await loadConfig(dir);
-      const revoked = await withDatabase(dir, options.databaseUrl, (db) => revokeApiKey(db, config.project.id, id));
+      const revoked = await withDatabase(dir, options.databaseUrl, async (db) => (await keysModule()).revokeApiKey(db, config.project.id, id));
       if (revoked === undefined) {
         console.error(`no active API key with id ${id}`);
         process.exitCode = 1;
@@ -102,7 +105,7 @@ export function registerCredentialCommands(program: Command): void {
     .action(async (options: { project: string; name: string; databaseUrl?: string }) => {
       const dir = projectDir(options);
       await loadConfig(dir);
-      const created = await withDatabase(dir, options.databaseUrl, (db) => createManagementToken(db, options.name));
+      const created = await withDatabase(dir, options.databaseUrl, async (db) => (await keysModule()).createManagementToken(db, options.name));
       console.log(`created management token ${created.id} (${created.name})`);
       console.log(`token (shown only now): ${created.token}`);
     });

@@ -4,11 +4,8 @@ import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Command } from 'commander';
-import { diffModels } from '../../generator/diff/diff-models.ts';
-import { describeModel } from '../../generator/model/describe-model.ts';
-import { readDmmf } from '../../generator/prisma/index.ts';
 import { projectDir, withProject } from '../options.ts';
-import { UsageError } from '../project.ts';
+import { UsageError } from '../usage-error.ts';
 
 const run = promisify(execFile);
 
@@ -44,6 +41,11 @@ export function registerDiffCommand(program: Command): void {
       const toText = await readFile(toFile, 'utf8').catch(() => {
         throw new UsageError(`--to ${toFile} not found`);
       });
+      const [{ diffModels }, { describeModel }, { readDmmf }] = await Promise.all([
+        import('../../generator/diff/diff-models.ts'),
+        import('../../generator/model/describe-model.ts'),
+        import('../../generator/prisma/index.ts'),
+      ]);
       const changes = diffModels(describeModel(await readDmmf(from.text, from.label)), describeModel(await readDmmf(toText, toFile)));
       const breaking = changes.filter((c) => c.breaking).length;
       if (options.json) console.log(JSON.stringify({ changes, breaking }, null, 2));

@@ -2,19 +2,26 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { readModel } from '../../generator/generate.ts';
-import { migrationSqlFromMigrations, writeMigrationLock } from '../../generator/prisma/index.ts';
-import { loadConfig } from '../../runtime/config/index.ts';
-import { applyMigrations, ensureSystemSchema, openDatabase } from '../../runtime/db/index.ts';
-import { openProjectDatabase } from '../database.ts';
 import { projectDir, withProject } from '../options.ts';
-import { UsageError } from '../project.ts';
+import { UsageError } from '../usage-error.ts';
 
 function timestamp(date = new Date()): string {
   return date.toISOString().replace(/[-:T]/g, '').slice(0, 14);
 }
 
+/** What the migrate commands need, loaded when one runs (so that --help stays fast). */
+async function load() {
+  const [{ readModel }, { migrationSqlFromMigrations, writeMigrationLock }, { loadConfig }, { openProjectDatabase }] = await Promise.all([
+    import('../../generator/generate.ts'),
+    import('../../generator/prisma/index.ts'),
+    import('../../runtime/config/index.ts'),
+    import('../database.ts'),
+  ]);
+  return { readModel, migrationSqlFromMigrations, writeMigrationLock, loadConfig, openProjectDatabase };
+}
+
 async function applyAll(dir: string, url: string, environments: string[]): Promise<void> {
+  const { applyMigrations, ensureSystemSchema, openDatabase } = await import('../../runtime/db/index.ts');
   const db = openDatabase(url, { max: 2 });
   try {
     await ensureSystemSchema(db);
@@ -35,6 +42,7 @@ export function registerMigrateCommands(program: Command): void {
     .action(async (options: { project: string; name: string; databaseUrl?: string }) => {
       if (!/^[A-Za-z0-9_-]{1,100}$/.test(options.name)) throw new UsageError('--name may use letters, digits, _ and - only');
       const dir = projectDir(options);
+      const { readModel, loadConfig, openProjectDatabase, migrationSqlFromMigrations, writeMigrationLock } = await load();
       const { schemaText, tables } = await readModel(dir);
       const config = await loadConfig(dir, tables.map((t) => t.name));
       const database = await openProjectDatabase(dir, options.databaseUrl);
@@ -60,6 +68,7 @@ export function registerMigrateCommands(program: Command): void {
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
     .action(async (options: { project: string; databaseUrl?: string }) => {
       const dir = projectDir(options);
+      const { readModel, loadConfig, openProjectDatabase } = await load();
       const { tables } = await readModel(dir);
       const config = await loadConfig(dir, tables.map((t) => t.name));
       const database = await openProjectDatabase(dir, options.databaseUrl);

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { UsageError } from '../project.ts';
+import { UsageError } from '../usage-error.ts';
 
 const EXAMPLES = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../examples');
 const VERSION = (JSON.parse(readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../package.json'), 'utf8')) as { version: string }).version;

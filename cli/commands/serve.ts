@@ -1,9 +1,6 @@
 /** serve: migrate, listen, deliver webhooks, stop cleanly on SIGINT/SIGTERM; worker: delivery alone. */
 import type { Command } from 'commander';
-import { startServer, startWorkerProcess } from '../../runtime/index.ts';
-import { openProjectDatabase } from '../database.ts';
 import { parsePort, projectDir, withProject } from '../options.ts';
-import { loadService } from '../project.ts';
 
 export function registerServeCommands(program: Command): void {
   withProject(program.command('serve').description('apply pending migrations and serve the API'))
@@ -14,6 +11,9 @@ export function registerServeCommands(program: Command): void {
     .option('--no-worker', 'do not deliver webhooks in this process (run `svcgen worker` for that)')
     .action(async (options: { project: string; port: number; host: string; databaseUrl?: string; migrate: boolean; worker: boolean }) => {
       const dir = projectDir(options);
+      const { loadService } = await import('../project.ts');
+      const { openProjectDatabase } = await import('../database.ts');
+      const { startServer } = await import('../../runtime/index.ts');
       const { service, config } = await loadService(dir);
       const database = await openProjectDatabase(dir, options.databaseUrl);
       let server;
@@ -62,6 +62,9 @@ export function registerServeCommands(program: Command): void {
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
     .action(async (options: { project: string; databaseUrl?: string }) => {
       const dir = projectDir(options);
+      const { loadService } = await import('../project.ts');
+      const { openProjectDatabase } = await import('../database.ts');
+      const { startWorkerProcess } = await import('../../runtime/index.ts');
       const { config } = await loadService(dir);
       const database = await openProjectDatabase(dir, options.databaseUrl);
       let worker;
