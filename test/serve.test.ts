@@ -123,6 +123,15 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
     expectProblem(await call(url, 'GET', `/gw/api/rest/City/${city.id}`, auth), 404);
   });
 
+  it('logs a line per request on stdout: method, path without the query, status, time and the caller', async () => {
+    const res = await call(url, 'GET', '/gw/api/rest/City?limit=1&name=equals.secret-value', { authorization: `ApiKey ${apiKey.key}` });
+    expect(res.status).toBe(200);
+    const line = new RegExp(`^GET /gw/api/rest/City 200 \\d+\\.\\d ms ${apiKey.id}$`, 'm');
+    await expect.poll(() => serve.stdout, { timeout: 5_000 }).toMatch(line);
+    expect(serve.stdout).not.toContain('secret-value');
+    expect(serve.stdout).toMatch(/^GET \/healthz 200 \d+\.\d ms$/m);
+  });
+
   it('keys list shows the key without its value', async () => {
     const r = await runCli(['keys', 'list', '--env', 'master', ...db()]);
     expect(r.code, show(r)).toBe(0);

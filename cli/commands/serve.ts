@@ -1,5 +1,5 @@
 /** serve: migrate, listen, deliver webhooks, stop cleanly on SIGINT/SIGTERM; worker: delivery alone. */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { parsePort, projectDir, withProject } from '../options.ts';
 
 export function registerServeCommands(program: Command): void {
@@ -9,7 +9,8 @@ export function registerServeCommands(program: Command): void {
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
     .option('--no-migrate', 'do not apply pending migrations')
     .option('--no-worker', 'do not deliver webhooks in this process (run `svcgen worker` for that)')
-    .action(async (options: { project: string; port: number; host: string; databaseUrl?: string; migrate: boolean; worker: boolean }) => {
+    .addOption(new Option('--log-level <level>', 'info: a line per request (method, path, status, time, caller) on stdout; warn: problems only').choices(['info', 'warn']).default('info'))
+    .action(async (options: { project: string; port: number; host: string; databaseUrl?: string; migrate: boolean; worker: boolean; logLevel: string }) => {
       const dir = projectDir(options);
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
@@ -31,6 +32,7 @@ export function registerServeCommands(program: Command): void {
           smtpUrl: process.env.SVCGEN_SMTP_URL || undefined,
           secret: process.env.SVCGEN_SECRET || undefined,
           log: (m) => console.error(m),
+          requestLog: options.logLevel === 'info' ? (line) => console.log(line) : undefined,
         });
       } catch (error) {
         await database.release();

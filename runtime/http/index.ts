@@ -5,3 +5,4 @@ export { adapt } from './express-adapter.ts';
 export { nodeRequest, run, send, type Handler } from './node-adapter.ts';
 export { clientAddress } from './client-address.ts';
 export { corsStage, type CorsStage } from './cors.ts';
+export { noteCaller, requestLogger, type RequestLogger } from './request-log.ts';

@@ -3,9 +3,9 @@
  * credential (API keys and management tokens, user access tokens) is a resolver; the stage asks
  * them in turn, so the subsystems that issue credentials never import each other.
  */
-import { Problem, header, type ApiRequest } from '../http/index.ts';
+import { Problem, header, noteCaller, type ApiRequest } from '../http/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import type { Principal } from './principal.ts';
+import { callerId, type Principal } from './principal.ts';
 
 export interface Credential {
   /** The scheme word as sent (`Bearer`, `ApiKey`, a key prefix). */
@@ -43,7 +43,10 @@ export async function authenticate(req: ApiRequest, tenant: Tenant, resolvers: r
   }
   for (const resolver of resolvers) {
     const principal = await resolver.resolve(credential, tenant);
-    if (principal) return principal;
+    if (principal) {
+      noteCaller(req, callerId(principal));
+      return principal;
+    }
   }
   throw unauthorized('the credential is not a valid API key or token, or it was revoked');
 }

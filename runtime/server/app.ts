@@ -7,7 +7,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express from 'express';
 import { authHandlers } from '../auth/index.ts';
-import { adapt, corsStage, jsonReply, nodeRequest, Problem, run, type ApiRequest, type Handler } from '../http/index.ts';
+import { adapt, corsStage, jsonReply, nodeRequest, Problem, requestLogger, run, type ApiRequest, type Handler } from '../http/index.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { webhookHandlers } from '../webhooks/index.ts';
 import { managementHandlers } from './management.ts';
@@ -123,7 +123,9 @@ export function createRequestListener(services: Services): RequestListener {
   const log = errorLogger(services);
   const prefix = `${DATA_BASE_PATH}/`;
   const cors = corsStage(services.config.cors);
+  const logRequest = services.requestLog ? requestLogger(services.requestLog) : undefined;
   return (req: IncomingMessage, res: ServerResponse) => {
+    logRequest?.(req, res);
     if (cors?.(req, res)) return;
     const url = req.url ?? '/';
     if (url.startsWith(prefix)) {

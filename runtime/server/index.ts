@@ -45,6 +45,8 @@ export interface ServerOptions {
   /** Run the webhook delivery worker in this process (default true; `svcgen worker` runs it alone). */
   worker?: boolean;
   log?: (message: string) => void;
+  /** Receives one access-log line per request (method, path, status, time, caller); none when absent. */
+  requestLog?: (line: string) => void;
   /** Called with the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
 }
@@ -121,6 +123,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       watchedTables: new WatchedTables(db, channel),
       basePath: DATA_BASE_PATH,
       log,
+      requestLog: options.requestLog,
     };
     // Housekeeping off the request path: expired idempotency entries, old rate-limit windows, auth leftovers.
     const maintenance = setInterval(() => {

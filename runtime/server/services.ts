@@ -30,4 +30,6 @@ export interface Services {
   readonly watchedTables: WatchedTables;
   readonly basePath: string;
   readonly log: (message: string) => void;
+  /** Receives one line per request when request logging is on. */
+  readonly requestLog?: (line: string) => void;
 }
