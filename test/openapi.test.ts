@@ -117,6 +117,11 @@ describe('examples/shop/generated/openapi.json', () => {
     expect(doc.paths[`${BASE}/_webhooks`].post.requestBody.content['application/json'].schema.required).toEqual(['projectId', 'environment', 'table', 'events', 'url', 'secret']);
   });
 
+  it('marks the non-null fields of a record required (typed clients get them non-optional)', () => {
+    expect(doc.components.schemas.Order.required).toEqual(['id', 'status', 'total', 'customerId', 'createdAt', 'updatedAt']);
+    expect(doc.components.schemas.Customer.required).not.toContain('cityId');
+  });
+
   it('has no /{id} path for the composite-key OrderItem', () => {
     const orderItem = Object.keys(doc.paths).filter((p) => p === `${BASE}/OrderItem` || p.startsWith(`${BASE}/OrderItem/`));
     expect(orderItem).toContain(`${BASE}/OrderItem`);

@@ -48,8 +48,11 @@ function fieldSchema(field: FieldSpec, input: boolean): SchemaObject {
 export function recordSchemas(table: TableSpec): Record<string, SchemaObject> {
   const record: SchemaObject = {
     type: 'object',
-    description: `A ${table.name} record. Fields a role may not read are left out.`,
+    description: `A ${table.name} record. Every field is present (nullable ones as null) unless a select names fewer or a role may not read it.`,
     properties: Object.fromEntries(table.fields.map((f) => [f.name, fieldSchema(f, false)])),
+    // Required for typed clients (non-null fields are not optional); a select or a role's field
+    // list can still leave some out.
+    required: table.fields.filter((f) => !f.nullable).map((f) => f.name),
   };
   for (const relation of table.relations) {
     record.properties![relation.name] = {
