@@ -1,5 +1,6 @@
 /** Loading a project folder: its config (validated against the model) and its generated service. */
-import { access } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, type Config } from '../runtime/config/index.ts';
@@ -15,7 +16,21 @@ export async function loadService(projectDir: string): Promise<{ service: Servic
   } catch {
     throw new UsageError(`${entry} not found: run \`svcgen generate --project ${projectDir}\` first`);
   }
+  await refuseStaleGenerated(projectDir);
   const { service } = (await import(pathToFileURL(entry).href)) as { service: ServiceModule };
   const config = await loadConfig(projectDir, Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])));
   return { service, config };
 }
+
+/** generated/ made from another schema.prisma would serve tables and fields the database lacks. */
+async function refuseStaleGenerated(projectDir: string): Promise<void> {
+  const made = await readFile(path.join(projectDir, 'generated', 'package.json'), 'utf8')
+    .then((text) => (JSON.parse(text) as { svcgen?: { schemaSha256?: string } }).svcgen?.schemaSha256)
+    .catch(() => undefined);
+  if (!made) return;
+  const schema = await readFile(path.join(projectDir, 'schema.prisma'), 'utf8').catch(() => undefined);
+  if (schema !== undefined && createHash('sha256').update(schema).digest('hex') !== made) {
+    throw new Error('generated/ is stale: schema.prisma changed since `svcgen generate`; run `svcgen generate` (and `svcgen migrate dev --name <change>` for the tables)');
+  }
+}
+

@@ -2,6 +2,7 @@
  * `svcgen generate` and `svcgen check`: model + config → the files of `generated/`, byte-identical
  * for identical input. Stages: read (Prisma's DMMF) → describe (table specs) → render (files).
  */
+import { createHash } from 'node:crypto';
 import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,7 +45,8 @@ export async function readModel(projectDir: string): Promise<{ schemaText: strin
 export async function renderProject(projectDir: string): Promise<Map<string, string>> {
   const { schemaText, tables } = await readModel(projectDir);
   const config = await loadConfig(projectDir, Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])));
-  const files = renderFiles(tables, { title: `${config.project.id} API`, version: '1.0.0' });
+  const schemaSha256 = createHash('sha256').update(schemaText).digest('hex');
+  const files = renderFiles(tables, { title: `${config.project.id} API`, version: '1.0.0', schemaSha256 });
   const scratch = await mkdtemp(path.join(tmpdir(), 'svcgen-prisma-'));
   try {
     await generatePrismaClient({ schemaText, outputDir: scratch });

@@ -92,6 +92,17 @@ describe('CLI messages a person can act on', { timeout: 60_000 }, () => {
     expect(r.stderr, show(r)).toContain('svcgen: the project has no migrations yet, so its tables do not exist: run `svcgen migrate dev --name init`, then serve');
   });
 
+  it('serve refuses a generated/ made from another schema.prisma, and names the command', async () => {
+    const dir = await bareProject('stale');
+    expect((await runCli(['generate', '--project', dir])).code).toBe(0);
+    const schema = path.join(dir, 'schema.prisma');
+    await fs.writeFile(schema, (await fs.readFile(schema, 'utf8')).replace('  note       String?\n', '  note       String?\n  gift       Boolean     @default(false)\n'));
+    const database = await freshDatabase();
+    const r = await runCli(['serve', '--port', '0', '--project', dir, '--database-url', database.url], { timeoutMs: 60_000 });
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr, show(r)).toContain('svcgen: generated/ is stale: schema.prisma changed since `svcgen generate`; run `svcgen generate`');
+  });
+
   it('a busy port says which flag to use', async () => {
     const dir = await bareProject('busyport');
     const generated = await runCli(['generate', '--project', dir]);
