@@ -398,8 +398,8 @@ describe.concurrent('circuit breaker (failureThreshold 3, cooldown 4 s)', { time
     expect(await circuitOf(circuit, origin)).toEqual({ consecutive_failures: 0, open_until: null, trial_until: null });
   });
 
-  // Two deferred deliveries wait far beyond the cooldown (as one does that lost the race for the
-  // trial: it is deferred to trial_until + 1 s), so only the wake can send them promptly.
+  // Two deferred deliveries wait far beyond the cooldown (their jobs an hour out), so only the
+  // wake of a closing circuit can send them promptly.
   it('a successful trial closes the circuit and wakes the deferred deliveries at once', async (ctx) => {
     const { expect } = ctx;
     const r = await receiver(ctx);

@@ -39,6 +39,9 @@ interface Claimed {
 /** Margin of the lease over the attempt's timeout: a lease that ran out means its worker died. */
 export const LEASE_MARGIN_MS = 5_000;
 
+/** How soon a delivery that found another attempt trying a cooled-down circuit looks again. */
+const TRIAL_RECHECK_MS = 1_000;
+
 export interface AttemptOutcome {
   ok: boolean;
   httpStatus: number | null;
@@ -190,7 +193,9 @@ export class DeliveryAgent {
       return false;
     }
     if ((await this.db.query(CLAIM_TRIAL, [c.environment, c.endpoint, leaseMs])).length > 0) return true;
-    await this.db.query(DEFER, [c.id, new Date(Math.max(c.now.getTime(), c.trial_until?.getTime() ?? 0) + 1_000)]);
+    // Another attempt is the trial: look again shortly (a success also wakes the waiting ones, but
+    // this delivery may be between its claim and this deferral when that happens).
+    await this.db.query(DEFER, [c.id, new Date(c.now.getTime() + TRIAL_RECHECK_MS)]);
     return false;
   }
 
