@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
 import { startReceiver, type Receiver } from './support/receiver.ts';
 import { MANAGEMENT_TOKEN, startTestServer, type TestServer } from './support/server.ts';
+import type { DeliveryRecord } from '../runtime/webhooks/subscriptions.ts';
 
 const BASE = '/gw/api/rest';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -85,18 +86,8 @@ async function insert(ctx: TestContext, t: TestServer, tag: string): Promise<str
   return res.body.data.id;
 }
 
-interface Delivery {
-  id: string;
-  eventId: string;
-  event: string;
-  status: string;
-  httpStatus: number | null;
-  attempts: number;
-  lastError: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** A delivery as GET /_webhooks/{id} lists it. */
+type Delivery = DeliveryRecord;
 
 async function history(t: TestServer, webhookId: string): Promise<Delivery[]> {
   const res = await manage(t, 'GET', `/${webhookId}`);

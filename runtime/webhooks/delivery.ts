@@ -32,7 +32,6 @@ interface Claimed {
   changed_fields: string[];
   event_at: Date;
   open_until: Date | null;
-  trial_until: Date | null;
   now: Date;
 }
 
@@ -85,7 +84,6 @@ const CLAIM = `
     w.project_id, w.environment, w.table_name, e.id AS event_id, e.operation, e.record::text AS record, e.changed_fields,
     e.created_at AS event_at,
     (SELECT open_until FROM svcgen.webhook_circuits c WHERE c.environment = w.environment AND c.endpoint = w.endpoint) AS open_until,
-    (SELECT trial_until FROM svcgen.webhook_circuits c WHERE c.environment = w.environment AND c.endpoint = w.endpoint) AS trial_until,
     now() AS now`;
 
 /** While a circuit is open the delivery waits (`deferred`), spending no attempt, until `until`. */
@@ -147,7 +145,6 @@ export class DeliveryAgent {
     private readonly db: Database,
     private readonly box: SecretBox,
     private readonly settings: WebhookSettings,
-    private readonly log: (message: string) => void,
   ) {
     this.agent = new Agent({
       connect: settings.allowPrivateTargets ? {} : { lookup: checkedLookup as never },

@@ -87,7 +87,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   // Its own few connections: attempts hold none while they wait on a receiver, and deliveries
   // neither wait behind API requests nor take their connections.
   const db = openDatabase(options.databaseUrl, { max: 5 });
-  const agent = new DeliveryAgent(db, options.box, settings, options.log);
+  const agent = new DeliveryAgent(db, options.box, settings);
   const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
   const start = () =>
     run({
