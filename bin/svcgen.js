@@ -1,15 +1,17 @@
 #!/usr/bin/env node
-// The CLI is written in TypeScript and loads the project's generated TypeScript at run time,
-// so it runs through tsx's loader rather than a build step.
+// An installed svcgen runs its compiled JavaScript (dist/, built by `npm pack`); a checkout runs
+// its TypeScript source. Either way a project's generated/ is TypeScript, loaded through tsx.
+import { existsSync } from 'node:fs';
 import { register as registerHooks } from 'node:module';
-import { register } from 'tsx/esm/api';
 
 // `svcgen openapi | head` closes stdout early: that is not an error.
 process.stdout.on('error', (error) => {
   if (error.code === 'EPIPE') process.exit(0);
   throw error;
 });
-register();
-registerHooks('./resolve-fallback.js', import.meta.url);
-const { main } = await import('../cli/main.ts');
+
+const fromSource = existsSync(new URL('../cli/main.ts', import.meta.url));
+if (fromSource) (await import('tsx/esm/api')).register();
+registerHooks('./resolve-fallback.js', { parentURL: import.meta.url, data: { fromSource } });
+const { main } = fromSource ? await import('../cli/main.ts') : await import('../dist/cli/main.js');
 process.exitCode = await main(process.argv);

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, type Config } from '../runtime/config/index.ts';
 import type { ServiceModule } from '../runtime/model/index.ts';
+import { ensureTypeScriptLoader } from './typescript-loader.ts';
 
 export { UsageError } from './usage-error.ts';
 import { UsageError } from './usage-error.ts';
@@ -17,6 +18,7 @@ export async function loadService(projectDir: string): Promise<{ service: Servic
     throw new UsageError(`${entry} not found: run \`svcgen generate --project ${projectDir}\` first`);
   }
   await refuseStaleGenerated(projectDir);
+  await ensureTypeScriptLoader();
   const { service } = (await import(pathToFileURL(entry).href)) as { service: ServiceModule };
   const config = await loadConfig(projectDir, Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])));
   return { service, config };

@@ -2,12 +2,12 @@
 import { access, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { PACKAGE_ROOT } from '../../generator/package-root.ts';
 import { UsageError } from '../usage-error.ts';
 
-const EXAMPLES = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../examples');
-const VERSION = (JSON.parse(readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../package.json'), 'utf8')) as { version: string }).version;
+const EXAMPLES = path.join(PACKAGE_ROOT, 'examples');
+const VERSION = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** A project id from a folder name: lower case letters, digits, - and _. */
 function idFromFolder(folder: string): string {

@@ -1,16 +1,16 @@
 /** Stage 3: table descriptions → the files of `generated/` (path → content), nothing written yet. */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Handlebars from 'handlebars';
 import type { TableSpec } from '../../runtime/model/index.ts';
+import { PACKAGE_ROOT } from '../package-root.ts';
 import { literal } from './literal.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderRecordTypes } from './record-types.ts';
 import { routesFor } from './routes.ts';
 import { writableFields, zodExpression } from './zod-expressions.ts';
 
-const TEMPLATES = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../templates');
+const TEMPLATES = path.join(PACKAGE_ROOT, 'templates');
 
 function template(name: string): Handlebars.TemplateDelegate {
   return Handlebars.create().compile(readFileSync(path.join(TEMPLATES, name), 'utf8'), { strict: true });

@@ -30,6 +30,8 @@ export interface CliOptions {
   cwd?: string;
   /** Added to (or, with undefined, removed from) the child's environment. */
   env?: Record<string, string | undefined>;
+  /** Another svcgen executable than this checkout's bin/svcgen.js (e.g. an installed package's). */
+  bin?: string;
 }
 
 /** The parent's environment without the variables that would change which database or token the CLI uses. */
@@ -58,7 +60,7 @@ export interface RunningCli {
 }
 
 export function startCli(args: string[], options: CliOptions = {}): RunningCli {
-  const child = spawn(process.execPath, [SVCGEN, ...args], {
+  const child = spawn(process.execPath, [options.bin ?? SVCGEN, ...args], {
     cwd: options.cwd ?? REPO,
     env: childEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,16 @@
+/**
+ * svcgen's own folder: the one holding package.json, templates/ and examples/. Code runs from
+ * source (cli/, generator/) in a checkout and from dist/ once packed, at different depths.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+function findPackageRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'templates'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`svcgen: cannot find its own package folder above ${from}`);
+  }
+}
+
+export const PACKAGE_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
