@@ -2,7 +2,10 @@
 // An installed svcgen runs its compiled JavaScript (dist/, built by `npm pack`); a checkout runs
 // its TypeScript source. Either way a project's generated/ is TypeScript, loaded through tsx.
 import { existsSync } from 'node:fs';
-import { register as registerHooks } from 'node:module';
+import module, { register as registerHooks } from 'node:module';
+
+// Node 22.1+ caches compiled code between runs (TypeScript's and Prisma's large bundles load faster).
+module.enableCompileCache?.();
 
 // `svcgen openapi | head` closes stdout early: that is not an error.
 process.stdout.on('error', (error) => {

@@ -6,8 +6,11 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { service } from '../examples/shop/generated/index.ts';
 import { routes } from '../examples/shop/generated/routes.ts';
-import { SHOP, startTestServer, type TestServer } from './support/server.ts';
+import { MAX_AGGREGATE_ROWS, fieldFilterParameters, filterParameterName } from '../generator/render/openapi-filters.ts';
+import { OPERATORS, operatorMismatch, type FieldSpec, type FilteringOperation, type TableSpec } from '../runtime/model/index.ts';
+import { expectProblem, SHOP, startTestServer, type TestServer } from './support/server.ts';
 
 const BASE = '/gw/api/rest';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
@@ -54,8 +57,13 @@ const AUTH_OPERATIONS: { method: string; path: string; operationId: string; stat
   },
   { method: 'get', path: '/auth/.well-known/jwks.json', operationId: 'authJwks', statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'] } },
 ];
-/** Auth operations that take no credentials (everything but logout). */
+/** Auth operations that take no credentials (everything but logout); all but JWKS still need the project. */
 const PUBLIC_AUTH = new Set(AUTH_OPERATIONS.filter((o) => o.path !== '/auth/logout').map((o) => `${o.method.toUpperCase()} ${o.path}`));
+const JWKS = 'GET /auth/.well-known/jwks.json';
+/** The filter parameters of an operation: every query parameter that is not one of its own. */
+/** The value in a filter parameter's "e.g. `<name>=<value>`". */
+const exampleOf = (parameter: { name: string; description: string }) => new RegExp(`e\\.g\\. \`${parameter.name}=([^\`]+)\``).exec(parameter.description)![1]!;
+const OWN_PARAMETERS = new Set(['fn', 'groupBy', 'having', 'sort', 'limit', 'offset', 'after', 'select', 'and', 'or', 'not', 'mode']);
 
 let doc: any;
 beforeAll(async () => {
@@ -109,7 +117,7 @@ describe('examples/shop/generated/openapi.json', () => {
       expect(Object.keys(item).filter((k) => METHODS.includes(k)).sort(), p).toEqual([...methods].sort());
       const environment = item.parameters.find((x: any) => x.name === 'environment');
       expect(environment, p).toMatchObject({ in: 'header', required: true });
-      for (const m of methods) expect(item[m].security, `${m} ${p}`).toEqual([{ managementToken: [] }]);
+      for (const m of methods) expect(item[m].security, `${m} ${p}`).toEqual([{ managementToken: [], projectId: [] }]);
     }
     const subscription = doc.components.schemas.WebhookSubscription;
     expect(subscription.properties.table.enum).toEqual(['City', 'Customer', 'Order', 'OrderItem', 'Product']);
@@ -151,7 +159,7 @@ describe('examples/shop/generated/openapi.json', () => {
         const op = item[method];
         for (const name of requirementNames(op.security)) expect(schemes, `${method} ${p}: ${name}`).toHaveProperty([name]);
         if (PUBLIC_AUTH.has(`${method.toUpperCase()} ${p}`)) {
-          expect(op.security, `${method.toUpperCase()} ${p} is public`).toEqual([]);
+          expect(op.security, `${method.toUpperCase()} ${p} is public`).toEqual(`${method.toUpperCase()} ${p}` === JWKS ? [] : [{ projectId: [] }]);
           continue;
         }
         const effective = op.security ?? doc.security ?? [];
@@ -190,9 +198,10 @@ describe('examples/shop/generated/openapi.json', () => {
     for (const name of ['User', 'TokenPair', 'Session', 'Message', 'Jwks']) expect(doc.components.schemas).toHaveProperty([name]);
   });
 
-  it('takes X-Project-Id on every /auth operation, optional only on JWKS, which also reads project_id and environment from the query', () => {
-    for (const { path: p } of AUTH_OPERATIONS.filter((o) => o.operationId !== 'authJwks')) {
-      expect(doc.paths[p].parameters).toEqual([{ $ref: '#/components/parameters/projectId' }, { $ref: '#/components/parameters/environment' }]);
+  it('takes X-Project-Id on every /auth operation through the projectId scheme, optional only on JWKS, which also reads project_id and environment from the query', () => {
+    for (const { method, path: p } of AUTH_OPERATIONS.filter((o) => o.operationId !== 'authJwks')) {
+      expect(doc.paths[p].parameters).toEqual([{ $ref: '#/components/parameters/environment' }]);
+      for (const requirement of doc.paths[p][method].security) expect(requirement, `${method} ${p}`).toHaveProperty(['projectId']);
     }
     const jwks = doc.paths['/auth/.well-known/jwks.json'];
     const params = [...(jwks.parameters ?? []), ...(jwks.get.parameters ?? [])];
@@ -204,8 +213,89 @@ describe('examples/shop/generated/openapi.json', () => {
 
   it('defines the bearerJwt scheme, used by logout and accepted by the data operations', () => {
     expect(doc.components.securitySchemes.bearerJwt).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
-    expect(doc.security).toContainEqual({ bearerJwt: [] });
-    expect(doc.paths['/auth/logout'].post.security).toEqual([{ bearerJwt: [] }]);
+    expect(doc.security).toContainEqual({ bearerJwt: [], projectId: [] });
+    expect(doc.paths['/auth/logout'].post.security).toEqual([{ bearerJwt: [], projectId: [] }]);
+  });
+
+  it('carries X-Project-Id as the projectId security scheme, never as a required parameter, so a client sets it once', () => {
+    expect(doc.components.securitySchemes.projectId).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Project-Id' });
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([
+      { bearer: [], projectId: [] },
+      { apiKey: [], projectId: [] },
+      { bearerJwt: [], projectId: [] },
+    ]);
+    const resolve = (x: any) => (x.$ref ? doc.components.parameters[x.$ref.split('/').pop()] : x);
+    for (const [p, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const method of Object.keys(item).filter((k) => METHODS.includes(k))) {
+        const params = [...(item.parameters ?? []), ...(item[method].parameters ?? [])].map(resolve);
+        const projectHeader = params.find((x) => x.in === 'header' && x.name.toLowerCase() === 'x-project-id');
+        if (`${method.toUpperCase()} ${p}` === JWKS) expect(projectHeader).toMatchObject({ required: false });
+        else expect(projectHeader, `${method.toUpperCase()} ${p}`).toBeUndefined();
+      }
+    }
+  });
+
+  it('lists one string filter parameter per field of the table on list, aggregate and PATCH by filter', () => {
+    const operations = [
+      ['get', '', 'list'],
+      ['get', '/_aggregate', 'aggregate'],
+      ['patch', '', 'updateMany'],
+    ] as const;
+    for (const table of ['City', 'Customer', 'Order', 'OrderItem', 'Product']) {
+      const record = doc.components.schemas[table];
+      for (const [method, suffix, operation] of operations) {
+        const op = doc.paths[`${BASE}/${table}${suffix}`][method];
+        const filters = op.parameters.filter((x: any) => x.in === 'query' && !OWN_PARAMETERS.has(x.name));
+        // every record field and nothing else (relations are described, not enumerated)
+        const scalar = Object.keys(record.properties).filter((f) => !record.properties[f].description?.startsWith('Embedded'));
+        expect(filters.map((x: any) => x.name), `${operation} ${table}`).toEqual(scalar);
+        for (const x of filters) {
+          expect(x.schema.type, `${table}.${x.name}`).toBe('string');
+          expect(x.required ?? false).toBe(false);
+          const operators = /Operators: ([a-z_, ]+)\./.exec(x.description)![1]!.split(', ');
+          for (const o of operators) expect(OPERATORS).toContain(o);
+          expect(x.schema.pattern).toBe(`^(${operators.join('|')})\\.`);
+          expect(x).not.toHaveProperty(['example']);
+          expect(exampleOf(x)).toMatch(new RegExp(x.schema.pattern));
+        }
+        expect(op.description, `${operation} ${table}`).toContain('`<relation>.<field>=<operator>.<value>`');
+        for (const group of ['and', 'or', 'not']) expect(op.parameters).toContainEqual({ $ref: `#/components/parameters/${group}` });
+        expect(op.parameters.map((x: any) => x.name)).not.toContain('filter');
+      }
+    }
+    const byName = (table: string, name: string) => doc.paths[`${BASE}/${table}`].get.parameters.find((x: any) => x.name === name);
+    expect(exampleOf(byName('Order', 'total'))).toBe('gte.10');
+    expect(byName('Order', 'total').description).toContain('Operators: equals, not_equals, gt, gte, lt, lte, in, not_in, between, is_empty, is_not_empty.');
+    expect(exampleOf(byName('Customer', 'id'))).toBe('equals.00000000-0000-0000-0000-000000000000');
+    expect(exampleOf(byName('Product', 'tags'))).toBe('contains.abc');
+    expect(exampleOf(byName('Customer', 'email'))).toBe('starts_with.abc');
+    expect(byName('Order', 'status').description).toContain('Operators: equals, not_equals, in, not_in, is_empty, is_not_empty.');
+    expect(byName('Order', 'createdAt').description).toContain('last_months');
+    expect(byName('Product', 'tags').description).toContain('Operators: contains, is_empty, is_not_empty.');
+    expect(byName('Customer', 'email').description).toContain('starts_with');
+    expect(byName('Customer', 'id').description).not.toContain('starts_with');
+    expect(doc.paths[`${BASE}/Order/_aggregate`].get.parameters).toContainEqual(expect.objectContaining({ name: 'limit', schema: expect.objectContaining({ maximum: MAX_AGGREGATE_ROWS }) }));
+  });
+
+  it('names a filter parameter col.<field> where the field name is a reserved parameter of the operation', () => {
+    const field = (name: string): FieldSpec => ({ name, column: name, type: 'Int', list: false, nullable: false, id: false, unique: false, dbDefault: false, managed: false });
+    const cases: [field: string, operation: FilteringOperation, parameter: string][] = [
+      ['limit', 'list', 'col.limit'],
+      ['select', 'list', 'col.select'],
+      ['first', 'list', 'col.first'],
+      ['project_id', 'list', 'col.project_id'],
+      ['or', 'list', 'col.or'],
+      ['not', 'updateMany', 'col.not'],
+      ['limit', 'updateMany', 'limit'],
+      ['fn', 'aggregate', 'col.fn'],
+      ['offset', 'aggregate', 'offset'],
+      ['total', 'list', 'total'],
+    ];
+    for (const [name, operation, parameter] of cases) expect(filterParameterName(field(name), operation), `${name} in ${operation}`).toBe(parameter);
+    const table = { name: 'T', fields: [field('limit')], relations: [], primaryKey: ['limit'] } as unknown as TableSpec;
+    expect(fieldFilterParameters(table, 'list')[0]).toMatchObject({ name: 'col.limit', description: expect.stringContaining('e.g. `col.limit=gte.10`') });
   });
 
   it('references the Problem schema from error responses', () => {
@@ -228,11 +318,29 @@ describe('served by a running server', () => {
     expect(res.body).toEqual(doc);
   });
 
+  it('accepts every documented filter example, and refuses the operators a field does not list with the runtime message', async () => {
+    for (const [p, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      const table = p.slice(BASE.length + 1);
+      if (!item.get || table.includes('/') || table.startsWith('_')) continue;
+      for (const x of item.get.parameters.filter((y: any) => y.description?.startsWith('Filter on '))) {
+        const ok = await t.request('GET', `${p}?${x.name}=${encodeURIComponent(exampleOf(x))}`);
+        expect(ok.status, `${table} ${x.name}=${exampleOf(x)}: ${ok.text}`).toBe(200);
+        const listed = /Operators: ([a-z_, ]+)\./.exec(x.description)![1]!.split(', ');
+        const field = (service.tables as Record<string, { spec: TableSpec }>)[table]!.spec.fields.find((f) => f.name === x.name)!;
+        for (const op of OPERATORS.filter((o) => !listed.includes(o))) {
+          const res = await t.request('GET', `${p}?${x.name}=${op}.1`);
+          expectProblem(res, 400, 'invalid-parameter', x.name);
+          expect(res.body.detail).toBe(`${x.name}: ${operatorMismatch(field, op)}`);
+        }
+      }
+    }
+  });
+
   it('GET /gw/api/rest/_docs returns an HTML reference page', async () => {
     const res = await t.request('GET', `${BASE}/_docs`);
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
     expect(res.text).toMatch(/<html[\s>]/i);
-    expect(res.text).toContain(`${BASE}/_openapi`);
+    expect(res.text).toContain('data-openapi="_openapi"'); // relative: the page works under a proxy prefix (test/docs-page.test.ts)
   });
 });

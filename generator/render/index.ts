@@ -5,6 +5,7 @@ import Handlebars from 'handlebars';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { PACKAGE_ROOT } from '../package-root.ts';
 import { literal } from './literal.ts';
+import { renderClient } from './client.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderRecordTypes } from './record-types.ts';
 import { routesFor } from './routes.ts';
@@ -44,6 +45,7 @@ export function renderFiles(tables: readonly TableSpec[], options: RenderOptions
   files.set('index.ts', template('index.ts.hbs')({ header, tables: tables.map((t) => t.name) }));
 
   files.set('types.ts', renderRecordTypes(tables, header));
+  files.set('client.ts', renderClient(tables, header, template('client.ts.hbs')));
   files.set('openapi.json', `${JSON.stringify(buildOpenApi(tables, routes, options), null, 2)}\n`);
   // The generated TypeScript is ES modules whatever the project's own package.json says (a
   // "type": "commonjs" package, or no package.json at all, would load it as CommonJS).

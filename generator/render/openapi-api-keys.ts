@@ -11,9 +11,9 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
     environment: { type: 'string' },
     createdAt: { type: 'string', format: 'date-time' },
   } satisfies Record<string, SchemaObject>;
-  const security = [{ managementToken: [] }];
+  const security = [{ managementToken: [], projectId: [] }];
   builder.addPath(`${BASE}/_apikeys`, {
-    parameters: [{ $ref: '#/components/parameters/projectId' }, { $ref: '#/components/parameters/environment' }],
+    parameters: [{ $ref: '#/components/parameters/environment' }],
     post: {
       tags: ['API keys'],
       operationId: 'createApiKey',
@@ -70,7 +70,6 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
   });
   builder.addPath(`${BASE}/_apikeys/{id}`, {
     parameters: [
-      { $ref: '#/components/parameters/projectId' },
       { $ref: '#/components/parameters/environment' },
       { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
     ],

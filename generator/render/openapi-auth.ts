@@ -106,8 +106,9 @@ export function authPaths(builder: OpenApiBuilder): void {
     },
   });
 
-  const parameters = [{ $ref: '#/components/parameters/projectId' }, { $ref: '#/components/parameters/environment' }];
-  const anonymous: Record<string, string[]>[] = [];
+  const parameters = [{ $ref: '#/components/parameters/environment' }];
+  // No credential, only the project (the projectId scheme carries X-Project-Id).
+  const anonymous: Record<string, string[]>[] = [{ projectId: [] }];
 
   builder.addPath(`${AUTH}/signup`, {
     parameters,
@@ -223,7 +224,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       tags: TAGS,
       operationId: 'authLogout',
       summary: 'End the session of the access token (it and its refresh token stop working)',
-      security: [{ bearerJwt: [] }],
+      security: [{ bearerJwt: [], projectId: [] }],
       responses: {
         '200': ok('Logged out', ref('Message')),
         '400': INVALID_REQUEST,
@@ -251,7 +252,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       tags: TAGS,
       operationId: 'authJwks',
       summary: 'The public keys of the environment: verify access tokens (sig) or encrypt to the server (enc)',
-      security: anonymous,
+      security: [],
       responses: {
         '200': {
           description: 'The key set',

@@ -1,6 +1,7 @@
 /** The OpenAPI operation of each generated data route. */
 import type { OperationObject, ParameterObject, ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
+import { FILTER_DESCRIPTION, MAX_AGGREGATE_ROWS, fieldFilterParameters, groupParameterRefs } from './openapi-filters.ts';
 import { COMMON_ERRORS, dataEnvelope, listResponse, problem, ref, scalarSchema } from './openapi-shared.ts';
 
 /** POST or DELETE /<table>/_bulk: the body's own members plus transactionMode, the bulk envelope back. */
@@ -48,13 +49,15 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         tags,
         operationId: `list${table.name}`,
         summary: `List ${table.name} records`,
+        description: FILTER_DESCRIPTION,
         parameters: [
           { $ref: '#/components/parameters/limit' },
           { $ref: '#/components/parameters/offset' },
           { $ref: '#/components/parameters/after' },
           { $ref: '#/components/parameters/sort' },
           { $ref: '#/components/parameters/select' },
-          { $ref: '#/components/parameters/filter' },
+          ...groupParameterRefs(),
+          ...fieldFilterParameters(table, 'list'),
           { $ref: '#/components/parameters/PreferCount' },
         ],
         responses: { '200': listResponse(table), ...COMMON_ERRORS },
@@ -114,7 +117,8 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         tags,
         operationId: `update${table.name}Where`,
         summary: `Update every ${table.name} record matching the filters (at least one filter)`,
-        parameters: [{ $ref: '#/components/parameters/filter' }],
+        description: FILTER_DESCRIPTION,
+        parameters: [...groupParameterRefs(), ...fieldFilterParameters(table, 'updateMany')],
         requestBody: {
           required: true,
           content: { 'application/merge-patch+json': { schema: ref(`${table.name}Update`) }, 'application/json': { schema: ref(`${table.name}Update`) } },
@@ -142,12 +146,15 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         tags,
         operationId: `aggregate${table.name}`,
         summary: `Aggregate ${table.name} records`,
+        description: `Filters apply before aggregation. ${FILTER_DESCRIPTION}`,
         parameters: [
           { name: 'fn', in: 'query', description: 'count, sum:<field>, avg:<field>, min:<field>, max:<field>, count_distinct:<field>', schema: { type: 'string' } },
           { name: 'groupBy', in: 'query', schema: { type: 'string' } },
           { name: 'having', in: 'query', description: 'e.g. count.gt.10', schema: { type: 'string' } },
           { name: 'sort', in: 'query', description: 'aggregate alias or groupBy field, - for descending', schema: { type: 'string' } },
-          { $ref: '#/components/parameters/filter' },
+          { name: 'limit', in: 'query', description: 'Most rows returned', schema: { type: 'integer', minimum: 1, maximum: MAX_AGGREGATE_ROWS } },
+          ...groupParameterRefs(),
+          ...fieldFilterParameters(table, 'aggregate'),
         ],
         responses: {
           '200': {

@@ -48,9 +48,8 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
     },
   });
   const subscription = { $ref: '#/components/schemas/WebhookSubscription' };
-  const security = [{ managementToken: [] }];
+  const security = [{ managementToken: [], projectId: [] }];
   const headers: ParameterObject[] = [
-    { name: 'X-Project-Id', in: 'header', required: true, schema: { type: 'string' } },
     { name: 'environment', in: 'header', required: true, schema: { type: 'string' }, description: 'required on every webhook request' },
   ];
   const id: ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };

@@ -3,6 +3,7 @@ import { OpenApiBuilder, type OperationObject } from 'openapi3-ts/oas31';
 import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
 import { authPaths } from './openapi-auth.ts';
+import { groupParameters } from './openapi-filters.ts';
 import { operationFor } from './openapi-operations.ts';
 import { webhookPaths } from './openapi-webhooks.ts';
 import { BASE, recordSchemas, ref } from './openapi-shared.ts';
@@ -25,6 +26,14 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     name: 'Authorization',
     description: '"<key prefix> <API key>", the scheme word chosen when the key was created',
   });
+  // The project id as a security scheme rather than a required header parameter: a client (or a
+  // docs page) then sets it once with the credential, and generated typings do not demand it per call.
+  builder.addSecurityScheme('projectId', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Project-Id',
+    description: 'The project id; every operation but JWKS needs it (data operations also take the project_id query parameter)',
+  });
   builder.addSecurityScheme('managementToken', { type: 'http', scheme: 'bearer', description: 'A management token (API keys, webhooks)' });
   builder.addSecurityScheme('bearerJwt', {
     type: 'http',
@@ -32,7 +41,6 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     bearerFormat: 'JWT',
     description: 'A user access token from /auth/login: RS256 JWS, or JWE (RSA-OAEP-256, A256GCM) when auth.jwe is on',
   });
-  builder.addParameter('projectId', { name: 'X-Project-Id', in: 'header', required: true, schema: { type: 'string' } });
   builder.addParameter('environment', { name: 'environment', in: 'header', required: false, schema: { type: 'string', default: 'master' } });
   builder.addParameter('limit', { name: 'limit', in: 'query', description: 'Page size (alias first)', schema: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize, default: LIMITS.defaultPageSize } });
   builder.addParameter('offset', { name: 'offset', in: 'query', description: 'Rows to skip (alias skip)', schema: { type: 'integer', minimum: 0, default: 0 } });
@@ -44,15 +52,7 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     description: `a,b,original:alias,relation(c,d); embeds nest up to ${LIMITS.maxEmbedDepth} levels, at most ${LIMITS.maxEmbeds}`,
     schema: { type: 'string' },
   });
-  builder.addParameter('filter', {
-    name: 'filter',
-    in: 'query',
-    description:
-      'Any other parameter filters: <field>=<operator>.<value> or <relation>.<field>=<operator>.<value>; or=(...), and=(...), not=(...). Operators: equals, not_equals, gt, gte, lt, lte, contains, starts_with, ends_with, in, not_in, between, is_empty, is_not_empty, today, yesterday, this_week, this_month, last_days, last_weeks, last_months.',
-    style: 'form',
-    explode: true,
-    schema: { type: 'object', additionalProperties: { type: 'string' } },
-  });
+  for (const [name, parameter] of Object.entries(groupParameters())) builder.addParameter(name, parameter);
   builder.addParameter('PreferCount', { name: 'Prefer', in: 'header', description: 'count=exact adds meta.pagination.totalCount', schema: { type: 'string' } });
   builder.addParameter('Prefer', { name: 'Prefer', in: 'header', description: 'return=minimal answers 201 with no body', schema: { type: 'string' } });
   builder.addSchema('Problem', {
@@ -133,7 +133,7 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
   }
   for (const [path, operations] of paths) {
     builder.addPath(path, {
-      parameters: [{ $ref: '#/components/parameters/projectId' }, { $ref: '#/components/parameters/environment' }],
+      parameters: [{ $ref: '#/components/parameters/environment' }],
       ...operations,
     });
   }
@@ -141,7 +141,11 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
   webhookPaths(builder, tables.map((t) => t.name).sort());
   authPaths(builder);
   const doc = builder.getSpec();
-  doc.security = [{ bearer: [] }, { apiKey: [] }, { bearerJwt: [] }];
+  doc.security = [
+    { bearer: [], projectId: [] },
+    { apiKey: [], projectId: [] },
+    { bearerJwt: [], projectId: [] },
+  ];
   doc.servers = [{ url: '/' }];
   return doc;
 }

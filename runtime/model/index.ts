@@ -7,6 +7,18 @@ import type { ZodType } from 'zod';
 
 export { LIMITS } from './limits.ts';
 export { AUTH_ERRORS, type AuthErrorCode } from './auth-errors.ts';
+export {
+  aggregateMismatch,
+  fieldOperators,
+  FILTER_GROUPS,
+  MAX_AGGREGATE_ROWS,
+  OPERATORS,
+  operatorMismatch,
+  RESERVED_PARAMETERS,
+  type AggregateFunction,
+  type FilteringOperation,
+  type Operator,
+} from './query-language.ts';
 
 export type ScalarType =
   | 'String'

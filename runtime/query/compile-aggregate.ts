@@ -4,7 +4,8 @@ import { columnRef, compileCondition, newAlias } from './compile-condition.ts';
 import { fieldExpression, type ReadScope } from './compile-read.ts';
 import { and, type Condition, type Grant } from './description.ts';
 
-export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max' | 'count_distinct';
+export type { AggregateFunction } from '../model/index.ts';
+import type { AggregateFunction } from '../model/index.ts';
 
 export interface AggregateTerm {
   readonly fn: AggregateFunction;

@@ -3,28 +3,8 @@
  * permissions enter here too (`Grant`), as conditions and field masks, never as post-filtering.
  */
 
-export type Operator =
-  | 'equals'
-  | 'not_equals'
-  | 'gt'
-  | 'gte'
-  | 'lt'
-  | 'lte'
-  | 'contains'
-  | 'starts_with'
-  | 'ends_with'
-  | 'in'
-  | 'not_in'
-  | 'between'
-  | 'is_empty'
-  | 'is_not_empty'
-  | 'today'
-  | 'yesterday'
-  | 'this_week'
-  | 'this_month'
-  | 'last_days'
-  | 'last_weeks'
-  | 'last_months';
+export type { Operator } from '../model/index.ts';
+import type { Operator } from '../model/index.ts';
 
 export type Condition =
   | { readonly kind: 'and' | 'or'; readonly items: readonly Condition[] }

@@ -1,24 +1,18 @@
 /** GET /<table>/_aggregate (interface "Aggregate query parameters", CONTRACT §7 aggregate rows). */
 import { rawJsonReply, type Reply } from '../http/index.ts';
-import { isTextField } from '../model/index.ts';
+import { aggregateMismatch, MAX_AGGREGATE_ROWS, RESERVED_PARAMETERS } from '../model/index.ts';
 import { compileAggregate, type AggregateFunction, type AggregateTerm, type HavingTerm } from '../query/index.ts';
 import { filterContext, readScope, type DataContext } from './context.ts';
 import { parseFilters } from './list-params.ts';
 import { FilterError, filterProblem, type FilterContext } from './parse-filter.ts';
 
-const RESERVED = new Set(['fn', 'groupBy', 'having', 'sort', 'limit', 'project_id']);
-const NUMERIC = new Set(['Int', 'BigInt', 'Float', 'Decimal']);
-const ORDERED = new Set([...NUMERIC, 'DateTime', 'String']);
-export const MAX_AGGREGATE_ROWS = 10_000;
+const RESERVED: ReadonlySet<string> = new Set(RESERVED_PARAMETERS.aggregate);
 
 function aggregateField(ctx: FilterContext, name: string, fn: AggregateFunction) {
   const field = ctx.table.fields.get(name);
   if (!field || !ctx.readable(ctx.table.spec.name, name)) throw new FilterError('fn', `${ctx.table.spec.name} has no field "${name}"`);
-  if (field.list || field.type === 'Json' || field.type === 'Bytes') throw new FilterError('fn', `${fn} cannot use ${name}`);
-  if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(field.type)) throw new FilterError('fn', `${fn} needs a number field; ${name} is ${field.type}`);
-  if ((fn === 'min' || fn === 'max') && !(ORDERED.has(field.type) && (field.type !== 'String' || isTextField(field)))) {
-    throw new FilterError('fn', `${fn} needs a number, date or text field; ${name} is ${field.nativeType?.[0] ?? field.type}`);
-  }
+  const mismatch = fn === 'count' ? undefined : aggregateMismatch(field, fn);
+  if (mismatch) throw new FilterError('fn', mismatch);
   return field;
 }
 

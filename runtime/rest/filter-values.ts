@@ -2,13 +2,11 @@
  * Typed filter values: text from a query string (or JSON from a `_query` body) → the value the
  * SQL compiler binds, checked against the field's type and the operator.
  */
-import { isTextField, type FieldSpec } from '../model/index.ts';
+import { OPERATORS, operatorMismatch, type FieldSpec } from '../model/index.ts';
 import type { Catalog, Operator } from '../query/index.ts';
 
-export const OPERATORS: readonly Operator[] = [
-  'equals', 'not_equals', 'gt', 'gte', 'lt', 'lte', 'contains', 'starts_with', 'ends_with', 'in', 'not_in', 'between',
-  'is_empty', 'is_not_empty', 'today', 'yesterday', 'this_week', 'this_month', 'last_days', 'last_weeks', 'last_months',
-];
+export { OPERATORS, operatorMismatch };
+
 const OPERATOR_SET = new Set<string>(OPERATORS);
 
 export function isOperator(name: string): name is Operator {
@@ -20,7 +18,6 @@ export const MAX_IN_LIST = 1000;
 
 export class FilterValueError extends Error {}
 
-const ORDERED = new Set(['Int', 'BigInt', 'Float', 'Decimal', 'DateTime', 'String']);
 
 
 /** PostgreSQL timestamps take years 1 to 9999 here (JSON dates outside that range are refused). */
@@ -29,39 +26,6 @@ export function inDateRange(iso: string): boolean {
   return year >= 1 && year <= 9999;
 }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Why `op` cannot apply to `field`, or undefined when it can. */
-export function operatorMismatch(field: FieldSpec, op: Operator): string | undefined {
-  const type = field.type;
-  if (type === 'Json' || type === 'Bytes') {
-    return op === 'is_empty' || op === 'is_not_empty' ? undefined : `${type} fields only take is_empty and is_not_empty`;
-  }
-  if (field.list) {
-    return ['contains', 'is_empty', 'is_not_empty'].includes(op) ? undefined : 'list fields take contains, is_empty and is_not_empty';
-  }
-  switch (op) {
-    case 'gt':
-    case 'gte':
-    case 'lt':
-    case 'lte':
-    case 'between':
-      return ORDERED.has(type) ? undefined : `${op} needs a number, date or text field; ${field.name} is ${type}`;
-    case 'contains':
-    case 'starts_with':
-    case 'ends_with':
-      return isTextField(field) ? undefined : `${op} needs a text field; ${field.name} is ${field.nativeType?.[0] ?? type}`;
-    case 'today':
-    case 'yesterday':
-    case 'this_week':
-    case 'this_month':
-    case 'last_days':
-    case 'last_weeks':
-    case 'last_months':
-      return type === 'DateTime' ? undefined : `${op} needs a DateTime field; ${field.name} is ${type}`;
-    default:
-      return undefined;
-  }
-}
 
 /** One scalar of the field's type from text (query string) or JSON (`_query` body). */
 export function scalarValue(field: FieldSpec, raw: unknown): unknown {

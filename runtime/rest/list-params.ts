@@ -3,7 +3,7 @@
  * Every parameter not reserved here is a filter.
  */
 import { Problem } from '../http/index.ts';
-import { LIMITS } from '../model/index.ts';
+import { LIMITS, RESERVED_PARAMETERS } from '../model/index.ts';
 import { and, type CatalogTable, type Condition, type OrderTerm, type SelectItem } from '../query/index.ts';
 import { FilterError, filterProblem, parseFilterParam, type FilterContext } from './parse-filter.ts';
 import { parseSelectText, resolveSelect } from './parse-select.ts';
@@ -21,8 +21,7 @@ export interface ListParams {
   after: string | undefined;
 }
 
-const PAGING = ['limit', 'first', 'offset', 'skip', 'after'];
-export const LIST_RESERVED = new Set(['select', 'sort', ...PAGING, 'project_id']);
+export const LIST_RESERVED: ReadonlySet<string> = new Set(RESERVED_PARAMETERS.list);
 
 function invalid(name: string, message: string): Problem {
   return new Problem('invalid-parameter', `${name}: ${message}`, [{ field: name, rule: 'invalid', message }]);

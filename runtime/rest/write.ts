@@ -3,6 +3,7 @@
  * statement from compileWrite, atomic on its own and carrying its webhook events.
  */
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
+import { RESERVED_PARAMETERS } from '../model/index.ts';
 import { and, type Grant } from '../query/index.ts';
 import { compileWrite } from './compile-write.ts';
 import { capturesEvents, filterContext, grantOf, readScope, type DataContext } from './context.ts';
@@ -11,6 +12,8 @@ import { FilterError, filterProblem } from './parse-filter.ts';
 import { databaseProblem } from './database-errors.ts';
 import { keyCondition, notFound } from './read.ts';
 import { checkWritableFields, requireObject, validateRecord } from './validate-body.ts';
+
+const UPDATE_MANY_RESERVED: ReadonlySet<string> = new Set(RESERVED_PARAMETERS.updateMany);
 
 const NO_GRANT: Grant = { rows: { kind: 'false' }, fields: new Set() };
 
@@ -69,7 +72,7 @@ export async function remove(ctx: DataContext): Promise<Reply> {
 export async function updateMany(ctx: DataContext): Promise<Reply> {
   let where;
   try {
-    where = parseFilters(filterContext(ctx), ctx.req.query, new Set(['project_id']));
+    where = parseFilters(filterContext(ctx), ctx.req.query, UPDATE_MANY_RESERVED);
   } catch (error) {
     if (error instanceof FilterError) throw filterProblem(error);
     throw error;

@@ -8,7 +8,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import express from 'express';
 import { authHandlers } from '../auth/index.ts';
 import { adapt, corsStage, jsonReply, nodeRequest, Problem, requestLogger, run, type ApiRequest, type Handler } from '../http/index.ts';
-import { renderDocsPage } from './docs-page.ts';
+import { docsHandlers } from './docs-page.ts';
 import { webhookHandlers } from '../webhooks/index.ts';
 import { managementHandlers } from './management.ts';
 import { dataHandler } from './pipeline.ts';
@@ -56,7 +56,9 @@ export function createApp(services: Services): express.Express {
   // Data routes are registered on the app itself: a mounted sub-router costs ~30 µs a request.
   const at = (path: string) => `${DATA_BASE_PATH}${path}`;
   app.get(at('/_openapi'), route(async () => jsonReply(200, services.service.openapi)));
-  app.get(at('/_docs'), route(async () => ({ status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: renderDocsPage(at('/_openapi')) })));
+  const docs = docsHandlers({ basePath: DATA_BASE_PATH, openapi: services.service.openapi });
+  app.get(at('/_docs'), docs.page);
+  app.get(at('/_docs/:file'), docs.asset);
 
   const keys = managementHandlers(services);
   app.post(at('/_apikeys'), route(keys.create));

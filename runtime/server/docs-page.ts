@@ -1,41 +1,196 @@
 /**
- * A self-contained API reference page rendered from the OpenAPI document in the browser: no
- * third-party script, so it works offline and under a strict CSP.
+ * The API reference page (`GET /gw/api/rest/_docs`): Swagger UI from the swagger-ui-dist package,
+ * served by this server from node_modules so it works offline and sends nothing to another origin.
+ * Every URL in the page is relative, so it keeps working when a proxy mounts the service under a
+ * prefix. The page has no inline script, which lets it carry a strict Content-Security-Policy.
  */
-export function renderDocsPage(openapiUrl: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>API reference</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:960px;padding:1rem 2rem;color:#1f2328}
-h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #d0d7de}
-.op{border:1px solid #d0d7de;border-radius:6px;margin:.5rem 0;padding:.4rem .8rem}
-.m{display:inline-block;min-width:4.5rem;font-weight:600;font-family:monospace}
-.GET{color:#0969da}.POST{color:#1a7f37}.PATCH{color:#9a6700}.DELETE{color:#cf222e}
-code,pre{font-family:ui-monospace,monospace;font-size:13px}pre{background:#f6f8fa;padding:.6rem;overflow:auto}
-details summary{cursor:pointer}
-</style></head>
-<body><h1 id="title">API reference</h1><p id="desc"></p><div id="ops">Loading ${openapiUrl} …</div>
-<script>
-fetch(${JSON.stringify(openapiUrl)}).then(r => r.json()).then(doc => {
-  const esc = s => String(s).replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-  document.getElementById('title').textContent = doc.info.title + ' ' + doc.info.version;
-  document.getElementById('desc').textContent = doc.info.description || '';
-  const byTag = {};
-  for (const [path, item] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(item)) {
-    if (typeof op !== 'object' || !op.responses) continue;
-    const tag = (op.tags && op.tags[0]) || 'other';
-    (byTag[tag] ||= []).push({ path, method: method.toUpperCase(), op });
-  }
-  let html = '';
-  for (const tag of Object.keys(byTag).sort()) {
-    html += '<h2>' + esc(tag) + '</h2>';
-    for (const { path, method, op } of byTag[tag]) {
-      html += '<details class="op"><summary><span class="m ' + method + '">' + method + '</span> <code>' + esc(path) +
-        '</code> ' + esc(op.summary || '') + '</summary><pre>' + esc(JSON.stringify(op, null, 2)) + '</pre></details>';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
+import type { NextFunction, Request, Response } from 'express';
+
+const gzip = promisify(gzipCallback);
+
+/** The files of swagger-ui-dist the page uses; nothing else in the package is served. */
+const PACKAGE_FILES: Readonly<Record<string, string>> = {
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'index.css': 'text/css; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+};
+
+/**
+ * Starts Swagger UI. It fetches the document itself to resolve `servers`: svcgen's are relative to
+ * the service root ("/"), which behind a prefix-mounting proxy is where this page is mounted, not the
+ * host's root (Swagger UI would resolve "/" against the host).
+ */
+const INIT_SCRIPT = `'use strict';
+(function () {
+  var root = document.getElementById('swagger-ui');
+  var documentUrl = new URL(root.dataset.openapi, document.baseURI).href;
+  var serviceRoot = new URL(root.dataset.serviceRoot, document.baseURI).href;
+  function resolveServer(url) {
+    try {
+      if (url.charAt(0) === '/' && url.charAt(1) !== '/') return new URL(url.slice(1), serviceRoot).href;
+      return new URL(url, documentUrl).href;
+    } catch (e) {
+      return url; // a templated URL ({variables}) is left to Swagger UI
     }
   }
-  document.getElementById('ops').innerHTML = html;
-}).catch(e => { document.getElementById('ops').textContent = 'Could not load the OpenAPI document: ' + e; });
-</script></body></html>`;
+  fetch(documentUrl, { headers: { accept: 'application/json' } })
+    .then(function (res) {
+      if (!res.ok) throw new Error('HTTP ' + res.status);
+      return res.json();
+    })
+    .then(function (spec) {
+      var servers = spec.servers && spec.servers.length ? spec.servers : [{ url: '/' }];
+      spec.servers = servers.map(function (s) { return Object.assign({}, s, { url: resolveServer(s.url) }); });
+      window.ui = SwaggerUIBundle({
+        spec: spec,
+        dom_id: '#swagger-ui',
+        presets: [SwaggerUIBundle.presets.apis],
+        layout: 'BaseLayout',
+        deepLinking: true,
+        persistAuthorization: true,
+        displayRequestDuration: true,
+        filter: true,
+        validatorUrl: null
+      });
+    })
+    .catch(function (error) {
+      root.textContent = 'Could not load the OpenAPI document at ' + documentUrl + ': ' + error.message;
+    });
+})();
+`;
+
+/** No inline script or style, no other origin; Swagger UI's icons are data: URIs in its CSS. */
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  /** Short content hash in the page's asset URLs: a changed file gets a new URL, so a long cache is safe. */
+  version: string;
+  gzipped?: Promise<Buffer>;
+}
+
+function loadAssets(): Map<string, Asset> {
+  const dir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  const assets = new Map<string, Asset>();
+  const add = (name: string, body: Buffer, type: string) =>
+    assets.set(name, { body, type, version: createHash('sha256').update(body).digest('hex').slice(0, 12) });
+  for (const [name, type] of Object.entries(PACKAGE_FILES)) add(name, readFileSync(path.join(dir, name)), type);
+  add('init.js', Buffer.from(INIT_SCRIPT), 'text/javascript; charset=utf-8');
+  return assets;
+}
+
+/** The `v` query parameter (the app turns Express's query parser off). */
+function versionOf(req: Request): string | null {
+  const q = req.originalUrl.indexOf('?');
+  return q === -1 ? null : new URLSearchParams(req.originalUrl.slice(q + 1)).get('v');
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function acceptsGzip(req: Request): boolean {
+  const header = req.headers['accept-encoding'];
+  if (typeof header !== 'string') return false;
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    if (coding !== 'gzip' && coding !== '*') return false;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
+
+/**
+ * Handlers for the page at `<basePath>/_docs` and its files at `<basePath>/_docs/<file>`. The
+ * canonical address has no trailing slash; `_docs/` redirects to it.
+ */
+export function docsHandlers(options: { basePath: string; openapi: unknown }) {
+  let assets: Map<string, Asset> | undefined;
+  let html: string | undefined;
+  // Loaded on the first request: a server whose docs nobody opens never reads the 1.7 MB bundle.
+  const getAssets = () => (assets ??= loadAssets());
+  const pagePath = `${options.basePath}/_docs`;
+  const serviceRoot = '../'.repeat(options.basePath.split('/').length - 1);
+
+  function renderPage(): string {
+    const files = getAssets();
+    const href = (name: string) => `_docs/${name}?v=${files.get(name)!.version}`;
+    const title = escapeHtml((options.openapi as { info?: { title?: string } }).info?.title ?? 'API');
+    return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${title} reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" type="image/png" href="${href('favicon-32x32.png')}">
+<link rel="stylesheet" href="${href('swagger-ui.css')}">
+<link rel="stylesheet" href="${href('index.css')}">
+</head><body>
+<div id="swagger-ui" data-openapi="_openapi" data-service-root="${serviceRoot}"></div>
+<noscript>The reference page needs JavaScript; the OpenAPI document is at <a href="_openapi">_openapi</a>.</noscript>
+<script src="${href('swagger-ui-bundle.js')}"></script>
+<script src="${href('init.js')}"></script>
+</body></html>
+`;
+  }
+
+  function page(req: Request, res: Response): void {
+    // Express matches `_docs/` here too (non-strict routing); relative URLs in the page need one form.
+    if (req.path !== pagePath) {
+      const q = req.originalUrl.indexOf('?');
+      res.writeHead(308, { location: `../_docs${q === -1 ? '' : req.originalUrl.slice(q)}` }).end();
+      return;
+    }
+    res
+      .writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-cache',
+        'content-security-policy': DOCS_CSP,
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+      })
+      .end((html ??= renderPage()));
+  }
+
+  function asset(req: Request, res: Response, next: NextFunction): void {
+    const file = getAssets().get(req.params.file as string);
+    if (file === undefined) {
+      next();
+      return;
+    }
+    const headers: Record<string, string> = {
+      'content-type': file.type,
+      // Only the URL the page links to is immutable; any other `v` may be an older page's.
+      'cache-control': versionOf(req) === file.version ? 'public, max-age=31536000, immutable' : 'no-cache',
+      'x-content-type-options': 'nosniff',
+    };
+    const send = (body: Buffer, more: Record<string, string> = {}) =>
+      res.writeHead(200, { ...headers, ...more, 'content-length': String(body.length) }).end(body);
+    if (file.type.startsWith('image/')) {
+      send(file.body);
+      return;
+    }
+    headers.vary = 'accept-encoding';
+    if (!acceptsGzip(req)) {
+      send(file.body);
+      return;
+    }
+    file.gzipped ??= gzip(file.body, { level: 9 });
+    file.gzipped.then(
+      (body) => send(body, { 'content-encoding': 'gzip' }),
+      (error: unknown) => {
+        file.gzipped = undefined;
+        next(error);
+      },
+    );
+  }
+
+  return { page, asset };
 }

@@ -1,0 +1,174 @@
+/**
+ * `generated/client.ts`: a typed client for the data API on `fetch`, importing nothing, so a
+ * browser or Node app can copy or import it as it is. This file prepares per-table type text and
+ * one small table descriptor; templates/client.ts.hbs holds the fixed part (requests, filter
+ * encoding, errors). Members follow the model's order, like types.ts.
+ */
+import type Handlebars from 'handlebars';
+import { aggregateMismatch, FILTER_GROUPS, OPERATORS, operatorMismatch, RESERVED_PARAMETERS, type FieldSpec, type Operator, type TableSpec } from '../../runtime/model/index.ts';
+import { literal } from './literal.ts';
+import { renderRecordTypes } from './record-types.ts';
+import { writableFields, zodExpression } from './zod-expressions.ts';
+
+/**
+ * Names that a top-level filter must write as `col.<name>` (interface "reserved-name collision"):
+ * the list's and the aggregate's reserved parameters and the groups.
+ */
+const RESERVED_NAMES = [...new Set([...RESERVED_PARAMETERS.list, ...RESERVED_PARAMETERS.aggregate, ...FILTER_GROUPS])].sort();
+
+const union = (names: readonly string[]) => (names.length ? names.map((n) => `'${n}'`).join(' | ') : 'never');
+
+/** A value of the field's scalar type as the record carries it (types.ts). */
+function recordScalar(field: FieldSpec): string {
+  switch (field.type) {
+    case 'Int':
+    case 'Float':
+    case 'Decimal':
+      return 'number';
+    case 'Boolean':
+      return 'boolean';
+    case 'Json':
+      return 'JsonValue';
+    case 'Enum':
+      return union(field.enumValues ?? []);
+    default:
+      return 'string';
+  }
+}
+
+/** What a request body may carry for the field (the zod validators of generated/tables accept these). */
+function inputScalar(field: FieldSpec): string {
+  switch (field.type) {
+    case 'BigInt':
+    case 'Decimal':
+      return 'number | string';
+    case 'DateTime':
+      return 'string | Date';
+    default:
+      return recordScalar(field);
+  }
+}
+
+/** What a filter operand may be; the client writes it as text (Dates as ISO 8601). */
+function filterScalar(field: FieldSpec): string {
+  switch (field.type) {
+    case 'BigInt':
+      return 'number | string | bigint';
+    case 'Json':
+    case 'Bytes':
+      return 'never';
+    default:
+      return inputScalar(field);
+  }
+}
+
+function inputType(field: FieldSpec): string {
+  const scalar = inputScalar(field);
+  const t = !field.list ? scalar : scalar.includes('|') ? `readonly (${scalar})[]` : `readonly ${scalar}[]`;
+  return field.nullable ? `${t} | null` : t;
+}
+
+/**
+ * The operators the runtime accepts on the field (runtime/rest/filter-values.ts is the source of
+ * truth), grouped into named sets so that hovers read `TextOperator`, not a 14-member union.
+ */
+function operatorSet(field: FieldSpec): { name: string; operators: Operator[] } {
+  const operators = OPERATORS.filter((op) => operatorMismatch(field, op) === undefined);
+  const has = (op: Operator) => operators.includes(op);
+  const name = has('today')
+    ? 'DateOperator'
+    : has('starts_with')
+      ? 'TextOperator'
+      : has('gt')
+        ? 'OrderedOperator'
+        : has('contains')
+          ? 'ListOperator'
+          : has('equals')
+            ? 'EqualityOperator'
+            : 'PresenceOperator';
+  return { name, operators };
+}
+
+// Which fields the aggregate functions take.
+const groupable = (f: FieldSpec) => aggregateMismatch(f, 'count_distinct') === undefined;
+const numeric = (f: FieldSpec) => aggregateMismatch(f, 'sum') === undefined;
+const ordered = (f: FieldSpec) => aggregateMismatch(f, 'min') === undefined;
+
+function article(name: string): string {
+  return /^[AEIOU]/.test(name) ? 'An' : 'A';
+}
+
+function tableSection(table: TableSpec, sets: Map<string, string>): string {
+  const { name } = table;
+  const create = writableFields(table.fields, 'create').map((f) => {
+    // Optional exactly when the create validator says so (nullable, list, defaulted).
+    const optional = zodExpression(f, 'create').endsWith('.optional()');
+    return `  ${f.name}${optional ? '?' : ''}: ${inputType(f)};`;
+  });
+  const update = writableFields(table.fields, 'update').map((f) => `  ${f.name}?: ${inputType(f)};`);
+  const filter = [
+    ...table.fields.map((f) => {
+      const set = operatorSet(f);
+      const known = sets.get(set.name);
+      const text = union(set.operators);
+      if (known !== undefined && known !== text) throw new Error(`client: two operator sets named ${set.name}`);
+      sets.set(set.name, text);
+      return `  ${f.name}?: FieldFilter<${filterScalar(f)}, ${set.name}${f.nullable ? ', true' : ''}>;`;
+    }),
+    ...table.relations.map((r) => `  ${r.name}?: ${r.target}Filter;`),
+  ];
+  const keyFields = table.primaryKey.map((k) => table.fields.find((f) => f.name === k)!);
+  const key = `{ ${keyFields.map((f) => `${f.name}: ${recordScalar(f)}`).join('; ')} }`;
+  const id = keyFields.length === 1 ? recordScalar(keyFields[0]!) : 'never';
+  const names = (pick: (f: FieldSpec) => boolean) => union(table.fields.filter(pick).map((f) => f.name));
+  return [
+    `/** Body of POST /${name} (and of each bulk item): the fields it requires are required. */`,
+    `export interface ${name}Create {`,
+    ...create,
+    '}',
+    '',
+    `/** Body of PATCH /${name} (JSON Merge Patch): every field optional; null clears a nullable field. */`,
+    `export interface ${name}Update {`,
+    ...update,
+    '}',
+    '',
+    `/** Filters on ${name}: its fields by operator, and its relations (a to-many relation matches when some related record does). */`,
+    `export interface ${name}Filter {`,
+    ...filter,
+    '}',
+    '',
+    `/** The types ${article(name).toLowerCase()} ${name} client is made of. */`,
+    `export interface ${name}Table {`,
+    `  record: ${name}Record;`,
+    `  create: ${name}Create;`,
+    `  update: ${name}Update;`,
+    `  filter: ${name}Filter;`,
+    `  field: ${names(() => true)};`,
+    `  sort: ${names(groupable)};`,
+    `  key: ${key};`,
+    `  id: ${id};`,
+    `  numeric: ${names(numeric)};`,
+    `  ordered: ${names(ordered)};`,
+    `  groupable: ${names(groupable)};`,
+    '}',
+  ].join('\n');
+}
+
+export function renderClient(tables: readonly TableSpec[], header: string, template: Handlebars.TemplateDelegate): string {
+  const sets = new Map<string, string>();
+  const sections = tables.map((t) => tableSection(t, sets));
+  const records = renderRecordTypes(tables, '').trimEnd();
+  const descriptor = Object.fromEntries(
+    tables.map((t) => [t.name, { keyed: t.primaryKey.length === 1, relations: Object.fromEntries(t.relations.map((r) => [r.name, r.target])) }]),
+  );
+  return template({
+    header,
+    records,
+    operators: union(OPERATORS),
+    operatorSets: [...sets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, members]) => ({ name, members })),
+    sections: sections.join('\n\n'),
+    reserved: literal(RESERVED_NAMES),
+    tables: literal(descriptor, ''),
+    clients: tables.map((t) => ({ name: t.name, type: t.primaryKey.length === 1 ? `KeyedTableClient<${t.name}Table>` : `TableClient<${t.name}Table>` })),
+  });
+}
