@@ -11,9 +11,11 @@ export interface ProjectDatabase {
   release(): Promise<void>;
 }
 
-export async function openProjectDatabase(projectDir: string, databaseUrl?: string): Promise<ProjectDatabase> {
+/** `log` hears the embedded server's progress (initialising, starting, reusing a running one). */
+export async function openProjectDatabase(projectDir: string, databaseUrl?: string, log?: (line: string) => void): Promise<ProjectDatabase> {
   const url = databaseUrl ?? process.env.DATABASE_URL;
   if (url) return { url, embedded: false, release: async () => {} };
-  const embedded = await startEmbeddedPostgres(path.join(projectDir, '.svcgen'));
+  log?.(`starting the embedded PostgreSQL in ${path.join(projectDir, '.svcgen')}`);
+  const embedded = await startEmbeddedPostgres(path.join(projectDir, '.svcgen'), { log });
   return { url: embedded.url, embedded: true, release: () => embedded.stop() };
 }

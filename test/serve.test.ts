@@ -187,6 +187,18 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
   });
 });
 
+describe('serve stopped while it starts', { timeout: 60_000 }, () => {
+  it('a SIGTERM before "listening" is not a kill: it starts, stops cleanly and exits 0', async () => {
+    const database = await freshDatabase();
+    const serve = startCli(['serve', '--port', '0', '--project', SHOP, '--database-url', database.url]);
+    await serve.waitFor(/^applying migration /m, { stream: 'stderr' });
+    const result = await serve.stop('SIGTERM');
+    expect(result.signal, show(result)).toBeNull();
+    expect(result.code, show(result)).toBe(0);
+    expect(result.stderr, show(result)).toMatch(/SIGTERM: finishing in-flight requests and stopping\nstopped\n$/);
+  });
+});
+
 describe('serve --no-migrate', { timeout: 60_000 }, () => {
   it('--no-migrate on a database that lacks migrations refuses to start, names them and the command that fixes it, and creates no table', async () => {
     const database = await freshDatabase();
@@ -232,6 +244,19 @@ describe('serve with the embedded database', () => {
       const { serve, url } = await startServe(['--project', copy.dir], { DATABASE_URL: undefined });
       expect((await call(url, 'GET', '/readyz')).status).toBe(200);
       await expect(fs.stat(path.join(copy.dir, '.svcgen'))).resolves.toBeTruthy();
+      // what a person sees, in order: the database starting, each migration, then the addresses
+      const lines = serve.stderr.split('\n');
+      const at = (pattern: RegExp) => lines.findIndex((l) => pattern.test(l));
+      const order = [
+        at(new RegExp(`^database: starting the embedded PostgreSQL in ${copy.dir}/\\.svcgen$`)),
+        at(/^database: Started PostgreSQL on 127\.0\.0\.1:\d+ \(pid \d+\) in \d+ ms$/),
+        at(/^applying migration \d+_init to master$/),
+        at(/^applying migration \d+_init to staging$/),
+        at(/^migrations: 2 applied, all up to date$/),
+        at(/^ {2}docs {7}http:\/\/127\.0\.0\.1:\d+\/gw\/api\/rest\/_docs$/),
+        at(/^ {2}an API key: svcgen keys create --env master /),
+      ];
+      expect(order.every((i, n) => i >= 0 && (n === 0 || i > order[n - 1]!)), `${JSON.stringify(order)}\n${serve.stderr}`).toBe(true);
       const running = await processesMentioning(copy.dir);
       expect(running.some((p) => /postgres/.test(p.args)), JSON.stringify(running)).toBe(true);
 

@@ -1,4 +1,4 @@
-/** migrate dev / migrate deploy */
+/** migrate dev / deploy / resolve / reset (docs/migrations.md) */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
@@ -11,71 +11,156 @@ function timestamp(date = new Date()): string {
 
 /** What the migrate commands need, loaded when one runs (so that --help stays fast). */
 async function load() {
-  const [{ readModel }, { migrationSqlFromMigrations, writeMigrationLock }, { loadConfig }, { openProjectDatabase }] = await Promise.all([
+  const [{ readModel }, prisma, { loadConfig }, { openProjectDatabase }, db] = await Promise.all([
     import('../../generator/generate.ts'),
     import('../../generator/prisma/index.ts'),
     import('../../runtime/config/index.ts'),
     import('../database.ts'),
+    import('../../runtime/db/index.ts'),
   ]);
-  return { readModel, migrationSqlFromMigrations, writeMigrationLock, loadConfig, openProjectDatabase };
+  return { readModel, prisma, loadConfig, openProjectDatabase, db };
 }
 
-async function applyAll(dir: string, url: string, environments: string[]): Promise<void> {
-  const { applyMigrations, ensureSystemSchema, openDatabase } = await import('../../runtime/db/index.ts');
-  const db = openDatabase(url, { max: 2 });
+type Loaded = Awaited<ReturnType<typeof load>>;
+
+/** The project's environments and an open database (embedded or not), released by `work`'s end. */
+async function withProjectDatabase<T>(
+  options: { project: string; databaseUrl?: string },
+  work: (context: { dir: string; loaded: Loaded; environments: string[]; url: string; db: import('../../runtime/db/index.ts').Database }) => Promise<T>,
+): Promise<T> {
+  const dir = projectDir(options);
+  const loaded = await load();
+  const { tables } = await loaded.readModel(dir);
+  const config = await loaded.loadConfig(dir, tables.map((t) => t.name));
+  const database = await loaded.openProjectDatabase(dir, options.databaseUrl);
   try {
-    await ensureSystemSchema(db);
-    const applied = await applyMigrations(db, path.join(dir, 'migrations'), environments);
-    if (applied.length === 0) console.log('no pending migrations');
-    for (const a of applied) console.log(`applied ${a.name} to ${a.environment}`);
+    const db = loaded.db.openDatabase(database.url, { max: 2 });
+    try {
+      await loaded.db.ensureSystemSchema(db);
+      return await work({ dir, loaded, environments: config.environments, url: database.url, db });
+    } finally {
+      await db.close();
+    }
   } finally {
-    await db.close();
+    await database.release();
   }
 }
 
-export function registerMigrateCommands(program: Command): void {
-  const migrate = program.command('migrate').description('create and apply SQL migrations (Prisma layout)');
+async function applyAll(loaded: Loaded, db: import('../../runtime/db/index.ts').Database, dir: string, environments: string[], quiet = false): Promise<void> {
+  const applied = await loaded.db.applyMigrations(db, path.join(dir, 'migrations'), environments);
+  if (applied.length === 0 && !quiet) console.log('no pending migrations');
+  for (const a of applied) console.log(`applied ${a.name} to ${a.environment}`);
+}
 
-  withProject(migrate.command('dev').description('write a migration for the model changes since the last one, then apply it'))
-    .requiredOption('--name <name>', 'a short name for the migration, e.g. add_order_note')
-    .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
-    .action(async (options: { project: string; name: string; databaseUrl?: string }) => {
-      if (!/^[A-Za-z0-9_-]{1,100}$/.test(options.name)) throw new UsageError('--name may use letters, digits, _ and - only');
-      const dir = projectDir(options);
-      const { readModel, loadConfig, openProjectDatabase, migrationSqlFromMigrations, writeMigrationLock } = await load();
-      const { schemaText, tables } = await readModel(dir);
-      const config = await loadConfig(dir, tables.map((t) => t.name));
-      const database = await openProjectDatabase(dir, options.databaseUrl);
-      try {
-        const migrationsDir = path.join(dir, 'migrations');
-        const sql = await migrationSqlFromMigrations({ migrationsDir, schemaText, shadowDatabaseUrl: database.url });
-        if (sql.trim() === '') {
-          console.log('the model has no changes since the last migration');
-        } else {
-          const folder = path.join(migrationsDir, `${timestamp()}_${options.name}`);
-          await mkdir(folder, { recursive: true });
-          await writeFile(path.join(folder, 'migration.sql'), sql);
-          await writeMigrationLock(migrationsDir);
-          console.log(`wrote ${path.relative(process.cwd(), path.join(folder, 'migration.sql'))}`);
-        }
-        await applyAll(dir, database.url, config.environments);
-      } finally {
-        await database.release();
-      }
+const DATABASE_URL_HELP = 'PostgreSQL connection string (default: DATABASE_URL, else embedded)';
+
+const DEV_HELP = `
+Before writing the migration, svcgen checks it against the rows of every environment, as
+\`prisma migrate dev\` does: dropping a table or a column that holds data, or casting a column
+that may fail, is a data-loss warning; adding a required column without a default to a table
+with rows (or making a column with NULLs required) cannot be executed at all.
+  - warnings, on a terminal: asks y/N; otherwise refuses (exit 1) unless --accept-data-loss
+  - steps that cannot be executed: always refused; add a @default, or use --create-only and
+    edit the SQL (e.g. add the column nullable, fill it, then SET NOT NULL)
+  - --create-only writes migrations/<timestamp>_<name>/migration.sql without applying it;
+    \`svcgen migrate deploy\` (or \`svcgen migrate dev\`) applies it
+Nothing is written when it refuses. See docs/migrations.md.`;
+
+const RESOLVE_HELP = `
+A migration whose SQL fails is rolled back in that environment and recorded as failed; deploy
+and serve then refuse until it is resolved:
+  --rolled-back <name>  after fixing its migration.sql: deploy will apply it again
+  --applied <name>      its changes were made by hand: record it as applied without running it`;
+
+const RESET_HELP = `
+Development only (refuses when NODE_ENV=production): drops every environment's data schema
+(env_<name>: tables, rows, migration history) and applies all migrations again. svcgen's own
+tables (API keys, management tokens, user accounts, webhooks) are kept. Asks y/N on a terminal;
+--force otherwise.`;
+
+export function registerMigrateCommands(program: Command): void {
+  const migrate = program.command('migrate').description('create and apply SQL migrations (Prisma layout); see docs/migrations.md');
+
+  withProject(migrate.command('dev').description('apply pending migrations, write a migration for the model changes since the last one, then apply it'))
+    .option('--name <name>', 'a short name for the migration, e.g. add_order_note (needed when the model changed)')
+    .option('--accept-data-loss', 'write and apply the migration despite data-loss warnings (never for steps that cannot be executed)')
+    .option('--create-only', 'write the migration file but do not apply it (edit it, then `svcgen migrate deploy`)')
+    .option('--database-url <url>', DATABASE_URL_HELP)
+    .addHelpText('after', DEV_HELP)
+    .action(async (options: { project: string; name?: string; acceptDataLoss?: boolean; createOnly?: boolean; databaseUrl?: string }) => {
+      if (options.name !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(options.name)) throw new UsageError('--name may use letters, digits, _ and - only');
+      await withProjectDatabase(options, async ({ dir, loaded, environments, url, db }) => {
+        const { migrateDev } = await import('../migrate-dev.ts');
+        await migrateDev({
+          dir,
+          environments,
+          url,
+          db,
+          name: options.name,
+          acceptDataLoss: options.acceptDataLoss === true,
+          createOnly: options.createOnly === true,
+          projectFlag: options.project === '.' ? '' : ` --project ${options.project}`,
+          applyAll: (quiet) => applyAll(loaded, db, dir, environments, quiet),
+          migrationSql: (schemaText) => loaded.prisma.migrationSqlFromMigrations({ migrationsDir: path.join(dir, 'migrations'), schemaText, shadowDatabaseUrl: url }),
+          readSchema: async () => (await loaded.readModel(dir)).schemaText,
+          writeMigration: async (folderName, sql) => {
+            const migrationsDir = path.join(dir, 'migrations');
+            const folder = path.join(migrationsDir, folderName);
+            await mkdir(folder, { recursive: true });
+            await writeFile(path.join(folder, 'migration.sql'), sql);
+            await loaded.prisma.writeMigrationLock(migrationsDir);
+            return path.relative(process.cwd(), path.join(folder, 'migration.sql'));
+          },
+          folderName: (name) => `${timestamp()}_${name}`,
+        });
+      });
     });
 
   withProject(migrate.command('deploy').description('apply pending migrations to every environment; never prompts'))
-    .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
+    .option('--database-url <url>', DATABASE_URL_HELP)
     .action(async (options: { project: string; databaseUrl?: string }) => {
-      const dir = projectDir(options);
-      const { readModel, loadConfig, openProjectDatabase } = await load();
-      const { tables } = await readModel(dir);
-      const config = await loadConfig(dir, tables.map((t) => t.name));
-      const database = await openProjectDatabase(dir, options.databaseUrl);
-      try {
-        await applyAll(dir, database.url, config.environments);
-      } finally {
-        await database.release();
+      await withProjectDatabase(options, ({ dir, loaded, environments, db }) => applyAll(loaded, db, dir, environments));
+    });
+
+  withProject(migrate.command('resolve').description('resolve a failed migration: mark it rolled back (to apply it again) or applied'))
+    .option('--rolled-back <name>', 'the failed migration, e.g. 20260101120000_add_note')
+    .option('--applied <name>', 'a migration whose changes were made by hand')
+    .option('--database-url <url>', DATABASE_URL_HELP)
+    .addHelpText('after', RESOLVE_HELP)
+    .action(async (options: { project: string; rolledBack?: string; applied?: string; databaseUrl?: string }) => {
+      if ((options.rolledBack === undefined) === (options.applied === undefined)) throw new UsageError('migrate resolve needs one of --rolled-back <name> or --applied <name>');
+      await withProjectDatabase(options, async ({ dir, loaded, environments, db }) => {
+        const migrationsDir = path.join(dir, 'migrations');
+        if (options.rolledBack !== undefined) {
+          for (const r of await loaded.db.markMigrationRolledBack(db, migrationsDir, environments, options.rolledBack)) {
+            console.log(`marked ${r.name} rolled back in ${r.environment}: \`svcgen migrate deploy\` applies it again`);
+          }
+        } else {
+          for (const r of await loaded.db.markMigrationApplied(db, migrationsDir, environments, options.applied!)) {
+            console.log(`marked ${r.name} applied in ${r.environment}`);
+          }
+        }
+      });
+    });
+
+  withProject(migrate.command('reset').description('development only: drop every environment\'s data and apply all migrations again'))
+    .option('--force', 'do not ask (needed when not on a terminal)')
+    .option('--database-url <url>', DATABASE_URL_HELP)
+    .addHelpText('after', RESET_HELP)
+    .action(async (options: { project: string; force?: boolean; databaseUrl?: string }) => {
+      if (process.env.NODE_ENV === 'production') {
+        throw new Error('migrate reset drops every environment\'s data, and NODE_ENV=production: refusing (resolve a failed migration with `svcgen migrate resolve` instead)');
       }
+      const { askYesNo, isInteractive } = await import('../migration-decision.ts');
+      await withProjectDatabase(options, async ({ dir, loaded, environments, db }) => {
+        if (!options.force) {
+          if (!isInteractive()) throw new Error('migrate reset drops every environment\'s data: pass --force to do it without a terminal to ask on');
+          const yes = await askYesNo(`Drop all data of environments ${environments.join(', ')} and apply all migrations again?`);
+          if (!yes) throw new Error('migrate reset cancelled: nothing was dropped');
+        }
+        await loaded.db.dropEnvironmentSchemas(db, environments);
+        console.log(`dropped the data of ${environments.join(', ')}`);
+        await applyAll(loaded, db, dir, environments);
+      });
     });
 }

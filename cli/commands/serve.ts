@@ -12,13 +12,17 @@ export function registerServeCommands(program: Command): void {
     .addOption(new Option('--log-level <level>', 'info: a line per request (method, path, status, time, caller) on stdout; warn: problems only').choices(['info', 'warn']).default('info'))
     .action(async (options: { project: string; port: number; host: string; databaseUrl?: string; migrate: boolean; worker: boolean; logLevel: string }) => {
       const dir = projectDir(options);
+      // Listening from the start: a SIGTERM during start-up then stops cleanly once started.
+      const stopSignal = nextStopSignal();
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
       const { startServer } = await import('../../runtime/index.ts');
       const { service, config } = await loadService(dir);
-      const database = await openProjectDatabase(dir, options.databaseUrl);
+      const database = await openProjectDatabase(dir, options.databaseUrl, (line) => console.error(`database: ${line}`));
       let server;
       try {
+        const { refuseUnmigratedModel } = await import('../migration-record.ts');
+        await refuseUnmigratedModel(dir, database.url, options.project === '.' ? '' : ` --project ${options.project}`);
         server = await startServer({
           projectDir: dir,
           service,
@@ -38,8 +42,7 @@ export function registerServeCommands(program: Command): void {
         await database.release();
         throw error;
       }
-      for (const a of server.applied) console.error(`applied migration ${a.name} to ${a.environment}`);
-      if (database.embedded) console.error('database: embedded PostgreSQL in .svcgen/');
+      console.error(server.applied.length ? `migrations: ${server.applied.length} applied, all up to date` : 'migrations: up to date');
       console.log(`listening on ${server.url}`);
       const rest = `${server.url}/gw/api/rest`;
       const roles = Object.keys(config.roles);
@@ -53,10 +56,9 @@ export function registerServeCommands(program: Command): void {
         ].join('\n'),
       );
 
-      await untilSignal((signal) => {
-        console.error(`${signal}: finishing in-flight requests and stopping`);
-        return server.close().finally(() => database.release());
-      });
+      const signal = await stopSignal;
+      console.error(`${signal}: finishing in-flight requests and stopping`);
+      await server.close().finally(() => database.release());
       console.error('stopped');
     });
 
@@ -64,6 +66,7 @@ export function registerServeCommands(program: Command): void {
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
     .action(async (options: { project: string; databaseUrl?: string }) => {
       const dir = projectDir(options);
+      const stopSignal = nextStopSignal();
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
       const { startWorkerProcess } = await import('../../runtime/index.ts');
@@ -82,26 +85,29 @@ export function registerServeCommands(program: Command): void {
         throw error;
       }
       console.log('delivering webhooks');
-      await untilSignal((signal) => {
-        console.error(`${signal}: finishing in-flight deliveries and stopping`);
-        return worker.stop().finally(() => database.release());
-      });
+      const signal = await stopSignal;
+      console.error(`${signal}: finishing in-flight deliveries and stopping`);
+      await worker.stop().finally(() => database.release());
       console.error('stopped');
     });
 }
 
-/** Resolves once `stop` has run after the first SIGINT or SIGTERM. */
-function untilSignal(stop: (signal: string) => Promise<void>): Promise<void> {
-  return new Promise<void>((resolve) => {
-    let stopping = false;
-    const onSignal = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      stop(signal)
-        .catch((e: unknown) => console.error(e))
-        .finally(resolve);
-    };
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
+/**
+ * The first SIGINT or SIGTERM. Listening starts when the command does, so a signal during start-up
+ * is not the default kill; a second signal while stopping exits at once.
+ */
+function nextStopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let received: NodeJS.Signals | undefined;
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.on(signal, () => {
+        if (received) {
+          console.error(`${signal} again: exiting without waiting`);
+          process.exit(1);
+        }
+        received = signal;
+        resolve(signal);
+      });
+    }
   });
 }

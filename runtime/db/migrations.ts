@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { environmentSchema, ident, type Database } from './pool.ts';
+import { environmentSchema, ident, type Database, type Queryable } from './pool.ts';
 import { MIGRATION_LOCK_KEY } from './system-schema.ts';
 
 export interface Migration {
@@ -59,16 +59,58 @@ export class MigrationError extends Error {
   }
 }
 
-/** The migrations of the folder not (successfully) applied yet, per environment; reads only. */
+/** The way out of a failed migration, said wherever one stops svcgen. */
+export function failedMigrationMessage(name: string, environment: string): string {
+  return (
+    `migration ${name} failed in environment ${environment} and is not resolved; nothing else is applied until it is. ` +
+    `Its changes were rolled back: fix migrations/${name}/migration.sql, run \`svcgen migrate resolve --rolled-back ${name}\`, ` +
+    'then `svcgen migrate deploy` (docs/migrations.md)'
+  );
+}
+
+function migrationsTable(environment: string): string {
+  return `${ident(environmentSchema(environment))}."_prisma_migrations"`;
+}
+
+interface MigrationRow {
+  id: string;
+  migration_name: string;
+  finished_at: Date | null;
+  rolled_back_at: Date | null;
+}
+
+/** Prisma's _prisma_migrations rows of one environment; [] when the environment has none yet. */
+async function migrationRows(db: Queryable, environment: string): Promise<MigrationRow[]> {
+  const [exists] = await db.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [migrationsTable(environment)]);
+  if (!exists?.t) return [];
+  return db.query<MigrationRow>(
+    `SELECT id, migration_name, finished_at, rolled_back_at FROM ${migrationsTable(environment)} ORDER BY started_at, migration_name`,
+  );
+}
+
+/** Prisma's definition of a failed migration: started, neither finished nor rolled back. */
+function failedRow(rows: readonly MigrationRow[]): MigrationRow | undefined {
+  return rows.find((r) => r.finished_at === null && r.rolled_back_at === null);
+}
+
+/** Throws the way out when an environment holds a failed, unresolved migration. */
+export async function refuseFailedMigrations(db: Queryable, environments: readonly string[]): Promise<void> {
+  for (const environment of environments) {
+    const failed = failedRow(await migrationRows(db, environment));
+    if (failed) throw new MigrationError(failedMigrationMessage(failed.migration_name, environment));
+  }
+}
+
+/**
+ * The migrations of the folder not (successfully) applied yet, per environment; reads only.
+ * A failed, unresolved migration throws (MigrationError with the way out): deploying would not help.
+ */
 export async function pendingMigrations(db: Database, migrationsDir: string, environments: readonly string[]): Promise<AppliedMigration[]> {
   const migrations = await readMigrations(migrationsDir);
+  await refuseFailedMigrations(db, environments);
   const pending: AppliedMigration[] = [];
   for (const environment of environments) {
-    const table = `${ident(environmentSchema(environment))}."_prisma_migrations"`;
-    const [exists] = await db.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [table]);
-    const done = new Set(
-      exists?.t ? (await db.query<{ migration_name: string }>(`SELECT migration_name FROM ${table} WHERE finished_at IS NOT NULL`)).map((r) => r.migration_name) : [],
-    );
+    const done = new Set((await migrationRows(db, environment)).filter((r) => r.finished_at !== null).map((r) => r.migration_name));
     for (const m of migrations) if (!done.has(m.name)) pending.push({ environment, name: m.name });
   }
   return pending;
@@ -79,6 +121,8 @@ export async function applyMigrations(
   db: Database,
   migrationsDir: string,
   environments: readonly string[],
+  /** Called before each migration is applied to an environment (progress for the CLI). */
+  onApply?: (migration: AppliedMigration) => void,
 ): Promise<AppliedMigration[]> {
   const migrations = await readMigrations(migrationsDir);
   const applied: AppliedMigration[] = [];
@@ -92,14 +136,11 @@ export async function applyMigrations(
         `SELECT migration_name, finished_at, rolled_back_at FROM ${schema}."_prisma_migrations"`,
       );
       const failed = rows.find((r) => r.finished_at === null && r.rolled_back_at === null);
-      if (failed) {
-        throw new MigrationError(
-          `migration ${failed.migration_name} failed earlier in environment ${environment}; fix the database, then mark it rolled back (prisma migrate resolve --rolled-back ${failed.migration_name})`,
-        );
-      }
+      if (failed) throw new MigrationError(failedMigrationMessage(failed.migration_name, environment));
       const done = new Set(rows.filter((r) => r.finished_at !== null).map((r) => r.migration_name));
       for (const migration of migrations) {
         if (done.has(migration.name)) continue;
+        onApply?.({ environment, name: migration.name });
         const id = randomUUID();
         await client.query('BEGIN');
         try {
@@ -112,8 +153,17 @@ export async function applyMigrations(
           await client.query('COMMIT');
         } catch (error) {
           await client.query('ROLLBACK');
+          const reason = postgresError(error);
+          // Recorded after the rollback, as Prisma records a failed migration (finished_at and
+          // rolled_back_at NULL, the error in logs), so that later runs stop until it is resolved.
+          await client.query(
+            `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, logs, applied_steps_count) VALUES ($1, $2, $3, now(), $4, 0)`,
+            [id, migration.checksum, migration.name, reason],
+          );
           throw new MigrationError(
-            `migration ${migration.name} failed in environment ${environment}: ${(error as Error).message}`,
+            `migration ${migration.name} failed in environment ${environment}: ${reason}\n` +
+              `It was rolled back there (a migration that commits its own transaction, e.g. an enum change, may have left part of it applied) and is recorded as failed. ` +
+              `Fix migrations/${migration.name}/migration.sql, run \`svcgen migrate resolve --rolled-back ${migration.name}\`, then \`svcgen migrate deploy\` (docs/migrations.md)`,
           );
         }
         applied.push({ environment, name: migration.name });
@@ -125,4 +175,83 @@ export async function applyMigrations(
     client.release();
   }
   return applied;
+}
+
+/** PostgreSQL's own words for a failed statement: message, then detail and hint when it gave them. */
+function postgresError(error: unknown): string {
+  const e = error as { message?: string; detail?: string; hint?: string; code?: string };
+  const parts = [`${e.message ?? String(error)}${e.code ? ` (SQLSTATE ${e.code})` : ''}`];
+  if (e.detail) parts.push(`DETAIL: ${e.detail}`);
+  if (e.hint) parts.push(`HINT: ${e.hint}`);
+  return parts.join('; ');
+}
+
+export interface ResolvedMigration {
+  environment: string;
+  name: string;
+}
+
+/**
+ * `migrate resolve --rolled-back`: marks the failed attempt of `name` rolled back in every
+ * environment where it failed, so that deploy applies (the fixed) migration.sql again.
+ */
+export async function markMigrationRolledBack(db: Database, migrationsDir: string, environments: readonly string[], name: string): Promise<ResolvedMigration[]> {
+  await requireMigration(migrationsDir, name);
+  const resolved: ResolvedMigration[] = [];
+  for (const environment of environments) {
+    const failed = failedRow(await migrationRows(db, environment));
+    if (failed?.migration_name !== name) continue;
+    await db.query(`UPDATE ${migrationsTable(environment)} SET rolled_back_at = now() WHERE id = $1`, [failed.id]);
+    resolved.push({ environment, name });
+  }
+  if (resolved.length === 0) {
+    throw new MigrationError(`migration ${name} is not failed in any environment (${environments.join(', ')}): there is nothing to roll back`);
+  }
+  return resolved;
+}
+
+/**
+ * `migrate resolve --applied`: records `name` as applied without running it (its changes were made
+ * by hand), in every environment that has not applied it; a failed attempt is marked rolled back.
+ */
+export async function markMigrationApplied(db: Database, migrationsDir: string, environments: readonly string[], name: string): Promise<ResolvedMigration[]> {
+  const migration = await requireMigration(migrationsDir, name);
+  const resolved: ResolvedMigration[] = [];
+  for (const environment of environments) {
+    const table = migrationsTable(environment);
+    await db.exec(`CREATE SCHEMA IF NOT EXISTS ${ident(environmentSchema(environment))}; SET search_path TO ${ident(environmentSchema(environment))}; ${PRISMA_MIGRATIONS_TABLE}; RESET search_path`);
+    const rows = await migrationRows(db, environment);
+    if (rows.some((r) => r.migration_name === name && r.finished_at !== null)) continue;
+    await db.transaction(async (tx) => {
+      await tx.query(`UPDATE ${table} SET rolled_back_at = now() WHERE migration_name = $1 AND finished_at IS NULL AND rolled_back_at IS NULL`, [name]);
+      await tx.query(
+        `INSERT INTO ${table} (id, checksum, migration_name, started_at, finished_at, applied_steps_count) VALUES ($1, $2, $3, now(), now(), 0)`,
+        [randomUUID(), migration.checksum, name],
+      );
+    });
+    resolved.push({ environment, name });
+  }
+  if (resolved.length === 0) throw new MigrationError(`migration ${name} is already recorded as applied in every environment (${environments.join(', ')})`);
+  return resolved;
+}
+
+async function requireMigration(migrationsDir: string, name: string): Promise<Migration> {
+  const migration = (await readMigrations(migrationsDir)).find((m) => m.name === name);
+  if (!migration) throw new MigrationError(`no migration ${name} in ${migrationsDir} (the name of its folder, e.g. 20260101120000_add_note)`);
+  return migration;
+}
+
+/**
+ * `migrate reset`: drops each environment's data schema (its tables, data and migration history).
+ * svcgen's own schema (API keys, tokens, accounts, webhooks) is kept: see docs/migrations.md.
+ */
+export async function dropEnvironmentSchemas(db: Database, environments: readonly string[]): Promise<void> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    for (const environment of environments) await client.query(`DROP SCHEMA IF EXISTS ${ident(environmentSchema(environment))} CASCADE`);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    client.release();
+  }
 }

@@ -88,7 +88,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         );
       }
     }
-    const applied = options.migrate === false ? [] : await applyMigrations(db, migrationsDir, options.config.environments);
+    const applied = options.migrate === false ? [] : await applyMigrations(db, migrationsDir, options.config.environments, (m) =>
+          options.log?.(`applying migration ${m.name} to ${m.environment}`),
+        );
     await installDeliveryQueue(options.databaseUrl, log);
     await channel.start();
     credentials = new CredentialStore(db, channel, options.managementToken);
