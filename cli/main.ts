@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerCodegenCommands } from './commands/codegen.ts';
 import { registerCredentialCommands } from './commands/credentials.ts';
+import { registerDevCommand } from './commands/dev.ts';
 import { registerDiffCommand } from './commands/diff.ts';
 import { registerMigrateCommands } from './commands/migrate.ts';
 import { registerProjectCommands } from './commands/project.ts';
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   registerDiffCommand(program);
   registerMigrateCommands(program);
   registerServeCommands(program);
+  registerDevCommand(program);
   registerCredentialCommands(program);
   // Subcommands inherit the same error handling.
   for (const command of program.commands) {

@@ -40,7 +40,6 @@ async function addToModel(projectDir: string, model: string, line: string): Prom
   await fs.writeFile(file, schema.replace(opening, `${opening}  ${line}\n`));
 }
 
-// `dev` belongs to the everyday-workflow issue that comes after the foundation.
 const CONTRACT_COMMANDS: string[][] = [
   ['init'],
   ['generate'],
@@ -49,6 +48,7 @@ const CONTRACT_COMMANDS: string[][] = [
   ['migrate', 'dev'],
   ['migrate', 'deploy'],
   ['serve'],
+  ['dev'],
   ['keys', 'create'],
   ['keys', 'list'],
   ['keys', 'revoke'],
@@ -203,7 +203,15 @@ describe('init', () => {
     expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({ ...example, project: { id: 'p' } });
     expect((await fs.readFile(path.join(target, '.gitignore'), 'utf8')).split('\n')).toContain('.svcgen/');
     const manifest = JSON.parse(await fs.readFile(path.join(target, 'package.json'), 'utf8'));
-    expect(manifest).toMatchObject({ name: 'p', private: true, scripts: { generate: 'svcgen generate', check: 'svcgen check', serve: 'svcgen serve' } });
+    expect(manifest).toMatchObject({ name: 'p', private: true });
+    expect(manifest.scripts).toEqual({
+      dev: 'svcgen dev',
+      generate: 'svcgen generate',
+      check: 'svcgen check',
+      serve: 'svcgen serve',
+      'migrate:dev': 'svcgen migrate dev',
+    });
+    expect(r.stdout, show(r)).toContain(`next: svcgen dev --project ${target}`);
     expect(manifest.devDependencies.svcgen).toMatch(/^\^\d+\.\d+\.\d+$/);
 
     const before = await readTree(target);
@@ -211,17 +219,30 @@ describe('init', () => {
     expect(await readTree(target)).toEqual(before);
   });
 
-  it('takes --id, keeps an existing .gitignore and package.json, adding only the lines svcgen needs', async () => {
+  it('takes --id, keeps an existing .gitignore and package.json, adding only the lines and scripts svcgen needs', async () => {
     const root = await tempDir('init-existing');
     const target = path.join(root, 'My Shop');
     await fs.mkdir(target);
     await fs.writeFile(path.join(target, '.gitignore'), 'dist/\nnode_modules/');
-    await fs.writeFile(path.join(target, 'package.json'), '{ "name": "mine", "type": "commonjs" }\n');
+    await fs.writeFile(path.join(target, 'package.json'), '{\n    "name": "mine",\n    "type": "commonjs",\n    "scripts": { "dev": "vite" },\n    "devDependencies": { "svcgen": "file:../svcgen-0.1.0.tgz" }\n}\n');
     const r = await runCli(['init', target, '--id', 'acme']);
     expect(r.code, show(r)).toBe(0);
     expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).project.id).toBe('acme');
     expect(await fs.readFile(path.join(target, '.gitignore'), 'utf8')).toBe('dist/\nnode_modules/\n.svcgen/\n');
-    expect(await fs.readFile(path.join(target, 'package.json'), 'utf8')).toBe('{ "name": "mine", "type": "commonjs" }\n');
+    // the user's own "dev" script stays; the others are added, in the file's own indentation
+    expect(await fs.readFile(path.join(target, 'package.json'), 'utf8')).toBe(
+      `${JSON.stringify(
+        {
+          name: 'mine',
+          type: 'commonjs',
+          scripts: { dev: 'vite', generate: 'svcgen generate', check: 'svcgen check', serve: 'svcgen serve', 'migrate:dev': 'svcgen migrate dev' },
+          devDependencies: { svcgen: 'file:../svcgen-0.1.0.tgz' },
+        },
+        null,
+        4,
+      )}\n`,
+    );
+    expect(r.stdout).toContain('package.json scripts added: generate, check, serve, migrate:dev\n');
     expectUsageError(await runCli(['init', path.join(root, 'other'), '--id', 'bad id!']));
   });
 

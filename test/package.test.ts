@@ -76,6 +76,13 @@ describe('the packed tarball, installed into a fresh project', { timeout: 180_00
     expect(init.code, show(init)).toBe(0);
     for (const file of ['schema.prisma', 'svcgen.config.json', '.gitignore']) await fs.access(path.join(app, file));
     expect(JSON.parse(await fs.readFile(path.join(app, 'svcgen.config.json'), 'utf8')).project.id).toBe('my-app');
+    expect(JSON.parse(await fs.readFile(path.join(app, 'package.json'), 'utf8')).scripts).toEqual({
+      dev: 'svcgen dev',
+      generate: 'svcgen generate',
+      check: 'svcgen check',
+      serve: 'svcgen serve',
+      'migrate:dev': 'svcgen migrate dev',
+    });
 
     const generated = await cli(['generate']);
     expect(generated.code, show(generated)).toBe(0);
@@ -96,6 +103,13 @@ describe('the packed tarball, installed into a fresh project', { timeout: 180_00
     expect(docs.status).toBe(200);
     const stopped = await server.stop('SIGTERM');
     expect(stopped.code, show(stopped)).toBe(0);
+
+    // svcgen dev runs its children from the installed package too
+    const dev = startCli(['dev', '--port', '0'], { cwd: app, bin: path.join(installed, 'bin', 'svcgen.js') });
+    const devUrl = (await dev.waitFor(LISTENING, { stream: 'stdout', timeoutMs: 90_000 }))[1]!;
+    expect((await fetch(`${devUrl}/gw/api/rest/City`, { headers })).status).toBe(200);
+    const devStopped = await dev.stop('SIGTERM');
+    expect(devStopped.code, show(devStopped)).toBe(0);
 
     const before = path.join(app, 'before.prisma');
     await fs.copyFile(path.join(app, 'schema.prisma'), before);

@@ -46,12 +46,42 @@ export function registerProjectCommands(program: Command): void {
       const present = await readFile(gitignore, 'utf8').catch(() => '');
       const missing = IGNORED.filter((line) => !present.split(/\r?\n/).includes(line));
       if (missing.length) await writeFile(gitignore, `${present}${present && !present.endsWith('\n') ? '\n' : ''}${missing.join('\n')}\n`);
-      const manifest = path.join(target, 'package.json');
-      if (!(await access(manifest).then(() => true, () => false))) {
-        const scripts = { generate: 'svcgen generate', check: 'svcgen check', serve: 'svcgen serve', 'migrate:dev': 'svcgen migrate dev' };
-        await writeFile(manifest, `${JSON.stringify({ name: id, private: true, scripts, devDependencies: { svcgen: `^${VERSION}` } }, null, 2)}\n`);
-      }
+      const added = await addScripts(path.join(target, 'package.json'), id);
       console.log(`created ${target} from example ${options.example} (project id "${id}")`);
-      console.log(`next: svcgen generate --project ${dir} && svcgen migrate dev --name init --project ${dir} && svcgen serve --project ${dir}`);
+      if (added.length) console.log(`package.json scripts added: ${added.join(', ')}`);
+      console.log(`next: svcgen dev --project ${dir}`);
     });
+}
+
+const SCRIPTS: Readonly<Record<string, string>> = {
+  dev: 'svcgen dev',
+  generate: 'svcgen generate',
+  check: 'svcgen check',
+  serve: 'svcgen serve',
+  'migrate:dev': 'svcgen migrate dev',
+};
+
+/**
+ * Writes a package.json depending on svcgen with its scripts, or adds to an existing one the
+ * scripts it lacks (a script of the same name is the user's and stays). Returns the names added.
+ */
+async function addScripts(manifest: string, id: string): Promise<string[]> {
+  const text = await readFile(manifest, 'utf8').catch(() => undefined);
+  if (text === undefined) {
+    await writeFile(manifest, `${JSON.stringify({ name: id, private: true, scripts: SCRIPTS, devDependencies: { svcgen: `^${VERSION}` } }, null, 2)}\n`);
+    return Object.keys(SCRIPTS);
+  }
+  let pkg: { scripts?: Record<string, string> };
+  try {
+    pkg = JSON.parse(text) as typeof pkg;
+  } catch {
+    console.error(`${manifest} is not valid JSON: no scripts added`);
+    return [];
+  }
+  const added = Object.keys(SCRIPTS).filter((name) => pkg.scripts?.[name] === undefined);
+  if (added.length === 0) return [];
+  pkg.scripts = { ...pkg.scripts, ...Object.fromEntries(added.map((name) => [name, SCRIPTS[name]!])) };
+  const indent = /^[ \t]+(?=")/m.exec(text)?.[0] ?? '  ';
+  await writeFile(manifest, `${JSON.stringify(pkg, null, indent)}\n`);
+  return added;
 }

@@ -1,0 +1,242 @@
+/**
+ * `svcgen dev` as a real process (CONTRACT §3): edits of schema.prisma and svcgen.config.json
+ * regenerate, migrate and restart; broken edits keep the last good server answering; a server
+ * that dies is started again by the next save; SIGTERM leaves nothing running.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupCli, copyExample, freshDatabase, portIsOpen, runCli, show, startCli, tempDir, type ProjectCopy, type RunningCli } from './support/cli.ts';
+import type { TestDatabase } from './support/database.ts';
+import { readResponse, type TestResponse } from './support/server.ts';
+
+afterAll(cleanupCli);
+
+/** A regex matching once `line` (a pattern for a whole line) has appeared `n` times; group 1 is the last one's first group. */
+function nth(line: string, n: number): RegExp {
+  return new RegExp(`(?:[\\s\\S]*?^${line}$){${n}}`, 'm');
+}
+
+function count(text: string, line: string): number {
+  return text.match(new RegExp(`^${line}$`, 'gm'))?.length ?? 0;
+}
+
+const LISTENING = 'listening on (http://127\\.0\\.0\\.1:\\d+)';
+const KEEPING = 'keeping the last good server running \\(\\S+\\)';
+
+async function processesMentioning(needle: string): Promise<{ pid: number; args: string }[]> {
+  const { stdout } = await promisify(execFile)('ps', ['-eo', 'pid=,args=']);
+  return stdout
+    .split('\n')
+    .map((line) => line.trim().match(/^(\d+)\s+(.*)$/))
+    .filter((m): m is RegExpMatchArray => m !== null && m[2].includes(needle))
+    .map((m) => ({ pid: Number(m[1]), args: m[2] }));
+}
+
+async function edit(file: string, change: (text: string) => string): Promise<void> {
+  const before = await fs.readFile(file, 'utf8');
+  const after = change(before);
+  expect(after).not.toBe(before);
+  await fs.writeFile(file, after);
+}
+
+const addField = (model: string, line: string) => (schema: string) => schema.replace(`model ${model} {\n`, `model ${model} {\n  ${line}\n`);
+
+describe('svcgen dev', { timeout: 180_000 }, () => {
+  let copy: ProjectCopy;
+  let database: TestDatabase;
+  let dev: RunningCli;
+  let url: string;
+  let key: string;
+  let paris: { id: number; name: string };
+  const schemaFile = () => path.join(copy.dir, 'schema.prisma');
+  const configFile = () => path.join(copy.dir, 'svcgen.config.json');
+
+  async function call(method: string, p: string, body?: unknown): Promise<TestResponse> {
+    const headers: Record<string, string> = { 'x-project-id': 'shop', authorization: `ApiKey ${key}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    return readResponse(await fetch(`${url}${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+  }
+
+  /** Waits for the n-th `listening on` line on stdout and returns how long it took. */
+  async function listening(n: number): Promise<number> {
+    const started = Date.now();
+    const [, again] = await dev.waitFor(nth(LISTENING, n), { stream: 'stdout' });
+    expect(again, 'restarts keep the URL').toBe(url);
+    return Date.now() - started;
+  }
+
+  async function schemaSha256OfGenerated(): Promise<string> {
+    return JSON.parse(await fs.readFile(path.join(copy.dir, 'generated', 'package.json'), 'utf8')).svcgen.schemaSha256;
+  }
+
+  beforeAll(async () => {
+    copy = await copyExample('dev');
+    database = await freshDatabase();
+    // --port 0: a free port, kept across restarts
+    dev = startCli(['dev', '--port', '0', '--project', copy.dir, '--database-url', database.url]);
+    [, url] = await dev.waitFor(nth(LISTENING, 1), { stream: 'stdout' });
+    expect(dev.stderr).toContain(`watching schema.prisma and svcgen.config.json in ${copy.dir}\n`);
+    const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'dev', '--prefix', 'ApiKey', '--role', 'admin', '--json', '--project', copy.dir, '--database-url', database.url]);
+    expect(r.code, show(r)).toBe(0);
+    key = JSON.parse(r.stdout).key;
+  });
+
+  it('serves the project at start', async () => {
+    const created = await call('POST', '/gw/api/rest/City', { name: 'Paris', country: 'FR' });
+    expect(created.status, created.text).toBe(201);
+    paris = created.body.data;
+  });
+
+  it('a new field: prints the change, writes and applies a migration, regenerates and restarts; the new field works and old rows stay', async () => {
+    const migrationsBefore = await fs.readdir(path.join(copy.dir, 'migrations'));
+    const from = dev.stderr.length;
+    await edit(schemaFile(), addField('City', 'population Int?'));
+    const ms = await listening(2);
+    console.log(`svcgen dev: edit of schema.prisma → new "listening on" in ${ms} ms`);
+
+    const stderr = dev.stderr.slice(from);
+    expect(stderr).toMatch(/^change detected: schema\.prisma$/m);
+    expect(stderr).toMatch(/^ {10}field added {2}City\.population {2}Int\?$/m);
+    expect(stderr).toMatch(/^1 change, 0 breaking$/m);
+    await dev.waitFor(nth(`restarted: listening on ${url.replace(/\./g, '\\.')} \\(\\d+\\.\\d s after the change\\)`, 1), { stream: 'stderr' });
+
+    const added = (await fs.readdir(path.join(copy.dir, 'migrations'))).filter((f) => !migrationsBefore.includes(f));
+    expect(added).toHaveLength(1);
+    expect(added[0]).toMatch(/^\d{14}_add_city_population$/);
+    expect(await fs.readFile(path.join(copy.dir, 'migrations', added[0], 'migration.sql'), 'utf8')).toMatch(/ALTER TABLE "City" ADD COLUMN\s+"population" INTEGER/);
+    const schema = await fs.readFile(schemaFile(), 'utf8');
+    expect(await schemaSha256OfGenerated()).toBe(createHash('sha256').update(schema).digest('hex'));
+
+    const lyon = await call('POST', '/gw/api/rest/City', { name: 'Lyon', country: 'FR', population: 520_000 });
+    expect(lyon.status, lyon.text).toBe(201);
+    expect(lyon.body.data).toMatchObject({ name: 'Lyon', population: 520_000 });
+    const old = await call('GET', `/gw/api/rest/City/${paris.id}`);
+    expect(old.status, old.text).toBe(200);
+    expect(old.body.data).toMatchObject({ id: paris.id, name: 'Paris', population: null });
+  });
+
+  it('a syntax error in schema.prisma: prints Prisma\'s error, keeps the server answering, writes nothing; a fix restarts', async () => {
+    const generated = await schemaSha256OfGenerated();
+    const migrations = await fs.readdir(path.join(copy.dir, 'migrations'));
+    const from = dev.stderr.length;
+    await edit(schemaFile(), addField('Product', 'this is not prisma !!'));
+    await dev.waitFor(nth(KEEPING, 1), { stream: 'stderr' });
+    const stderr = dev.stderr.slice(from);
+    expect(stderr).toMatch(/^change detected: schema\.prisma$/m);
+    expect(stderr).toContain('schema.prisma is invalid:');
+    expect(stderr).toContain('Error validating');
+    expect(stderr).toContain('this is not prisma !!');
+    expect(stderr).toContain(`keeping the last good server running (${url})`);
+    expect(count(dev.stdout, LISTENING)).toBe(2);
+    expect((await call('GET', `/gw/api/rest/City/${paris.id}`)).status).toBe(200);
+    expect(await schemaSha256OfGenerated()).toBe(generated);
+    expect(await fs.readdir(path.join(copy.dir, 'migrations'))).toEqual(migrations);
+
+    // The fix also adds a field: the diff is against the running server's model.
+    await edit(schemaFile(), (s) => s.replace('this is not prisma !!', 'note String?'));
+    await listening(3);
+    expect(dev.stderr.slice(from)).toMatch(/^ {10}field added {2}Product\.note {2}String\?$/m);
+    const product = await call('POST', '/gw/api/rest/Product', { sku: 'MUG-1', title: 'Mug', price: 9.5, tags: [], note: 'blue' });
+    expect(product.status, product.text).toBe(201);
+    expect(product.body.data.note).toBe('blue');
+  });
+
+  it('an invalid svcgen.config.json: prints every problem, keeps the server answering; putting it back restarts nothing', async () => {
+    const original = await fs.readFile(configFile(), 'utf8');
+    const from = dev.stderr.length;
+    await fs.writeFile(configFile(), JSON.stringify({ project: {}, bogus: 1 }));
+    await dev.waitFor(nth(KEEPING, 2), { stream: 'stderr' });
+    const stderr = dev.stderr.slice(from);
+    expect(stderr).toMatch(/^change detected: svcgen\.config\.json$/m);
+    expect(stderr).toContain(`${configFile()} is invalid:`);
+    expect(stderr).toContain('$.project.id');
+    expect(stderr).toContain('unknown key "bogus"');
+    expect((await call('GET', `/gw/api/rest/City/${paris.id}`)).status).toBe(200);
+
+    await fs.writeFile(configFile(), original);
+    await dev.waitFor(new RegExp(`^back to what the server runs \\(${url.replace(/\./g, '\\.')}\\): nothing to restart$`, 'm'), { stream: 'stderr' });
+    expect(count(dev.stdout, LISTENING)).toBe(3);
+    expect((await call('GET', '/healthz')).status).toBe(200);
+  });
+
+  it('an edit that would lose data: migrate dev refuses, the server keeps answering, nothing is written', async () => {
+    const migrations = await fs.readdir(path.join(copy.dir, 'migrations'));
+    const generated = await schemaSha256OfGenerated();
+    const original = await fs.readFile(schemaFile(), 'utf8');
+    const from = dev.stderr.length;
+    // Lyon has a population: dropping the column loses it.
+    await edit(schemaFile(), (s) => s.replace('  population Int?\n', ''));
+    await dev.waitFor(nth(KEEPING, 3), { stream: 'stderr' });
+    const stderr = dev.stderr.slice(from);
+    expect(stderr).toMatch(/^BREAKING {2}field removed {2}City\.population {2}Int$/m);
+    expect(stderr).toContain('--accept-data-loss');
+    expect(stderr).toMatch(/^migrate dev failed \(see above\): fix schema\.prisma, or run the command it names, then save schema\.prisma again$/m);
+    expect(await fs.readdir(path.join(copy.dir, 'migrations'))).toEqual(migrations);
+    expect(await schemaSha256OfGenerated()).toBe(generated);
+    const lyon = await call('GET', '/gw/api/rest/City?name=equals.Lyon');
+    expect(lyon.status, lyon.text).toBe(200);
+    expect(lyon.body.data).toEqual([expect.objectContaining({ name: 'Lyon', population: 520_000 })]);
+
+    await fs.writeFile(schemaFile(), original);
+    await dev.waitFor(nth('back to what the server runs \\(\\S+\\): nothing to restart', 2), { stream: 'stderr' });
+    expect(count(dev.stdout, LISTENING)).toBe(3);
+  });
+
+  it('a server that dies is reported, and the next save starts it again', async () => {
+    const [serve, ...others] = (await processesMentioning(copy.dir)).filter((p) => / serve --port /.test(p.args));
+    expect(others).toEqual([]);
+    process.kill(serve.pid, 'SIGKILL');
+    await dev.waitFor(/^the server exited on its own \(killed by SIGKILL\); save schema\.prisma or svcgen\.config\.json to start it again$/m, { stream: 'stderr' });
+    expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
+
+    // saving without a change is enough
+    await fs.writeFile(configFile(), await fs.readFile(configFile(), 'utf8'));
+    await listening(4);
+    expect((await call('GET', `/gw/api/rest/City/${paris.id}`)).status).toBe(200);
+  });
+
+  it('SIGTERM stops the server and the watcher and exits 0 with nothing left listening', async () => {
+    const result = await dev.stop('SIGTERM');
+    expect(result.signal, show(result)).toBeNull();
+    expect(result.code, show(result)).toBe(0);
+    expect(result.stderr, show(result)).toMatch(/^SIGTERM: stopping the server and the watcher\n[\s\S]*^dev stopped\n$/m);
+    expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
+    expect(await processesMentioning(copy.dir)).toEqual([]);
+  });
+});
+
+describe('svcgen dev on a broken project', { timeout: 180_000 }, () => {
+  it('prints the error, starts no server, and starts one once the file is fixed', async () => {
+    const project = await copyExample('dev-broken');
+    const database = await freshDatabase();
+    const config = path.join(project.dir, 'svcgen.config.json');
+    const original = await fs.readFile(config, 'utf8');
+    await fs.writeFile(config, '{ "project": ');
+    const dev = startCli(['dev', '--port', '0', '--project', project.dir, '--database-url', database.url]);
+    await dev.waitFor(/^no server running: waiting for the next edit of schema\.prisma or svcgen\.config\.json$/m, { stream: 'stderr' });
+    expect(dev.stderr).toContain(`${config} is invalid:\n  - line 1, column 14: not valid JSON (Unexpected end of JSON input)\n`);
+    expect(dev.stdout).toBe('');
+
+    await fs.writeFile(config, original);
+    const [, url] = await dev.waitFor(nth(LISTENING, 1), { stream: 'stdout' });
+    expect((await readResponse(await fetch(`${url}/healthz`))).status).toBe(200);
+    const result = await dev.stop('SIGINT');
+    expect(result.code, show(result)).toBe(0);
+    expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
+  });
+});
+
+describe('svcgen dev refusals', () => {
+  it('a project folder that does not exist is a usage error (exit 2)', async () => {
+    const missing = path.join(await tempDir('dev-missing'), 'nope');
+    const r = await runCli(['dev', '--project', missing]);
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr, show(r)).toBe(
+      `svcgen: no project folder ${missing}: --project names the folder that holds schema.prisma and svcgen.config.json (svcgen init <dir> makes one)\n`,
+    );
+  });
+});
