@@ -3,6 +3,7 @@
  * for identical input. Stages: read (Prisma's DMMF) → describe (table specs) → render (files).
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { createTwoFilesPatch } from 'diff';
 import { loadConfig } from '../runtime/config/index.ts';
 import type { TableSpec } from '../runtime/model/index.ts';
 import { describeModel } from './model/describe-model.ts';
+import { PACKAGE_ROOT } from './package-root.ts';
 import { generatePrismaClient, readDmmf } from './prisma/index.ts';
 import { renderFiles } from './render/index.ts';
 
@@ -42,19 +44,66 @@ export async function readModel(projectDir: string): Promise<{ schemaText: strin
 }
 
 /** Every file `generate` would write, relative to `generated/`, in sorted order. */
-export async function renderProject(projectDir: string): Promise<Map<string, string>> {
+export async function renderProject(projectDir: string, options: { reusePrismaClient?: boolean } = {}): Promise<Map<string, string>> {
   const { schemaText, tables } = await readModel(projectDir);
   const config = await loadConfig(projectDir, Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])));
-  const schemaSha256 = createHash('sha256').update(schemaText).digest('hex');
-  const files = renderFiles(tables, { title: `${config.project.id} API`, version: '1.0.0', schemaSha256 });
+  const schemaSha256 = sha256(schemaText);
+  const prismaInput = sha256(`${PRISMA_CLIENT_INPUT_VERSION}\0${schemaText}`);
+  const prisma = (options.reusePrismaClient !== false && (await committedPrismaClient(projectDir, prismaInput))) || (await renderPrismaClient(schemaText));
+  const files = renderFiles(tables, {
+    title: `${config.project.id} API`,
+    version: '1.0.0',
+    schemaSha256,
+    prismaClient: { input: prismaInput, files: filesSha256(prisma) },
+  });
+  for (const [file, content] of prisma) files.set(`prisma/${file}`, content);
+  return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+// The Prisma client is a function of the schema text and the Prisma generator's version (and of
+// the generator block svcgen forces, which changes with svcgen's version).
+const PRISMA_CLIENT_INPUT_VERSION = (() => {
+  const manifest = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
+  return `prisma-client ${manifest.dependencies['@prisma/client-generator-registry']}; svcgen ${manifest.version}`;
+})();
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function filesSha256(files: ReadonlyMap<string, string>): string {
+  const hash = createHash('sha256');
+  for (const [file, content] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) hash.update(`${file}\0${content}\0`);
+  return hash.digest('hex');
+}
+
+async function renderPrismaClient(schemaText: string): Promise<Map<string, string>> {
   const scratch = await mkdtemp(path.join(tmpdir(), 'svcgen-prisma-'));
   try {
     await generatePrismaClient({ schemaText, outputDir: scratch });
-    for (const file of await listFiles(scratch)) files.set(`prisma/${file}`, await readFile(path.join(scratch, file), 'utf8'));
+    const files = new Map<string, string>();
+    for (const file of await listFiles(scratch)) files.set(file, await readFile(path.join(scratch, file), 'utf8'));
+    return files;
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
-  return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/**
+ * Generating the Prisma client is the slowest part of `generate` and `check` (~0.5 s of Prisma's
+ * generator). The committed generated/prisma/ is reused when generated/package.json says it was
+ * made from the same input and its files still hash as recorded (an edited file is regenerated,
+ * so check still reports it).
+ */
+async function committedPrismaClient(projectDir: string, input: string): Promise<Map<string, string> | undefined> {
+  const dir = path.join(projectDir, GENERATED_DIR);
+  const recorded = await readFile(path.join(dir, 'package.json'), 'utf8')
+    .then((text) => (JSON.parse(text) as { svcgen?: { prismaClient?: { input?: string; files?: string } } }).svcgen?.prismaClient)
+    .catch(() => undefined);
+  if (!recorded || recorded.input !== input) return undefined;
+  const files = new Map<string, string>();
+  for (const file of await listFiles(path.join(dir, 'prisma'))) files.set(file, await readFile(path.join(dir, 'prisma', file), 'utf8'));
+  return files.size > 0 && filesSha256(files) === recorded.files ? files : undefined;
 }
 
 /** Writes `generated/`, removing files a previous model produced and this one does not. */

@@ -180,6 +180,18 @@ describe('check', () => {
     const fresh = await runCli(['check', '--project', copy.dir]);
     expect(fresh.code, show(fresh)).toBe(0);
   });
+
+  it('a hand edit of the generated Prisma client is reported (the committed client is reused only while it hashes as recorded)', { timeout: 120_000 }, async () => {
+    const copy = await copyExample('check-prisma');
+    await fs.appendFile(path.join(copy.dir, 'generated/prisma/enums.ts'), '// edited by hand\n');
+    const stale = await runCli(['check', '--project', copy.dir]);
+    expect(stale.code, show(stale)).toBe(1);
+    expect(stale.stdout, show(stale)).toMatch(/^--- a\/generated\/prisma\/enums\.ts$/m);
+    expect(stale.stdout, show(stale)).toMatch(/^-\/\/ edited by hand$/m);
+    const generate = await runCli(['generate', '--project', copy.dir]);
+    expect(generate.code, show(generate)).toBe(0);
+    expect(await fs.readFile(path.join(copy.dir, 'generated/prisma/enums.ts'), 'utf8')).toBe(await fs.readFile(path.join(SHOP, 'generated/prisma/enums.ts'), 'utf8'));
+  });
 });
 
 describe('openapi', () => {
