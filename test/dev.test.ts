@@ -3,13 +3,11 @@
  * regenerate, migrate and restart; broken edits keep the last good server answering; a server
  * that dies is started again by the next save; SIGTERM leaves nothing running.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, runCli, show, startCli, tempDir, type ProjectCopy, type RunningCli } from './support/cli.ts';
+import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, tempDir, type ProjectCopy, type RunningCli } from './support/cli.ts';
 import type { TestDatabase } from './support/database.ts';
 import { readResponse, type TestResponse } from './support/server.ts';
 
@@ -27,14 +25,6 @@ function count(text: string, line: string): number {
 const LISTENING = 'listening on (http://127\\.0\\.0\\.1:\\d+)';
 const KEEPING = 'keeping the last good server running \\(\\S+\\)';
 
-async function processesMentioning(needle: string): Promise<{ pid: number; args: string }[]> {
-  const { stdout } = await promisify(execFile)('ps', ['-eo', 'pid=,args=']);
-  return stdout
-    .split('\n')
-    .map((line) => line.trim().match(/^(\d+)\s+(.*)$/))
-    .filter((m): m is RegExpMatchArray => m !== null && m[2].includes(needle))
-    .map((m) => ({ pid: Number(m[1]), args: m[2] }));
-}
 
 async function edit(file: string, change: (text: string) => string): Promise<void> {
   const before = await fs.readFile(file, 'utf8');

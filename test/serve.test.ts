@@ -3,13 +3,11 @@
  * by the CLI against the running server, the data API over HTTP, clean shutdown on SIGTERM/SIGINT,
  * --no-migrate, and the embedded PostgreSQL in <project>/.svcgen/.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, runCli, show, startCli, type ProjectCopy, type RunningCli } from './support/cli.ts';
+import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, type ProjectCopy, type RunningCli } from './support/cli.ts';
 import type { TestDatabase } from './support/database.ts';
 import { expectProblem, readResponse, SHOP, type TestResponse } from './support/server.ts';
 
@@ -40,15 +38,6 @@ async function call(base: string, method: string, p: string, o: Call = {}): Prom
   return readResponse(await fetch(`${base}${p}`, { method, headers, body }));
 }
 
-/** Lines of `ps -eo pid,args` whose command line contains `needle`. */
-async function processesMentioning(needle: string): Promise<{ pid: number; args: string }[]> {
-  const { stdout } = await promisify(execFile)('ps', ['-eo', 'pid=,args=']);
-  return stdout
-    .split('\n')
-    .map((line) => line.trim().match(/^(\d+)\s+(.*)$/))
-    .filter((m): m is RegExpMatchArray => m !== null && m[2].includes(needle))
-    .map((m) => ({ pid: Number(m[1]), args: m[2] }));
-}
 
 async function startServe(args: string[], env: Record<string, string | undefined> = {}): Promise<{ serve: RunningCli; url: string; port: number }> {
   const serve = startCli(['serve', '--port', '0', ...args], { env });

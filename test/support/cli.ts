@@ -7,11 +7,12 @@
  *   const [, port] = await s.waitFor(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
  *   afterAll(cleanupCli);                                              // kills children, removes copies
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { REPO, SHOP } from './server.ts';
 
@@ -252,4 +253,14 @@ export async function freshDatabase(): Promise<TestDatabase> {
   const database = await createTestDatabase();
   databases.add(database);
   return database;
+}
+
+/** Lines of `ps -eo pid,args` whose command line contains `needle`. */
+export async function processesMentioning(needle: string): Promise<{ pid: number; args: string }[]> {
+  const { stdout } = await promisify(execFile)('ps', ['-eo', 'pid=,args=']);
+  return stdout
+    .split('\n')
+    .map((line) => line.trim().match(/^(\d+)\s+(.*)$/))
+    .filter((m): m is RegExpMatchArray => m !== null && m[2].includes(needle))
+    .map((m) => ({ pid: Number(m[1]), args: m[2] }));
 }
