@@ -112,13 +112,20 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
     expectProblem(await call(url, 'GET', `/gw/api/rest/City/${city.id}`, auth), 404);
   });
 
-  it('logs a line per request on stdout: method, path without the query, status, time and the caller', async () => {
+  it('logs a JSON entry per request on stdout: reqId, method, path without the query, status, durationMs and the caller', async () => {
     const res = await call(url, 'GET', '/gw/api/rest/City?limit=1&name=equals.secret-value', { authorization: `ApiKey ${apiKey.key}` });
     expect(res.status).toBe(200);
-    const line = new RegExp(`^GET /gw/api/rest/City 200 \\d+\\.\\d ms ${apiKey.id}$`, 'm');
-    await expect.poll(() => serve.stdout, { timeout: 5_000 }).toMatch(line);
+    const reqId = res.headers.get('x-request-id');
+    const entryOf = (id: string | null) => serve.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((e) => e.reqId === id);
+    await expect.poll(() => entryOf(reqId), { timeout: 5_000 }).toBeDefined();
+    expect(entryOf(reqId)).toEqual({
+      level: 'info', time: expect.stringMatching(ISO_8601), pid: expect.any(Number), msg: 'request',
+      reqId, method: 'GET', path: '/gw/api/rest/City', status: 200, durationMs: expect.any(Number), caller: apiKey.id,
+    });
     expect(serve.stdout).not.toContain('secret-value');
-    expect(serve.stdout).toMatch(/^GET \/healthz 200 \d+\.\d ms$/m);
+    const health = await call(url, 'GET', '/healthz');
+    await expect.poll(() => entryOf(health.headers.get('x-request-id')), { timeout: 5_000 }).toMatchObject({ method: 'GET', path: '/healthz', status: 200 });
+    expect(entryOf(health.headers.get('x-request-id'))).not.toHaveProperty('caller');
   });
 
   it('keys list shows the key without its value', async () => {

@@ -1,6 +1,47 @@
 /** serve: migrate, listen, deliver webhooks, stop cleanly on SIGINT/SIGTERM; worker: delivery alone. */
-import { Option, type Command } from 'commander';
+import os from 'node:os';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parsePort, projectDir, withProject } from '../options.ts';
+import type { Config } from '../../runtime/config/index.ts';
+import type { ServiceModule } from '../../runtime/model/index.ts';
+import type { ServerOptions } from '../../runtime/server/index.ts';
+
+interface ServeOptions {
+  project: string;
+  port: number;
+  host: string;
+  databaseUrl?: string;
+  migrate: boolean;
+  worker: boolean;
+  logLevel: 'info' | 'warn';
+  logFormat: 'auto' | 'json' | 'pretty';
+  workers: number;
+}
+
+/** --workers: a count, or `auto` for one per CPU the process may use. */
+export function parseWorkers(value: string): number {
+  if (value === 'auto') return os.availableParallelism();
+  if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1024) throw new InvalidArgumentError('must be a number from 1 to 1024, or auto');
+  return Number(value);
+}
+
+/** What every serving process of a project passes to startServer (one `serve`, or each of its workers). */
+function serverOptions(dir: string, service: ServiceModule, config: Config, options: ServeOptions): Omit<ServerOptions, 'databaseUrl' | 'migrate' | 'worker'> {
+  return {
+    projectDir: dir,
+    service,
+    config,
+    port: options.port,
+    host: options.host,
+    managementToken: process.env.SVCGEN_MANAGEMENT_TOKEN || undefined,
+    smtpUrl: process.env.SVCGEN_SMTP_URL || undefined,
+    secret: process.env.SVCGEN_SECRET || undefined,
+    metricsToken: process.env.SVCGEN_METRICS_TOKEN || undefined,
+    log: (m) => console.error(m),
+    // JSON lines for collectors when stdout is a pipe or file, a short line per request on a terminal.
+    logging: { level: options.logLevel, format: options.logFormat === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : options.logFormat },
+  };
+}
 
 export function registerServeCommands(program: Command): void {
   withProject(program.command('serve').description('apply pending migrations and serve the API'))
@@ -9,52 +50,31 @@ export function registerServeCommands(program: Command): void {
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
     .option('--no-migrate', 'do not apply pending migrations')
     .option('--no-worker', 'do not deliver webhooks in this process (run `svcgen worker` for that)')
-    .addOption(new Option('--log-level <level>', 'info: a line per request (method, path, status, time, caller) on stdout; warn: problems only').choices(['info', 'warn']).default('info'))
-    .action(async (options: { project: string; port: number; host: string; databaseUrl?: string; migrate: boolean; worker: boolean; logLevel: string }) => {
+    .addOption(new Option('--log-level <level>', 'info: an entry per request (reqId, method, path, status, durationMs, caller) on stdout; warn: problems only').choices(['info', 'warn']).default('info'))
+    .addOption(new Option('--log-format <format>', 'auto: JSON lines, or a short line per request when stdout is a terminal').choices(['auto', 'json', 'pretty']).default('auto'))
+    .option('--workers <n|auto>', 'serve from n processes sharing the port, each with its own database pool (auto: one per CPU)', parseWorkers, 1)
+    .action(async (options: ServeOptions) => {
       const dir = projectDir(options);
+      const { isClusterWorker } = await import('../cluster.ts');
+      if (isClusterWorker()) return serveAsWorker(dir, options);
       // Listening from the start: a SIGTERM during start-up then stops cleanly once started.
       const stopSignal = nextStopSignal();
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
-      const { startServer } = await import('../../runtime/index.ts');
       const { service, config } = await loadService(dir);
       const database = await openProjectDatabase(dir, options.databaseUrl, (line) => console.error(`database: ${line}`));
+      if (options.workers > 1) return serveAsPrimary(dir, service, config, database, stopSignal, options);
+      const { startServer } = await import('../../runtime/index.ts');
       let server;
       try {
         const { refuseUnmigratedModel } = await import('../migration-record.ts');
         await refuseUnmigratedModel(dir, database.url, options.project === '.' ? '' : ` --project ${options.project}`);
-        server = await startServer({
-          projectDir: dir,
-          service,
-          config,
-          databaseUrl: database.url,
-          port: options.port,
-          host: options.host,
-          migrate: options.migrate,
-          worker: options.worker,
-          managementToken: process.env.SVCGEN_MANAGEMENT_TOKEN || undefined,
-          smtpUrl: process.env.SVCGEN_SMTP_URL || undefined,
-          secret: process.env.SVCGEN_SECRET || undefined,
-          log: (m) => console.error(m),
-          requestLog: options.logLevel === 'info' ? (line) => console.log(line) : undefined,
-        });
+        server = await startServer({ ...serverOptions(dir, service, config, options), databaseUrl: database.url, migrate: options.migrate, worker: options.worker });
       } catch (error) {
         await database.release();
         throw error;
       }
-      console.error(server.applied.length ? `migrations: ${server.applied.length} applied, all up to date` : 'migrations: up to date');
-      console.log(`listening on ${server.url}`);
-      const rest = `${server.url}/gw/api/rest`;
-      const roles = Object.keys(config.roles);
-      console.error(
-        [
-          `  data API   ${rest}/<Table>  (${Object.keys(service.tables).join(', ')}; headers X-Project-Id: ${config.project.id}, Authorization)`,
-          `  docs       ${rest}/_docs`,
-          `  OpenAPI    ${rest}/_openapi`,
-          `  auth       ${server.url}/auth/...`,
-          `  an API key: svcgen keys create --env ${config.environments[0]} --name dev --prefix ApiKey --role ${roles[0] ?? '<role>'}${options.project === '.' ? '' : ` --project ${options.project}`}`,
-        ].join('\n'),
-      );
+      announce(server.url, server.applied.length, service, config, options);
 
       const signal = await stopSignal;
       console.error(`${signal}: finishing in-flight requests and stopping`);
@@ -90,6 +110,77 @@ export function registerServeCommands(program: Command): void {
       await worker.stop().finally(() => database.release());
       console.error('stopped');
     });
+}
+
+/** What a started `serve` prints: the URL on stdout (tests and scripts wait for it), the rest on stderr. */
+function announce(url: string, applied: number, service: ServiceModule, config: Config, options: ServeOptions): void {
+  console.error(applied ? `migrations: ${applied} applied, all up to date` : 'migrations: up to date');
+  console.log(`listening on ${url}`);
+  const rest = `${url}/gw/api/rest`;
+  const roles = Object.keys(config.roles);
+  console.error(
+    [
+      `  data API   ${rest}/<Table>  (${Object.keys(service.tables).join(', ')}; headers X-Project-Id: ${config.project.id}, Authorization)`,
+      `  docs       ${rest}/_docs`,
+      `  OpenAPI    ${rest}/_openapi`,
+      `  auth       ${url}/auth/...`,
+      `  an API key: svcgen keys create --env ${config.environments[0]} --name dev --prefix ApiKey --role ${roles[0] ?? '<role>'}${options.project === '.' ? '' : ` --project ${options.project}`}`,
+    ].join('\n'),
+  );
+}
+
+/** --workers n > 1, the primary: migrations once, then n workers on one port (cli/cluster.ts). */
+async function serveAsPrimary(
+  dir: string,
+  service: ServiceModule,
+  config: Config,
+  database: { url: string; release(): Promise<void> },
+  stopSignal: Promise<NodeJS.Signals>,
+  options: ServeOptions,
+): Promise<void> {
+  const { runPrimary } = await import('../cluster.ts');
+  let code: number;
+  try {
+    const { refuseUnmigratedModel } = await import('../migration-record.ts');
+    await refuseUnmigratedModel(dir, database.url, options.project === '.' ? '' : ` --project ${options.project}`);
+    code = await runPrimary({
+      projectDir: dir,
+      service,
+      config,
+      databaseUrl: database.url,
+      workers: options.workers,
+      migrate: options.migrate,
+      delivery: options.worker,
+      stopSignal,
+      log: (line) => console.error(line),
+      onListening: (url, pids, applied) => {
+        announce(url, applied, service, config, options);
+        console.error(`  workers    ${pids.length} processes on one port (pids ${pids.join(', ')})${options.worker ? '; worker 1 also delivers webhooks' : ''}`);
+      },
+    });
+  } finally {
+    await database.release();
+  }
+  if (code === 0) console.error('stopped');
+  process.exitCode = code;
+}
+
+/** One of the primary's workers: a whole server on the primary's database, which the primary migrated. */
+async function serveAsWorker(dir: string, options: ServeOptions): Promise<void> {
+  const { leaveCluster, nextStopRequest, reportListening, workerSettings } = await import('../cluster.ts');
+  const stopRequest = nextStopRequest();
+  try {
+    const { databaseUrl, delivery } = workerSettings();
+    const { loadService } = await import('../project.ts');
+    const { startServer } = await import('../../runtime/index.ts');
+    const { service, config } = await loadService(dir);
+    const server = await startServer({ ...serverOptions(dir, service, config, options), databaseUrl, migrate: false, worker: delivery });
+    reportListening(server.url);
+    await stopRequest;
+    await server.close();
+  } finally {
+    leaveCluster();
+  }
 }
 
 /**

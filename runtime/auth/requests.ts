@@ -1,7 +1,7 @@
 /** Project, environment and body of an /auth request, with the auth surface's errors. */
 import { z } from 'zod';
 import type { Config } from '../config/index.ts';
-import { AuthError, Problem, header, type ApiRequest } from '../http/index.ts';
+import { AuthError, JsonBodyError, Problem, header, parseJsonBody, type ApiRequest } from '../http/index.ts';
 import { DEFAULT_ENVIRONMENT, type Tenant } from '../tenancy/index.ts';
 import { validationError, type Violation } from './auth-errors.ts';
 import { passwordViolations } from './password-rule.ts';
@@ -58,9 +58,10 @@ export async function readAuthBody<S extends z.ZodType>(req: ApiRequest, schema:
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(body?.toString('utf8') ?? '');
+    raw = parseJsonBody(body ?? Buffer.alloc(0));
   } catch (error) {
-    throw validationError([{ field: 'body', rule: 'json', message: `the body is not valid JSON: ${(error as Error).message}` }]);
+    if (error instanceof JsonBodyError) throw validationError([{ field: error.field, rule: error.rule, message: error.message }]);
+    throw error;
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw validationError(zodViolations(parsed.error));

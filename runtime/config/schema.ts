@@ -130,6 +130,46 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Slow or idle clients are cut off (408) and SIGTERM drains within a bound (issue 9, faults). */
+    http: z
+      .object({
+        /** The request line and headers must arrive within this, from the first byte; else 408. */
+        headersTimeoutMs: z.number().int().min(100).max(600_000).default(10_000),
+        /** The whole request, body included, must arrive within this; else 408. */
+        requestTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
+        /** An idle keep-alive connection is closed after this. */
+        keepAliveTimeoutMs: z.number().int().min(100).max(600_000).default(5_000),
+        /** Connections open at once per process; more are closed on accept. */
+        maxConnections: z.number().int().min(1).max(1_000_000).default(1_000),
+        /** On SIGTERM, in-flight requests get this long before their connections are closed. */
+        drainTimeoutMs: z.number().int().min(0).max(600_000).default(10_000),
+      })
+      .strict()
+      .refine((http) => http.headersTimeoutMs <= http.requestTimeoutMs, {
+        message: 'headersTimeoutMs cannot be more than requestTimeoutMs (the headers are part of the request)',
+        path: ['headersTimeoutMs'],
+      })
+      .prefault({}),
+    database: z
+      .object({
+        /** Connections per server process; all processes together must stay under max_connections. */
+        poolSize: z.number().int().min(1).max(1000).default(10),
+        /** A request's SQL statement is cancelled in PostgreSQL past this (503 Problem); 0 turns it off. */
+        statementTimeoutMs: z.number().int().min(0).max(3_600_000).default(5000),
+        /** How long a request waits for a free pool connection before a 503 Problem. */
+        poolWaitTimeoutMs: z.number().int().min(1).max(600_000).default(2000),
+      })
+      .strict()
+      .prefault({}),
+    /** GET /metrics (Prometheus text), off unless enabled; scrapers send a bearer token. */
+    metrics: z
+      .object({
+        enabled: z.boolean().default(false),
+        /** The bearer token; SVCGEN_METRICS_TOKEN overrides it (keep tokens out of committed files). */
+        token: z.string().min(16, 'at least 16 characters').optional(),
+      })
+      .strict()
+      .prefault({}),
     roles: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'letters, digits, _ and -'), role).default({}),
   })
   .strict();

@@ -1,4 +1,4 @@
-export { openDatabase, ident, environmentSchema, SYSTEM_SCHEMA, type Database, type Queryable, type Row } from './pool.ts';
+export { openDatabase, ident, environmentSchema, SYSTEM_SCHEMA, type Database, type DatabaseOptions, type Queryable, type Row } from './pool.ts';
 export { ensureSystemSchema } from './system-schema.ts';
 export {
   applyMigrations,
@@ -15,3 +15,5 @@ export {
   type ResolvedMigration,
 } from './migrations.ts';
 export { NotificationChannel, notify, type Subscriber } from './notifications.ts';
+export { databaseFault, type DatabaseFault, type DatabaseFaultKind } from './faults.ts';
+export { Readiness, type ReadinessReport, type ReadinessOptions, type CheckState } from './readiness.ts';

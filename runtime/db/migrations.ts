@@ -128,6 +128,8 @@ export async function applyMigrations(
   const applied: AppliedMigration[] = [];
   const client = await db.pool.connect();
   try {
+    // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     for (const environment of environments) {
       const schema = ident(environmentSchema(environment));
@@ -172,6 +174,7 @@ export async function applyMigrations(
   } finally {
     await client.query('RESET search_path').catch(() => {});
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await client.query('RESET statement_timeout').catch(() => {});
     client.release();
   }
   return applied;
@@ -248,10 +251,13 @@ async function requireMigration(migrationsDir: string, name: string): Promise<Mi
 export async function dropEnvironmentSchemas(db: Database, environments: readonly string[]): Promise<void> {
   const client = await db.pool.connect();
   try {
+    // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     for (const environment of environments) await client.query(`DROP SCHEMA IF EXISTS ${ident(environmentSchema(environment))} CASCADE`);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await client.query('RESET statement_timeout').catch(() => {});
     client.release();
   }
 }

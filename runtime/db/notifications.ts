@@ -13,10 +13,14 @@ const CHANNEL = 'svcgen';
 const LISTENER_APPLICATION_NAME = 'svcgen-listen';
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 5_000;
 
 export interface Subscriber {
   onMessage(payload: string): void;
-  /** The connection dropped: messages may have been missed. */
+  /**
+   * Messages may have been missed: called when the connection drops and again when it is back
+   * (with `epoch` moved each time), so a cache filled in between is dropped too.
+   */
   onGap(): void;
 }
 
@@ -32,6 +36,7 @@ export class NotificationChannel {
   private pingInFlight: Promise<void> | undefined;
   private pingQueued: Promise<void> | undefined;
   private stopped = false;
+  private everConnected = false;
   private retryMs = RECONNECT_FIRST_MS;
   private retryTimer: NodeJS.Timeout | undefined;
   /** performance.now() when the latest round trip that completed in the current epoch was sent. */
@@ -116,7 +121,16 @@ export class NotificationChannel {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: LISTENER_APPLICATION_NAME });
+    const client = new pg.Client({
+      connectionString: this.databaseUrl,
+      application_name: LISTENER_APPLICATION_NAME,
+      // An attempt that hangs (a host that vanished drops packets instead of refusing) would
+      // otherwise never settle, and no further attempt would ever be scheduled.
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      // A half-open connection (peer gone without a FIN) must end in 'error', or the gap goes unheard.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     client.on('notification', (message) => this.deliver(message.payload ?? ''));
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
@@ -134,6 +148,18 @@ export class NotificationChannel {
     }
     this.client = client;
     this.retryMs = RECONNECT_FIRST_MS;
+    if (this.everConnected) {
+      // A lookup that read the database while the connection was down may finish only now; moving
+      // the epoch again keeps it from caching what a missed notification has since made stale.
+      this.epoch++;
+      this.provenAt = -Infinity;
+      this.gap();
+    }
+    this.everConnected = true;
+  }
+
+  private gap(): void {
+    for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.onGap();
   }
 
   private deliver(message: string): void {
@@ -151,7 +177,7 @@ export class NotificationChannel {
     this.epoch++;
     this.provenAt = -Infinity;
     client.end().catch(() => {});
-    for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.onGap();
+    this.gap();
     if (!this.stopped) {
       this.log('the LISTEN connection to PostgreSQL dropped; reconnecting');
       this.scheduleReconnect();

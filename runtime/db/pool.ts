@@ -70,15 +70,41 @@ const types = {
   },
 };
 
-export function openDatabase(url: string, options: { max?: number; onQuery?: (text: string) => void } = {}): Database {
+export interface DatabaseOptions {
+  /** Pool size (database.poolSize). */
+  max?: number;
+  /** statement_timeout of every statement, in ms (database.statementTimeoutMs); 0 or absent: none. */
+  statementTimeoutMs?: number;
+  /**
+   * Where the timeout is set. 'startup' (default): as a connection option, so it costs nothing per
+   * statement and holds for every statement on a direct or session-pooled connection.
+   * 'transaction': `SET LOCAL` at each BEGIN, for a transaction-pooling PgBouncer, which refuses
+   * (or with ignore_startup_parameters silently drops) startup options it does not track; there,
+   * single statements outside a transaction are bounded by the role's own statement_timeout
+   * (`ALTER ROLE ... SET statement_timeout`) or PgBouncer's query_timeout.
+   */
+  statementTimeoutVia?: 'startup' | 'transaction';
+  /** How long pool.connect() may wait for a free connection or a new one (database.poolWaitTimeoutMs). */
+  poolWaitTimeoutMs?: number;
+  onQuery?: (text: string) => void;
+}
+
+export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
+  const timeoutMs = options.statementTimeoutMs ?? 0;
+  const via = options.statementTimeoutVia ?? 'startup';
   // DateTime columns are `timestamp(3)` holding UTC (as Prisma writes them): pin the session time
   // zone so now() and CURRENT_TIMESTAMP defaults are stored as UTC too.
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     types: types as pg.CustomTypesConfig,
-    options: '-c TimeZone=UTC',
+    options: `-c TimeZone=UTC${timeoutMs > 0 && via === 'startup' ? ` -c statement_timeout=${timeoutMs}` : ''}`,
+    // Without a bound, a request waits for a connection for as long as the database is away.
+    connectionTimeoutMillis: options.poolWaitTimeoutMs ?? 0,
+    // A peer that vanished without closing (host down, network cut) is noticed instead of hanging.
+    keepAlive: true,
   });
+  const begin = timeoutMs > 0 && via === 'transaction' ? `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}` : 'BEGIN';
   // An idle client's connection error must not crash the process; the pool replaces the client.
   pool.on('error', () => {});
   const queries = new ClientQueries(pool, options.onQuery);
@@ -88,16 +114,18 @@ export function openDatabase(url: string, options: { max?: number; onQuery?: (te
     queryArrays: (text, values) => queries.queryArrays(text, values),
     async transaction(work) {
       const client = await pool.connect();
+      let broken: Error | undefined;
       try {
-        await client.query('BEGIN');
+        await client.query(begin);
         const result = await work(new ClientQueries(client, options.onQuery));
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A connection that cannot even roll back must not go back to the pool for the next request.
+        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
         throw error;
       } finally {
-        client.release();
+        client.release(broken);
       }
     },
     async exec(sql) {

@@ -177,6 +177,8 @@ export const MIGRATION_LOCK_KEY = 72707369;
 export async function ensureSystemSchema(db: Database): Promise<void> {
   const client = await db.pool.connect();
   try {
+    // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS svcgen;
       CREATE TABLE IF NOT EXISTS svcgen.schema_version (version integer NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
@@ -194,6 +196,7 @@ export async function ensureSystemSchema(db: Database): Promise<void> {
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await client.query('RESET statement_timeout').catch(() => {});
     client.release();
   }
 }

@@ -1,8 +1,11 @@
 export { Problem, AuthError, PROBLEM_KINDS, AUTH_ERRORS, type ProblemKind, type FieldError, type AuthErrorCode } from './problems.ts';
+export { JsonBodyError, MAX_JSON_DEPTH, parseJsonBody, type JsonBodyRule } from './json-body.ts';
 export { header, jsonReply, rawJsonReply, readJson, bodyReader, type ApiRequest, type Reply } from './request.ts';
-export { errorReply, type ErrorLogger } from './reply.ts';
+export { errorReply, databaseFaultProblem, DATABASE_RETRY_AFTER_SECONDS, type ErrorLogger } from './reply.ts';
 export { adapt } from './express-adapter.ts';
 export { nodeRequest, run, send, type Handler } from './node-adapter.ts';
 export { clientAddress } from './client-address.ts';
+export { clientErrorHandler, type ClientErrorLimits } from './client-error.ts';
+export { drainable, type Drain } from './drain.ts';
 export { corsStage, type CorsStage } from './cors.ts';
-export { noteCaller, requestLogger, type RequestLogger } from './request-log.ts';
+export { assignRequestId, noteCaller, noteRoute, requestIdOf, requestObserver, type EntryLogger, type RequestObserver, type RequestObservers } from './request-log.ts';

@@ -25,6 +25,10 @@ export const PROBLEM_KINDS = {
   'rate-limited': { status: 429, title: 'Too Many Requests' },
   internal: { status: 500, title: 'Internal Server Error' },
   unavailable: { status: 503, title: 'Service Unavailable' },
+  // Database faults (runtime/db/faults.ts): 503 with Retry-After, since each passes by itself.
+  'database-unavailable': { status: 503, title: 'Database unavailable' },
+  'database-busy': { status: 503, title: 'Database busy' },
+  'statement-timeout': { status: 503, title: 'Database statement timeout' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemKind = keyof typeof PROBLEM_KINDS;

@@ -3,6 +3,7 @@
  * (express-adapter.ts), so every stage can be called and tested without a socket.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { JsonBodyError, parseJsonBody } from './json-body.ts';
 import { Problem } from './problems.ts';
 
 export interface ApiRequest {
@@ -84,8 +85,9 @@ export async function readJson(req: ApiRequest, types: readonly string[] = ['app
     );
   }
   try {
-    return JSON.parse(body.toString('utf8'));
+    return parseJsonBody(body);
   } catch (error) {
-    throw new Problem('invalid-json', `the body is not valid JSON: ${(error as Error).message}`);
+    if (!(error instanceof JsonBodyError)) throw error;
+    throw new Problem('invalid-json', error.message, error.rule === 'json' ? [] : [{ field: error.field, rule: error.rule, message: error.message }]);
   }
 }

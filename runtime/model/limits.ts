@@ -11,4 +11,11 @@ export const LIMITS = {
   /** Embedded relations: nesting depth and count in one select. */
   maxEmbedDepth: 3,
   maxEmbeds: 10,
+  /** Nesting of and/or/not filter groups. */
+  maxGroupDepth: 8,
+  /**
+   * Nesting of arrays and objects in a JSON request body. Checked by a linear scan of the raw text
+   * before anything recursive (JSON.parse, zod, our walkers) touches it, so depth costs nothing.
+   */
+  maxJsonDepth: 32,
 } as const;

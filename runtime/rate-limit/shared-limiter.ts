@@ -8,6 +8,7 @@
  * never pass the limit by more than the batches in flight while far from it.
  */
 import type { Database } from '../db/index.ts';
+import { metrics } from '../observability/index.ts';
 
 const WINDOW_MS = 60_000;
 const FLUSH_DELAY_MS = 10;
@@ -77,7 +78,10 @@ export class SharedRateLimiter {
       bucket.pending++;
       bucket.timer ??= setTimeout(() => void this.flush(name, bucket), FLUSH_DELAY_MS);
     }
-    if (used >= limit) throw new RateLimitExceeded(limit, reset);
+    if (used >= limit) {
+      metrics.rateLimitRefused(name);
+      throw new RateLimitExceeded(limit, reset);
+    }
     return { limit, remaining: Math.max(0, limit - used - 1), resetSeconds: reset };
   }
 

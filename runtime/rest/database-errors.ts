@@ -1,6 +1,7 @@
 /**
  * PostgreSQL constraint errors → Problems naming the field, never the SQL text. Anything not
- * listed here is a server fault and stays a 500.
+ * listed here is rethrown: database faults (unreachable, statement or pool-wait timeout) become a
+ * 503 in errorReply (runtime/http/reply.ts, the one mapping for every route), the rest a 500.
  */
 import { Problem } from '../http/index.ts';
 import type { CatalogTable } from '../query/index.ts';

@@ -6,12 +6,12 @@
  * \\ escape. Unquoted `null` is SQL NULL for equals / not_equals.
  */
 import { Problem } from '../http/index.ts';
-import type { FieldSpec } from '../model/index.ts';
+import { LIMITS, type FieldSpec } from '../model/index.ts';
 import type { CatalogTable, Catalog, Condition, Operator } from '../query/index.ts';
 import { FilterValueError, isOperator, operandValue } from './filter-values.ts';
 
 /** Deepest nesting of and/or/not groups (README "Limits"). */
-export const MAX_GROUP_DEPTH = 8;
+export const MAX_GROUP_DEPTH = LIMITS.maxGroupDepth;
 /** Most conditions in one request, counting every group member. */
 export const MAX_CONDITIONS = 100;
 
@@ -33,6 +33,30 @@ export function filterProblem(error: FilterError): Problem {
 interface Token {
   text: string;
   quoted: boolean;
+}
+
+/**
+ * The deepest nesting of parentheses outside quotes, and how many open, in one linear pass: lets
+ * the recursive parsers refuse a too-deep text before they split it level by level (which costs
+ * depth × length and, thousands of levels deep, the stack).
+ */
+export function parentheses(input: string): { depth: number; opened: number } {
+  let depth = 0;
+  let deepest = 0;
+  let opened = 0;
+  let quoted = false;
+  for (let i = 0; i < input.length; i++) {
+    const c = input.charCodeAt(i);
+    if (quoted) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) quoted = false;
+    } else if (c === 0x22) quoted = true;
+    else if (c === 0x28) {
+      opened++;
+      if (++depth > deepest) deepest = depth;
+    } else if (c === 0x29) depth--;
+  }
+  return { depth: deepest, opened };
 }
 
 /** Splits `a,b,"c,d"` at top-level commas (outside quotes and parentheses). */
@@ -161,7 +185,11 @@ export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body:
 
 /** A top-level `name=value` filter parameter. */
 export function parseFilterParam(ctx: FilterContext, name: string, value: string): Condition {
-  if (name === 'or' || name === 'and' || name === 'not') return parseGroup(ctx, name, value, name, 1);
+  if (name === 'or' || name === 'and' || name === 'not') {
+    // Each group adds one level; the innermost may hold an in/between list, one more.
+    if (parentheses(value).depth > MAX_GROUP_DEPTH + 1) throw new FilterError(name, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
+    return parseGroup(ctx, name, value, name, 1);
+  }
   const { rest, ...resolved } = resolvePath(ctx, name.split('.'), name);
   if (rest.length > 0) throw new FilterError(name, `${resolved.field.name} is a field, not a relation`);
   const dot = value.indexOf('.');

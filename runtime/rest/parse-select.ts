@@ -4,7 +4,7 @@
  */
 import { LIMITS } from '../model/index.ts';
 import type { Catalog, CatalogTable, SelectItem } from '../query/index.ts';
-import { FilterError, splitTopLevel } from './parse-filter.ts';
+import { FilterError, parentheses, splitTopLevel } from './parse-filter.ts';
 
 export const MAX_EMBED_DEPTH = LIMITS.maxEmbedDepth;
 export const MAX_EMBEDS = LIMITS.maxEmbeds;
@@ -17,8 +17,18 @@ export interface SelectNode {
   children?: SelectNode[];
 }
 
-/** Parses the text form into nodes (no model checks yet). */
+/**
+ * Parses the text form into nodes (no model checks yet). Depth and count are checked on the raw
+ * text first, so a select nested thousands deep is refused in one linear pass.
+ */
 export function parseSelectText(text: string, parameter = 'select'): SelectNode[] {
+  const { depth, opened } = parentheses(text);
+  if (depth > MAX_EMBED_DEPTH) throw new FilterError(parameter, `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`);
+  if (opened > MAX_EMBEDS) throw new FilterError(parameter, `at most ${MAX_EMBEDS} embedded relations per select`);
+  return parseLevel(text, parameter);
+}
+
+function parseLevel(text: string, parameter: string): SelectNode[] {
   if (text.trim() === '') throw new FilterError(parameter, 'select needs at least one field');
   return splitTopLevel(text, parameter).map((raw) => {
     const item = raw.trim();
@@ -29,7 +39,7 @@ export function parseSelectText(text: string, parameter = 'select'): SelectNode[
     if (extra !== undefined || field === undefined) throw new FilterError(parameter, `"${head}" must be <field> or <field>:<alias>`);
     const node: SelectNode = { field };
     if (alias !== undefined) node.alias = alias;
-    if (open !== -1) node.children = parseSelectText(item.slice(open + 1, -1), parameter);
+    if (open !== -1) node.children = parseLevel(item.slice(open + 1, -1), parameter);
     return node;
   });
 }

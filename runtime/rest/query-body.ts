@@ -9,7 +9,7 @@ import { filterContext, type DataContext } from './context.ts';
 import { isOperator, operandValue, FilterValueError } from './filter-values.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, parseSort } from './list-params.ts';
 import { FilterError, filterProblem, MAX_CONDITIONS, resolvePath } from './parse-filter.ts';
-import { resolveSelect, type SelectNode } from './parse-select.ts';
+import { MAX_EMBED_DEPTH, MAX_EMBEDS, resolveSelect, type SelectNode } from './parse-select.ts';
 import { respondWithList } from './read.ts';
 
 const selectNode: z.ZodType<SelectNode> = z.lazy(() =>
@@ -29,8 +29,30 @@ function bad(field: string, message: string): Problem {
   return new Problem('invalid-parameter', `${field}: ${message}`, [{ field, rule: 'invalid', message }]);
 }
 
+/**
+ * Embed depth and count of the raw `select`, without recursion, before zod walks its lazy schema
+ * level by level; what is not an array of nodes is left to zod's messages.
+ */
+function checkSelectBounds(raw: unknown): void {
+  const select = (raw as { select?: unknown } | null)?.select;
+  if (!Array.isArray(select)) return;
+  let embeds = 0;
+  const pending: Array<{ nodes: unknown[]; depth: number }> = [{ nodes: select, depth: 0 }];
+  for (let level = pending.pop(); level; level = pending.pop()) {
+    for (const node of level.nodes) {
+      const children = (node as { children?: unknown } | null)?.children;
+      if (!Array.isArray(children)) continue;
+      if (level.depth + 1 > MAX_EMBED_DEPTH) throw filterProblem(new FilterError('select', `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`));
+      if (++embeds > MAX_EMBEDS) throw filterProblem(new FilterError('select', `at most ${MAX_EMBEDS} embedded relations per select`));
+      pending.push({ nodes: children, depth: level.depth + 1 });
+    }
+  }
+}
+
 export async function queryBody(ctx: DataContext): Promise<Reply> {
-  const parsed = bodySchema.safeParse(await readJson(ctx.req));
+  const raw = await readJson(ctx.req);
+  checkSelectBounds(raw);
+  const parsed = bodySchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]].join('.') : issue.path.join('.') || 'body';

@@ -7,8 +7,9 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express from 'express';
 import { authHandlers } from '../auth/index.ts';
-import { adapt, corsStage, jsonReply, nodeRequest, Problem, requestLogger, run, type ApiRequest, type Handler } from '../http/index.ts';
+import { adapt, assignRequestId, corsStage, DATABASE_RETRY_AFTER_SECONDS, jsonReply, nodeRequest, noteRoute, Problem, requestIdOf, requestObserver, run, type ApiRequest, type Handler } from '../http/index.ts';
 import { docsHandlers } from './docs-page.ts';
+import { metrics, metricsHandler } from '../observability/index.ts';
 import { webhookHandlers } from '../webhooks/index.ts';
 import { managementHandlers } from './management.ts';
 import { dataHandler } from './pipeline.ts';
@@ -17,8 +18,9 @@ import type { Services } from './services.ts';
 export const DATA_BASE_PATH = '/gw/api/rest';
 
 function errorLogger(services: Services) {
+  // pino's err serializer keeps type, message and stack; the request is named by id, never by its headers.
   return (error: unknown, req: ApiRequest) =>
-    services.log(`error on ${req.method} ${req.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    services.logger.error({ reqId: requestIdOf(req), method: req.method, path: req.path, err: error }, 'request failed');
 }
 
 export function createApp(services: Services): express.Express {
@@ -30,16 +32,16 @@ export function createApp(services: Services): express.Express {
   const options = { bodyLimit: services.config.limits.bodyBytes, log: errorLogger(services) };
   const route = (handler: Handler) => adapt(handler, options);
 
+  // Off (404) unless config metrics.enabled; the token is required then (startServer checks).
+  if (services.metricsToken) app.get('/metrics', route(metricsHandler({ token: services.metricsToken })));
   app.get('/healthz', route(async () => jsonReply(200, { status: 'ok' })));
   app.get(
     '/readyz',
     route(async () => {
-      try {
-        await services.db.query('SELECT 1');
-        return jsonReply(200, { status: 'ready' });
-      } catch {
-        throw new Problem('unavailable', 'the database is not reachable');
-      }
+      // Cached state (runtime/db/readiness.ts): a load balancer polling this costs no query.
+      const report = services.readiness.report();
+      if (report.ready) return jsonReply(200, { status: 'ready', checks: report.checks });
+      throw new Problem('unavailable', `not ready: ${report.reasons.join('; ')}`, [], { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) }, { checks: report.checks });
     }),
   );
 
@@ -125,9 +127,11 @@ export function createRequestListener(services: Services): RequestListener {
   const log = errorLogger(services);
   const prefix = `${DATA_BASE_PATH}/`;
   const cors = corsStage(services.config.cors);
-  const logRequest = services.requestLog ? requestLogger(services.requestLog) : undefined;
+  const metered = services.metricsToken !== undefined;
+  const observe = requestObserver({ logger: services.logger, record: metered ? metrics.request : undefined });
   return (req: IncomingMessage, res: ServerResponse) => {
-    logRequest?.(req, res);
+    assignRequestId(req, res);
+    observe?.(req, res);
     if (cors?.(req, res)) return;
     const url = req.url ?? '/';
     if (url.startsWith(prefix)) {
@@ -137,16 +141,19 @@ export function createRequestListener(services: Services): RequestListener {
       if (table !== undefined && table !== '' && !EXPRESS_SEGMENTS.has(table)) {
         const params: Record<string, string> = { table };
         let handler: Handler = unknown;
+        let shape = '';
         if (segments.length === 1 || (segments.length === 2 && segments[1] === '')) {
           handler = routes.get(`${req.method} ${table} `) ?? unknown;
         } else if (segments.length === 2) {
           const sub = decodeSegment(segments[1]!);
           if (sub !== undefined) {
-            const shape = literals.has(sub) ? sub : ':id';
+            shape = literals.has(sub) ? sub : ':id';
             if (shape === ':id') params.id = sub;
             handler = routes.get(`${req.method} ${table} ${shape}`) ?? unknown;
           }
         }
+        // A route pattern, never the raw path: table names come from the model, unknown ones share one label.
+        if (metered) noteRoute(res, handler === unknown ? `${prefix}*` : `${prefix}${table}${shape && `/${shape}`}`);
         run(handler, nodeRequest(req, url, params, bodyLimit), res, log);
         return;
       }

@@ -1,12 +1,11 @@
 /** Starting and stopping a server for one project. */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
-import { applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, readMigrations, type AppliedMigration } from '../db/index.ts';
-import { clientAddress } from '../http/index.ts';
+import { applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, Readiness, readMigrations, type AppliedMigration } from '../db/index.ts';
+import { clientAddress, clientErrorHandler, drainable, type Drain } from '../http/index.ts';
 import { pruneIdempotency } from '../idempotency/index.ts';
 import { createMailer, type Mailer } from '../mail/index.ts';
 import { CredentialStore } from '../keys/index.ts';
@@ -17,7 +16,8 @@ import { Catalog, cursorCodec } from '../query/index.ts';
 import { roleOperand } from '../rest/index.ts';
 import { createRequestListener, DATA_BASE_PATH } from './app.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
-import { installDeliveryQueue, startDeliveryWorker, WatchedTables, type DeliveryWorker } from '../webhooks/index.ts';
+import { installDeliveryQueue, startDeliveryWorker, webhookQueueDepth, WatchedTables, type DeliveryWorker } from '../webhooks/index.ts';
+import { createLogger, metrics, silentLogger, type LoggerOptions } from '../observability/index.ts';
 import type { Services } from './services.ts';
 
 export { createApp, createRequestListener, DATA_BASE_PATH } from './app.ts';
@@ -45,8 +45,10 @@ export interface ServerOptions {
   /** Run the webhook delivery worker in this process (default true; `svcgen worker` runs it alone). */
   worker?: boolean;
   log?: (message: string) => void;
-  /** Receives one access-log line per request (method, path, status, time, caller); none when absent. */
-  requestLog?: (line: string) => void;
+  /** Structured log (pino): an entry per request at info, request errors, start and stop; none when absent. */
+  logging?: LoggerOptions;
+  /** SVCGEN_METRICS_TOKEN: overrides the config's metrics.token. */
+  metricsToken?: string;
   /** Called with the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
 }
@@ -60,11 +62,18 @@ export interface RunningServer {
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? ((m: string) => console.error(m));
-  const db = openDatabase(options.databaseUrl, { max: 10, onQuery: options.onQuery });
+  const metricsToken = options.config.metrics.enabled ? (options.metricsToken ?? options.config.metrics.token) : undefined;
+  if (options.config.metrics.enabled && !metricsToken) {
+    throw new Error('metrics.enabled is true but there is no metrics token: set SVCGEN_METRICS_TOKEN (or metrics.token in svcgen.config.json), which scrapers send as "Authorization: Bearer <token>"');
+  }
+  const { poolSize, statementTimeoutMs, poolWaitTimeoutMs } = options.config.database;
+  const db = openDatabase(options.databaseUrl, { max: poolSize, statementTimeoutMs, poolWaitTimeoutMs, onQuery: options.onQuery });
   const channel = new NotificationChannel(options.databaseUrl, log);
   let credentials: CredentialStore | undefined;
   let auth: UserAuth | undefined;
   let worker: DeliveryWorker | undefined;
+  let unwatch: Array<() => void> = [];
+  const logger = options.logging ? createLogger(options.logging) : silentLogger;
   const mailer =
     options.mailer ??
     createMailer({
@@ -123,10 +132,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       auth,
       box,
       watchedTables: new WatchedTables(db, channel),
+      readiness: new Readiness({
+        // Straight on the pool: not a request's statement, so not reported to onQuery.
+        probe: async () => void (await db.pool.query('SELECT 1')),
+        pendingMigrations: async () => (await pendingMigrations(db, migrationsDir, options.config.environments)).map((p) => `${p.name} in ${p.environment}`),
+        listenerLive: () => channel.live,
+        poolBusy: () => db.pool.waitingCount > 0,
+      }),
       basePath: DATA_BASE_PATH,
       log,
-      requestLog: options.requestLog,
+      logger,
+      metricsToken,
     };
+    unwatch = metricsToken ? [metrics.watchPool(db.pool, 'api'), metrics.watchWebhookQueue(() => webhookQueueDepth(db))] : [];
     // Housekeeping off the request path: expired idempotency entries, old rate-limit windows, auth leftovers.
     const maintenance = setInterval(() => {
       void services.rateLimiter.prune();
@@ -134,35 +152,40 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       void services.auth.prune();
     }, 60_000);
     maintenance.unref();
+    services.readiness.start();
     if (options.worker !== false) worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, box, config: options.config, log });
-    // Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB).
-    const server = createServer({ maxHeaderSize: 65_536 }, createRequestListener(services));
-    server.on('clientError', answerMalformedRequest);
-    server.keepAliveTimeout = 5000;
+    const server = createHttpServer(options.config.http);
+    const drain = drainable(server);
+    server.on('request', createRequestListener(services));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port, options.host, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
     const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
+    logger.info({ url: `http://${shownHost}:${port}`, migrationsApplied: applied.length, webhookWorker: worker !== undefined, metrics: metricsToken !== undefined }, 'server started');
     return {
       url: `http://${shownHost}:${port}`,
       port,
       applied,
       close: () => {
         clearInterval(maintenance);
-        return closeServer(server, async () => {
+        for (const stop of unwatch) stop();
+        return closeServer(drain, options.config.http.drainTimeoutMs, async () => {
           await worker?.stop();
           services.watchedTables.stop();
+          await services.readiness.stop();
           await auth!.stop();
           await mailer.close();
           await credentials!.stop();
           await channel.stop();
           await db.close();
+          logger.info('server stopped');
         });
       },
     };
   } catch (error) {
+    for (const stop of unwatch) stop();
     await worker?.stop().catch(() => {});
     await auth?.stop().catch(() => {});
     await mailer.close().catch(() => {});
@@ -195,39 +218,26 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   }
 }
 
-/**
- * Requests Node's HTTP parser rejects before any handler runs (a head over the size limit, broken
- * syntax) still get a Problem body that says what to fix.
- */
-function answerMalformedRequest(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (!socket.writable || error.code === 'ECONNRESET') {
-    socket.destroy();
-    return;
-  }
-  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge ? 431 : 400;
-  const body = JSON.stringify({
-    type: tooLarge ? '/errors/request-header-too-large' : '/errors/bad-request',
-    title: tooLarge ? 'Request Header Fields Too Large' : 'Bad Request',
-    status,
-    detail: tooLarge
-      ? 'the request line and headers exceed 64 KiB; send long filters in a POST /<table>/_query body'
-      : 'the request is not valid HTTP/1.1',
-    instance: '',
-    errors: [],
+/** Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB). */
+const MAX_HEADER_SIZE = 65_536;
+
+/** node:http with the config's limits: slow heads and bodies are cut off near their timeouts with a 408, connections capped. */
+function createHttpServer(http: Config['http']): Server {
+  const server = createServer({
+    maxHeaderSize: MAX_HEADER_SIZE,
+    headersTimeout: http.headersTimeoutMs,
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    // Node checks the two timeouts only this often (default every 30 s), so a cut comes up to one interval late.
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(http.headersTimeoutMs / 10))),
   });
-  socket.end(
-    `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
-      `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  server.maxConnections = http.maxConnections;
+  server.on('clientError', clientErrorHandler({ headersTimeoutMs: http.headersTimeoutMs, requestTimeoutMs: http.requestTimeoutMs, maxHeaderSize: MAX_HEADER_SIZE }));
+  return server;
 }
 
-/** Stops accepting, lets in-flight requests finish (up to 10 s), then releases the database. */
-async function closeServer(server: Server, release: () => Promise<void>): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  const force = setTimeout(() => server.closeAllConnections(), 10_000);
-  await closed;
-  clearTimeout(force);
+/** Drains the HTTP server (in-flight requests get up to `drainTimeoutMs`), then releases the database. */
+async function closeServer(drain: Drain, drainTimeoutMs: number, release: () => Promise<void>): Promise<void> {
+  await drain.close(drainTimeoutMs);
   await release();
 }

@@ -1,7 +1,7 @@
 /** The long-lived parts of a running server, built once at start and shared by every request. */
 import type { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
-import type { Database, NotificationChannel } from '../db/index.ts';
+import type { Database, NotificationChannel, Readiness } from '../db/index.ts';
 import type { CredentialStore } from '../keys/index.ts';
 import type { Policy } from '../permissions/index.ts';
 import type { Catalog, CursorCodec } from '../query/index.ts';
@@ -10,6 +10,7 @@ import type { CredentialResolver } from '../principal/index.ts';
 import type { SharedRateLimiter } from '../rate-limit/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import type { WatchedTables } from '../webhooks/index.ts';
+import type { Logger } from '../observability/index.ts';
 
 export interface Services {
   readonly config: Config;
@@ -28,8 +29,12 @@ export interface Services {
   readonly box: SecretBox;
   /** Tables with active webhook subscriptions: whether a write captures events. */
   readonly watchedTables: WatchedTables;
+  /** What /readyz answers: database reachable, migrations applied, LISTEN connection up. */
+  readonly readiness: Readiness;
   readonly basePath: string;
   readonly log: (message: string) => void;
-  /** Receives one line per request when request logging is on. */
-  readonly requestLog?: (line: string) => void;
+  /** Structured entries: one per request (at info) and request errors. */
+  readonly logger: Logger;
+  /** Set when GET /metrics is on: the bearer token scrapers send. */
+  readonly metricsToken?: string;
 }

@@ -8,6 +8,7 @@ import { createHmac } from 'node:crypto';
 import { Agent, request } from 'undici';
 import type { Config } from '../config/index.ts';
 import type { Database } from '../db/index.ts';
+import { metrics } from '../observability/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { enqueueSql } from './queue.ts';
 import { checkedLookup, checkLiteralHost, TargetRefused } from './targets.ts';
@@ -135,7 +136,7 @@ const FAILED = `
         trial_until = NULL
       RETURNING 1),
     queued AS (${enqueueSql(`ARRAY(SELECT id FROM d WHERE status = 'retrying')`, `(SELECT next_attempt_at FROM d)`)})
-  SELECT (SELECT status FROM d), (SELECT count(*) FROM circuit), (SELECT count(*) FROM queued)`;
+  SELECT (SELECT status FROM d) AS status, (SELECT count(*) FROM circuit), (SELECT count(*) FROM queued)`;
 
 export class DeliveryAgent {
   private readonly agent: Agent;
@@ -180,6 +181,7 @@ export class DeliveryAgent {
         : undefined,
       ...failed.map(({ c, outcome }) => this.recordFailure(c, outcome)),
     ]);
+    metrics.webhookOutcome('delivered', succeeded.length);
   }
 
   /** Consults the endpoint's circuit: closed → attempt; open → defer; cooled down → one trial at a time. */
@@ -187,12 +189,14 @@ export class DeliveryAgent {
     if (!c.open_until) return true;
     if (c.open_until > c.now) {
       await this.db.query(DEFER, [c.id, c.open_until]);
+      metrics.webhookOutcome('deferred');
       return false;
     }
     if ((await this.db.query(CLAIM_TRIAL, [c.environment, c.endpoint, leaseMs])).length > 0) return true;
     // Another attempt is the trial: look again shortly (a success also wakes the waiting ones, but
     // this delivery may be between its claim and this deferral when that happens).
     await this.db.query(DEFER, [c.id, new Date(c.now.getTime() + TRIAL_RECHECK_MS)]);
+    metrics.webhookOutcome('deferred');
     return false;
   }
 
@@ -201,10 +205,11 @@ export class DeliveryAgent {
     const nextDelay = delays[c.attempts + 1] ?? 0;
     // A target refused by the address policy says nothing about the endpoint's health.
     const countsForCircuit = outcome.error === null || !outcome.error.startsWith('target refused');
-    await this.db.query(FAILED, [
+    const [row] = await this.db.query<{ status: string | null }>(FAILED, [
       c.id, outcome.httpStatus, outcome.error, delays.length, nextDelay,
       c.environment, c.endpoint, this.settings.circuit.failureThreshold, this.settings.circuit.cooldownMs, countsForCircuit,
     ]);
+    if (row?.status === 'dead_letter' || row?.status === 'retrying') metrics.webhookOutcome(row.status);
   }
 
   private async attempt(c: Claimed): Promise<AttemptOutcome> {

@@ -71,6 +71,15 @@ export async function pruneDeliveryHistory(db: Database, retentionSeconds: numbe
   );
 }
 
+/** For /metrics: deliveries in the outbox (not yet jobs), and deliveries waiting for an attempt. */
+export async function webhookQueueDepth(db: Database): Promise<{ outbox: number; waiting: number }> {
+  const [row] = await db.query<{ outbox: number; waiting: number }>(
+    `SELECT (SELECT count(*) FROM svcgen.webhook_outbox)::int AS outbox,
+       (SELECT count(*) FROM svcgen.webhook_deliveries WHERE status IN ('pending', 'retrying', 'deferred'))::int AS waiting`,
+  );
+  return row!;
+}
+
 export interface DeliveryWorker {
   stop(): Promise<void>;
 }

@@ -1,0 +1,87 @@
+/**
+ * Which errors mean "the database cannot answer right now" rather than "this request is wrong" or
+ * "the server has a bug". Requests that hit one get a retryable 503 (runtime/http/reply.ts), and
+ * /readyz reports it; nothing else in the runtime needs to know pg's or Node's error shapes.
+ */
+
+export type DatabaseFaultKind =
+  /** Unreachable, refusing, restarting, shutting down, or the connection dropped mid-request. */
+  | 'unavailable'
+  /** PostgreSQL cancelled the statement at `statement_timeout`. */
+  | 'statement-timeout'
+  /** Every pool connection stayed busy past the pool wait timeout. */
+  | 'pool-timeout';
+
+export interface DatabaseFault {
+  kind: DatabaseFaultKind;
+  /** Says what happened without SQL text, table contents or addresses. */
+  detail: string;
+}
+
+/** Socket-level failures: the database host is gone, refusing, or the connection broke. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * SQLSTATEs of a server that is going away or cannot take us: admin/crash shutdown (57P01, 57P02),
+ * starting up or in recovery (57P03), database dropped under us (57P04), too many connections and
+ * other resource shortages (53xxx), and the whole connection-exception class (08xxx).
+ */
+function unavailableSqlState(code: string): boolean {
+  return code.startsWith('08') || code.startsWith('53') || code === '57P01' || code === '57P02' || code === '57P03' || code === '57P04' || code === '57P05';
+}
+
+// pg and pg-pool raise these as plain Errors, without a code.
+const POOL_WAIT_MESSAGE = 'timeout exceeded when trying to connect';
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'timeout expired',
+  'Cannot use a pool after calling end on the pool',
+];
+
+export function databaseFault(error: unknown): DatabaseFault | undefined {
+  // A fault may be wrapped (pg-pool puts the socket error in `cause`, AggregateError lists attempts).
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
+    const fault = directFault(e as { code?: unknown; message?: unknown; errors?: unknown });
+    if (fault) return fault;
+    const nested = (e as { errors?: unknown[] }).errors;
+    if (Array.isArray(nested)) for (const inner of nested) {
+      const f = databaseFault(inner);
+      if (f) return f;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function directFault(e: { code?: unknown; message?: unknown }): DatabaseFault | undefined {
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : '';
+  if (code === '57014') {
+    // 57014 is also a cancel by pg_cancel_backend(); only statement_timeout's names the timeout.
+    return /statement timeout/.test(message)
+      ? { kind: 'statement-timeout', detail: 'the database statement took longer than the statement timeout and was cancelled' }
+      : { kind: 'unavailable', detail: 'the database cancelled the statement' };
+  }
+  if (/^[0-9A-Z]{5}$/.test(code) && unavailableSqlState(code)) {
+    return { kind: 'unavailable', detail: 'the database is not accepting connections (restarting, shutting down or overloaded)' };
+  }
+  if (NETWORK_CODES.has(code)) return { kind: 'unavailable', detail: 'the database cannot be reached' };
+  if (message === POOL_WAIT_MESSAGE) {
+    return { kind: 'pool-timeout', detail: 'every database connection stayed busy past the pool wait timeout' };
+  }
+  if (UNAVAILABLE_MESSAGES.some((m) => message.startsWith(m))) return { kind: 'unavailable', detail: 'the connection to the database was lost' };
+  return undefined;
+}
