@@ -94,6 +94,8 @@ export interface PrimaryOptions {
   service: ServiceModule;
   config: Config;
   databaseUrl: string;
+  /** The session connection migrations need (serve's --direct-database-url). */
+  directDatabaseUrl?: string;
   workers: number;
   migrate: boolean;
   /** Whether worker 1 delivers webhooks (serve's --worker / --no-worker). */
@@ -109,7 +111,7 @@ export interface PrimaryOptions {
 /** Applies pending migrations once, before any worker starts (the workers run with migrate: false). */
 async function prepareDatabase(options: PrimaryOptions): Promise<number> {
   const { openDatabase, ensureSystemSchema, readMigrations, pendingMigrations, applyMigrations, MigrationError } = await import('../runtime/db/index.ts');
-  const db = openDatabase(options.databaseUrl, { max: 1 });
+  const db = openDatabase(options.directDatabaseUrl ?? options.databaseUrl, { max: 1 });
   try {
     await ensureSystemSchema(db);
     const migrationsDir = path.join(options.projectDir, 'migrations');

@@ -308,7 +308,9 @@ describe('http config', () => {
 });
 
 describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
-  const DRAIN_MS = 3000;
+  // Long enough that the steps below fit inside the drain on a loaded machine; the process exits as
+  // soon as the last request is done, not at the bound (the next test covers the bound).
+  const DRAIN_MS = 20_000;
   let serve: RunningCli;
   let port: number;
   let key: string;
@@ -399,7 +401,8 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
 
     const result = await serve.exited;
     expect(result.code, show(result)).toBe(0);
-    expect(performance.now() - signalled).toBeLessThan(DRAIN_MS + 5000);
+    // It stopped when the last request was done, not at the bound.
+    expect(performance.now() - signalled).toBeLessThan(DRAIN_MS);
     expect(result.stderr).toMatch(/^stopped$/m);
 
     const client = new pg.Client({ connectionString: databaseUrl });

@@ -26,6 +26,7 @@ interface DevOptions {
   port: number;
   host: string;
   databaseUrl?: string;
+  directDatabaseUrl?: string;
   logLevel: string;
 }
 
@@ -34,6 +35,7 @@ export function registerDevCommand(program: Command): void {
     .option('--port <n>', 'port to listen on (0: a free one, kept across restarts)', parsePort, 3000)
     .option('--host <h>', 'address to listen on', '127.0.0.1')
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
+    .option('--direct-database-url <url>', 'session connection string for migrations, LISTEN and webhooks when --database-url is a pooler (default: DIRECT_DATABASE_URL)')
     .addOption(new Option('--log-level <level>', 'passed to serve: info logs a line per request on stdout').choices(['info', 'warn']).default('info'))
     .action(async (options: DevOptions) => {
       await runDev(projectDir(options), options);
@@ -64,7 +66,7 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     process.stderr.write(`${line}\n`);
   };
 
-  const database = await openProjectDatabase(dir, options.databaseUrl);
+  const database = await openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
   if (database.embedded) say('database: embedded PostgreSQL in .svcgen/');
 
   const children = new Set<ChildProcess>();
@@ -87,7 +89,7 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
   const spawnCli = (args: string[]): { child: ChildProcess; closed: Promise<number | null> } | undefined => {
     if (shuttingDown) return undefined;
     // The URL goes by environment rather than argument: `ps` shows arguments, and it may hold a password.
-    const env = { ...process.env, DATABASE_URL: database.url };
+    const env = { ...process.env, DATABASE_URL: database.url, DIRECT_DATABASE_URL: database.directUrl };
     const child = spawn(process.execPath, [cli, ...args, '--project', dir], { stdio: ['ignore', 'pipe', 'pipe'], env });
     children.add(child);
     const closed = new Promise<number | null>((resolve) => {
@@ -123,6 +125,8 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
   /** Starts `svcgen serve`; resolves once it prints `listening on`, or with undefined when it exits first. */
   const startServer = (): Promise<Server | undefined> => {
     const args = ['serve', '--port', String(port), '--host', options.host, '--log-level', options.logLevel];
+    // The child's stdout is a pipe, so its `auto` would pick JSON; what it writes reaches dev's own stdout.
+    if (process.stdout.isTTY) args.push('--log-format', 'pretty');
     const run = spawnCli(args);
     if (!run) return Promise.resolve(undefined);
     const { child } = run;

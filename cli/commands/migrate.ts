@@ -25,19 +25,20 @@ type Loaded = Awaited<ReturnType<typeof load>>;
 
 /** The project's environments and an open database (embedded or not), released by `work`'s end. */
 async function withProjectDatabase<T>(
-  options: { project: string; databaseUrl?: string },
+  options: { project: string; databaseUrl?: string; directDatabaseUrl?: string },
   work: (context: { dir: string; loaded: Loaded; environments: string[]; url: string; db: import('../../runtime/db/index.ts').Database }) => Promise<T>,
 ): Promise<T> {
   const dir = projectDir(options);
   const loaded = await load();
   const { tables } = await loaded.readModel(dir);
   const config = await loaded.loadConfig(dir, tables.map((t) => t.name));
-  const database = await loaded.openProjectDatabase(dir, options.databaseUrl);
+  const database = await loaded.openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
   try {
-    const db = loaded.db.openDatabase(database.url, { max: 2 });
+    // Migrations hold an advisory lock and set session state: a session connection, never a transaction pooler.
+    const db = loaded.db.openDatabase(database.directUrl, { max: 2 });
     try {
       await loaded.db.ensureSystemSchema(db);
-      return await work({ dir, loaded, environments: config.environments, url: database.url, db });
+      return await work({ dir, loaded, environments: config.environments, url: database.directUrl, db });
     } finally {
       await db.close();
     }
@@ -53,6 +54,7 @@ async function applyAll(loaded: Loaded, db: import('../../runtime/db/index.ts').
 }
 
 const DATABASE_URL_HELP = 'PostgreSQL connection string (default: DATABASE_URL, else embedded)';
+const DIRECT_DATABASE_URL_HELP = 'session connection string used instead of a pooler\'s (default: DIRECT_DATABASE_URL, else the database URL)';
 
 const DEV_HELP = `
 Before writing the migration, svcgen checks it against the rows of every environment, as
@@ -86,8 +88,9 @@ export function registerMigrateCommands(program: Command): void {
     .option('--accept-data-loss', 'write and apply the migration despite data-loss warnings (never for steps that cannot be executed)')
     .option('--create-only', 'write the migration file but do not apply it (edit it, then `svcgen migrate deploy`)')
     .option('--database-url <url>', DATABASE_URL_HELP)
+    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
     .addHelpText('after', DEV_HELP)
-    .action(async (options: { project: string; name?: string; acceptDataLoss?: boolean; createOnly?: boolean; databaseUrl?: string }) => {
+    .action(async (options: { project: string; name?: string; acceptDataLoss?: boolean; createOnly?: boolean; databaseUrl?: string; directDatabaseUrl?: string }) => {
       if (options.name !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(options.name)) throw new UsageError('--name may use letters, digits, _ and - only');
       await withProjectDatabase(options, async ({ dir, loaded, environments, url, db }) => {
         const { migrateDev } = await import('../migrate-dev.ts');
@@ -118,7 +121,8 @@ export function registerMigrateCommands(program: Command): void {
 
   withProject(migrate.command('deploy').description('apply pending migrations to every environment; never prompts'))
     .option('--database-url <url>', DATABASE_URL_HELP)
-    .action(async (options: { project: string; databaseUrl?: string }) => {
+    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
+    .action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
       await withProjectDatabase(options, ({ dir, loaded, environments, db }) => applyAll(loaded, db, dir, environments));
     });
 
@@ -126,8 +130,9 @@ export function registerMigrateCommands(program: Command): void {
     .option('--rolled-back <name>', 'the failed migration, e.g. 20260101120000_add_note')
     .option('--applied <name>', 'a migration whose changes were made by hand')
     .option('--database-url <url>', DATABASE_URL_HELP)
+    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
     .addHelpText('after', RESOLVE_HELP)
-    .action(async (options: { project: string; rolledBack?: string; applied?: string; databaseUrl?: string }) => {
+    .action(async (options: { project: string; rolledBack?: string; applied?: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
       if ((options.rolledBack === undefined) === (options.applied === undefined)) throw new UsageError('migrate resolve needs one of --rolled-back <name> or --applied <name>');
       await withProjectDatabase(options, async ({ dir, loaded, environments, db }) => {
         const migrationsDir = path.join(dir, 'migrations');
@@ -146,8 +151,9 @@ export function registerMigrateCommands(program: Command): void {
   withProject(migrate.command('reset').description('development only: drop every environment\'s data and apply all migrations again'))
     .option('--force', 'do not ask (needed when not on a terminal)')
     .option('--database-url <url>', DATABASE_URL_HELP)
+    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
     .addHelpText('after', RESET_HELP)
-    .action(async (options: { project: string; force?: boolean; databaseUrl?: string }) => {
+    .action(async (options: { project: string; force?: boolean; databaseUrl?: string; directDatabaseUrl?: string }) => {
       if (process.env.NODE_ENV === 'production') {
         throw new Error('migrate reset drops every environment\'s data, and NODE_ENV=production: refusing (resolve a failed migration with `svcgen migrate resolve` instead)');
       }

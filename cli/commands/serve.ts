@@ -11,6 +11,7 @@ interface ServeOptions {
   port: number;
   host: string;
   databaseUrl?: string;
+  directDatabaseUrl?: string;
   migrate: boolean;
   worker: boolean;
   logLevel: 'info' | 'warn';
@@ -48,6 +49,7 @@ export function registerServeCommands(program: Command): void {
     .option('--port <n>', 'port to listen on', parsePort, 3000)
     .option('--host <h>', 'address to listen on', '127.0.0.1')
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
+    .option('--direct-database-url <url>', 'session connection string for migrations, LISTEN and webhooks when --database-url is a transaction pooler (default: DIRECT_DATABASE_URL, else the database URL)')
     .option('--no-migrate', 'do not apply pending migrations')
     .option('--no-worker', 'do not deliver webhooks in this process (run `svcgen worker` for that)')
     .addOption(new Option('--log-level <level>', 'info: an entry per request (reqId, method, path, status, durationMs, caller) on stdout; warn: problems only').choices(['info', 'warn']).default('info'))
@@ -62,14 +64,20 @@ export function registerServeCommands(program: Command): void {
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
       const { service, config } = await loadService(dir);
-      const database = await openProjectDatabase(dir, options.databaseUrl, (line) => console.error(`database: ${line}`));
+      const database = await openProjectDatabase(dir, options.databaseUrl, (line) => console.error(`database: ${line}`), options.directDatabaseUrl);
       if (options.workers > 1) return serveAsPrimary(dir, service, config, database, stopSignal, options);
       const { startServer } = await import('../../runtime/index.ts');
       let server;
       try {
         const { refuseUnmigratedModel } = await import('../migration-record.ts');
-        await refuseUnmigratedModel(dir, database.url, options.project === '.' ? '' : ` --project ${options.project}`);
-        server = await startServer({ ...serverOptions(dir, service, config, options), databaseUrl: database.url, migrate: options.migrate, worker: options.worker });
+        await refuseUnmigratedModel(dir, database.directUrl, options.project === '.' ? '' : ` --project ${options.project}`);
+        server = await startServer({
+          ...serverOptions(dir, service, config, options),
+          databaseUrl: database.url,
+          directDatabaseUrl: database.directUrl,
+          migrate: options.migrate,
+          worker: options.worker,
+        });
       } catch (error) {
         await database.release();
         throw error;
@@ -84,19 +92,21 @@ export function registerServeCommands(program: Command): void {
 
   withProject(program.command('worker').description('deliver webhooks without serving HTTP (scale delivery apart from the API)'))
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
-    .action(async (options: { project: string; databaseUrl?: string }) => {
+    .option('--direct-database-url <url>', 'session connection string for migrations, LISTEN and webhooks when --database-url is a transaction pooler (default: DIRECT_DATABASE_URL, else the database URL)')
+    .action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
       const dir = projectDir(options);
       const stopSignal = nextStopSignal();
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
       const { startWorkerProcess } = await import('../../runtime/index.ts');
       const { config } = await loadService(dir);
-      const database = await openProjectDatabase(dir, options.databaseUrl);
+      const database = await openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
       let worker;
       try {
         worker = await startWorkerProcess({
           config,
           databaseUrl: database.url,
+          directDatabaseUrl: database.directUrl,
           secret: process.env.SVCGEN_SECRET || undefined,
           log: (m) => console.error(m),
         });
@@ -134,7 +144,7 @@ async function serveAsPrimary(
   dir: string,
   service: ServiceModule,
   config: Config,
-  database: { url: string; release(): Promise<void> },
+  database: { url: string; directUrl: string; release(): Promise<void> },
   stopSignal: Promise<NodeJS.Signals>,
   options: ServeOptions,
 ): Promise<void> {
@@ -142,12 +152,13 @@ async function serveAsPrimary(
   let code: number;
   try {
     const { refuseUnmigratedModel } = await import('../migration-record.ts');
-    await refuseUnmigratedModel(dir, database.url, options.project === '.' ? '' : ` --project ${options.project}`);
+    await refuseUnmigratedModel(dir, database.directUrl, options.project === '.' ? '' : ` --project ${options.project}`);
     code = await runPrimary({
       projectDir: dir,
       service,
       config,
       databaseUrl: database.url,
+      directDatabaseUrl: database.directUrl,
       workers: options.workers,
       migrate: options.migrate,
       delivery: options.worker,
@@ -174,7 +185,9 @@ async function serveAsWorker(dir: string, options: ServeOptions): Promise<void> 
     const { loadService } = await import('../project.ts');
     const { startServer } = await import('../../runtime/index.ts');
     const { service, config } = await loadService(dir);
-    const server = await startServer({ ...serverOptions(dir, service, config, options), databaseUrl, migrate: false, worker: delivery });
+    // Workers run this command's argv and environment again, so they find the same direct URL.
+    const directDatabaseUrl = options.directDatabaseUrl || process.env.DIRECT_DATABASE_URL || databaseUrl;
+    const server = await startServer({ ...serverOptions(dir, service, config, options), databaseUrl, directDatabaseUrl, migrate: false, worker: delivery });
     reportListening(server.url);
     await stopRequest;
     await server.close();

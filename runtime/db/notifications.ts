@@ -6,6 +6,7 @@
  * (`live` is false, `epoch` has moved).
  */
 import pg from 'pg';
+import { connectionConfig } from './connection.ts';
 import type { Queryable } from './pool.ts';
 
 const CHANNEL = 'svcgen';
@@ -122,7 +123,7 @@ export class NotificationChannel {
 
   private async connect(): Promise<void> {
     const client = new pg.Client({
-      connectionString: this.databaseUrl,
+      ...connectionConfig(this.databaseUrl),
       application_name: LISTENER_APPLICATION_NAME,
       // An attempt that hangs (a host that vanished drops packets instead of refusing) would
       // otherwise never settle, and no further attempt would ever be scheduled.

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { createHash } from 'node:crypto';
+import { connectionConfig } from './connection.ts';
 
 /** Quotes an SQL identifier; every table, column and schema name goes through here. */
 export function ident(name: string): string {
@@ -37,17 +38,19 @@ class ClientQueries implements Queryable {
   constructor(
     private readonly client: pg.Pool | pg.PoolClient,
     private readonly onQuery?: (text: string) => void,
+    /** false behind a transaction pooler: the next statement may reach a connection that never prepared it. */
+    private readonly named = true,
   ) {}
 
   async query<R = Row>(text: string, values: readonly unknown[] = []): Promise<R[]> {
     this.onQuery?.(text);
-    const result = await this.client.query<R & pg.QueryResultRow>({ text, values: values as unknown[], name: statementName(text) });
+    const result = await this.client.query<R & pg.QueryResultRow>({ text, values: values as unknown[], name: this.named ? statementName(text) : undefined });
     return result.rows;
   }
 
   async queryArrays(text: string, values: readonly unknown[] = []): Promise<unknown[][]> {
     this.onQuery?.(text);
-    const result = await this.client.query({ text, values: values as unknown[], name: statementName(text), rowMode: 'array' });
+    const result = await this.client.query({ text, values: values as unknown[], name: this.named ? statementName(text) : undefined, rowMode: 'array' });
     return result.rows as unknown[][];
   }
 }
@@ -84,6 +87,13 @@ export interface DatabaseOptions {
    * (`ALTER ROLE ... SET statement_timeout`) or PgBouncer's query_timeout.
    */
   statementTimeoutVia?: 'startup' | 'transaction';
+  /**
+   * The URL is a transaction-pooling PgBouncer's (1.18 as Debian 12 ships it): no startup options
+   * (so no TimeZone either: the database's default must be UTC, which startServer checks), the
+   * statement timeout set per transaction, and unnamed statements only, since a named statement
+   * prepared on one server connection is unknown on the next (PgBouncer < 1.21 does not track them).
+   */
+  transactionPooler?: boolean;
   /** How long pool.connect() may wait for a free connection or a new one (database.poolWaitTimeoutMs). */
   poolWaitTimeoutMs?: number;
   onQuery?: (text: string) => void;
@@ -91,14 +101,15 @@ export interface DatabaseOptions {
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
   const timeoutMs = options.statementTimeoutMs ?? 0;
-  const via = options.statementTimeoutVia ?? 'startup';
+  const pooler = options.transactionPooler ?? false;
+  const via = pooler ? 'transaction' : (options.statementTimeoutVia ?? 'startup');
   // DateTime columns are `timestamp(3)` holding UTC (as Prisma writes them): pin the session time
   // zone so now() and CURRENT_TIMESTAMP defaults are stored as UTC too.
   const pool = new pg.Pool({
-    connectionString: url,
+    ...connectionConfig(url),
     max: options.max ?? 10,
     types: types as pg.CustomTypesConfig,
-    options: `-c TimeZone=UTC${timeoutMs > 0 && via === 'startup' ? ` -c statement_timeout=${timeoutMs}` : ''}`,
+    options: pooler ? undefined : `-c TimeZone=UTC${timeoutMs > 0 && via === 'startup' ? ` -c statement_timeout=${timeoutMs}` : ''}`,
     // Without a bound, a request waits for a connection for as long as the database is away.
     connectionTimeoutMillis: options.poolWaitTimeoutMs ?? 0,
     // A peer that vanished without closing (host down, network cut) is noticed instead of hanging.
@@ -107,7 +118,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   const begin = timeoutMs > 0 && via === 'transaction' ? `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}` : 'BEGIN';
   // An idle client's connection error must not crash the process; the pool replaces the client.
   pool.on('error', () => {});
-  const queries = new ClientQueries(pool, options.onQuery);
+  const queries = new ClientQueries(pool, options.onQuery, !pooler);
   return {
     pool,
     query: (text, values) => queries.query(text, values),
@@ -117,7 +128,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
       let broken: Error | undefined;
       try {
         await client.query(begin);
-        const result = await work(new ClientQueries(client, options.onQuery));
+        const result = await work(new ClientQueries(client, options.onQuery, !pooler));
         await client.query('COMMIT');
         return result;
       } catch (error) {
@@ -133,4 +144,21 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     },
     close: () => pool.end(),
   };
+}
+
+/**
+ * Behind a transaction pooler no connection option sets TimeZone, so sessions keep the database's
+ * default; `timestamp` columns hold UTC (now() defaults included), so anything else is refused.
+ */
+export async function requireUtcSessions(db: Queryable): Promise<void> {
+  // Offsets in winter and summer: a zone with a UTC offset of 0 all year is as good as UTC.
+  const [row] = await db.query<{ zone: string; utc: boolean; database: string; role: string }>(
+    `SELECT current_setting('TimeZone') AS zone, current_database() AS database, current_user AS role,
+       EXTRACT(timezone FROM '2000-01-01 00:00+00'::timestamptz) = 0 AND EXTRACT(timezone FROM '2000-07-01 00:00+00'::timestamptz) = 0 AS utc`,
+  );
+  if (row!.utc) return;
+  throw new Error(
+    `the pooled database connection's TimeZone is ${row!.zone}, not UTC, and through a transaction pooler svcgen cannot set it per connection: ` +
+      `run ALTER DATABASE ${ident(row!.database)} SET TimeZone TO 'UTC' (or ALTER ROLE ${ident(row!.role)} SET TimeZone TO 'UTC'), then RECONNECT in PgBouncer's admin console`,
+  );
 }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
-import { applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, Readiness, readMigrations, type AppliedMigration } from '../db/index.ts';
+import { applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, Readiness, readMigrations, requireUtcSessions, type AppliedMigration } from '../db/index.ts';
 import { clientAddress, clientErrorHandler, drainable, type Drain } from '../http/index.ts';
 import { pruneIdempotency } from '../idempotency/index.ts';
 import { createMailer, type Mailer } from '../mail/index.ts';
@@ -29,6 +29,12 @@ export interface ServerOptions {
   service: ServiceModule;
   config: Config;
   databaseUrl: string;
+  /**
+   * DIRECT_DATABASE_URL: a session connection for what needs one (schema install, migrations and
+   * their advisory lock, LISTEN, graphile-worker's runner). When it differs from databaseUrl, that
+   * one is taken for a transaction-pooling PgBouncer's (README "PgBouncer and managed PostgreSQL").
+   */
+  directDatabaseUrl?: string;
   port: number;
   host: string;
   /** Apply pending migrations to every environment before listening (default true). */
@@ -67,8 +73,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw new Error('metrics.enabled is true but there is no metrics token: set SVCGEN_METRICS_TOKEN (or metrics.token in svcgen.config.json), which scrapers send as "Authorization: Bearer <token>"');
   }
   const { poolSize, statementTimeoutMs, poolWaitTimeoutMs } = options.config.database;
-  const db = openDatabase(options.databaseUrl, { max: poolSize, statementTimeoutMs, poolWaitTimeoutMs, onQuery: options.onQuery });
-  const channel = new NotificationChannel(options.databaseUrl, log);
+  const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
+  const pooled = directUrl !== options.databaseUrl;
+  const db = openDatabase(options.databaseUrl, { max: poolSize, statementTimeoutMs, poolWaitTimeoutMs, transactionPooler: pooled, onQuery: options.onQuery });
+  // Closed once started: only start-up needs a session besides LISTEN and the worker's runner.
+  const direct = pooled ? openDatabase(directUrl, { max: 1 }) : db;
+  const channel = new NotificationChannel(directUrl, log);
   let credentials: CredentialStore | undefined;
   let auth: UserAuth | undefined;
   let worker: DeliveryWorker | undefined;
@@ -83,7 +93,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log,
     });
   try {
-    await ensureSystemSchema(db);
+    await ensureSystemSchema(direct);
+    if (pooled) await requireUtcSessions(db);
     const migrationsDir = path.join(options.projectDir, 'migrations');
     // Serving tables that do not exist would answer 500s: refuse, and say what fixes it.
     if (Object.keys(options.service.tables).length > 0 && (await readMigrations(migrationsDir)).length === 0) {
@@ -97,10 +108,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         );
       }
     }
-    const applied = options.migrate === false ? [] : await applyMigrations(db, migrationsDir, options.config.environments, (m) =>
+    const applied = options.migrate === false ? [] : await applyMigrations(direct, migrationsDir, options.config.environments, (m) =>
           options.log?.(`applying migration ${m.name} to ${m.environment}`),
         );
-    await installDeliveryQueue(options.databaseUrl, log);
+    await installDeliveryQueue(directUrl, log);
+    if (pooled) await direct.close();
     await channel.start();
     credentials = new CredentialStore(db, channel, options.managementToken);
     credentials.start();
@@ -153,7 +165,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }, 60_000);
     maintenance.unref();
     services.readiness.start();
-    if (options.worker !== false) worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, box, config: options.config, log });
+    if (options.worker !== false) worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, directDatabaseUrl: directUrl, box, config: options.config, log });
     const server = createHttpServer(options.config.http);
     const drain = drainable(server);
     server.on('request', createRequestListener(services));
@@ -192,6 +204,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await credentials?.stop().catch(() => {});
     await channel.stop();
     await db.close().catch(() => {});
+    if (pooled) await direct.close().catch(() => {});
     throw error;
   }
 }
@@ -199,6 +212,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 export interface WorkerProcessOptions {
   config: Config;
   databaseUrl: string;
+  /** DIRECT_DATABASE_URL (see ServerOptions). */
+  directDatabaseUrl?: string;
   /** SVCGEN_SECRET: must be the one the servers use, or webhook secrets cannot be opened to sign. */
   secret?: string;
   log?: (message: string) => void;
@@ -207,12 +222,13 @@ export interface WorkerProcessOptions {
 /** `svcgen worker`: webhook delivery without the HTTP server, to scale API and delivery apart. */
 export async function startWorkerProcess(options: WorkerProcessOptions): Promise<{ stop(): Promise<void> }> {
   const log = options.log ?? ((m: string) => console.error(m));
-  const db = openDatabase(options.databaseUrl, { max: 2 });
+  const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
+  const db = openDatabase(directUrl, { max: 2 });
   try {
     await ensureSystemSchema(db);
-    await installDeliveryQueue(options.databaseUrl, log);
+    await installDeliveryQueue(directUrl, log);
     const box = await SecretBox.open(db, options.secret);
-    return await startDeliveryWorker({ databaseUrl: options.databaseUrl, box, config: options.config, log });
+    return await startDeliveryWorker({ databaseUrl: options.databaseUrl, directDatabaseUrl: directUrl, box, config: options.config, log });
   } finally {
     await db.close().catch(() => {});
   }

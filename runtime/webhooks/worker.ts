@@ -7,7 +7,7 @@
 import { Logger, run, runMigrations, type Runner } from 'graphile-worker';
 import pg from 'pg';
 import type { Config } from '../config/index.ts';
-import { openDatabase, type Database } from '../db/index.ts';
+import { connectionConfig, openDatabase, type Database } from '../db/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
 import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, QUEUE_SCHEMA } from './queue.ts';
@@ -33,14 +33,19 @@ const QUEUE_MIGRATION_LOCK_KEY = 72707370;
 
 /** Creates or upgrades the job queue's schema; data statements queue jobs, so it precedes serving. */
 export async function installDeliveryQueue(databaseUrl: string, log: (message: string) => void): Promise<void> {
-  const lock = new pg.Client({ connectionString: databaseUrl });
+  const lock = new pg.Client(connectionConfig(databaseUrl));
   lock.on('error', () => {});
-  await lock.connect();
+  // A pool of ours rather than graphile-worker's connectionString: pg alone would read sslmode its own way.
+  const pgPool = new pg.Pool({ ...connectionConfig(databaseUrl), max: 1 });
+  pgPool.on('error', () => {});
+  pgPool.on('connect', (client) => client.on('error', () => {}));
   try {
+    await lock.connect();
     await lock.query('SELECT pg_advisory_lock($1)', [QUEUE_MIGRATION_LOCK_KEY]);
-    await runMigrations({ connectionString: databaseUrl, schema: QUEUE_SCHEMA, logger: quietLogger(log) });
+    await runMigrations({ pgPool, schema: QUEUE_SCHEMA, logger: quietLogger(log) });
   } finally {
     await lock.end().catch(() => {});
+    await pgPool.end().catch(() => {});
   }
 }
 
@@ -86,6 +91,11 @@ export interface DeliveryWorker {
 
 export interface DeliveryWorkerOptions {
   databaseUrl: string;
+  /**
+   * A session connection (DIRECT_DATABASE_URL) for graphile-worker's runner, which LISTENs and
+   * holds session state; when it differs from databaseUrl, that one is a transaction pooler's.
+   */
+  directDatabaseUrl?: string;
   box: SecretBox;
   config: Config;
   log: (message: string) => void;
@@ -95,15 +105,19 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   const settings = options.config.webhooks;
   // Its own few connections: attempts hold none while they wait on a receiver, and deliveries
   // neither wait behind API requests nor take their connections.
-  const db = openDatabase(options.databaseUrl, { max: 5 });
+  const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
+  const db = openDatabase(options.databaseUrl, { max: 5, transactionPooler: directUrl !== options.databaseUrl });
+  const queuePool = new pg.Pool({ ...connectionConfig(directUrl), max: 4 });
+  // Dropped connections are graphile-worker's to notice (the runner restarts); none may crash the process.
+  queuePool.on('error', () => {});
+  queuePool.on('connect', (client) => client.on('error', () => {}));
   const agent = new DeliveryAgent(db, options.box, settings);
   const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
   const start = () =>
     run({
-      connectionString: options.databaseUrl,
+      pgPool: queuePool,
       schema: QUEUE_SCHEMA,
       concurrency: settings.concurrency,
-      maxPoolSize: 4,
       // Retry delays can be a second or less: look for due jobs often enough to keep them.
       pollInterval: 250,
       noHandleSignals: true,
@@ -165,6 +179,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   } catch (error) {
     await agent.close();
     await db.close();
+    await queuePool.end().catch(() => {});
     throw error;
   }
   // The outbox drain: new deliveries into the job queue, many per statement.
@@ -199,6 +214,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       await runner?.stop().catch(failed('runner stop'));
       await agent.close();
       await db.close();
+      await queuePool.end().catch(() => {});
     },
   };
 }

@@ -38,7 +38,7 @@ export interface CliOptions {
 /** The parent's environment without the variables that would change which database or token the CLI uses. */
 export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['DATABASE_URL', 'SVCGEN_MANAGEMENT_TOKEN', 'SVCGEN_SMTP_URL']) delete env[name];
+  for (const name of ['DATABASE_URL', 'DIRECT_DATABASE_URL', 'SVCGEN_MANAGEMENT_TOKEN', 'SVCGEN_SMTP_URL', 'SVCGEN_METRICS_TOKEN']) delete env[name];
   for (const [name, value] of Object.entries(extra)) {
     if (value === undefined) delete env[name];
     else env[name] = value;
