@@ -76,7 +76,8 @@ describe('a role that owns its database but is not superuser', () => {
     admin.on('error', () => {});
     await admin.connect();
     await admin.query(`DROP ROLE IF EXISTS ${role}`);
-    await admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE`);
+    // A password, since the embedded PostgreSQL authenticates with SCRAM (the system one may trust).
+    await admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '${role}-pw'`);
     await admin.query(`ALTER DATABASE ${database.name} OWNER TO ${role}`);
     await admin.query('ALTER SCHEMA public OWNER TO ' + role);
   });
@@ -91,7 +92,7 @@ describe('a role that owns its database but is not superuser', () => {
   it('installs the system schema and the job queue', async () => {
     const url = new URL(database.url);
     url.username = role;
-    url.password = '';
+    url.password = `${role}-pw`;
     const db = openDatabase(url.toString(), { max: 1 });
     try {
       const [me] = await db.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_roles WHERE rolname = current_user');
@@ -138,7 +139,9 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
       path.join(dir, 'pgbouncer.ini'),
       [
         '[databases]',
-        `${database.name} = host=${target.hostname} port=${target.port || 5432} dbname=${database.name}`,
+        // The server login's user and password (the embedded PostgreSQL wants one; clients are trusted).
+        `${database.name} = host=${target.hostname} port=${target.port || 5432} dbname=${database.name}` +
+          (target.password ? ` user=${decodeURIComponent(target.username)} password=${decodeURIComponent(target.password)}` : ''),
         '[pgbouncer]',
         'listen_addr = 127.0.0.1',
         `listen_port = ${port}`,
@@ -152,7 +155,7 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
         'ignore_startup_parameters = extra_float_digits',
       ].join('\n') + '\n',
     );
-    await writeFile(path.join(dir, 'users.txt'), `"${decodeURIComponent(target.username) || 'postgres'}" ""\n`);
+    await writeFile(path.join(dir, 'users.txt'), `"${decodeURIComponent(target.username) || 'postgres'}" "${decodeURIComponent(target.password)}"\n`);
     // PgBouncer refuses to run as root (CI's containers): -u drops to the postgres user Debian's package made.
     const asRoot = process.getuid?.() === 0;
     if (asRoot) await chmod(dir, 0o755);
