@@ -8,6 +8,16 @@ export function withProject(command: Command): Command {
   return command.option('--project <dir>', 'the project folder', '.');
 }
 
+/** The database options of every command that opens one (CONTRACT §3; cli/database.ts reads them). */
+export function withDatabase(command: Command): Command {
+  return command
+    .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
+    .option(
+      '--direct-database-url <url>',
+      'session connection string for migrations, LISTEN and webhooks when --database-url is a transaction pooler (default: DIRECT_DATABASE_URL, else the database URL)',
+    );
+}
+
 /** The project folder; one that does not exist is a usage error naming it (exit 2). */
 export function projectDir(options: { project?: string }): string {
   const dir = path.resolve(options.project ?? '.');

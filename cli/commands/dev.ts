@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import type { ApiChange } from '../../generator/diff/diff-models.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
-import { parsePort, projectDir, withProject } from '../options.ts';
+import { parsePort, projectDir, withDatabase, withProject } from '../options.ts';
 
 /** Editors save in bursts (write + rename + chmod); one cycle per burst. */
 const DEBOUNCE_MS = 150;
@@ -31,11 +31,9 @@ interface DevOptions {
 }
 
 export function registerDevCommand(program: Command): void {
-  withProject(program.command('dev').description('serve and watch: an edit of schema.prisma or svcgen.config.json regenerates, migrates the dev database and restarts'))
+  withDatabase(withProject(program.command('dev').description('serve and watch: an edit of schema.prisma or svcgen.config.json regenerates, migrates the dev database and restarts')))
     .option('--port <n>', 'port to listen on (0: a free one, kept across restarts)', parsePort, 3000)
     .option('--host <h>', 'address to listen on', '127.0.0.1')
-    .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
-    .option('--direct-database-url <url>', 'session connection string for migrations, LISTEN and webhooks when --database-url is a pooler (default: DIRECT_DATABASE_URL)')
     .addOption(new Option('--log-level <level>', 'passed to serve: info logs a line per request on stdout').choices(['info', 'warn']).default('info'))
     .action(async (options: DevOptions) => {
       await runDev(projectDir(options), options);

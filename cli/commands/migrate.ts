@@ -2,7 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { projectDir, withProject } from '../options.ts';
+import { projectDir, withDatabase, withProject } from '../options.ts';
 import { UsageError } from '../usage-error.ts';
 
 function timestamp(date = new Date()): string {
@@ -53,8 +53,6 @@ async function applyAll(loaded: Loaded, db: import('../../runtime/db/index.ts').
   for (const a of applied) console.log(`applied ${a.name} to ${a.environment}`);
 }
 
-const DATABASE_URL_HELP = 'PostgreSQL connection string (default: DATABASE_URL, else embedded)';
-const DIRECT_DATABASE_URL_HELP = 'session connection string used instead of a pooler\'s (default: DIRECT_DATABASE_URL, else the database URL)';
 
 const DEV_HELP = `
 Before writing the migration, svcgen checks it against the rows of every environment, as
@@ -83,12 +81,10 @@ tables (API keys, management tokens, user accounts, webhooks) are kept. Asks y/N
 export function registerMigrateCommands(program: Command): void {
   const migrate = program.command('migrate').description('create and apply SQL migrations (Prisma layout); see docs/migrations.md');
 
-  withProject(migrate.command('dev').description('apply pending migrations, write a migration for the model changes since the last one, then apply it'))
+  withDatabase(withProject(migrate.command('dev').description('apply pending migrations, write a migration for the model changes since the last one, then apply it')))
     .option('--name <name>', 'a short name for the migration, e.g. add_order_note (needed when the model changed)')
     .option('--accept-data-loss', 'write and apply the migration despite data-loss warnings (never for steps that cannot be executed)')
     .option('--create-only', 'write the migration file but do not apply it (edit it, then `svcgen migrate deploy`)')
-    .option('--database-url <url>', DATABASE_URL_HELP)
-    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
     .addHelpText('after', DEV_HELP)
     .action(async (options: { project: string; name?: string; acceptDataLoss?: boolean; createOnly?: boolean; databaseUrl?: string; directDatabaseUrl?: string }) => {
       if (options.name !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(options.name)) throw new UsageError('--name may use letters, digits, _ and - only');
@@ -119,18 +115,14 @@ export function registerMigrateCommands(program: Command): void {
       });
     });
 
-  withProject(migrate.command('deploy').description('apply pending migrations to every environment; never prompts'))
-    .option('--database-url <url>', DATABASE_URL_HELP)
-    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
+  withDatabase(withProject(migrate.command('deploy').description('apply pending migrations to every environment; never prompts')))
     .action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
       await withProjectDatabase(options, ({ dir, loaded, environments, db }) => applyAll(loaded, db, dir, environments));
     });
 
-  withProject(migrate.command('resolve').description('resolve a failed migration: mark it rolled back (to apply it again) or applied'))
+  withDatabase(withProject(migrate.command('resolve').description('resolve a failed migration: mark it rolled back (to apply it again) or applied')))
     .option('--rolled-back <name>', 'the failed migration, e.g. 20260101120000_add_note')
     .option('--applied <name>', 'a migration whose changes were made by hand')
-    .option('--database-url <url>', DATABASE_URL_HELP)
-    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
     .addHelpText('after', RESOLVE_HELP)
     .action(async (options: { project: string; rolledBack?: string; applied?: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
       if ((options.rolledBack === undefined) === (options.applied === undefined)) throw new UsageError('migrate resolve needs one of --rolled-back <name> or --applied <name>');
@@ -148,10 +140,8 @@ export function registerMigrateCommands(program: Command): void {
       });
     });
 
-  withProject(migrate.command('reset').description('development only: drop every environment\'s data and apply all migrations again'))
+  withDatabase(withProject(migrate.command('reset').description('development only: drop every environment\'s data and apply all migrations again')))
     .option('--force', 'do not ask (needed when not on a terminal)')
-    .option('--database-url <url>', DATABASE_URL_HELP)
-    .option('--direct-database-url <url>', DIRECT_DATABASE_URL_HELP)
     .addHelpText('after', RESET_HELP)
     .action(async (options: { project: string; force?: boolean; databaseUrl?: string; directDatabaseUrl?: string }) => {
       if (process.env.NODE_ENV === 'production') {

@@ -1,7 +1,7 @@
 /** serve: migrate, listen, deliver webhooks, stop cleanly on SIGINT/SIGTERM; worker: delivery alone. */
 import os from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { parsePort, projectDir, withProject } from '../options.ts';
+import { parsePort, projectDir, withDatabase, withProject } from '../options.ts';
 import type { Config } from '../../runtime/config/index.ts';
 import type { ServiceModule } from '../../runtime/model/index.ts';
 import type { ServerOptions } from '../../runtime/server/index.ts';
@@ -45,11 +45,9 @@ function serverOptions(dir: string, service: ServiceModule, config: Config, opti
 }
 
 export function registerServeCommands(program: Command): void {
-  withProject(program.command('serve').description('apply pending migrations and serve the API'))
+  withDatabase(withProject(program.command('serve').description('apply pending migrations and serve the API')))
     .option('--port <n>', 'port to listen on', parsePort, 3000)
     .option('--host <h>', 'address to listen on', '127.0.0.1')
-    .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
-    .option('--direct-database-url <url>', 'session connection string for migrations, LISTEN and webhooks when --database-url is a transaction pooler (default: DIRECT_DATABASE_URL, else the database URL)')
     .option('--no-migrate', 'do not apply pending migrations')
     .option('--no-worker', 'do not deliver webhooks in this process (run `svcgen worker` for that)')
     .addOption(new Option('--log-level <level>', 'info: an entry per request (reqId, method, path, status, durationMs, caller) on stdout; warn: problems only').choices(['info', 'warn']).default('info'))
@@ -90,9 +88,7 @@ export function registerServeCommands(program: Command): void {
       console.error('stopped');
     });
 
-  withProject(program.command('worker').description('deliver webhooks without serving HTTP (scale delivery apart from the API)'))
-    .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')
-    .option('--direct-database-url <url>', 'session connection string for migrations, LISTEN and webhooks when --database-url is a transaction pooler (default: DIRECT_DATABASE_URL, else the database URL)')
+  withDatabase(withProject(program.command('worker').description('deliver webhooks without serving HTTP (scale delivery apart from the API)')))
     .action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
       const dir = projectDir(options);
       const stopSignal = nextStopSignal();
