@@ -10,11 +10,17 @@
  * Webhook delivery runs in worker 1 only (and in its replacement): graphile-worker would be safe in
  * all of them, but every copy adds its own pool and LISTEN connection against max_connections while
  * one process keeps up with what one `svcgen serve` delivers; `svcgen worker` scales delivery apart.
+ *
+ * /metrics (when on) answers for the whole server whichever worker gets the scrape: that worker asks
+ * the primary, which collects every listening worker's metrics and adds them up
+ * (runtime/observability/aggregate.ts).
  */
 import cluster, { type Worker } from 'node:cluster';
 import path from 'node:path';
 import type { Config } from '../runtime/config/index.ts';
 import type { ServiceModule } from '../runtime/model/index.ts';
+import type { MetricsJson, MetricsText } from '../runtime/observability/index.ts';
+import type { WorkerMetrics } from '../runtime/observability/aggregate.ts';
 
 /** The worker's settings, handed over by the primary in the environment of the fork. */
 const DATABASE_URL_VARIABLE = 'SVCGEN_WORKER_DATABASE_URL';
@@ -27,6 +33,30 @@ interface ListeningMessage {
 interface StopMessage {
   svcgen: 'stop';
 }
+/** A worker asks for the whole server's /metrics text. */
+interface MetricsRequest {
+  svcgen: 'metrics';
+  id: number;
+}
+/** The primary asks each worker for its own metrics... */
+interface CollectMetrics {
+  svcgen: 'collect-metrics';
+  id: number;
+}
+/** ...which each answers... */
+interface WorkerMetricsMessage {
+  svcgen: 'worker-metrics';
+  id: number;
+  metrics?: MetricsJson;
+  error?: string;
+}
+/** ...and the asking worker gets their sum, or why not. */
+interface MetricsAnswer {
+  svcgen: 'cluster-metrics';
+  id: number;
+  text?: MetricsText;
+  error?: string;
+}
 
 /** Waits for every worker to drain before killing what is left (a worker's own drain forces at 10 s). */
 const STOP_BOUND_MS = 20_000;
@@ -34,6 +64,10 @@ const STOP_BOUND_MS = 20_000;
 const STABLE_AFTER_MS = 10_000;
 const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 10_000;
+/** A worker's /metrics answers 503 when the primary's answer takes longer (rather than hang the scraper). */
+const METRICS_ASK_BOUND_MS = 2_000;
+/** The primary waits this long for every worker's metrics: less than the above, so the 503 names who did not answer. */
+const METRICS_COLLECT_BOUND_MS = 1_500;
 
 export function isClusterWorker(): boolean {
   return cluster.isWorker;
@@ -79,6 +113,46 @@ export function nextStopRequest(): Promise<string> {
 export function reportListening(url: string): void {
   const message: ListeningMessage = { svcgen: 'listening', url };
   process.send?.(message);
+}
+
+/**
+ * The worker's side of /metrics: answers the primary's collections with this process's metrics, and
+ * returns what /metrics calls instead of reading its own registry (startServer's clusterMetrics).
+ */
+export function clusterMetricsSource(): () => Promise<MetricsText> {
+  const waiting = new Map<number, (answer: MetricsAnswer) => void>();
+  process.on('message', (message: Partial<CollectMetrics | MetricsAnswer>) => {
+    if (message?.svcgen === 'cluster-metrics') waiting.get(message.id!)?.(message as MetricsAnswer);
+    if (message?.svcgen === 'collect-metrics') void sendOwnMetrics(message.id!);
+  });
+  let lastId = 0;
+  return () =>
+    new Promise((resolve, reject) => {
+      const id = ++lastId;
+      const settle = (answer: Omit<MetricsAnswer, 'svcgen' | 'id'>) => {
+        clearTimeout(bound);
+        waiting.delete(id);
+        if (answer.text) resolve(answer.text);
+        else reject(new Error(answer.error));
+      };
+      const bound = setTimeout(() => settle({ error: `the primary process did not answer within ${METRICS_ASK_BOUND_MS} ms` }), METRICS_ASK_BOUND_MS);
+      waiting.set(id, settle);
+      if (!process.connected) return settle({ error: 'this worker is no longer connected to the primary process' });
+      const request: MetricsRequest = { svcgen: 'metrics', id };
+      process.send!(request, undefined, {}, (error) => {
+        if (error) settle({ error: `the primary process cannot be reached: ${error.message}` });
+      });
+    });
+}
+
+async function sendOwnMetrics(id: number): Promise<void> {
+  const { metricsAsJson } = await import('../runtime/observability/index.ts');
+  const answer: WorkerMetricsMessage = await metricsAsJson().then(
+    (metrics) => ({ svcgen: 'worker-metrics', id, metrics }),
+    (error: unknown) => ({ svcgen: 'worker-metrics', id, error: error instanceof Error ? error.message : String(error) }),
+  );
+  // Gone meanwhile (stopping): the primary's bound answers for it.
+  if (process.connected) process.send!(answer, undefined, {}, () => {});
 }
 
 /** Closes the channel to the primary, so that the worker exits once its server and pool are closed. */
@@ -181,7 +255,9 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
       [DELIVERY_VARIABLE]: options.delivery && slot.number === 1 ? '1' : '0',
     });
     slot.worker = worker;
-    worker.on('message', (message: Partial<ListeningMessage>) => {
+    worker.on('message', (message: Partial<ListeningMessage | MetricsRequest | WorkerMetricsMessage>) => {
+      if (message?.svcgen === 'metrics') return void answerMetrics(worker, message.id!);
+      if (message?.svcgen === 'worker-metrics') return collections.get(message.id!)?.(slot.number, message as WorkerMetricsMessage);
       if (message?.svcgen !== 'listening' || typeof message.url !== 'string') return;
       slot.listening = true;
       url ||= message.url;
@@ -224,6 +300,46 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
     }
   };
 
+  /** Collections under way: each takes the answers of the workers it asked. */
+  const collections = new Map<number, (worker: number, message: WorkerMetricsMessage) => void>();
+  let lastCollection = 0;
+  /** Every listening worker's own metrics; fails when one of them does not send them within the bound. */
+  const collectMetrics = () =>
+    new Promise<WorkerMetrics[]>((resolve, reject) => {
+      const id = ++lastCollection;
+      const asked = slots.filter((s) => s.listening && s.worker?.isConnected());
+      const missing = new Set(asked.map((s) => s.number));
+      const reports: WorkerMetrics[] = [];
+      const finish = (error?: string) => {
+        clearTimeout(timer);
+        collections.delete(id);
+        if (error) reject(new Error(error));
+        else resolve(reports);
+      };
+      const timer = setTimeout(() => finish(`worker ${[...missing].join(', ')} sent no metrics within ${METRICS_COLLECT_BOUND_MS} ms`), METRICS_COLLECT_BOUND_MS);
+      collections.set(id, (worker, message) => {
+        if (!missing.delete(worker)) return;
+        if (!message.metrics) return finish(`worker ${worker}: ${message.error}`);
+        reports.push({ worker, metrics: message.metrics });
+        if (missing.size === 0) finish();
+      });
+      const request: CollectMetrics = { svcgen: 'collect-metrics', id };
+      // A worker gone meanwhile is the bound's to report; without a callback its send error would crash the primary.
+      for (const slot of asked) slot.worker!.send(request, undefined, () => {});
+      if (missing.size === 0) finish();
+    });
+  const answerMetrics = async (worker: Worker, id: number) => {
+    const answer: MetricsAnswer = { svcgen: 'cluster-metrics', id };
+    try {
+      // prom-client alone, not the server runtime (see the top of this file).
+      const { aggregateWorkerMetrics } = await import('../runtime/observability/aggregate.ts');
+      answer.text = await aggregateWorkerMetrics(await collectMetrics());
+    } catch (error) {
+      answer.error = error instanceof Error ? error.message : String(error);
+    }
+    if (worker.isConnected()) worker.send(answer, undefined, () => {});
+  };
+
   let bound: NodeJS.Timeout | undefined;
   const stop = () => {
     if (stopping) return;
@@ -247,6 +363,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
     stop();
   });
 
+  // Structured clone rather than JSON on the channel: a gauge's NaN (unknown) stays NaN in /metrics.
+  cluster.setupPrimary({ serialization: 'advanced' });
   for (const slot of slots) fork(slot);
   const code = await finished;
   clearTimeout(bound);

@@ -75,7 +75,7 @@ describe('a database outage through a proxy', () => {
 
     proxy.restore();
     const ready = await until(readyz, (r) => r.status === 200, 3000, '/readyz turns 200');
-    expect(ready.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', listener: 'ok' } });
+    expect(ready.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' } });
     expect((await t.request('GET', '/gw/api/rest/City')).status).toBe(200);
     expect((await t.request('POST', '/gw/api/rest/City', { body: { name: 'Oslo', country: 'NO' } })).status).toBe(201);
     expect((await t.request('GET', '/gw/api/rest/_apikeys', { key: MANAGEMENT_TOKEN })).status).toBe(200);
@@ -157,13 +157,50 @@ describe('a database outage through a proxy', () => {
     proxy.restore();
     const ready = await until(readyz, (r) => r.status === 200, 12_000, '/readyz turns 200 (listener back)');
     expect(ready.body.checks.listener).toBe('ok');
-    // Other clients' attempts (the webhook worker's pool has no connect timeout) would hang close().
+    // Other clients' stalled attempts would hold close() until their connect timeouts.
     proxy.resetStalled();
     const key = await t.createKey(['admin']);
     expect((await t.request('GET', '/gw/api/rest/City?limit=1', { key: key.key })).status).toBe(200);
     expect(await revokeApiKey(direct, t.config.project.id, key.id)).toBeDefined();
     expectProblem(await t.request('GET', '/gw/api/rest/City?limit=1', { key: key.key }), 401);
   }, 30_000);
+});
+
+describe('stopping while the database is black-holed', () => {
+  const DRAIN_MS = 1000;
+
+  it('close() finishes within http.drainTimeoutMs + 6 s though no connection attempt is ever answered (webhook runner, outbox drain, pools)', async () => {
+    const database = await createTestDatabase();
+    const target = new URL(database.url);
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    let closing: Promise<void> | undefined;
+    try {
+      // The in-process webhook worker runs (startServer's default): its runner and outbox drain reconnect through the proxy.
+      const t = await startTestServer({ databaseUrl: proxy.url(database.url), configPatch: (raw) => (raw.http = { drainTimeoutMs: DRAIN_MS }) });
+      expect((await t.request('GET', '/gw/api/rest/City')).status).toBe(200);
+      await t.db.close();
+      proxy.outage('blackhole');
+      // Past the runner's restart (500 ms after it loses its connection) and many outbox drains: attempts are stalled now.
+      const since = Date.now();
+      await until(async () => ({ stalled: proxy.stalled, ms: Date.now() - since }), (s) => s.stalled >= 3 && s.ms >= 1500, 5000, 'stalled connection attempts');
+      const started = performance.now();
+      closing = t.server.close();
+      let bound: NodeJS.Timeout | undefined;
+      const outcome = await Promise.race([
+        closing.then(() => 'closed'),
+        new Promise((resolve) => (bound = setTimeout(() => resolve('still closing'), DRAIN_MS + 6000))),
+      ]);
+      clearTimeout(bound);
+      expect(outcome).toBe('closed');
+      expect(performance.now() - started).toBeLessThan(DRAIN_MS + 6000);
+    } finally {
+      // A close that hung is let go once the stalled attempts are reset, so the test file can end.
+      proxy.resetStalled();
+      await closing?.catch(() => {});
+      await proxy.close();
+      await database.drop();
+    }
+  }, 40_000);
 });
 
 describe('statement and pool-wait timeouts', () => {
@@ -275,19 +312,30 @@ describe('readiness state', () => {
     await readiness.check();
     expect(readiness.report()).toEqual({
       ready: false,
-      checks: { database: 'unreachable', migrations: 'unknown', listener: 'ok' },
+      checks: { database: 'unreachable', migrations: 'unknown', listener: 'ok', server: 'ok' },
       reasons: ['the database cannot be reached'],
     });
     fail = undefined;
     await readiness.check();
     expect(readiness.report()).toEqual({
       ready: false,
-      checks: { database: 'ok', migrations: 'pending', listener: 'ok' },
+      checks: { database: 'ok', migrations: 'pending', listener: 'ok', server: 'ok' },
       reasons: ['migrations are pending: 20260101000000_add_stock in master'],
     });
     pending = [];
     await readiness.check();
-    expect(readiness.report()).toEqual({ ready: true, checks: { database: 'ok', migrations: 'ok', listener: 'ok' }, reasons: [] });
+    expect(readiness.report()).toEqual({ ready: true, checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' }, reasons: [] });
+  });
+
+  it('is not ready once the server drains, though the database answers, and stays so', async () => {
+    const readiness = new Readiness({ probe: async () => {}, pendingMigrations: async () => [], listenerLive: () => true });
+    readiness.drain();
+    await readiness.check();
+    expect(readiness.report()).toEqual({
+      ready: false,
+      checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'draining' },
+      reasons: ['the server is stopping (finishing in-flight requests)'],
+    });
   });
 
   it('takes a slow probe on a busy pool as load, not as an outage', async () => {

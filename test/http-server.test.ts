@@ -127,6 +127,7 @@ function takeResponse(text: string): { response: RawResponse; length: number } |
 }
 
 const HEALTHZ = 'GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n';
+const READYZ = 'GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n';
 
 /** The head of a City create; `authorization` is the whole header value. */
 function createCity(authorization: string, body: string): string {
@@ -330,7 +331,7 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     key = JSON.parse(created.stdout).key;
   }
 
-  it('keep-alive clients were served for 7 s during the drain without Connection: close: now idle sockets close at once, in-flight requests finish with Connection: close, nothing is reset, exit 0', async () => {
+  it('keep-alive clients were served for 7 s during the drain without Connection: close: now idle sockets close at once, in-flight requests finish with Connection: close, /readyz says 503 draining, nothing is reset, exit 0', async () => {
     await startServe({ drainTimeoutMs: DRAIN_MS });
 
     // A keep-alive agent in a loop; its one socket is busy with a held create when SIGTERM lands.
@@ -371,6 +372,13 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     halfHead.send(HEALTHZ);
     expect((await halfHead.response()).status).toBe(200);
     halfHead.send(HEALTHZ.slice(0, 20));
+    // A load balancer's health check on a connection of its own, its next probe half sent when the signal lands.
+    const probe = new RawClient(port);
+    probe.send(READYZ);
+    const ready = await probe.response();
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.body)).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' } });
+    probe.send(READYZ.slice(0, 20));
     // The held create must have reached the handler before SIGTERM; its partial body is on the wire once another request has gone round.
     expect((await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { connection: 'close' } })).status).toBe(200);
 
@@ -390,6 +398,22 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     expect(late).toMatchObject({ status: 200, headers: { connection: 'close' } });
     await halfHead.closed;
     expect(halfHead.errors).toEqual([]);
+
+    // The probe reaching the draining server says not ready, so the balancer sends nothing new.
+    probe.send(READYZ.slice(20));
+    const draining = await probe.response();
+    expect(draining).toMatchObject({ status: 503, headers: { connection: 'close', 'retry-after': '1' } });
+    expect(JSON.parse(draining.body)).toEqual({
+      type: '/errors/unavailable',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'not ready: the server is stopping (finishing in-flight requests)',
+      instance: '/readyz',
+      errors: [],
+      checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'draining' },
+    });
+    await probe.closed;
+    expect(probe.errors).toEqual([]);
 
     releaseBody();
     const created = await held;

@@ -1,7 +1,9 @@
 /**
  * Through a transaction-pooling PgBouncer (Debian's; .ci/run installs it): requests on the pooled
- * URL, migrations, LISTEN and the webhook runner on the direct one. Also the libpq TLS parameters'
- * mapping, and a schema installed by a role that owns its database but is not superuser.
+ * URL, migrations, LISTEN and the webhook runner on the direct one. The key paths that keep state
+ * across statements run here too: user sessions (rotation, the logout denylist), the shared rate
+ * limit, idempotency, bulk savepoints and the per-transaction statement timeout. Also the libpq TLS
+ * parameters' mapping, and a schema installed by a role that owns its database but is not superuser.
  * Without /usr/sbin/pgbouncer the PgBouncer tests skip, except under CI, where they fail.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -11,13 +13,16 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadService } from '../cli/project.ts';
 import { connectionConfig, ConnectionStringError, ensureSystemSchema, openDatabase, type Database } from '../runtime/db/index.ts';
 import { createApiKey, revokeApiKey } from '../runtime/keys/index.ts';
 import { startServer, type RunningServer } from '../runtime/server/index.ts';
 import { installDeliveryQueue } from '../runtime/webhooks/index.ts';
 import { createTestDatabase, databaseServerUrl, type TestDatabase } from './support/database.ts';
+import { expectAuthError, PASSWORD, relaxedLimits, startMailServer, type MailServer, type Session } from './support/auth.ts';
+import { freshWindows } from './support/clock.ts';
+import { countRows, expectProblemAt } from './support/expect.ts';
 import { startReceiver, type Receiver } from './support/receiver.ts';
 import { MANAGEMENT_TOKEN, readResponse, SHOP, type TestResponse } from './support/server.ts';
 
@@ -25,6 +30,9 @@ const PGBOUNCER = '/usr/sbin/pgbouncer';
 const hasPgbouncer = existsSync(PGBOUNCER);
 if (!hasPgbouncer && process.env.CI) throw new Error(`${PGBOUNCER} is missing: .ci/run installs Debian's pgbouncer`);
 const REST = '/gw/api/rest';
+/** The `limited` server's data requests a minute and statement timeout. */
+const LIMIT = 3;
+const STATEMENT_TIMEOUT_MS = 300;
 
 describe('libpq TLS parameters', () => {
   const dir = os.tmpdir();
@@ -123,8 +131,11 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
   let bouncer: ChildProcess;
   let dir: string;
   let server: RunningServer;
+  /** A second server on the pooled URL with a low data rate limit and a short statement timeout. */
+  let limited: RunningServer;
   let direct: Database;
   let receiver: Receiver;
+  let mail: MailServer;
   let pooledUrl: string;
   let adminKey: string;
   const logs: string[] = [];
@@ -179,42 +190,66 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     }
 
     receiver = await startReceiver();
+    mail = await startMailServer();
     const { service, config: loaded } = await loadService(SHOP);
-    const config = { ...loaded, webhooks: { ...loaded.webhooks, allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0, 100, 100], timeoutMs: 1000 } };
-    server = await startServer({
-      projectDir: SHOP,
-      service,
-      config,
-      databaseUrl: pooledUrl,
-      directDatabaseUrl: database.url,
-      port: 0,
-      host: '127.0.0.1',
-      managementToken: MANAGEMENT_TOKEN,
-      log: (m) => logs.push(m),
-      passwordCost: 4,
+    const config = {
+      ...loaded,
+      webhooks: { ...loaded.webhooks, allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0, 100, 100], timeoutMs: 1000 },
+      mail: { ...loaded.mail, smtpUrl: mail.url, from: 'shop <no-reply@shop.test>' },
+    };
+    relaxedLimits(config);
+    const serve = (c: typeof config) =>
+      startServer({
+        projectDir: SHOP,
+        service,
+        config: c,
+        databaseUrl: pooledUrl,
+        directDatabaseUrl: database.url,
+        port: 0,
+        host: '127.0.0.1',
+        managementToken: MANAGEMENT_TOKEN,
+        log: (m) => logs.push(m),
+        passwordCost: 4,
+      });
+    server = await serve(config);
+    limited = await serve({
+      ...config,
+      rateLimits: { ...config.rateLimits, dataPerMinutePerProject: LIMIT },
+      database: { ...config.database, statementTimeoutMs: STATEMENT_TIMEOUT_MS },
     });
     direct = openDatabase(database.url, { max: 2 });
     adminKey = (await createApiKey(direct, { projectId, environment: 'master', name: 'pgb', prefix: 'ApiKey', roles: ['admin'], context: {} })).key;
   }, 60_000);
 
   afterAll(async () => {
+    vi.useRealTimers();
     await server?.close();
+    await limited?.close();
     await direct?.close();
     await receiver?.close();
+    await mail?.close();
     bouncer?.kill('SIGTERM');
     if (bouncer && bouncer.exitCode === null) await new Promise((resolve) => bouncer.once('exit', resolve));
     await database?.drop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const request = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}, key = adminKey): Promise<TestResponse> =>
+  /** A request to `base` with `token` as Bearer (none when null). */
+  const call = async (base: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}, token: string | null = adminKey): Promise<TestResponse> =>
     readResponse(
-      await fetch(`${server.url}${p}`, {
+      await fetch(`${base}${p}`, {
         method,
-        headers: { 'x-project-id': projectId, authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        headers: {
+          'x-project-id': projectId,
+          ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
     );
+  const request = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}, key = adminKey) => call(server.url, method, p, body, headers, key);
+  const auth = (p: string, body?: unknown, token: string | null = null) => call(server.url, 'POST', `/auth/${p}`, body, {}, token);
 
   it('serves every request through PgBouncer: the API pool\'s connections are its', async () => {
     const res = await request('GET', `${REST}/City`);
@@ -270,6 +305,142 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     expect((await request('POST', `${REST}/City`, { name: 'Hooked', country: 'WH' })).status).toBe(201);
     const [got] = await receiver.waitFor('/pgb', 1);
     expect(got!.body.record.name).toBe('Hooked');
+  });
+
+  it('user sessions: signup, confirmation, login, refresh rotation with reuse refused, logout denylist, role permissions', async () => {
+    const email = `pgb-user-${process.pid}@example.com`;
+    const signup = await auth('signup', { email, password: PASSWORD, firstName: 'Pooled', lastName: 'User' });
+    expect(signup.status, signup.text).toBe(201);
+    const confirmed = await auth('confirm-signup', { email, code: (await mail.nextMail(email)).code });
+    expect(confirmed.status, confirmed.text).toBe(200);
+    const login = await auth('login', { email, password: PASSWORD });
+    expect(login.status, login.text).toBe(200);
+    expect(Object.keys(login.body).sort()).toEqual(['accessToken', 'refreshToken', 'user']);
+    expect(login.body.user).toEqual({ id: confirmed.body.user.id, email, firstName: 'Pooled', lastName: 'User', roles: ['customer'] });
+    const session = login.body as Session;
+
+    // The customer role reads City, may not create one, and does not see Customer at all.
+    const asUser = (token: string, method: string, p: string, body?: unknown) => request(method, p, body, {}, token);
+    expect((await asUser(session.accessToken, 'GET', `${REST}/City`)).status).toBe(200);
+    expectProblemAt(await asUser(session.accessToken, 'POST', `${REST}/City`, { name: 'Nope', country: 'NO' }), 403, `${REST}/City`, 'forbidden');
+    expectProblemAt(await asUser(session.accessToken, 'GET', `${REST}/Customer`), 403, `${REST}/Customer`, 'forbidden');
+    expect(await countRows(direct, 'City', 'master', 'name = $1', ['Nope'])).toBe(0);
+
+    // Rotation: the new pair works; the spent refresh token is refused and ends the whole session.
+    const rotated = await auth('refresh-token', { refreshToken: session.refreshToken });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(Object.keys(rotated.body).sort()).toEqual(['accessToken', 'refreshToken']);
+    expect(rotated.body.refreshToken).not.toBe(session.refreshToken);
+    expect((await asUser(rotated.body.accessToken, 'GET', `${REST}/City`)).status).toBe(200);
+    expectAuthError(await auth('refresh-token', { refreshToken: session.refreshToken }), 401, 'AUTH_TOKEN_INVALID');
+    expectAuthError(await auth('refresh-token', { refreshToken: rotated.body.refreshToken }), 401, 'AUTH_TOKEN_INVALID');
+    expectProblemAt(await asUser(rotated.body.accessToken, 'GET', `${REST}/City`), 401, `${REST}/City`, 'unauthorized');
+
+    // Logout: the access token lands on the denylist at once, and its refresh token dies with the session.
+    const second = (await auth('login', { email, password: PASSWORD })).body as Session;
+    expect((await asUser(second.accessToken, 'GET', `${REST}/City`)).status).toBe(200);
+    const out = await auth('logout', undefined, second.accessToken);
+    expect(out.status, out.text).toBe(200);
+    expect(Object.keys(out.body)).toEqual(['message']);
+    expectProblemAt(await asUser(second.accessToken, 'GET', `${REST}/City`), 401, `${REST}/City`, 'unauthorized');
+    expectAuthError(await auth('refresh-token', { refreshToken: second.refreshToken }), 401, 'AUTH_TOKEN_INVALID');
+    expectAuthError(await auth('logout', undefined, second.accessToken), 401, 'AUTH_TOKEN_INVALID');
+  });
+
+  it('idempotency: a retry replays the first answer byte for byte; another body under the key → 422; one row', async () => {
+    const post = (body: unknown) => request('POST', `${REST}/City`, body, { 'idempotency-key': 'pgb-idem-2' });
+    const first = await post({ name: 'Idem', country: 'IP' });
+    expect(first.status, first.text).toBe(201);
+    expect(first.headers.get('idempotency-replayed')).toBeNull();
+    for (let i = 0; i < 3; i++) {
+      const again = await post({ name: 'Idem', country: 'IP' });
+      expect(again.status, again.text).toBe(201);
+      expect(again.headers.get('idempotency-replayed')).toBe('true');
+      expect(again.headers.get('location')).toBe(`${REST}/City/${first.body.data.id}`);
+      expect(again.text).toBe(first.text);
+    }
+    expectProblemAt(await post({ name: 'Other', country: 'IP' }), 422, `${REST}/City`, 'validation', 'Idempotency-Key');
+    expect(await countRows(direct, 'City', 'master', "country = 'IP'")).toBe(1);
+  });
+
+  it('bulk savepoints: ALL_OR_NOTHING with a database failure rolls back every item; BEST_EFFORT keeps the others', async () => {
+    const tag = `pgb-bulk-${process.pid}`;
+    const path = `${REST}/Customer/_bulk`;
+    const items = [{ email: `${tag}-a@example.com`, name: 'a' }, { email: `${tag}-dup@example.com`, name: 'b' }, { email: `${tag}-dup@example.com`, name: 'c' }];
+    const failed = await request('POST', path, { items });
+    expect(failed.status, failed.text).toBe(422);
+    expect(failed.headers.get('content-type')).toBe('application/problem+json');
+    expect(failed.body).toMatchObject({ type: '/errors/validation', status: 422, instance: path });
+    expect(failed.body.data).toEqual({
+      success: false, transactionMode: 'ALL_OR_NOTHING', totalRequested: 3, totalSucceeded: 0, totalFailed: 3, items: [],
+      errors: [{ index: 2, message: expect.stringMatching(/email/) }],
+    });
+    expect(await countRows(direct, 'Customer', 'master', 'email LIKE $1', [`${tag}-%`])).toBe(0);
+
+    const partial = await request('POST', `${path}?mode=BEST_EFFORT`, { items });
+    expect(partial.status, partial.text).toBe(207);
+    expect(partial.body.data).toMatchObject({ success: false, transactionMode: 'BEST_EFFORT', totalSucceeded: 2, totalFailed: 1, errors: [{ index: 2 }] });
+    const rows = await direct.query<{ name: string }>(`SELECT name FROM env_master."Customer" WHERE email LIKE $1 ORDER BY name`, [`${tag}-%`]);
+    expect(rows.map((r) => r.name)).toEqual(['a', 'b']);
+  });
+
+  describe('rate limit and statement timeout (a server with low limits)', () => {
+    const freshWindow = freshWindows();
+    afterAll(() => vi.useRealTimers());
+
+    it(`the data rate limit counts through PgBouncer: ${LIMIT} pass, then 429 with Retry-After and RateLimit-*`, async () => {
+      freshWindow();
+      const path = `${REST}/City`;
+      for (let i = 0; i < LIMIT; i++) {
+        const res = await call(limited.url, 'GET', path);
+        expect(res.status, res.text).toBe(200);
+        expect(res.headers.get('ratelimit-remaining')).toBe(String(LIMIT - 1 - i));
+      }
+      const over = await call(limited.url, 'POST', path, { name: 'Over', country: 'OV' });
+      expectProblemAt(over, 429, path, 'rate-limited');
+      expect(over.headers.get('retry-after')).toBe('30');
+      expect({ limit: over.headers.get('ratelimit-limit'), remaining: over.headers.get('ratelimit-remaining'), reset: over.headers.get('ratelimit-reset') })
+        .toEqual({ limit: String(LIMIT), remaining: '0', reset: '30' });
+      expect(await countRows(direct, 'City', 'master', "name = 'Over'")).toBe(0);
+    });
+
+    // Single statements outside a transaction get no SET LOCAL through the pooler (docs/deployment.md:
+    // the role's statement_timeout or PgBouncer's query_timeout bound those), so a bulk write it is.
+    it('SET LOCAL statement_timeout holds inside a pooled transaction: a bulk write blocked past it → 503 statement-timeout', async () => {
+      freshWindow();
+      const [row] = await direct.query<{ id: number }>(`INSERT INTO env_master."City" (name, country, "updatedAt") VALUES ('Locked', 'LK', now()) RETURNING id`);
+      const path = `${REST}/City/_bulk`;
+      // A row lock held on the direct URL: the bulk delete waits for it until the statement timeout cancels it.
+      const holder = new pg.Client({ connectionString: database.url });
+      holder.on('error', () => {});
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM env_master."City" WHERE id = $1 FOR UPDATE', [row!.id]);
+        const started = performance.now();
+        const res = await call(limited.url, 'DELETE', path, { ids: [row!.id] });
+        const took = performance.now() - started;
+        expectProblemAt(res, 503, path, 'statement-timeout');
+        expect(res.body.detail).toBe('the database statement took longer than the statement timeout and was cancelled');
+        expect(res.headers.get('retry-after')).toBe('1');
+        expect(took).toBeGreaterThanOrEqual(STATEMENT_TIMEOUT_MS - 50);
+        expect(took).toBeLessThan(STATEMENT_TIMEOUT_MS + 3000);
+        // Cancelled in PostgreSQL, not merely abandoned by the client.
+        const [waiting] = await direct.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        expect(waiting!.n).toBe(0);
+        await holder.query('ROLLBACK');
+      } finally {
+        await holder.end();
+      }
+      expect(await countRows(direct, 'City', 'master', 'id = $1', [row!.id])).toBe(1);
+      // The SET LOCAL ended with its transaction: the server connection PgBouncer hands out next has no leftover.
+      const deleted = await call(limited.url, 'DELETE', path, { ids: [row!.id] });
+      expect(deleted.status, deleted.text).toBe(200);
+      expect(deleted.body.data).toMatchObject({ success: true, totalSucceeded: 1, items: [{ id: row!.id }] });
+      expect(await countRows(direct, 'City', 'master', 'id = $1', [row!.id])).toBe(0);
+    });
   });
 
   it('PgBouncer logged no protocol errors', () => {

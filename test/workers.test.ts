@@ -233,6 +233,118 @@ describe('serve --workers 2', { timeout: 120_000 }, () => {
   });
 });
 
+/** The value of one sample of the Prometheus text, by its exact label set; undefined when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const have = match[2] ? match[2].split(',') : [];
+    if (have.length === wanted.length && wanted.every((w) => have.includes(w))) return Number(match[3]);
+  }
+  return undefined;
+}
+
+describe('serve --workers 2: /metrics answers for both workers', { timeout: 120_000 }, () => {
+  const METRICS_TOKEN = 'workers-test-metrics-token-5c0f2b9e';
+  const N = 24;
+  let serve: RunningCli;
+  let port: number;
+  let pids: number[];
+  let auth: Record<string, string>;
+  let a: Pinned;
+  let b: Pinned;
+  const scrape = (agent?: http.Agent) => request(port, 'GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` }, agent });
+
+  beforeAll(async () => {
+    const copy = await copyExample('workers-metrics');
+    const configFile = path.join(copy.dir, 'svcgen.config.json');
+    const raw = JSON.parse(await fs.readFile(configFile, 'utf8'));
+    await fs.writeFile(configFile, JSON.stringify({ ...raw, metrics: { enabled: true } }, null, 2));
+    const database = await freshDatabase();
+    const at = ['--project', copy.dir, '--database-url', database.url];
+    ({ serve, port, pids } = await startWorkers(at, { SVCGEN_METRICS_TOKEN: METRICS_TOKEN }));
+    const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'metrics', '--prefix', 'ApiKey', '--role', 'admin', '--json', ...at]);
+    expect(r.code, show(r)).toBe(0);
+    auth = { authorization: `ApiKey ${JSON.parse(r.stdout).key}` };
+    [a, b] = await oneConnectionPerWorker(port);
+  });
+  afterAll(async () => {
+    a?.agent.destroy();
+    b?.agent.destroy();
+    // Whatever a test left stopped must run again to drain.
+    for (const pid of [serve?.child.pid, ...(pids ?? [])]) if (pid && isAlive(pid)) process.kill(pid, 'SIGCONT');
+    if (serve) expect((await serve.stop('SIGTERM')).code).toBe(0);
+  });
+
+  it(`${N} requests served half by each worker: every scrape, through either worker, counts ${N}, and shows each worker's process metrics`, async () => {
+    for (let i = 0; i < N; i++) {
+      const res = await request(port, 'GET', CITY, { headers: auth, agent: (i % 2 === 0 ? a : b).agent });
+      expect(res.status, res.text).toBe(200);
+    }
+    const scrapes = [await scrape(a.agent), await scrape(b.agent), await scrape(a.agent), await scrape(b.agent), await scrape(), await scrape()];
+    for (const res of scrapes) {
+      expect(res.status, res.text).toBe(200);
+      expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      // Counters and histograms are summed over the workers, whichever one answers the scrape.
+      expect(sample(res.text, 'http_requests_total', { route: CITY, method: 'GET', status: '200' })).toBe(N);
+      expect(sample(res.text, 'http_request_duration_seconds_count', { route: CITY, method: 'GET' })).toBe(N);
+      // Process metrics stay per worker.
+      for (const worker of ['1', '2']) {
+        expect(sample(res.text, 'process_resident_memory_bytes', { worker }), `worker ${worker}`).toBeGreaterThan(0);
+        expect(sample(res.text, 'process_start_time_seconds', { worker }), `worker ${worker}`).toBeGreaterThan(0);
+      }
+      expect(sample(res.text, 'process_resident_memory_bytes', {}), 'no process metric without its worker').toBeUndefined();
+      // Each worker's API pool holds at least the connection that served these requests.
+      expect(sample(res.text, 'db_pool_connections', { pool: 'api' })).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  it('the token is still checked by the worker: 401 Problem without it, on both workers', async () => {
+    for (const pinned of [a, b]) {
+      const res = await request(port, 'GET', '/metrics', { agent: pinned.agent });
+      expect(res.status, res.text).toBe(401);
+      expect(res.headers['www-authenticate']).toBe('Bearer');
+      expect(JSON.parse(res.text).type).toBe('/errors/unauthorized');
+    }
+  });
+
+  it('a worker that sends no metrics (stopped with SIGSTOP): a scrape through the other answers 503 Problem within 2 s, then 200 again once it runs', async () => {
+    process.kill(b.pid, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      const res = await scrape(a.agent);
+      const took = performance.now() - started;
+      expect(res.status, res.text).toBe(503);
+      expect(res.headers['retry-after']).toBe('1');
+      const body = JSON.parse(res.text);
+      expect(body).toMatchObject({ type: '/errors/unavailable', status: 503 });
+      expect(body.detail).toMatch(/^the metrics of every worker could not be gathered: worker [12] sent no metrics within 1500 ms$/);
+      expect(took).toBeGreaterThanOrEqual(1400);
+    } finally {
+      process.kill(b.pid, 'SIGCONT');
+    }
+    const again = await scrape(a.agent);
+    expect(again.status, again.text).toBe(200);
+    expect(sample(again.text, 'http_requests_total', { route: CITY, method: 'GET', status: '200' })).toBe(N);
+  });
+
+  it('the primary not answering (stopped with SIGSTOP): a scrape answers 503 Problem after 2 s instead of hanging', async () => {
+    process.kill(serve.child.pid!, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      const res = await scrape(a.agent);
+      const took = performance.now() - started;
+      expect(res.status, res.text).toBe(503);
+      expect(JSON.parse(res.text).detail).toBe('the metrics of every worker could not be gathered: the primary process did not answer within 2000 ms');
+      expect(took).toBeGreaterThanOrEqual(1900);
+    } finally {
+      process.kill(serve.child.pid!, 'SIGCONT');
+    }
+    expect((await scrape(b.agent)).status).toBe(200);
+  });
+});
+
 describe('serve --workers 2: the rate limit is shared', { timeout: 120_000 }, () => {
   const LIMIT = 10;
 

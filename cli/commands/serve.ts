@@ -174,7 +174,7 @@ async function serveAsPrimary(
 
 /** One of the primary's workers: a whole server on the primary's database, which the primary migrated. */
 async function serveAsWorker(dir: string, options: ServeOptions): Promise<void> {
-  const { leaveCluster, nextStopRequest, reportListening, workerSettings } = await import('../cluster.ts');
+  const { clusterMetricsSource, leaveCluster, nextStopRequest, reportListening, workerSettings } = await import('../cluster.ts');
   const stopRequest = nextStopRequest();
   try {
     const { databaseUrl, delivery } = workerSettings();
@@ -183,7 +183,14 @@ async function serveAsWorker(dir: string, options: ServeOptions): Promise<void> 
     const { service, config } = await loadService(dir);
     // Workers run this command's argv and environment again, so they find the same direct URL.
     const directDatabaseUrl = options.directDatabaseUrl || process.env.DIRECT_DATABASE_URL || databaseUrl;
-    const server = await startServer({ ...serverOptions(dir, service, config, options), databaseUrl, directDatabaseUrl, migrate: false, worker: delivery });
+    const server = await startServer({
+      ...serverOptions(dir, service, config, options),
+      databaseUrl,
+      directDatabaseUrl,
+      migrate: false,
+      worker: delivery,
+      clusterMetrics: config.metrics.enabled ? clusterMetricsSource() : undefined,
+    });
     reportListening(server.url);
     await stopRequest;
     await server.close();

@@ -158,8 +158,19 @@ export const configSchema = z
         statementTimeoutMs: z.number().int().min(0).max(3_600_000).default(5000),
         /** How long a request waits for a free pool connection before a 503 Problem. */
         poolWaitTimeoutMs: z.number().int().min(1).max(600_000).default(2000),
+        /**
+         * Expensive reads (aggregates, large pages, count=exact, unindexed filters and sorts) running
+         * at once per process, so they cannot take every pool connection; default half of poolSize (at least 1).
+         */
+        expensiveReadConcurrency: z.number().int().min(1).max(1000).optional(),
+        /** Expensive reads waiting for a slot (at most poolWaitTimeoutMs); beyond it → 503 at once. */
+        expensiveReadQueue: z.number().int().min(0).max(100_000).default(50),
       })
       .strict()
+      .refine((db) => db.expensiveReadConcurrency === undefined || db.expensiveReadConcurrency <= db.poolSize, {
+        message: 'expensiveReadConcurrency cannot be more than poolSize (each running expensive read holds a connection)',
+        path: ['expensiveReadConcurrency'],
+      })
       .prefault({}),
     /** GET /metrics (Prometheus text), off unless enabled; scrapers send a bearer token. */
     metrics: z

@@ -1,16 +1,16 @@
 /**
  * What /readyz answers, kept as state so a load balancer polling it costs no query: a short periodic
  * probe through the pool says whether the database answers, the LISTEN channel says whether it is
- * connected, and migrations are re-checked whenever the database comes back (it may have been
- * restored or replaced meanwhile).
+ * connected, migrations are re-checked whenever the database comes back (it may have been
+ * restored or replaced meanwhile), and a server that has begun to stop says so.
  */
 import { databaseFault } from './faults.ts';
 
-export type CheckState = 'ok' | 'unreachable' | 'pending' | 'down' | 'unknown';
+export type CheckState = 'ok' | 'unreachable' | 'pending' | 'down' | 'unknown' | 'draining';
 
 export interface ReadinessReport {
   ready: boolean;
-  checks: { database: CheckState; migrations: CheckState; listener: CheckState };
+  checks: { database: CheckState; migrations: CheckState; listener: CheckState; server: CheckState };
   /** Why not ready, one sentence each; empty when ready. */
   reasons: string[];
 }
@@ -36,6 +36,7 @@ export class Readiness {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private draining = false;
 
   constructor(private readonly options: ReadinessOptions) {}
 
@@ -53,14 +54,27 @@ export class Readiness {
     await this.running;
   }
 
+  /**
+   * The server has begun to stop: not ready from now on, whatever the database says, so that a load
+   * balancer still probing over an open connection sends nothing new while in-flight requests finish.
+   */
+  drain(): void {
+    this.draining = true;
+  }
+
   report(): ReadinessReport {
     const listener: CheckState = this.options.listenerLive() ? 'ok' : 'down';
     const reasons: string[] = [];
+    if (this.draining) reasons.push('the server is stopping (finishing in-flight requests)');
     if (this.database !== 'ok') reasons.push('the database cannot be reached');
     if (this.migrations === 'pending') reasons.push(`migrations are pending: ${this.pending.join(', ')}`);
     if (this.migrations === 'unknown' && this.database === 'ok') reasons.push('whether migrations are pending is not known yet');
     if (listener !== 'ok') reasons.push('the LISTEN connection to the database is down (reconnecting)');
-    return { ready: reasons.length === 0, checks: { database: this.database, migrations: this.migrations, listener }, reasons };
+    return {
+      ready: reasons.length === 0,
+      checks: { database: this.database, migrations: this.migrations, listener, server: this.draining ? 'draining' : 'ok' },
+      reasons,
+    };
   }
 
   /** One probe now (also what the timer runs). */

@@ -63,6 +63,38 @@ poolGauge('db_pool_connections', 'Connections the pool holds (busy and idle)', (
 poolGauge('db_pool_idle_connections', 'Connections of the pool waiting for work', (p) => p.idleCount);
 poolGauge('db_pool_waiting_requests', 'Queries waiting for a connection because every connection is busy', (p) => p.waitingCount);
 
+/** What an expensive-read budget says about itself (runtime/db/admission.ts). */
+export interface ReadBudgetLike {
+  readonly running: number;
+  readonly queued: number;
+}
+
+const readBudgets = new Set<ReadBudgetLike>();
+
+new Gauge({
+  name: 'db_expensive_reads',
+  help: 'Expensive reads (aggregates, large pages, count=exact, unindexed filters, sorts and embeds) by state: running (holding a slot) or queued (waiting for one)',
+  labelNames: ['state'] as const,
+  registers,
+  collect() {
+    let running = 0;
+    let queued = 0;
+    for (const budget of readBudgets) {
+      running += budget.running;
+      queued += budget.queued;
+    }
+    this.set({ state: 'running' }, running);
+    this.set({ state: 'queued' }, queued);
+  },
+});
+
+const expensiveReadRefusals = new Counter({
+  name: 'db_expensive_read_refusals_total',
+  help: 'Expensive reads refused with 503 database-busy, by reason: queue-full, wait-timeout',
+  labelNames: ['reason'] as const,
+  registers,
+});
+
 export interface WebhookQueueDepth {
   /** Deliveries written by data statements, not yet moved into the job queue. */
   outbox: number;
@@ -76,6 +108,8 @@ new Gauge({
   name: 'webhook_outbox_depth',
   help: 'Webhook deliveries written by data statements and not yet queued as jobs',
   registers,
+  // Every worker of `serve --workers` reads the same database: one reading, not a sum.
+  aggregator: 'max',
   async collect() {
     if (queueSource) this.set((await queueSource().catch(() => undefined))?.outbox ?? Number.NaN);
   },
@@ -85,6 +119,8 @@ new Gauge({
   name: 'webhook_deliveries_waiting',
   help: 'Webhook deliveries waiting for an attempt (pending, retrying, deferred)',
   registers,
+  // Every worker of `serve --workers` reads the same database: one reading, not a sum.
+  aggregator: 'max',
   async collect() {
     if (queueSource) this.set((await queueSource().catch(() => undefined))?.waiting ?? Number.NaN);
   },
@@ -104,6 +140,14 @@ export const metrics = {
   },
   webhookOutcome(outcome: 'delivered' | 'retrying' | 'dead_letter' | 'deferred', count = 1): void {
     if (count > 0) webhookDeliveries.inc({ outcome }, count);
+  },
+  expensiveReadRefused(reason: 'queue-full' | 'wait-timeout'): void {
+    expensiveReadRefusals.inc({ reason });
+  },
+  /** Reports an expensive-read budget's running and queued reads until the returned function is called. */
+  watchReadBudget(budget: ReadBudgetLike): () => void {
+    readBudgets.add(budget);
+    return () => void readBudgets.delete(budget);
   },
   /** Reports a pool's connections until the returned function is called. */
   watchPool(pool: PoolLike, label: string): () => void {
@@ -129,4 +173,11 @@ export function collectProcessMetrics(): void {
 /** The Prometheus text exposition of every metric. */
 export async function renderMetrics(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
+}
+
+export type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+
+/** Every metric with its values, for the primary of `serve --workers` to add up (runtime/observability/aggregate.ts). */
+export function metricsAsJson(): Promise<MetricsJson> {
+  return registry.getMetricsAsJSON();
 }

@@ -2,7 +2,8 @@
 import { rawJsonReply, type Reply } from '../http/index.ts';
 import { aggregateMismatch, MAX_AGGREGATE_ROWS, RESERVED_PARAMETERS } from '../model/index.ts';
 import { compileAggregate, type AggregateFunction, type AggregateTerm, type HavingTerm } from '../query/index.ts';
-import { filterContext, readScope, type DataContext } from './context.ts';
+import { budgeted, filterContext, readScope, type DataContext } from './context.ts';
+import { AGGREGATE_COST } from './cost.ts';
 import { parseFilters } from './list-params.ts';
 import { FilterError, filterProblem, type FilterContext } from './parse-filter.ts';
 
@@ -78,6 +79,6 @@ export async function aggregate(ctx: DataContext): Promise<Reply> {
     if (error instanceof FilterError) throw filterProblem(error);
     throw error;
   }
-  const rows = await ctx.db.queryArrays(sql, scope.params.values);
+  const rows = await budgeted(ctx, AGGREGATE_COST, () => ctx.db.queryArrays(sql, scope.params.values));
   return rawJsonReply(200, `{"data":{"aggregates":[${rows.map((r) => r[0] as string).join(',')}]}}`);
 }

@@ -1,11 +1,12 @@
 /** What a data handler receives once tenancy, authentication and the permission check have run. */
 import type { Principal } from '../principal/index.ts';
-import type { Database } from '../db/index.ts';
-import type { ApiRequest } from '../http/index.ts';
+import { AdmissionRefused, type Admission, type Database } from '../db/index.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, Problem, type ApiRequest } from '../http/index.ts';
 import type { Action, Policy } from '../permissions/index.ts';
 import { Params, type Catalog, type CatalogTable, type CursorCodec, type Grant, type ReadScope } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import type { WatchedTables } from '../webhooks/index.ts';
+import { indexedFields, LARGE_PAGE } from './cost.ts';
 import type { FilterContext } from './parse-filter.ts';
 
 export interface DataContext {
@@ -18,6 +19,8 @@ export interface DataContext {
   readonly catalog: Catalog;
   readonly policy: Policy;
   readonly db: Database;
+  /** The per-process budget of expensive reads (runtime/rest/cost.ts says which reads are). */
+  readonly expensiveReads: Admission;
   readonly cursors: CursorCodec;
   /** Whether writes must capture webhook events (tables with active subscriptions). */
   readonly watchedTables: WatchedTables;
@@ -38,6 +41,29 @@ export function readScope(ctx: DataContext): ReadScope {
     nextAlias: { n: 0 },
     grantFor: (table) => grantOf(ctx, table, 'read'),
   };
+}
+
+/**
+ * Runs `work` in a slot of the expensive-read budget when `cost` says why the read is expensive,
+ * straight away when it is cheap. No slot → 503 database-busy, saying how to make the read cheaper.
+ */
+export async function budgeted<T>(ctx: DataContext, cost: string | undefined, work: () => Promise<T>): Promise<T> {
+  if (cost === undefined) return work();
+  try {
+    return await ctx.expensiveReads.run(work);
+  } catch (error) {
+    if (!(error instanceof AdmissionRefused)) throw error;
+    const { slots, queue, waitTimeoutMs } = ctx.expensiveReads.options;
+    const slotCount = `${slots} slot${slots === 1 ? '' : 's'}`;
+    const why = error.reason === 'queue-full' ? `the queue of expensive reads is full (${queue} waiting for ${slotCount})` : `it waited ${waitTimeoutMs} ms without getting one of the ${slotCount}`;
+    throw new Problem(
+      'database-busy',
+      `this read is expensive (${cost}), and expensive reads wait in a budget of their own so that they cannot crowd out cheap ones; ${why}. ` +
+        `Retry later, or make the read cheaper: a page of at most ${LARGE_PAGE} records, no Prefer: count=exact, filters and sort on indexed fields (${indexedFields(ctx.table).join(', ')})`,
+      [],
+      { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  }
 }
 
 /** Whether this request's writes must carry the event capture (see compileWrite). */

@@ -1,7 +1,8 @@
 /** GET /<table>/<id>, GET /<table> and POST /<table>/_query (interface "Data endpoints"). */
 import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
-import { compileRead, CursorError, queryFingerprint, type Condition } from '../query/index.ts';
-import { readScope, filterContext, type DataContext } from './context.ts';
+import { and, compileRead, CursorError, queryFingerprint, type Condition } from '../query/index.ts';
+import { budgeted, readScope, filterContext, type DataContext } from './context.ts';
+import { listCost, readOneCost } from './cost.ts';
 import { parseListParams, type ListParams } from './list-params.ts';
 import { parseKey } from './values.ts';
 
@@ -23,7 +24,7 @@ export async function readOne(ctx: DataContext): Promise<Reply> {
   const select = ctx.req.query.has('select') ? parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: ctx.req.query.get('select')! })).select : null;
   const scope = readScope(ctx);
   const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy: [], limit: 1, offset: 0 }, ctx.grant, { single: true });
-  const rows = await ctx.db.queryArrays(sql, scope.params.values);
+  const rows = await budgeted(ctx, readOneCost(ctx.catalog, ctx.table, select), () => ctx.db.queryArrays(sql, scope.params.values));
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${rows[0]![0] as string}}`);
 }
@@ -32,9 +33,17 @@ function wantsCount(ctx: DataContext): boolean {
   return /\bcount=exact\b/.test(header(ctx.req, 'prefer') ?? '');
 }
 
-/** Runs a list query as one statement and answers with the list envelope. */
-export async function respondWithList(ctx: DataContext, params: ListParams, afterName = 'after'): Promise<Reply> {
+/**
+ * Runs a list query as one statement and answers with the list envelope; an expensive one
+ * (cost.ts) holds a slot of the expensive-read budget from the cursor check to the envelope.
+ */
+export function respondWithList(ctx: DataContext, params: ListParams, afterName = 'after'): Promise<Reply> {
   const count = wantsCount(ctx);
+  const cost = listCost(ctx.catalog, ctx.table, { ...params, where: and(params.where, ctx.grant.rows), count });
+  return budgeted(ctx, cost, () => runList(ctx, params, count, afterName));
+}
+
+async function runList(ctx: DataContext, params: ListParams, count: boolean, afterName: string): Promise<Reply> {
   const fingerprint = queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, params.orderBy, params.where]);
   let after: (string | null)[] | undefined;
   if (params.after !== undefined) {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
-import { applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, Readiness, readMigrations, requireUtcSessions, type AppliedMigration } from '../db/index.ts';
+import { Admission, applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, Readiness, readMigrations, requireUtcSessions, type AppliedMigration } from '../db/index.ts';
 import { clientAddress, clientErrorHandler, drainable, type Drain } from '../http/index.ts';
 import { pruneIdempotency } from '../idempotency/index.ts';
 import { createMailer, type Mailer } from '../mail/index.ts';
@@ -17,7 +17,7 @@ import { roleOperand } from '../rest/index.ts';
 import { createRequestListener, DATA_BASE_PATH } from './app.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
 import { installDeliveryQueue, startDeliveryWorker, webhookQueueDepth, WatchedTables, type DeliveryWorker } from '../webhooks/index.ts';
-import { createLogger, metrics, silentLogger, type LoggerOptions } from '../observability/index.ts';
+import { createLogger, metrics, silentLogger, useClusterMetrics, type LoggerOptions, type MetricsText } from '../observability/index.ts';
 import type { Services } from './services.ts';
 
 export { createApp, createRequestListener, DATA_BASE_PATH } from './app.ts';
@@ -55,6 +55,8 @@ export interface ServerOptions {
   logging?: LoggerOptions;
   /** SVCGEN_METRICS_TOKEN: overrides the config's metrics.token. */
   metricsToken?: string;
+  /** A worker of `serve --workers`: where /metrics gets the whole server's metrics (its primary) instead of this process's. */
+  clusterMetrics?: () => Promise<MetricsText>;
   /** Called with the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
 }
@@ -72,7 +74,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.config.metrics.enabled && !metricsToken) {
     throw new Error('metrics.enabled is true but there is no metrics token: set SVCGEN_METRICS_TOKEN (or metrics.token in svcgen.config.json), which scrapers send as "Authorization: Bearer <token>"');
   }
-  const { poolSize, statementTimeoutMs, poolWaitTimeoutMs } = options.config.database;
+  const { poolSize, statementTimeoutMs, poolWaitTimeoutMs, expensiveReadConcurrency, expensiveReadQueue } = options.config.database;
   const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
   const pooled = directUrl !== options.databaseUrl;
   const db = openDatabase(options.databaseUrl, { max: poolSize, statementTimeoutMs, poolWaitTimeoutMs, transactionPooler: pooled, onQuery: options.onQuery });
@@ -134,6 +136,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       config: options.config,
       service: options.service,
       db,
+      // Half the pool by default: expensive reads keep going under load, cheap ones keep the other half.
+      expensiveReads: new Admission({
+        slots: expensiveReadConcurrency ?? Math.max(1, Math.floor(poolSize / 2)),
+        queue: expensiveReadQueue,
+        waitTimeoutMs: poolWaitTimeoutMs,
+        onRefused: metrics.expensiveReadRefused,
+      }),
       catalog,
       policy: new Policy(options.config.roles, (table, path, op, value) => roleOperand(catalog, table, path, op, value)),
       channel,
@@ -156,7 +165,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       logger,
       metricsToken,
     };
-    unwatch = metricsToken ? [metrics.watchPool(db.pool, 'api'), metrics.watchWebhookQueue(() => webhookQueueDepth(db))] : [];
+    unwatch = metricsToken
+      ? [metrics.watchPool(db.pool, 'api'), metrics.watchReadBudget(services.expensiveReads), metrics.watchWebhookQueue(() => webhookQueueDepth(db))]
+      : [];
+    if (metricsToken && options.clusterMetrics) unwatch.push(useClusterMetrics(options.clusterMetrics));
     // Housekeeping off the request path: expired idempotency entries, old rate-limit windows, auth leftovers.
     const maintenance = setInterval(() => {
       void services.rateLimiter.prune();
@@ -181,19 +193,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       port,
       applied,
       close: () => {
+        services.readiness.drain();
         clearInterval(maintenance);
         for (const stop of unwatch) stop();
         return closeServer(drain, options.config.http.drainTimeoutMs, async () => {
-          await worker?.stop();
-          services.watchedTables.stop();
-          await services.readiness.stop();
-          await auth!.stop();
-          await mailer.close();
-          await credentials!.stop();
-          await channel.stop();
-          await db.close();
+          // Side by side: each may wait out a connect timeout when the database is black-holed.
+          await Promise.all([
+            worker?.stop(),
+            (async () => {
+              services.watchedTables.stop();
+              await services.readiness.stop();
+              await auth!.stop();
+              await mailer.close();
+              await credentials!.stop();
+              await channel.stop();
+              await db.close();
+            })(),
+          ]);
           logger.info('server stopped');
-        });
+        }, () => logger.warn(`stopped without waiting longer for the database (no answer within ${RELEASE_DEADLINE_MS} ms)`));
       },
     };
   } catch (error) {
@@ -253,7 +271,21 @@ function createHttpServer(http: Config['http']): Server {
 }
 
 /** Drains the HTTP server (in-flight requests get up to `drainTimeoutMs`), then releases the database. */
-async function closeServer(drain: Drain, drainTimeoutMs: number, release: () => Promise<void>): Promise<void> {
+/**
+ * How long closing waits for database work (pools, the LISTEN session, the webhook runner) to let
+ * go after the drain. A black-holed database makes each pending connection attempt wait out its
+ * connect timeout; past this the process stops anyway, abandoning them (nothing committed is at
+ * stake: every request has been answered or cut off by then).
+ */
+const RELEASE_DEADLINE_MS = 4000;
+
+async function closeServer(drain: Drain, drainTimeoutMs: number, release: () => Promise<void>, onAbandoned: () => void): Promise<void> {
   await drain.close(drainTimeoutMs);
-  await release();
+  let deadline: NodeJS.Timeout | undefined;
+  const abandoned = new Promise<'abandoned'>((resolve) => {
+    deadline = setTimeout(() => resolve('abandoned'), RELEASE_DEADLINE_MS);
+    deadline.unref();
+  });
+  const outcome = await Promise.race([release().then(() => 'released' as const), abandoned]).finally(() => clearTimeout(deadline));
+  if (outcome === 'abandoned') onAbandoned();
 }

@@ -91,6 +91,7 @@ async function authorizeAndRun(
     catalog: services.catalog,
     policy: services.policy,
     db: services.db,
+    expensiveReads: services.expensiveReads,
     cursors: services.cursors,
     watchedTables: services.watchedTables,
     basePath: services.basePath,

@@ -1,7 +1,7 @@
 /** The long-lived parts of a running server, built once at start and shared by every request. */
 import type { UserAuth } from '../auth/index.ts';
 import type { Config } from '../config/index.ts';
-import type { Database, NotificationChannel, Readiness } from '../db/index.ts';
+import type { Admission, Database, NotificationChannel, Readiness } from '../db/index.ts';
 import type { CredentialStore } from '../keys/index.ts';
 import type { Policy } from '../permissions/index.ts';
 import type { Catalog, CursorCodec } from '../query/index.ts';
@@ -16,6 +16,8 @@ export interface Services {
   readonly config: Config;
   readonly service: ServiceModule;
   readonly db: Database;
+  /** The budget expensive reads wait in (database.expensiveReadConcurrency, expensiveReadQueue). */
+  readonly expensiveReads: Admission;
   readonly catalog: Catalog;
   readonly policy: Policy;
   readonly channel: NotificationChannel;

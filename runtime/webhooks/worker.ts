@@ -19,6 +19,21 @@ const SWEEP_INTERVAL_MS = 5_000;
 const DRAIN_INTERVAL_MS = 50;
 const DRAIN_BATCH = 500;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
+/**
+ * A connection attempt unanswered this long fails: a black-holed database (host gone, route cut)
+ * accepts nothing and refuses nothing, and without a bound the runner's start, the outbox drain and
+ * the pools' end() at shutdown would wait for it forever.
+ */
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/** A pool of ours rather than graphile-worker's connectionString: pg alone would read sslmode its own way. */
+function queuePool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ ...connectionConfig(url), max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+  // Dropped connections are graphile-worker's to notice (the runner restarts); none may crash the process.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
 
 function quietLogger(log: (message: string) => void): Logger {
   return new Logger(() => (level, message) => {
@@ -33,12 +48,9 @@ const QUEUE_MIGRATION_LOCK_KEY = 72707370;
 
 /** Creates or upgrades the job queue's schema; data statements queue jobs, so it precedes serving. */
 export async function installDeliveryQueue(databaseUrl: string, log: (message: string) => void): Promise<void> {
-  const lock = new pg.Client(connectionConfig(databaseUrl));
+  const lock = new pg.Client({ ...connectionConfig(databaseUrl), connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
   lock.on('error', () => {});
-  // A pool of ours rather than graphile-worker's connectionString: pg alone would read sslmode its own way.
-  const pgPool = new pg.Pool({ ...connectionConfig(databaseUrl), max: 1 });
-  pgPool.on('error', () => {});
-  pgPool.on('connect', (client) => client.on('error', () => {}));
+  const pgPool = queuePool(databaseUrl, 1);
   try {
     await lock.connect();
     await lock.query('SELECT pg_advisory_lock($1)', [QUEUE_MIGRATION_LOCK_KEY]);
@@ -106,16 +118,13 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   // Its own few connections: attempts hold none while they wait on a receiver, and deliveries
   // neither wait behind API requests nor take their connections.
   const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
-  const db = openDatabase(options.databaseUrl, { max: 5, transactionPooler: directUrl !== options.databaseUrl });
-  const queuePool = new pg.Pool({ ...connectionConfig(directUrl), max: 4 });
-  // Dropped connections are graphile-worker's to notice (the runner restarts); none may crash the process.
-  queuePool.on('error', () => {});
-  queuePool.on('connect', (client) => client.on('error', () => {}));
+  const db = openDatabase(options.databaseUrl, { max: 5, transactionPooler: directUrl !== options.databaseUrl, poolWaitTimeoutMs: CONNECT_TIMEOUT_MS });
+  const runnerPool = queuePool(directUrl, 4);
   const agent = new DeliveryAgent(db, options.box, settings);
   const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
   const start = () =>
     run({
-      pgPool: queuePool,
+      pgPool: runnerPool,
       schema: QUEUE_SCHEMA,
       concurrency: settings.concurrency,
       // Retry delays can be a second or less: look for due jobs often enough to keep them.
@@ -179,7 +188,7 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   } catch (error) {
     await agent.close();
     await db.close();
-    await queuePool.end().catch(() => {});
+    await runnerPool.end().catch(() => {});
     throw error;
   }
   // The outbox drain: new deliveries into the job queue, many per statement.
@@ -207,14 +216,14 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     async stop() {
       stopping = true;
       if (drainTimer) clearTimeout(drainTimer);
-      await draining;
       clearInterval(sweep);
       clearInterval(prune);
       if (restartTimer) clearTimeout(restartTimer);
-      await runner?.stop().catch(failed('runner stop'));
+      // Together: a drain statement and the runner's stop can each wait out a connect timeout.
+      await Promise.all([draining, runner?.stop().catch(failed('runner stop'))]);
       await agent.close();
       await db.close();
-      await queuePool.end().catch(() => {});
+      await runnerPool.end().catch(() => {});
     },
   };
 }

@@ -1,0 +1,94 @@
+/**
+ * A per-process budget for expensive reads (issue 9, "Fairness"): a semaphore of `slots` with a
+ * bounded FIFO queue. Expensive reads share the pool with everything else; without this, enough of
+ * them hold every connection and a GET by id queues behind them for seconds. With it they can take
+ * at most `slots` connections, and what does not fit the queue, or waits too long, is refused at
+ * once instead of holding its request (and later its rows) in memory.
+ */
+
+export type AdmissionRefusal =
+  /** `queue` requests already wait for a slot. */
+  | 'queue-full'
+  /** No slot came free within the wait bound. */
+  | 'wait-timeout';
+
+export class AdmissionRefused extends Error {
+  constructor(readonly reason: AdmissionRefusal) {
+    super(reason === 'queue-full' ? 'the queue of expensive reads is full' : 'no expensive-read slot came free in time');
+    this.name = 'AdmissionRefused';
+  }
+}
+
+export interface AdmissionOptions {
+  /** Works running at once (database.expensiveReadConcurrency). */
+  slots: number;
+  /** Works waiting at most; 0 refuses whatever does not get a slot at once (database.expensiveReadQueue). */
+  queue: number;
+  /** How long a work waits for a slot before it is refused (database.poolWaitTimeoutMs). */
+  waitTimeoutMs: number;
+  onRefused?: (reason: AdmissionRefusal) => void;
+}
+
+interface Waiter {
+  admit(): void;
+}
+
+export class Admission {
+  private active = 0;
+  private readonly waiting: Waiter[] = [];
+
+  constructor(readonly options: AdmissionOptions) {}
+
+  /** Works holding a slot. */
+  get running(): number {
+    return this.active;
+  }
+
+  /** Works waiting for a slot. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Runs `work` in a slot, waiting for one in turn; throws AdmissionRefused when it cannot get one. */
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    await this.acquire();
+    try {
+      return await work();
+    } finally {
+      this.release();
+    }
+  }
+
+  private acquire(): Promise<void> {
+    if (this.active < this.options.slots) {
+      this.active++;
+      return Promise.resolve();
+    }
+    if (this.waiting.length >= this.options.queue) return Promise.reject(this.refuse('queue-full'));
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        admit() {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        reject(this.refuse('wait-timeout'));
+      }, this.options.waitTimeoutMs);
+      this.waiting.push(waiter);
+    });
+  }
+
+  private release(): void {
+    // The slot passes straight to the first waiter, so `active` never dips and lets a newcomer jump the queue.
+    const next = this.waiting.shift();
+    if (next) next.admit();
+    else this.active--;
+  }
+
+  private refuse(reason: AdmissionRefusal): AdmissionRefused {
+    this.options.onRefused?.(reason);
+    return new AdmissionRefused(reason);
+  }
+}
