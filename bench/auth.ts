@@ -25,7 +25,6 @@
  * BENCH_WARMUP / BENCH_PROFILE (seconds; BENCH_PROFILE=0 skips the profiles), BENCH_RESULTS; and
  * BENCH_ROUNDS (default 1).
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -38,6 +37,7 @@ import { audience, verifyAccessToken } from '../runtime/auth/tokens/access-token
 import { loadEnvironmentKeys, looksLikeJwt } from '../runtime/auth/tokens/index.ts';
 import { openDatabase } from '../runtime/db/index.ts';
 import { SecretBox } from '../runtime/secrets/index.ts';
+import { gitRevision, writeSection } from './results-file.ts';
 import { CASES, type Fixture } from './cases.ts';
 import type { LoopDelay } from './child-harness.ts';
 import { REPO, startServerChild, type ServerChild } from './children.ts';
@@ -843,36 +843,7 @@ function report(r: Results): string {
   return out.join('\n');
 }
 
-/** Replaces the section in the results file, or appends it; the rest of the file stays as it is. */
-function writeSection(file: string, section: string): void {
-  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  const lines = text.split('\n');
-  const start = lines.findIndex((line) => line.trim() === SECTION);
-  const body = section.replace(/\n+$/, '').split('\n');
-  let next: string[];
-  if (start === -1) {
-    const kept = text.replace(/\n+$/, '');
-    next = kept ? [...kept.split('\n'), '', ...body, ''] : [...body, ''];
-  } else {
-    let end = lines.findIndex((line, i) => i > start && /^## /.test(line));
-    if (end === -1) end = lines.length;
-    const after = lines.slice(end);
-    next = [...lines.slice(0, start), ...body, ...(after.length ? ['', ...after] : [''])];
-  }
-  fs.writeFileSync(file, next.join('\n'));
-}
-
 // ---- main -------------------------------------------------------------------------------------
-
-function gitRevision(): string {
-  try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = git('status', '--porcelain', '--', 'runtime').length > 0;
-    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes in runtime/' : ''}`;
-  } catch {
-    return 'unknown (not a git checkout)';
-  }
-}
 
 async function main(): Promise<void> {
   const cleanups = cleanupOnExit(log);
@@ -989,7 +960,7 @@ async function main(): Promise<void> {
       databaseServer: dbServer.origin,
     };
     const section = report({ env, variants, runs, summaries, profiles, verification, bcrypt: bcryptLimit, idleTrickle, idleLoopDelay, logins, unloaded });
-    writeSection(RESULTS_FILE, section);
+    writeSection(RESULTS_FILE, SECTION, section);
     log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(section);
   } finally {

@@ -1,5 +1,7 @@
 /**
- * `npm run bench`: svcgen against a hand-written node:http + pg baseline on the same requests.
+ * `npm run bench`: svcgen against a hand-written node:http + pg baseline on the same requests, and
+ * on the five core requests (get, list, filtered+sorted list, embed, create) against the bare
+ * baseline too (./bare-server.ts: the JSON built by PostgreSQL, no key lookup, no checks).
  *
  *   1. a fresh database (./database.ts): the shop's migrations, 100,000 orders of 1,000 customers
  *      in 100 cities; a case that creates orders is followed by deleting them again (and VACUUM);
@@ -36,6 +38,10 @@ import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } fr
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import pg from 'pg';
 import { cleanupOnExit } from './cleanups.ts';
+import { readSection } from './results-file.ts';
+
+/** Sections of RESULTS.md that other scripts write (bench:auth, bench:webhooks, bench:soak, bench:workers), kept as they are. */
+const OTHER_SECTIONS = ['## Authentication', '## Webhooks', '## Soak', '## Workers'];
 
 const CONNECTIONS = 50;
 const POOL_SIZE = 10; // svcgen's startServer uses max 10; the baseline is configured to match
@@ -47,12 +53,20 @@ const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
 const AIM_RPS_SHARE = 0.6;
 /** ... with a p99 latency of at most this multiple of the baseline's. */
 const AIM_P99_FACTOR = 2;
+/** Against the bare baseline: the geometric mean of svcgen's share of its requests/s over the five core cases ... */
+const AIM_BARE_GEOMEAN = 0.9;
+/** ... none below this share ... */
+const AIM_BARE_MIN = 0.8;
+/** ... and a p99 latency of at most this multiple of the bare server's. */
+const AIM_BARE_P99_FACTOR = 1.5;
 const BENCH_DIR = path.join(REPO, 'bench');
 const PROFILE_DIR = path.join(BENCH_DIR, 'profiles');
 const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(BENCH_DIR, 'RESULTS.md');
 
-type ServerName = 'svcgen' | 'baseline';
+type ServerName = 'svcgen' | 'baseline' | 'bare';
+/** The servers profiled and compared case by case; the bare one only answers the cases marked `bare`. */
 const SERVERS: readonly ServerName[] = ['svcgen', 'baseline'];
+const serversOf = (benchCase: BenchCase): ServerName[] => (benchCase.bare ? ['svcgen', 'baseline', 'bare'] : ['svcgen', 'baseline']);
 
 interface Measurement {
   rps: number;
@@ -101,7 +115,7 @@ interface CaseProfile {
 interface CaseResult {
   benchCase: BenchCase;
   order: ServerName[];
-  measured: Record<ServerName, Measurement>;
+  measured: Record<'svcgen' | 'baseline', Measurement> & { bare?: Measurement };
   profiles: Partial<Record<ServerName, CaseProfile>>;
 }
 
@@ -338,31 +352,33 @@ function firstDifference(a: unknown, b: unknown, at = '$'): string {
   return `${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
 }
 
-/** Both servers answer alike: the sample request, and for a walk every step of one sequence. */
+/** Every server of the case answers as svcgen does: the sample request, and for a walk every step of one sequence. */
 async function checkSameAnswers(benchCase: BenchCase, servers: Record<ServerName, ServerChild>, fixture: Fixture): Promise<void> {
-  const contexts: Record<ServerName, Record<string, unknown>> = { svcgen: {}, baseline: {} };
-  for (let step = 0; step < (benchCase.sequence ?? 1); step++) {
-    const requests = {} as Record<ServerName, BenchRequest>;
-    for (const name of SERVERS) requests[name] = step === 0 ? benchCase.sample(fixture) : benchCase.next(fixture, contexts[name], step);
-    if (requests.svcgen.path.replace(/after=[^&]*/, 'after=…') !== requests.baseline.path.replace(/after=[^&]*/, 'after=…')) {
-      throw new Error(`${benchCase.title}, step ${step}: the walks diverged: ${requests.svcgen.path} vs ${requests.baseline.path}`);
+  for (const other of serversOf(benchCase).filter((name) => name !== 'svcgen')) {
+    const contexts: Record<string, Record<string, unknown>> = { svcgen: {}, [other]: {} };
+    for (let step = 0; step < (benchCase.sequence ?? 1); step++) {
+      const request = (name: string) => (step === 0 ? benchCase.sample(fixture) : benchCase.next(fixture, contexts[name]!, step));
+      const requests: [BenchRequest, BenchRequest] = [request('svcgen'), request(other)];
+      if (requests[0].path.replace(/after=[^&]*/, 'after=…') !== requests[1].path.replace(/after=[^&]*/, 'after=…')) {
+        throw new Error(`${benchCase.title}, step ${step}: the walks diverged: ${requests[0].path} vs ${requests[1].path}`);
+      }
+      const [a, b] = await checkSameAnswer(benchCase, [servers.svcgen, servers[other]], fixture, requests, step);
+      benchCase.onResponse?.(a.status, a.text, contexts.svcgen!);
+      benchCase.onResponse?.(b.status, b.text, contexts[other]!);
     }
-    const [a, b] = await checkSameAnswer(benchCase, servers, fixture, requests, step);
-    benchCase.onResponse?.(a.status, a.text, contexts.svcgen);
-    benchCase.onResponse?.(b.status, b.text, contexts.baseline);
   }
 }
 
 async function checkSameAnswer(
   benchCase: BenchCase,
-  servers: Record<ServerName, ServerChild>,
+  servers: [ServerChild, ServerChild],
   fixture: Fixture,
-  requests: Record<ServerName, BenchRequest>,
+  requests: [BenchRequest, BenchRequest],
   step: number,
 ): Promise<[Sent, Sent]> {
-  const [a, b] = [await send(servers.svcgen, requests.svcgen, fixture), await send(servers.baseline, requests.baseline, fixture)];
+  const [a, b] = [await send(servers[0], requests[0], fixture), await send(servers[1], requests[1], fixture)];
   const problems: string[] = [];
-  for (const [name, r] of [['svcgen', a], ['baseline', b]] as const) {
+  for (const [name, r] of [[servers[0].name, a], [servers[1].name, b]] as const) {
     if (r.status !== benchCase.status) problems.push(`${name} answered ${r.status}, expected ${benchCase.status}: ${r.text.slice(0, 300)}`);
   }
   if (a.headers.get('content-type') !== b.headers.get('content-type')) {
@@ -373,11 +389,11 @@ async function checkSameAnswer(
   const [ca, cb] = [comparable(a.body), comparable(b.body)];
   if (!isDeepStrictEqual(ca, cb)) {
     const where = firstDifference(ca, cb);
-    problems.push(`bodies differ (${benchCase.compare}) at ${where}:\n  svcgen:   ${a.text.slice(0, 600)}\n  baseline: ${b.text.slice(0, 600)}`);
+    problems.push(`bodies differ (${benchCase.compare}) at ${where}:\n  ${servers[0].name}: ${a.text.slice(0, 600)}\n  ${servers[1].name}: ${b.text.slice(0, 600)}`);
   }
   if (problems.length) {
-    const where = benchCase.sequence ? ` (step ${step} of the walk, ${requests.svcgen.path})` : '';
-    throw new Error(`${benchCase.title}${where}: the servers do not answer alike:\n${problems.join('\n')}`);
+    const where = benchCase.sequence ? ` (step ${step} of the walk, ${requests[0].path})` : '';
+    throw new Error(`${benchCase.title}${where}: ${servers[0].name} and ${servers[1].name} do not answer alike:\n${problems.join('\n')}`);
   }
   return [a, b];
 }
@@ -430,7 +446,10 @@ function report(env: Environment, results: CaseResult[]): string {
       '**baseline** = bench/baseline-server.ts, a hand-written node:http + pg server for the same requests (same JSON, key lookup by ' +
       'SHA-256 digest with a cache, URL/header/body validation, one prepared statement per request, ISO timestamps built in JS). ' +
       "svcgen's config is the example's except for the shared data rate limit, raised out of reach (the limiter still counts and " +
-      'syncs to PostgreSQL as in production).',
+      'syncs to PostgreSQL as in production). ' +
+      '**bare** = bench/bare-server.ts, the physical limit of this design for the five core requests: node:http + pg, the record JSON ' +
+      'built by PostgreSQL with one prepared statement, no key lookup, no X-Project-Id, no validation, no rate limit, no request log, ' +
+      'no headers beyond Content-Type (and Location); its answers must equal svcgen\'s too.',
   );
   out.push(
     `- Load: autocannon 9 (programmatic, in the parent process), ${CONNECTIONS} connections, ${WARMUP_S} s warm-up then ${DURATION_S} s measured ` +
@@ -447,7 +466,7 @@ function report(env: Environment, results: CaseResult[]): string {
   out.push('');
 
   const disturbed = results.flatMap((r) =>
-    SERVERS.filter((n) => (r.measured[n].otherLoad ?? 0) > 0.1).map((n) => `${r.benchCase.title} / ${n}: ${fmt(100 * r.measured[n].otherLoad!)} %`),
+    serversOf(r.benchCase).filter((n) => (r.measured[n]?.otherLoad ?? 0) > 0.1).map((n) => `${r.benchCase.title} / ${n}: ${fmt(100 * r.measured[n]!.otherLoad!)} %`),
   );
   if (disturbed.length) {
     out.push(
@@ -472,32 +491,41 @@ function report(env: Environment, results: CaseResult[]): string {
     out.push(`| ${r.benchCase.title} | ${fmt(s.rps)} | ${fmt(b.rps)} | **${pct(s.rps, b.rps)}** | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} | ${aim} |`);
   }
   out.push('');
+  out.push(...bareSummary(results));
 
   for (const r of results) {
     const s = r.measured.svcgen;
     const b = r.measured.baseline;
     out.push(`## ${r.benchCase.title}`, '');
     out.push(`${r.benchCase.description}. Measured first: ${r.order[0]}.`, '');
-    out.push('| | svcgen | baseline | svcgen / baseline |', '|---|--:|--:|--:|');
-    out.push(`| requests/s | ${fmt(s.rps)} | ${fmt(b.rps)} | ${pct(s.rps, b.rps)} |`);
-    out.push(`| latency p50 (ms) | ${fmt(s.p50)} | ${fmt(b.p50)} | ${pct(s.p50, b.p50)} |`);
-    out.push(`| latency p99 (ms) | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} |`);
-    out.push(`| responses | ${fmt(s.requests)} | ${fmt(b.requests)} | |`);
-    out.push(`| non-2xx | ${s.non2xx} | ${b.non2xx} | |`);
-    out.push(`| server process CPU per request (µs) | ${fmt(s.cpuPerRequestUs)} | ${fmt(b.cpuPerRequestUs)} | ${pct(s.cpuPerRequestUs, b.cpuPerRequestUs)} |`);
-    const pgCpu = (m: Measurement) => (m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs));
+    // the bare server's column, where it answered the case
+    const x = r.measured.bare;
+    const bare = (cell: (m: Measurement) => string, ratio?: (m: Measurement) => number) =>
+      x ? ` ${cell(x)} |${ratio ? ` ${pct(ratio(s), ratio(x))}` : ''} |` : '';
+    out.push(`| | svcgen | baseline | svcgen / baseline |${x ? ' bare | svcgen / bare |' : ''}`, `|---|--:|--:|--:|${x ? '--:|--:|' : ''}`);
+    out.push(`| requests/s | ${fmt(s.rps)} | ${fmt(b.rps)} | ${pct(s.rps, b.rps)} |${bare((m) => fmt(m.rps), (m) => m.rps)}`);
+    out.push(`| latency p50 (ms) | ${fmt(s.p50)} | ${fmt(b.p50)} | ${pct(s.p50, b.p50)} |${bare((m) => fmt(m.p50), (m) => m.p50)}`);
+    out.push(`| latency p99 (ms) | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} |${bare((m) => fmt(m.p99), (m) => m.p99)}`);
+    out.push(`| responses | ${fmt(s.requests)} | ${fmt(b.requests)} | |${bare((m) => fmt(m.requests))}`);
+    out.push(`| non-2xx | ${s.non2xx} | ${b.non2xx} | |${bare((m) => String(m.non2xx))}`);
     out.push(
-      `| PostgreSQL backends CPU per request (µs) | ${pgCpu(s)} | ${pgCpu(b)} | ${
-        s.pgCpuPerRequestUs === undefined || b.pgCpuPerRequestUs === undefined ? 'n/a' : pct(s.pgCpuPerRequestUs, b.pgCpuPerRequestUs)
-      } |`,
+      `| server process CPU per request (µs) | ${fmt(s.cpuPerRequestUs)} | ${fmt(b.cpuPerRequestUs)} | ${pct(s.cpuPerRequestUs, b.cpuPerRequestUs)} |` +
+        bare((m) => fmt(m.cpuPerRequestUs), (m) => m.cpuPerRequestUs),
     );
-    out.push(`| load generator CPU per request (µs) | ${fmt(s.loadCpuPerRequestUs)} | ${fmt(b.loadCpuPerRequestUs)} | |`);
+    const pgCpu = (m: Measurement) => (m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs));
+    const pgRatio = (m: Measurement, n: Measurement) =>
+      m.pgCpuPerRequestUs === undefined || n.pgCpuPerRequestUs === undefined ? 'n/a' : pct(m.pgCpuPerRequestUs, n.pgCpuPerRequestUs);
+    out.push(`| PostgreSQL backends CPU per request (µs) | ${pgCpu(s)} | ${pgCpu(b)} | ${pgRatio(s, b)} |${x ? ` ${pgCpu(x)} | ${pgRatio(s, x)} |` : ''}`);
+    out.push(`| load generator CPU per request (µs) | ${fmt(s.loadCpuPerRequestUs)} | ${fmt(b.loadCpuPerRequestUs)} | |${bare((m) => fmt(m.loadCpuPerRequestUs))}`);
     const busy = (m: Measurement) => (m.machineBusy === undefined ? 'n/a' : `${fmt(100 * m.machineBusy)} %`);
-    out.push(`| machine CPU busy (all ${os.availableParallelism()} CPUs) | ${busy(s)} | ${busy(b)} | |`);
+    out.push(`| machine CPU busy (all ${os.availableParallelism()} CPUs) | ${busy(s)} | ${busy(b)} | |${bare(busy)}`);
     const share = (v: number | undefined) => (v === undefined ? 'n/a' : `${fmt(100 * v)} %`);
-    out.push(`| … of which interrupts (loopback networking) | ${share(s.machineIrq)} | ${share(b.machineIrq)} | |`);
-    out.push(`| … of which everything else (other processes, PostgreSQL's own background processes) | ${share(s.otherLoad)} | ${share(b.otherLoad)} | |`);
-    out.push(`| SQL statements per request | ${fmt(s.queriesPerRequest, 2)} | ${fmt(b.queriesPerRequest, 2)} | |`);
+    out.push(`| … of which interrupts (loopback networking) | ${share(s.machineIrq)} | ${share(b.machineIrq)} | |${bare((m) => share(m.machineIrq))}`);
+    out.push(
+      `| … of which everything else (other processes, PostgreSQL's own background processes) | ${share(s.otherLoad)} | ${share(b.otherLoad)} | |` +
+        bare((m) => share(m.otherLoad)),
+    );
+    out.push(`| SQL statements per request | ${fmt(s.queriesPerRequest, 2)} | ${fmt(b.queriesPerRequest, 2)} | |${bare((m) => fmt(m.queriesPerRequest, 2))}`);
     out.push('');
   }
 
@@ -597,14 +625,32 @@ function report(env: Environment, results: CaseResult[]): string {
   return out.join('\n');
 }
 
-/** A section another bench script writes into the same file (`npm run bench:auth`, `npm run bench:webhooks`), kept as it is. */
-function keptSection(file: string, heading: string): string {
-  if (!fs.existsSync(file)) return '';
-  const lines = fs.readFileSync(file, 'utf8').split('\n');
-  const start = lines.findIndex((line) => line.trim() === heading);
-  if (start === -1) return '';
-  const end = lines.findIndex((line, i) => i > start && /^## /.test(line));
-  return `\n${lines.slice(start, end === -1 ? undefined : end).join('\n').replace(/\n+$/, '')}\n`;
+/** The summary against the bare baseline: per case, the geometric mean, and the aim. */
+function bareSummary(results: CaseResult[]): string[] {
+  const rows = results.filter((r) => r.measured.bare);
+  if (rows.length === 0) return [];
+  const out: string[] = ['### Against the bare baseline', ''];
+  out.push(
+    `Aim: over the five core cases (get, list, filtered+sorted list, embed, create) svcgen serves a geometric mean of at least ` +
+      `${fmt(100 * AIM_BARE_GEOMEAN)} % of the bare server's requests/s, none below ${fmt(100 * AIM_BARE_MIN)} %, each with a p99 latency of ` +
+      `at most ${fmt(AIM_BARE_P99_FACTOR, 1)}× the bare server's.`,
+    '',
+  );
+  out.push('| case | svcgen req/s | bare req/s | svcgen / bare | svcgen p99 (ms) | bare p99 (ms) | p99 svcgen / bare | aim |', '|---|--:|--:|--:|--:|--:|--:|:-:|');
+  let logSum = 0;
+  for (const r of rows) {
+    const s = r.measured.svcgen;
+    const x = r.measured.bare!;
+    logSum += Math.log(s.rps / x.rps);
+    const misses = [s.rps < AIM_BARE_MIN * x.rps ? 'req/s' : '', s.p99 > AIM_BARE_P99_FACTOR * x.p99 ? 'p99' : ''].filter(Boolean);
+    out.push(
+      `| ${r.benchCase.title} | ${fmt(s.rps)} | ${fmt(x.rps)} | **${pct(s.rps, x.rps)}** | ${fmt(s.p99)} | ${fmt(x.p99)} | ${pct(s.p99, x.p99)} | ` +
+        `${misses.length ? `missed (${misses.join(', ')})` : 'met'} |`,
+    );
+  }
+  const geomean = Math.exp(logSum / rows.length);
+  out.push(`| **geometric mean** | | | **${fmt(100 * geomean)} %** | | | | ${geomean >= AIM_BARE_GEOMEAN ? 'met' : 'missed'} |`, '');
+  return out;
 }
 
 // ---- main -------------------------------------------------------------------------------------
@@ -633,7 +679,8 @@ async function main(): Promise<void> {
 
     const env = { BENCH_DATABASE_URL: database.url };
     const servers = {} as Record<ServerName, ServerChild>;
-    for (const name of SERVERS) {
+    const needed: ServerName[] = selected.some((c) => c.bare) ? [...SERVERS, 'bare'] : [...SERVERS];
+    for (const name of needed) {
       const child = await startServerChild(name, `bench/${name}-server.ts`, env);
       cleanups.add(() => child.stop());
       servers[name] = child;
@@ -644,8 +691,10 @@ async function main(): Promise<void> {
 
     const results: CaseResult[] = [];
     for (const [i, benchCase] of selected.entries()) {
-      const order: ServerName[] = i % 2 === 0 ? ['svcgen', 'baseline'] : ['baseline', 'svcgen'];
-      const measured = {} as Record<ServerName, Measurement>;
+      // the server measured first rotates from case to case
+      const names = serversOf(benchCase);
+      const order = names.map((_, k) => names[(k + i) % names.length]!);
+      const measured = {} as CaseResult['measured'];
       for (const name of order) {
         log(`${benchCase.title} → ${name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
         const m = await measure(servers[name], benchCase, fixture, backends, database.url);
@@ -657,7 +706,7 @@ async function main(): Promise<void> {
             `${m.machineIrq === undefined ? 'n/a' : `${fmt(100 * m.machineIrq)} %`}, other processes ${m.otherLoad === undefined ? 'n/a' : `${fmt(100 * m.otherLoad)} %`})`,
         );
       }
-      log(`  svcgen / baseline: ${pct(measured.svcgen.rps, measured.baseline.rps)}`);
+      log(`  svcgen / baseline: ${pct(measured.svcgen.rps, measured.baseline.rps)}${measured.bare ? `, svcgen / bare: ${pct(measured.svcgen.rps, measured.bare.rps)}` : ''}`);
       results.push({ benchCase, order, measured, profiles: {} });
     }
 
@@ -689,7 +738,8 @@ async function main(): Promise<void> {
       postgres: await serverVersion(database.url),
       databaseServer: dbServer.origin,
     };
-    fs.writeFileSync(RESULTS_FILE, `${report(environment, results)}\n${keptSection(RESULTS_FILE, '## Authentication')}${keptSection(RESULTS_FILE, '## Webhooks')}`);
+    const kept = OTHER_SECTIONS.map((heading) => readSection(RESULTS_FILE, heading)).join('');
+    fs.writeFileSync(RESULTS_FILE, `${report(environment, results)}\n${kept}`);
     log(`wrote ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(
       results

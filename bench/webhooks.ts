@@ -38,7 +38,6 @@
  * BENCH_WARMUP / BENCH_PROFILE (seconds), BENCH_RESULTS; and BENCH_WEBHOOK_EVENTS,
  * BENCH_WEBHOOK_SECONDS, BENCH_WEBHOOK_RATE.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -49,6 +48,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { loadService } from '../cli/project.ts';
 import { parseConfig, startServer, startWorkerProcess } from '../runtime/index.ts';
+import { gitRevision, writeSection } from './results-file.ts';
 import { CASES, type Fixture } from './cases.ts';
 import { runChild } from './child-harness.ts';
 import { REPO, startServerChild, type ServerChild } from './children.ts';
@@ -1285,36 +1285,7 @@ function waitSummary(u: Usage): string {
   return `${fmt(total / u.waitSamples, 1)}: ${top.join(', ')}`;
 }
 
-/** Replaces the section in the results file, or appends it; the rest of the file stays as it is. */
-function writeSection(file: string, section: string): void {
-  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  const lines = text.split('\n');
-  const start = lines.findIndex((line) => line.trim() === SECTION);
-  const body = section.replace(/\n+$/, '').split('\n');
-  let next: string[];
-  if (start === -1) {
-    const kept = text.replace(/\n+$/, '');
-    next = kept ? [...kept.split('\n'), '', ...body, ''] : [...body, ''];
-  } else {
-    let end = lines.findIndex((line, i) => i > start && /^## /.test(line));
-    if (end === -1) end = lines.length;
-    const after = lines.slice(end);
-    next = [...lines.slice(0, start), ...body, ...(after.length ? ['', ...after] : [''])];
-  }
-  fs.writeFileSync(file, next.join('\n'));
-}
-
 // ---- main -------------------------------------------------------------------------------------
-
-function gitRevision(): string {
-  try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = git('status', '--porcelain', '--', 'runtime').length > 0;
-    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes in runtime/' : ''}`;
-  } catch {
-    return 'unknown (not a git checkout)';
-  }
-}
 
 function logPosts(p: PostRun): void {
   const d = p.delivery;
@@ -1441,7 +1412,7 @@ async function main(): Promise<void> {
       clock,
     };
     const section = report({ env, throughput, latency, posts, profiles });
-    writeSection(RESULTS_FILE, section);
+    writeSection(RESULTS_FILE, SECTION, section);
     log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(section);
   } finally {

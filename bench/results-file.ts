@@ -1,0 +1,44 @@
+/** bench/RESULTS.md is written by several scripts, each owning one `## ` section of it. */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { REPO } from './children.ts';
+
+/** Replaces the section that starts with `heading` in the results file, or appends it; the rest stays as it is. */
+export function writeSection(file: string, heading: string, section: string): void {
+  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  const lines = text.split('\n');
+  const start = lines.findIndex((line) => line.trim() === heading);
+  const body = section.replace(/\n+$/, '').split('\n');
+  let next: string[];
+  if (start === -1) {
+    const kept = text.replace(/\n+$/, '');
+    next = kept ? [...kept.split('\n'), '', ...body, ''] : [...body, ''];
+  } else {
+    let end = lines.findIndex((line, i) => i > start && /^## /.test(line));
+    if (end === -1) end = lines.length;
+    const after = lines.slice(end);
+    next = [...lines.slice(0, start), ...body, ...(after.length ? ['', ...after] : [''])];
+  }
+  fs.writeFileSync(file, next.join('\n'));
+}
+
+/** The section that starts with `heading`, as the file holds it (empty when absent). */
+export function readSection(file: string, heading: string): string {
+  if (!fs.existsSync(file)) return '';
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const start = lines.findIndex((line) => line.trim() === heading);
+  if (start === -1) return '';
+  const end = lines.findIndex((line, i) => i > start && /^## /.test(line));
+  return `\n${lines.slice(start, end === -1 ? undefined : end).join('\n').replace(/\n+$/, '')}\n`;
+}
+
+/** The commit measured, and whether runtime/ had uncommitted changes (read before the servers start). */
+export function gitRevision(): string {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = git('status', '--porcelain', '--', 'runtime').length > 0;
+    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes in runtime/' : ''}`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}

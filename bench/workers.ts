@@ -1,0 +1,278 @@
+/**
+ * `npm run bench:workers`: what `svcgen serve --workers 2` gains over `--workers 1` on this
+ * machine. Writes the section "## Workers" of bench/RESULTS.md.
+ *
+ *   1. a fresh database seeded as for `npm run bench` (./database.ts);
+ *   2. a copy of examples/shop with the data rate limit out of reach, served by the real CLI
+ *      (`svcgen serve --workers <n> --no-worker --log-level warn`) for n = 1, then 2;
+ *   3. per case and n: 3 s warm-up, 10 s measured with autocannon (50 connections), while the CPU
+ *      of the svcgen processes (the primary and its workers), of PostgreSQL's backends and of the
+ *      load generator is read from /proc, so the report can say where the CPUs went.
+ *
+ * Environment as for ./run.ts: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION,
+ * BENCH_WARMUP, BENCH_CASES, BENCH_RESULTS; BENCH_WORKERS (default "1,2").
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { CASES, type BenchCase, type Fixture } from './cases.ts';
+import { REPO } from './children.ts';
+import { cleanupOnExit } from './cleanups.ts';
+import { BackendCpu, machineBusy, machineSample, processCpuMicros } from './cpu.ts';
+import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
+import { gitRevision, writeSection } from './results-file.ts';
+
+const CONNECTIONS = 50;
+const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
+const CASE_IDS = (process.env.BENCH_CASES ?? 'read-one,list-20,create,list-embed').split(',');
+const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
+const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(REPO, 'bench', 'RESULTS.md');
+const SECTION = '## Workers';
+
+const log = (message: string) => console.error(`[bench:workers] ${message}`);
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
+
+interface Measurement {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU µs per request */
+  svcgenUs: number;
+  postgresUs: number | undefined;
+  loadUs: number;
+  /** busy share of all CPUs */
+  busy: number | undefined;
+}
+
+/** The pids of a process and all its descendants (the cluster primary and its workers). */
+function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    let children: string[] = [];
+    try {
+      for (const task of fs.readdirSync(`/proc/${out[i]}/task`)) {
+        children = children.concat(fs.readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+      }
+    } catch {
+      // gone meanwhile
+    }
+    out.push(...children.map(Number));
+  }
+  return out;
+}
+
+function treeCpuMicros(pid: number): Map<number, number> {
+  return new Map(processTree(pid).map((p) => [p, processCpuMicros(p) ?? 0]));
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Serving {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** `svcgen serve --workers n` on the project copy; resolves once it answers /readyz with 200. */
+async function serve(projectDir: string, databaseUrl: string, workers: number): Promise<Serving> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [path.join(REPO, 'bin/svcgen.js'), 'serve', '--project', projectDir, '--database-url', databaseUrl, '--port', String(port), '--workers', String(workers), '--no-worker', '--log-level', 'warn'],
+    { cwd: projectDir, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let waited = 0; ; waited += 100) {
+    if (child.exitCode !== null) throw new Error(`svcgen serve --workers ${workers} exited (${child.exitCode}) during start-up`);
+    if (waited > 60_000) throw new Error(`svcgen serve --workers ${workers} was not ready within 60 s`);
+    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    if (ready) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    pid: child.pid!,
+    async stop() {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function load(url: string, benchCase: BenchCase, fixture: Fixture, seconds: number): Promise<autocannon.Result> {
+  return autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: { 'x-project-id': fixture.projectId, authorization: `Bearer ${fixture.apiKey}` },
+    requests: [
+      {
+        setupRequest(req, context) {
+          const r = benchCase.next(fixture, context, 0);
+          req.method = r.method;
+          req.path = r.path;
+          if (r.body !== undefined) {
+            req.headers = { ...req.headers, 'content-type': 'application/json' };
+            req.body = JSON.stringify(r.body);
+          }
+          return req;
+        },
+      },
+    ],
+  });
+}
+
+async function measure(serving: Serving, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu): Promise<Measurement> {
+  const warm = await load(serving.url, benchCase, fixture, WARMUP_S);
+  if (warm.non2xx || warm.errors) throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  const svcBefore = treeCpuMicros(serving.pid);
+  const pgBefore = await backends.sample();
+  const machineBefore = machineSample();
+  const loadBefore = process.cpuUsage();
+  const result = await load(serving.url, benchCase, fixture, DURATION_S);
+  const loadCpu = process.cpuUsage(loadBefore);
+  const machineAfter = machineSample();
+  const pgAfter = await backends.sample();
+  const svcAfter = treeCpuMicros(serving.pid);
+  if (result.non2xx || result.errors) throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  const requests = result.requests.total;
+  let svcgen = 0;
+  for (const [pid, cpu] of svcAfter) svcgen += cpu - (svcBefore.get(pid) ?? 0);
+  const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    svcgenUs: svcgen / requests,
+    postgresUs: pgSpent === undefined ? undefined : pgSpent / requests,
+    loadUs: (loadCpu.user + loadCpu.system) / requests,
+    busy: machineBusy(machineBefore, machineAfter)?.busy,
+  };
+}
+
+function report(cases: BenchCase[], results: Map<string, Map<number, Measurement>>, env: { date: string; postgres: string; revision: string }): string {
+  const out: string[] = [SECTION, ''];
+  out.push(
+    `Written by \`npm run bench:workers\` (bench/workers.ts) on ${env.date}, commit ${env.revision}; Node.js ${process.version}, ` +
+      `PostgreSQL ${env.postgres}; ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown'}) shared by the load generator, svcgen and PostgreSQL.`,
+    '',
+  );
+  out.push(
+    `The real CLI, \`svcgen serve --workers <n> --no-worker --log-level warn\` (NODE_ENV=production) on a copy of examples/shop with the data rate limit ` +
+      `out of reach, each worker with its pool of 10; the seeded database of \`npm run bench\`; autocannon with ${CONNECTIONS} connections, ` +
+      `${WARMUP_S} s warm-up and ${DURATION_S} s measured per case. CPU per request from /proc: the svcgen processes (primary and workers), ` +
+      "PostgreSQL's backends, the load generator.",
+    '',
+  );
+  const counts = WORKER_COUNTS;
+  out.push(
+    `| case | ${counts.map((n) => `req/s, ${n} worker${n > 1 ? 's' : ''}`).join(' | ')} | ${counts.slice(1).map((n) => `${n} / ${counts[0]}`).join(' | ')} | ` +
+      `${counts.map((n) => `p99 (ms), ${n}`).join(' | ')} |`,
+    `|---|${counts.map(() => '--:').join('|')}|${counts.slice(1).map(() => '--:').join('|')}|${counts.map(() => '--:').join('|')}|`,
+  );
+  for (const c of cases) {
+    const byCount = results.get(c.id)!;
+    const first = byCount.get(counts[0]!)!;
+    out.push(
+      `| ${c.title} | ${counts.map((n) => fmt(byCount.get(n)!.rps)).join(' | ')} | ${counts.slice(1).map((n) => `**${fmt(byCount.get(n)!.rps / first.rps, 2)}×**`).join(' | ')} | ` +
+        `${counts.map((n) => fmt(byCount.get(n)!.p99)).join(' | ')} |`,
+    );
+  }
+  out.push('', 'Where the CPUs went (µs per request; machine busy share):', '');
+  out.push('| case | workers | svcgen | PostgreSQL | load generator | machine busy |', '|---|--:|--:|--:|--:|--:|');
+  for (const c of cases) {
+    for (const n of counts) {
+      const m = results.get(c.id)!.get(n)!;
+      out.push(
+        `| ${c.title} | ${n} | ${fmt(m.svcgenUs)} | ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)} | ${fmt(m.loadUs)} | ${m.busy === undefined ? 'n/a' : pct(m.busy, 1)} |`,
+      );
+    }
+  }
+  out.push('');
+  return out.join('\n');
+}
+
+async function main(): Promise<void> {
+  const cases = CASE_IDS.map((id) => {
+    const c = CASES.find((x) => x.id === id);
+    if (!c) throw new Error(`BENCH_CASES: no case "${id}"; cases: ${CASES.map((x) => x.id).join(', ')}`);
+    return c;
+  });
+  const cleanups = cleanupOnExit(log);
+  const revision = gitRevision();
+  try {
+    const dbServer = await findDatabaseServer(log);
+    cleanups.add(() => dbServer.stop());
+    const database = await createBenchDatabase(dbServer.url);
+    cleanups.add(() => database.drop());
+    log(`database ${database.name}: migrating and seeding ${fmt(SEED.orders)} orders`);
+    const fixture = await prepareDatabase(database.url, SEED);
+    const admin = new pg.Client({ connectionString: dbServer.url });
+    admin.on('error', () => {});
+    await admin.connect();
+    cleanups.add(() => admin.end());
+    const backends = new BackendCpu(admin, database.name);
+
+    const projectDir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-workers-'));
+    cleanups.add(() => rm(projectDir, { recursive: true, force: true }));
+    await cp(path.join(REPO, 'examples/shop'), projectDir, { recursive: true });
+    const configFile = path.join(projectDir, 'svcgen.config.json');
+    const config = JSON.parse(await readFile(configFile, 'utf8'));
+    config.rateLimits = { ...config.rateLimits, dataPerMinutePerProject: 1_000_000_000 };
+    await writeFile(configFile, JSON.stringify(config, null, 2));
+
+    const results = new Map<string, Map<number, Measurement>>(cases.map((c) => [c.id, new Map()]));
+    for (const n of WORKER_COUNTS) {
+      const serving = await serve(projectDir, database.url, n);
+      log(`svcgen serve --workers ${n}: ${serving.url} (pid ${serving.pid}, ${processTree(serving.pid).length} processes)`);
+      try {
+        for (const c of cases) {
+          try {
+            const m = await measure(serving, c, fixture, backends);
+            results.get(c.id)!.set(n, m);
+            log(`  ${c.title}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request svcgen ${fmt(m.svcgenUs)}, PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}, load ${fmt(m.loadUs)}`);
+          } finally {
+            if (c.writes) await restoreSeed(database.url, fixture);
+          }
+        }
+      } finally {
+        await serving.stop();
+      }
+    }
+    const section = report(cases, results, {
+      date: new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      postgres: await serverVersion(database.url),
+      revision,
+    });
+    writeSection(RESULTS_FILE, SECTION, section);
+    log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
+    console.log(section);
+  } finally {
+    await cleanups.finish();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(`[bench:workers] FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+});
