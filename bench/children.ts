@@ -1,5 +1,5 @@
 /** The parent's side of the server children (./child-harness.ts is the other side). */
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { ChildStats, LoopDelay } from './child-harness.ts';
 
@@ -21,8 +21,21 @@ export interface ServerChild {
 
 const STARTUP_TIMEOUT_MS = 60_000;
 
+let built = false;
+/**
+ * Compiles svcgen into dist/ (`npm run build`'s tsc), once per run: ./svcgen-server.ts serves from
+ * it, as an installed svcgen runs. The checkout's source under tsx is slower per request (esbuild's
+ * keepNames wraps every function it creates, on every call), which is not what users run.
+ */
+export function buildSvcgen(): void {
+  if (built) return;
+  execFileSync(process.execPath, [path.join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
+  built = true;
+}
+
 /** Starts `node bin/run-ts.js <script>` with an IPC channel and waits for its `ready` message. */
 export async function startServerChild(name: string, script: string, env: Record<string, string>): Promise<ServerChild> {
+  if (script === 'bench/svcgen-server.ts') buildSvcgen();
   const child: ChildProcess = fork(path.join(REPO, 'bin/run-ts.js'), [script], {
     cwd: REPO,
     env: { ...process.env, ...env },
