@@ -17,6 +17,8 @@ declare module 'autocannon' {
       url: string;
       connections?: number;
       duration?: number;
+      /** requests per second over all connections (unlimited when absent) */
+      overallRate?: number;
       amount?: number;
       timeout?: number;
       pipelining?: number;

@@ -87,7 +87,8 @@ function categoryOf(frame: CallFrame): string | undefined {
     return `other packages (${pkg})`;
   }
   const file = url.startsWith('file://') ? new URL(url).pathname : url;
-  const rel = path.relative(REPO, file);
+  // the compiled runtime (dist/runtime/...) counts as its source
+  const rel = path.relative(REPO, file).replace(/^dist\//, '');
   if (rel.startsWith('runtime/')) return `svcgen ${rel.split('/').slice(0, 2).join('/')}`;
   if (rel.startsWith('examples/')) return 'svcgen generated code';
   if (rel.startsWith('bench/')) return 'benchmark server code';

@@ -16,7 +16,8 @@
  *
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (a PostgreSQL server to create the
  * database on); for experiments: BENCH_DURATION / BENCH_WARMUP / BENCH_PROFILE (seconds; 0 skips
- * profiling), BENCH_CASES (ids, comma separated), BENCH_LIST_MAX_OFFSET, BENCH_RESULTS (report file).
+ * profiling), BENCH_CASES (ids, comma separated), BENCH_LIST_MAX_OFFSET, BENCH_RESULTS (report file),
+ * BENCH_RATE (a fixed rate of requests/s, to compare CPU per request below saturation).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -48,6 +49,8 @@ const POOL_SIZE = 10; // svcgen's startServer uses max 10; the baseline is confi
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const PROFILE_S = Number(process.env.BENCH_PROFILE ?? 5);
+/** Requests/s for experiments on CPU per request below saturation (BENCH_RATE); unlimited by default. */
+const RATE = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
 /** The aim of the issue: svcgen serves at least this share of the baseline's requests/s ... */
 const AIM_RPS_SHARE = 0.6;
@@ -145,7 +148,7 @@ async function load(server: ServerChild, benchCase: BenchCase, fixture: Fixture,
       onResponse: benchCase.onResponse ? (status, body, context) => benchCase.onResponse!(status, body, context) : undefined,
     });
   }
-  return autocannon({ url: server.url, connections: CONNECTIONS, duration: seconds, headers: headersFor(fixture), requests });
+  return autocannon({ url: server.url, connections: CONNECTIONS, duration: seconds, headers: headersFor(fixture), requests, overallRate: RATE });
 }
 
 function statusCounts(result: autocannon.Result): Record<string, number> {
