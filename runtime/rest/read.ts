@@ -1,13 +1,13 @@
 /** GET /<table>/<id>, GET /<table> and POST /<table>/_query (interface "Data endpoints"). */
 import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
-import { and, compileRead, CursorError, queryFingerprint, type Condition } from '../query/index.ts';
+import { and, compileRead, CursorError, queryFingerprint, type Condition, type Grant, type SelectItem } from '../query/index.ts';
 import { budgeted, readScope, filterContext, type DataContext } from './context.ts';
 import { listCost, readOneCost } from './cost.ts';
 import { parseListParams, type ListParams } from './list-params.ts';
 import { parseKey } from './values.ts';
 
 /** The row condition `<pk> = <id>` for a path id, or a 404 when the id cannot name a record. */
-export function keyCondition(ctx: DataContext): Condition {
+export function keyCondition(ctx: DataContext): Condition & { kind: 'compare' } {
   const field = ctx.table.idField!;
   const raw = ctx.req.params.id!;
   const value = parseKey(field, raw);
@@ -19,12 +19,57 @@ export function notFound(ctx: DataContext, id: string): Problem {
   return new Problem('not-found', `no ${ctx.table.spec.name} record with ${ctx.table.idField?.name ?? 'id'} ${JSON.stringify(id)}`);
 }
 
-export async function readOne(ctx: DataContext): Promise<Reply> {
-  const where = keyCondition(ctx);
-  const select = ctx.req.query.has('select') ? parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: ctx.req.query.get('select')! })).select : null;
+interface OneRead {
+  sql: string;
+  values: unknown[];
+  select: SelectItem[] | null;
+}
+
+function compileOne(ctx: DataContext, where: Condition, select: SelectItem[] | null): OneRead {
   const scope = readScope(ctx);
   const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy: [], limit: 1, offset: 0 }, ctx.grant, { single: true });
-  const rows = await budgeted(ctx, readOneCost(ctx.catalog, ctx.table, select), () => ctx.db.queryArrays(sql, scope.params.values));
+  return { sql, values: scope.params.values, select };
+}
+
+/** A whole-record GET by id compiled for a grant and environment, with the key's value left out. */
+interface KeyedRead {
+  sql: string;
+  values: unknown[];
+  /** Where the key's value goes in `values`. */
+  keyAt: number;
+}
+
+// Grants are cached per principal (runtime/permissions) for as long as its credential is, so they
+// key this cache; the values of a row permission are the principal's own and never change.
+const keyedReads = new WeakMap<Grant, Map<string, KeyedRead | null>>();
+const KEY_PLACEHOLDER = Symbol('key');
+
+/** The whole-record read of `where` (the key condition) without compiling it again, or undefined when it cannot be kept. */
+function keyedRead(ctx: DataContext, where: Condition & { kind: 'compare' }): OneRead | undefined {
+  let byEnvironment = keyedReads.get(ctx.grant);
+  if (!byEnvironment) keyedReads.set(ctx.grant, (byEnvironment = new Map()));
+  let keyed = byEnvironment.get(ctx.tenant.environment);
+  if (keyed === undefined) {
+    const compiled = compileOne(ctx, { ...where, value: KEY_PLACEHOLDER }, null);
+    const keyAt = compiled.values.indexOf(KEY_PLACEHOLDER);
+    // A row permission that is FALSE leaves the key out of the statement: nothing to keep.
+    keyed = keyAt === -1 ? null : { sql: compiled.sql, values: compiled.values, keyAt };
+    byEnvironment.set(ctx.tenant.environment, keyed);
+  }
+  if (!keyed) return undefined;
+  const values = keyed.values.slice();
+  values[keyed.keyAt] = where.value;
+  return { sql: keyed.sql, values, select: null };
+}
+
+export async function readOne(ctx: DataContext): Promise<Reply> {
+  const where = keyCondition(ctx);
+  const selectText = ctx.req.query.get('select');
+  const { sql, values, select } =
+    selectText === null
+      ? (keyedRead(ctx, where) ?? compileOne(ctx, where, null))
+      : compileOne(ctx, where, parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: selectText })).select);
+  const rows = await budgeted(ctx, readOneCost(ctx.catalog, ctx.table, select), () => ctx.db.queryArrays(sql, values));
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${rows[0]![0] as string}}`);
 }

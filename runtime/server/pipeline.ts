@@ -35,7 +35,7 @@ export function dataHandler(services: Services, operation: Operation | undefined
     const headers = rateLimitHeaders(await dataRateLimit(services, tenant));
     try {
       const reply = await authorizeAndRun(services, req, tenant, principal, table, op, operation!);
-      reply.headers = { ...reply.headers, ...headers };
+      reply.headers = reply.headers ? Object.assign(reply.headers, headers) : headers;
       return reply;
     } catch (error) {
       if (error instanceof Problem) Object.assign(error.headers, headers);
