@@ -178,7 +178,8 @@ function report(cases: BenchCase[], results: Map<string, Map<number, Measurement
     '',
   );
   out.push(
-    `The real CLI, \`svcgen serve --workers <n> --no-worker --log-level warn\` (NODE_ENV=production) on a copy of examples/shop with the data rate limit ` +
+    `The real CLI of this checkout (bin/svcgen.js, which runs the TypeScript source under tsx; both runs alike), ` +
+      `\`svcgen serve --workers <n> --no-worker --log-level warn\` (NODE_ENV=production) on a copy of examples/shop with the data rate limit ` +
       `out of reach, each worker with its pool of 10; the seeded database of \`npm run bench\`; autocannon with ${CONNECTIONS} connections, ` +
       `${WARMUP_S} s warm-up and ${DURATION_S} s measured per case. CPU per request from /proc: the svcgen processes (primary and workers), ` +
       "PostgreSQL's backends, the load generator.",

@@ -10,11 +10,19 @@ export type AdmissionRefusal =
   /** `queue` requests already wait for a slot. */
   | 'queue-full'
   /** No slot came free within the wait bound. */
-  | 'wait-timeout';
+  | 'wait-timeout'
+  /** The client went away while its work waited: its place goes to the next one. */
+  | 'client-gone';
 
 export class AdmissionRefused extends Error {
   constructor(readonly reason: AdmissionRefusal) {
-    super(reason === 'queue-full' ? 'the queue of expensive reads is full' : 'no expensive-read slot came free in time');
+    super(
+      reason === 'queue-full'
+        ? 'the queue of expensive reads is full'
+        : reason === 'wait-timeout'
+          ? 'no expensive-read slot came free in time'
+          : 'the client went away while its read waited',
+    );
     this.name = 'AdmissionRefused';
   }
 }
@@ -49,9 +57,13 @@ export class Admission {
     return this.waiting.length;
   }
 
-  /** Runs `work` in a slot, waiting for one in turn; throws AdmissionRefused when it cannot get one. */
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    await this.acquire();
+  /**
+   * Runs `work` in a slot, waiting for one in turn; throws AdmissionRefused when it cannot get one.
+   * `onGone` registers for the client's departure (ApiRequest.onClientGone): a waiter whose client
+   * left is dropped, so a burst of abandoned requests does not fill the queue for the next ones.
+   */
+  async run<T>(work: () => Promise<T>, onGone?: (listener: () => void) => () => void): Promise<T> {
+    await this.acquire(onGone);
     try {
       return await work();
     } finally {
@@ -59,23 +71,28 @@ export class Admission {
     }
   }
 
-  private acquire(): Promise<void> {
+  private acquire(onGone?: (listener: () => void) => () => void): Promise<void> {
     if (this.active < this.options.slots) {
       this.active++;
       return Promise.resolve();
     }
     if (this.waiting.length >= this.options.queue) return Promise.reject(this.refuse('queue-full'));
     return new Promise((resolve, reject) => {
+      const leave = (reason: AdmissionRefusal) => {
+        clearTimeout(timer);
+        stopWatching?.();
+        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        reject(this.refuse(reason));
+      };
       const waiter: Waiter = {
         admit() {
           clearTimeout(timer);
+          stopWatching?.();
           resolve();
         },
       };
-      const timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(waiter), 1);
-        reject(this.refuse('wait-timeout'));
-      }, this.options.waitTimeoutMs);
+      const timer = setTimeout(() => leave('wait-timeout'), this.options.waitTimeoutMs);
+      const stopWatching = onGone?.(() => leave('client-gone'));
       this.waiting.push(waiter);
     });
   }

@@ -6,7 +6,7 @@ import { bodyReader, type ApiRequest, type Reply } from './request.ts';
 export type Handler = (req: ApiRequest) => Promise<Reply>;
 
 /** `url` is the request target as received; `params` the route parameters already matched. */
-export function nodeRequest(req: IncomingMessage, url: string, params: Record<string, string>, bodyLimit: number): ApiRequest {
+export function nodeRequest(req: IncomingMessage, res: ServerResponse, url: string, params: Record<string, string>, bodyLimit: number): ApiRequest {
   const q = url.indexOf('?');
   return {
     method: req.method ?? 'GET',
@@ -17,7 +17,17 @@ export function nodeRequest(req: IncomingMessage, url: string, params: Record<st
     ip: req.socket.remoteAddress ?? '',
     receivedAt: performance.now(),
     readBody: bodyReader(req, bodyLimit),
+    onClientGone: (listener) => clientGone(res, listener),
   };
+}
+
+/** A response closed before it was finished: the client went away (or the server force-closed it). */
+function clientGone(res: ServerResponse, listener: () => void): () => void {
+  const onClose = () => {
+    if (!res.writableFinished) listener();
+  };
+  res.once('close', onClose);
+  return () => res.off('close', onClose);
 }
 
 export function send(res: ServerResponse, reply: Reply): void {

@@ -18,6 +18,11 @@ export interface ApiRequest {
   readonly receivedAt: number;
   /** Reads the whole body once, enforcing the size limit (413). Undefined when there is none. */
   readBody(): Promise<Buffer | undefined>;
+  /**
+   * Calls `listener` if the client goes away before it is answered (work still waiting for it can
+   * be dropped); returns a function that stops listening.
+   */
+  onClientGone(listener: () => void): () => void;
 }
 
 export interface Reply {

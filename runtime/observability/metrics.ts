@@ -90,7 +90,7 @@ new Gauge({
 
 const expensiveReadRefusals = new Counter({
   name: 'db_expensive_read_refusals_total',
-  help: 'Expensive reads refused with 503 database-busy, by reason: queue-full, wait-timeout',
+  help: 'Expensive reads that did not run, by reason: queue-full, wait-timeout (both answered 503 database-busy), client-gone (the client left while it waited)',
   labelNames: ['reason'] as const,
   registers,
 });
@@ -141,7 +141,7 @@ export const metrics = {
   webhookOutcome(outcome: 'delivered' | 'retrying' | 'dead_letter' | 'deferred', count = 1): void {
     if (count > 0) webhookDeliveries.inc({ outcome }, count);
   },
-  expensiveReadRefused(reason: 'queue-full' | 'wait-timeout'): void {
+  expensiveReadRefused(reason: 'queue-full' | 'wait-timeout' | 'client-gone'): void {
     expensiveReadRefusals.inc({ reason });
   },
   /** Reports an expensive-read budget's running and queued reads until the returned function is called. */

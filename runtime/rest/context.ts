@@ -50,7 +50,7 @@ export function readScope(ctx: DataContext): ReadScope {
 export async function budgeted<T>(ctx: DataContext, cost: string | undefined, work: () => Promise<T>): Promise<T> {
   if (cost === undefined) return work();
   try {
-    return await ctx.expensiveReads.run(work);
+    return await ctx.expensiveReads.run(work, ctx.req.onClientGone);
   } catch (error) {
     if (!(error instanceof AdmissionRefused)) throw error;
     const { slots, queue, waitTimeoutMs } = ctx.expensiveReads.options;

@@ -154,7 +154,7 @@ export function createRequestListener(services: Services): RequestListener {
         }
         // A route pattern, never the raw path: table names come from the model, unknown ones share one label.
         if (metered) noteRoute(res, handler === unknown ? `${prefix}*` : `${prefix}${table}${shape && `/${shape}`}`);
-        run(handler, nodeRequest(req, url, params, bodyLimit), res, log);
+        run(handler, nodeRequest(req, res, url, params, bodyLimit), res, log);
         return;
       }
     }
