@@ -7,15 +7,16 @@
  *      in 100 cities; a case that creates orders is followed by deleting them again (and VACUUM);
  *   2. both servers in child processes (./svcgen-server.ts, ./baseline-server.ts), pg pools of 10;
  *   3. the same responses from both, checked once per case before anything is measured;
- *   4. per case (./cases.ts) and server: 3 s warm-up, 10 s measured with autocannon, 50 connections;
- *      the server measured first alternates from case to case; any unexpected status fails the run;
+ *   4. per case (./cases.ts) and server: 3 s warm-up, 10 s measured with autocannon, 50 connections,
+ *      3 rounds (BENCH_ROUNDS) in rotating order, the median round reported; any unexpected status
+ *      fails the run;
  *   5. a CPU profile of both servers per case (V8 profiler in the child, 5 s under the same load)
  *      plus the SQL statements sent during it, summarized under "Where the time goes", with the
  *      plan of each server's main statement (EXPLAIN ANALYZE on the idle database, afterwards);
  *   6. bench/RESULTS.md; then the children are stopped and the database dropped.
  *
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (a PostgreSQL server to create the
- * database on); for experiments: BENCH_DURATION / BENCH_WARMUP / BENCH_PROFILE (seconds; 0 skips
+ * database on); for experiments: BENCH_ROUNDS, BENCH_DURATION / BENCH_WARMUP / BENCH_PROFILE (seconds; 0 skips
  * profiling), BENCH_CASES (ids, comma separated), BENCH_LIST_MAX_OFFSET, BENCH_RESULTS (report file),
  * BENCH_RATE (a fixed rate of requests/s, to compare CPU per request below saturation).
  */
@@ -48,6 +49,8 @@ const CONNECTIONS = 50;
 const POOL_SIZE = 10; // svcgen's startServer uses max 10; the baseline is configured to match
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+/** Measurements per case and server; the median one by requests/s is reported. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PROFILE_S = Number(process.env.BENCH_PROFILE ?? 5);
 /** Requests/s for experiments on CPU per request below saturation (BENCH_RATE); unlimited by default. */
 const RATE = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
@@ -92,6 +95,14 @@ interface Measurement {
   otherLoad: number | undefined;
   /** SQL statements sent by the server per request */
   queriesPerRequest: number;
+  /** requests/s of every round, in the order measured (the median round is the one reported) */
+  roundsRps?: number[];
+}
+
+/** The round with the median requests/s (the lower middle one of an even count). */
+function median(rounds: Measurement[]): Measurement {
+  const sorted = [...rounds].sort((a, b) => a.rps - b.rps);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
 interface StatementPlan {
@@ -459,7 +470,8 @@ function report(env: Environment, results: CaseResult[]): string {
   );
   out.push(
     `- Load: autocannon 9 (programmatic, in the parent process), ${CONNECTIONS} connections, ${WARMUP_S} s warm-up then ${DURATION_S} s measured ` +
-      'per case and server; the server measured first alternates from case to case. Every response must have the expected status, ' +
+      `per case and server, ${ROUNDS} rounds with the servers in rotating order; each figure is the server's median round by requests/s ` +
+      "(this machine's speed drifts by 10 % and more within minutes; every round is listed per case). Every response must have the expected status, " +
       'and both servers must give the same answer to a sample request (the cursor walk: to every page of one walk, each server ' +
       'following its own cursors), or the run fails.',
   );
@@ -509,7 +521,9 @@ function report(env: Environment, results: CaseResult[]): string {
     const bare = (cell: (m: Measurement) => string, ratio?: (m: Measurement) => number) =>
       x ? ` ${cell(x)} |${ratio ? ` ${pct(ratio(s), ratio(x))}` : ''} |` : '';
     out.push(`| | svcgen | baseline | svcgen / baseline |${x ? ' bare | svcgen / bare |' : ''}`, `|---|--:|--:|--:|${x ? '--:|--:|' : ''}`);
-    out.push(`| requests/s | ${fmt(s.rps)} | ${fmt(b.rps)} | ${pct(s.rps, b.rps)} |${bare((m) => fmt(m.rps), (m) => m.rps)}`);
+    out.push(`| requests/s (median round) | ${fmt(s.rps)} | ${fmt(b.rps)} | ${pct(s.rps, b.rps)} |${bare((m) => fmt(m.rps), (m) => m.rps)}`);
+    const each = (m: Measurement) => (m.roundsRps ?? [m.rps]).map((v) => fmt(v)).join(' / ');
+    out.push(`| requests/s, each round | ${each(s)} | ${each(b)} | |${bare(each)}`);
     out.push(`| latency p50 (ms) | ${fmt(s.p50)} | ${fmt(b.p50)} | ${pct(s.p50, b.p50)} |${bare((m) => fmt(m.p50), (m) => m.p50)}`);
     out.push(`| latency p99 (ms) | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} |${bare((m) => fmt(m.p99), (m) => m.p99)}`);
     out.push(`| responses | ${fmt(s.requests)} | ${fmt(b.requests)} | |${bare((m) => fmt(m.requests))}`);
@@ -697,21 +711,26 @@ async function main(): Promise<void> {
 
     const results: CaseResult[] = [];
     for (const [i, benchCase] of selected.entries()) {
-      // the server measured first rotates from case to case
+      // The server measured first rotates from case to case and from round to round; each server's
+      // figure is its median round by requests/s (this machine's speed drifts by 10 % and more within minutes).
       const names = serversOf(benchCase);
       const order = names.map((_, k) => names[(k + i) % names.length]!);
-      const measured = {} as CaseResult['measured'];
-      for (const name of order) {
-        log(`${benchCase.title} → ${name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
-        const m = await measure(servers[name], benchCase, fixture, backends, database.url);
-        measured[name] = m;
-        log(
-          `  ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms; CPU µs/request: server ${fmt(m.cpuPerRequestUs)}, ` +
-            `PostgreSQL ${m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs)}, load generator ${fmt(m.loadCpuPerRequestUs)}; ` +
-            `machine busy ${m.machineBusy === undefined ? 'n/a' : `${fmt(100 * m.machineBusy)} %`} (interrupts ` +
-            `${m.machineIrq === undefined ? 'n/a' : `${fmt(100 * m.machineIrq)} %`}, other processes ${m.otherLoad === undefined ? 'n/a' : `${fmt(100 * m.otherLoad)} %`})`,
-        );
+      const rounds = new Map<ServerName, Measurement[]>(names.map((n) => [n, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const name of order.map((_, k) => order[(k + round) % order.length]!)) {
+          log(`${benchCase.title} → ${name}, round ${round + 1} of ${ROUNDS}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
+          const m = await measure(servers[name], benchCase, fixture, backends, database.url);
+          rounds.get(name)!.push(m);
+          log(
+            `  ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms; CPU µs/request: server ${fmt(m.cpuPerRequestUs)}, ` +
+              `PostgreSQL ${m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs)}, load generator ${fmt(m.loadCpuPerRequestUs)}; ` +
+              `machine busy ${m.machineBusy === undefined ? 'n/a' : `${fmt(100 * m.machineBusy)} %`} (interrupts ` +
+              `${m.machineIrq === undefined ? 'n/a' : `${fmt(100 * m.machineIrq)} %`}, other processes ${m.otherLoad === undefined ? 'n/a' : `${fmt(100 * m.otherLoad)} %`})`,
+          );
+        }
       }
+      const measured = {} as CaseResult['measured'];
+      for (const [name, ms] of rounds) measured[name] = { ...median(ms), roundsRps: ms.map((m) => m.rps) };
       log(`  svcgen / baseline: ${pct(measured.svcgen.rps, measured.baseline.rps)}${measured.bare ? `, svcgen / bare: ${pct(measured.svcgen.rps, measured.bare.rps)}` : ''}`);
       results.push({ benchCase, order, measured, profiles: {} });
     }
