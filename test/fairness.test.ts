@@ -12,6 +12,7 @@ import { Admission, AdmissionRefused } from '../runtime/db/index.ts';
 import { Catalog, type Condition, type OrderTerm, type SelectItem } from '../runtime/query/index.ts';
 import { listCost, readOneCost, type ListShape } from '../runtime/rest/cost.ts';
 import { expectProblem, readResponse, SHOP, startTestServer, type TestResponse, type TestServer } from './support/server.ts';
+import { until } from './support/until.ts';
 
 const METRICS_TOKEN = 'fairness-metrics-token-5c1e0a9b';
 const ORDERS = 200_000;
@@ -115,17 +116,6 @@ describe('the expensive-read settings', () => {
     expect(database({ poolSize: 4, expensiveReadConcurrency: 4, expensiveReadQueue: 0 })).toMatchObject({ expensiveReadConcurrency: 4, expensiveReadQueue: 0 });
   });
 });
-
-/** Polls `probe` until `done` holds, failing after `ms` (never a fixed sleep). */
-async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms (last: ${JSON.stringify(value)?.slice(0, 300)})`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -11,17 +11,7 @@ import { revokeApiKey } from '../runtime/keys/index.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { expectProblem, MANAGEMENT_TOKEN, startTestServer, type TestResponse, type TestServer } from './support/server.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
-
-/** Polls `probe` until `done` holds for its result, failing after `ms` (never a fixed sleep). */
-async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms (last: ${JSON.stringify(value)?.slice(0, 300)})`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+import { until } from './support/until.ts';
 
 function expectUnavailable(res: TestResponse): void {
   expectProblem(res, 503);

@@ -15,6 +15,7 @@ import { createApiKey, revokeApiKey } from '../runtime/keys/index.ts';
 import { cleanupCli, copyExample, startCli, tempDir, type RunningCli } from './support/cli.ts';
 import { startReceiver, type Receiver } from './support/receiver.ts';
 import { readResponse, type TestResponse } from './support/server.ts';
+import { until } from './support/until.ts';
 
 const MANAGEMENT_TOKEN = 'restart-test-management-token-7d41a0';
 const REST = '/gw/api/rest';
@@ -23,17 +24,6 @@ const CLIENTS = 10;
 const OUTAGE_MS = 1500;
 /** From PostgreSQL accepting connections again to the API serving 2xx again (the listener's backoff is at most 5 s). */
 const RECOVERY_BOUND_MS = 10_000;
-
-/** Polls `probe` until `done` holds for its result, failing after `ms` (never a fixed sleep). */
-async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms (last: ${JSON.stringify(value)?.slice(0, 300)})`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('a real PostgreSQL restart under load', () => {
   let stateDir: string;
