@@ -183,8 +183,10 @@ export class CredentialStore implements CredentialResolver {
     const hash = digestSecret(key);
     const now = Date.now();
     let cached = this.keys.get(hash);
-    // A cached key is trusted once this process has heard every revocation committed before now.
-    if (cached && (cached.expiresAt < now || !(await this.heardEverything()) || this.keys.get(hash) !== cached)) cached = undefined;
+    // A cached key is trusted once this process has heard every revocation committed before now,
+    // unless one removed it meanwhile. A fresher entry of the same key is no reason to look it up
+    // again: under load those lookups kept replacing the entry and set each other off.
+    if (cached && (cached.expiresAt < now || !(await this.heardEverything()) || !this.keys.has(hash))) cached = undefined;
     if (!cached) {
       const generation = this.invalidations;
       const epoch = this.channel.epoch;
