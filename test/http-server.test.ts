@@ -126,6 +126,31 @@ function takeResponse(text: string): { response: RawResponse; length: number } |
   return { response: { status, headers, body: text.slice(end + 4, end + 4 + length) }, length: end + 4 + length };
 }
 
+/**
+ * The processes listening on a TCP port (Linux /proc): the socket inodes in LISTEN state (0A) on
+ * `port`, matched against the file descriptors of `pids`. Tests run files in parallel, so once a
+ * server has let its port go another test's server may take the same port at once.
+ */
+async function listeningOn(port: number, pids: number[]): Promise<{ any: boolean; ours: boolean }> {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const text = await fs.readFile(table, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f[1]?.endsWith(`:${hexPort}`) && f[3] === '0A') inodes.add(f[9]!);
+    }
+  }
+  let ours = false;
+  for (const pid of pids) {
+    for (const fd of await fs.readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+      const target = await fs.readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      if (inodes.has(/^socket:\[(\d+)\]$/.exec(target)?.[1] ?? '')) ours = true;
+    }
+  }
+  return { any: inodes.size > 0, ours };
+}
+
 const HEALTHZ = 'GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n';
 const READYZ = 'GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n';
 
@@ -382,6 +407,7 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     // The held create must have reached the handler before SIGTERM; its partial body is on the wire once another request has gone round.
     expect((await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { connection: 'close' } })).status).toBe(200);
 
+    expect(await listeningOn(port, [serve.child.pid!])).toEqual({ any: true, ours: true });
     const signalled = performance.now();
     serve.child.kill('SIGTERM');
     await serve.waitFor(/SIGTERM: finishing in-flight requests and stopping/, { stream: 'stderr' });
@@ -389,8 +415,11 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     // Idle sockets close at once, long before the drain bound.
     expect((await idle.closed) - signalled).toBeLessThan(1000);
     expect(idle.errors).toEqual([]);
-    // New connections are refused.
-    await expect(new RawClient(port).opened).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    // New connections are refused: serve no longer listens (and unless another test's server took
+    // the port meanwhile, a connection attempt is refused).
+    const listening = await listeningOn(port, [serve.child.pid!]);
+    expect(listening.ours).toBe(false);
+    if (!listening.any) await expect(new RawClient(port).opened).rejects.toMatchObject({ code: 'ECONNREFUSED' });
 
     // A request completing on a still-open connection is answered, with Connection: close.
     halfHead.send(HEALTHZ.slice(20));
