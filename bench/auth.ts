@@ -37,7 +37,7 @@ import { audience, verifyAccessToken } from '../runtime/auth/tokens/access-token
 import { loadEnvironmentKeys, looksLikeJwt } from '../runtime/auth/tokens/index.ts';
 import { openDatabase } from '../runtime/db/index.ts';
 import { SecretBox } from '../runtime/secrets/index.ts';
-import { gitRevision, writeSection } from './results-file.ts';
+import { gitRevision, reportDate, writeSection } from './results-file.ts';
 import { CASES, type Fixture } from './cases.ts';
 import type { LoopDelay } from './child-harness.ts';
 import { REPO, startServerChild, type ServerChild } from './children.ts';
@@ -950,7 +950,7 @@ async function main(): Promise<void> {
     log(`  ${fmt(logins.loginsPerSecond, 1)} logins/s (${pct(logins.loginsPerSecond, bcryptLimit.limit)} of the limit), p99 ${logins.p99} ms`);
 
     const env: Environment = {
-      date: new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      date: reportDate(),
       revision,
       cpus: os.availableParallelism(),
       cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown CPU',

@@ -60,6 +60,26 @@ export interface BenchCase {
   bare?: boolean;
 }
 
+import type autocannon from 'autocannon';
+
+/** The headers every benchmarked request sends: the project and the fixture's admin key. */
+export function headersFor(fixture: Fixture): Record<string, string> {
+  return { 'x-project-id': fixture.projectId, authorization: `Bearer ${fixture.apiKey}` };
+}
+
+/** Writes `r` into the request autocannon is about to send (its method, path and JSON body). */
+export function fillRequest(req: autocannon.RawRequest, r: BenchRequest): autocannon.RawRequest {
+  req.method = r.method;
+  req.path = r.path;
+  if (r.body !== undefined) {
+    req.headers = { ...req.headers, 'content-type': 'application/json' };
+    req.body = JSON.stringify(r.body);
+  } else {
+    req.body = undefined;
+  }
+  return req;
+}
+
 const API = '/gw/api/rest';
 
 function randomInt(min: number, max: number): number {

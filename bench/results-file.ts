@@ -42,3 +42,8 @@ export function gitRevision(): string {
     return 'unknown (not a git checkout)';
   }
 }
+
+/** When a section was written, as its first line says it: `2026-11-23 16:21 UTC`. */
+export function reportDate(): string {
+  return `${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC`;
+}

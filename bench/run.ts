@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
-import { CASES, type BenchCase, type BenchRequest, type Fixture } from './cases.ts';
+import { CASES, fillRequest, headersFor, type BenchCase, type BenchRequest, type Fixture } from './cases.ts';
 import { REPO, startServerChild, type ServerChild } from './children.ts';
 import {
   createBenchDatabase,
@@ -40,7 +40,7 @@ import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } fr
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import pg from 'pg';
 import { cleanupOnExit } from './cleanups.ts';
-import { readSection } from './results-file.ts';
+import { readSection, reportDate } from './results-file.ts';
 
 /** Sections of RESULTS.md that other scripts write (bench:auth, bench:webhooks, bench:soak, bench:workers), kept as they are. */
 const OTHER_SECTIONS = ['## Authentication', '## Webhooks', '## Soak', '## Workers'];
@@ -137,25 +137,12 @@ const log = (message: string) => console.error(`[bench] ${message}`);
 
 // ---- load -------------------------------------------------------------------------------------
 
-function headersFor(fixture: Fixture): Record<string, string> {
-  return { 'x-project-id': fixture.projectId, authorization: `Bearer ${fixture.apiKey}` };
-}
-
 async function load(server: ServerChild, benchCase: BenchCase, fixture: Fixture, seconds: number): Promise<autocannon.Result> {
   const steps = benchCase.sequence ?? 1;
   const requests: autocannon.Request[] = [];
   for (let step = 0; step < steps; step++) {
     requests.push({
-      setupRequest(req, context) {
-        const r = benchCase.next(fixture, context, step);
-        req.method = r.method;
-        req.path = r.path;
-        if (r.body !== undefined) {
-          req.headers = { ...req.headers, 'content-type': 'application/json' };
-          req.body = JSON.stringify(r.body);
-        }
-        return req;
-      },
+      setupRequest: (req, context) => fillRequest(req, benchCase.next(fixture, context, step)),
       onResponse: benchCase.onResponse ? (status, body, context) => benchCase.onResponse!(status, body, context) : undefined,
     });
   }
@@ -755,7 +742,7 @@ async function main(): Promise<void> {
     }
 
     const environment: Environment = {
-      date: new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      date: reportDate(),
       cpus: os.availableParallelism(),
       cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown CPU',
       os: `${os.type()} ${os.release()}`,

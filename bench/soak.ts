@@ -15,11 +15,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { CASES, type BenchCase, type Fixture } from './cases.ts';
+import { CASES, fillRequest, headersFor, type BenchCase, type Fixture } from './cases.ts';
 import { REPO, startServerChild } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
-import { gitRevision, writeSection } from './results-file.ts';
+import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
 const MINUTE_S = Number(process.env.SOAK_MINUTE_SECONDS ?? 60);
@@ -76,21 +76,10 @@ async function oneMinute(url: string, pid: number, fixture: Fixture, minute: num
     url,
     connections: CONNECTIONS,
     duration: MINUTE_S,
-    headers: { 'x-project-id': fixture.projectId, authorization: `Bearer ${fixture.apiKey}` },
+    headers: headersFor(fixture),
     requests: [
       {
-        setupRequest(req) {
-          const r = pick().next(fixture, {}, 0);
-          req.method = r.method;
-          req.path = r.path;
-          if (r.body !== undefined) {
-            req.headers = { ...req.headers, 'content-type': 'application/json' };
-            req.body = JSON.stringify(r.body);
-          } else {
-            req.body = undefined;
-          }
-          return req;
-        },
+        setupRequest: (req) => fillRequest(req, pick().next(fixture, {}, 0)),
       },
     ],
   });
@@ -169,7 +158,7 @@ async function main(): Promise<void> {
       await restoreSeed(database.url, fixture);
     }
     const section = report(minutes, {
-      date: new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      date: reportDate(),
       postgres: await serverVersion(database.url),
       revision,
     });

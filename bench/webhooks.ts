@@ -48,7 +48,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { loadService } from '../cli/project.ts';
 import { parseConfig, startServer, startWorkerProcess } from '../runtime/index.ts';
-import { gitRevision, writeSection } from './results-file.ts';
+import { gitRevision, reportDate, writeSection } from './results-file.ts';
 import { CASES, type Fixture } from './cases.ts';
 import { runChild } from './child-harness.ts';
 import { REPO, startServerChild, type ServerChild } from './children.ts';
@@ -1400,7 +1400,7 @@ async function main(): Promise<void> {
 
     const { config } = await benchConfig();
     const env: Environment = {
-      date: new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      date: reportDate(),
       revision,
       cpus: os.availableParallelism(),
       cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown CPU',

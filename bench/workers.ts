@@ -20,12 +20,12 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { CASES, type BenchCase, type Fixture } from './cases.ts';
+import { CASES, fillRequest, headersFor, type BenchCase, type Fixture } from './cases.ts';
 import { REPO } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { BackendCpu, machineBusy, machineSample, processCpuMicros } from './cpu.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
-import { gitRevision, writeSection } from './results-file.ts';
+import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const CONNECTIONS = 50;
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
@@ -124,19 +124,10 @@ async function load(url: string, benchCase: BenchCase, fixture: Fixture, seconds
     url,
     connections: CONNECTIONS,
     duration: seconds,
-    headers: { 'x-project-id': fixture.projectId, authorization: `Bearer ${fixture.apiKey}` },
+    headers: headersFor(fixture),
     requests: [
       {
-        setupRequest(req, context) {
-          const r = benchCase.next(fixture, context, 0);
-          req.method = r.method;
-          req.path = r.path;
-          if (r.body !== undefined) {
-            req.headers = { ...req.headers, 'content-type': 'application/json' };
-            req.body = JSON.stringify(r.body);
-          }
-          return req;
-        },
+        setupRequest: (req, context) => fillRequest(req, benchCase.next(fixture, context, 0)),
       },
     ],
   });
@@ -261,7 +252,7 @@ async function main(): Promise<void> {
       }
     }
     const section = report(cases, results, {
-      date: new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      date: reportDate(),
       postgres: await serverVersion(database.url),
       revision,
     });
