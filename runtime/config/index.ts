@@ -3,7 +3,7 @@ import path from 'node:path';
 import { configSchema, type Config } from './schema.ts';
 
 export type { Config, RoleConfig, ActionRule, TablePermissionsConfig } from './schema.ts';
-export { configSchema } from './schema.ts';
+export { callerDataLimit, configSchema } from './schema.ts';
 
 export const CONFIG_FILE = 'svcgen.config.json';
 

@@ -61,6 +61,11 @@ export const configSchema = z
         refreshTokenTtl: seconds.default(2592000),
         codeTtl: seconds.default(3600),
         codeMaxAttempts: z.number().int().positive().default(5),
+        /**
+         * Wrong codes an account may send per codeTtl, across every code it is sent (a new code does
+         * not bring fresh attempts); past it every code of the account fails until the window moves on.
+         */
+        codeMaxFailuresPerAccount: z.number().int().positive().default(10),
         lockout: z
           .object({
             maxFailedAttempts: z.number().int().positive().default(5),
@@ -82,6 +87,15 @@ export const configSchema = z
         loginPerMinutePerIp: perMinute.default(20),
         recoveryPerMinutePerEmail: perMinute.default(5),
         dataPerMinutePerProject: perMinute.default(6000),
+        /**
+         * Each caller's own share of the project's data budget (a user or an API key), so one caller
+         * cannot use up the whole project's; default a fifth of dataPerMinutePerProject (callerDataLimit).
+         */
+        dataPerMinutePerCaller: perMinute.optional(),
+        /** Data requests per minute and client address whose credentials fail (401); beyond → 429. */
+        unauthenticatedPerMinutePerIp: perMinute.default(60),
+        /** confirm-signup and reset-password attempts per minute and client address. */
+        codePerMinutePerIp: perMinute.default(20),
       })
       .strict()
       .prefault({}),
@@ -186,6 +200,12 @@ export const configSchema = z
   .strict();
 
 export type Config = z.output<typeof configSchema>;
+
+/** The data requests one caller may make a minute (rateLimits.dataPerMinutePerCaller, or a fifth of the project's). */
+export function callerDataLimit(config: Config): number {
+  const { dataPerMinutePerCaller, dataPerMinutePerProject } = config.rateLimits;
+  return Math.min(dataPerMinutePerProject, dataPerMinutePerCaller ?? Math.max(1, Math.ceil(dataPerMinutePerProject / 5)));
+}
 export type RoleConfig = Config['roles'][string];
 export type ActionRule = z.output<typeof actionRule>;
 export type TablePermissionsConfig = z.output<typeof tablePermissions>;

@@ -169,6 +169,16 @@ const STEPS: readonly string[] = [
      trial_until           timestamptz,
      PRIMARY KEY (environment, endpoint)
    );`,
+  // Checked writes (docs/permissions.md "Writing"): a data statement calls this on each row it
+  // creates or changes, with whether the row matches the role's action filter; a row that does not
+  // aborts the whole statement with SQLSTATE SVRF1, which the data API answers with 403 row_filter.
+  `CREATE FUNCTION svcgen.row_filter_check(ok boolean) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+   BEGIN
+     IF ok IS NOT TRUE THEN
+       RAISE EXCEPTION 'the row does not match the role''s filter' USING ERRCODE = 'SVRF1';
+     END IF;
+     RETURN TRUE;
+   END $$;`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.
