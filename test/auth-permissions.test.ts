@@ -155,11 +155,12 @@ interface Fx {
   olive: User; // openPaid + vipReader
   tess: User; // tenantScoped
   nick: User; // customer + noteReader
+  vic: User; // customer + vipReader; her Customer row is not vip
   otto: User; // ownByOperator
   nora: User; // no roles
   ghost: User; // a role the config does not define
-  cust: Record<'bob' | 'alice' | 'carol' | 'dave' | 'sam' | 'nick' | 'otto' | 'stranger', any>;
-  orders: Record<'bOpen' | 'bCancelled' | 'aOpen' | 'aPaid' | 'aShipped' | 'sPaid' | 'sOpen' | 'nOpen' | 'oOpen' | 'oCancelled', any>;
+  cust: Record<'bob' | 'alice' | 'carol' | 'dave' | 'sam' | 'nick' | 'otto' | 'vic' | 'stranger', any>;
+  orders: Record<'bOpen' | 'bCancelled' | 'aOpen' | 'aPaid' | 'aShipped' | 'sPaid' | 'sOpen' | 'nOpen' | 'oOpen' | 'oCancelled' | 'vOpen', any>;
   city: any;
   product: any;
 }
@@ -167,7 +168,7 @@ interface Fx {
 const fx = {} as Fx;
 
 beforeAll(async () => {
-  const [bob, alice, vera, carol, dave, sam, olga, olive, tess, nick, otto, nora, ghost] = await Promise.all([
+  const [bob, alice, vera, carol, dave, sam, olga, olive, tess, nick, otto, nora, ghost, vic] = await Promise.all([
     makeUser('bob', ['customer']),
     makeUser('alice', ['customer', 'vipReader']),
     makeUser('vera', ['vipReader']),
@@ -181,8 +182,9 @@ beforeAll(async () => {
     makeUser('otto', ['ownByOperator']),
     makeUser('nora', []),
     makeUser('ghost', ['noSuchRole']),
+    makeUser('vic', ['customer', 'vipReader']),
   ]);
-  Object.assign(fx, { bob, alice, vera, carol, dave, sam, olga, olive, tess, nick, otto, nora, ghost });
+  Object.assign(fx, { bob, alice, vera, carol, dave, sam, olga, olive, tess, nick, otto, nora, ghost, vic });
   fx.cust = {
     bob: await customerOf(bob, { vip: false }),
     alice: await customerOf(alice, { vip: true }),
@@ -192,6 +194,7 @@ beforeAll(async () => {
     sam: await customerOf(sam),
     nick: await customerOf(nick),
     otto: await customerOf(otto),
+    vic: await customerOf(vic, { vip: false }),
     stranger: await adminPost('Customer', { email: `${unique('stranger')}@example.com`, name: unique('Stranger'), vip: true }),
   };
   const c = fx.cust;
@@ -207,6 +210,7 @@ beforeAll(async () => {
     nOpen: await order(c.nick.id, { total: 70, note: 'nick note' }),
     oOpen: await order(c.otto.id, { total: 80 }),
     oCancelled: await order(c.otto.id, { total: 90, status: 'cancelled' }),
+    vOpen: await order(c.vic.id, { total: 95 }),
   };
   fx.city = await adminPost('City', { name: unique('Permville'), country: 'PV' });
   fx.product = await adminPost('Product', { sku: unique('SKU'), title: 'Perm', price: 3, tags: [] });
@@ -238,8 +242,9 @@ const reads: ReadRow[] = [
     user: 'bob', request: () => get(`${BASE}/Order?select=id,total`),
     want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => ({ id: o.id, total: o.total })) },
   }],
-  ['select naming a field outside the list → 400 naming select (unknown to the role, as for API keys)', {
-    user: 'bob', request: () => get(`${BASE}/Order?select=id,note,total`), want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
+  ['select naming a field outside the list leaves it out silently (200)', {
+    user: 'bob', request: () => get(`${BASE}/Order?select=id,note,total`),
+    want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => ({ id: o.id, total: o.total })) },
   }],
   ['a filter on a field outside the list → 400 naming it (as for API keys)', {
     user: 'bob', request: () => get(`${BASE}/Order?note=equals.${encodeURIComponent('bob note')}`), want: { problem: 400, kind: 'invalid-parameter', fields: ['note'] },
@@ -365,22 +370,26 @@ const reads: ReadRow[] = [
           .map((c) => ({ id: c.id, name: c.name, orders: c.id === f.alice.id ? [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id, status: o.status })) : [] })),
     },
   }],
-  ['embed naming an Order field outside the list (note) → 400 naming select', {
-    user: 'alice', request: () => get(`${BASE}/Customer?select=id,orders(id,note)`), want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
+  ['embed naming an Order field outside the list (note) leaves it out', {
+    user: 'alice', request: (f) => get(`${BASE}/Customer?select=id,orders(id,note)&id=equals.${f.alice.id}`),
+    want: { list: (f) => [{ id: f.alice.id, orders: [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id })) }] },
   }],
   ['embed to-one: own orders with customer(id,name) through the vipReader filter', {
     user: 'alice', request: () => get(`${BASE}/Order?select=id,customer(id,name)`),
     want: { list: (f) => [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id, customer: { id: f.alice.id, name: f.cust.alice.name } })) },
   }],
-  ['embed to-one naming a Customer field outside the list (email) → 400 naming select', {
-    user: 'alice', request: () => get(`${BASE}/Order?select=id,customer(id,email)`), want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
+  ['embed to-one naming a Customer field outside the list (email) leaves it out', {
+    user: 'alice', request: (f) => get(`${BASE}/Order/${O(f).aPaid.id}?select=id,customer(id,email)`),
+    want: { data: (f) => ({ id: O(f).aPaid.id, customer: { id: f.alice.id } }) },
   }],
-  ['embed to-one outside the filter of the embedded table → null (openPaid + vipReader, a non-vip customer)', {
-    user: 'olive', request: (f) => get(`${BASE}/Order/${O(f).bOpen.id}?select=id,customer(id,name)`), want: { data: (f) => ({ id: O(f).bOpen.id, customer: null }) },
+  ['embed to-one outside the filter of the embedded table → null (customer + vipReader, a non-vip customer)', {
+    user: 'vic', request: (f) => get(`${BASE}/Order/${O(f).vOpen.id}?select=id,customer(id,name)`), want: { data: (f) => ({ id: O(f).vOpen.id, customer: null }) },
   }],
-  ['embed to-one inside the filter of the embedded table → the row (openPaid + vipReader, a vip customer)', {
-    user: 'olive', request: (f) => get(`${BASE}/Order/${O(f).aPaid.id}?select=id,customer(id,name)`),
-    want: { data: (f) => ({ id: O(f).aPaid.id, customer: { id: f.alice.id, name: f.cust.alice.name } }) },
+  ['a relation filter through the embedded table counts only its readable rows (customer + vipReader, a non-vip customer)', {
+    user: 'vic', request: (f) => get(`${BASE}/Order?customer.id=equals.${f.vic.id}`), want: { list: () => [] },
+  }],
+  ['embed through a link field the role cannot read → 400 (openPaid + vipReader: Order.customerId is not in openPaid\'s list)', {
+    user: 'olive', request: (f) => get(`${BASE}/Order/${O(f).aPaid.id}?select=id,customer(id,name)`), want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
   }],
   ['self + vipReader: Customer rows are the union (own by e-mail, and every vip)', {
     user: 'sam', request: () => get(`${BASE}/Customer?select=id`),
@@ -406,7 +415,7 @@ const reads: ReadRow[] = [
   }],
   ['openPaid: aggregates grouped by status have only open and paid', {
     user: 'olga', request: () => get(`${BASE}/Order/_aggregate?groupBy=status&fn=count&sort=status`),
-    want: { aggregates: () => [{ status: 'open', count: 5 }, { status: 'paid', count: 2 }] },
+    want: { aggregates: () => [{ status: 'open', count: 6 }, { status: 'paid', count: 2 }] },
   }],
   ['ownByOperator: { customerId: { equals: $user.id }, status: { not_equals: cancelled } }', {
     user: 'otto', request: () => get(`${BASE}/Order`), want: { list: (f) => [O(f).oOpen] },
@@ -455,7 +464,7 @@ describe('reads', () => {
 
   it('the arrangement: counts the rows below rely on', async () => {
     const orders = await adminAll('Order');
-    expect(orders.filter((o) => o.status === 'open').length).toBe(5);
+    expect(orders.filter((o) => o.status === 'open').length).toBe(6);
     expect(orders.filter((o) => o.status === 'paid').length).toBe(2);
     expect((await adminAll('Customer')).filter((c) => c.vip).map((c) => c.id).sort()).toEqual([fx.alice.id, fx.cust.stranger.id].sort());
     expect(ownOrders(fx, fx.bob).length).toBe(2);
@@ -710,14 +719,22 @@ describe('writes', () => {
     expect(await customerName(row.id)).toBe(row.name);
   });
 
-  it("customer cannot read back an order it created for someone else's customer id (201, no readable fields)", async () => {
+  it("customer cannot create an order for someone else's customer id (403 row_filter, nothing written)", async () => {
     const w = await writeFixture(['customer']);
+    const before = await snapshot(t.db);
     const res = await send(w.me, { method: 'POST', path: `${BASE}/Order`, body: { total: 4, customerId: w.other.id } });
+    expectProblemAt(res, 403, `${BASE}/Order`, 'forbidden');
+    expect(res.body.errors).toEqual([{ field: 'customerId', rule: 'row_filter', message: "customerId must match your role's filter" }]);
+    expect(await snapshot(t.db)).toEqual(before);
+  });
+
+  it('customer creating an order without customerId gets it preset to their own id (201)', async () => {
+    const w = await writeFixture(['customer']);
+    const res = await send(w.me, { method: 'POST', path: `${BASE}/Order`, body: { total: 6 } });
     expect(res.status, res.text).toBe(201);
-    expect(res.text).not.toContain('"total"');
+    expect(res.body.data).toMatchObject({ total: 6, status: 'open', customerId: w.me.id });
     const id = Number(res.headers.get('location')!.split('/').at(-1));
-    expect(await orderRow(id)).toEqual({ total: 4, status: 'open', note: null });
-    expectProblemAt(await send(w.me, get(`${BASE}/Order/${id}`)), 404, `${BASE}/Order/${id}`, 'not-found');
+    expect(await orderRow(id)).toEqual({ total: 6, status: 'open', note: null });
   });
 });
 

@@ -8,9 +8,15 @@ import { startTestServer, type TestResponse, type TestServer } from './support/s
 const BASE = '/gw/api/rest';
 let t: TestServer;
 let keys: { catalog: string; customer: string };
+const takerKey = async (customerId: string) => (await t.createKey(['orderTaker'], { context: { customer: customerId } })).key;
 
 beforeAll(async () => {
-  t = await startTestServer();
+  t = await startTestServer({
+    configPatch: (raw) => {
+      // Takes orders for the customer of its key's context (a create filter with a preset).
+      raw.roles.orderTaker = { tables: { Order: { read: true, create: { filter: { customerId: '$context.customer' }, fields: ['total', 'customerId'] } } } };
+    },
+  });
   keys = { catalog: (await t.createKey(['catalog'])).key, customer: (await t.createKey(['customer'])).key };
 });
 afterAll(() => t?.close());
@@ -203,13 +209,32 @@ describe('POST /<table>/_bulk', () => {
 
   it.each(['ALL_OR_NOTHING', 'BEST_EFFORT'])('%s: a forbidden field in any item → 403 naming it, nothing inserted', async (transactionMode) => {
     const customer = await newCustomer();
+    const key = await takerKey(customer.id);
     const path = `${BASE}/Order/_bulk`;
     const before = await snapshot(t.db);
     const items = [{ total: 1, customerId: customer.id }, { total: 2, customerId: customer.id, status: 'paid' }];
-    expectProblemAt(await t.request('POST', path, { key: keys.customer, body: { items, transactionMode } }), 403, path, 'forbidden', 'status');
+    expectProblemAt(await t.request('POST', path, { key, body: { items, transactionMode } }), 403, path, 'forbidden', 'status');
     expect(await snapshot(t.db)).toEqual(before);
-    const allowed = await t.request('POST', path, { key: keys.customer, body: { items: [items[0]], transactionMode } });
+    const allowed = await t.request('POST', path, { key, body: { items: [items[0]], transactionMode } });
     expect(allowed.status, allowed.text).toBe(201);
+  });
+
+  it('the create filter: items get the preset customer, an item for another customer fails (BEST_EFFORT 207, ALL_OR_NOTHING 422 and nothing inserted)', async () => {
+    const [mine, other] = [await newCustomer(), await newCustomer()];
+    const key = await takerKey(mine.id);
+    const path = `${BASE}/Order/_bulk`;
+    const items = [{ total: 1 }, { total: 2, customerId: other.id }, { total: 3, customerId: mine.id }];
+    const message = "the Order record would not match your role's filter on customerId; nothing was changed";
+    const before = await snapshot(t.db);
+    const all = await t.request('POST', path, { key, body: { items } });
+    expectProblemAt(all, 422, path, 'validation');
+    expect(all.body.data.errors).toEqual([{ index: 1, message }]);
+    expect(await snapshot(t.db)).toEqual(before);
+    const some = await t.request('POST', path, { key, body: { items, transactionMode: 'BEST_EFFORT' } });
+    expect(some.status, some.text).toBe(207);
+    expect(some.body.data).toMatchObject({ totalSucceeded: 2, totalFailed: 1, errors: [{ index: 1, message }] });
+    expect(await countRows(t.db, 'Order', 'master', '"customerId" = $1', [mine.id])).toBe(2);
+    expect(await countRows(t.db, 'Order', 'master', '"customerId" = $1', [other.id])).toBe(0);
   });
 });
 

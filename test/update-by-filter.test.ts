@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 
 const BASE = '/gw/api/rest';
 let t: TestServer;
-let keys: { catalog: string; noter: string; customer: string };
+let keys: { catalog: string; noter: string; customer: string; opener: string };
 
 beforeAll(async () => {
   t = await startTestServer({
@@ -20,12 +20,19 @@ beforeAll(async () => {
           Order: { read: true, update: { filter: { status: 'open' }, fields: ['note'] } },
         },
       };
+      // Reads only open and paid orders, updates open ones (total and status).
+      raw.roles.opener = {
+        tables: {
+          Order: { read: { filter: { status: { in: ['open', 'paid'] } } }, update: { filter: { status: 'open' }, fields: ['total', 'status'] } },
+        },
+      };
     },
   });
   keys = {
     catalog: (await t.createKey(['catalog'])).key,
     noter: (await t.createKey(['noter'])).key,
     customer: (await t.createKey(['customer'])).key,
+    opener: (await t.createKey(['opener'])).key,
   };
 });
 afterAll(() => t?.close());
@@ -211,15 +218,39 @@ describe('PATCH /<table>?<filters>', () => {
     expect(await snapshot(t.db)).toEqual(before);
   });
 
-  it('the example customer role (update filter status=open, fields [total]) changes only open orders', async () => {
+  it('an update filter (status=open) changes only open orders', async () => {
     const { customerId } = await arrange(['open', 'paid']);
     const before = await rows(customerId);
-    const res = await t.request('PATCH', `${BASE}/Order?customerId=equals.${customerId}`, { key: keys.customer, body: { total: 3 } });
+    const res = await t.request('PATCH', `${BASE}/Order?customerId=equals.${customerId}`, { key: keys.opener, body: { total: 3 } });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ data: { count: 1 } });
     const after = await rows(customerId);
     expect(after[0]).toMatchObject({ status: 'open', total: 3 });
     expect(after[1]).toEqual(before[1]);
+  });
+
+  it('rows the role cannot read are neither changed nor counted, even with an empty patch', async () => {
+    const { customerId } = await arrange(['open', 'cancelled']);
+    const before = await rows(customerId);
+    await t.db.query(`update env_master."Order" set status = 'cancelled' where "customerId" = $1`, [customerId]);
+    const hidden = await rows(customerId);
+    for (const body of [{ total: 9 }, {}]) {
+      const res = await t.request('PATCH', `${BASE}/Order?customerId=equals.${customerId}`, { key: keys.opener, body });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual({ data: { count: 0 } });
+    }
+    expect(await rows(customerId)).toEqual(hidden);
+    expect(before).toHaveLength(2);
+  });
+
+  it('a change that would take a row out of the update filter → 403 row_filter, nothing changes', async () => {
+    const { customerId } = await arrange(['open', 'open']);
+    const before = await rows(customerId);
+    const path = `${BASE}/Order?customerId=equals.${customerId}`;
+    const res = await t.request('PATCH', path, { key: keys.opener, body: { status: 'paid' } });
+    expectProblemAt(res, 403, path, 'forbidden');
+    expect(res.body.errors).toEqual([{ field: 'status', rule: 'row_filter', message: "status must match your role's filter" }]);
+    expect(await rows(customerId)).toEqual(before);
   });
 
   it('an empty patch changes nothing and answers the matching count', async () => {

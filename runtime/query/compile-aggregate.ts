@@ -1,8 +1,11 @@
 /** Aggregate queries → one SELECT … GROUP BY … HAVING whose rows are JSON text. */
 import { ident } from '../db/index.ts';
-import { columnRef, compileCondition, newAlias } from './compile-condition.ts';
-import { fieldExpression, type ReadScope } from './compile-read.ts';
-import { and, type Condition, type Grant } from './description.ts';
+import type { FieldSpec } from '../model/index.ts';
+import { canReadField, QueryError } from './access.ts';
+import type { CatalogTable } from './catalog.ts';
+import { compileCondition, newAlias, readableRows, visibleValue, type Scope } from './compile-condition.ts';
+import { jsonValue } from './compile-read.ts';
+import type { Condition } from './description.ts';
 
 export type { AggregateFunction } from '../model/index.ts';
 import type { AggregateFunction } from '../model/index.ts';
@@ -18,7 +21,8 @@ export interface AggregateTerm {
 export interface HavingTerm {
   readonly alias: string;
   readonly op: 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte';
-  readonly value: number;
+  /** A decimal number as text: compared as numeric, so no size can overflow the aggregate's type. */
+  readonly value: string;
 }
 
 export interface AggregateQuery {
@@ -34,17 +38,22 @@ export interface AggregateQuery {
 
 const HAVING_SQL = { equals: '=', not_equals: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
-export function compileAggregate(scope: ReadScope, query: AggregateQuery, grant: Grant): string {
+/** A field the caller may aggregate or group by, as it sees it (null where hidden on a row). */
+function readable(scope: Scope, table: CatalogTable, alias: string, name: string, parameter: string): { field: FieldSpec; value: string } {
+  const field = table.fields.get(name);
+  if (!field || !canReadField(scope.access, table, name)) throw new QueryError(parameter, `${table.spec.name} has no field "${name}"`);
+  return { field, value: visibleValue(scope, table, alias, field) };
+}
+
+export function compileAggregate(scope: Scope, query: AggregateQuery): string {
   const table = scope.catalog.require(query.table);
   const alias = newAlias(scope);
   const expressions = new Map<string, string>();
   const select: string[] = [];
-  for (const name of query.groupBy) {
-    select.push(`${fieldExpression(alias, table.fields.get(name)!)} AS ${ident(name)}`);
-  }
+  const groups = query.groupBy.map((name) => readable(scope, table, alias, name, 'groupBy'));
+  for (const { field, value } of groups) select.push(`${jsonValue(field, value)} AS ${ident(field.name)}`);
   for (const term of query.terms) {
-    const field = term.field ? table.fields.get(term.field)! : undefined;
-    const col = field ? columnRef(alias, field) : '';
+    const { field, value: col } = term.field ? readable(scope, table, alias, term.field, 'fn') : { field: undefined, value: '' };
     let expr: string;
     switch (term.fn) {
       case 'count':
@@ -66,10 +75,10 @@ export function compileAggregate(scope: ReadScope, query: AggregateQuery, grant:
     expressions.set(term.alias, expr);
     select.push(`${expr} AS ${ident(term.alias)}`);
   }
-  const where = compileCondition(scope, table, alias, and(query.where, grant.rows));
-  const groupBy = query.groupBy.length ? ` GROUP BY ${query.groupBy.map((n) => columnRef(alias, table.fields.get(n)!)).join(', ')}` : '';
+  const where = [compileCondition(scope, table, alias, query.where), readableRows(scope, table, alias)].join(' AND ');
+  const groupBy = groups.length ? ` GROUP BY ${groups.map((g) => g.value).join(', ')}` : '';
   const having = query.having.length
-    ? ` HAVING ${query.having.map((h) => `${expressions.get(h.alias)} ${HAVING_SQL[h.op]} ${scope.params.add(h.value)}`).join(' AND ')}`
+    ? ` HAVING ${query.having.map((h) => `${expressions.get(h.alias)} ${HAVING_SQL[h.op]} ${scope.params.add(h.value)}::numeric`).join(' AND ')}`
     : '';
   const orderTerms = query.orderBy.map((o) => `${ident(o.name)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`);
   // Group fields last, so groups come out in a stable order whatever the requested sort.

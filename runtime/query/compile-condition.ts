@@ -1,8 +1,16 @@
-/** Condition tree → SQL boolean expression. Relation paths become EXISTS semi-joins. */
+/**
+ * Condition tree → SQL boolean expression. Relation paths become EXISTS semi-joins.
+ *
+ * A caller's condition is compiled under its access (docs/permissions.md): every field it compares
+ * must be readable, every relation step followable, only the related rows the caller may read take
+ * part, and a comparison on a field hidden on a row (several roles with different field lists) is
+ * neither true nor false there. A role's own filter (from the policy) is compiled as written.
+ */
 import { ident } from '../db/index.ts';
 import { isTextField, type FieldSpec } from '../model/index.ts';
+import { canReadField, followable, QueryError } from './access.ts';
 import type { Catalog, CatalogTable } from './catalog.ts';
-import type { Condition } from './description.ts';
+import type { Access, Condition } from './description.ts';
 import type { Params } from './sql.ts';
 
 export interface Scope {
@@ -11,6 +19,8 @@ export interface Scope {
   readonly params: Params;
   /** Next free table alias number (t0, t1, ...), shared by the whole statement. */
   nextAlias: { n: number };
+  /** The caller's permissions: every table the statement touches is asked for its grant. */
+  readonly access: Access;
 }
 
 export function newAlias(scope: Scope): string {
@@ -41,6 +51,27 @@ export function joinCondition(
     return `${columnRef(targetAlias, targetField)} = ${columnRef(alias, localField)}`;
   });
   return { target, sql: parts.join(' AND ') };
+}
+
+/**
+ * Where the caller may see `field` on the row `alias`: undefined when on every row it may read
+ * (the common case), else an SQL condition (several roles listing different fields).
+ */
+export function fieldVisibility(scope: Scope, table: CatalogTable, alias: string, field: string): string | undefined {
+  const rows = scope.access.grant(table.spec.name, 'read')?.fieldRows.get(field);
+  return rows ? compileRoleCondition(scope, table, alias, rows) : undefined;
+}
+
+/** A field's value as the caller sees it on the row `alias`: NULL where it is hidden. */
+export function visibleValue(scope: Scope, table: CatalogTable, alias: string, field: FieldSpec): string {
+  const visible = fieldVisibility(scope, table, alias, field.name);
+  return visible ? `(CASE WHEN ${visible} THEN ${columnRef(alias, field)} END)` : columnRef(alias, field);
+}
+
+/** The rows of `table` the caller may read, on the row `alias` (FALSE when it may read none). */
+export function readableRows(scope: Scope, table: CatalogTable, alias: string): string {
+  const grant = scope.access.grant(table.spec.name, 'read');
+  return grant ? compileRoleCondition(scope, table, alias, grant.rows) : 'FALSE';
 }
 
 function compareSql(scope: Scope, column: string, field: FieldSpec, op: string, value: unknown): string {
@@ -104,7 +135,13 @@ function compareSql(scope: Scope, column: string, field: FieldSpec, op: string, 
   }
 }
 
-export function compileCondition(scope: Scope, table: CatalogTable, alias: string, condition: Condition): string {
+/** `sql` where every one of `conditions` holds, NULL (neither true nor false) elsewhere. */
+function onlyWhere(conditions: readonly (string | undefined)[], sql: string): string {
+  const kept = conditions.filter((c): c is string => c !== undefined);
+  return kept.length ? `(CASE WHEN ${kept.join(' AND ')} THEN ${sql} END)` : sql;
+}
+
+function compile(scope: Scope, table: CatalogTable, alias: string, condition: Condition, guarded: boolean): string {
   switch (condition.kind) {
     case 'true':
       return 'TRUE';
@@ -113,20 +150,41 @@ export function compileCondition(scope: Scope, table: CatalogTable, alias: strin
     case 'and':
     case 'or':
       if (condition.items.length === 0) return condition.kind === 'and' ? 'TRUE' : 'FALSE';
-      return `(${condition.items.map((c) => compileCondition(scope, table, alias, c)).join(condition.kind === 'and' ? ' AND ' : ' OR ')})`;
+      return `(${condition.items.map((c) => compile(scope, table, alias, c, guarded)).join(condition.kind === 'and' ? ' AND ' : ' OR ')})`;
     case 'not':
-      return `NOT ${compileCondition(scope, table, alias, condition.item)}`;
+      return `NOT ${compile(scope, table, alias, condition.item, guarded)}`;
     case 'compare': {
       const [head, ...rest] = condition.path;
       if (rest.length === 0) {
-        const field = table.fields.get(head!)!;
-        return compareSql(scope, columnRef(alias, field), field, condition.op, condition.value);
+        const field = table.fields.get(head!);
+        if (!field || (guarded && !canReadField(scope.access, table, field.name))) {
+          throw new QueryError(condition.path.join('.'), `${table.spec.name} has no field "${head}"`);
+        }
+        const sql = compareSql(scope, columnRef(alias, field), field, condition.op, condition.value);
+        return guarded ? onlyWhere([fieldVisibility(scope, table, alias, field.name)], sql) : sql;
       }
       // A relation step: "some related record matches" (to-many) or "the related record matches".
+      const relation = guarded ? followable(scope.access, scope.catalog, table, head!) : table.relations.get(head!);
+      if (!relation) throw new QueryError(condition.path.join('.'), `${table.spec.name} has no relation "${head}"`);
       const targetAlias = newAlias(scope);
       const join = joinCondition(scope, table, alias, head!, targetAlias);
-      const inner = compileCondition(scope, join.target, targetAlias, { ...condition, path: rest });
-      return `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${join.sql} AND ${inner})`;
+      const inner = compile(scope, join.target, targetAlias, { ...condition, path: rest }, guarded);
+      if (!guarded) return `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${join.sql} AND ${inner})`;
+      // Only related rows the caller may read take part, joined on fields it can see.
+      const targetSide = relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f)).filter((v) => v !== undefined);
+      const exists = `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias}
+        WHERE ${[join.sql, readableRows(scope, join.target, targetAlias), ...targetSide, inner].join(' AND ')})`;
+      return onlyWhere(relation.fields.map((f) => fieldVisibility(scope, table, alias, f)), exists);
     }
   }
+}
+
+/** A caller's condition on rows `alias` of `table`, under its access (see the file comment). */
+export function compileCondition(scope: Scope, table: CatalogTable, alias: string, condition: Condition): string {
+  return compile(scope, table, alias, condition, true);
+}
+
+/** A role's own condition (from a grant): fields and relations as written, whatever the caller may read. */
+export function compileRoleCondition(scope: Scope, table: CatalogTable, alias: string, condition: Condition): string {
+  return compile(scope, table, alias, condition, false);
 }

@@ -1,23 +1,19 @@
 /**
  * Read queries → one SQL statement whose rows are finished JSON text (`row_to_json`), so records,
  * embeds and aliases are shaped by PostgreSQL and the server only joins strings into an envelope.
+ * Every table read goes through here with the caller's access: its readable rows, its visible fields.
  */
 import { ident } from '../db/index.ts';
 import type { FieldSpec } from '../model/index.ts';
+import { canReadField, followable, QueryError } from './access.ts';
 import type { CatalogTable } from './catalog.ts';
-import { columnRef, compileCondition, joinCondition, newAlias, type Scope } from './compile-condition.ts';
-import { and, type Grant, type OrderTerm, type ReadQuery, type SelectItem } from './description.ts';
-
-export interface ReadScope extends Scope {
-  /** The caller's read grant for a table, or null when it may not read it at all. */
-  readonly grantFor: (table: string) => Grant | null;
-}
+import { columnRef, compileCondition, compileRoleCondition, fieldVisibility, joinCondition, newAlias, readableRows, visibleValue, type Scope } from './compile-condition.ts';
+import type { OrderTerm, ReadQuery, SelectItem } from './description.ts';
 
 const ISO_FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
-/** A field as it appears in JSON: ISO 8601 timestamps, BigInt as a string, Bytes as base64. */
-export function fieldExpression(alias: string, field: FieldSpec): string {
-  const col = columnRef(alias, field);
+/** A value as it appears in JSON: ISO 8601 timestamps, BigInt as a string, Bytes as base64. */
+export function jsonValue(field: FieldSpec, column: string): string {
   const one = (x: string): string | undefined => {
     switch (field.type) {
       case 'DateTime':
@@ -30,45 +26,69 @@ export function fieldExpression(alias: string, field: FieldSpec): string {
         return undefined;
     }
   };
-  const converted = one(field.list ? 'x' : col);
-  if (converted === undefined) return col;
-  return field.list ? `ARRAY(SELECT ${converted} FROM unnest(${col}) AS x)` : converted;
+  const converted = one(field.list ? 'x' : column);
+  if (converted === undefined) return column;
+  return field.list ? `ARRAY(SELECT ${converted} FROM unnest(${column}) AS x)` : converted;
 }
 
-function visibleFields(table: CatalogTable, grant: Grant): FieldSpec[] {
-  return table.spec.fields.filter((f) => grant.fields === null || grant.fields.has(f.name));
+/** A field of the row `alias` as it appears in JSON. */
+export function fieldExpression(alias: string, field: FieldSpec): string {
+  return jsonValue(field, columnRef(alias, field));
 }
 
-function projection(scope: ReadScope, table: CatalogTable, alias: string, grant: Grant, select: readonly SelectItem[] | null): string {
-  if (select === null) {
-    const fields = visibleFields(table, grant);
-    if (fields.length === 0) return ''; // PostgreSQL allows an empty select list: the record is {}
-    return fields.map((f) => `${fieldExpression(alias, f)} AS ${ident(f.name)}`).join(', ');
-  }
-  const parts: string[] = [];
-  for (const item of select) {
+/**
+ * The select list of a record and how to get its JSON from a row of it. Fields the caller cannot
+ * read are left out (docs/permissions.md: silently); a field hidden on some rows is left out of
+ * those records, which then are built key by key.
+ */
+interface RecordShape {
+  /** The select list, without SELECT (may be empty: the record is then {}). */
+  readonly list: string;
+  /** The record's JSON from the row alias `e` of a subquery selecting `list`. */
+  json(e: string): string;
+}
+
+function recordShape(scope: Scope, table: CatalogTable, alias: string, select: readonly SelectItem[] | null): RecordShape {
+  const items = select ?? table.spec.fields.map((f): SelectItem => ({ kind: 'field', field: f.name, alias: f.name }));
+  const grant = scope.access.grant(table.spec.name, 'read');
+  const parts: { alias: string; value: string; visible?: string }[] = [];
+  for (const item of items) {
     if (item.kind === 'field') {
-      if (grant.fields !== null && !grant.fields.has(item.field)) continue;
-      parts.push(`${fieldExpression(alias, table.fields.get(item.field)!)} AS ${ident(item.alias)}`);
+      if (!grant || (grant.fields !== null && !grant.fields.has(item.field))) continue;
+      const rows = grant.fieldRows.get(item.field);
+      parts.push({
+        alias: item.alias,
+        value: fieldExpression(alias, table.fields.get(item.field)!),
+        visible: rows && compileRoleCondition(scope, table, alias, rows),
+      });
     } else {
-      parts.push(`${embedExpression(scope, table, alias, item)} AS ${ident(item.alias)}`);
+      parts.push({ alias: item.alias, value: embedExpression(scope, table, alias, item) });
     }
   }
-  return parts.join(', ');
+  if (parts.every((p) => p.visible === undefined)) {
+    return { list: parts.map((p) => `${p.value} AS ${ident(p.alias)}`).join(', '), json: (e) => `row_to_json(${e})` };
+  }
+  // Key by key, in select order, each present only where visible.
+  const rows = parts.map((p, i) => `(${i}, ${scope.params.add(p.alias)}::text, to_json(${p.value}), ${p.visible ?? 'TRUE'})`);
+  return {
+    list: `coalesce((SELECT json_object_agg(kv.k, kv.v ORDER BY kv.o) FROM (VALUES ${rows.join(', ')}) kv(o, k, v, shown) WHERE kv.shown), '{}'::json) AS j`,
+    json: (e) => `${e}.j`,
+  };
 }
 
-function embedExpression(scope: ReadScope, table: CatalogTable, alias: string, item: SelectItem & { kind: 'embed' }): string {
-  const relation = table.relations.get(item.relation)!;
+function embedExpression(scope: Scope, table: CatalogTable, alias: string, item: SelectItem & { kind: 'embed' }): string {
+  const relation = followable(scope.access, scope.catalog, table, item.relation);
+  if (!relation) throw new QueryError('select', `${table.spec.name} has no relation "${item.relation}"`);
   const targetAlias = newAlias(scope);
   const join = joinCondition(scope, table, alias, item.relation, targetAlias);
-  const grant = scope.grantFor(relation.target);
-  const rows = grant ? compileCondition(scope, join.target, targetAlias, grant.rows) : 'FALSE';
-  const inner = `SELECT ${projection(scope, join.target, targetAlias, grant ?? { rows: { kind: 'false' }, fields: new Set() }, item.items)}
-    FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${join.sql} AND ${rows}`;
+  const linkedOn = [...relation.fields.map((f) => fieldVisibility(scope, table, alias, f)), ...relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f))];
+  const where = [join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn.filter((v) => v !== undefined)].join(' AND ');
+  const shape = recordShape(scope, join.target, targetAlias, item.items);
+  const inner = `SELECT ${shape.list} FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${where}`;
   const e = newAlias(scope);
-  if (relation.kind === 'one') return `(SELECT row_to_json(${e}) FROM (${inner} LIMIT 1) ${e})`;
-  const order = orderBySql(join.target, targetAlias, []);
-  return `(SELECT coalesce(json_agg(${e}), '[]'::json) FROM (${inner} ORDER BY ${order}) ${e})`;
+  if (relation.kind === 'one') return `(SELECT ${shape.json(e)} FROM (${inner} LIMIT 1) ${e})`;
+  const order = orderBySql(scope, join.target, targetAlias, []);
+  return `(SELECT coalesce(json_agg(${shape.json(e)}), '[]'::json) FROM (${inner} ORDER BY ${order}) ${e})`;
 }
 
 /** The order terms with the primary key appended as the final tie breaker: the order is total. */
@@ -77,32 +97,46 @@ export function fullOrder(table: CatalogTable, terms: readonly OrderTerm[]): Ord
   return [...terms, ...table.spec.primaryKey.filter((k) => !used.has(k)).map((field) => ({ field, direction: 'asc' as const }))];
 }
 
+/** A sort key as the caller sees it: a field it cannot read is refused, one hidden on a row sorts as null there. */
+function orderValue(scope: Scope, table: CatalogTable, alias: string, term: OrderTerm, tieBreaker: boolean): string {
+  const field = table.fields.get(term.field)!;
+  // The key that ends every order only makes it total: it is not the caller's sort.
+  if (tieBreaker) return columnRef(alias, field);
+  if (!canReadField(scope.access, table, term.field)) throw new QueryError('sort', `${table.spec.name} has no field "${term.field}" to sort by`);
+  return visibleValue(scope, table, alias, field);
+}
+
+function orderColumns(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[]) {
+  return fullOrder(table, terms).map((term, i) => ({ term, value: orderValue(scope, table, alias, term, i >= terms.length) }));
+}
+
 /** NULLS LAST ascending, NULLS FIRST descending (PostgreSQL's defaults, written out for keysets). */
-export function orderBySql(table: CatalogTable, alias: string, terms: readonly OrderTerm[]): string {
-  return fullOrder(table, terms)
-    .map((t) => `${columnRef(alias, table.fields.get(t.field)!)} ${t.direction === 'desc' ? 'DESC NULLS FIRST' : 'ASC NULLS LAST'}`)
+export function orderBySql(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[]): string {
+  return orderColumns(scope, table, alias, terms)
+    .map((c) => `${c.value} ${c.term.direction === 'desc' ? 'DESC NULLS FIRST' : 'ASC NULLS LAST'}`)
     .join(', ');
 }
 
 /**
- * Rows strictly after the keyset position `after` in the order `terms` (nullable columns included).
+ * Rows strictly after the keyset position `after` in the order `terms` (nullable values included).
  * A non-nullable leading column also gets a plain range bound, which an index can use.
  */
 function keysetCondition(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], after: readonly (string | null)[]): string {
   const ors: string[] = [];
   const equals: string[] = [];
   let bound = '';
-  terms.forEach((term, i) => {
+  orderColumns(scope, table, alias, terms).forEach(({ term, value: col }, i, all) => {
     const field = table.fields.get(term.field)!;
-    const col = columnRef(alias, field);
+    // A value hidden on some rows reads as null there, like a nullable column.
+    const nullable = field.nullable || col !== columnRef(alias, field);
     const v = after[i] ?? null;
-    const orNull = field.nullable ? ` OR ${col} IS NULL` : '';
+    const orNull = nullable ? ` OR ${col} IS NULL` : '';
     let later: string;
     if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col} > ${scope.params.add(v)}${orNull})`;
     else later = v === null ? `${col} IS NOT NULL` : `${col} < ${scope.params.add(v)}`;
-    if (i === 0 && !field.nullable && v !== null) bound = `${col} ${term.direction === 'asc' ? '>=' : '<='} ${scope.params.add(v)} AND `;
+    if (i === 0 && !nullable && v !== null) bound = `${col} ${term.direction === 'asc' ? '>=' : '<='} ${scope.params.add(v)} AND `;
     ors.push(equals.length ? `(${equals.join(' AND ')} AND ${later})` : later);
-    if (i < terms.length - 1) equals.push(v === null ? `${col} IS NULL` : `${col} = ${scope.params.add(v)}`);
+    if (i < all.length - 1) equals.push(v === null ? `${col} IS NULL` : `${col} = ${scope.params.add(v)}`);
   });
   return `(${bound}(${ors.join(' OR ')}))`;
 }
@@ -113,54 +147,65 @@ export interface CompiledRead {
   keyColumns: number;
 }
 
+/** The caller's filter and address on rows `alias`, with the rows it may read. */
+function rowsWhere(scope: Scope, table: CatalogTable, alias: string, query: Pick<ReadQuery, 'where' | 'key'>): string {
+  const parts = [compileCondition(scope, table, alias, query.where), readableRows(scope, table, alias)];
+  if (query.key) parts.unshift(compileRoleCondition(scope, table, alias, query.key));
+  return parts.filter((p) => p !== 'TRUE').join(' AND ') || 'TRUE';
+}
+
 /**
  * One statement for a page: each row is the record's JSON text followed by its keyset values as
  * text (for the next cursor). With `count`, the statement also carries the total of matching rows
  * (every row repeats it; an empty page still yields one row whose JSON is null).
  */
-export function compileRead(
-  scope: ReadScope,
-  query: ReadQuery,
-  grant: Grant,
-  options: { count?: boolean; single?: boolean } = {},
-): CompiledRead {
+export function compileRead(scope: Scope, query: ReadQuery, options: { count?: boolean; single?: boolean } = {}): CompiledRead {
   const table = scope.catalog.require(query.table);
   const alias = newAlias(scope);
   const x = newAlias(scope);
-  const keyOrder = fullOrder(table, query.orderBy);
-  const filters = and(query.where, grant.rows);
-  const conditions = [compileCondition(scope, table, alias, filters)];
-  if (query.after) conditions.push(keysetCondition(scope, table, alias, keyOrder, query.after));
+  const conditions = [rowsWhere(scope, table, alias, query)];
+  if (query.after) conditions.push(keysetCondition(scope, table, alias, query.orderBy, query.after));
+  const shape = recordShape(scope, table, alias, query.select);
   if (options.single) {
     // One record by its key: no page to cut, no order to keep.
     return {
-      sql: `SELECT row_to_json(${x})::text AS j FROM ${table.qualified(scope.environment)} ${alias}
-        CROSS JOIN LATERAL (SELECT ${projection(scope, table, alias, grant, query.select)}) ${x}
+      sql: `SELECT ${shape.json(x)}::text AS j FROM ${table.qualified(scope.environment)} ${alias}
+        CROSS JOIN LATERAL (SELECT ${shape.list}) ${x}
         WHERE ${conditions.join(' AND ')} LIMIT 1`,
       keyColumns: 0,
     };
   }
-  const keys = keyOrder.map((t) => `${columnRef(alias, table.fields.get(t.field)!)}::text`);
+  const keys = orderColumns(scope, table, alias, query.orderBy).map((c) => `${c.value}::text`);
   const limit = scope.params.add(query.limit);
   const offset = query.offset > 0 ? ` OFFSET ${scope.params.add(query.offset)}` : '';
   // The page is cut first and only its rows are turned into JSON (embeds included): rows skipped
   // by OFFSET never pay for the projection.
-  const order = orderBySql(table, alias, query.orderBy);
-  const page = `SELECT row_to_json(${x})::text AS j${keys.map((k, i) => `, ${k} AS k${i}`).join('')}
+  const order = orderBySql(scope, table, alias, query.orderBy);
+  const page = `SELECT ${shape.json(x)}::text AS j${keys.map((k, i) => `, ${k} AS k${i}`).join('')}
     FROM (SELECT * FROM ${table.qualified(scope.environment)} ${alias} WHERE ${conditions.join(' AND ')}
       ORDER BY ${order} LIMIT ${limit}${offset}) ${alias}
-    CROSS JOIN LATERAL (SELECT ${projection(scope, table, alias, grant, query.select)}) ${x}
+    CROSS JOIN LATERAL (SELECT ${shape.list}) ${x}
     ORDER BY ${order}`;
   if (!options.count) return { sql: page, keyColumns: keys.length };
   const c = newAlias(scope);
-  const total = `SELECT count(*)::int AS total FROM ${table.qualified(scope.environment)} ${c} WHERE ${compileCondition(scope, table, c, filters)}`;
+  const total = `SELECT count(*)::int AS total FROM ${table.qualified(scope.environment)} ${c} WHERE ${rowsWhere(scope, table, c, query)}`;
   return {
     sql: `SELECT p.*, n.total FROM (${total}) n LEFT JOIN LATERAL (${page}) p ON TRUE`,
     keyColumns: keys.length,
   };
 }
 
-/** The JSON projection of `table` under `grant`, for RETURNING-style statements over alias. */
-export function recordProjection(scope: ReadScope, table: CatalogTable, alias: string, grant: Grant): string {
-  return projection(scope, table, alias, grant, null);
+/**
+ * The row `alias` (a whole table row, such as a write's RETURNING) as the caller reads it: its
+ * record's JSON text, or null where the caller may not read the row.
+ */
+export function readableRecord(scope: Scope, table: CatalogTable, alias: string): string {
+  const r = newAlias(scope);
+  const shape = recordShape(scope, table, alias, null);
+  return `CASE WHEN ${readableRows(scope, table, alias)} THEN (SELECT ${shape.json(r)}::text FROM (SELECT ${shape.list}) ${r}) END`;
+}
+
+/** Every field of the row `alias` as JSON, for the server's own records (webhook payloads), not a caller's. */
+export function fullRecord(table: CatalogTable, alias: string): string {
+  return `(SELECT row_to_json(r) FROM (SELECT ${table.spec.fields.map((f) => `${fieldExpression(alias, f)} AS ${ident(f.name)}`).join(', ')}) r)`;
 }

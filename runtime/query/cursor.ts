@@ -1,8 +1,10 @@
 /**
- * Keyset cursors: opaque, signed (HMAC-SHA256 with a secret kept in the database, so every server
- * process accepts every other's cursors) and bound to the query they came from.
+ * Keyset cursors: opaque, encrypted and authenticated (AES-256-GCM with a key derived from a secret
+ * kept in the database, so every server process accepts every other's cursors) and bound to the
+ * query they came from. Encrypted, not only signed: a cursor carries the sort values and the key of
+ * the last row of a page, which the caller may not be allowed to read (docs/permissions.md).
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 export class CursorError extends Error {}
 
@@ -17,28 +19,31 @@ export function queryFingerprint(parts: unknown): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
 }
 
-const SIGNATURE_BYTES = 16;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
 
-/** A cursor is one base64url string (no separators): the 16-byte signature, then the JSON payload. */
+/** A cursor is one base64url string (no separators): nonce, authentication tag, then the encrypted JSON payload. */
 export function cursorCodec(secret: string): CursorCodec {
-  const sign = (payload: Buffer) => createHmac('sha256', secret).update(payload).digest().subarray(0, SIGNATURE_BYTES);
+  const key = createHash('sha256').update(`svcgen cursor key\n${secret}`).digest();
   return {
     encode(fingerprint, values) {
-      const payload = Buffer.from(JSON.stringify({ q: fingerprint, v: values }));
-      return Buffer.concat([sign(payload), payload]).toString('base64url');
+      const nonce = randomBytes(NONCE_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, nonce);
+      const sealed = Buffer.concat([cipher.update(JSON.stringify({ q: fingerprint, v: values }), 'utf8'), cipher.final()]);
+      return Buffer.concat([nonce, cipher.getAuthTag(), sealed]).toString('base64url');
     },
     decode(fingerprint, cursor) {
       if (cursor.length > 4096 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new CursorError('not a cursor from this API');
       const bytes = Buffer.from(cursor, 'base64url');
-      if (bytes.length <= SIGNATURE_BYTES) throw new CursorError('not a cursor from this API');
-      const given = bytes.subarray(0, SIGNATURE_BYTES);
-      const payload = bytes.subarray(SIGNATURE_BYTES);
-      if (!timingSafeEqual(given, sign(payload))) throw new CursorError('the cursor was altered or comes from elsewhere');
+      if (bytes.length <= NONCE_BYTES + TAG_BYTES) throw new CursorError('not a cursor from this API');
       let parsed: { q?: unknown; v?: unknown };
       try {
+        const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, NONCE_BYTES));
+        decipher.setAuthTag(bytes.subarray(NONCE_BYTES, NONCE_BYTES + TAG_BYTES));
+        const payload = Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES + TAG_BYTES)), decipher.final()]);
         parsed = JSON.parse(payload.toString('utf8'));
       } catch {
-        throw new CursorError('not a cursor from this API');
+        throw new CursorError('the cursor was altered or comes from elsewhere');
       }
       if (parsed.q !== fingerprint) throw new CursorError('the cursor belongs to a different sort or filter; start again without after');
       if (!Array.isArray(parsed.v) || !parsed.v.every((x) => x === null || typeof x === 'string')) throw new CursorError('not a cursor from this API');

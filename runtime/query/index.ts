@@ -1,7 +1,34 @@
+/**
+ * The query language and its policy layer, independent of URLs: the vocabulary (shared with the
+ * generator through runtime/model), typed operands, the text syntax of filters and selects, role
+ * permissions, and the compilers that turn a query description into one SQL statement under the
+ * caller's access. Front ends (REST today) parse into the description and answer in their own form.
+ */
+export { canFollow, canReadField, followable, QueryError } from './access.ts';
 export { Catalog, type CatalogTable } from './catalog.ts';
-export { compileCondition, columnRef, newAlias, type Scope } from './compile-condition.ts';
-export { compileRead, fieldExpression, fullOrder, orderBySql, recordProjection, type CompiledRead, type ReadScope } from './compile-read.ts';
-export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
-export { and, FULL_GRANT, type Condition, type Grant, type Operator, type OrderTerm, type ReadQuery, type SelectItem } from './description.ts';
-export { Params } from './sql.ts';
 export { compileAggregate, type AggregateFunction, type AggregateQuery, type AggregateTerm, type HavingTerm } from './compile-aggregate.ts';
+export { compileCondition, type Scope } from './compile-condition.ts';
+export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
+export { compileWrite, createPresets, ROW_FILTER_SQLSTATE, writeRules, WriteRefused, type CompiledWrite, type Write, type WriteResult } from './compile-write.ts';
+export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
+export {
+  and,
+  FULL_ACCESS,
+  FULL_GRANT,
+  or,
+  type Access,
+  type Action,
+  type Condition,
+  type Grant,
+  type Operator,
+  type OrderTerm,
+  type ReadQuery,
+  type RoleRule,
+  type SelectItem,
+} from './description.ts';
+export { FilterValueError, inDateRange, isOperator, MAX_IN_LIST, operandValue, roleOperand, scalarValue } from './operands.ts';
+export { MAX_CONDITIONS, MAX_GROUP_DEPTH, parentheses, parseFilterParam, parseGroup, resolvePath, splitTopLevel, type FilterContext } from './parse-filter.ts';
+export { MAX_EMBED_DEPTH, MAX_EMBEDS, parseSelectText, resolveSelect, type SelectNode } from './parse-select.ts';
+export { Policy, type RoleOperand } from './policy.ts';
+export { Params } from './sql.ts';
+export { clientDefaultValue, parseKey, toParameter } from './values.ts';

@@ -6,12 +6,10 @@
 import { type Queryable } from '../db/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
-import { and, type Condition } from '../query/index.ts';
+import { and, compileWrite, createPresets, parseKey, type Condition } from '../query/index.ts';
 import { capturesEvents, readScope, type DataContext } from './context.ts';
-import { databaseProblem } from './database-errors.ts';
-import { checkRecord, checkWritableFields, requireObject } from './validate-body.ts';
-import { compileWrite } from './compile-write.ts';
-import { parseKey } from './values.ts';
+import { checkRecord, requireObject } from './validate-body.ts';
+import { advanceKeySequence, runWrite } from './write.ts';
 
 export const MAX_BULK_ITEMS = LIMITS.maxBulkItems;
 export type TransactionMode = 'ALL_OR_NOTHING' | 'BEST_EFFORT';
@@ -70,7 +68,7 @@ function bulkReply(transactionMode: TransactionMode, outcome: BulkOutcome, okSta
   throw new Problem('validation', `${outcome.errors.length} of ${outcome.total} items failed; nothing was changed`, errors, {}, { data });
 }
 
-/** Runs `work` per item under a savepoint; an item's database error is recorded, not thrown. */
+/** Runs `work` per item under a savepoint; an item's refusal (a Problem: constraint, role filter) is recorded, not thrown. */
 async function eachItem<T>(
   ctx: DataContext,
   tx: Queryable,
@@ -90,9 +88,8 @@ async function eachItem<T>(
         await tx.query('RELEASE SAVEPOINT bulk_item');
       }
     } catch (error) {
-      const problem = databaseProblem(error, ctx.table);
-      if (!problem) throw error;
-      outcome.errors.push({ index, message: problem.detail });
+      if (!(error instanceof Problem) || error.status >= 500) throw error;
+      outcome.errors.push({ index, message: error.detail });
       await tx.query('ROLLBACK TO SAVEPOINT bulk_item');
     }
   }
@@ -130,23 +127,27 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
     ]);
   }
   const outcome: BulkOutcome = { items: [], errors: [], total: items.length };
-  const valid: { index: number; value: Record<string, unknown> }[] = [];
+  const valid: { index: number; value: Record<string, unknown>; written: string[] }[] = [];
+  const presetScope = readScope(ctx);
   items.forEach((item, index) => {
     if (typeof item !== 'object' || item === null || Array.isArray(item)) {
       outcome.errors.push({ index, message: 'the item must be a JSON object of field values' });
       return;
     }
-    checkWritableFields(ctx.table, ctx.grant, item as Record<string, unknown>);
-    const checked = checkRecord(ctx.table, ctx.table.module.validators.create, item as Record<string, unknown>, 'create');
+    // A field the caller may not write, in any item, refuses the whole request (403).
+    const written = Object.keys(item).filter((k) => ctx.table.fields.has(k));
+    const presets = createPresets(presetScope, ctx.table, written);
+    const checked = checkRecord(ctx.table, ctx.table.module.validators.create, { ...presets, ...(item as Record<string, unknown>) }, 'create');
     if (checked.errors.length) outcome.errors.push({ index, message: checked.errors.map((e) => e.message).join('; ') });
-    else valid.push({ index, value: checked.value });
+    else valid.push({ index, value: checked.value, written });
   });
   if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
     const capture = await capturesEvents(ctx);
     await inTransaction(ctx, transactionMode, (tx) =>
-      eachItem(ctx, tx, valid, async (record) => {
+      eachItem(ctx, tx, valid.map(({ index, value, written }) => ({ index, value: { value, written } })), async ({ value, written }) => {
         const scope = readScope(ctx);
-        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'insert', table: ctx.table, values: record }, { kind: 'key' }, capture), scope.params.values);
+        const rows = await runWrite(tx, ctx.table, compileWrite(scope, { kind: 'insert', table: ctx.table, values: value, written }, { kind: 'key' }, capture), scope);
+        await advanceKeySequence(ctx, tx, value);
         return keyOf(ctx, JSON.parse(rows[0]![0] as string) as Record<string, unknown>);
       }, outcome), outcome);
   }
@@ -207,8 +208,8 @@ export async function bulkDelete(ctx: DataContext): Promise<Reply> {
     await inTransaction(ctx, transactionMode, (tx) =>
       eachItem(ctx, tx, targets, async (keyValues, index) => {
         const scope = readScope(ctx);
-        const where = and(...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })), ctx.grant.rows);
-        const rows = await tx.queryArrays(compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }, capture), scope.params.values);
+        const key = and(...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })));
+        const rows = await runWrite(tx, ctx.table, compileWrite(scope, { kind: 'delete', table: ctx.table, where: { kind: 'true' }, key }, { kind: 'key' }, capture), scope);
         if (rows.length === 0) return `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
         return field === 'ids' ? { id: (list as unknown[])[index] } : { ...((list as unknown[])[index] as Record<string, unknown>) };
       }, outcome), outcome);

@@ -2,12 +2,10 @@
 import type { Principal } from '../principal/index.ts';
 import { AdmissionRefused, type Admission, type Database } from '../db/index.ts';
 import { DATABASE_RETRY_AFTER_SECONDS, Problem, type ApiRequest } from '../http/index.ts';
-import type { Action, Policy } from '../permissions/index.ts';
-import { Params, type Catalog, type CatalogTable, type CursorCodec, type Grant, type ReadScope } from '../query/index.ts';
+import { Params, type Access, type Catalog, type CatalogTable, type CursorCodec, type FilterContext, type Grant, type Scope } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import type { WatchedTables } from '../webhooks/index.ts';
 import { indexedFields, LARGE_PAGE } from './cost.ts';
-import type { FilterContext } from './parse-filter.ts';
 
 export interface DataContext {
   readonly req: ApiRequest;
@@ -17,7 +15,8 @@ export interface DataContext {
   /** The grant for the route's own action (already checked to exist). */
   readonly grant: Grant;
   readonly catalog: Catalog;
-  readonly policy: Policy;
+  /** The caller's permissions; the query compilers ask it about every table a statement touches. */
+  readonly access: Access;
   readonly db: Database;
   /** The per-process budget of expensive reads (runtime/rest/cost.ts says which reads are). */
   readonly expensiveReads: Admission;
@@ -28,19 +27,9 @@ export interface DataContext {
   readonly basePath: string;
 }
 
-export function grantOf(ctx: DataContext, table: string, action: Action): Grant | null {
-  return ctx.policy.grant(ctx.principal, table, action);
-}
-
-/** A fresh statement scope: its parameters, aliases and the caller's read grants. */
-export function readScope(ctx: DataContext): ReadScope {
-  return {
-    catalog: ctx.catalog,
-    environment: ctx.tenant.environment,
-    params: new Params(),
-    nextAlias: { n: 0 },
-    grantFor: (table) => grantOf(ctx, table, 'read'),
-  };
+/** A fresh statement scope: its parameters, aliases and the caller's access. */
+export function readScope(ctx: DataContext): Scope {
+  return { catalog: ctx.catalog, environment: ctx.tenant.environment, params: new Params(), nextAlias: { n: 0 }, access: ctx.access };
 }
 
 /**
@@ -71,15 +60,7 @@ export function capturesEvents(ctx: DataContext): Promise<boolean> {
   return ctx.watchedTables.watches(ctx.tenant.environment, ctx.table.spec.name, ctx.req.receivedAt);
 }
 
-/** Filters, sorts and selects may name only fields the caller can read. */
+/** Filters, sorts and selects may name only fields and relations the caller can read. */
 export function filterContext(ctx: DataContext): FilterContext {
-  return {
-    catalog: ctx.catalog,
-    table: ctx.table,
-    readable: (table, field) => {
-      const grant = grantOf(ctx, table, 'read');
-      return grant !== null && (field === null || grant.fields === null || grant.fields.has(field));
-    },
-    count: 0,
-  };
+  return { catalog: ctx.catalog, table: ctx.table, access: ctx.access, count: 0 };
 }

@@ -4,7 +4,7 @@
  * 503 in errorReply (runtime/http/reply.ts, the one mapping for every route), the rest a 500.
  */
 import { Problem } from '../http/index.ts';
-import type { CatalogTable } from '../query/index.ts';
+import { ROW_FILTER_SQLSTATE, type CatalogTable } from '../query/index.ts';
 
 interface PgError {
   code?: string;
@@ -25,10 +25,20 @@ function keyColumns(detail: string | undefined): string[] {
   return m[1]!.split(', ').map((c) => c.replace(/^"|"$/g, '').replace(/""/g, '"'));
 }
 
-export function databaseProblem(error: unknown, table: CatalogTable): Problem | undefined {
+/**
+ * The Problem for a database refusal of a write on `table`, or undefined for anything else.
+ * `filterFields` are the fields of the role filters the written rows had to match (row_filter).
+ */
+export function databaseProblem(error: unknown, table: CatalogTable, filterFields: readonly string[] = []): Problem | undefined {
   const e = error as PgError;
   if (typeof e?.code !== 'string') return undefined;
   switch (e.code) {
+    case ROW_FILTER_SQLSTATE:
+      return new Problem(
+        'forbidden',
+        `the ${table.spec.name} record would not match your role's filter on ${filterFields.join(', ') || 'its rows'}; nothing was changed`,
+        filterFields.map((field) => ({ field, rule: 'row_filter', message: `${field} must match your role's filter` })),
+      );
     case '23505': {
       const fields = keyColumns(e.detail).map((c) => fieldName(table, c));
       const list = fields.join(', ') || 'a unique field';

@@ -4,9 +4,7 @@
  */
 import { Problem } from '../http/index.ts';
 import { LIMITS, RESERVED_PARAMETERS } from '../model/index.ts';
-import { and, type CatalogTable, type Condition, type OrderTerm, type SelectItem } from '../query/index.ts';
-import { FilterError, filterProblem, parseFilterParam, type FilterContext } from './parse-filter.ts';
-import { parseSelectText, resolveSelect } from './parse-select.ts';
+import { and, canReadField, parseFilterParam, parseSelectText, QueryError, resolveSelect, type CatalogTable, type Condition, type FilterContext, type OrderTerm, type SelectItem } from '../query/index.ts';
 
 export const DEFAULT_LIMIT = LIMITS.defaultPageSize;
 export const MAX_LIMIT = LIMITS.maxPageSize;
@@ -63,15 +61,15 @@ export function parseSort(ctx: FilterContext, text: string | null, parameter = '
       field = field.slice(0, field.lastIndexOf('.'));
     }
     if (field.startsWith('col.')) field = field.slice(4);
-    if (!ctx.table.fields.has(field) || !ctx.readable(ctx.table.spec.name, field)) {
-      throw new FilterError(parameter, `${ctx.table.spec.name} has no field "${field}" to sort by`);
+    if (!canReadField(ctx.access, ctx.table, field)) {
+      throw new QueryError(parameter, `${ctx.table.spec.name} has no field "${field}" to sort by`);
     }
     const spec = ctx.table.fields.get(field)!;
-    if (spec.list || spec.type === 'Json' || spec.type === 'Bytes') throw new FilterError(parameter, `${field} cannot be sorted`);
-    if (terms.some((t) => t.field === field)) throw new FilterError(parameter, `${field} appears twice`);
+    if (spec.list || spec.type === 'Json' || spec.type === 'Bytes') throw new QueryError(parameter, `${field} cannot be sorted`);
+    if (terms.some((t) => t.field === field)) throw new QueryError(parameter, `${field} appears twice`);
     terms.push({ field, direction });
   }
-  if (terms.length > MAX_SORT_TERMS) throw new FilterError(parameter, `at most ${MAX_SORT_TERMS} sort fields`);
+  if (terms.length > MAX_SORT_TERMS) throw new QueryError(parameter, `at most ${MAX_SORT_TERMS} sort fields`);
   return terms;
 }
 
@@ -86,17 +84,12 @@ export function parseFilters(ctx: FilterContext, query: URLSearchParams, reserve
 }
 
 export function parseListParams(ctx: FilterContext, table: CatalogTable, query: URLSearchParams): ListParams {
-  try {
-    const paging = parsePaging(query);
-    const selectText = query.get('select');
-    return {
-      where: parseFilters(ctx, query, LIST_RESERVED),
-      orderBy: parseSort(ctx, query.get('sort')),
-      select: selectText === null ? null : resolveSelect(ctx.catalog, table, parseSelectText(selectText), ctx.readable),
-      ...paging,
-    };
-  } catch (error) {
-    if (error instanceof FilterError) throw filterProblem(error);
-    throw error;
-  }
+  const paging = parsePaging(query);
+  const selectText = query.get('select');
+  return {
+    where: parseFilters(ctx, query, LIST_RESERVED),
+    orderBy: parseSort(ctx, query.get('sort')),
+    select: selectText === null ? null : resolveSelect(ctx.catalog, table, parseSelectText(selectText), ctx.access),
+    ...paging,
+  };
 }

@@ -4,12 +4,24 @@
  */
 import { z } from 'zod';
 import { Problem, readJson, type Reply } from '../http/index.ts';
-import { and, type Condition, type OrderTerm } from '../query/index.ts';
+import {
+  and,
+  FilterValueError,
+  isOperator,
+  MAX_CONDITIONS,
+  MAX_EMBED_DEPTH,
+  MAX_EMBEDS,
+  operandValue,
+  QueryError,
+  resolvePath,
+  resolveSelect,
+  type Condition,
+  type OrderTerm,
+  type SelectNode,
+} from '../query/index.ts';
 import { filterContext, type DataContext } from './context.ts';
-import { isOperator, operandValue, FilterValueError } from './filter-values.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, parseSort } from './list-params.ts';
-import { FilterError, filterProblem, MAX_CONDITIONS, resolvePath } from './parse-filter.ts';
-import { MAX_EMBED_DEPTH, MAX_EMBEDS, resolveSelect, type SelectNode } from './parse-select.ts';
+import { queryProblem } from './query-problems.ts';
 import { respondWithList } from './read.ts';
 
 const selectNode: z.ZodType<SelectNode> = z.lazy(() =>
@@ -42,8 +54,8 @@ function checkSelectBounds(raw: unknown): void {
     for (const node of level.nodes) {
       const children = (node as { children?: unknown } | null)?.children;
       if (!Array.isArray(children)) continue;
-      if (level.depth + 1 > MAX_EMBED_DEPTH) throw filterProblem(new FilterError('select', `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`));
-      if (++embeds > MAX_EMBEDS) throw filterProblem(new FilterError('select', `at most ${MAX_EMBEDS} embedded relations per select`));
+      if (level.depth + 1 > MAX_EMBED_DEPTH) throw queryProblem(new QueryError('select', `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`));
+      if (++embeds > MAX_EMBEDS) throw queryProblem(new QueryError('select', `at most ${MAX_EMBEDS} embedded relations per select`));
       pending.push({ nodes: children, depth: level.depth + 1 });
     }
   }
@@ -60,36 +72,31 @@ export async function queryBody(ctx: DataContext): Promise<Reply> {
   }
   const body = parsed.data;
   const fctx = filterContext(ctx);
-  try {
-    const conditions: Condition[] = (body.filter ?? []).map((f, i) => {
-      const parameter = `filter[${i}]`;
-      const { path, field, rest } = resolvePath(fctx, f.field.split('.'), parameter);
-      if (rest.length) throw new FilterError(parameter, `${field.name} is a field, not a relation`);
-      if (!isOperator(f.operator)) throw new FilterError(parameter, `unknown operator "${f.operator}"`);
-      const isList = f.operator === 'in' || f.operator === 'not_in' || f.operator === 'between';
-      if (isList && !Array.isArray(f.value)) throw new FilterError(parameter, `${f.operator} takes an array value`);
-      try {
-        const value = operandValue(field, f.operator, isList ? undefined : f.value, isList ? (f.value as unknown[]) : undefined);
-        return { kind: 'compare', path, op: f.operator, value };
-      } catch (error) {
-        if (error instanceof FilterValueError) throw new FilterError(parameter, error.message);
-        throw error;
-      }
-    });
-    const sortText = body.sort?.length ? body.sort.map((s) => `${s.field}.${(s.direction ?? 'asc').toLowerCase()}`).join(',') : null;
-    const orderBy: OrderTerm[] = parseSort(fctx, sortText, 'sort');
-    const pagination = body.pagination ?? {};
-    if (pagination.after !== undefined && (pagination.skip ?? 0) > 0) throw new FilterError('pagination.after', 'a cursor and skip cannot be combined');
-    return await respondWithList(ctx, {
-      where: and(...conditions),
-      orderBy,
-      select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, fctx.readable, 'select') : null,
-      limit: pagination.first ?? DEFAULT_LIMIT,
-      offset: pagination.skip ?? 0,
-      after: pagination.after,
-    }, 'pagination.after');
-  } catch (error) {
-    if (error instanceof FilterError) throw filterProblem(error);
-    throw error;
-  }
+  const conditions: Condition[] = (body.filter ?? []).map((f, i) => {
+    const parameter = `filter[${i}]`;
+    const { path, field, rest } = resolvePath(fctx, f.field.split('.'), parameter);
+    if (rest.length) throw new QueryError(parameter, `${field.name} is a field, not a relation`);
+    if (!isOperator(f.operator)) throw new QueryError(parameter, `unknown operator "${f.operator}"`);
+    const isList = f.operator === 'in' || f.operator === 'not_in' || f.operator === 'between';
+    if (isList && !Array.isArray(f.value)) throw new QueryError(parameter, `${f.operator} takes an array value`);
+    try {
+      const value = operandValue(field, f.operator, isList ? undefined : f.value, isList ? (f.value as unknown[]) : undefined);
+      return { kind: 'compare', path, op: f.operator, value };
+    } catch (error) {
+      if (error instanceof FilterValueError) throw new QueryError(parameter, error.message);
+      throw error;
+    }
+  });
+  const sortText = body.sort?.length ? body.sort.map((s) => `${s.field}.${(s.direction ?? 'asc').toLowerCase()}`).join(',') : null;
+  const orderBy: OrderTerm[] = parseSort(fctx, sortText, 'sort');
+  const pagination = body.pagination ?? {};
+  if (pagination.after !== undefined && (pagination.skip ?? 0) > 0) throw new QueryError('pagination.after', 'a cursor and skip cannot be combined');
+  return respondWithList(ctx, {
+    where: and(...conditions),
+    orderBy,
+    select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, ctx.access, 'select') : null,
+    limit: pagination.first ?? DEFAULT_LIMIT,
+    offset: pagination.skip ?? 0,
+    after: pagination.after,
+  }, 'pagination.after');
 }

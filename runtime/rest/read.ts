@@ -1,10 +1,9 @@
 /** GET /<table>/<id>, GET /<table> and POST /<table>/_query (interface "Data endpoints"). */
 import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
-import { and, compileRead, CursorError, queryFingerprint, type Condition, type Grant, type SelectItem } from '../query/index.ts';
+import { and, compileRead, CursorError, parseKey, queryFingerprint, type Condition, type Grant, type SelectItem } from '../query/index.ts';
 import { budgeted, readScope, filterContext, type DataContext } from './context.ts';
 import { listCost, readOneCost } from './cost.ts';
 import { parseListParams, type ListParams } from './list-params.ts';
-import { parseKey } from './values.ts';
 
 /** The row condition `<pk> = <id>` for a path id, or a 404 when the id cannot name a record. */
 export function keyCondition(ctx: DataContext): Condition & { kind: 'compare' } {
@@ -25,9 +24,9 @@ interface OneRead {
   select: SelectItem[] | null;
 }
 
-function compileOne(ctx: DataContext, where: Condition, select: SelectItem[] | null): OneRead {
+function compileOne(ctx: DataContext, key: Condition, select: SelectItem[] | null): OneRead {
   const scope = readScope(ctx);
-  const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy: [], limit: 1, offset: 0 }, ctx.grant, { single: true });
+  const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where: { kind: 'true' }, key, orderBy: [], limit: 1, offset: 0 }, { single: true });
   return { sql, values: scope.params.values, select };
 }
 
@@ -103,7 +102,6 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
   const compiled = compileRead(
     scope,
     { table: ctx.table.spec.name, select: params.select, where: params.where, orderBy: params.orderBy, limit: params.limit + 1, offset: params.offset, after },
-    ctx.grant,
     { count },
   );
   if (after && after.length !== compiled.keyColumns) {

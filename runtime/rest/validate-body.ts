@@ -2,7 +2,6 @@
 import type { ZodType } from 'zod';
 import { Problem, type FieldError } from '../http/index.ts';
 import type { CatalogTable } from '../query/index.ts';
-import type { Grant } from '../query/index.ts';
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -80,17 +79,4 @@ export function validateRecord(
     throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
   }
   return value;
-}
-
-/** Writing a field outside the role's `fields` list → 403 naming it (CONTRACT §5). */
-export function checkWritableFields(table: CatalogTable, grant: Grant, body: Record<string, unknown>): void {
-  if (grant.fields === null) return;
-  const forbidden = Object.keys(body).filter((k) => table.fields.has(k) && !grant.fields!.has(k));
-  if (forbidden.length > 0) {
-    throw new Problem(
-      'forbidden',
-      `your role may not write ${forbidden.join(', ')} of ${table.spec.name}`,
-      forbidden.map((field) => ({ field, rule: 'forbidden_field', message: `${field} may not be written by your role` })),
-    );
-  }
 }

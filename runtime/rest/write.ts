@@ -1,27 +1,26 @@
 /**
  * POST /<table>, PATCH /<table>/<id>, DELETE /<table>/<id>, PATCH /<table>?<filters>. Each is one
- * statement from compileWrite, atomic on its own and carrying its webhook events.
+ * statement from compileWrite, atomic on its own, carrying its webhook events and checked against
+ * the caller's roles (docs/permissions.md "Writing").
  */
+import type { Queryable } from '../db/index.ts';
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
 import { RESERVED_PARAMETERS } from '../model/index.ts';
-import { and, type Grant } from '../query/index.ts';
-import { compileWrite } from './compile-write.ts';
-import { capturesEvents, filterContext, grantOf, readScope, type DataContext } from './context.ts';
-import { parseFilters } from './list-params.ts';
-import { FilterError, filterProblem } from './parse-filter.ts';
+import { compileWrite, createPresets, writeRules, type CompiledWrite, type CatalogTable, type Scope } from '../query/index.ts';
+import { capturesEvents, filterContext, readScope, type DataContext } from './context.ts';
 import { databaseProblem } from './database-errors.ts';
+import { parseFilters } from './list-params.ts';
 import { keyCondition, notFound } from './read.ts';
-import { checkWritableFields, requireObject, validateRecord } from './validate-body.ts';
+import { requireObject, validateRecord } from './validate-body.ts';
 
 const UPDATE_MANY_RESERVED: ReadonlySet<string> = new Set(RESERVED_PARAMETERS.updateMany);
 
-const NO_GRANT: Grant = { rows: { kind: 'false' }, fields: new Set() };
-
-async function run(ctx: DataContext, sql: string, values: unknown[]): Promise<unknown[][]> {
+/** Runs a compiled write; database refusals (constraints, a row outside the role's filter) become Problems. */
+export async function runWrite(db: Queryable, table: CatalogTable, write: CompiledWrite, scope: Scope): Promise<unknown[][]> {
   try {
-    return await ctx.db.queryArrays(sql, values);
+    return await db.queryArrays(write.sql, scope.params.values);
   } catch (error) {
-    throw databaseProblem(error, ctx.table) ?? error;
+    throw databaseProblem(error, table, write.filterFields) ?? error;
   }
 }
 
@@ -33,13 +32,43 @@ function location(ctx: DataContext, key: Record<string, unknown>): string {
   return `${base}?${pk.map((k) => `${encodeURIComponent(k)}=equals.${encodeURIComponent(String(key[k]))}`).join('&')}`;
 }
 
+/** The body's fields of the table (unknown keys are left to validation, which names them). */
+function writtenFields(table: CatalogTable, body: Record<string, unknown>): string[] {
+  return Object.keys(body).filter((k) => table.fields.has(k));
+}
+
+/**
+ * A create body as the statement writes it: refused (403) when the caller may not write its
+ * fields, completed with the presets of the deciding roles, then validated (422).
+ */
+export function createValues(ctx: DataContext, scope: Scope, body: Record<string, unknown>): { values: Record<string, unknown>; written: string[] } {
+  const written = writtenFields(ctx.table, body);
+  const presets = createPresets(scope, ctx.table, written);
+  return { values: validateRecord(ctx.table, ctx.table.module.validators.create, { ...presets, ...body }, 'create'), written };
+}
+
+/**
+ * After a create that chose its own integer key, moves the key's sequence past it, so that later
+ * creates that leave the key to the database do not collide with it (409). Sequences are not
+ * transactional: a rolled-back create may leave a gap, never a collision.
+ */
+export async function advanceKeySequence(ctx: DataContext, db: Queryable, values: Record<string, unknown>): Promise<void> {
+  const id = ctx.table.idField;
+  if (!id || !id.dbDefault || (id.type !== 'Int' && id.type !== 'BigInt') || !Object.hasOwn(values, id.name)) return;
+  await db.query(
+    `SELECT setval(seq, $3::bigint) FROM (SELECT pg_get_serial_sequence($1, $2)::regclass AS seq) s
+     WHERE seq IS NOT NULL AND $3::bigint > coalesce(pg_sequence_last_value(seq), 0)`,
+    [ctx.table.qualified(ctx.tenant.environment), id.column, String(values[id.name])],
+  );
+}
+
 export async function create(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req));
-  checkWritableFields(ctx.table, ctx.grant, body);
-  const values = validateRecord(ctx.table, ctx.table.module.validators.create, body, 'create');
   const scope = readScope(ctx);
-  const grant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
-  const rows = await run(ctx, compileWrite(scope, { kind: 'insert', table: ctx.table, values }, { kind: 'record', grant }, await capturesEvents(ctx)), scope.params.values);
+  const { values, written } = createValues(ctx, scope, body);
+  const write = compileWrite(scope, { kind: 'insert', table: ctx.table, values, written }, { kind: 'record' }, await capturesEvents(ctx));
+  const rows = await runWrite(ctx.db, ctx.table, write, scope);
+  await advanceKeySequence(ctx, ctx.db, values);
   const [json, keyJson] = rows[0] as [string | null, string];
   const headers = { location: location(ctx, JSON.parse(keyJson) as Record<string, unknown>) };
   if (/\breturn=minimal\b/.test(header(ctx.req, 'prefer') ?? '')) {
@@ -48,45 +77,43 @@ export async function create(ctx: DataContext): Promise<Reply> {
   return rawJsonReply(201, `{"data":${json ?? '{}'}}`, headers);
 }
 
+/** A merge-patch body: refused (403) when the caller may not write its fields, then validated (422). */
+function patchValues(ctx: DataContext, scope: Scope, body: Record<string, unknown>): Record<string, unknown> {
+  writeRules(scope, ctx.table, 'update', writtenFields(ctx.table, body));
+  return validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
+}
+
 export async function update(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
-  checkWritableFields(ctx.table, ctx.grant, body);
-  const patch = validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
-  const where = and(keyCondition(ctx), ctx.grant.rows); // existence comes after validation (CONTRACT §7)
   const scope = readScope(ctx);
-  const grant = grantOf(ctx, ctx.table.spec.name, 'read') ?? NO_GRANT;
-  const rows = await run(ctx, compileWrite(scope, { kind: 'update', table: ctx.table, where, patch }, { kind: 'record', grant }, await capturesEvents(ctx)), scope.params.values);
+  const patch = patchValues(ctx, scope, body);
+  const key = keyCondition(ctx); // existence comes after validation (CONTRACT §7)
+  const write = compileWrite(scope, { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch }, { kind: 'record' }, await capturesEvents(ctx));
+  const rows = await runWrite(ctx.db, ctx.table, write, scope);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${(rows[0]![0] as string | null) ?? '{}'}}`);
 }
 
 export async function remove(ctx: DataContext): Promise<Reply> {
-  const where = and(keyCondition(ctx), ctx.grant.rows);
   const scope = readScope(ctx);
-  const rows = await run(ctx, compileWrite(scope, { kind: 'delete', table: ctx.table, where }, { kind: 'key' }, await capturesEvents(ctx)), scope.params.values);
+  const write = compileWrite(scope, { kind: 'delete', table: ctx.table, where: { kind: 'true' }, key: keyCondition(ctx) }, { kind: 'key' }, await capturesEvents(ctx));
+  const rows = await runWrite(ctx.db, ctx.table, write, scope);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return { status: 204 };
 }
 
 /** PATCH /<table>?<filters>: one merge patch applied to every matching record; 200 { data: { count } }. */
 export async function updateMany(ctx: DataContext): Promise<Reply> {
-  let where;
-  try {
-    where = parseFilters(filterContext(ctx), ctx.req.query, UPDATE_MANY_RESERVED);
-  } catch (error) {
-    if (error instanceof FilterError) throw filterProblem(error);
-    throw error;
-  }
+  const where = parseFilters(filterContext(ctx), ctx.req.query, UPDATE_MANY_RESERVED);
   const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
   if (where.kind === 'true') {
     throw new Problem('validation', 'PATCH on a table needs at least one filter (e.g. ?status=equals.open); to change one record use PATCH /<table>/<id>', [
       { field: 'filter', rule: 'required', message: 'at least one filter is required' },
     ]);
   }
-  checkWritableFields(ctx.table, ctx.grant, body);
-  const patch = validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
   const scope = readScope(ctx);
-  const write = { kind: 'update', table: ctx.table, where: and(where, ctx.grant.rows), patch } as const;
-  const rows = await run(ctx, compileWrite(scope, write, { kind: 'count' }, await capturesEvents(ctx)), scope.params.values);
+  const patch = patchValues(ctx, scope, body);
+  const write = compileWrite(scope, { kind: 'update', table: ctx.table, where, patch }, { kind: 'count' }, await capturesEvents(ctx));
+  const rows = await runWrite(ctx.db, ctx.table, write, scope);
   return rawJsonReply(200, `{"data":{"count":${Number(rows[0]![0])}}}`);
 }

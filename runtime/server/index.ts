@@ -11,9 +11,7 @@ import { createMailer, type Mailer } from '../mail/index.ts';
 import { CredentialStore } from '../keys/index.ts';
 import { SecretBox, serverSecret } from '../secrets/index.ts';
 import type { ServiceModule } from '../model/index.ts';
-import { Policy } from '../permissions/index.ts';
-import { Catalog, cursorCodec } from '../query/index.ts';
-import { roleOperand } from '../rest/index.ts';
+import { Catalog, cursorCodec, Policy, roleOperand } from '../query/index.ts';
 import { createRequestListener, DATA_BASE_PATH } from './app.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
 import { installDeliveryQueue, startDeliveryWorker, webhookQueueDepth, WatchedTables, type DeliveryWorker } from '../webhooks/index.ts';
@@ -144,7 +142,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         onRefused: metrics.expensiveReadRefused,
       }),
       catalog,
-      policy: new Policy(options.config.roles, (table, path, op, value) => roleOperand(catalog, table, path, op, value)),
+      policy: new Policy(
+        options.config.roles,
+        (table, path, op, value) => roleOperand(catalog, table, path, op, value),
+        (table) => catalog.get(table)?.spec.fields.map((f) => f.name) ?? [],
+      ),
       channel,
       credentials,
       resolvers: [auth, credentials],

@@ -89,7 +89,7 @@ async function authorizeAndRun(
     table,
     grant,
     catalog: services.catalog,
-    policy: services.policy,
+    access: services.policy.access(principal),
     db: services.db,
     expensiveReads: services.expensiveReads,
     cursors: services.cursors,

@@ -8,10 +8,9 @@
  * notifying transactions one at a time.) With no matching subscription the statement pays one
  * index probe: no event JSON is built.
  */
-import { recordProjection, type ReadScope } from '../query/compile-read.ts';
-import { newAlias } from '../query/compile-condition.ts';
+import { fullRecord } from '../query/compile-read.ts';
+import { newAlias, type Scope } from '../query/compile-condition.ts';
 import type { CatalogTable } from '../query/catalog.ts';
-import { FULL_GRANT } from '../query/description.ts';
 
 export type EventOperation = 'INSERT' | 'UPDATE' | 'DELETE';
 
@@ -19,7 +18,7 @@ export type EventOperation = 'INSERT' | 'UPDATE' | 'DELETE';
 export const CHANGED_COLUMN = 'svcgen:changed';
 
 export interface CaptureSite {
-  readonly scope: ReadScope;
+  readonly scope: Scope;
   readonly table: CatalogTable;
   readonly operation: EventOperation;
   /** Name of the CTE whose rows are the after-image (INSERT, UPDATE) or the before-image (DELETE). */
@@ -41,7 +40,7 @@ export function captureEvents(site: CaptureSite): Capture {
   const name = scope.params.add(table.spec.name);
   const op = scope.params.add(site.operation);
   const x = newAlias(scope);
-  const record = `(SELECT row_to_json(r) FROM (SELECT ${recordProjection(scope, table, x, FULL_GRANT)}) r)`;
+  const record = fullRecord(table, x);
   const changed = site.changed ? `${x}."${CHANGED_COLUMN}"` : `'{}'::text[]`;
   return {
     ctes: [

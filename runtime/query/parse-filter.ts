@@ -5,30 +5,16 @@
  * Values may be double-quoted to hold commas, dots or parentheses ("a,b"); inside quotes \" and
  * \\ escape. Unquoted `null` is SQL NULL for equals / not_equals.
  */
-import { Problem } from '../http/index.ts';
 import { LIMITS, type FieldSpec } from '../model/index.ts';
-import type { CatalogTable, Catalog, Condition, Operator } from '../query/index.ts';
-import { FilterValueError, isOperator, operandValue } from './filter-values.ts';
+import { canReadField, followable, QueryError } from './access.ts';
+import type { Catalog, CatalogTable } from './catalog.ts';
+import type { Access, Condition, Operator } from './description.ts';
+import { FilterValueError, isOperator, operandValue } from './operands.ts';
 
 /** Deepest nesting of and/or/not groups (README "Limits"). */
 export const MAX_GROUP_DEPTH = LIMITS.maxGroupDepth;
 /** Most conditions in one request, counting every group member. */
 export const MAX_CONDITIONS = 100;
-
-export class FilterError extends Error {
-  constructor(
-    readonly parameter: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export function filterProblem(error: FilterError): Problem {
-  return new Problem('invalid-parameter', `${error.parameter}: ${error.message}`, [
-    { field: error.parameter, rule: 'filter', message: error.message },
-  ]);
-}
 
 interface Token {
   text: string;
@@ -74,14 +60,14 @@ export function splitTopLevel(input: string, parameter: string): string[] {
     else if (c === '(') depth++;
     else if (c === ')') {
       depth--;
-      if (depth < 0) throw new FilterError(parameter, 'unbalanced parentheses');
+      if (depth < 0) throw new QueryError(parameter, 'unbalanced parentheses');
     } else if (c === ',' && depth === 0) {
       parts.push(input.slice(start, i));
       start = i + 1;
     }
   }
-  if (quoted) throw new FilterError(parameter, 'a quoted value is not closed');
-  if (depth !== 0) throw new FilterError(parameter, 'unbalanced parentheses');
+  if (quoted) throw new QueryError(parameter, 'a quoted value is not closed');
+  if (depth !== 0) throw new QueryError(parameter, 'unbalanced parentheses');
   parts.push(input.slice(start));
   return parts;
 }
@@ -90,7 +76,7 @@ function unquote(raw: string, parameter: string): Token {
   if (raw.length >= 2 && raw.startsWith('"') && raw.endsWith('"')) {
     return { text: raw.slice(1, -1).replace(/\\(.)/g, '$1'), quoted: true };
   }
-  if (raw.includes('"')) throw new FilterError(parameter, `quote the whole value: "${raw.replace(/"/g, '')}"`);
+  if (raw.includes('"')) throw new QueryError(parameter, `quote the whole value: "${raw.replace(/"/g, '')}"`);
   return { text: raw, quoted: false };
 }
 
@@ -105,12 +91,12 @@ function listItems(raw: string, parameter: string, bare: boolean): unknown[] | u
   return undefined;
 }
 
+/** What a front end parses against: the table, the model and the caller's access, and a condition count. */
 export interface FilterContext {
   readonly catalog: Catalog;
   readonly table: CatalogTable;
-  /** Fields the caller may read per table; a filter on another field is unknown to it. */
-  /** Whether the caller may read `field` of `table` (null: the table at all). */
-  readonly readable: (table: string, field: string | null) => boolean;
+  /** Fields and relations the caller may not read do not exist for it (docs/permissions.md). */
+  readonly access: Access;
   count: number;
 }
 
@@ -125,16 +111,16 @@ export function resolvePath(ctx: FilterContext, segments: string[], parameter: s
       i++;
       break;
     }
-    const relation = table.relations.get(seg);
+    const relation = followable(ctx.access, ctx.catalog, table, seg);
     if (!relation) break;
     path.push(seg);
     table = ctx.catalog.require(relation.target);
-    if (path.length > 3) throw new FilterError(parameter, 'relation filters go at most 3 relations deep');
+    if (path.length > 3) throw new QueryError(parameter, 'relation filters go at most 3 relations deep');
   }
   const name = segments[i];
   const field = name === undefined ? undefined : table.fields.get(name);
-  if (!field || !ctx.readable(table.spec.name, field.name)) {
-    throw new FilterError(parameter, `${table.spec.name} has no field "${name ?? ''}"`);
+  if (!field || !canReadField(ctx.access, table, field.name)) {
+    throw new QueryError(parameter, `${table.spec.name} has no field "${name ?? ''}"`);
   }
   path.push(field.name);
   return { path, field, rest: segments.slice(i + 1) };
@@ -149,16 +135,16 @@ function buildCompare(
   parameter: string,
   bareList: boolean,
 ): Condition {
-  if (++ctx.count > MAX_CONDITIONS) throw new FilterError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
-  if (op === undefined) throw new FilterError(parameter, `write <field>.<operator>.<value>, e.g. ${resolved.field.name}.equals.x`);
-  if (!isOperator(op)) throw new FilterError(parameter, `unknown operator "${op}"`);
+  if (++ctx.count > MAX_CONDITIONS) throw new QueryError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
+  if (op === undefined) throw new QueryError(parameter, `write <field>.<operator>.<value>, e.g. ${resolved.field.name}.equals.x`);
+  if (!isOperator(op)) throw new QueryError(parameter, `unknown operator "${op}"`);
   const operator: Operator = op;
   try {
     const list = operator === 'in' || operator === 'not_in' || operator === 'between' ? listItems(valueText, parameter, operator === 'between' || bareList) : undefined;
     const single = list === undefined ? tokenValue(unquote(valueText, parameter)) : undefined;
     return { kind: 'compare', path: resolved.path, op: operator, value: operandValue(resolved.field, operator, single, list) };
   } catch (error) {
-    if (error instanceof FilterValueError) throw new FilterError(parameter, error.message);
+    if (error instanceof FilterValueError) throw new QueryError(parameter, error.message);
     throw error;
   }
 }
@@ -170,10 +156,10 @@ function groupCondition(ctx: FilterContext, item: string, parameter: string): Co
 }
 
 export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body: string, parameter: string, depth: number): Condition {
-  if (depth > MAX_GROUP_DEPTH) throw new FilterError(parameter, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
-  if (!body.startsWith('(') || !body.endsWith(')')) throw new FilterError(parameter, `write ${kind}=(<condition>,<condition>...)`);
+  if (depth > MAX_GROUP_DEPTH) throw new QueryError(parameter, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
+  if (!body.startsWith('(') || !body.endsWith(')')) throw new QueryError(parameter, `write ${kind}=(<condition>,<condition>...)`);
   const inner = body.slice(1, -1);
-  if (inner.trim() === '') throw new FilterError(parameter, `${kind}(...) needs at least one condition`);
+  if (inner.trim() === '') throw new QueryError(parameter, `${kind}(...) needs at least one condition`);
   const items = splitTopLevel(inner, parameter).map((item): Condition => {
     const m = /^(and|or|not)(\(.*\))$/s.exec(item);
     if (m) return parseGroup(ctx, m[1] as 'and' | 'or' | 'not', m[2]!, parameter, depth + 1);
@@ -187,12 +173,12 @@ export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body:
 export function parseFilterParam(ctx: FilterContext, name: string, value: string): Condition {
   if (name === 'or' || name === 'and' || name === 'not') {
     // Each group adds one level; the innermost may hold an in/between list, one more.
-    if (parentheses(value).depth > MAX_GROUP_DEPTH + 1) throw new FilterError(name, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
+    if (parentheses(value).depth > MAX_GROUP_DEPTH + 1) throw new QueryError(name, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
     return parseGroup(ctx, name, value, name, 1);
   }
   const { rest, ...resolved } = resolvePath(ctx, name.split('.'), name);
-  if (rest.length > 0) throw new FilterError(name, `${resolved.field.name} is a field, not a relation`);
+  if (rest.length > 0) throw new QueryError(name, `${resolved.field.name} is a field, not a relation`);
   const dot = value.indexOf('.');
-  if (dot <= 0) throw new FilterError(name, `write ${name}=<operator>.<value>, e.g. ${name}=equals.${value || 'x'}`);
+  if (dot <= 0) throw new QueryError(name, `write ${name}=<operator>.<value>, e.g. ${name}=equals.${value || 'x'}`);
   return buildCompare(ctx, resolved, value.slice(0, dot), value.slice(dot + 1), name, true);
 }

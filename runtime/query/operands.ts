@@ -3,7 +3,8 @@
  * SQL compiler binds, checked against the field's type and the operator.
  */
 import { OPERATORS, operatorMismatch, type FieldSpec } from '../model/index.ts';
-import type { Catalog, Operator } from '../query/index.ts';
+import type { Catalog } from './catalog.ts';
+import type { Operator } from './description.ts';
 
 export { OPERATORS, operatorMismatch };
 
@@ -25,6 +26,20 @@ export function inDateRange(iso: string): boolean {
   const year = new Date(iso).getUTCFullYear();
   return year >= 1 && year <= 9999;
 }
+
+/**
+ * Whether the calendar date at the start of an ISO text exists: `Date` turns 2024-02-30 into
+ * March 1st, where a body value of the same text is refused, so a filter refuses it too.
+ */
+function realCalendarDate(text: string): boolean {
+  const [y, m, d] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(2000, m - 1, d));
+  date.setUTCFullYear(y);
+  return date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
+/** How far back the last_* helpers reach, so `now()` minus the interval stays a timestamp (about 1,900 years). */
+const LAST_MAX = { last_days: 700_000, last_weeks: 100_000, last_months: 23_000 } as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One scalar of the field's type from text (query string) or JSON (`_query` body). */
@@ -64,6 +79,7 @@ export function scalarValue(field: FieldSpec, raw: unknown): unknown {
         typeof raw !== 'string' ||
         !/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) ||
         Number.isNaN(Date.parse(raw)) ||
+        !realCalendarDate(raw) ||
         !inDateRange(raw)
       ) {
         throw new FilterValueError(`${field.name} takes an ISO 8601 date or date-time (years 0001 to 9999)`);
@@ -119,8 +135,8 @@ export function operandValue(field: FieldSpec, op: Operator, raw: unknown, list?
     case 'last_days':
     case 'last_weeks':
     case 'last_months': {
-      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,6}$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new FilterValueError(`${op} takes a whole number from 1 to 100000`);
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,7}$/.test(raw) ? Number(raw) : NaN;
+      if (!Number.isInteger(n) || n < 1 || n > LAST_MAX[op]) throw new FilterValueError(`${op} takes a whole number from 1 to ${LAST_MAX[op]}`);
       return n;
     }
     case 'equals':

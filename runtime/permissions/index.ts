@@ -1,1 +1,0 @@
-export { Policy, type Action } from './policy.ts';

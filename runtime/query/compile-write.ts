@@ -1,0 +1,193 @@
+/**
+ * Writes → one SQL statement each, the way reads go through compileRead. A write description says
+ * what changes; the compiler makes a statement whose first CTE (`w`) is the mutation, holding the
+ * after-image of inserted and updated rows (with the names of the fields that really changed) or
+ * the before-image of deleted ones, then the event capture CTEs (runtime/webhooks/capture.ts), then
+ * the result the handler asked for. Every data mutation runs through here, so none can commit
+ * without its events, and none can skip the caller's permissions (docs/permissions.md "Writing"):
+ * updates and deletes reach only rows the caller may read and the action allows, and every row
+ * created or changed must match the action's filter afterwards, or the statement fails (SVRF1).
+ */
+import { ident } from '../db/index.ts';
+import { captureEvents, CHANGED_COLUMN, type EventOperation } from '../webhooks/capture.ts';
+import type { CatalogTable } from './catalog.ts';
+import { compileCondition, compileRoleCondition, newAlias, readableRows, type Scope } from './compile-condition.ts';
+import { fieldExpression, readableRecord } from './compile-read.ts';
+import { or, type Action, type Condition, type RoleRule } from './description.ts';
+import { presetsOf, rulesAllowing } from './policy.ts';
+import { clientDefaultValue, toParameter } from './values.ts';
+
+export type Write =
+  /** `values` are validated field values by field name (presets included); `written` the fields the caller sent. */
+  | { readonly kind: 'insert'; readonly table: CatalogTable; readonly values: Readonly<Record<string, unknown>>; readonly written: readonly string[] }
+  /**
+   * A merge patch (RFC 7396) applied to the rows `where` (the caller's filter) and `key` (an address,
+   * such as the id of the path) select; an empty patch changes nothing.
+   */
+  | { readonly kind: 'update'; readonly table: CatalogTable; readonly where: Condition; readonly key?: Condition; readonly patch: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'delete'; readonly table: CatalogTable; readonly where: Condition; readonly key?: Condition };
+
+export type WriteResult =
+  /** A row per written record: its JSON as the caller may read it (null when it may not), then its key JSON. */
+  | { readonly kind: 'record' }
+  /** A row per written record: its key JSON. */
+  | { readonly kind: 'key' }
+  /** One row: the number of records written. */
+  | { readonly kind: 'count' };
+
+export interface CompiledWrite {
+  readonly sql: string;
+  /** The fields of the filters a created or changed row must match (named by a row_filter refusal). */
+  readonly filterFields: readonly string[];
+}
+
+/** SQLSTATE of a row that does not match the action's filter after the write (svcgen.row_filter_check). */
+export const ROW_FILTER_SQLSTATE = 'SVRF1';
+
+/** The caller may not do this write at all, or not with these fields: a 403 for the front end. */
+export class WriteRefused extends Error {
+  constructor(
+    message: string,
+    /** The fields at fault (none when the action itself is denied). */
+    readonly fields: readonly string[],
+  ) {
+    super(message);
+    this.name = 'WriteRefused';
+  }
+}
+
+/**
+ * The rules that decide a write of `fields` (docs/permissions.md "Writing"): those of the caller's
+ * roles allowing the action with every one of the fields. Refused when there are none.
+ */
+export function writeRules(scope: Scope, table: CatalogTable, action: Exclude<Action, 'read'>, fields: readonly string[]): RoleRule[] {
+  const grant = scope.access.grant(table.spec.name, action);
+  if (!grant) throw new WriteRefused(`your role may not ${action} ${table.spec.name} records`, []);
+  const forbidden = fields.filter((f) => grant.fields !== null && !grant.fields.has(f));
+  if (forbidden.length > 0) throw new WriteRefused(`your role may not write ${forbidden.join(', ')} of ${table.spec.name}`, forbidden);
+  const rules = rulesAllowing(grant, fields);
+  if (rules.length === 0) throw new WriteRefused(`none of your roles may write ${fields.join(', ')} of ${table.spec.name} together`, fields);
+  return rules;
+}
+
+/** Values a create of `fields` gets from the deciding roles' filters (`$user.id`, ...) where the body has none. */
+export function createPresets(scope: Scope, table: CatalogTable, fields: readonly string[]): Record<string, unknown> {
+  const presets = presetsOf(writeRules(scope, table, 'create', fields));
+  for (const f of fields) delete presets[f];
+  return presets;
+}
+
+/** Column list and parameter placeholders of an INSERT for one validated record. */
+function insertColumns(table: CatalogTable, record: Readonly<Record<string, unknown>>, add: (v: unknown) => string) {
+  const columns: string[] = [];
+  const values: string[] = [];
+  for (const field of table.spec.fields) {
+    if (Object.hasOwn(record, field.name)) {
+      columns.push(ident(field.column));
+      values.push(add(toParameter(field, record[field.name])));
+    } else if (field.managed && field.name === 'updatedAt') {
+      columns.push(ident(field.column));
+      values.push('now()');
+    } else if (field.clientDefault) {
+      columns.push(ident(field.column));
+      values.push(add(toParameter(field, clientDefaultValue(field.clientDefault))));
+    } else if (field.list && !field.dbDefault) {
+      columns.push(ident(field.column));
+      values.push(add([]));
+    }
+  }
+  return { columns, values };
+}
+
+/** The key fields of the row `alias` as a JSON object, each value as the API writes it. */
+function keyJson(table: CatalogTable, alias: string): string {
+  const pairs = table.spec.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${fieldExpression(alias, table.fields.get(k)!)}`);
+  return `json_build_object(${pairs.join(', ')})`;
+}
+
+/** The rows an update or delete may reach: addressed and filtered by the caller, readable to it, allowed by the action's rules. */
+function targetCondition(scope: Scope, table: CatalogTable, alias: string, write: Write & { kind: 'update' | 'delete' }, allowed: Condition): string {
+  const parts = [compileCondition(scope, table, alias, write.where), readableRows(scope, table, alias), compileRoleCondition(scope, table, alias, allowed)];
+  if (write.key) parts.unshift(compileRoleCondition(scope, table, alias, write.key));
+  return parts.filter((p) => p !== 'TRUE').join(' AND ') || 'TRUE';
+}
+
+/** A RETURNING column that fails the statement when the row `alias` does not match `rows` afterwards. */
+function checkColumn(scope: Scope, table: CatalogTable, alias: string, rows: Condition): string {
+  return rows.kind === 'true' ? '' : `, svcgen.row_filter_check(${compileRoleCondition(scope, table, alias, rows)}) AS "svcgen:checked"`;
+}
+
+/** The mutation CTE's body, the event it emits (none for an empty patch, which writes nothing) and the filters it checks. */
+function mutation(scope: Scope, write: Write, capture: boolean): { sql: string; operation: EventOperation | null; rules: readonly RoleRule[] } {
+  const table = write.table;
+  const q = table.qualified(scope.environment);
+  const add = (v: unknown) => scope.params.add(v);
+  if (write.kind === 'insert') {
+    const rules = writeRules(scope, table, 'create', write.written);
+    const t = newAlias(scope);
+    const { columns, values } = insertColumns(table, write.values, add);
+    const body = columns.length ? `(${columns.join(', ')}) VALUES (${values.join(', ')})` : 'DEFAULT VALUES';
+    return { sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`, operation: 'INSERT', rules };
+  }
+  if (write.kind === 'delete') {
+    const rules = writeRules(scope, table, 'delete', []);
+    const t = newAlias(scope);
+    const where = targetCondition(scope, table, t, write, or(...rules.map((r) => r.rows)));
+    return { sql: `DELETE FROM ${q} AS ${t} WHERE ${where} RETURNING ${t}.*`, operation: 'DELETE', rules: [] };
+  }
+  const patched = table.spec.fields.filter((f) => Object.hasOwn(write.patch, f.name));
+  const rules = writeRules(scope, table, 'update', patched.map((f) => f.name));
+  const allowed = or(...rules.map((r) => r.rows));
+  const before = newAlias(scope);
+  const condition = targetCondition(scope, table, before, write, allowed);
+  if (patched.length === 0) return { sql: `SELECT ${before}.* FROM ${q} ${before} WHERE ${condition}`, operation: null, rules: [] };
+  const after = newAlias(scope);
+  const sets = patched.map((f) => `${ident(f.column)} = ${add(toParameter(f, write.patch[f.name]))}`);
+  const updatedAt = table.spec.fields.find((f) => f.managed && f.name === 'updatedAt');
+  if (updatedAt && !Object.hasOwn(write.patch, updatedAt.name)) sets.push(`${ident(updatedAt.column)} = now()`);
+  if (!capture) {
+    return {
+      sql: `UPDATE ${q} AS ${before} SET ${sets.join(', ')} WHERE ${condition} RETURNING ${before}.*${checkColumn(scope, table, before, allowed)}`,
+      operation: 'UPDATE',
+      rules,
+    };
+  }
+  // The before-image joins the UPDATE by primary key, locked as the UPDATE would lock it, so the
+  // changed fields compare the stored values this statement replaced.
+  const changed = patched
+    .filter((f) => f !== updatedAt)
+    .map((f) => `CASE WHEN ${after}.${ident(f.column)} IS DISTINCT FROM ${before}.${ident(f.column)} THEN '${f.name.replace(/'/g, "''")}' END`);
+  const join = table.spec.primaryKey.map((k) => `${after}.${ident(table.fields.get(k)!.column)} = ${before}.${ident(table.fields.get(k)!.column)}`);
+  return {
+    sql: `UPDATE ${q} AS ${after} SET ${sets.join(', ')}
+      FROM (SELECT * FROM ${q} ${before} WHERE ${condition} FOR UPDATE OF ${before}) ${before}
+      WHERE ${join.join(' AND ')}
+      RETURNING ${after}.*, array_remove(ARRAY[${changed.length ? changed.join(', ') : 'NULL'}]::text[], NULL) AS "${CHANGED_COLUMN}"${checkColumn(scope, table, after, allowed)}`,
+    operation: 'UPDATE',
+    rules,
+  };
+}
+
+function resultSelect(scope: Scope, table: CatalogTable, result: WriteResult): string {
+  if (result.kind === 'count') return `SELECT count(*)::int FROM w`;
+  if (result.kind === 'key') return `SELECT ${keyJson(table, 'w')}::text FROM w`;
+  const alias = newAlias(scope);
+  return `SELECT ${readableRecord(scope, table, alias)}, ${keyJson(table, alias)}::text FROM w ${alias}`;
+}
+
+/**
+ * One statement for `write`; its rows are as `result` describes. Throws WriteRefused when the
+ * caller may not write these fields, and QueryError when its filter names what it cannot read.
+ * `capture` is whether the table may have subscribers (WatchedTables): when it is false the table
+ * has none, and the statement skips the capture CTEs.
+ */
+export function compileWrite(scope: Scope, write: Write, result: WriteResult, capture: boolean): CompiledWrite {
+  const { sql, operation, rules } = mutation(scope, write, capture);
+  const ctes = [`w AS (${sql})`];
+  if (operation && capture) ctes.push(...captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }).ctes);
+  return {
+    sql: `WITH ${ctes.join(',\n')}\n${resultSelect(scope, write.table, result)}`,
+    filterFields: [...new Set(rules.flatMap((r) => r.filterFields))],
+  };
+}
+

@@ -1,0 +1,190 @@
+/**
+ * Role permissions (docs/permissions.md) compiled once into lookups; a caller's grant for one
+ * (table, action) is built on first use and kept with the principal. The compilers ask for grants
+ * themselves (runtime/query/access.ts), so every table a statement touches gets its rows and fields.
+ */
+import type { ActionRule, Config } from '../config/index.ts';
+import { OPERATORS } from '../model/index.ts';
+import { principalVariables, type Principal, type RolePrincipal } from '../principal/index.ts';
+import { and, or, type Access, type Action, type Condition, type Grant, type Operator, type RoleRule } from './description.ts';
+
+interface CompiledRule {
+  /** Row filter with variables (`$user.id`, `$context.x`) still unresolved. */
+  readonly filter: Record<string, unknown> | undefined;
+  readonly fields: ReadonlySet<string> | null;
+}
+
+/** Role filters take the data API's comparison operators (not the date helpers, which move with the clock). */
+const FILTER_OPERATORS = new Set<string>(OPERATORS.slice(0, OPERATORS.indexOf('is_not_empty') + 1));
+
+function compileRule(rule: ActionRule | undefined): CompiledRule | null {
+  if (rule === undefined || rule === false) return null;
+  if (rule === true) return { filter: undefined, fields: null };
+  return { filter: rule.filter, fields: rule.fields ? new Set(rule.fields) : null };
+}
+
+function isVariable(value: unknown): value is string {
+  return typeof value === 'string' && value.startsWith('$');
+}
+
+function resolveValue(value: unknown, variables: ReadonlyMap<string, unknown>): { ok: true; value: unknown } | { ok: false } {
+  if (isVariable(value)) return variables.has(value) ? { ok: true, value: variables.get(value) } : { ok: false };
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const v of value) {
+      const r = resolveValue(v, variables);
+      if (!r.ok) return r;
+      out.push(r.value);
+    }
+    return { ok: true, value: out };
+  }
+  return { ok: true, value };
+}
+
+/**
+ * Types a role filter's value for its field: undefined when it cannot be a value of that field,
+ * which makes the filter match no row.
+ */
+export type RoleOperand = (table: string, path: readonly string[], op: Operator, value: unknown) => { value: unknown } | undefined;
+
+/**
+ * A role filter for one caller: its condition (a variable the caller lacks, or a value that cannot
+ * be one of the field's, matches no row: fail closed) and the presets of its variable equalities.
+ */
+function resolveRule(table: string, rule: CompiledRule, variables: ReadonlyMap<string, unknown>, operand: RoleOperand): RoleRule {
+  if (rule.filter === undefined) return { rows: { kind: 'true' }, fields: rule.fields, presets: {}, filterFields: [] };
+  const items: Condition[] = [];
+  const presets: Record<string, unknown> = {};
+  let matchesNothing = false;
+  for (const [field, raw] of Object.entries(rule.filter)) {
+    const operators = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.entries(raw) : [['equals', raw] as const];
+    // An operator object naming no operator would add no condition: it matches nothing instead.
+    if (operators.length === 0) matchesNothing = true;
+    for (const [op, value] of operators) {
+      const r = resolveValue(value, variables);
+      const path = field.split('.');
+      const typed = r.ok && r.value !== undefined && FILTER_OPERATORS.has(op) ? operand(table, path, op as Operator, r.value) : undefined;
+      if (!typed) {
+        matchesNothing = true;
+        continue;
+      }
+      items.push({ kind: 'compare', path, op: op as Operator, value: typed.value });
+      // The typed value: what the field's create validator takes (a number for an Int field, ...).
+      if (op === 'equals' && path.length === 1 && isVariable(value)) presets[field] = typed.value;
+    }
+  }
+  return {
+    rows: matchesNothing ? { kind: 'false' } : and(...items),
+    fields: rule.fields,
+    presets: matchesNothing ? {} : presets,
+    filterFields: Object.keys(rule.filter),
+  };
+}
+
+/** The rows on which each field is visible, for fields that not every rule allows (Grant.fieldRows). */
+function fieldRows(rules: readonly RoleRule[], fields: ReadonlySet<string> | null, allFields: readonly string[]): Map<string, Condition> {
+  const out = new Map<string, Condition>();
+  if (rules.every((r) => r.fields === null) || rules.length < 2) return out;
+  for (const field of fields ?? allFields) {
+    const allowing = rules.filter((r) => r.fields === null || r.fields.has(field));
+    if (allowing.length === rules.length) continue;
+    const rows = or(...allowing.map((r) => r.rows));
+    if (rows.kind !== 'true') out.set(field, rows);
+  }
+  return out;
+}
+
+export class Policy {
+  /** role → table → action → rule; table `*` is the fallback for tables a role does not name. */
+  private readonly rules = new Map<string, Map<string, Map<Action, CompiledRule | null>>>();
+  private readonly grants = new WeakMap<Principal, Map<string, Grant | null>>();
+  private readonly variables = new WeakMap<Principal, ReadonlyMap<string, unknown>>();
+
+  constructor(
+    roles: Config['roles'],
+    private readonly operand: RoleOperand,
+    /** Field names per table, in model order (for per-field visibility). */
+    private readonly tableFields: (table: string) => readonly string[],
+  ) {
+    for (const [roleName, role] of Object.entries(roles)) {
+      const tables = new Map<string, Map<Action, CompiledRule | null>>();
+      for (const [table, perms] of Object.entries(role.tables)) {
+        const actions = new Map<Action, CompiledRule | null>();
+        for (const action of ['read', 'create', 'update', 'delete'] as const) actions.set(action, compileRule(perms[action]));
+        tables.set(table, actions);
+      }
+      this.rules.set(roleName, tables);
+    }
+  }
+
+  roleNames(): string[] {
+    return [...this.rules.keys()];
+  }
+
+  /** The caller's access, as the compilers ask for it. */
+  access(principal: Principal): Access {
+    return { grant: (table, action) => this.grant(principal, table, action) };
+  }
+
+  /**
+   * The grant of `principal` for `action` on `table`, or null when no role allows it. Several
+   * roles: rows are the union of theirs, and each field is visible on the rows of the roles listing it.
+   */
+  grant(principal: Principal, table: string, action: Action): Grant | null {
+    if (principal.kind === 'management') return null;
+    // Principals are immutable and reused while their credential is cached: so are their grants.
+    let grants = this.grants.get(principal);
+    if (!grants) this.grants.set(principal, (grants = new Map()));
+    const key = `${action} ${table}`;
+    let grant = grants.get(key);
+    if (grant === undefined) grants.set(key, (grant = this.compileGrant(principal, table, action)));
+    return grant;
+  }
+
+  private compileGrant(principal: RolePrincipal, table: string, action: Action): Grant | null {
+    const compiled: CompiledRule[] = [];
+    for (const role of principal.roles) {
+      // Own properties only: a role named like an Object.prototype member is not a role.
+      const tables = this.rules.get(role);
+      const rule = (tables?.get(table) ?? tables?.get('*'))?.get(action);
+      if (rule) compiled.push(rule);
+    }
+    if (compiled.length === 0) return null;
+    let variables = this.variables.get(principal);
+    if (!variables) this.variables.set(principal, (variables = new Map(Object.entries(principalVariables(principal)))));
+    const rules = compiled.map((rule) => resolveRule(table, rule, variables, this.operand));
+    let fields: Set<string> | null = new Set();
+    for (const rule of rules) {
+      if (rule.fields === null) fields = null;
+      else if (fields) for (const f of rule.fields) fields.add(f);
+    }
+    return {
+      rows: or(...rules.map((r) => r.rows)),
+      fields,
+      fieldRows: action === 'read' ? fieldRows(rules, fields, this.tableFields(table)) : new Map(),
+      rules,
+    };
+  }
+}
+
+/**
+ * The rules of a write grant that allow every one of `fields`: they decide the write (its target
+ * rows, its after-the-fact check and its presets). Empty when no single role allows them all.
+ */
+export function rulesAllowing(grant: Grant, fields: readonly string[]): RoleRule[] {
+  return grant.rules.filter((r) => r.fields === null || fields.every((f) => r.fields!.has(f)));
+}
+
+/** Values the rules fill in on create; a field two rules would fill differently is left alone. */
+export function presetsOf(rules: readonly RoleRule[]): Record<string, unknown> {
+  const presets: Record<string, unknown> = {};
+  const conflicting = new Set<string>();
+  for (const rule of rules) {
+    for (const [field, value] of Object.entries(rule.presets)) {
+      if (Object.hasOwn(presets, field) && presets[field] !== value) conflicting.add(field);
+      else presets[field] = value;
+    }
+  }
+  for (const field of conflicting) delete presets[field];
+  return presets;
+}
