@@ -227,7 +227,7 @@ describe('POST /<table>/_bulk', () => {
     const message = "the Order record would not match your role's filter on customerId; nothing was changed";
     const before = await snapshot(t.db);
     const all = await t.request('POST', path, { key, body: { items } });
-    expectProblemAt(all, 422, path, 'validation');
+    expect(all.status, all.text).toBe(422);
     expect(all.body.data.errors).toEqual([{ index: 1, message }]);
     expect(await snapshot(t.db)).toEqual(before);
     const some = await t.request('POST', path, { key, body: { items, transactionMode: 'BEST_EFFORT' } });
