@@ -54,6 +54,7 @@ function recordShape(scope: Scope, table: CatalogTable, alias: string, select: r
   const parts: { alias: string; value: string; visible?: string }[] = [];
   for (const item of items) {
     if (item.kind === 'field') {
+      if (!table.fields.has(item.field)) throw new QueryError('select', `${table.spec.name} has no field "${item.field}"`);
       if (!grant || (grant.fields !== null && !grant.fields.has(item.field))) continue;
       const rows = grant.fieldRows.get(item.field);
       parts.push({

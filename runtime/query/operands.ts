@@ -75,16 +75,13 @@ export function scalarValue(field: FieldSpec, raw: unknown): unknown {
       if (raw === false || raw === 'false') return false;
       throw new FilterValueError(`${field.name} takes true or false`);
     case 'DateTime': {
-      if (
-        typeof raw !== 'string' ||
-        !/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) ||
-        Number.isNaN(Date.parse(raw)) ||
-        !realCalendarDate(raw) ||
-        !inDateRange(raw)
-      ) {
+      const match = typeof raw === 'string' ? /^\d{4}-\d{2}-\d{2}(?:[T ]([\d:.]+)(Z|[+-]\d{2}:?\d{2})?)?$/.exec(raw) : null;
+      // A date-time without a zone is UTC, like the date helpers, whatever the server's time zone.
+      const utc = match?.[1] !== undefined && match[2] === undefined ? `${match[0].slice(0, 10)}T${match[1]}Z` : (match?.[0] ?? '');
+      if (!match || Number.isNaN(Date.parse(utc)) || !realCalendarDate(utc) || !inDateRange(utc)) {
         throw new FilterValueError(`${field.name} takes an ISO 8601 date or date-time (years 0001 to 9999)`);
       }
-      return new Date(raw).toISOString();
+      return new Date(utc).toISOString();
     }
     case 'Enum':
       if (typeof raw !== 'string' || !field.enumValues?.includes(raw)) {
