@@ -77,10 +77,14 @@ export function compileAggregate(scope: Scope, query: AggregateQuery): string {
   }
   const where = [compileCondition(scope, table, alias, query.where), readableRows(scope, table, alias)].join(' AND ');
   const groupBy = groups.length ? ` GROUP BY ${groups.map((g) => g.value).join(', ')}` : '';
+  for (const h of query.having) if (!expressions.has(h.alias)) throw new QueryError('having', `${h.alias} is not one of the aggregates`);
   const having = query.having.length
     ? ` HAVING ${query.having.map((h) => `${expressions.get(h.alias)} ${HAVING_SQL[h.op]} ${scope.params.add(h.value)}::numeric`).join(' AND ')}`
     : '';
-  const orderTerms = query.orderBy.map((o) => `${ident(o.name)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`);
+  const orderTerms = query.orderBy.map((o) => {
+    if (!expressions.has(o.name) && !query.groupBy.includes(o.name)) throw new QueryError('sort', `sort by an aggregate or a groupBy field, not "${o.name}"`);
+    return `${ident(o.name)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`;
+  });
   // Group fields last, so groups come out in a stable order whatever the requested sort.
   for (const n of query.groupBy) if (!query.orderBy.some((o) => o.name === n)) orderTerms.push(`${ident(n)} ASC NULLS LAST`);
   const orderBy = orderTerms.length ? ` ORDER BY ${orderTerms.join(', ')}` : '';
