@@ -208,6 +208,8 @@ describe('lockout (States and transitions; CONTRACT §6, §7)', () => {
     const email = newEmail('unlock');
     const session = await t.signupConfirmed(email);
     await lock(email);
+    // the lock is announced by mail before the reset code comes (test/auth-abuse.test.ts)
+    expect((await t.mail.nextMail(email)).subject).toBe('Your account is locked');
     const code = await resetCodeFor(email);
     const res = await reset(email, code);
     expect(res.status, res.text).toBe(200);

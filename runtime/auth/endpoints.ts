@@ -6,6 +6,7 @@ import { AuthError, jsonReply, type ApiRequest, type Handler, type Reply } from 
 import { readCredential } from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import { asAuthError } from './auth-errors.ts';
+import { checkLogin } from './login.ts';
 import { endSession, rotateRefreshToken, startSession } from './refresh-tokens.ts';
 import { confirmBody, loginBody, readAuthBody, recoverBody, refreshBody, resetBody, resolveAuthTenant, signupBody } from './requests.ts';
 import { jwks, Revocations, TokenRejected } from './tokens/index.ts';
@@ -25,6 +26,9 @@ export function authHandlers(auth: UserAuth) {
   const resetSchema = resetBody(config);
 
   const limit = (bucket: string, perMinute: number) => auth.rateLimiter.hit(bucket, perMinute);
+  /** confirm-signup and reset-password share one budget per client address (codes are guessed there). */
+  const limitCodes = (req: ApiRequest, tenant: Tenant) =>
+    limit(`auth-code:${tenant.projectId}:${auth.clientIp(req)}`, config.rateLimits.codePerMinutePerIp);
 
   /** Signs the user in: a new session, an access token and its refresh token. */
   async function tokenPair(tenant: Tenant, user: users.UserRow) {
@@ -67,6 +71,7 @@ export function authHandlers(auth: UserAuth) {
 
   async function confirmSignup(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
+    await limitCodes(req, tenant);
     const body = await readAuthBody(req, confirmBody);
     const user = await users.findUser(db, tenant, body.email);
     if (!user || user.verified_at || !(await auth.codes.consume(db, user.id, 'confirm-signup', body.code))) {
@@ -80,22 +85,7 @@ export function authHandlers(auth: UserAuth) {
     const tenant = resolveAuthTenant(req, config);
     await limit(`auth-login:${tenant.projectId}:${auth.clientIp(req)}`, config.rateLimits.loginPerMinutePerIp);
     const body = await readAuthBody(req, loginBody);
-    const user = await users.findUser(db, tenant, body.email);
-    if (!user) {
-      // The same bcrypt work as for a real account: timing does not tell which e-mails exist.
-      await auth.passwords.verifyDummy(body.password);
-      throw new AuthError('AUTH_INVALID_CREDENTIALS');
-    }
-    if (user.locked_until && user.locked_until > new Date()) {
-      throw new AuthError('AUTH_ACCOUNT_LOCKED', { lockedUntil: user.locked_until.toISOString() });
-    }
-    if (!(await auth.passwords.verify(body.password, user.password_hash))) {
-      const lockedUntil = await users.recordFailedLogin(db, user.id, config.auth.lockout.maxFailedAttempts, config.auth.lockout.duration);
-      if (lockedUntil) throw new AuthError('AUTH_ACCOUNT_LOCKED', { lockedUntil: lockedUntil.toISOString() });
-      throw new AuthError('AUTH_INVALID_CREDENTIALS');
-    }
-    if (!user.verified_at) throw new AuthError('AUTH_EMAIL_NOT_VERIFIED');
-    await users.clearFailedLogins(db, user.id);
+    const user = await checkLogin(auth, tenant, body.email, body.password);
     return jsonReply(200, await tokenPair(tenant, user));
   }
 
@@ -114,6 +104,7 @@ export function authHandlers(auth: UserAuth) {
 
   async function resetPassword(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
+    await limitCodes(req, tenant);
     const body = await readAuthBody(req, resetSchema);
     const user = await users.findUser(db, tenant, body.email);
     if (!user || !(await auth.codes.consume(db, user.id, 'reset-password', body.code))) throw new AuthError('AUTH_INVALID_CODE');

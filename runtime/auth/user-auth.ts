@@ -12,6 +12,7 @@ import type { SharedRateLimiter } from '../rate-limit/index.ts';
 import { serverSecret, type SecretBox } from '../secrets/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import { Codes } from './codes.ts';
+import { Lockout } from './lockout.ts';
 import { createPasswordHasher, type PasswordHasher } from './passwords/index.ts';
 import { authEnabledIn } from './requests.ts';
 import {
@@ -53,6 +54,7 @@ export class UserAuth implements CredentialResolver {
     options: UserAuthOptions,
     readonly keys: ReadonlyMap<string, EnvironmentKeys>,
     readonly codes: Codes,
+    readonly lockout: Lockout,
   ) {
     this.config = options.config;
     this.db = options.db;
@@ -74,8 +76,11 @@ export class UserAuth implements CredentialResolver {
       if (!authEnabledIn(config, environment)) continue;
       keys.set(environment, await loadEnvironmentKeys(options.db, options.box, config.project.id, environment, config.auth.jwe));
     }
-    const codes = new Codes(await serverSecret(options.db, 'auth-codes'), config.auth.codeTtl, config.auth.codeMaxAttempts);
-    return new UserAuth(options, keys, codes);
+    const { codeTtl, codeMaxAttempts, codeMaxFailuresPerAccount, lockout: locks } = config.auth;
+    const codes = new Codes(await serverSecret(options.db, 'auth-codes'), codeTtl, codeMaxAttempts, codeMaxFailuresPerAccount);
+    // Its own secret: the keyed hashes of e-mails without an account (never the addresses).
+    const lockout = new Lockout(await serverSecret(options.db, 'auth-login-failures'), locks.maxFailedAttempts, locks.duration);
+    return new UserAuth(options, keys, codes, lockout);
   }
 
   async stop(): Promise<void> {
@@ -83,15 +88,20 @@ export class UserAuth implements CredentialResolver {
     await this.passwords.close();
   }
 
-  /** Drops what can no longer matter: expired denylist entries, refresh tokens and codes (off the request path). */
+  /**
+   * Drops what can no longer matter (off the request path): expired denylist entries, refresh
+   * tokens and codes, lapsed locks of e-mails without an account, passed code-failure windows.
+   */
   async prune(): Promise<void> {
-    await this.db
-      .exec(
+    await Promise.allSettled([
+      this.db.exec(
         `DELETE FROM svcgen.revoked_tokens WHERE expires_at < now();
          DELETE FROM svcgen.refresh_tokens WHERE expires_at < now();
          DELETE FROM svcgen.auth_codes WHERE expires_at < now();`,
-      )
-      .catch(() => {});
+      ),
+      this.lockout.prune(this.db),
+      this.codes.prune(this.db),
+    ]);
   }
 
   environmentKeys(environment: string): EnvironmentKeys {

@@ -59,24 +59,6 @@ export async function insertUser(
   return rows[0];
 }
 
-/**
- * Counts a failed login; the failure that reaches `maxFailures` locks the account for
- * `lockSeconds`. A lock that has run out starts the count again. Returns the lock's end, if locked.
- */
-export async function recordFailedLogin(db: Queryable, id: string, maxFailures: number, lockSeconds: number): Promise<Date | null> {
-  const rows = await db.query<{ locked_until: Date | null }>(
-    `UPDATE svcgen.users u SET
-       failed_logins = CASE WHEN u.locked_until IS NOT NULL AND u.locked_until <= now() THEN 1 ELSE u.failed_logins + 1 END,
-       locked_until = CASE
-         WHEN (CASE WHEN u.locked_until IS NOT NULL AND u.locked_until <= now() THEN 1 ELSE u.failed_logins + 1 END) >= $2
-         THEN now() + make_interval(secs => $3) END,
-       updated_at = now()
-     WHERE id = $1 RETURNING locked_until`,
-    [id, maxFailures, lockSeconds],
-  );
-  return rows[0]?.locked_until ?? null;
-}
-
 export async function clearFailedLogins(db: Queryable, id: string): Promise<void> {
   await db.query(`UPDATE svcgen.users SET failed_logins = 0, locked_until = NULL WHERE id = $1 AND (failed_logins > 0 OR locked_until IS NOT NULL)`, [id]);
 }

@@ -179,6 +179,28 @@ const STEPS: readonly string[] = [
      END IF;
      RETURN TRUE;
    END $$;`,
+  // Abuse limits of /auth (docs/api.md §3 "Log in", "Password recovery"). login_failures counts the
+  // failed logins of e-mails without an account exactly as svcgen.users counts an account's, so the
+  // answers do not tell which e-mails exist; it holds a keyed hash of the e-mail, never the address.
+  // auth_code_failures counts each account's wrong codes per purpose and codeTtl window, across
+  // every code it is sent (the row outlives the codes).
+  `CREATE TABLE IF NOT EXISTS svcgen.login_failures (
+     project_id     text NOT NULL,
+     environment    text NOT NULL,
+     email_hash     text NOT NULL,
+     failed_logins  integer NOT NULL,
+     locked_until   timestamptz,
+     PRIMARY KEY (project_id, environment, email_hash)
+   );
+   CREATE INDEX IF NOT EXISTS login_failures_locked ON svcgen.login_failures (locked_until) WHERE locked_until IS NOT NULL;
+   CREATE TABLE IF NOT EXISTS svcgen.auth_code_failures (
+     user_id       uuid NOT NULL REFERENCES svcgen.users ON DELETE CASCADE,
+     purpose       text NOT NULL CHECK (purpose IN ('confirm-signup', 'reset-password')),
+     failures      integer NOT NULL DEFAULT 0,
+     window_start  timestamptz NOT NULL DEFAULT now(),
+     PRIMARY KEY (user_id, purpose)
+   );
+   CREATE INDEX IF NOT EXISTS auth_code_failures_window ON svcgen.auth_code_failures (window_start);`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.
