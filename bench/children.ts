@@ -1,5 +1,7 @@
 /** The parent's side of the server children (./child-harness.ts is the other side). */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { ChildStats, LoopDelay } from './child-harness.ts';
 
@@ -29,8 +31,48 @@ let built = false;
  */
 export function buildSvcgen(): void {
   if (built) return;
-  execFileSync(process.execPath, [path.join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
+  compile(REPO);
   built = true;
+}
+
+/** Compiles the svcgen in `dir` into its dist/ with this checkout's TypeScript. */
+function compile(dir: string): void {
+  execFileSync(process.execPath, [path.join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
+}
+
+const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+
+/** svcgen as of another commit, compiled, for ./svcgen-server.ts to serve next to this checkout's. */
+export interface SvcgenCheckout {
+  /** the commit, short */
+  sha: string;
+  /** the child's environment for ./svcgen-server.ts: that commit's dist/ and examples/shop, and its tsconfig for tsx (the
+   *  example's generated code imports `svcgen/model` through its `paths`) */
+  env: Record<string, string>;
+}
+
+/**
+ * Checks `ref` out into a temporary git worktree outside the repo, links this checkout's
+ * node_modules into it and compiles it (tsc -p tsconfig.build.json). The step that removes the
+ * worktree again goes to `addCleanup` before anything past the checkout can fail.
+ */
+export function checkoutSvcgen(ref: string, addCleanup: (step: () => Promise<void>) => void): SvcgenCheckout {
+  const sha = git('rev-parse', '--verify', '--short', `${ref}^{commit}`);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svcgen-bench-before-'));
+  const dir = path.join(tmp, 'svcgen');
+  addCleanup(async () => {
+    fs.rmSync(path.join(dir, 'node_modules'), { force: true }); // the link, not what it points to
+    try {
+      if (fs.existsSync(dir)) git('worktree', 'remove', '--force', dir);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+  git('worktree', 'add', '--detach', dir, sha);
+  fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  compile(dir);
+  const env = { BENCH_SVCGEN_DIST: path.join(dir, 'dist'), BENCH_SVCGEN_PROJECT: path.join(dir, 'examples/shop'), TSX_TSCONFIG_PATH: path.join(dir, 'tsconfig.json') };
+  return { sha, env };
 }
 
 /** Starts `node bin/run-ts.js <script>` with an IPC channel and waits for its `ready` message. */

@@ -19,6 +19,12 @@
  * database on); for experiments: BENCH_ROUNDS, BENCH_DURATION / BENCH_WARMUP / BENCH_PROFILE (seconds; 0 skips
  * profiling), BENCH_CASES (ids, comma separated), BENCH_LIST_MAX_OFFSET, BENCH_RESULTS (report file),
  * BENCH_RATE (a fixed rate of requests/s, to compare CPU per request below saturation).
+ *
+ * BENCH_BEFORE=<git ref> (e.g. e432f19) measures svcgen as of that commit too, as the server
+ * "before": checked out into a temporary git worktree and compiled (checkoutSvcgen in ./children.ts),
+ * serving that commit's examples/shop through ./svcgen-server.ts on the same database; its answers
+ * are checked against svcgen's (a case where they differ is reported and not measured for it), it
+ * takes its turn in every round, and RESULTS.md gets a section "Before and after".
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,11 +32,12 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
 import { CASES, fillRequest, headersFor, type BenchCase, type BenchRequest, type Fixture } from './cases.ts';
-import { REPO, startServerChild, type ServerChild } from './children.ts';
+import { checkoutSvcgen, REPO, startServerChild, type ServerChild } from './children.ts';
 import {
   createBenchDatabase,
   findDatabaseServer,
   prepareDatabase,
+  redact,
   restoreSeed,
   serverVersion,
   type BenchDatabase,
@@ -40,7 +47,7 @@ import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } fr
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import pg from 'pg';
 import { cleanupOnExit } from './cleanups.ts';
-import { readSection, reportDate } from './results-file.ts';
+import { gitRevision, readSection, reportDate } from './results-file.ts';
 
 /** Sections of RESULTS.md that other scripts write (bench:auth, bench:webhooks, bench:soak, bench:workers), kept as they are. */
 const OTHER_SECTIONS = ['## Authentication', '## Webhooks', '## Soak', '## Workers'];
@@ -68,11 +75,17 @@ const AIM_BARE_P99_FACTOR = 1.5;
 const BENCH_DIR = path.join(REPO, 'bench');
 const PROFILE_DIR = path.join(BENCH_DIR, 'profiles');
 const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(BENCH_DIR, 'RESULTS.md');
+/** An earlier commit of svcgen to measure against this checkout, as the server 'before' (not profiled). */
+const BEFORE = process.env.BENCH_BEFORE || undefined;
 
-type ServerName = 'svcgen' | 'baseline' | 'bare';
+type ServerName = 'svcgen' | 'baseline' | 'bare' | 'before';
 /** The servers profiled and compared case by case; the bare one only answers the cases marked `bare`. */
 const SERVERS: readonly ServerName[] = ['svcgen', 'baseline'];
-const serversOf = (benchCase: BenchCase): ServerName[] => (benchCase.bare ? ['svcgen', 'baseline', 'bare'] : ['svcgen', 'baseline']);
+const serversOf = (benchCase: BenchCase): ServerName[] => [
+  ...SERVERS,
+  ...(benchCase.bare ? ['bare' as const] : []),
+  ...(BEFORE ? ['before' as const] : []),
+];
 
 interface Measurement {
   rps: number;
@@ -129,8 +142,10 @@ interface CaseProfile {
 interface CaseResult {
   benchCase: BenchCase;
   order: ServerName[];
-  measured: Record<'svcgen' | 'baseline', Measurement> & { bare?: Measurement };
+  measured: Record<'svcgen' | 'baseline', Measurement> & { bare?: Measurement; before?: Measurement };
   profiles: Partial<Record<ServerName, CaseProfile>>;
+  /** why the before server was not measured on the case: how its answer differs from svcgen's */
+  beforeDiffers?: string;
 }
 
 const log = (message: string) => console.error(`[bench] ${message}`);
@@ -353,9 +368,9 @@ function firstDifference(a: unknown, b: unknown, at = '$'): string {
   return `${at}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
 }
 
-/** Every server of the case answers as svcgen does: the sample request, and for a walk every step of one sequence. */
-async function checkSameAnswers(benchCase: BenchCase, servers: Record<ServerName, ServerChild>, fixture: Fixture): Promise<void> {
-  for (const other of serversOf(benchCase).filter((name) => name !== 'svcgen')) {
+/** The servers `others` answer as svcgen does: the sample request, and for a walk every step of one sequence. */
+async function checkSameAnswers(benchCase: BenchCase, servers: Record<ServerName, ServerChild>, fixture: Fixture, others: ServerName[]): Promise<void> {
+  for (const other of others) {
     const contexts: Record<string, Record<string, unknown>> = { svcgen: {}, [other]: {} };
     for (let step = 0; step < (benchCase.sequence ?? 1); step++) {
       const request = (name: string) => (step === 0 ? benchCase.sample(fixture) : benchCase.next(fixture, contexts[name]!, step));
@@ -426,6 +441,8 @@ interface Environment {
   node: string;
   postgres: string;
   databaseServer: string;
+  /** BENCH_BEFORE: the ref as given, its commit, this checkout's revision (gitRevision) */
+  before?: { ref: string; sha: string; after: string };
 }
 
 function report(env: Environment, results: CaseResult[]): string {
@@ -497,6 +514,7 @@ function report(env: Environment, results: CaseResult[]): string {
   }
   out.push('');
   out.push(...bareSummary(results));
+  out.push(...beforeAndAfter(env, results));
 
   for (const r of results) {
     const s = r.measured.svcgen;
@@ -660,6 +678,46 @@ function bareSummary(results: CaseResult[]): string[] {
   return out;
 }
 
+/** BENCH_BEFORE: this checkout's svcgen against the earlier commit's, per case. */
+function beforeAndAfter(env: Environment, results: CaseResult[]): string[] {
+  if (!env.before) return [];
+  const { ref, sha, after } = env.before;
+  const out = [`## Before and after (${ref} → ${after.split(' ')[0]})`, ''];
+  out.push(
+    `**after** = this checkout (${after}), the svcgen server above; **before** = svcgen as of \`${ref}\` (commit ${sha}), checked ` +
+      "out into a temporary git worktree, compiled with this checkout's TypeScript and serving that commit's examples/shop with the " +
+      'same config changes. Both on the same database in the same run, each figure the median of the rounds measured in rotating ' +
+      'order with the other servers; both must answer the sample requests alike, or the case is not measured for before.',
+    '',
+    `Command: \`${commandLine()}\``,
+    '',
+  );
+  out.push('| case | after req/s | before req/s | after / before | after p50 (ms) | before p50 (ms) | after p99 (ms) | before p99 (ms) |');
+  out.push('|---|--:|--:|--:|--:|--:|--:|--:|');
+  for (const r of results) {
+    const a = r.measured.svcgen;
+    const x = r.measured.before;
+    const cells = x ? [fmt(x.rps), `**${pct(a.rps, x.rps)}**`, fmt(a.p50), fmt(x.p50), fmt(a.p99), fmt(x.p99)] : ['not measured', 'answers differ', fmt(a.p50), '', fmt(a.p99), ''];
+    out.push(`| ${r.benchCase.title} | ${fmt(a.rps)} | ${cells.join(' | ')} |`);
+  }
+  out.push('');
+  for (const r of results.filter((r) => r.beforeDiffers)) {
+    out.push(`Not measured for before: ${r.benchCase.title}, whose answers differ:`, '', '```', r.beforeDiffers!, '```', '');
+  }
+  return out;
+}
+
+/** How this run was started: the BENCH_ variables set (the database URL without its password), and the script. */
+function commandLine(): string {
+  const quote = (v: string) => (/^[\w@%+=:,./-]*$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
+  const vars = Object.entries(process.env)
+    .filter(([name]) => name.startsWith('BENCH_') || name === 'SVCGEN_BENCH_DATABASE_URL')
+    .map(([name, value]) => `${name}=${quote(name === 'SVCGEN_BENCH_DATABASE_URL' ? redact(value!) : value!)}`)
+    .sort();
+  const script = process.env.npm_lifecycle_event ? `npm run ${process.env.npm_lifecycle_event}` : 'node bin/run-ts.js bench/run.ts';
+  return [...vars, script].join(' ');
+}
+
 // ---- main -------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -669,6 +727,8 @@ async function main(): Promise<void> {
   const cleanups = cleanupOnExit(log);
 
   try {
+    if (BEFORE) log(`before: checking out ${BEFORE} into a temporary git worktree and compiling it`);
+    const before = BEFORE ? { ref: BEFORE, after: gitRevision(), ...checkoutSvcgen(BEFORE, cleanups.add) } : undefined;
     const dbServer: DatabaseServer = await findDatabaseServer(log);
     cleanups.add(() => dbServer.stop());
     log(`PostgreSQL: ${dbServer.origin}`);
@@ -686,21 +746,31 @@ async function main(): Promise<void> {
 
     const env = { BENCH_DATABASE_URL: database.url };
     const servers = {} as Record<ServerName, ServerChild>;
-    const needed: ServerName[] = selected.some((c) => c.bare) ? [...SERVERS, 'bare'] : [...SERVERS];
-    for (const name of needed) {
-      const child = await startServerChild(name, `bench/${name}-server.ts`, env);
+    for (const name of new Set(selected.flatMap(serversOf))) {
+      const child =
+        name === 'before'
+          ? await startServerChild(name, 'bench/svcgen-server.ts', { ...env, ...before!.env })
+          : await startServerChild(name, `bench/${name}-server.ts`, env);
       cleanups.add(() => child.stop());
       servers[name] = child;
       log(`${name} server: ${child.url} (pid ${child.pid})`);
     }
-    for (const c of selected) await checkSameAnswers(c, servers, fixture);
-    log('both servers answer alike');
+    const beforeDiffers = new Map<BenchCase, string>();
+    for (const c of selected) {
+      await checkSameAnswers(c, servers, fixture, serversOf(c).filter((name) => name !== 'svcgen' && name !== 'before'));
+      if (!before) continue;
+      await checkSameAnswers(c, servers, fixture, ['before']).catch((error: unknown) => {
+        beforeDiffers.set(c, (error as Error).message);
+        log(`NOT MEASURED for before: ${(error as Error).message}`);
+      });
+    }
+    log(beforeDiffers.size ? `the servers answer alike, except before on ${beforeDiffers.size} case(s), not measured there` : 'both servers answer alike');
 
     const results: CaseResult[] = [];
     for (const [i, benchCase] of selected.entries()) {
       // The server measured first rotates from case to case and from round to round; each server's
       // figure is its median round by requests/s (this machine's speed drifts by 10 % and more within minutes).
-      const names = serversOf(benchCase);
+      const names = serversOf(benchCase).filter((name) => name !== 'before' || !beforeDiffers.has(benchCase));
       const order = names.map((_, k) => names[(k + i) % names.length]!);
       const rounds = new Map<ServerName, Measurement[]>(names.map((n) => [n, []]));
       for (let round = 0; round < ROUNDS; round++) {
@@ -718,8 +788,11 @@ async function main(): Promise<void> {
       }
       const measured = {} as CaseResult['measured'];
       for (const [name, ms] of rounds) measured[name] = { ...median(ms), roundsRps: ms.map((m) => m.rps) };
-      log(`  svcgen / baseline: ${pct(measured.svcgen.rps, measured.baseline.rps)}${measured.bare ? `, svcgen / bare: ${pct(measured.svcgen.rps, measured.bare.rps)}` : ''}`);
-      results.push({ benchCase, order, measured, profiles: {} });
+      log(
+        `  svcgen / baseline: ${pct(measured.svcgen.rps, measured.baseline.rps)}${measured.bare ? `, svcgen / bare: ${pct(measured.svcgen.rps, measured.bare.rps)}` : ''}` +
+          `${measured.before ? `, after / before: ${pct(measured.svcgen.rps, measured.before.rps)}` : ''}`,
+      );
+      results.push({ benchCase, order, measured, profiles: {}, beforeDiffers: beforeDiffers.get(benchCase) });
     }
 
     if (PROFILE_S > 0) {
@@ -749,13 +822,18 @@ async function main(): Promise<void> {
       node: process.version,
       postgres: await serverVersion(database.url),
       databaseServer: dbServer.origin,
+      before: before && { ref: before.ref, sha: before.sha, after: before.after },
     };
     const kept = OTHER_SECTIONS.map((heading) => readSection(RESULTS_FILE, heading)).join('');
     fs.writeFileSync(RESULTS_FILE, `${report(environment, results)}\n${kept}`);
     log(`wrote ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(
       results
-        .map((r) => `${r.benchCase.title}: svcgen ${fmt(r.measured.svcgen.rps)} req/s, baseline ${fmt(r.measured.baseline.rps)} req/s → ${pct(r.measured.svcgen.rps, r.measured.baseline.rps)}`)
+        .map((r) => {
+          const x = r.measured.before;
+          const versus = !before ? '' : x ? `; before ${fmt(x.rps)} req/s → after / before ${pct(r.measured.svcgen.rps, x.rps)}` : '; before: not measured, answers differ';
+          return `${r.benchCase.title}: svcgen ${fmt(r.measured.svcgen.rps)} req/s, baseline ${fmt(r.measured.baseline.rps)} req/s → ${pct(r.measured.svcgen.rps, r.measured.baseline.rps)}${versus}`;
+        })
         .join('\n'),
     );
   } finally {

@@ -17,7 +17,10 @@ import { pathToFileURL } from 'node:url';
 import { runChild } from './child-harness.ts';
 
 // svcgen as installed runs compiled: dist/, which ./children.ts builds before starting this child.
-const dist = (file: string) => pathToFileURL(path.resolve(import.meta.dirname, '../dist', file)).href;
+// BENCH_SVCGEN_DIST and BENCH_SVCGEN_PROJECT serve another commit's build and example instead (checkoutSvcgen in ./children.ts).
+const distDir = process.env.BENCH_SVCGEN_DIST ?? path.resolve(import.meta.dirname, '../dist');
+const projectDir = process.env.BENCH_SVCGEN_PROJECT ?? path.resolve(import.meta.dirname, '../examples/shop');
+const dist = (file: string) => pathToFileURL(path.join(distDir, file)).href;
 const { loadService } = (await import(dist('cli/project.js'))) as typeof import('../cli/project.ts');
 const { parseConfig, startServer } = (await import(dist('runtime/index.js'))) as typeof import('../runtime/index.ts');
 
@@ -25,7 +28,6 @@ const databaseUrl = process.env.BENCH_DATABASE_URL;
 if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set');
 const RATE_LIMIT = 1_000_000_000;
 const WAIT_TIMEOUT_MS = 60_000;
-const projectDir = path.resolve(import.meta.dirname, '../examples/shop');
 
 await runChild(async () => {
   const loaded = await loadService(projectDir);
