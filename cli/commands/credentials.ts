@@ -1,6 +1,7 @@
 /** keys create|list|revoke, token create: the CLI side of CONTRACT §6's credentials. */
 import type { Command } from 'commander';
 import type { Database } from '../../runtime/db/index.ts';
+import { contextKeyProblem } from '../../runtime/keys/names.ts';
 import { collect, projectDir, withProject } from '../options.ts';
 import { UsageError } from '../usage-error.ts';
 
@@ -22,14 +23,18 @@ async function withDatabase<T>(dir: string, url: string | undefined, work: (db: 
   }
 }
 
+/** `--context key=value` pairs; a bad key is a usage error, not a key dropped or a prototype set (docs/api.md §4). */
 function parseContext(pairs: string[]): Record<string, string> {
-  const context: Record<string, string> = {};
+  const context = new Map<string, string>();
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new UsageError(`--context takes key=value, not "${pair}"`);
-    context[pair.slice(0, eq)] = pair.slice(eq + 1);
+    const key = pair.slice(0, eq);
+    const problem = contextKeyProblem(key);
+    if (problem) throw new UsageError(`--context ${JSON.stringify(key)}: ${problem}`);
+    context.set(key, pair.slice(eq + 1));
   }
-  return context;
+  return Object.fromEntries(context);
 }
 
 export function registerCredentialCommands(program: Command): void {
@@ -51,7 +56,8 @@ export function registerCredentialCommands(program: Command): void {
           throw new UsageError(`--env must be one of ${config.environments.join(', ')}`);
         }
         for (const role of options.role) {
-          if (!(role in config.roles)) throw new UsageError(`no role "${role}" in svcgen.config.json (roles: ${Object.keys(config.roles).join(', ')})`);
+          // Own roles only: `toString` or `__proto__` are "in" every object.
+          if (!Object.hasOwn(config.roles, role)) throw new UsageError(`no role "${role}" in svcgen.config.json (roles: ${Object.keys(config.roles).join(', ')})`);
         }
         if (!/^[A-Za-z][A-Za-z0-9_-]{0,31}$/.test(options.prefix)) {
           throw new UsageError('--prefix must be a scheme word: a letter, then letters, digits, _ or -');

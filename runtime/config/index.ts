@@ -66,17 +66,45 @@ function unknownTables(raw: unknown, model: ModelNames): string[] {
   return problems;
 }
 
+/**
+ * Every `__proto__` key of the raw JSON. JSON.parse makes it an own property, but zod's records
+ * skip it and copying it into an object sets the prototype: so a role named `__proto__` (or a
+ * filter field) would vanish without a word. It is refused wherever it appears.
+ */
+function protoKeys(raw: unknown): string[] {
+  const problems: string[] = [];
+  const pending: Array<{ value: unknown; path: PropertyKey[] }> = [{ value: raw, path: [] }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, path } = next;
+    if (typeof value !== 'object' || value === null) continue;
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => pending.push({ value: item, path: [...path, i] }));
+      continue;
+    }
+    for (const [key, child] of Object.entries(value)) {
+      if (key === '__proto__') problems.push(`${jsonPath([...path, key])}: "__proto__" cannot be used as a name (it is a property every JavaScript object has)`);
+      else pending.push({ value: child, path: [...path, key] });
+    }
+  }
+  return problems.sort();
+}
+
 /** Validates a parsed config; `tables` (model names, or each table's fields) lets role rules be checked against the model. */
 export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Config {
   const parsed = configSchema.safeParse(raw);
-  const problems: string[] = [];
+  const problems = protoKeys(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      problems.push(
-        issue.code === 'unrecognized_keys'
-          ? `${jsonPath(issue.path)}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
-          : `${jsonPath(issue.path)}: ${issue.message}`,
-      );
+      if (issue.code === 'unrecognized_keys') {
+        const keys = issue.keys.filter((k) => k !== '__proto__'); // reported by protoKeys
+        if (keys.length) problems.push(`${jsonPath(issue.path)}: unknown key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`);
+      } else if (issue.code === 'invalid_key') {
+        // A record key (a role name) that breaks the key rule: say which rule, not "Invalid key in record".
+        const name = String(issue.path[issue.path.length - 1]);
+        problems.push(`${jsonPath(issue.path)}: the name "${name}" is not allowed: ${issue.issues.map((i) => i.message).join('; ')}`);
+      } else {
+        problems.push(`${jsonPath(issue.path)}: ${issue.message}`);
+      }
     }
   }
   if (tables) problems.push(...unknownTables(raw, tables));
@@ -86,7 +114,8 @@ export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Co
     for (const [i, env] of (config.auth.environments ?? []).entries()) {
       if (!envs.has(env)) problems.push(`$.auth.environments[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
     }
-    if (config.auth.defaultRole !== undefined && !(config.auth.defaultRole in config.roles)) {
+    // Own roles only: `toString` or `__proto__` are "in" every object.
+    if (config.auth.defaultRole !== undefined && !Object.hasOwn(config.roles, config.auth.defaultRole)) {
       problems.push(`$.auth.defaultRole: role "${config.auth.defaultRole}" is not defined under roles`);
     }
   }

@@ -195,7 +195,7 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    roles: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'letters, digits, _ and -'), role).default({}),
+    roles: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'letters, digits, _ and -').refine((name) => !Object.hasOwn(Object.prototype, name), 'a name every JavaScript object already has (constructor, toString, valueOf, ...); choose another'), role).default({}),
   })
   .strict();
 

@@ -39,6 +39,49 @@ export interface FieldError {
   message: string;
 }
 
+/** Entries of a Problem's `errors` in a response; the rest are counted in `errorsOmitted`. */
+export const MAX_PROBLEM_ERRORS = 20;
+/** About the longest `detail` (and `field` or `message` of an entry) in a response. */
+export const MAX_DETAIL_CHARS = 1000;
+
+/** The first `length` UTF-16 units of `text`, one fewer when that would split a surrogate pair. */
+function head(text: string, length: number): string {
+  const code = text.charCodeAt(length - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length);
+}
+
+function clip(text: string, max = MAX_DETAIL_CHARS): string {
+  return text.length <= max ? text : `${head(text, max - 1)}…`;
+}
+
+function shortFieldError(error: FieldError): FieldError {
+  if (error.field.length <= MAX_DETAIL_CHARS && error.message.length <= MAX_DETAIL_CHARS) return error;
+  return { ...error, field: clip(error.field), message: clip(error.message) };
+}
+
+/**
+ * A detail of at most about MAX_DETAIL_CHARS. Details listing several problems are joined with
+ * "; " (usually the entries' messages): whole parts are kept and the rest counted, "… and N more".
+ */
+function shortDetail(detail: string, errors: readonly FieldError[]): string {
+  if (detail.length <= MAX_DETAIL_CHARS) return detail;
+  const messages = errors.map((e) => e.message);
+  const parts = errors.length > 1 && detail === messages.join('; ') ? messages : detail.split('; ');
+  const room = MAX_DETAIL_CHARS - 30; // for "; … and N more"
+  let kept = 0;
+  let length = -2; // no "; " before the first part
+  for (const part of parts) {
+    if (length + 2 + part.length > room) break;
+    length += 2 + part.length;
+    kept++;
+  }
+  if (kept === 0) {
+    const shown = head(detail, room);
+    return `${shown}… and ${detail.length - shown.length} more characters`;
+  }
+  return `${parts.slice(0, kept).join('; ')}; … and ${parts.length - kept} more`;
+}
+
 export class Problem extends Error {
   readonly status: number;
   constructor(
@@ -54,14 +97,23 @@ export class Problem extends Error {
     this.status = PROBLEM_KINDS[kind].status;
   }
 
+  /**
+   * The response body. Its `errors` and `detail` are capped here, for every Problem (docs/api.md
+   * §6.1): at most MAX_PROBLEM_ERRORS entries plus `errorsOmitted` (how many were left out), and a
+   * `detail` of at most about MAX_DETAIL_CHARS ending with "… and N more". `this.errors` and
+   * `this.detail` stay complete for the code that threw them; extension members (the bulk
+   * envelope's `data`) are not touched.
+   */
   body(instance: string): Record<string, unknown> {
+    const omitted = Math.max(0, this.errors.length - MAX_PROBLEM_ERRORS);
     return {
       type: `/errors/${this.kind}`,
       title: PROBLEM_KINDS[this.kind].title,
       status: this.status,
-      detail: this.detail,
+      detail: shortDetail(this.detail, this.errors),
       instance,
-      errors: this.errors,
+      errors: this.errors.slice(0, MAX_PROBLEM_ERRORS).map(shortFieldError),
+      ...(omitted > 0 ? { errorsOmitted: omitted } : {}),
       ...this.extensions,
     };
   }

@@ -1,3 +1,4 @@
+export { CONTEXT_KEY, contextKeyProblem, isObjectPrototypeName } from './names.ts';
 export {
   CredentialStore,
   createApiKey,

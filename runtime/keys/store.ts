@@ -7,6 +7,7 @@
 import { notify, type Database, type NotificationChannel } from '../db/index.ts';
 import { unauthorized, type ApiKeyPrincipal, type Credential, type CredentialResolver, type ManagementPrincipal, type Principal } from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
+import { contextKeyProblem } from './names.ts';
 import { API_KEY_PATTERN, MANAGEMENT_TOKEN_PATTERN, constantTimeEqual, digestSecret, newId, newSecret } from './secrets.ts';
 
 export interface ApiKeyRecord {
@@ -57,7 +58,12 @@ const REVOKED_TOPIC = 'api-key-revoked';
 const CACHE_TTL_MS = 60_000;
 const LAST_USED_FLUSH_MS = 10_000;
 
+/** Callers check context keys first (422, usage error); this only makes sure no bad one is ever stored. */
 export async function createApiKey(db: Database, input: NewApiKey): Promise<ApiKeyRecord & { key: string }> {
+  for (const name of Object.keys(input.context)) {
+    const problem = contextKeyProblem(name);
+    if (problem) throw new Error(problem);
+  }
   const key = newSecret('svk');
   const rows = await db.query<KeyRow>(
     `INSERT INTO svcgen.api_keys (id, project_id, environment, name, prefix, key_hash, roles, context)

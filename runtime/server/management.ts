@@ -1,7 +1,7 @@
 /** API key management routes (CONTRACT §6): management token only. */
 import { z } from 'zod';
 import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
-import { createApiKey, listApiKeys } from '../keys/index.ts';
+import { contextKeyProblem, createApiKey, listApiKeys } from '../keys/index.ts';
 import { authenticate } from '../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { Services } from './services.ts';
@@ -17,12 +17,26 @@ async function requireManagement(services: Services, req: ApiRequest): Promise<T
 
 const KEY_PREFIX = /^[A-Za-z][A-Za-z0-9_-]{0,31}$/;
 
+/**
+ * Context keys are checked on the parsed JSON, before zod's record: that would silently drop a
+ * `__proto__` key (JSON.parse makes it an own property), and a bad key must be a 422 naming
+ * `context.<key>`, not a key lost or a prototype changed (docs/api.md §4).
+ */
+function checkContextKeys(value: unknown, ctx: z.RefinementCtx): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  for (const key of Object.keys(value)) {
+    const problem = contextKeyProblem(key);
+    if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem, params: { rule: 'name' }, input: value });
+  }
+  return value;
+}
+
 export const newKeySchema = z
   .object({
     name: z.string().min(1).max(200),
     prefix: z.string().regex(KEY_PREFIX, 'a scheme word: a letter, then letters, digits, _ or -, at most 32 characters'),
     roles: z.array(z.string()).min(1),
-    context: z.record(z.string(), z.string()).default({}),
+    context: z.preprocess(checkContextKeys, z.record(z.string(), z.string())).default({}),
     environment: z.string(),
   })
   .strict();
@@ -34,11 +48,18 @@ export function keyProblems(services: Services, input: z.output<typeof newKeySch
     problems.push({ field: 'environment', rule: 'enum', message: `environment must be one of ${services.config.environments.join(', ')}` });
   }
   input.roles.forEach((role, i) => {
-    if (!(role in services.config.roles)) {
+    // Own roles only: `toString` or `__proto__` are "in" every object.
+    if (!Object.hasOwn(services.config.roles, role)) {
       problems.push({ field: `roles[${i}]`, rule: 'enum', message: `no role named "${role}"; roles: ${Object.keys(services.config.roles).join(', ')}` });
     }
   });
   return problems;
+}
+
+/** The rule of a field error: zod's code, or the `rule` a custom check named. */
+function issueRule(issue: z.core.$ZodIssue): string {
+  const rule = issue.code === 'custom' ? (issue.params as { rule?: unknown } | undefined)?.rule : undefined;
+  return typeof rule === 'string' ? rule : issue.code;
 }
 
 export function managementHandlers(services: Services) {
@@ -50,7 +71,7 @@ export function managementHandlers(services: Services) {
         const errors = parsed.error.issues.flatMap((issue) =>
           issue.code === 'unrecognized_keys'
             ? issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }))
-            : [{ field: issue.path.join('.'), rule: issue.code, message: `${issue.path.join('.') || 'body'}: ${issue.message}` }],
+            : [{ field: issue.path.join('.'), rule: issueRule(issue), message: `${issue.path.join('.') || 'body'}: ${issue.message}` }],
         );
         throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
       }

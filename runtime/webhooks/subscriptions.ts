@@ -19,6 +19,18 @@ export const EVENT_NAMES = ['INSERT', 'UPDATE', 'DELETE'] as const;
 
 const filterValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
+/**
+ * zod's record skips a `__proto__` key (JSON.parse makes it an own property), which would store
+ * `{}` and fire on every event: refuse it as a field the table does not have (docs/api.md §8.1).
+ * Other names (`constructor`, `toString`) reach checkSubscription and fail there like any unknown field.
+ */
+function refuseProtoKey(value: unknown, ctx: z.RefinementCtx): unknown {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, '__proto__')) {
+    ctx.addIssue({ code: 'custom', path: ['__proto__'], message: 'no table has a field "__proto__"', params: { rule: 'exists' }, input: value });
+  }
+  return value;
+}
+
 /** Every field a subscription has; create requires the first six, PATCH takes any subset. */
 export const subscriptionFields = z
   .object({
@@ -32,7 +44,7 @@ export const subscriptionFields = z
     url: z.string().min(1).max(2048),
     secret: z.string().min(1, 'secret must not be empty').max(1024),
     active: z.boolean(),
-    filter: z.record(z.string(), filterValue).nullable(),
+    filter: z.preprocess(refuseProtoKey, z.record(z.string(), filterValue)).nullable(),
     select: z
       .array(z.string())
       .min(1, 'select must name at least one field (leave it out for every field)')
@@ -101,7 +113,8 @@ export function schemaErrors(error: z.ZodError): FieldError[] {
     if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }));
     const field = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('') || 'body';
     if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return [{ field, rule: 'required', message: `${field} is required` }];
-    return [{ field, rule: issue.code, message: `${field}: ${issue.message}` }];
+    const rule = issue.code === 'custom' ? (issue.params as { rule?: unknown } | undefined)?.rule : undefined;
+    return [{ field, rule: typeof rule === 'string' ? rule : issue.code, message: `${field}: ${issue.message}` }];
   });
 }
 
