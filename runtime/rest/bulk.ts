@@ -95,6 +95,14 @@ async function eachItem<T>(
   }
 }
 
+/** Most problems one bulk item's message names; the rest are counted (a body of 100 items stays small). */
+const ITEM_MESSAGES = 5;
+
+function itemMessage(messages: readonly string[]): string {
+  const shown = messages.slice(0, ITEM_MESSAGES).join('; ');
+  return messages.length > ITEM_MESSAGES ? `${shown}; … and ${messages.length - ITEM_MESSAGES} more` : shown;
+}
+
 class RollBack extends Error {}
 
 async function inTransaction(ctx: DataContext, transactionMode: TransactionMode, run: (tx: Queryable) => Promise<void>, outcome: BulkOutcome) {
@@ -138,7 +146,7 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
     const written = Object.keys(item).filter((k) => ctx.table.fields.has(k));
     const presets = createPresets(presetScope, ctx.table, written);
     const checked = checkRecord(ctx.table, ctx.table.module.validators.create, { ...presets, ...(item as Record<string, unknown>) }, 'create');
-    if (checked.errors.length) outcome.errors.push({ index, message: checked.errors.map((e) => e.message).join('; ') });
+    if (checked.errors.length) outcome.errors.push({ index, message: itemMessage(checked.errors.map((e) => e.message)) });
     else valid.push({ index, value: checked.value, written });
   });
   if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
