@@ -117,6 +117,11 @@ describe('groupBy, having, sort', () => {
     expect(sortedBy(got, (r) => r.status)).toEqual(sortedBy(want, (r) => r.status));
   });
 
+  it('having=count.gt.3000000000: a number beyond the aggregate type compares as a number (no rows, not a 500)', async () => {
+    expect(await aggregates('groupBy=status&fn=count&having=count.gt.3000000000')).toEqual([]);
+    expect((await aggregates('groupBy=status&fn=count,max:total&having=max_total.lt.100000000000000000000.5')).length).toBeGreaterThan(0);
+  });
+
   it('having=sum_total.gte.100', async () => {
     const got = await aggregates('groupBy=status&fn=count,sum:total&having=sum_total.gte.100');
     const want = byStatus().filter((g) => g.sum_total >= 100).map(({ status, count, sum_total }) => ({ status, count, sum_total }));
@@ -159,6 +164,9 @@ describe('bad aggregates → 400 naming the parameter', () => {
     ['having on an alias not requested', 'fn=count&having=sum_total.gt.1', 'having'],
     ['having in a bad form', 'fn=count&having=count>10', 'having'],
     ['having with a bad operator', 'fn=count&having=count.contains.1', 'having'],
+    ['having on the max of a text field (not a number)', 'fn=max:note&having=max_note.equals.100', 'having'],
+    ['having on the min of a DateTime field (not a number)', 'fn=min:updatedAt&having=min_updatedAt.lt.1', 'having'],
+    ['having with a number of more than 30 digits', `fn=count&having=count.gt.${'9'.repeat(31)}`, 'having'],
     ['sort by an unknown alias', 'groupBy=status&fn=count&sort=-sum_total', 'sort'],
     ['a bad filter', 'fn=count&status=equals.lost', 'status'],
     ['a filter on an unknown field', 'fn=count&nope=equals.1', 'nope'],

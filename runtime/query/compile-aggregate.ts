@@ -49,6 +49,8 @@ export function compileAggregate(scope: Scope, query: AggregateQuery): string {
   const table = scope.catalog.require(query.table);
   const alias = newAlias(scope);
   const expressions = new Map<string, string>();
+  /** Aliases whose value is a number (min and max of text or dates are not): the ones having may compare. */
+  const numeric = new Set<string>();
   const select: string[] = [];
   const groups = query.groupBy.map((name) => readable(scope, table, alias, name, 'groupBy'));
   for (const { field, value } of groups) select.push(`${jsonValue(field, value)} AS ${ident(field.name)}`);
@@ -73,11 +75,15 @@ export function compileAggregate(scope: Scope, query: AggregateQuery): string {
         break;
     }
     expressions.set(term.alias, expr);
+    if ((term.fn !== 'min' && term.fn !== 'max') || ['Int', 'BigInt', 'Float', 'Decimal'].includes(field!.type)) numeric.add(term.alias);
     select.push(`${expr} AS ${ident(term.alias)}`);
   }
   const where = [compileCondition(scope, table, alias, query.where), readableRows(scope, table, alias)].join(' AND ');
   const groupBy = groups.length ? ` GROUP BY ${groups.map((g) => g.value).join(', ')}` : '';
-  for (const h of query.having) if (!expressions.has(h.alias)) throw new QueryError('having', `${h.alias} is not one of the aggregates`);
+  for (const h of query.having) {
+    if (!expressions.has(h.alias)) throw new QueryError('having', `${h.alias} is not one of the aggregates`);
+    if (!numeric.has(h.alias)) throw new QueryError('having', `${h.alias} is not a number, and having compares numbers`);
+  }
   const having = query.having.length
     ? ` HAVING ${query.having.map((h) => `${expressions.get(h.alias)} ${HAVING_SQL[h.op]} ${scope.params.add(h.value)}::numeric`).join(' AND ')}`
     : '';

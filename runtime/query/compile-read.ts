@@ -98,7 +98,15 @@ export function fullOrder(table: CatalogTable, terms: readonly OrderTerm[]): Ord
   return [...terms, ...table.spec.primaryKey.filter((k) => !used.has(k)).map((field) => ({ field, direction: 'asc' as const }))];
 }
 
-/** A sort key as the caller sees it: a field it cannot read is refused, one hidden on a row sorts as null there. */
+/** Whether a sort key reads as null on rows where the caller may not see it (several roles, different field lists). */
+function maskedOnSomeRows(scope: Scope, table: CatalogTable, term: OrderTerm): boolean {
+  return scope.access.grant(table.spec.name, 'read')?.fieldRows.has(term.field) ?? false;
+}
+
+/**
+ * A sort key as the caller sees it: a field it cannot read is refused, one hidden on a row sorts as
+ * null there. Each call compiles it afresh (its parameters belong to the place it is written).
+ */
 function orderValue(scope: Scope, table: CatalogTable, alias: string, term: OrderTerm, tieBreaker: boolean): string {
   const field = table.fields.get(term.field)!;
   // The key that ends every order only makes it total: it is not the caller's sort.
@@ -108,13 +116,13 @@ function orderValue(scope: Scope, table: CatalogTable, alias: string, term: Orde
 }
 
 function orderColumns(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[]) {
-  return fullOrder(table, terms).map((term, i) => ({ term, value: orderValue(scope, table, alias, term, i >= terms.length) }));
+  return fullOrder(table, terms).map((term, i) => ({ term, value: () => orderValue(scope, table, alias, term, i >= terms.length) }));
 }
 
 /** NULLS LAST ascending, NULLS FIRST descending (PostgreSQL's defaults, written out for keysets). */
 export function orderBySql(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[]): string {
   return orderColumns(scope, table, alias, terms)
-    .map((c) => `${c.value} ${c.term.direction === 'desc' ? 'DESC NULLS FIRST' : 'ASC NULLS LAST'}`)
+    .map((c) => `${c.value()} ${c.term.direction === 'desc' ? 'DESC NULLS FIRST' : 'ASC NULLS LAST'}`)
     .join(', ');
 }
 
@@ -129,15 +137,14 @@ function keysetCondition(scope: Scope, table: CatalogTable, alias: string, terms
   orderColumns(scope, table, alias, terms).forEach(({ term, value: col }, i, all) => {
     const field = table.fields.get(term.field)!;
     // A value hidden on some rows reads as null there, like a nullable column.
-    const nullable = field.nullable || col !== columnRef(alias, field);
+    const nullable = field.nullable || (i < terms.length && maskedOnSomeRows(scope, table, term));
     const v = after[i] ?? null;
-    const orNull = nullable ? ` OR ${col} IS NULL` : '';
     let later: string;
-    if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col} > ${scope.params.add(v)}${orNull})`;
-    else later = v === null ? `${col} IS NOT NULL` : `${col} < ${scope.params.add(v)}`;
-    if (i === 0 && !nullable && v !== null) bound = `${col} ${term.direction === 'asc' ? '>=' : '<='} ${scope.params.add(v)} AND `;
+    if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col()} > ${scope.params.add(v)}${nullable ? ` OR ${col()} IS NULL` : ''})`;
+    else later = v === null ? `${col()} IS NOT NULL` : `${col()} < ${scope.params.add(v)}`;
+    if (i === 0 && !nullable && v !== null) bound = `${col()} ${term.direction === 'asc' ? '>=' : '<='} ${scope.params.add(v)} AND `;
     ors.push(equals.length ? `(${equals.join(' AND ')} AND ${later})` : later);
-    if (i < all.length - 1) equals.push(v === null ? `${col} IS NULL` : `${col} = ${scope.params.add(v)}`);
+    if (i < all.length - 1) equals.push(v === null ? `${col()} IS NULL` : `${col()} = ${scope.params.add(v)}`);
   });
   return `(${bound}(${ors.join(' OR ')}))`;
 }
@@ -176,7 +183,7 @@ export function compileRead(scope: Scope, query: ReadQuery, options: { count?: b
       keyColumns: 0,
     };
   }
-  const keys = orderColumns(scope, table, alias, query.orderBy).map((c) => `${c.value}::text`);
+  const keys = orderColumns(scope, table, alias, query.orderBy).map((c) => `${c.value()}::text`);
   const limit = scope.params.add(query.limit);
   const offset = query.offset > 0 ? ` OFFSET ${scope.params.add(query.offset)}` : '';
   // The page is cut first and only its rows are turned into JSON (embeds included): rows skipped

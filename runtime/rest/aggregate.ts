@@ -37,6 +37,13 @@ function parseTerms(ctx: FilterContext, text: string): AggregateTerm[] {
   return terms;
 }
 
+/** Whether an aggregate's value is a number (having compares numbers): min and max of text or dates are not. */
+function numericAggregate(ctx: FilterContext, term: AggregateTerm): boolean {
+  if (term.fn !== 'min' && term.fn !== 'max') return true;
+  const type = ctx.table.fields.get(term.field!)!.type;
+  return type === 'Int' || type === 'BigInt' || type === 'Float' || type === 'Decimal';
+}
+
 export async function aggregate(ctx: DataContext): Promise<Reply> {
   const fctx = filterContext(ctx);
   const q = ctx.req.query;
@@ -55,6 +62,8 @@ export async function aggregate(ctx: DataContext): Promise<Reply> {
     const m = /^([A-Za-z_][A-Za-z0-9_]*)\.(equals|not_equals|gt|gte|lt|lte)\.(-?\d{1,30}(\.\d{1,30})?)$/.exec(raw);
     if (!m) throw new QueryError('having', `"${raw}" must be <alias>.<equals|not_equals|gt|gte|lt|lte>.<number of at most 30 digits before and after the point>, e.g. count.gt.10`);
     if (!aliases.has(m[1]!)) throw new QueryError('having', `${m[1]} is not one of the aggregates (${[...aliases].join(', ')})`);
+    const term = terms.find((t) => t.alias === m[1])!;
+    if (!numericAggregate(fctx, term)) throw new QueryError('having', `${m[1]} is not a number, and having compares numbers`);
     return { alias: m[1]!, op: m[2] as HavingTerm['op'], value: m[3]! };
   });
   const orderBy = (q.get('sort') ?? '').split(',').filter((s) => s !== '').map((raw) => {
