@@ -1,10 +1,13 @@
 // Idempotency-Key on POST (interface "Data endpoints": a retry returns the first call's cached
 // response instead of creating a duplicate; CONTRACT §6 Idempotency-Key, §8 several processes
-// behave as one service).
+// behave as one service; docs/api.md §5.16). A server killed mid-request: test/idempotency-crash.test.ts.
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IDEMPOTENCY_LOCK_NAMESPACE } from '../runtime/idempotency/index.ts';
 import { countRows, expectProblemAt } from './support/expect.ts';
 import { startTestServer, type TestResponse, type TestServer } from './support/server.ts';
+import { until } from './support/until.ts';
 
 const BASE = '/gw/api/rest';
 let t: TestServer;
@@ -238,6 +241,94 @@ describe('Idempotency-Key', () => {
     const res = await t.request('POST', `${BASE}/City`, { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain', 'idempotency-key': newKey() } });
     expectProblemAt(res, 415, `${BASE}/City`, 'unsupported-media-type');
     expect(await cities(body.name)).toBe(0);
+  });
+});
+
+describe('Idempotency-Key while the first request runs', () => {
+  const STILL_RUNNING = 'a request with this Idempotency-Key is still running; retry later';
+  /** Idempotency keys whose advisory lock is held now (by a request between its lock and its commit). */
+  const heldKeys = async () =>
+    (
+      await t.db.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and classid = $1 and objsubid = 2 and granted`, [
+        IDEMPOTENCY_LOCK_NAMESPACE,
+      ])
+    )[0]!.n;
+
+  it('the same key while the first holds its lock → 409 (whatever the body); once the first commits → its replay; one row', async () => {
+    const key = newKey();
+    const body = city();
+    // The first request's INSERT waits behind this lock, inside its transaction, holding the key.
+    const blocker = new pg.Client({ connectionString: t.database.url });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE env_master."City" IN SHARE MODE');
+      const first = post('/City', body, key);
+      await until(heldKeys, (n) => n === 1, 10_000, 'the first request holds the key');
+      for (const again of [await post('/City', body, key), await post('/City', city(), key)]) {
+        expect(again.status, again.text).toBe(409);
+        expect(again.headers.get('content-type')).toBe('application/problem+json');
+        expect(again.body).toEqual({ type: '/errors/conflict', title: 'Conflict', status: 409, detail: STILL_RUNNING, instance: `${BASE}/City`, errors: [] });
+        expect(again.headers.get('idempotency-replayed')).toBeNull();
+      }
+      expect(await cities(body.name)).toBe(0);
+      await blocker.query('COMMIT');
+      const done = await first;
+      expect(done.status, done.text).toBe(201);
+      expect(done.headers.get('idempotency-replayed')).toBeNull();
+      expectReplayOf(await post('/City', body, key), done);
+      expect(await cities(body.name)).toBe(1);
+      expect(await heldKeys()).toBe(0);
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => {});
+      await blocker.end();
+    }
+  });
+
+  it('the key is free as soon as a failed first request rolled back: no record, no lock left', async () => {
+    const key = newKey();
+    const name = `Idem ${randomUUID()}`;
+    expectProblemAt(await post('/City', { name }, key), 422, `${BASE}/City`, 'validation', 'country');
+    expect(await heldKeys()).toBe(0);
+    expect(await t.db.query('select 1 from svcgen.idempotency where key = $1', [key])).toHaveLength(0);
+  });
+
+  it("a 'running' row left by an older version answers nothing: the key runs, and its answer replaces the row", async () => {
+    const key = newKey();
+    const body = city();
+    const probe = newKey();
+    expect((await post('/City', city(), probe)).status).toBe(201);
+    const caller = (await t.db.query<{ id: string }>(`select caller as id from svcgen.idempotency where key = $1`, [probe]))[0]!.id;
+    await t.db.query(
+      `insert into svcgen.idempotency (caller, project_id, environment, key, request_hash, state, expires_at)
+       values ($1, 'shop', 'master', $2, 'stale', 'running', now() + interval '1 hour')`,
+      [caller, key],
+    );
+    const first = await post('/City', body, key);
+    expect(first.status, first.text).toBe(201);
+    expect(first.headers.get('idempotency-replayed')).toBeNull();
+    expectReplayOf(await post('/City', body, key), first);
+    expect(await t.db.query(`select state, status from svcgen.idempotency where key = $1`, [key])).toEqual([{ state: 'done', status: 201 }]);
+    expect(await cities(body.name)).toBe(1);
+  });
+
+  it('a record past its 24 hours no longer answers: the key runs again, and its new answer is replayed', async () => {
+    const key = newKey();
+    const body = city();
+    const first = await post('/City', body, key);
+    expect(first.status, first.text).toBe(201);
+    const [stored] = await t.db.query<{ status: number; state: string; hours: number }>(
+      `select status, state, round(extract(epoch from expires_at - created_at) / 3600)::int as hours from svcgen.idempotency where key = $1`,
+      [key],
+    );
+    expect(stored).toEqual({ status: 201, state: 'done', hours: 24 });
+    await t.db.query(`update svcgen.idempotency set expires_at = now() - interval '1 second' where key = $1`, [key]);
+    const second = await post('/City', body, key);
+    expect(second.status, second.text).toBe(201);
+    expect(second.headers.get('idempotency-replayed')).toBeNull();
+    expect(second.body.data.id).not.toBe(first.body.data.id);
+    expectReplayOf(await post('/City', body, key), second);
+    expect(await cities(body.name)).toBe(2);
   });
 });
 

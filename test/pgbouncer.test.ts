@@ -214,7 +214,7 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     server = await serve(config);
     limited = await serve({
       ...config,
-      rateLimits: { ...config.rateLimits, dataPerMinutePerProject: LIMIT },
+      rateLimits: { ...config.rateLimits, dataPerMinutePerProject: LIMIT, dataPerMinutePerCaller: LIMIT },
       database: { ...config.database, statementTimeoutMs: STATEMENT_TIMEOUT_MS },
     });
     direct = openDatabase(database.url, { max: 2 });

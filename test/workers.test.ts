@@ -352,7 +352,7 @@ describe('serve --workers 2: the rate limit is shared', { timeout: 120_000 }, ()
     const copy = await copyExample('workers-rate');
     const configFile = path.join(copy.dir, 'svcgen.config.json');
     const raw = JSON.parse(await fs.readFile(configFile, 'utf8'));
-    raw.rateLimits = { ...raw.rateLimits, dataPerMinutePerProject: LIMIT };
+    raw.rateLimits = { ...raw.rateLimits, dataPerMinutePerProject: LIMIT, dataPerMinutePerCaller: LIMIT };
     await fs.writeFile(configFile, JSON.stringify(raw, null, 2));
     const database = await freshDatabase();
     const at = ['--project', copy.dir, '--database-url', database.url];

@@ -64,6 +64,48 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
+/**
+ * A Database whose statements all run in the open transaction `tx`, on its one connection: code
+ * written for a Database takes part in the caller's transaction unchanged. Its
+ * `transaction()` nests as a SAVEPOINT, so a handler's own transaction (the bulk writes') commits
+ * or rolls back with the enclosing one, and a failure inside it rolls back to the savepoint only.
+ * `exec` runs one statement on the transaction; `pool` is the whole pool, which is not bound to the
+ * transaction (readiness and metrics read it; statements must go through query/queryArrays);
+ * `close` is refused, since the transaction's owner releases the connection.
+ * Nested transactions run one at a time, as they do on one connection.
+ */
+export function transactionDatabase(pool: pg.Pool, tx: Queryable): Database {
+  let depth = 0;
+  const bound: Database = {
+    pool,
+    query: (text, values) => tx.query(text, values),
+    queryArrays: (text, values) => tx.queryArrays(text, values),
+    async transaction(work) {
+      const savepoint = `svcgen_nested_${++depth}`;
+      try {
+        await tx.query(`SAVEPOINT ${savepoint}`);
+        try {
+          const result = await work(bound);
+          await tx.query(`RELEASE SAVEPOINT ${savepoint}`);
+          return result;
+        } catch (error) {
+          // When even this fails the connection is gone; the enclosing transaction fails with it.
+          await tx.query(`ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => {});
+          await tx.query(`RELEASE SAVEPOINT ${savepoint}`).catch(() => {});
+          throw error;
+        }
+      } finally {
+        depth--;
+      }
+    },
+    async exec(sql) {
+      await tx.query(sql);
+    },
+    close: () => Promise.reject(new Error('a transaction-bound database is closed by the owner of its transaction')),
+  };
+  return bound;
+}
+
 // timestamp without time zone (Prisma's DateTime) holds UTC; read it back as UTC, not local time.
 const TIMESTAMP_OID = 1114;
 const types = {

@@ -1,1 +1,1 @@
-export { withIdempotency, pruneIdempotency } from './idempotency.ts';
+export { withIdempotency, pruneIdempotency, idempotencyLockKey, IDEMPOTENCY_LOCK_NAMESPACE } from './idempotency.ts';

@@ -1,11 +1,12 @@
 /**
- * Fixed one-minute rate limits with named buckets (the data API per project and environment,
- * signups and logins per IP, recovery per e-mail), shared by every server process through one
- * PostgreSQL row per bucket and window. Far from the limit a process counts locally and
- * adds its hits to the shared row in batches (every few milliseconds), so the hot path does not
- * wait on the database. A process's first request of a window, and every request once the window
- * is nearly used up, adds itself to the shared row before it is answered: the processes together
- * never pass the limit by more than the batches in flight while far from it.
+ * Fixed one-minute rate limits with named buckets (the data API per project and environment and
+ * per caller, failed data credentials per client address, signups and logins per IP, recovery per
+ * e-mail), shared by every server process through one PostgreSQL row per bucket and window. Far
+ * from the limit a process counts locally and adds its hits to the shared row in batches (every
+ * few milliseconds), so the hot path does not wait on the database. A process's first request of a
+ * window, and every request once the window is nearly used up, adds itself to the shared row
+ * before it is answered: the processes together never pass the limit by more than the batches in
+ * flight while far from it.
  */
 import type { Database } from '../db/index.ts';
 import { metrics } from '../observability/index.ts';
@@ -138,8 +139,16 @@ export class SharedRateLimiter {
     if (bucket.pending > 0) await this.write(name, bucket);
   }
 
-  /** Drops windows older than the current one (called now and then, off the hot path). */
-  async prune(): Promise<void> {
+  /**
+   * Drops windows older than the current one (called now and then, off the hot path): the shared
+   * rows, and this process's buckets of past windows with nothing left to write (there is one per
+   * caller and client address, so they would pile up).
+   */
+  async prune(now = Date.now()): Promise<void> {
+    const current = now - (now % WINDOW_MS);
+    for (const [name, bucket] of this.buckets) {
+      if (bucket.window < current && bucket.pending === 0 && bucket.inFlight === 0 && bucket.timer === undefined) this.buckets.delete(name);
+    }
     await this.db.query(`DELETE FROM svcgen.rate_limits WHERE window_start < now() - interval '2 minutes'`).catch(() => {});
   }
 }

@@ -2,8 +2,11 @@
  * The request pipeline of data routes, in the order of CONTRACT §7:
  * tenancy → authentication → table → rate limit → permission → handler (validation, existence).
  * Every response after the rate limit carries the RateLimit-* headers, errors included.
+ * Rate limits (docs/api.md §5.18): failed credentials count per client address; then each request
+ * counts against its caller's share, and only when that has room against the project's budget.
  */
-import { Problem, type ApiRequest, type Reply } from '../http/index.ts';
+import { callerDataLimit } from '../config/index.ts';
+import { clientAddress, Problem, type ApiRequest, type Reply } from '../http/index.ts';
 import { withIdempotency } from '../idempotency/index.ts';
 import { authenticate, callerId, type Principal } from '../principal/index.ts';
 import { RateLimitExceeded, type RateDecision } from '../rate-limit/index.ts';
@@ -18,9 +21,10 @@ const IDEMPOTENT = new Set<Operation>(['create', 'bulkCreate']);
 
 export function dataHandler(services: Services, operation: Operation | undefined, tableName: string | undefined) {
   const op = operation ? OPERATIONS[operation] : undefined;
+  const limits = dataLimits(services);
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
-    const principal = await authenticate(req, tenant, services.resolvers);
+    const principal = await limits.authenticate(req, tenant);
     const name = tableName ?? req.params.table ?? '';
     const table = services.catalog.get(name);
     if (!table) throw new Problem('unknown-table', `there is no table named "${name}"`);
@@ -32,7 +36,7 @@ export function dataHandler(services: Services, operation: Operation | undefined
           : `${name} has a composite primary key, so it has no /<id> routes; filter the list by its key fields (${table.spec.primaryKey.join(', ')})`,
       );
     }
-    const headers = rateLimitHeaders(await dataRateLimit(services, tenant));
+    const headers = rateLimitHeaders(await limits.data(tenant, principal));
     try {
       const reply = await authorizeAndRun(services, req, tenant, principal, table, op, operation!);
       reply.headers = reply.headers ? Object.assign(reply.headers, headers) : headers;
@@ -44,17 +48,69 @@ export function dataHandler(services: Services, operation: Operation | undefined
   };
 }
 
-/** The data rate limit per project and environment; over it → 429 Problem (CONTRACT §6). */
-async function dataRateLimit(services: Services, tenant: Tenant): Promise<RateDecision> {
-  const limit = services.config.rateLimits.dataPerMinutePerProject;
+export interface DataLimits {
+  /**
+   * `authenticate`, with its 401s counted per client address: once
+   * rateLimits.unauthenticatedPerMinutePerIp are used up in a minute, a request whose credentials
+   * fail is answered 429 instead. Valid credentials are never counted nor refused here.
+   */
+  authenticate(req: ApiRequest, tenant: Tenant): Promise<Principal>;
+  /** Counts a data request against its caller's share, then the project's budget; over either → 429. */
+  data(tenant: Tenant, principal: Principal): Promise<RateDecision>;
+}
+
+const limitsOf = new WeakMap<Services, DataLimits>();
+
+/** The rate limits of data requests (one per server: the client-address rule is compiled once). */
+export function dataLimits(services: Services): DataLimits {
+  let limits = limitsOf.get(services);
+  if (limits) return limits;
+  const { config, rateLimiter } = services;
+  const clientIp = clientAddress(config.trustProxy);
+  const projectLimit = config.rateLimits.dataPerMinutePerProject;
+  const callerLimit = callerDataLimit(config);
+  const unauthenticatedLimit = config.rateLimits.unauthenticatedPerMinutePerIp;
+  limits = {
+    async authenticate(req, tenant) {
+      try {
+        return await authenticate(req, tenant, services.resolvers);
+      } catch (error) {
+        if (error instanceof Problem && error.kind === 'unauthorized') {
+          await hit(rateLimiter.hit(`data-unauthenticated:${clientIp(req)}`, unauthenticatedLimit), (reset) =>
+            `${unauthenticatedLimit} requests a minute with missing or invalid credentials are answered from this address, and they are used up; ` +
+            `send a valid API key or access token, or retry in ${reset} s`,
+          );
+        }
+        throw error;
+      }
+    },
+    async data(tenant, principal) {
+      const scope = `${tenant.projectId}:${tenant.environment}`;
+      // The caller's bucket first: a request over the caller's share is not counted in the project's.
+      const caller = await hit(rateLimiter.hit(`data-caller:${scope}:${callerId(principal)}`, callerLimit), (reset) =>
+        `each caller (API key or user) may make ${callerLimit} data requests a minute in this project and environment, and yours are used up; retry in ${reset} s`,
+      );
+      const project = await hit(rateLimiter.hit(`data:${scope}`, projectLimit), (reset) =>
+        `this project and environment may make ${projectLimit} data requests a minute across all its callers, and they are used up; retry in ${reset} s`,
+      );
+      // The headers report the tighter of the two: the one with fewer requests left.
+      return caller.remaining <= project.remaining ? caller : project;
+    },
+  };
+  limitsOf.set(services, limits);
+  return limits;
+}
+
+/** A rate-limit hit, or the 429 Problem (Retry-After, RateLimit-*) saying which limit it reached. */
+async function hit(decision: Promise<RateDecision>, detail: (resetSeconds: number) => string): Promise<RateDecision> {
   try {
-    return await services.rateLimiter.hit(`data:${tenant.projectId}:${tenant.environment}`, limit);
+    return await decision;
   } catch (error) {
     if (!(error instanceof RateLimitExceeded)) throw error;
     const reset = String(error.retryAfterSeconds);
-    throw new Problem('rate-limited', `this project and environment may make ${limit} data requests a minute; retry in ${reset} s`, [], {
+    throw new Problem('rate-limited', detail(error.retryAfterSeconds), [], {
       'retry-after': reset,
-      ...rateLimitHeaders({ limit, remaining: 0, resetSeconds: error.retryAfterSeconds }),
+      ...rateLimitHeaders({ limit: error.limit, remaining: 0, resetSeconds: error.retryAfterSeconds }),
     });
   }
 }
@@ -96,5 +152,6 @@ async function authorizeAndRun(
     watchedTables: services.watchedTables,
     basePath: services.basePath,
   };
-  return IDEMPOTENT.has(operation) ? withIdempotency(services.db, req, callerId(principal), tenant, () => op.handle(ctx)) : op.handle(ctx);
+  // A keyed create runs in the transaction that also stores its answer (runtime/idempotency).
+  return IDEMPOTENT.has(operation) ? withIdempotency(services.db, req, callerId(principal), tenant, (db) => op.handle({ ...ctx, db })) : op.handle(ctx);
 }
