@@ -69,7 +69,7 @@ function inputType(field: FieldSpec): string {
 }
 
 /**
- * The operators the runtime accepts on the field (runtime/rest/filter-values.ts is the source of
+ * The operators the runtime accepts on the field (runtime/query/operands.ts is the source of
  * truth), grouped into named sets so that hovers read `TextOperator`, not a 14-member union.
  */
 function operatorSet(field: FieldSpec): { name: string; operators: Operator[] } {

@@ -38,7 +38,7 @@ interface KeyedRead {
   keyAt: number;
 }
 
-// Grants are cached per principal (runtime/permissions) for as long as its credential is, so they
+// Grants are cached per principal (runtime/query/policy.ts) for as long as its credential is, so they
 // key this cache; the values of a row permission are the principal's own and never change.
 const keyedReads = new WeakMap<Grant, Map<string, KeyedRead | null>>();
 const KEY_PLACEHOLDER = Symbol('key');
