@@ -173,7 +173,7 @@ function compile(scope: Scope, table: CatalogTable, alias: string, condition: Co
       // Only related rows the caller may read take part, joined on fields it can see.
       const targetSide = relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f)).filter((v) => v !== undefined);
       const exists = `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias}
-        WHERE ${[join.sql, readableRows(scope, join.target, targetAlias), ...targetSide, inner].join(' AND ')})`;
+        WHERE ${[join.sql, readableRows(scope, join.target, targetAlias), ...targetSide, inner].filter((c) => c !== 'TRUE').join(' AND ')})`;
       return onlyWhere(relation.fields.map((f) => fieldVisibility(scope, table, alias, f)), exists);
     }
   }

@@ -83,7 +83,7 @@ function embedExpression(scope: Scope, table: CatalogTable, alias: string, item:
   const targetAlias = newAlias(scope);
   const join = joinCondition(scope, table, alias, item.relation, targetAlias);
   const linkedOn = [...relation.fields.map((f) => fieldVisibility(scope, table, alias, f)), ...relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f))];
-  const where = [join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn.filter((v) => v !== undefined)].join(' AND ');
+  const where = [join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn].filter((c) => c !== undefined && c !== 'TRUE').join(' AND ');
   const shape = recordShape(scope, join.target, targetAlias, item.items);
   const inner = `SELECT ${shape.list} FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${where}`;
   const e = newAlias(scope);

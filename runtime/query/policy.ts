@@ -97,7 +97,8 @@ function fieldRows(rules: readonly RoleRule[], fields: ReadonlySet<string> | nul
 export class Policy {
   /** role → table → action → rule; table `*` is the fallback for tables a role does not name. */
   private readonly rules = new Map<string, Map<string, Map<Action, CompiledRule | null>>>();
-  private readonly grants = new WeakMap<Principal, Map<string, Grant | null>>();
+  /** Per principal, per action: table → grant (null: denied). Compilers ask many times per statement. */
+  private readonly grants = new WeakMap<Principal, Record<Action, Map<string, Grant | null>>>();
   private readonly variables = new WeakMap<Principal, ReadonlyMap<string, unknown>>();
 
   constructor(
@@ -132,13 +133,17 @@ export class Policy {
    */
   grant(principal: Principal, table: string, action: Action): Grant | null {
     if (principal.kind === 'management') return null;
-    // Principals are immutable and reused while their credential is cached: so are their grants.
-    let grants = this.grants.get(principal);
-    if (!grants) this.grants.set(principal, (grants = new Map()));
-    const key = `${action} ${table}`;
-    let grant = grants.get(key);
-    if (grant === undefined) grants.set(key, (grant = this.compileGrant(principal, table, action)));
+    const grants = this.grantsOf(principal)[action];
+    let grant = grants.get(table);
+    if (grant === undefined) grants.set(table, (grant = this.compileGrant(principal, table, action)));
     return grant;
+  }
+
+  /** Principals are immutable and reused while their credential is cached: so are their grants. */
+  private grantsOf(principal: RolePrincipal): Record<Action, Map<string, Grant | null>> {
+    let byAction = this.grants.get(principal);
+    if (!byAction) this.grants.set(principal, (byAction = { read: new Map(), create: new Map(), update: new Map(), delete: new Map() }));
+    return byAction;
   }
 
   private compileGrant(principal: RolePrincipal, table: string, action: Action): Grant | null {
