@@ -65,6 +65,22 @@ describe('POST', () => {
     expect(customer.headers.get('location')).toBe(`${BASE}/Customer/${id}`);
   });
 
+  it('a client-supplied integer id moves the id sequence past it: later creates without an id do not collide (single and bulk)', async () => {
+    const product = (sku: string, id?: number) => ({ ...(id === undefined ? {} : { id }), sku: `${sku}-${randomUUID()}`, title: sku, price: 1, tags: [] });
+    const first = await t.request('POST', `${BASE}/Product`, { body: product('auto') });
+    expect(first.status, first.text).toBe(201);
+    const chosen = first.body.data.id + 3;
+    expect((await t.request('POST', `${BASE}/Product`, { body: product('chosen', chosen) })).status).toBe(201);
+    for (let i = 1; i <= 4; i++) {
+      const next = await t.request('POST', `${BASE}/Product`, { body: product(`after-${i}`) });
+      expect(next.status, next.text).toBe(201);
+      expect(next.body.data.id).toBe(chosen + i);
+    }
+    const bulk = await t.request('POST', `${BASE}/Product/_bulk`, { body: { items: [product('bulk-chosen', chosen + 100), product('bulk-auto')] } });
+    expect(bulk.status, bulk.text).toBe(201);
+    expect(bulk.body.data.items).toEqual([{ id: chosen + 100 }, { id: chosen + 101 }]);
+  });
+
   it('Customer gets a UUID id and its defaults when none are sent', async () => {
     const email = `${randomUUID()}@example.com`;
     const res = await t.request('POST', `${BASE}/Customer`, { body: { email, name: 'Ann' } });

@@ -125,6 +125,7 @@ describe('date helpers (UTC days, ISO weeks from Monday)', () => {
     ['placedAt=last_weeks.2', (w, ms) => ms >= w.now - 14 * DAY && ms <= w.now],
     ['placedAt=last_months.1', (w, ms) => ms >= w.monthsBack(1) && ms <= w.now],
     ['placedAt=last_months.2', (w, ms) => ms >= w.monthsBack(2) && ms <= w.now],
+    ['placedAt=last_months.23000', (w, ms) => ms <= w.now],
   ];
   it.each(cases)('%s', async (query, test) => {
     const w = windows();
@@ -225,6 +226,11 @@ describe('bad filters → 400 Problem naming the parameter', () => {
     ['bad Boolean', 'Customer', 'vip=equals.maybe', 'vip'],
     ['between with one value', 'Order', 'total=between.5', 'total'],
     ['last_days without a number', 'Order', 'placedAt=last_days.x', 'placedAt'],
+    ['last_months beyond year 1 (was a 500)', 'Order', 'placedAt=last_months.100000', 'placedAt'],
+    ['last_days beyond year 1', 'Order', 'placedAt=last_days.700001', 'placedAt'],
+    ['last_weeks beyond year 1', 'Order', 'placedAt=last_weeks.100001', 'placedAt'],
+    ['a date that does not exist (as in a body: 422 there)', 'Order', 'placedAt=gt.2024-02-30', 'placedAt'],
+    ['a date-time on a day that does not exist', 'Order', 'placedAt=lt.2023-02-29T10:00:00Z', 'placedAt'],
     ['in list of 1001 values', 'Order', `id=in.(${Array.from({ length: 1001 }, (_, i) => i + 1).join(',')})`, 'id'],
     ['groups nested 9 deep', 'Order', nested9, 'or'],
     ['101 conditions', 'Order', `or=(${Array.from({ length: 101 }, (_, i) => `id.equals.${i + 1}`).join(',')})`, 'or'],
