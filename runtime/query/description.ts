@@ -52,20 +52,10 @@ export interface Grant {
   readonly rules: readonly RoleRule[];
 }
 
-export const FULL_GRANT: Grant = {
-  rows: { kind: 'true' },
-  fields: null,
-  fieldRows: new Map(),
-  rules: [{ rows: { kind: 'true' }, fields: null, presets: {}, filterFields: [] }],
-};
-
 /** The caller's permissions as the compilers ask for them: a grant per table and action, or null when denied. */
 export interface Access {
   grant(table: string, action: Action): Grant | null;
 }
-
-/** Everything allowed: for the server's own statements (webhook payloads), never for a caller. */
-export const FULL_ACCESS: Access = { grant: () => FULL_GRANT };
 
 export interface ReadQuery {
   readonly table: string;

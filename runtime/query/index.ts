@@ -13,8 +13,6 @@ export { compileWrite, createPresets, ROW_FILTER_SQLSTATE, writeRules, WriteRefu
 export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {
   and,
-  FULL_ACCESS,
-  FULL_GRANT,
   or,
   type Access,
   type Action,
@@ -26,9 +24,9 @@ export {
   type RoleRule,
   type SelectItem,
 } from './description.ts';
-export { FilterValueError, inDateRange, isOperator, MAX_IN_LIST, operandValue, roleOperand, scalarValue } from './operands.ts';
-export { MAX_CONDITIONS, MAX_GROUP_DEPTH, parentheses, parseFilterParam, parseGroup, resolvePath, splitTopLevel, type FilterContext } from './parse-filter.ts';
+export { FilterValueError, isOperator, MAX_IN_LIST, operandValue, roleOperand, scalarValue } from './operands.ts';
+export { MAX_CONDITIONS, MAX_GROUP_DEPTH, parentheses, parseFilterParam, resolvePath, type FilterContext } from './parse-filter.ts';
 export { MAX_EMBED_DEPTH, MAX_EMBEDS, parseSelectText, resolveSelect, type SelectNode } from './parse-select.ts';
 export { Policy, type RoleOperand } from './policy.ts';
 export { Params } from './sql.ts';
-export { clientDefaultValue, parseKey, toParameter } from './values.ts';
+export { parseKey } from './values.ts';

@@ -22,7 +22,7 @@ export class FilterValueError extends Error {}
 
 
 /** PostgreSQL timestamps take years 1 to 9999 here (JSON dates outside that range are refused). */
-export function inDateRange(iso: string): boolean {
+function inDateRange(iso: string): boolean {
   const year = new Date(iso).getUTCFullYear();
   return year >= 1 && year <= 9999;
 }
