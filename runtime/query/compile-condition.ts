@@ -170,11 +170,14 @@ function compile(scope: Scope, table: CatalogTable, alias: string, condition: Co
       const join = joinCondition(scope, table, alias, head!, targetAlias);
       const inner = compile(scope, join.target, targetAlias, { ...condition, path: rest }, guarded);
       if (!guarded) return `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${join.sql} AND ${inner})`;
-      // Only related rows the caller may read take part, joined on fields it can see.
-      const targetSide = relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f)).filter((v) => v !== undefined);
-      const exists = `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias}
-        WHERE ${[join.sql, readableRows(scope, join.target, targetAlias), ...targetSide, inner].filter((c) => c !== 'TRUE').join(' AND ')})`;
-      return onlyWhere(relation.fields.map((f) => fieldVisibility(scope, table, alias, f)), exists);
+      // Only related rows the caller may read take part, joined on fields it can see: a link hidden
+      // on either row links nothing, as a null foreign key would (embeds do the same).
+      const linkedOn = [
+        ...relation.fields.map((f) => fieldVisibility(scope, table, alias, f)),
+        ...relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f)),
+      ];
+      return `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias}
+        WHERE ${[join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn, inner].filter((c) => c !== undefined && c !== 'TRUE').join(' AND ')})`;
     }
   }
 }
