@@ -260,8 +260,9 @@ export function answerAggregate(view: View, req: AggReq): Expected {
       const x = a[t.key] ?? null;
       const y = b[t.key] ?? null;
       if (x === null && y === null) continue;
-      if (x === null) return t.desc ? -1 : 1;
-      if (y === null) return t.desc ? 1 : -1;
+      // Aggregate rows put nulls last in both directions (docs/api.md §5.9), unlike list sorts.
+      if (x === null) return 1;
+      if (y === null) return -1;
       const c = compareValues(typeOf(t.key), x, y);
       if (c !== 0) return t.desc ? -c : c;
     }
