@@ -1,4 +1,4 @@
-/** The auth surface's error bodies (interface "Authentication errors"): `{ error, violations? }`. */
+/** The auth surface's error bodies (docs/api.md §6.3): `{ error, violations? }`. */
 import { AuthError } from '../http/index.ts';
 import { RateLimitExceeded } from '../rate-limit/index.ts';
 

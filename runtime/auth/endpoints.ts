@@ -1,5 +1,5 @@
 /**
- * The /auth endpoints (interface "Authentication endpoints", "States and transitions"). Every
+ * The /auth endpoints and the account and session states they move through (docs/api.md §3). Every
  * failure is an AuthError; the HTTP layer turns it into `{ error, ... }`.
  */
 import { AuthError, jsonReply, type ApiRequest, type Handler, type Reply } from '../http/index.ts';

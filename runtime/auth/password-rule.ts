@@ -1,4 +1,4 @@
-/** The password rule of CONTRACT §4: at least `minLength` characters, a letter and a digit, at most 72 bytes (bcrypt's limit). */
+/** The password rule (docs/api.md §3 "Sign up and confirm"): at least `minLength` characters, a letter and a digit, at most 72 bytes (bcrypt's limit). */
 import type { Violation } from './auth-errors.ts';
 
 export const PASSWORD_MAX_BYTES = 72;

@@ -2,7 +2,7 @@
  * Sessions and their refresh tokens: opaque, single use, stored as SHA-256 digests, grouped in a
  * session. A refresh marks the presented token used and issues the next one in one transaction
  * (the row lock makes concurrent refreshes with one token take turns: exactly one succeeds).
- * Presenting a used token again revokes the whole session (interface "States and transitions").
+ * Presenting a used token again revokes the whole session (docs/api.md §3 "Tokens and sessions").
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/index.ts';

@@ -13,7 +13,7 @@ export interface UserRow {
   locked_until: Date | null;
 }
 
-/** The user resource of the interface (login and confirm-signup answers). */
+/** The `user` of login and confirm-signup answers (docs/api.md §3). */
 export function publicUser(row: UserRow): { id: string; email: string; firstName: string; lastName: string; roles: string[] } {
   return { id: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name, roles: row.roles };
 }

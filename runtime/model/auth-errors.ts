@@ -1,5 +1,5 @@
 /**
- * Codes of the authentication endpoints and their statuses (interface "Authentication errors"),
+ * Codes of the authentication endpoints and their statuses (docs/api.md §6.3),
  * in one place: the runtime answers them and the generator writes them into the OpenAPI document.
  */
 export const AUTH_ERRORS = {

@@ -1,5 +1,5 @@
 /**
- * Limits of the interface ("Limits" of the seed, CONTRACT §7), in one place: the runtime enforces
+ * The limits of docs/api.md §7, in one place: the runtime enforces
  * them and the generator writes them into the OpenAPI document.
  */
 export const LIMITS = {

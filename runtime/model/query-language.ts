@@ -18,7 +18,7 @@ export const FILTER_GROUPS = ['and', 'not', 'or'] as const;
 
 /**
  * The query parameters each filtering operation keeps for itself; a field with one of these names
- * (or a group's) is filtered as `col.<name>` (interface "reserved-name collision").
+ * (or a group's) is filtered as `col.<name>` (docs/api.md §5.5 "Reserved names").
  */
 export const RESERVED_PARAMETERS = {
   list: ['after', 'first', 'limit', 'offset', 'project_id', 'select', 'skip', 'sort'],
@@ -28,7 +28,7 @@ export const RESERVED_PARAMETERS = {
 
 export type FilteringOperation = keyof typeof RESERVED_PARAMETERS;
 
-/** Most rows an aggregate answers (CONTRACT §7). */
+/** Most rows an aggregate answers (docs/api.md §5.9, §7). */
 export const MAX_AGGREGATE_ROWS = 10_000;
 
 const NUMERIC = new Set(['Int', 'BigInt', 'Float', 'Decimal']);

@@ -1,4 +1,4 @@
-/** GET /<table>/_aggregate (interface "Aggregate query parameters", CONTRACT §7 aggregate rows). */
+/** GET /<table>/_aggregate (docs/api.md §5.9). */
 import { rawJsonReply, type Reply } from '../http/index.ts';
 import { aggregateMismatch, MAX_AGGREGATE_ROWS, RESERVED_PARAMETERS } from '../model/index.ts';
 import { canReadField, compileAggregate, QueryError, type AggregateFunction, type AggregateTerm, type FilterContext, type HavingTerm } from '../query/index.ts';

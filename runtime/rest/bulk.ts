@@ -1,5 +1,5 @@
 /**
- * POST /<table>/_bulk and DELETE /<table>/_bulk (interface "bulk create", CONTRACT §6/§7): one
+ * POST /<table>/_bulk and DELETE /<table>/_bulk (docs/api.md §5.15): one
  * transaction, a savepoint per item so that BEST_EFFORT can keep the items that worked and
  * ALL_OR_NOTHING can report every failing index before it rolls everything back.
  */

@@ -13,7 +13,7 @@ import { create, remove, update, updateMany } from './write.ts';
 export type { DataContext } from './context.ts';
 
 export interface OperationHandler {
-  /** The role action the operation needs (interface: "every data operation is checked"). */
+  /** The role action the operation needs (docs/api.md §5.17: every data operation is checked). */
   readonly action: Action;
   readonly handle: (ctx: DataContext) => Promise<Reply>;
 }

@@ -1,5 +1,5 @@
 /**
- * GET /<table> query parameters → a read query (interface "List query parameters", CONTRACT §7).
+ * GET /<table> query parameters → a read query (docs/api.md §5.4-§5.8).
  * Every parameter not reserved here is a filter.
  */
 import { Problem } from '../http/index.ts';

@@ -1,5 +1,5 @@
 /**
- * POST /<table>/_query: the JSON form of a list query (interface "Advanced query body"). Read-only;
+ * POST /<table>/_query: the JSON form of a list query (docs/api.md §5.10). Read-only;
  * answers with the list envelope. Body problems are 400, like the query string it mirrors.
  */
 import { z } from 'zod';

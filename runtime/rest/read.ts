@@ -1,4 +1,4 @@
-/** GET /<table>/<id>, GET /<table> and POST /<table>/_query (interface "Data endpoints"). */
+/** GET /<table>/<id>, GET /<table> and POST /<table>/_query (docs/api.md §5.3, §5.4, §5.10). */
 import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
 import { and, compileRead, CursorError, parseKey, queryFingerprint, type Condition, type Grant, type SelectItem } from '../query/index.ts';
 import { budgeted, readScope, filterContext, type DataContext } from './context.ts';

@@ -87,7 +87,7 @@ export async function update(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
   const scope = readScope(ctx);
   const patch = patchValues(ctx, scope, body);
-  const key = keyCondition(ctx); // existence comes after validation (CONTRACT §7)
+  const key = keyCondition(ctx); // existence comes after validation (docs/api.md "Order of checks")
   const write = compileWrite(scope, { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch }, { kind: 'record' }, await capturesEvents(ctx));
   const rows = await runWrite(ctx.db, ctx.table, write, scope);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);

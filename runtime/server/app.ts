@@ -1,5 +1,5 @@
 /**
- * The HTTP front: addresses of CONTRACT §6, each handed to the pipeline. Data routes (the hot path)
+ * The HTTP front: the addresses of docs/api.md §1, each handed to the pipeline. Data routes (the hot path)
  * are matched from the generated route table before Express; Express serves everything else.
  * Express 5 re-prototypes every request and response and walks its layer stack, which measured
  * at about half of the data API's throughput (bench/RESULTS.md).

@@ -1,4 +1,4 @@
-/** API key management routes (CONTRACT §6): management token only. */
+/** API key management routes (docs/api.md §4): management token only. */
 import { z } from 'zod';
 import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
 import { contextKeyProblem, createApiKey, listApiKeys } from '../keys/index.ts';

@@ -1,5 +1,5 @@
 /**
- * The request pipeline of data routes, in the order of CONTRACT §7:
+ * The request pipeline of data routes, in the order of docs/api.md "Order of checks":
  * tenancy → authentication → table → rate limit → permission → handler (validation, existence).
  * Every response after the rate limit carries the RateLimit-* headers, errors included.
  * Rate limits (docs/api.md §5.18): failed credentials count per client address; then each request

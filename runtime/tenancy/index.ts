@@ -1,4 +1,4 @@
-/** Project and environment of a request (interface "Common request headers", CONTRACT §6/§7). */
+/** Project and environment of a request (docs/api.md §2 "Headers", "Order of checks"). */
 import type { Config } from '../config/index.ts';
 import { Problem } from '../http/index.ts';
 import { header, type ApiRequest } from '../http/index.ts';

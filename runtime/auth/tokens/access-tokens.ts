@@ -20,7 +20,7 @@ export interface AccessClaims {
   readonly expiresAt: number;
 }
 
-/** Why a token was refused: the interface's AUTH_TOKEN_EXPIRED or AUTH_TOKEN_INVALID. */
+/** Why a token was refused: AUTH_TOKEN_EXPIRED or AUTH_TOKEN_INVALID (docs/api.md §6.3). */
 export class TokenRejected extends Error {
   constructor(readonly reason: 'expired' | 'invalid') {
     super(reason === 'expired' ? 'the access token has expired' : 'the access token is not valid');

@@ -41,7 +41,7 @@ async function toKeyPair(row: KeyRow, use: KeyUse, box: SecretBox): Promise<KeyP
     alg,
     privateKey: (await importJWK(privateJwk, alg)) as CryptoKey,
     publicKey: (await importJWK(row.public_jwk, alg)) as CryptoKey,
-    // jsonb keeps its own key order: publish in the order the interface lists the members.
+    // jsonb keeps its own key order: publish in the order docs/api.md §3 shows (kty, kid, use, alg, n, e).
     publicJwk: { kty: 'RSA', kid: row.kid, use, alg, n: row.public_jwk.n, e: row.public_jwk.e },
   };
 }
