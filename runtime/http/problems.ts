@@ -5,7 +5,7 @@ import { AUTH_ERRORS, type AuthErrorCode } from '../model/index.ts';
  * `toReply` (reply.ts) turns an error into a response, so no handler formats errors itself.
  */
 
-/** Problem Details kinds of the data and webhook API (interface "Data API errors", CONTRACT §6/§7). */
+/** Problem Details kinds of the data, key and webhook routes (docs/api.md §6.1, §6.2). */
 export const PROBLEM_KINDS = {
   'bad-request': { status: 400, title: 'Bad Request' },
   'invalid-json': { status: 400, title: 'Malformed JSON body' },

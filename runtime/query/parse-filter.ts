@@ -1,5 +1,5 @@
 /**
- * Filters of the query string (interface "List query parameters"):
+ * Filters of the query string (docs/api.md §5.5):
  *   ?<field>=<op>.<value>   ?<relation>.<field>=<op>.<value>   ?col.<reserved>=<op>.<value>
  *   ?or=(a.equals.1,and(b.gt.2,c.is_empty.true))   ?and=(...)   ?not=(...)
  * Values may be double-quoted to hold commas, dots or parentheses ("a,b"); inside quotes \" and

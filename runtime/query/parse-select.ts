@@ -1,6 +1,6 @@
 /**
- * `select=a,b:alias,relation(c,d),relation:alias(*)` (interface "select"; CONTRACT §7 limits:
- * embeds nest at most 3 levels and at most 10 appear in one select).
+ * `select=a,b:alias,relation(c,d),relation:alias(*)` (docs/api.md §5.7; limits: embeds nest at
+ * most 3 levels and at most 10 appear in one select).
  */
 import { LIMITS } from '../model/index.ts';
 import { canReadField, followable, QueryError } from './access.ts';

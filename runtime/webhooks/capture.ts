@@ -1,5 +1,5 @@
 /**
- * The one place where a data statement records its webhook events (CONTRACT §8: an event commits
+ * The one place where a data statement records its webhook events (docs/api.md §8.2: an event commits
  * exactly when its mutation does). Given the CTE holding the rows a mutation changed, it adds the
  * CTEs that write one event per row for which at least one active subscription matches (table,
  * operation and filter, as committed when the statement runs), one delivery per matching

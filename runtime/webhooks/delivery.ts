@@ -1,5 +1,5 @@
 /**
- * Delivery attempts (interface "Events", "States and transitions"; CONTRACT §6/§7): claim the
+ * Delivery attempts (docs/api.md §8.3, §8.4): claim the
  * deliveries with a lease so that one worker sends each, consult each endpoint's circuit, POST the
  * signed payloads with undici, then record the outcomes (a failure also queues its next attempt in
  * the same statement).
@@ -48,7 +48,7 @@ export interface AttemptOutcome {
   error: string | null;
 }
 
-/** The exact bytes a receiver gets: the interface's payload, `record` and `data` trimmed to `select`. */
+/** The exact bytes a receiver gets: the payload of docs/api.md §8.2, `record` and `data` trimmed to `select`. */
 export function eventBody(c: Pick<Claimed, 'event_id' | 'event_at' | 'project_id' | 'environment' | 'table_name' | 'operation' | 'record' | 'changed_fields' | 'select_fields'>): string {
   let record = JSON.parse(c.record) as Record<string, unknown>;
   if (c.select_fields) {

@@ -1,5 +1,5 @@
 /**
- * /gw/api/rest/_webhooks (interface "Webhook management endpoints", CONTRACT §6/§7): management
+ * /gw/api/rest/_webhooks (docs/api.md §8.1): management
  * token only, `environment` header required on every request and equal to the body's.
  */
 import type { Config } from '../config/index.ts';
@@ -49,7 +49,7 @@ function rejectInvalid(errors: FieldError[]): void {
   if (errors.length) throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
 }
 
-/** CONTRACT §7: a body `environment` other than the header's is a 400, like a missing header. */
+/** A body `environment` other than the header's is a 400, like a missing header (docs/api.md §8.1). */
 function requireSameEnvironment(tenant: Tenant, body: unknown): void {
   const named = (body as { environment?: unknown } | null)?.environment;
   if (named !== undefined && named !== tenant.environment) {

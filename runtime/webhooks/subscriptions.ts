@@ -1,5 +1,5 @@
 /**
- * Webhook subscriptions (interface "Webhook subscription", CONTRACT §6/§7): the request schema,
+ * Webhook subscriptions (docs/api.md §8.1): the request schema,
  * the checks against the model and the target policy, and the rows in svcgen.webhooks. The
  * secret is sealed (it must be read back to sign) and never leaves through the API.
  */
@@ -225,7 +225,7 @@ export async function updateSubscription(db: Queryable, box: SecretBox, before: 
   );
   await announceSubscriptionChange(db);
   if (!before.active && after.active) {
-    // Deliveries that waited while paused go on now (CONTRACT §7 "paused subscriptions").
+    // Deliveries that waited while paused go on now (docs/api.md §8.4 "Pausing").
     await db.query(
       `WITH waiting AS (UPDATE svcgen.webhook_deliveries SET next_attempt_at = now(), updated_at = now()
          WHERE webhook_id = $1 AND status IN ('pending', 'retrying', 'deferred') RETURNING id)

@@ -1,5 +1,5 @@
 /**
- * Where deliveries may go (CONTRACT §6 "webhook targets"): https unless `webhooks.allowHttp`, and
+ * Where deliveries may go (docs/api.md §8.5): https unless `webhooks.allowHttp`, and
  * only public unicast addresses unless `webhooks.allowPrivateTargets`. Checked when a subscription
  * is written and again on every connection a delivery opens: the address a name resolves to is
  * checked in the connection's own lookup, so a name cannot rebind between check and connect.
