@@ -1,5 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+const UNIT = 'test/**/*.unit.test.ts';
 
 export default defineConfig({
   // A project's generated code imports svcgen/model; in this repo that is the runtime's own source
@@ -11,11 +13,26 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    // one PostgreSQL server per run (embedded, or SVCGEN_TEST_DATABASE_URL); see test/support/database.ts
-    globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Two projects so `vitest run --project unit` (npm run test:unit) needs no PostgreSQL at all;
+    // `vitest run` (npm test) runs both, each file once.
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: [UNIT] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, UNIT],
+          // one PostgreSQL server per run (embedded, or SVCGEN_TEST_DATABASE_URL); see test/support/database.ts
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+    ],
   },
 });
