@@ -11,7 +11,7 @@ import { renderRecordTypes } from './record-types.ts';
 import { writableFields, zodExpression } from './zod-expressions.ts';
 
 /**
- * Names that a top-level filter must write as `col.<name>` (interface "reserved-name collision"):
+ * Names that a top-level filter must write as `col.<name>` (docs/api.md §5.5 "Reserved names"):
  * the list's and the aggregate's reserved parameters and the groups.
  */
 const RESERVED_NAMES = [...new Set([...RESERVED_PARAMETERS.list, ...RESERVED_PARAMETERS.aggregate, ...FILTER_GROUPS])].sort();

@@ -1,4 +1,4 @@
-/** The OpenAPI paths of API key management (CONTRACT §6). */
+/** The OpenAPI paths of API key management (docs/api.md §4). */
 import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
 import { BASE, COMMON_ERRORS, dataEnvelope, problem } from './openapi-shared.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI paths of user authentication (CONTRACT §4, §7): /auth at the server root, not under
+ * The OpenAPI paths of user authentication (docs/api.md §3): /auth at the server root, not under
  * the data base path. Their errors are `{ error, ... }` bodies (AuthError), not Problem Details.
  */
 import type { OpenApiBuilder, ParameterObject, ResponseObject, SchemaObject } from 'openapi3-ts/oas31';

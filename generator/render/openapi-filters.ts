@@ -1,6 +1,6 @@
 /**
  * The filter query parameters of GET /<table>, GET /<table>/_aggregate and PATCH /<table>
- * (interface "List query parameters"): one string parameter per scalar field, so generated clients
+ * (docs/api.md §5.5): one string parameter per scalar field, so generated clients
  * type them and serialize them as plain `name=value` pairs.
  */
 import type { ParameterObject } from 'openapi3-ts/oas31';

@@ -1,4 +1,4 @@
-/** The OpenAPI paths of webhook management (interface "Webhook management endpoints", CONTRACT §6/§7). */
+/** The OpenAPI paths of webhook management (docs/api.md §8.1). */
 import type { OpenApiBuilder, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
 import { BASE, COMMON_ERRORS, dataEnvelope, problem } from './openapi-shared.ts';
 

@@ -611,7 +611,7 @@ function groupItem(table: string, where: Json): string {
   return items.length === 1 ? items[0]! : `and(${items.join(',')})`;
 }
 
-/** The filter parameters of a where object (interface "List query parameters"); parameters are ANDed. */
+/** The filter parameters of a where object (svcgen's docs/api.md §5.5); parameters are ANDed. */
 function filterQuery(table: string, where: Json | undefined): Query {
   const query: Query = [];
   for (const [key, value] of Object.entries(where ?? {})) {
