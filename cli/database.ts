@@ -1,5 +1,5 @@
 /**
- * Where the CLI's database comes from (CONTRACT §3): --database-url, else DATABASE_URL, else an
+ * Where the CLI's database comes from (README "Command line"): --database-url, else DATABASE_URL, else an
  * embedded PostgreSQL with its files in `<project>/.svcgen/`. The session connection comes from
  * --direct-database-url, else DIRECT_DATABASE_URL, else it is the same: with a transaction-pooling
  * PgBouncer in front, requests go through the pooler and migrations, LISTEN and the webhook

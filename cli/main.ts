@@ -1,4 +1,4 @@
-/** `svcgen`: the command line of CONTRACT §3. Bad arguments print one usage line and exit 2. */
+/** `svcgen`: the command line of README "Command line". Bad arguments print one usage line and exit 2. */
 import { Command, CommanderError } from 'commander';
 import { registerCodegenCommands } from './commands/codegen.ts';
 import { registerCredentialCommands } from './commands/credentials.ts';

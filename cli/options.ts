@@ -8,7 +8,7 @@ export function withProject(command: Command): Command {
   return command.option('--project <dir>', 'the project folder', '.');
 }
 
-/** The database options of every command that opens one (CONTRACT §3; cli/database.ts reads them). */
+/** The database options of every command that opens one (README "Command line"; cli/database.ts reads them). */
 export function withDatabase(command: Command): Command {
   return command
     .option('--database-url <url>', 'PostgreSQL connection string (default: DATABASE_URL, else embedded)')

@@ -1,4 +1,4 @@
-/** keys create|list|revoke, token create: the CLI side of CONTRACT §6's credentials. */
+/** keys create|list|revoke, token create: the CLI side of API keys and management tokens (docs/api.md §4). */
 import type { Command } from 'commander';
 import type { Database } from '../../runtime/db/index.ts';
 import { contextKeyProblem } from '../../runtime/keys/names.ts';

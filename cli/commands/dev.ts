@@ -1,5 +1,5 @@
 /**
- * dev: serve + watch (CONTRACT §3). This process is a supervisor: it opens the database once, keeps
+ * dev: serve + watch (docs/dev.md). This process is a supervisor: it opens the database once, keeps
  * one `svcgen serve` child running, and on an edit of schema.prisma or svcgen.config.json renders
  * the model, migrates, writes generated/ and restarts the child, in that order. generated/ and the
  * database therefore only move to a model that rendered and migrated, and a broken edit leaves the
