@@ -38,6 +38,8 @@ export interface UserAuthOptions {
   log: (message: string) => void;
   /** bcrypt cost (default 10; tests may lower it). */
   passwordCost?: number;
+  /** Sees each bcrypt job (tests count them; PasswordHasherOptions.onJob). */
+  onPasswordJob?: (op: 'hash' | 'verify') => void;
 }
 
 export class UserAuth implements CredentialResolver {
@@ -62,7 +64,7 @@ export class UserAuth implements CredentialResolver {
     this.rateLimiter = options.rateLimiter;
     this.clientIp = options.clientIp;
     this.log = options.log;
-    this.passwords = createPasswordHasher({ cost: options.passwordCost });
+    this.passwords = createPasswordHasher({ cost: options.passwordCost, onJob: options.onPasswordJob });
     this.revocations = new Revocations(options.db, options.channel, options.config.auth.accessTokenTtl * 1000);
     this.verifier = new AccessTokenVerifier(options.config.project.id, keys, this.revocations, options.channel);
     this.revocations.start();

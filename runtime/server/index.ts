@@ -46,6 +46,8 @@ export interface ServerOptions {
   mailer?: Mailer;
   /** bcrypt cost of new passwords (default 10). */
   passwordCost?: number;
+  /** Sees each bcrypt job (hash or verify) of the password hasher: tests count comparisons. */
+  onPasswordJob?: (op: 'hash' | 'verify') => void;
   /** Run the webhook delivery worker in this process (default true; `svcgen worker` runs it alone). */
   worker?: boolean;
   log?: (message: string) => void;
@@ -129,6 +131,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clientIp: clientAddress(options.config.trustProxy),
       log,
       passwordCost: options.passwordCost,
+      onPasswordJob: options.onPasswordJob,
     });
     const services: Services = {
       config: options.config,

@@ -60,6 +60,8 @@ export interface TestServerOptions {
   onQuery?: (text: string) => void;
   /** bcrypt cost of new passwords (default 10, the product's). */
   passwordCost?: number;
+  /** Sees each bcrypt job of the server's password hasher (tests count comparisons). */
+  onPasswordJob?: (op: 'hash' | 'verify') => void;
   /** SVCGEN_SECRET for this server. */
   secret?: string;
 }
@@ -87,6 +89,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     log: options.log ?? (() => {}),
     onQuery: options.onQuery,
     passwordCost: options.passwordCost,
+    onPasswordJob: options.onPasswordJob,
     secret: options.secret,
   });
   const db = openDatabase(database.url, { max: 2 });
