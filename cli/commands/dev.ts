@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import type { ApiChange } from '../../generator/diff/diff-models.ts';
+import type { Config } from '../../runtime/config/index.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { parsePort, projectDir, withDatabase, withProject } from '../options.ts';
 
@@ -50,10 +51,12 @@ interface Server {
 }
 
 async function runDev(dir: string, options: DevOptions): Promise<void> {
-  const [{ readModel, renderProject, writeProject }, { loadConfig }, { diffModels }, { openProjectDatabase }, { describeError }, { PACKAGE_ROOT }] = await Promise.all([
+  const [{ readModel, renderProject, writeProject }, { loadConfig }, { diffModels }, { diffConfigs }, { reportLines }, { openProjectDatabase }, { describeError }, { PACKAGE_ROOT }] = await Promise.all([
     import('../../generator/generate.ts'),
     import('../../runtime/config/index.ts'),
     import('../../generator/diff/diff-models.ts'),
+    import('../../generator/diff/diff-config.ts'),
+    import('../../generator/diff/report.ts'),
     import('../database.ts'),
     import('../errors.ts'),
     import('../../generator/package-root.ts'),
@@ -72,7 +75,7 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
   let port = options.port;
   let server: Server | undefined;
   /** What the running server was built from. */
-  let good: { texts: Texts; tables: TableSpec[] } | undefined;
+  let good: { texts: Texts; tables: TableSpec[]; config: Config } | undefined;
   /** The last texts a cycle looked at, to name what an event changed. */
   let seen: Texts | undefined;
   /** schema.prisma as of the last migrate dev that succeeded. */
@@ -170,16 +173,19 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     if (runsThis) return say(`back to what the server runs (${server!.url}): nothing to restart`);
 
     let tables: TableSpec[];
+    let config: Config;
     try {
       // Schema and config are checked here first so that a broken edit prints its error once
       // (migrate dev would print the same) and starts no migration.
       tables = (await readModel(dir)).tables;
-      await loadConfig(dir, Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])));
+      config = await loadConfig(dir, Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])));
     } catch (error) {
       return fail(describeError(error).message);
     }
     const changes = good && texts['schema.prisma'] !== good.texts['schema.prisma'] ? diffModels(good.tables, tables) : undefined;
-    if (changes) printChanges(say, changes);
+    // Permission and setting changes too, as `svcgen diff` lists them (WIDENS ACCESS, BREAKING).
+    const configChanges = good && texts['svcgen.config.json'] !== good.texts['svcgen.config.json'] ? diffConfigs(good.config, config, tables) : undefined;
+    if (changes || configChanges) for (const line of reportLines([...(changes ?? []), ...(configChanges ?? [])])) say(line);
 
     // Rendering (in this process) and migrating (a child) take seconds each: side by side.
     const rendering = renderProject(dir).then(
@@ -210,7 +216,7 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     const next = await startServer();
     if (!next) return shuttingDown ? undefined : fail('the server did not start (see above)');
     server = next;
-    good = { texts, tables };
+    good = { texts, tables, config };
     // --port 0 picks a free port once; restarts keep it so that the URL stays put.
     port = Number(new URL(next.url).port) || port;
     const seconds = ((performance.now() - since) / 1000).toFixed(1);
@@ -289,15 +295,6 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     process.on('SIGTERM', onSigterm);
     void runCycle();
   });
-}
-
-/** The lines of `svcgen diff`, so that dev and diff read the same. */
-function printChanges(say: (line: string) => void, changes: ApiChange[]): void {
-  if (changes.length === 0) return say('no API changes');
-  const width = Math.max(...changes.map((c) => c.kind.length));
-  for (const c of changes) say(`${c.breaking ? 'BREAKING' : '        '}  ${c.kind.padEnd(width)}  ${c.subject}  ${c.detail}`);
-  const breaking = changes.filter((c) => c.breaking).length;
-  say(`${changes.length} change${changes.length === 1 ? '' : 's'}, ${breaking} breaking`);
 }
 
 /** A migration folder name that says what changed when one thing did (`add_customer_nickname`), else `dev`. */

@@ -24,10 +24,14 @@ export interface ApiChange {
   readonly breaking: boolean;
 }
 
-function typeName(field: FieldSpec): string {
+/**
+ * The type as the schema spells it: `Int?`, `String[]`, `String? @db.VarChar(20)`. Without
+ * `nullable` the `?` is left out, which is what a type change compares (nullability is its own change).
+ */
+export function typeName(field: FieldSpec, nullable = field.nullable): string {
   const base = field.type === 'Enum' ? `enum(${field.enumDbName ?? ''})` : field.type;
   const native = field.nativeType ? ` @db.${field.nativeType[0]}${field.nativeType[1].length ? `(${field.nativeType[1].join(', ')})` : ''}` : '';
-  return `${base}${field.list ? '[]' : ''}${native}`;
+  return `${base}${field.list ? '[]' : ''}${nullable ? '?' : ''}${native}`;
 }
 
 /** A client may leave the field out of a create: nullable, defaulted, a list or server-set. */
@@ -37,7 +41,7 @@ function optionalOnCreate(field: FieldSpec): boolean {
 
 function compareFields(table: string, before: FieldSpec, after: FieldSpec, out: ApiChange[]): void {
   const subject = `${table}.${after.name}`;
-  if (typeName(before) !== typeName(after)) {
+  if (typeName(before, false) !== typeName(after, false)) {
     out.push({ kind: 'type changed', subject, detail: `${typeName(before)} → ${typeName(after)}`, breaking: true });
   } else if (before.type === 'Enum') {
     const was = new Set(before.enumValues);
@@ -51,11 +55,11 @@ function compareFields(table: string, before: FieldSpec, after: FieldSpec, out: 
     out.push({
       kind: 'nullability changed',
       subject,
-      detail: before.nullable ? 'nullable → required' : 'required → nullable',
+      detail: `${typeName(before)} → ${typeName(after)} (${before.nullable ? 'nullable → required' : 'required → nullable'})`,
       breaking: true,
     });
   } else if (optionalOnCreate(before) && !optionalOnCreate(after)) {
-    out.push({ kind: 'nullability changed', subject, detail: 'default removed: now required on create', breaking: true });
+    out.push({ kind: 'nullability changed', subject, detail: `${typeName(after)}: default removed, now required on create`, breaking: true });
   }
 }
 
@@ -87,7 +91,7 @@ export function diffModels(before: readonly TableSpec[], after: readonly TableSp
         out.push({
           kind: 'field added',
           subject: `${name}.${field.name}`,
-          detail: `${typeName(field)}${field.nullable ? '?' : ''}${optional ? '' : ', required on create'}`,
+          detail: `${typeName(field)}${optional ? '' : ', required on create'}`,
           breaking: !optional,
         });
       } else {
