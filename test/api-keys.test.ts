@@ -1,5 +1,5 @@
-// API key management (CONTRACT §6 "API key endpoints", §7 "API key envelopes"; interface "API key",
-// "Authentication" 3): creation, listing without values, hashed storage, validation, revocation, last use.
+// API key management (docs/api.md §4; keys as credentials: §2 "Credentials"): creation, listing
+// without values, hashed storage, validation, revocation, last use.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISO_8601, expectProblemAt, problemFields } from './support/expect.ts';
 import { MANAGEMENT_TOKEN, startTestServer, type TestServer } from './support/server.ts';

@@ -1,7 +1,8 @@
 // What the /auth surface refuses before it looks at accounts, over real HTTP: the rate limits with
-// their default values (interface "Limits"; CONTRACT §4 rateLimits.*, trustProxy), AUTH_NOT_CONFIGURED
-// (CONTRACT §4 auth.enabled / auth.environments, §6 unknown project and environment) and
-// VALIDATION_ERROR with its violations (CONTRACT §4 password rule, §5 roleId, §7 X-Project-Id).
+// their default values (docs/api.md §3 "Rate limits of /auth"; rateLimits.*, trustProxy in
+// docs/config.md), AUTH_NOT_CONFIGURED (auth.enabled / auth.environments, unknown project and
+// environment) and VALIDATION_ERROR with its violations (the password rule, roleId, X-Project-Id;
+// docs/api.md §3, §6.3).
 // Accounts, codes, lockout and recovery: test/auth-accounts.test.ts.
 //
 // Rate-limit windows are calendar minutes counted in the database. Each rate-limit test pins Date

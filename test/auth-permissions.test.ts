@@ -1,4 +1,4 @@
-// Role permissions on the data API for signed-in users (CONTRACT §5; interface "Authentication"):
+// Role permissions on the data API for signed-in users (docs/permissions.md; docs/api.md §5.17):
 // everything API keys get (test/permissions.test.ts) works the same way with user access tokens,
 // plus the variables `$user.id` and `$user.email`. Every request goes through real HTTP with an
 // access token from /auth; rows are arranged with the admin API key.
@@ -663,7 +663,7 @@ const writes: WriteRow[] = [
     roles: ['ownDeleter'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/_bulk`, body: { ids: [w.open.id, w.otherOpen.id] } }),
     want: {
       check: (res) => {
-        // CONTRACT §7: a validation Problem that also carries the bulk envelope as `data`
+        // docs/api.md §5.15: a validation Problem that also carries the bulk envelope as `data`
         expect(res.status, res.text).toBe(422);
         expect(res.headers.get('content-type')).toBe('application/problem+json');
         expect(Object.keys(res.body).sort()).toEqual(['data', 'detail', 'errors', 'instance', 'status', 'title', 'type']);

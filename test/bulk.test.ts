@@ -1,5 +1,5 @@
-// Bulk create and bulk delete (interface "Data endpoints" bulk rows, "Response envelopes", "Errors",
-// "Limits"; CONTRACT §6 default transactionMode and bulk delete response, §7 bulk 422).
+// Bulk create and bulk delete (docs/api.md §5.15: default transactionMode, the envelope of either,
+// the ALL_OR_NOTHING 422; §7 limits).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UUID, countRows, expectProblemAt, snapshot } from './support/expect.ts';
@@ -46,7 +46,7 @@ function envelope(mode: Mode, total: number, items: unknown[], errorIndexes: num
   };
 }
 
-/** The ALL_OR_NOTHING 422: a validation Problem whose `data` is the bulk envelope (CONTRACT §7). */
+/** The ALL_OR_NOTHING 422: a validation Problem whose `data` is the bulk envelope (docs/api.md §5.15). */
 function expectBulkProblem(res: TestResponse, path: string, total: number, errorIndexes: number[]) {
   expect(res.status, res.text).toBe(422);
   expect(res.headers.get('content-type')).toBe('application/problem+json');

@@ -1,5 +1,5 @@
 /**
- * The svcgen command line end to end (CONTRACT §2-§4): usage errors, generate/check/openapi on copies
+ * The svcgen command line end to end (README "A project", "Command line"; docs/config.md): usage errors, generate/check/openapi on copies
  * of examples/shop, init, and migrate dev/deploy against a fresh PostgreSQL database.
  */
 import { createHash } from 'node:crypto';
@@ -22,7 +22,7 @@ async function query<T extends pg.QueryResultRow>(url: string, sql: string, para
   }
 }
 
-/** A usage error (CONTRACT §3): exit 2 and exactly one line on stderr, starting with `svcgen:`. */
+/** A usage error (README "Command line"): exit 2 and exactly one line on stderr, starting with `svcgen:`. */
 function expectUsageError(result: CliResult): void {
   expect(result.code, show(result)).toBe(2);
   const lines = result.stderr.replace(/\n$/, '').split('\n');
@@ -40,7 +40,7 @@ async function addToModel(projectDir: string, model: string, line: string): Prom
   await fs.writeFile(file, schema.replace(opening, `${opening}  ${line}\n`));
 }
 
-const CONTRACT_COMMANDS: string[][] = [
+const DOCUMENTED_COMMANDS: string[][] = [
   ['init'],
   ['generate'],
   ['check'],
@@ -57,14 +57,14 @@ const CONTRACT_COMMANDS: string[][] = [
 ];
 
 describe('usage', () => {
-  it('svcgen --help exits 0 and lists every command of CONTRACT §3', async () => {
+  it('svcgen --help exits 0 and lists every command of README "Command line"', async () => {
     const r = await runCli(['--help']);
     expect(r.code, show(r)).toBe(0);
     const listed = [...r.stdout.matchAll(/^ {2}(\w[\w-]*)/gm)].map((m) => m[1]);
-    for (const command of new Set(CONTRACT_COMMANDS.map((c) => c[0]))) expect(listed, r.stdout).toContain(command);
+    for (const command of new Set(DOCUMENTED_COMMANDS.map((c) => c[0]))) expect(listed, r.stdout).toContain(command);
   });
 
-  it.each(CONTRACT_COMMANDS.map((c) => [c.join(' '), c]))('svcgen %s --help exits 0 and shows its usage', async (_, command) => {
+  it.each(DOCUMENTED_COMMANDS.map((c) => [c.join(' '), c]))('svcgen %s --help exits 0 and shows its usage', async (_, command) => {
     const r = await runCli([...command, '--help']);
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout, show(r)).toContain(`Usage: svcgen ${command.join(' ')}`);

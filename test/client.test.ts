@@ -248,7 +248,7 @@ describe('requests as sent', () => {
     return { calls, fetch: fetch as typeof globalThis.fetch };
   }
 
-  it('writes filters in the interface syntax, with the project, environment and key headers', async () => {
+  it('writes filters in the query-string syntax of docs/api.md §5.5, with the project, environment and key headers', async () => {
     const r = recorder(200, '{"data":[],"meta":{"pagination":{}}}');
     const client = createClient({ baseUrl: 'https://api.example.com/', projectId: 'shop', environment: 'staging', apiKey: 'k1', fetch: r.fetch, headers: { 'X-Trace': 't' } });
     await client.Order.list({ where: { total: { gte: 10 }, status: { in: ['open', 'paid'] }, note: { equals: 'a,b' } }, sort: ['-total', 'id'], select: ['id'], limit: 5 });

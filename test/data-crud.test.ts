@@ -1,5 +1,4 @@
-// Create, read, list, update and delete on the example tables (interface "Data endpoints",
-// "Response envelopes", "List query parameters"; CONTRACT §2, §7).
+// Create, read, list, update and delete on the example tables (docs/api.md §5.1-§5.4, §5.11-§5.13).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISO_8601, UUID, countRows, expectListEnvelope, expectProblemAt } from './support/expect.ts';
@@ -161,7 +160,7 @@ describe('list', () => {
     expect([...seen].sort((a, b) => a - b)).toEqual(ids);
   });
 
-  it('every list response carries meta.pagination.nextCursor: a string, null on the last page (CONTRACT §7)', async () => {
+  it('every list response carries meta.pagination.nextCursor: a string, null on the last page (docs/api.md §5.8)', async () => {
     const first = await page('?limit=2');
     expect(first.body.meta.pagination.nextCursor).toEqual(expect.any(String));
     const last = await page('?limit=2&offset=4');

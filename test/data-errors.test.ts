@@ -1,5 +1,5 @@
 // Bad input on the data API: exact status and Problem Details body for each, never a 5xx, and
-// nothing written (interface "Errors"; CONTRACT §6 "unknown field", §7, §8 "Bad input of any kind").
+// nothing written (docs/api.md §6).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblemAt, snapshot } from './support/expect.ts';

@@ -1,5 +1,5 @@
 /**
- * `svcgen dev` as a real process (CONTRACT §3): edits of schema.prisma and svcgen.config.json
+ * `svcgen dev` as a real process (docs/dev.md): edits of schema.prisma and svcgen.config.json
  * regenerate, migrate and restart; broken edits keep the last good server answering; a server
  * that dies is started again by the next save; SIGTERM leaves nothing running.
  */

@@ -1,7 +1,7 @@
 /**
- * The API reference page (CONTRACT §6, `GET /gw/api/rest/_docs`): Swagger UI served by the server
+ * The API reference page (docs/api.md §9, `GET /gw/api/rest/_docs`): Swagger UI served by the server
  * itself. HTTP-level checks run everywhere; the browser checks need Debian's Chromium
- * (TOOLCHAIN.md "Headless Chromium") and are skipped without it, except under CI, where they fail.
+ * (README "Tests") and are skipped without it, except under CI, where they fail.
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';

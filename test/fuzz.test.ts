@@ -1,5 +1,5 @@
-// Hostile-input fuzzing of the data API (CONTRACT §8: bad input of any kind gets a 4xx with a clear
-// body, never a 500, and changes nothing). A seeded PRNG makes 4,000 malformed requests: list,
+// Hostile-input fuzzing of the data API (docs/api.md §6: bad input of any kind gets a 4xx with a
+// clear body, never a 500, and changes nothing). A seeded PRNG makes 4,000 malformed requests: list,
 // _aggregate and _query reads with wild parameters, and writes that are invalid by construction
 // (every write carries a "poison" that no valid request has; bulk/single deletes only name keys
 // that do not exist), so that any row change is itself a bug.

@@ -1,6 +1,5 @@
-// Idempotency-Key on POST (interface "Data endpoints": a retry returns the first call's cached
-// response instead of creating a duplicate; CONTRACT §6 Idempotency-Key, §8 several processes
-// behave as one service; docs/api.md §5.16). A server killed mid-request: test/idempotency-crash.test.ts.
+// Idempotency-Key on POST (docs/api.md §5.16: a retry returns the first call's answer instead of
+// creating a duplicate, also across processes: docs/deployment.md "One machine: --workers"). A server killed mid-request: test/idempotency-crash.test.ts.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The generated OpenAPI 3.1 document of examples/shop (CONTRACT §1, §6): valid against the official
+ * The generated OpenAPI 3.1 document of examples/shop (docs/api.md §9): valid against the official
  * schema, in step with the generated routes, and served at /gw/api/rest/_openapi and /_docs.
  */
 import fs from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// Role permissions on the data API through API keys (CONTRACT §5; interface "Authentication" 7):
+// Role permissions on the data API through API keys (docs/permissions.md; docs/api.md §5.17):
 // table-level actions, field allow-lists on writes, row filters (fail closed without a user),
 // several roles as a union, and `$context.<key>` filters from a key's context.
 import { randomUUID } from 'node:crypto';

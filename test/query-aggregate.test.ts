@@ -1,6 +1,5 @@
-// GET /<table>/_aggregate (interface "Aggregate query parameters", "Response envelopes" aggregate;
-// CONTRACT §7 "aggregate rows"): functions, groupBy, having, sort by alias, filters applied first,
-// DateTime min/max as ISO 8601, and 400 for every bad parameter.
+// GET /<table>/_aggregate (docs/api.md §5.9): functions, groupBy, having, sort by alias, filters
+// applied first, DateTime min/max as ISO 8601, and 400 for every bad parameter.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeed, qs, STATUSES, writeSeed, type Order, type Seed } from './support/query-seed.ts';
 import { expectProblem, startTestServer, type TestServer } from './support/server.ts';
@@ -183,7 +182,7 @@ describe('bad aggregates → 400 naming the parameter', () => {
     expectProblem(await get('fn=count&note=is_empty.true'), 400, undefined, 'note');
   });
 
-  // CONTRACT §7: "a groupBy field whose name equals an alias → 400". No example table has a field
+  // docs/api.md §5.9: "a groupBy field whose name equals one of the aliases is a 400". No example table has a field
   // named `count` or `<fn>_<field>`, so this cannot be exercised on examples/shop.
   // groupBy on a field named like an aggregate alias (a field `count`) → 400: test/edge-model.test.ts
 });

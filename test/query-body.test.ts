@@ -1,6 +1,6 @@
-// POST /<table>/_query (interface "Advanced query body"; CONTRACT §6 "_query response" = the list
-// envelope, §7 "cursor" pagination.after): the JSON form of a list query gives what the equivalent
-// GET gives, walks cursors, rejects bad bodies with 400 naming the field, and never writes.
+// POST /<table>/_query (docs/api.md §5.10: the list envelope; cursors as pagination.after, §5.8):
+// the JSON form of a list query gives what the equivalent GET gives, walks cursors, rejects bad
+// bodies with 400 naming the field, and never writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { snapshot } from './support/expect.ts';
 import { buildSeed, qs, writeSeed, type Order, type Seed } from './support/query-seed.ts';

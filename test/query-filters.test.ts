@@ -1,6 +1,5 @@
-// Filters of GET /<table> (interface "List query parameters"; CONTRACT §7 "filter semantics",
-// "relation names"): every operator on the types it applies to, quoting, groups, relation filters,
-// and a 400 Problem naming the parameter for every kind of bad filter.
+// Filters of GET /<table> (docs/api.md §5.5): every operator on the types it applies to, quoting,
+// groups, relation filters, and a 400 Problem naming the parameter for every kind of bad filter.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeed, DAY, qs, startOfUtcDay, uuid, writeSeed, type Customer, type Order, type Seed } from './support/query-seed.ts';
 import { expectProblem, startTestServer, type TestServer } from './support/server.ts';

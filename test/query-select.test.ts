@@ -1,5 +1,4 @@
-// select on GET /<table> and GET /<table>/<id> (interface "List query parameters" select, "Limits";
-// CONTRACT §7 "select aliases", "relation names", "select limits"): exact keys, aliases, embeds of
+// select on GET /<table> and GET /<table>/<id> (docs/api.md §5.7, §7): exact keys, aliases, embeds of
 // to-one and to-many relations up to 3 levels and 10 embeds, and 400 for everything beyond.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeed, qs, uuid, writeSeed, type Customer, type Order, type Seed } from './support/query-seed.ts';

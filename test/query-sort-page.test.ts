@@ -1,5 +1,4 @@
-// Sorting and pagination of GET /<table> (interface "List query parameters", "Response envelopes",
-// "Limits"; CONTRACT §7 "cursor", "Prefer count", "limit over 1000"): sort forms and the primary-key
+// Sorting and pagination of GET /<table> (docs/api.md §5.4, §5.6, §5.8, §7): sort forms and the primary-key
 // tie break, limit/offset and their aliases, totalCount, and keyset cursors walked end to end.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectListEnvelope } from './support/expect.ts';
@@ -18,7 +17,7 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 type Term = [keyof Order, 'asc' | 'desc'];
-/** The order the interface implies: the terms, nulls last ascending / first descending, then the id. */
+/** The order of docs/api.md §5.6: the terms, nulls last ascending / first descending, then the id. */
 function ordered(rows: Order[], terms: Term[]): number[] {
   const all: Term[] = [...terms, ['id', 'asc']];
   return [...rows]

@@ -1,8 +1,8 @@
-// The data API rate limit (interface "Limits": data requests are rate-limited per project with 429;
-// CONTRACT §4 rateLimits.dataPerMinutePerProject, §6 data rate limit and its headers, §7 order of
-// checks, §8 several processes behave as one service), each caller's share of it
-// (rateLimits.dataPerMinutePerCaller) and the limit on failed credentials per client address
-// (rateLimits.unauthenticatedPerMinutePerIp); docs/api.md §5.18.
+// The data API rate limit (docs/api.md §5.18; rateLimits.* in docs/config.md): the project's budget
+// and its headers, each caller's share of it (rateLimits.dataPerMinutePerCaller), the limit on
+// failed credentials per client address (rateLimits.unauthenticatedPerMinutePerIp), its place in
+// the order of checks (docs/api.md §2), and one budget across several processes
+// (docs/deployment.md "One machine: --workers").
 //
 // The window is a calendar minute. Instead of waiting for a fresh one, each test pins the clock
 // (vi.setSystemTime mocks Date only; timers stay real) to 30 s into a minute of its own, so its
@@ -140,7 +140,7 @@ describe('data rate limit (5 a minute)', () => {
     expectLimitHeaders(res, 4);
   });
 
-  describe('order of checks (CONTRACT §7) while over the limit', () => {
+  describe('order of checks (docs/api.md §2) while over the limit', () => {
     beforeAll(async () => {
       freshWindow();
       for (let i = 0; i < LIMIT; i++) expect((await a.request('GET', `${BASE}/City`)).status).toBe(200);

@@ -1,5 +1,5 @@
 /**
- * `svcgen serve` as a real process (CONTRACT §3, §6): readiness, API keys and management tokens made
+ * `svcgen serve` as a real process (README "Command line"; docs/api.md §4, §9): readiness, API keys and management tokens made
  * by the CLI against the running server, the data API over HTTP, clean shutdown on SIGTERM/SIGINT,
  * --no-migrate, and the embedded PostgreSQL in <project>/.svcgen/.
  */
@@ -75,7 +75,7 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
     expect(apiKey.key.length).toBeGreaterThanOrEqual(20);
   });
 
-  it('the key creates, lists, reads, patches and deletes a City over HTTP with the seed envelopes', async () => {
+  it('the key creates, lists, reads, patches and deletes a City over HTTP with the documented envelopes', async () => {
     const auth = { authorization: `ApiKey ${apiKey.key}` };
     const created = await call(url, 'POST', '/gw/api/rest/City', { ...auth, body: { name: 'Paris', country: 'FR' } });
     expect(created.status, created.text).toBe(201);
@@ -89,7 +89,7 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
     expect(list.status, list.text).toBe(200);
     expect(list.body).toEqual({
       data: [city],
-      // seed: limit, offset, hasNextPage, hasPreviousPage; CONTRACT §7: nextCursor, null on the last page
+      // docs/api.md §5.4, §5.8: limit, offset, hasNextPage, hasPreviousPage, and nextCursor, null on the last page
       meta: { pagination: { limit: 100, offset: 0, hasNextPage: false, hasPreviousPage: false, nextCursor: null } },
     });
 

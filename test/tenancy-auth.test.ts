@@ -1,5 +1,5 @@
 // Tenancy (X-Project-Id, environment) and authentication of the data API, and the order in which
-// the pipeline checks them (interface "Common request headers", "Authentication" 3-4; CONTRACT §6, §7).
+// the pipeline checks them (docs/api.md §2: "Headers", "Credentials", "Order of checks").
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRows, expectListEnvelope, expectProblemAt } from './support/expect.ts';
@@ -176,7 +176,7 @@ describe('management token and API keys stay in their lanes', () => {
   });
 });
 
-describe('order of checks (CONTRACT §7)', () => {
+describe('order of checks (docs/api.md §2)', () => {
   const P = (p: string) => `${BASE}${p}`;
   it.each([
     ['missing project beats missing credentials', 'GET', '/City', { project: false, key: false }, 400, 'missing-project'],

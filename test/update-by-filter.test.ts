@@ -1,6 +1,6 @@
-// PATCH /<table>?<filters>: one merge patch applied to every matching record (interface "Data
-// endpoints" PATCH by filter, "Errors" 422 without a filter; CONTRACT §5 row filters and field lists,
-// §6 update-by-filter response 200 { data: { count } }, §7 order of checks).
+// PATCH /<table>?<filters>: one merge patch applied to every matching record (docs/api.md §5.14:
+// 200 { data: { count } }, 422 without a filter; row filters and field lists: docs/permissions.md;
+// docs/api.md "Order of checks").
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblemAt, snapshot } from './support/expect.ts';

@@ -1,5 +1,5 @@
 /**
- * A project folder as CONTRACT §2 describes it, outside this repository: only schema.prisma and
+ * A project folder as README "A project" describes it, outside this repository: only schema.prisma and
  * svcgen.config.json (no package.json at all), or inside a CommonJS package. The generated
  * TypeScript must load either way, so generate, check, migrate dev and serve all work there.
  */

@@ -1,6 +1,5 @@
-// What a webhook delivers (interface "Webhook event payload", "Events", "States and transitions";
-// CONTRACT §7 changed_fields / paused subscriptions, §8 an event commits exactly when its mutation
-// does): headers, signature, payload, and which row changes reach which subscription.
+// What a webhook delivers (docs/api.md §8.2-§8.4: the payload, changed_fields, paused
+// subscriptions; an event commits exactly when its mutation does): headers, signature, payload, and which row changes reach which subscription.
 import { randomUUID } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -1,7 +1,6 @@
-// Delivery outcomes (interface "States and transitions" Delivery / Endpoint circuit, "Limits";
-// CONTRACT §6 webhook targets and redelivery, §7 circuit breaker): retries with the same event id and
-// bytes, dead letter and redelivery, what counts as a failed attempt, the circuit, and the address
-// policy at delivery time.
+// Delivery outcomes (docs/api.md §8.4 retries and circuit breaker, §8.5 targets, §8.1 redelivery):
+// retries with the same event id and bytes, dead letter and redelivery, what counts as a failed
+// attempt, the circuit, and the address policy at delivery time.
 //
 // Three servers (own databases): `loose` for retry outcomes (a circuit threshold no test reaches),
 // `circuit` with a small threshold and cooldown, `strict` with allowPrivateTargets false. The circuit

@@ -63,7 +63,7 @@ describe('event body and signature', () => {
     changed_fields: ['status'],
   };
 
-  it('writes the interface payload with data equal to record, keeping the record field order', () => {
+  it('writes the payload of docs/api.md §8.2 with data equal to record, keeping the record field order', () => {
     const body = eventBody({ ...event, select_fields: null });
     expect(body).toBe(
       '{"id":"evt_1","timestamp":"2026-11-23T10:00:00.000Z","project_id":"shop","environment":"master","table":"Order","event":"UPDATE",' +

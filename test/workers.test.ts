@@ -1,7 +1,8 @@
 /**
- * `svcgen serve --workers 2` as a real process tree (issue 9 "Cores", CONTRACT §8): one port, two
- * worker processes that both serve; revocation, the rate limit and idempotency hold across them; a
- * worker killed with SIGKILL is replaced; SIGTERM to the primary drains everything and exits 0.
+ * `svcgen serve --workers 2` as a real process tree (docs/deployment.md "One machine:
+ * --workers"): one port, two worker processes that both serve; revocation, the rate limit and
+ * idempotency hold across them; a worker killed with SIGKILL is replaced; SIGTERM to the primary
+ * drains everything and exits 0.
  *
  * Which worker answers is read from the kernel, not from the server: `ss -p` names the process that
  * holds the accepted end of each connection, so keep-alive connections can be pinned to a worker.

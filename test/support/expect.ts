@@ -44,7 +44,7 @@ export function problemFields(res: TestResponse): string[] {
 
 /**
  * A list envelope: exactly `{ data, meta: { pagination } }`, pagination exactly
- * `{ limit, offset, hasNextPage, hasPreviousPage }` plus the cursor of CONTRACT §7 (`nextCursor`),
+ * `{ limit, offset, hasNextPage, hasPreviousPage }` plus the cursor of docs/api.md §5.8 (`nextCursor`),
  * which is checked separately so that its absence fails one test, not every list test.
  */
 export function expectListEnvelope(
