@@ -1,6 +1,6 @@
 /**
- * Names from requests and config that become keys of JavaScript objects (issue 15), and the size of
- * error bodies, through real HTTP on real PostgreSQL (docs/api.md §4, §6.1, §8.1):
+ * Names from requests and config that become keys of JavaScript objects (docs/config.md `roles`),
+ * and the size of error bodies, through real HTTP on real PostgreSQL (docs/api.md §4, §6.1, §8.1):
  * - role names are looked up as own properties only: `toString`, `constructor`, `__proto__` are
  *   no roles, neither for POST /_apikeys nor for `svcgen keys create` nor in svcgen.config.json;
  * - API key context keys are identifiers and never an Object.prototype name; `__proto__` is

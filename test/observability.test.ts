@@ -1,7 +1,8 @@
 /**
- * Observability (issue 9): JSON request logs carrying the X-Request-Id the response carries, an
- * incoming id echoed or a bad one replaced, no secret anywhere in a real `svcgen serve`'s output,
- * and /metrics: 404 when off, 401 without its token, Prometheus text with counters that move.
+ * Observability (README "Observability"; docs/deployment.md "Observability"): JSON request logs
+ * carrying the X-Request-Id the response carries, an incoming id echoed or a bad one replaced, no
+ * secret anywhere in a real `svcgen serve`'s output, and /metrics: 404 when off, 401 without its
+ * token, Prometheus text with counters that move.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';

@@ -1,9 +1,9 @@
 /**
- * A per-process budget for expensive reads (issue 9, "Fairness"): a semaphore of `slots` with a
- * bounded FIFO queue. Expensive reads share the pool with everything else; without this, enough of
- * them hold every connection and a GET by id queues behind them for seconds. With it they can take
- * at most `slots` connections, and what does not fit the queue, or waits too long, is refused at
- * once instead of holding its request (and later its rows) in memory.
+ * A per-process budget for expensive reads (docs/config.md `database.expensiveRead*`): a semaphore
+ * of `slots` with a bounded FIFO queue. Expensive reads share the pool with everything else;
+ * without this, enough of them hold every connection and a GET by id queues behind them for
+ * seconds. With it they can take at most `slots` connections, and what does not fit the queue, or
+ * waits too long, is refused at once instead of holding its request (and later its rows) in memory.
  */
 
 export type AdmissionRefusal =

@@ -1,5 +1,6 @@
 /**
- * Which reads are expensive (issue 9, "Fairness"). An expensive read takes a slot of the process's
+ * Which reads are expensive (docs/config.md `database.expensiveRead*`; docs/api.md §6.2
+ * `/errors/database-busy`). An expensive read takes a slot of the process's
  * expensive-read budget (runtime/db/admission.ts) before it touches the database, so a burst of
  * them can hold at most that many pool connections and cheap reads (a GET by id, a default page in
  * key order) and writes never queue behind them. The rule, kept small and in this one place:
