@@ -7,7 +7,7 @@ export function ident(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
-/** The PostgreSQL schema that holds one environment's tables (environments are isolated: docs/api.md §2 "Headers"). */
+/** The PostgreSQL schema that holds one environment's tables (environments are isolated: docs/config.md "Project and environments"). */
 export function environmentSchema(environment: string): string {
   return `env_${environment}`;
 }
