@@ -68,10 +68,11 @@ function effective(role: Config['roles'][string] | undefined, table: string, act
   return { filter, fields: rule.fields ?? null, viaWildcard: !named };
 }
 
-function describeRule(rule: Effective): string {
+function describeRule(rule: Effective, action: Action): string {
   const rows = rule.filter ? `rows where ${canonical(rule.filter)}` : 'all rows';
   const fields = rule.fields === null ? 'all fields' : rule.fields.length ? `fields ${rule.fields.join(', ')}` : 'no fields';
-  return `${rows}, ${fields}${rule.viaWildcard ? ' (via *)' : ''}`;
+  // Delete takes no body: its field list decides nothing.
+  return `${rows}${action === 'delete' ? '' : `, ${fields}`}${rule.viaWildcard ? ' (via *)' : ''}`;
 }
 
 /** Filter entries that fill a field on create (docs/permissions.md, Presets): `field: "$var"` or `{ "equals": "$var" }`. */
@@ -104,9 +105,8 @@ function change(kind: ConfigChange['kind'], subject: string, detail: string, acc
 
 function compareRule(subject: string, action: Action, was: Effective | null, now: Effective | null, tableFields: readonly string[], out: ConfigChange[]): void {
   if (!was && !now) return;
-  if (!was) return void out.push(change('grant added', subject, describeRule(now!), 'widens'));
-  if (!now) return void out.push(change('grant removed', subject, describeRule(was), 'narrows'));
-  // Delete takes no body: its field list decides nothing.
+  if (!was) return void out.push(change('grant added', subject, describeRule(now!, action), 'widens'));
+  if (!now) return void out.push(change('grant removed', subject, describeRule(was, action), 'narrows'));
   if (action !== 'delete') {
     // Against the new model's fields: what a field list means now, not fields the model dropped.
     const before = new Set((was.fields ?? tableFields).filter((f) => tableFields.includes(f)));
@@ -140,7 +140,7 @@ function describeRole(role: Config['roles'][string]): string {
     .map(([table, perms]) => [table, ACTIONS.filter((a) => perms[a] !== undefined && perms[a] !== false)] as const)
     .filter(([, actions]) => actions.length > 0)
     .map(([table, actions]) => `${table}: ${actions.join('/')}`);
-  return `${parts.length ? parts.join('; ') : 'grants nothing'}${role.signup ? '; open to signup' : ''}`;
+  return `${parts.length ? parts.join('; ') : 'nothing'}${role.signup ? '; open to signup' : ''}`;
 }
 
 function grantsAnything(role: Config['roles'][string]): boolean {
@@ -153,11 +153,11 @@ function compareRoles(before: Config, after: Config, tables: readonly TableSpec[
     const was = Object.hasOwn(before.roles, name) ? before.roles[name] : undefined;
     const now = Object.hasOwn(after.roles, name) ? after.roles[name] : undefined;
     if (!was) {
-      out.push(change('role added', `role ${name}`, describeRole(now!), grantsAnything(now!) ? 'widens' : 'neutral'));
+      out.push(change('role added', `role ${name}`, `grants ${describeRole(now!)}`, grantsAnything(now!) ? 'widens' : 'neutral'));
       continue;
     }
     if (!now) {
-      out.push(change('role removed', `role ${name}`, describeRole(was), grantsAnything(was) ? 'narrows' : 'neutral'));
+      out.push(change('role removed', `role ${name}`, `granted ${describeRole(was)}`, grantsAnything(was) ? 'narrows' : 'neutral'));
       continue;
     }
     if (was.signup !== now.signup) {
