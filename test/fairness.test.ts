@@ -117,11 +117,6 @@ describe('the expensive-read settings', () => {
   });
 });
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 describe('expensive reads against a served shop of 200k orders', { timeout: 120_000 }, () => {
   let t: TestServer;
   let locker: pg.Client;
@@ -185,52 +180,76 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
     expect(res.headers.get('retry-after')).toBe('1');
   }
 
-  it('keeps a cheap GET by id fast while 40 expensive reads are in flight', async () => {
-    const cheap = async () => {
-      const started = performance.now();
-      const res = await t.request('GET', '/gw/api/rest/Order/4242');
-      expect(res.status, res.text).toBe(200);
-      return performance.now() - started;
-    };
-    for (let i = 0; i < 20; i++) await cheap(); // warm: prepared statements, key cache
-    const unloaded: number[] = [];
-    for (let i = 0; i < 30; i++) unloaded.push(await cheap());
-
+  // Fairness shown by order, not by milliseconds: while the Order lock keeps the running expensive
+  // reads from finishing, they hold their connections for as long as the test likes. With the budget,
+  // 5 of the pool's 10 are held and cheap requests get the others; without it (10 slots, the whole
+  // pool) all 10 would be held, and the cheap GET below would wait poolWaitTimeoutMs for a
+  // connection and get a 503 instead of its 200.
+  it('answers cheap reads and writes while 40 expensive reads fill the budget and hold their connections', async () => {
+    const customer = (await t.db.query<{ id: string }>('SELECT id FROM env_master."Customer" ORDER BY email LIMIT 1'))[0]!.id;
     const statuses = new Map<number, number>();
     const unexpected: string[] = [];
+    const count = (res: TestResponse) => {
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      if (res.status !== 200 && res.body?.type !== '/errors/database-busy') unexpected.push(res.text);
+    };
+    const unlock = await lockOrders();
+    let burst: Array<Promise<void>> = [];
+    try {
+      burst = Array.from({ length: 40 }, async (_, i) => {
+        const [method, path, headers] = EXPENSIVE[i % EXPENSIVE.length]!;
+        count(await t.request(method, path, { headers }));
+      });
+      await until(budgetState, (s) => s.running === 5 && s.queued === 35, 10_000, 'the burst filling the budget: 5 running, 35 queued');
+      await until(blockedReads, (n) => n === 5, 5000, 'the 5 running reads blocked on the lock, each holding a connection');
+      for (let i = 0; i < 10; i++) {
+        const read = await t.request('GET', `/gw/api/rest/Customer/${customer}`);
+        expect(read.status, read.text).toBe(200);
+        const write = await t.request('POST', '/gw/api/rest/City', { body: { name: `Fair ${i}`, country: 'FR' } });
+        expect(write.status, write.text).toBe(201);
+      }
+      // Still the same burst: the cheap requests did not wait for any of it.
+      expect(await budgetState()).toEqual({ running: 5, queued: 35 });
+      expect(await blockedReads()).toBe(5);
+      await unlock();
+      await Promise.all(burst);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      await Promise.allSettled(burst);
+    }
+    // Queued reads may have waited past the 2000 ms bound meanwhile: those are refused, never failed.
+    expect(unexpected).toEqual([]);
+    expect([...statuses.values()].reduce((a, b) => a + b, 0)).toBe(40);
+    expect(statuses.get(200)).toBeGreaterThanOrEqual(5);
+    await settled();
+  });
+
+  it('answers cheap GETs by id on the same table while expensive reads of it keep running', async () => {
     let stop = false;
-    let inFlight = 0;
+    const unexpected: string[] = [];
+    let answered = 0;
     const worker = async (n: number) => {
       for (let i = n; !stop; i++) {
         const [method, path, headers] = EXPENSIVE[i % EXPENSIVE.length]!;
-        inFlight++;
         const res = await t.request(method, path, { headers });
-        inFlight--;
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        answered++;
         if (res.status !== 200 && res.body?.type !== '/errors/database-busy') unexpected.push(res.text);
       }
     };
     const workers = Array.from({ length: 40 }, (_, n) => worker(n));
-    const loaded: number[] = [];
     try {
       await until(budgetState, (s) => s.running === 5 && s.queued > 20, 10_000, 'the burst filling the budget');
       for (let i = 0; i < 30; i++) {
-        expect(inFlight).toBeGreaterThan(20);
-        loaded.push(await cheap());
+        const res = await t.request('GET', '/gw/api/rest/Order/4242');
+        expect(res.status, res.text).toBe(200);
+        expect(res.body.data.id).toBe(4242);
       }
     } finally {
       stop = true;
       await Promise.all(workers);
     }
-    const before = median(unloaded);
-    const under = median(loaded);
-    // Measured on 2 loaded CPUs: p50 about 15 ms with the budget; with it off (10 slots, the whole
-    // pool) the GET queues behind the burst for a connection, about 110 ms, and this fails.
-    expect(under, `p50 ${under.toFixed(1)} ms under load vs ${before.toFixed(1)} ms unloaded`).toBeLessThan(Math.max(10 * before, 50));
-    expect(under).toBeLessThan(250);
-    console.log(`fairness: cheap GET p50 ${before.toFixed(1)} ms unloaded, ${under.toFixed(1)} ms under 40 expensive reads; answers ${JSON.stringify([...statuses])}`);
     expect(unexpected).toEqual([]);
-    expect(statuses.get(200)).toBeGreaterThan(0);
+    expect(answered).toBeGreaterThanOrEqual(40);
     await settled();
   });
 

@@ -107,26 +107,16 @@ describe('pool', () => {
     expect(workers.length).toBe(before + 2);
   });
 
-  // Timing tests retry: a busy machine can delay any thread for a scheduler slice now and then, but
-  // bcrypt on the main thread would fail every attempt (each hash blocks it for 50–100 ms).
-  it('keeps the event loop responsive while 8 cost-10 hashes run', { retry: 2 }, async () => {
-    const h = hasher({ size: 2 }); // default cost 10; cold, so worker start-up is measured too
-    let last = performance.now();
-    let maxGap = 0;
-    const timer = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
-    try {
-      last = performance.now();
-      const hashes = await Promise.all(Array.from({ length: 8 }, (_, i) => h.hash(`password-${i}`)));
-      expect(hashes.every((hash) => hash.startsWith('$2b$10$'))).toBe(true);
-    } finally {
-      clearInterval(timer);
-    }
-    // bcryptjs on the main thread blocks ~50–100 ms per cost-10 hash
-    expect(maxGap).toBeLessThan(40);
+  // Event loop utilization is the share of the time the main thread spent running callbacks rather
+  // than waiting for events: a ratio, not a latency, so a busy machine does not move it much. Here
+  // it is about 0.02; bcryptjs on the main thread (even its async API) makes it 1.
+  it('keeps the event loop free while 8 cost-10 hashes run', async () => {
+    const h = hasher({ size: 2 }); // default cost 10; cold, so worker start-up is counted too
+    const start = performance.eventLoopUtilization();
+    const hashes = await Promise.all(Array.from({ length: 8 }, (_, i) => h.hash(`password-${i}`)));
+    const { utilization } = performance.eventLoopUtilization(start);
+    expect(hashes.every((hash) => hash.startsWith('$2b$10$'))).toBe(true);
+    expect(utilization).toBeLessThan(0.5);
   });
 
   // Hashing threads run at a lower priority, so wall-clock speed-ups depend on what else the
