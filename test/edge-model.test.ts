@@ -120,12 +120,21 @@ describe('self relation', () => {
 
 describe('bad values of these types', () => {
   it.each([
-    ['BigInt out of range', { id: '9223372036854775808', count: 1, sort: 'a', amount: 1 }, 'id'],
-    ['Bytes not base64', { count: 1, sort: 'a', amount: 1, blob: '***' }, 'blob'],
-    ['Decimal not a number', { count: 1, sort: 'a', amount: 'abc' }, 'amount'],
-    ['list of the wrong type', { count: 1, sort: 'a', amount: 1, labels: [1] }, 'labels.0'],
-  ])('%s → 422 naming the field', async (_, body, field) => {
-    expectProblem(await t.request('POST', BASE, { body }), 422, 'validation', field);
+    ['BigInt out of range', { id: '9223372036854775808', count: 1, sort: 'a', amount: 1 }, 'id', 'max',
+      'id: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)'],
+    ['BigInt not digits (was a 500)', { id: '1.5', count: 1, sort: 'a', amount: 1 }, 'id', 'type',
+      'id: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)'],
+    ['Bytes not base64', { count: 1, sort: 'a', amount: 1, blob: '***' }, 'blob', 'format', 'blob: expected base64 text such as aGVsbG8='],
+    ['Decimal not a number', { count: 1, sort: 'a', amount: 'abc' }, 'amount', 'format',
+      'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 8 digits before the decimal point (stored with 4 digits after it)'],
+    ['Decimal(12,4) with 9 digits before the point', { count: 1, sort: 'a', amount: 123456789 }, 'amount', 'max',
+      'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 8 digits before the decimal point (stored with 4 digits after it)'],
+    ['list of the wrong type', { count: 1, sort: 'a', amount: 1, labels: [1] }, 'labels[0]', 'type', 'labels[0]: expected a string'],
+  ])('%s → 422 naming the field, in words', async (_, body, field, rule, message) => {
+    const res = await t.request('POST', BASE, { body });
+    expectProblem(res, 422, 'validation', field);
+    expect(res.body.detail).toBe(message);
+    expect(res.body.errors).toEqual([{ field, rule, message }]);
   });
 });
 

@@ -1,4 +1,9 @@
-/** zod validator source for each field, as text for the table template (zod 4 API). */
+/**
+ * zod validator source for each field, as text for the table template (zod 4 API). They check the
+ * JSON shape of a value; the runtime words every failure from the field's description and checks
+ * the storage bounds left (Decimal digits, timestamp years, SmallInt, NUL characters) itself
+ * (runtime/rest/field-rules.ts).
+ */
 import { literal } from './literal.ts';
 import type { FieldSpec } from '../../runtime/model/index.ts';
 
@@ -6,14 +11,17 @@ function scalar(field: FieldSpec): string {
   const [native, args] = field.nativeType ?? [undefined, []];
   switch (field.type) {
     case 'String': {
-      if (native === 'Uuid') return 'z.uuid()';
+      // Any 8-4-4-4-12 hex UUID, as PostgreSQL's uuid type takes: z.uuid() would also demand RFC
+      // 9562 version and variant bits and refuse ids such as 00000000-0000-0000-0000-000000000001.
+      if (native === 'Uuid') return 'z.guid()';
       const max = (native === 'VarChar' || native === 'Char') && args[0] ? `.max(${Number(args[0])})` : '';
       return `z.string()${max}`;
     }
     case 'Int':
       return 'z.int32()';
     case 'BigInt':
-      return "z.union([z.int(), z.string().regex(/^-?\\d{1,19}$/).refine((v) => BigInt(v) >= -(2n ** 63n) && BigInt(v) < 2n ** 63n, 'must fit in 64 bits')])";
+      // abort: a string that is not digits must not reach BigInt(), which would throw (a 500).
+      return "z.union([z.int(), z.string().regex(/^-?\\d{1,19}$/, { abort: true }).refine((v) => BigInt(v) >= -(2n ** 63n) && BigInt(v) < 2n ** 63n, 'must fit in 64 bits')])";
     case 'Float':
       return 'z.number()';
     case 'Decimal':

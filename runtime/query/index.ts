@@ -29,4 +29,4 @@ export { MAX_CONDITIONS, MAX_GROUP_DEPTH, parentheses, parseFilterParam, resolve
 export { MAX_EMBED_DEPTH, MAX_EMBEDS, parseSelectText, resolveSelect, type SelectNode } from './parse-select.ts';
 export { Policy, type RoleOperand } from './policy.ts';
 export { Params } from './sql.ts';
-export { parseKey } from './values.ts';
+export { parseKey, toParameter } from './values.ts';

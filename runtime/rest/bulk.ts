@@ -154,7 +154,7 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
     await inTransaction(ctx, transactionMode, (tx) =>
       eachItem(ctx, tx, valid.map(({ index, value, written }) => ({ index, value: { value, written } })), async ({ value, written }) => {
         const scope = readScope(ctx);
-        const rows = await runWrite(tx, ctx.table, compileWrite(scope, { kind: 'insert', table: ctx.table, values: value, written }, { kind: 'key' }, capture), scope);
+        const rows = await runWrite(tx, ctx.table, compileWrite(scope, { kind: 'insert', table: ctx.table, values: value, written }, { kind: 'key' }, capture), scope, value);
         await advanceKeySequence(ctx, tx, value);
         return keyOf(ctx, JSON.parse(rows[0]![0] as string) as Record<string, unknown>);
       }, outcome), outcome);

@@ -4,10 +4,13 @@
  * 503 in errorReply (runtime/http/reply.ts, the one mapping for every route), the rest a 500.
  */
 import { Problem } from '../http/index.ts';
-import { ROW_FILTER_SQLSTATE, type CatalogTable } from '../query/index.ts';
+import type { FieldSpec } from '../model/index.ts';
+import { ROW_FILTER_SQLSTATE, toParameter, type CatalogTable } from '../query/index.ts';
+import { fieldDescription } from './field-rules.ts';
 
 interface PgError {
   code?: string;
+  message?: string;
   detail?: string;
   column?: string;
   table?: string;
@@ -27,9 +30,15 @@ function keyColumns(detail: string | undefined): string[] {
 
 /**
  * The Problem for a database refusal of a write on `table`, or undefined for anything else.
- * `filterFields` are the fields of the role filters the written rows had to match (row_filter).
+ * `filterFields` are the fields of the role filters the written rows had to match (row_filter);
+ * `written` the field values the statement wrote, to name the field a value error is about.
  */
-export function databaseProblem(error: unknown, table: CatalogTable, filterFields: readonly string[] = []): Problem | undefined {
+export function databaseProblem(
+  error: unknown,
+  table: CatalogTable,
+  filterFields: readonly string[] = [],
+  written: Readonly<Record<string, unknown>> = {},
+): Problem | undefined {
   const e = error as PgError;
   if (typeof e?.code !== 'string') return undefined;
   switch (e.code) {
@@ -41,6 +50,13 @@ export function databaseProblem(error: unknown, table: CatalogTable, filterField
       );
     case '23505': {
       const fields = keyColumns(e.detail).map((c) => fieldName(table, c));
+      if (fields.length > 1) {
+        // A composite unique key (@@unique or @@id) is one conflict: no field alone is taken.
+        const combination = `${fields.slice(0, -1).join(', ')} and ${fields.at(-1)}`;
+        return new Problem('conflict', `a ${table.spec.name} record with the same ${combination} already exists`, [
+          { field: fields.join(','), rule: 'unique', message: `the combination of ${combination} is already used` },
+        ]);
+      }
       const list = fields.join(', ') || 'a unique field';
       return new Problem(
         'conflict',
@@ -73,11 +89,52 @@ export function databaseProblem(error: unknown, table: CatalogTable, filterField
     case '22007':
     case '22008':
     case '22P02':
+    case '22P05':
     case '22023':
     case '2200N':
     case '22021':
-      return new Problem('validation', 'a value does not fit its field (too long, out of range or malformed)');
+      return dataProblem(e, table, written);
     default:
       return undefined;
   }
+}
+
+/** Scalar types whose values can raise each data exception (SQLSTATE class 22). */
+const RAISED_BY: Record<string, readonly string[]> = {
+  '22001': ['String'],
+  '22003': ['Int', 'BigInt', 'Float', 'Decimal'],
+  '22007': ['DateTime'],
+  '22008': ['DateTime'],
+  '22P05': ['Json'],
+  '22021': ['String', 'Json'],
+};
+
+/**
+ * A value the database refused (too long, out of range, malformed) though validation let it
+ * through, e.g. a `@db.Real` beyond a 4-byte float or a `@db.Money` amount: PostgreSQL does not
+ * name the column, so the field is found among the written ones by type, then by the value or
+ * the precision its message quotes. Each candidate is named with what it takes; when it cannot
+ * be narrowed to one, every written field of a type that can raise the error is named.
+ */
+function dataProblem(e: PgError, table: CatalogTable, written: Readonly<Record<string, unknown>>): Problem {
+  const types = RAISED_BY[e.code!];
+  let candidates = Object.keys(written)
+    .map((name) => table.fields.get(name))
+    .filter((f): f is FieldSpec => f !== undefined && (!types || types.includes(f.type)));
+  const message = `${e.message ?? ''} ${e.detail ?? ''}`;
+  const quoted = /"((?:[^"]|"")*)"/.exec(e.message ?? '')?.[1];
+  const precision = /precision (\d+), scale (\d+)/.exec(message);
+  const narrowed = candidates.filter((f) => {
+    if (quoted !== undefined) {
+      const value = toParameter(f, written[f.name]);
+      return (Array.isArray(value) ? value : [value]).some((v) => v !== null && String(v) === quoted);
+    }
+    if (precision) return f.nativeType?.[0] === 'Decimal' && f.nativeType[1][0] === precision[1] && (f.nativeType[1][1] ?? '0') === precision[2];
+    return false;
+  });
+  if (narrowed.length > 0) candidates = narrowed;
+  const rule = e.code === '22001' || e.code === '22003' ? 'max' : 'format';
+  const errors = candidates.map((f) => ({ field: f.name, rule, message: `${f.name}: expected ${fieldDescription(f)}` }));
+  const detail = errors.length ? errors.map((x) => x.message).join('; ') : 'a value does not fit its field (too long, out of range or malformed)';
+  return new Problem('validation', detail, errors);
 }

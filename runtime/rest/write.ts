@@ -15,12 +15,21 @@ import { requireObject, validateRecord } from './validate-body.ts';
 
 const UPDATE_MANY_RESERVED: ReadonlySet<string> = new Set(RESERVED_PARAMETERS.updateMany);
 
-/** Runs a compiled write; database refusals (constraints, a row outside the role's filter) become Problems. */
-export async function runWrite(db: Queryable, table: CatalogTable, write: CompiledWrite, scope: Scope): Promise<unknown[][]> {
+/**
+ * Runs a compiled write; database refusals (constraints, a row outside the role's filter, a value
+ * the column cannot hold) become Problems, naming fields among the `written` values.
+ */
+export async function runWrite(
+  db: Queryable,
+  table: CatalogTable,
+  write: CompiledWrite,
+  scope: Scope,
+  written: Readonly<Record<string, unknown>> = {},
+): Promise<unknown[][]> {
   try {
     return await db.queryArrays(write.sql, scope.params.values);
   } catch (error) {
-    throw databaseProblem(error, table, write.filterFields) ?? error;
+    throw databaseProblem(error, table, write.filterFields, written) ?? error;
   }
 }
 
@@ -67,7 +76,7 @@ export async function create(ctx: DataContext): Promise<Reply> {
   const scope = readScope(ctx);
   const { values, written } = createValues(ctx, scope, body);
   const write = compileWrite(scope, { kind: 'insert', table: ctx.table, values, written }, { kind: 'record' }, await capturesEvents(ctx));
-  const rows = await runWrite(ctx.db, ctx.table, write, scope);
+  const rows = await runWrite(ctx.db, ctx.table, write, scope, values);
   await advanceKeySequence(ctx, ctx.db, values);
   const [json, keyJson] = rows[0] as [string | null, string];
   const headers = { location: location(ctx, JSON.parse(keyJson) as Record<string, unknown>) };
@@ -89,7 +98,7 @@ export async function update(ctx: DataContext): Promise<Reply> {
   const patch = patchValues(ctx, scope, body);
   const key = keyCondition(ctx); // existence comes after validation (docs/api.md "Order of checks")
   const write = compileWrite(scope, { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch }, { kind: 'record' }, await capturesEvents(ctx));
-  const rows = await runWrite(ctx.db, ctx.table, write, scope);
+  const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${(rows[0]![0] as string | null) ?? '{}'}}`);
 }
@@ -114,6 +123,6 @@ export async function updateMany(ctx: DataContext): Promise<Reply> {
   const scope = readScope(ctx);
   const patch = patchValues(ctx, scope, body);
   const write = compileWrite(scope, { kind: 'update', table: ctx.table, where, patch }, { kind: 'count' }, await capturesEvents(ctx));
-  const rows = await runWrite(ctx.db, ctx.table, write, scope);
+  const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
   return rawJsonReply(200, `{"data":{"count":${Number(rows[0]![0])}}}`);
 }

@@ -36,7 +36,7 @@ export const Customer = defineTable({
   },
   validators: {
     create: z.strictObject({
-      id: z.uuid().optional(),
+      id: z.guid().optional(),
       email: z.string(),
       name: z.string(),
       vip: z.boolean().optional(),

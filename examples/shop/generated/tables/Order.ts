@@ -53,14 +53,14 @@ export const Order = defineTable({
       total: z.number(),
       note: z.string().nullable().optional(),
       placedAt: z.union([z.iso.datetime({ offset: true }), z.iso.date()]).nullable().optional(),
-      customerId: z.uuid(),
+      customerId: z.guid(),
     }),
     update: z.strictObject({
       status: z.enum(['open', 'paid', 'shipped', 'cancelled']).optional(),
       total: z.number().optional(),
       note: z.string().nullable().optional(),
       placedAt: z.union([z.iso.datetime({ offset: true }), z.iso.date()]).nullable().optional(),
-      customerId: z.uuid().optional(),
+      customerId: z.guid().optional(),
     }),
   },
 });
