@@ -9,3 +9,4 @@ export {
   type NewApiKey,
   type ResolvedApiKey,
 } from './store.ts';
+export { keyHandlers, keyProblems, newKeySchema, type KeyRouteDeps } from './routes.ts';

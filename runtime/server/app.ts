@@ -6,16 +6,14 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express from 'express';
-import { authHandlers } from '../auth/index.ts';
-import { adapt, assignRequestId, corsStage, DATABASE_RETRY_AFTER_SECONDS, jsonReply, nodeRequest, noteRoute, Problem, requestIdOf, requestObserver, run, type ApiRequest, type Handler } from '../http/index.ts';
-import { docsHandlers } from './docs-page.ts';
-import { metrics, metricsHandler } from '../observability/index.ts';
-import { webhookHandlers } from '../webhooks/index.ts';
-import { managementHandlers } from './management.ts';
+import { adapt, assignRequestId, corsStage, nodeRequest, noteRoute, Problem, requestIdOf, requestObserver, run, type ApiRequest, type Handler } from '../http/index.ts';
+import { DATA_BASE_PATH } from '../model/index.ts';
+import { metrics } from '../observability/index.ts';
+import type { Route } from './feature.ts';
 import { dataHandler } from './pipeline.ts';
 import type { Services } from './services.ts';
 
-export const DATA_BASE_PATH = '/gw/api/rest';
+export { DATA_BASE_PATH };
 
 function errorLogger(services: Services) {
   // pino's err serializer keeps type, message and stack; the request is named by id, never by its headers.
@@ -23,62 +21,21 @@ function errorLogger(services: Services) {
     services.logger.error({ reqId: requestIdOf(req), method: req.method, path: req.path, err: error }, 'request failed');
 }
 
-export function createApp(services: Services): express.Express {
+/** Express with the routes the features registered (./features), then a 404 Problem for anything else. */
+export function createApp(services: Services, routes: readonly Route[]): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('case sensitive routing', true); // table names are exact model names
   app.set('etag', false);
   app.set('query parser', false);
   const options = { bodyLimit: services.config.limits.bodyBytes, log: errorLogger(services) };
-  const route = (handler: Handler) => adapt(handler, options);
-
-  // Off (404) unless config metrics.enabled; the token is required then (startServer checks).
-  if (services.metricsToken) app.get('/metrics', route(metricsHandler({ token: services.metricsToken })));
-  app.get('/healthz', route(async () => jsonReply(200, { status: 'ok' })));
-  app.get(
-    '/readyz',
-    route(async () => {
-      // Cached state (runtime/db/readiness.ts): a load balancer polling this costs no query.
-      const report = services.readiness.report();
-      if (report.ready) return jsonReply(200, { status: 'ready', checks: report.checks });
-      throw new Problem('unavailable', `not ready: ${report.reasons.join('; ')}`, [], { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) }, { checks: report.checks });
-    }),
-  );
-
-  const auth = authHandlers(services.auth);
-  app.post('/auth/signup', route(auth.signup));
-  app.post('/auth/confirm-signup', route(auth.confirmSignup));
-  app.post('/auth/login', route(auth.login));
-  app.post('/auth/recover-password', route(auth.recoverPassword));
-  app.post('/auth/reset-password', route(auth.resetPassword));
-  app.post('/auth/refresh-token', route(auth.refreshToken));
-  app.post('/auth/logout', route(auth.logout));
-  app.get('/auth/.well-known/jwks.json', route(auth.jwks));
-
-  // Data routes are registered on the app itself: a mounted sub-router costs ~30 µs a request.
-  const at = (path: string) => `${DATA_BASE_PATH}${path}`;
-  app.get(at('/_openapi'), route(async () => jsonReply(200, services.service.openapi)));
-  const docs = docsHandlers({ basePath: DATA_BASE_PATH, openapi: services.service.openapi });
-  app.get(at('/_docs'), docs.page);
-  app.get(at('/_docs/:file'), docs.asset);
-
-  const keys = managementHandlers(services);
-  app.post(at('/_apikeys'), route(keys.create));
-  app.get(at('/_apikeys'), route(keys.list));
-  app.delete(at('/_apikeys/:id'), route(keys.revoke));
-
-  const webhooks = webhookHandlers(services);
-  app.post(at('/_webhooks'), route(webhooks.create));
-  app.get(at('/_webhooks'), route(webhooks.list));
-  app.get(at('/_webhooks/:id'), route(webhooks.get));
-  app.patch(at('/_webhooks/:id'), route(webhooks.update));
-  app.delete(at('/_webhooks/:id'), route(webhooks.remove));
-  app.post(at('/_webhooks/:id/deliveries/:deliveryId/redeliver'), route(webhooks.redeliver));
+  // On the app itself: a mounted sub-router costs ~30 µs a request.
+  for (const r of routes) app[r.method](r.path, 'handler' in r ? adapt(r.handler, options) : r.express);
 
   app.use(
-    route(async (req) => {
+    adapt(async (req) => {
       throw new Problem('not-found', `nothing is served at ${req.method} ${req.path}`);
-    }),
+    }, options),
   );
   // Errors Express raises before a handler runs (a path segment that is not valid percent-encoding)
   // get a Problem body like every other 4xx.
@@ -88,15 +45,18 @@ export function createApp(services: Services): express.Express {
       error instanceof URIError || status === 400
         ? new Problem('bad-request', 'the path is not valid percent-encoding (RFC 3986)')
         : error;
-    route(async () => {
+    adapt(async () => {
       throw problem;
-    })(req, res);
+    }, options)(req, res);
   });
   return app;
 }
 
-/** Paths under the data API that Express serves (documents, key and webhook management). */
-const EXPRESS_SEGMENTS = new Set(['_openapi', '_docs', '_apikeys', '_webhooks']);
+/** First segments under the data API that a feature serves through Express (documents, key and webhook management). */
+function expressSegments(routes: readonly Route[]): ReadonlySet<string> {
+  const prefix = `${DATA_BASE_PATH}/`;
+  return new Set(routes.filter((r) => r.path.startsWith(prefix)).map((r) => r.path.slice(prefix.length).split('/')[0]!));
+}
 
 /** Data routes by `<METHOD> <table> <shape>`, where shape is '', a literal like `_bulk`, or `:id`. */
 function dataRoutes(services: Services) {
@@ -120,8 +80,10 @@ function decodeSegment(segment: string): string | undefined {
   }
 }
 
-export function createRequestListener(services: Services): RequestListener {
-  const app = createApp(services);
+/** The data routes of the generated table first; the features' routes (`featureRoutes`) through Express. */
+export function createRequestListener(services: Services, featureRoutes: readonly Route[]): RequestListener {
+  const app = createApp(services, featureRoutes);
+  const served = expressSegments(featureRoutes);
   const { routes, literals, unknown } = dataRoutes(services);
   const bodyLimit = services.config.limits.bodyBytes;
   const log = errorLogger(services);
@@ -138,7 +100,7 @@ export function createRequestListener(services: Services): RequestListener {
       const q = url.indexOf('?');
       const segments = (q === -1 ? url : url.slice(0, q)).slice(prefix.length).split('/');
       const table = decodeSegment(segments[0]!);
-      if (table !== undefined && table !== '' && !EXPRESS_SEGMENTS.has(table)) {
+      if (table !== undefined && table !== '' && !served.has(table)) {
         const params: Record<string, string> = { table };
         let handler: Handler = unknown;
         let shape = '';

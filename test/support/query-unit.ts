@@ -27,7 +27,7 @@ export const SHOP_ROLES: Roles = parseConfig(
   'svcgen.config.json',
 ).roles;
 
-/** A Policy wired as the server wires it (runtime/server/index.ts). */
+/** A Policy wired as the server wires it (runtime/server/features/data.ts). */
 export function policyOf(r: Roles): Policy {
   return new Policy(
     r,

@@ -1,21 +1,29 @@
-/** API key management routes (docs/api.md §4): management token only. */
+/** /gw/api/rest/_apikeys: API key management (docs/api.md §4), management token only. */
 import { z } from 'zod';
+import type { Config } from '../config/index.ts';
+import type { Database } from '../db/index.ts';
 import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
-import { contextKeyProblem, createApiKey, listApiKeys } from '../keys/index.ts';
-import { authenticate } from '../principal/index.ts';
+import { KEY_PREFIX, KEY_PREFIX_RULE } from '../model/index.ts';
+import { authenticate, type CredentialResolver } from '../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
-import type { Services } from './services.ts';
+import { contextKeyProblem } from './names.ts';
+import { createApiKey, listApiKeys, type CredentialStore } from './store.ts';
 
-async function requireManagement(services: Services, req: ApiRequest): Promise<Tenant> {
-  const tenant = resolveDataTenant(req, services.config);
-  const principal = await authenticate(req, tenant, services.resolvers);
+export interface KeyRouteDeps {
+  readonly config: Config;
+  readonly db: Database;
+  readonly resolvers: readonly CredentialResolver[];
+  readonly credentials: CredentialStore;
+}
+
+async function requireManagement(deps: KeyRouteDeps, req: ApiRequest): Promise<Tenant> {
+  const tenant = resolveDataTenant(req, deps.config);
+  const principal = await authenticate(req, tenant, deps.resolvers);
   if (principal.kind !== 'management') {
     throw new Problem('forbidden', 'managing API keys needs a management token (Authorization: Bearer <management token>)');
   }
   return tenant;
 }
-
-const KEY_PREFIX = /^[A-Za-z][A-Za-z0-9_-]{0,31}$/;
 
 /**
  * Context keys are checked on the parsed JSON, before zod's record: that would silently drop a
@@ -34,7 +42,7 @@ function checkContextKeys(value: unknown, ctx: z.RefinementCtx): unknown {
 export const newKeySchema = z
   .object({
     name: z.string().min(1).max(200),
-    prefix: z.string().regex(KEY_PREFIX, 'a scheme word: a letter, then letters, digits, _ or -, at most 32 characters'),
+    prefix: z.string().regex(KEY_PREFIX, KEY_PREFIX_RULE),
     roles: z.array(z.string()).min(1),
     context: z.preprocess(checkContextKeys, z.record(z.string(), z.string())).default({}),
     environment: z.string(),
@@ -42,15 +50,15 @@ export const newKeySchema = z
   .strict();
 
 /** Checks what the schema cannot: roles and environment exist in this project. */
-export function keyProblems(services: Services, input: z.output<typeof newKeySchema>): { field: string; rule: string; message: string }[] {
+export function keyProblems(config: Config, input: z.output<typeof newKeySchema>): { field: string; rule: string; message: string }[] {
   const problems: { field: string; rule: string; message: string }[] = [];
-  if (!services.config.environments.includes(input.environment)) {
-    problems.push({ field: 'environment', rule: 'enum', message: `environment must be one of ${services.config.environments.join(', ')}` });
+  if (!config.environments.includes(input.environment)) {
+    problems.push({ field: 'environment', rule: 'enum', message: `environment must be one of ${config.environments.join(', ')}` });
   }
   input.roles.forEach((role, i) => {
     // Own roles only: `toString` or `__proto__` are "in" every object.
-    if (!Object.hasOwn(services.config.roles, role)) {
-      problems.push({ field: `roles[${i}]`, rule: 'enum', message: `no role named "${role}"; roles: ${Object.keys(services.config.roles).join(', ')}` });
+    if (!Object.hasOwn(config.roles, role)) {
+      problems.push({ field: `roles[${i}]`, rule: 'enum', message: `no role named "${role}"; roles: ${Object.keys(config.roles).join(', ')}` });
     }
   });
   return problems;
@@ -62,10 +70,10 @@ function issueRule(issue: z.core.$ZodIssue): string {
   return typeof rule === 'string' ? rule : issue.code;
 }
 
-export function managementHandlers(services: Services) {
+export function keyHandlers(deps: KeyRouteDeps) {
   return {
     async create(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(services, req);
+      const tenant = await requireManagement(deps, req);
       const parsed = newKeySchema.safeParse(await readJson(req));
       if (!parsed.success) {
         const errors = parsed.error.issues.flatMap((issue) =>
@@ -75,19 +83,19 @@ export function managementHandlers(services: Services) {
         );
         throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
       }
-      const errors = keyProblems(services, parsed.data);
+      const errors = keyProblems(deps.config, parsed.data);
       if (errors.length) throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
-      const key = await createApiKey(services.db, { projectId: tenant.projectId, ...parsed.data });
+      const key = await createApiKey(deps.db, { projectId: tenant.projectId, ...parsed.data });
       const { id, name, prefix, roles, environment, createdAt } = key;
       return jsonReply(201, { data: { id, name, prefix, roles, environment, createdAt, key: key.key } });
     },
     async list(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(services, req);
-      return jsonReply(200, { data: await listApiKeys(services.db, tenant.projectId, tenant.environment) });
+      const tenant = await requireManagement(deps, req);
+      return jsonReply(200, { data: await listApiKeys(deps.db, tenant.projectId, tenant.environment) });
     },
     async revoke(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(services, req);
-      const revoked = await services.credentials.revoke(tenant.projectId, req.params.id ?? '');
+      const tenant = await requireManagement(deps, req);
+      const revoked = await deps.credentials.revoke(tenant.projectId, req.params.id ?? '');
       if (!revoked) throw new Problem('not-found', `no API key with id "${req.params.id}"`);
       return { status: 204 };
     },

@@ -1,0 +1,44 @@
+/** /auth: users, sessions and their tokens (docs/api.md §3); user access tokens as credentials. */
+import path from 'node:path';
+import { accountRoutes, authHandlers, UserAuth } from '../../auth/index.ts';
+import { clientAddress } from '../../http/index.ts';
+import { createMailer } from '../../mail/index.ts';
+import type { ServerFeature } from '../feature.ts';
+import { every } from '../housekeeping.ts';
+
+export const authFeature: ServerFeature<{ auth: UserAuth }> = {
+  name: 'auth',
+  async start({ options, config, db, channel, box, rateLimiter, log }, teardown) {
+    const mailer =
+      options.mailer ??
+      createMailer({
+        smtpUrl: options.smtpUrl ?? config.mail.smtpUrl,
+        from: config.mail.from,
+        logFile: path.join(options.projectDir, '.svcgen', 'mail.log'),
+        log,
+      });
+    teardown.add('mailer', () => mailer.close());
+    const auth = await UserAuth.start({ config, db, channel, box, mailer, rateLimiter, clientIp: clientAddress(config.trustProxy), log, passwordCost: options.passwordCost, onPasswordJob: options.onPasswordJob });
+    teardown.add('auth', () => auth.stop());
+    // Expired codes, lockouts and sessions, off the request path.
+    teardown.add('auth housekeeping', every(() => auth.prune()));
+    return {
+      services: { auth },
+      resolvers: [auth],
+      routes() {
+        const h = authHandlers(auth);
+        return [
+          { method: 'post', path: '/auth/signup', handler: h.signup },
+          { method: 'post', path: '/auth/confirm-signup', handler: h.confirmSignup },
+          { method: 'post', path: '/auth/login', handler: h.login },
+          { method: 'post', path: '/auth/recover-password', handler: h.recoverPassword },
+          { method: 'post', path: '/auth/reset-password', handler: h.resetPassword },
+          { method: 'post', path: '/auth/refresh-token', handler: h.refreshToken },
+          { method: 'post', path: '/auth/logout', handler: h.logout },
+          { method: 'get', path: '/auth/.well-known/jwks.json', handler: h.jwks },
+          ...accountRoutes(h),
+        ];
+      },
+    };
+  },
+};
