@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { Database } from '../../runtime/db/index.ts';
 import { contextKeyProblem } from '../../runtime/keys/names.ts';
+import { KEY_PREFIX, KEY_PREFIX_RULE } from '../../runtime/model/index.ts';
 import { collect, projectDir, withProject } from '../options.ts';
 import { UsageError } from '../usage-error.ts';
 
@@ -59,8 +60,8 @@ export function registerCredentialCommands(program: Command): void {
           // Own roles only: `toString` or `__proto__` are "in" every object.
           if (!Object.hasOwn(config.roles, role)) throw new UsageError(`no role "${role}" in svcgen.config.json (roles: ${Object.keys(config.roles).join(', ')})`);
         }
-        if (!/^[A-Za-z][A-Za-z0-9_-]{0,31}$/.test(options.prefix)) {
-          throw new UsageError('--prefix must be a scheme word: a letter, then letters, digits, _ or -');
+        if (!KEY_PREFIX.test(options.prefix)) {
+          throw new UsageError(`--prefix must be ${KEY_PREFIX_RULE}`);
         }
         const context = parseContext(options.context);
         const key = await withDatabase(dir, options.databaseUrl, async (db) =>

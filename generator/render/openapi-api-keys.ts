@@ -1,5 +1,6 @@
 /** The OpenAPI paths of API key management (docs/api.md §4). */
 import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
+import { KEY_PREFIX_PATTERN } from '../../runtime/model/index.ts';
 import { BASE, COMMON_ERRORS, dataEnvelope, problem } from './openapi-shared.ts';
 
 export function apiKeyPaths(builder: OpenApiBuilder): void {
@@ -29,7 +30,7 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
               required: ['name', 'prefix', 'roles', 'environment'],
               properties: {
                 name: { type: 'string' },
-                prefix: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,31}$' },
+                prefix: { type: 'string', pattern: KEY_PREFIX_PATTERN },
                 roles: { type: 'array', items: { type: 'string' }, minItems: 1 },
                 context: { type: 'object', additionalProperties: { type: 'string' } },
                 environment: { type: 'string' },
