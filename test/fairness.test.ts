@@ -6,116 +6,14 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadService } from '../cli/project.ts';
-import { parseConfig } from '../runtime/config/index.ts';
-import { Admission, AdmissionRefused } from '../runtime/db/index.ts';
-import { Catalog, type Condition, type OrderTerm, type SelectItem } from '../runtime/query/index.ts';
-import { listCost, readOneCost, type ListShape } from '../runtime/rest/cost.ts';
-import { expectProblem, readResponse, SHOP, startTestServer, type TestResponse, type TestServer } from './support/server.ts';
+import { expectProblem, readResponse, startTestServer, type TestResponse, type TestServer } from './support/server.ts';
 import { until } from './support/until.ts';
 
 const METRICS_TOKEN = 'fairness-metrics-token-5c1e0a9b';
 const ORDERS = 200_000;
 
-describe('which reads are expensive', async () => {
-  const { service } = await loadService(SHOP);
-  const catalog = new Catalog(service.tables);
-  const eq = (field: string, value: unknown, op = 'equals'): Condition => ({ kind: 'compare', path: field.split('.'), op: op as 'equals', value });
-  const all: Condition = { kind: 'true' };
-  const sort = (field: string): OrderTerm[] => [{ field, direction: 'asc' }];
-  const embed = (relation: string): SelectItem[] => [{ kind: 'embed', relation, alias: relation, items: [] }];
-  const list = (shape: Partial<ListShape>): ListShape => ({ where: all, orderBy: [], select: null, limit: 100, offset: 0, count: false, ...shape });
-
-  it.each<[string, string, ListShape, string | undefined]>([
-    ['the default page in key order', 'Order', list({}), undefined],
-    ['a page of 100', 'Order', list({ limit: 100, offset: 1000 }), undefined],
-    ['a page of 101', 'Order', list({ limit: 101 }), 'a page of 101 (more than 100)'],
-    ['an offset of 1001', 'Order', list({ offset: 1001 }), 'an offset of 1001 (more than 1000)'],
-    ['count=exact', 'Order', list({ count: true }), 'Prefer: count=exact'],
-    ['a sort on the primary key', 'Order', list({ orderBy: [{ field: 'id', direction: 'desc' }] }), undefined],
-    ['a sort on a unique field', 'Customer', list({ orderBy: sort('email') }), undefined],
-    ['a sort on an unindexed field', 'Order', list({ orderBy: sort('total') }), 'a sort on total, which no index covers'],
-    ['an unindexed sort behind an equality on the key', 'Order', list({ where: eq('id', [1, 2, 3], 'in'), orderBy: sort('total') }), undefined],
-    ['a range on the key', 'Order', list({ where: eq('id', 5, 'gt') }), undefined],
-    ['a filter on an unindexed field', 'Order', list({ where: eq('status', 'paid') }), 'a filter on status (equals) that no index serves'],
-    ['an unindexed filter ANDed with an equality on a unique field', 'Customer', list({ where: { kind: 'and', items: [eq('email', 'a@b.c'), eq('name', 'A')] } }), undefined],
-    ['an unindexed filter ORed with an indexed one', 'Customer', list({ where: { kind: 'or', items: [eq('email', 'a@b.c'), eq('name', 'A')] } }), 'a filter on name (equals) that no index serves'],
-    ['a non-equality on an indexed field', 'Customer', list({ where: eq('email', 'x', 'contains') }), 'a filter on email (contains) that no index serves'],
-    ['a filter through a relation', 'Order', list({ where: eq('customer.email', 'a@b.c') }), 'a filter on customer.email (equals) that no index serves'],
-    ['the leading field of a composite key', 'OrderItem', list({ where: eq('orderId', 7), orderBy: sort('orderId') }), undefined],
-    ['an embed found by the target key', 'Order', list({ select: embed('customer') }), undefined],
-    ['an embed found by a composite key', 'Order', list({ select: embed('items') }), undefined],
-    ['an embed through an unindexed foreign key', 'Customer', list({ select: embed('orders') }), 'an embed of orders, whose Order.customerId no index covers'],
-  ])('%s', (_name, table, shape, want) => {
-    expect(listCost(catalog, catalog.require(table), shape)).toBe(want);
-  });
-
-  it('takes a GET by id as cheap, unless it embeds what no index finds', () => {
-    expect(readOneCost(catalog, catalog.require('Order'), null)).toBeUndefined();
-    expect(readOneCost(catalog, catalog.require('Order'), embed('customer'))).toBeUndefined();
-    expect(readOneCost(catalog, catalog.require('Customer'), embed('orders'))).toBe('an embed of orders, whose Order.customerId no index covers');
-  });
-});
-
-describe('the expensive-read budget (Admission)', () => {
-  const gate = () => {
-    let open!: () => void;
-    const opened = new Promise<void>((r) => (open = r));
-    return { open, opened };
-  };
-
-  it('runs at most `slots` works, admits waiters first in first out, refuses beyond the queue at once', async () => {
-    const refusals: string[] = [];
-    const budget = new Admission({ slots: 2, queue: 2, waitTimeoutMs: 10_000, onRefused: (r) => refusals.push(r) });
-    const gates = Array.from({ length: 4 }, gate);
-    const started: number[] = [];
-    const runs = gates.map((g, i) => budget.run(async () => (started.push(i), await g.opened, i)));
-    await expect.poll(() => started).toEqual([0, 1]);
-    expect([budget.running, budget.queued]).toEqual([2, 2]);
-    await expect(budget.run(async () => 'late')).rejects.toMatchObject({ reason: 'queue-full' });
-    expect(refusals).toEqual(['queue-full']);
-    gates[1]!.open();
-    await runs[1];
-    await expect.poll(() => started).toEqual([0, 1, 2]);
-    gates[0]!.open();
-    gates[2]!.open();
-    gates[3]!.open();
-    expect(await Promise.all(runs)).toEqual([0, 1, 2, 3]);
-    expect(started).toEqual([0, 1, 2, 3]);
-    expect([budget.running, budget.queued]).toEqual([0, 0]);
-  });
-
-  it('refuses a waiter past the wait bound and gives its place back; a work that throws frees its slot', async () => {
-    const budget = new Admission({ slots: 1, queue: 5, waitTimeoutMs: 50 });
-    const g = gate();
-    const holder = budget.run(() => g.opened);
-    const waited = budget.run(async () => 'never');
-    await expect(waited).rejects.toBeInstanceOf(AdmissionRefused);
-    await expect(waited).rejects.toMatchObject({ reason: 'wait-timeout' });
-    expect([budget.running, budget.queued]).toEqual([1, 0]);
-    g.open();
-    await holder;
-    await expect(budget.run(async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    expect([budget.running, budget.queued]).toEqual([0, 0]);
-    expect(await budget.run(async () => 'again')).toBe('again');
-  });
-});
-
-describe('the expensive-read settings', () => {
-  const database = (settings: Record<string, unknown>) => parseConfig({ project: { id: 'p' }, database: settings }, 'svcgen.config.json').database;
-
-  it('default to half the pool (at least 1 slot, resolved at start) and a queue of 50', () => {
-    expect(database({})).toEqual({ poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 });
-  });
-
-  it('refuse more slots than connections, and a negative queue, naming the path', () => {
-    expect(() => database({ poolSize: 4, expensiveReadConcurrency: 5 })).toThrow(
-      '$.database.expensiveReadConcurrency: expensiveReadConcurrency cannot be more than poolSize (each running expensive read holds a connection)',
-    );
-    expect(() => database({ expensiveReadQueue: -1 })).toThrow('$.database.expensiveReadQueue: Too small: expected number to be >=0');
-    expect(database({ poolSize: 4, expensiveReadConcurrency: 4, expensiveReadQueue: 0 })).toMatchObject({ expensiveReadConcurrency: 4, expensiveReadQueue: 0 });
-  });
-});
+// Which reads are expensive: test/rest/cost.unit.test.ts; the budget alone: test/db/admission.unit.test.ts;
+// its settings: test/config/schema.unit.test.ts.
 
 describe('expensive reads against a served shop of 200k orders', { timeout: 120_000 }, () => {
   let t: TestServer;
