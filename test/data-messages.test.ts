@@ -210,7 +210,7 @@ describe('composite unique keys conflict as one', () => {
     const other = await create({});
     const before = await invoiceRows();
     const conflict = [{ field: 'series,number', rule: 'unique', message: 'the combination of series and number is already used' }];
-    const detail = 'a Invoice record with the same series and number already exists';
+    const detail = 'an Invoice record with the same series and number already exists';
     expectErrors(await t.request('POST', BASE, { body: valid({ series: existing.series, number: existing.number }) }), 409, BASE, conflict, detail);
     const path = `${BASE}/${other.id}`;
     expectErrors(await t.request('PATCH', path, { body: { number: existing.number } }), 409, path, conflict, detail);
@@ -226,14 +226,14 @@ describe('composite unique keys conflict as one', () => {
     expect((await t.request('POST', LINES, { body })).status).toBe(201);
     expectErrors(await t.request('POST', LINES, { body }), 409, LINES,
       [{ field: 'invoiceId,position', rule: 'unique', message: 'the combination of invoiceId and position is already used' }],
-      'a InvoiceLine record with the same invoiceId and position already exists');
+      'an InvoiceLine record with the same invoiceId and position already exists');
     const bulk = await t.request('POST', `${LINES}/_bulk`, { body: { items: [body] } });
-    expect(bulk.body.data.errors).toEqual([{ index: 0, message: 'a InvoiceLine record with the same invoiceId and position already exists' }]);
+    expect(bulk.body.data.errors).toEqual([{ index: 0, message: 'an InvoiceLine record with the same invoiceId and position already exists' }]);
   });
 
   it('a single-field key stays one field error', async () => {
     const res = await t.request('POST', BASE, { body: valid({ id: existing.id }) });
-    expectErrors(res, 409, BASE, [{ field: 'id', rule: 'unique', message: 'id must be unique' }], 'a Invoice record with the same id already exists');
+    expectErrors(res, 409, BASE, [{ field: 'id', rule: 'unique', message: 'id must be unique' }], 'an Invoice record with the same id already exists');
   });
 });
 

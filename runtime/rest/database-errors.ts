@@ -16,6 +16,11 @@ interface PgError {
   table?: string;
 }
 
+/** "a Customer", "an Invoice": the record named in a conflict's detail. */
+function aRecord(table: CatalogTable): string {
+  return `${/^[aeiou]/i.test(table.spec.name) ? 'an' : 'a'} ${table.spec.name}`;
+}
+
 function fieldName(table: CatalogTable, column: string): string {
   for (const f of table.spec.fields) if (f.column === column) return f.name;
   return column;
@@ -53,14 +58,14 @@ export function databaseProblem(
       if (fields.length > 1) {
         // A composite unique key (@@unique or @@id) is one conflict: no field alone is taken.
         const combination = `${fields.slice(0, -1).join(', ')} and ${fields.at(-1)}`;
-        return new Problem('conflict', `a ${table.spec.name} record with the same ${combination} already exists`, [
+        return new Problem('conflict', `${aRecord(table)} record with the same ${combination} already exists`, [
           { field: fields.join(','), rule: 'unique', message: `the combination of ${combination} is already used` },
         ]);
       }
       const list = fields.join(', ') || 'a unique field';
       return new Problem(
         'conflict',
-        `a ${table.spec.name} record with the same ${list} already exists`,
+        `${aRecord(table)} record with the same ${list} already exists`,
         fields.map((field) => ({ field, rule: 'unique', message: `${field} must be unique` })),
       );
     }
