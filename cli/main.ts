@@ -8,11 +8,12 @@ import { registerMigrateCommands } from './commands/migrate.ts';
 import { registerProjectCommands } from './commands/project.ts';
 import { registerServeCommands } from './commands/serve.ts';
 import { describeError } from './errors.ts';
+import { SVCGEN_VERSION } from '../generator/package-root.ts';
 
 export function buildProgram(): Command {
   const program = new Command('svcgen')
     .description('Generate and serve a typed REST backend from a Prisma schema')
-    .version('0.1.0')
+    .version(SVCGEN_VERSION)
     .showHelpAfterError(false)
     .exitOverride()
     .configureOutput({ outputError: () => {} });

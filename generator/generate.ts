@@ -3,7 +3,6 @@
  * for identical input. Stages: read (Prisma's DMMF) → describe (table specs) → render (files).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,7 +10,7 @@ import { createTwoFilesPatch } from 'diff';
 import { loadConfig } from '../runtime/config/index.ts';
 import type { TableSpec } from '../runtime/model/index.ts';
 import { describeModel } from './model/describe-model.ts';
-import { PACKAGE_ROOT } from './package-root.ts';
+import { PACKAGE_MANIFEST, SVCGEN_VERSION } from './package-root.ts';
 import { generatePrismaClient, readDmmf } from './prisma/index.ts';
 import { renderFiles } from './render/index.ts';
 
@@ -62,10 +61,7 @@ export async function renderProject(projectDir: string, options: { reusePrismaCl
 
 // The Prisma client is a function of the schema text and the Prisma generator's version (and of
 // the generator block svcgen forces, which changes with svcgen's version).
-const PRISMA_CLIENT_INPUT_VERSION = (() => {
-  const manifest = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
-  return `prisma-client ${manifest.dependencies['@prisma/client-generator-registry']}; svcgen ${manifest.version}`;
-})();
+const PRISMA_CLIENT_INPUT_VERSION = `prisma-client ${PACKAGE_MANIFEST.dependencies['@prisma/client-generator-registry']}; svcgen ${SVCGEN_VERSION}`;
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');

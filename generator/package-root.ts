@@ -2,7 +2,7 @@
  * svcgen's own folder: the one holding package.json, templates/ and examples/. Code runs from
  * source (cli/, generator/) in a checkout and from dist/ once packed, at different depths.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,3 +14,8 @@ function findPackageRoot(from: string): string {
 }
 
 export const PACKAGE_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
+
+/** svcgen's own package.json: the one place its version is written. */
+export const PACKAGE_MANIFEST = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
+
+export const SVCGEN_VERSION = PACKAGE_MANIFEST.version;

@@ -1,13 +1,11 @@
 /** init: scaffold a project folder from an example. */
 import { access, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { PACKAGE_ROOT } from '../../generator/package-root.ts';
+import { PACKAGE_ROOT, SVCGEN_VERSION } from '../../generator/package-root.ts';
 import { UsageError } from '../usage-error.ts';
 
 const EXAMPLES = path.join(PACKAGE_ROOT, 'examples');
-const VERSION = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** A project id from a folder name: lower case letters, digits, - and _. */
 function idFromFolder(folder: string): string {
@@ -68,7 +66,7 @@ const SCRIPTS: Readonly<Record<string, string>> = {
 async function addScripts(manifest: string, id: string): Promise<string[]> {
   const text = await readFile(manifest, 'utf8').catch(() => undefined);
   if (text === undefined) {
-    await writeFile(manifest, `${JSON.stringify({ name: id, private: true, scripts: SCRIPTS, devDependencies: { svcgen: `^${VERSION}` } }, null, 2)}\n`);
+    await writeFile(manifest, `${JSON.stringify({ name: id, private: true, scripts: SCRIPTS, devDependencies: { svcgen: `^${SVCGEN_VERSION}` } }, null, 2)}\n`);
     return Object.keys(SCRIPTS);
   }
   let pkg: { scripts?: Record<string, string> };

@@ -3,7 +3,7 @@
  * `runtime/model`. Everything the later stages know about the data model comes from here.
  */
 import type { DMMF } from '../prisma/index.ts';
-import type { ClientDefault, FieldSpec, RelationSpec, ScalarType, TableSpec } from '../../runtime/model/index.ts';
+import { RESERVED_PATH_NAMES, type ClientDefault, type FieldSpec, type RelationSpec, type ScalarType, type TableSpec } from '../../runtime/model/index.ts';
 
 export class ModelError extends Error {
   constructor(readonly problems: string[]) {
@@ -14,8 +14,6 @@ export class ModelError extends Error {
 
 const SCALARS = new Set<string>(['String', 'Int', 'BigInt', 'Float', 'Decimal', 'Boolean', 'DateTime', 'Json', 'Bytes']);
 
-/** Names the REST layer gives a meaning to; a field or model with one of them would be unreachable. */
-const RESERVED_MODEL_NAMES = new Set(['_bulk', '_aggregate', '_query', '_webhooks', '_apikeys', '_openapi', '_docs']);
 
 function clientDefault(field: DMMF.Field): ClientDefault | undefined {
   const d = field.default as { name?: string; args?: unknown[] } | undefined;
@@ -95,7 +93,7 @@ export function describeModel(dmmf: DMMF.Document): TableSpec[] {
   const tables: TableSpec[] = [];
 
   for (const model of [...dmmf.datamodel.models].sort((a, b) => a.name.localeCompare(b.name, 'en'))) {
-    if (RESERVED_MODEL_NAMES.has(model.name)) {
+    if (RESERVED_PATH_NAMES.has(model.name)) {
       problems.push(`model ${model.name}: the name is reserved by the REST API`);
       continue;
     }

@@ -7,7 +7,7 @@
 import type Handlebars from 'handlebars';
 import { aggregateMismatch, FILTER_GROUPS, OPERATORS, operatorMismatch, RESERVED_PARAMETERS, type FieldSpec, type Operator, type TableSpec } from '../../runtime/model/index.ts';
 import { literal } from './literal.ts';
-import { renderRecordTypes } from './record-types.ts';
+import { recordScalar, renderRecordTypes } from './record-types.ts';
 import { writableFields, zodExpression } from './zod-expressions.ts';
 
 /**
@@ -17,24 +17,6 @@ import { writableFields, zodExpression } from './zod-expressions.ts';
 const RESERVED_NAMES = [...new Set([...RESERVED_PARAMETERS.list, ...RESERVED_PARAMETERS.aggregate, ...FILTER_GROUPS])].sort();
 
 const union = (names: readonly string[]) => (names.length ? names.map((n) => `'${n}'`).join(' | ') : 'never');
-
-/** A value of the field's scalar type as the record carries it (types.ts). */
-function recordScalar(field: FieldSpec): string {
-  switch (field.type) {
-    case 'Int':
-    case 'Float':
-    case 'Decimal':
-      return 'number';
-    case 'Boolean':
-      return 'boolean';
-    case 'Json':
-      return 'JsonValue';
-    case 'Enum':
-      return union(field.enumValues ?? []);
-    default:
-      return 'string';
-  }
-}
 
 /** What a request body may carry for the field (the zod validators of generated/tables accept these). */
 function inputScalar(field: FieldSpec): string {

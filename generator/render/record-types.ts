@@ -5,30 +5,33 @@
 import { Project, StructureKind, type InterfaceDeclarationStructure } from 'ts-morph';
 import type { FieldSpec, TableSpec } from '../../runtime/model/index.ts';
 
-function tsType(field: FieldSpec): string {
-  let t: string;
+/**
+ * The TypeScript type of one value of the field as the API returns it in JSON (docs/api.md §5.2):
+ * BigInt, DateTime and Bytes travel as strings, Decimal as a number. The client's body and filter
+ * types widen this one.
+ */
+export function recordScalar(field: FieldSpec): string {
   switch (field.type) {
     case 'String':
     case 'BigInt':
     case 'DateTime':
     case 'Bytes':
-      t = 'string';
-      break;
+      return 'string';
     case 'Int':
     case 'Float':
     case 'Decimal':
-      t = 'number';
-      break;
+      return 'number';
     case 'Boolean':
-      t = 'boolean';
-      break;
+      return 'boolean';
     case 'Json':
-      t = 'JsonValue';
-      break;
+      return 'JsonValue';
     case 'Enum':
-      t = (field.enumValues ?? []).map((v) => JSON.stringify(v)).join(' | ') || 'string';
-      break;
+      return (field.enumValues ?? []).map((v) => `'${v}'`).join(' | ') || 'never';
   }
+}
+
+function tsType(field: FieldSpec): string {
+  let t = recordScalar(field);
   if (field.list) t = t.includes('|') ? `(${t})[]` : `${t}[]`;
   return field.nullable ? `${t} | null` : t;
 }

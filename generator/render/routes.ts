@@ -1,5 +1,5 @@
 /** The route table: which operations each table has, in a fixed order. */
-import type { Operation, RouteSpec, TableSpec } from '../../runtime/model/index.ts';
+import { TABLE_SUB_PATHS, type Operation, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 
 interface RouteShape {
   method: RouteSpec['method'];
@@ -14,10 +14,10 @@ export const ROUTE_SHAPES: readonly RouteShape[] = [
   { method: 'GET', suffix: '', operation: 'list' },
   { method: 'POST', suffix: '', operation: 'create' },
   { method: 'PATCH', suffix: '', operation: 'updateMany' },
-  { method: 'POST', suffix: '/_bulk', operation: 'bulkCreate' },
-  { method: 'DELETE', suffix: '/_bulk', operation: 'bulkDelete' },
-  { method: 'GET', suffix: '/_aggregate', operation: 'aggregate' },
-  { method: 'POST', suffix: '/_query', operation: 'query' },
+  { method: 'POST', suffix: `/${TABLE_SUB_PATHS.bulk}`, operation: 'bulkCreate' },
+  { method: 'DELETE', suffix: `/${TABLE_SUB_PATHS.bulk}`, operation: 'bulkDelete' },
+  { method: 'GET', suffix: `/${TABLE_SUB_PATHS.aggregate}`, operation: 'aggregate' },
+  { method: 'POST', suffix: `/${TABLE_SUB_PATHS.query}`, operation: 'query' },
   { method: 'GET', suffix: '/:id', operation: 'read', byId: true },
   { method: 'PATCH', suffix: '/:id', operation: 'update', byId: true },
   { method: 'DELETE', suffix: '/:id', operation: 'delete', byId: true },
