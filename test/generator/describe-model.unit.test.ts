@@ -1,6 +1,6 @@
 // Stage 2 of the generator (generator/model/describe-model.ts): a Prisma schema's models as the
 // runtime's table descriptions, read with Prisma's own parser (its WebAssembly build, offline, no
-// database), and the schemas svcgen refuses to serve with what to change (README "Your schema").
+// database), and the schemas svcgen refuses to serve with what to change (README "A project").
 import { describe, expect, it } from 'vitest';
 import { describeModel, ModelError } from '../../generator/model/describe-model.ts';
 import { readDmmf, type DMMF } from '../../generator/prisma/index.ts';
