@@ -56,9 +56,38 @@ const AUTH_OPERATIONS: { method: string; path: string; operationId: string; stat
     statuses: { '200': [], '401': ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'], '404': ['AUTH_NOT_CONFIGURED'] },
   },
   { method: 'get', path: '/auth/.well-known/jwks.json', operationId: 'authJwks', statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'] } },
+  ...SIGNED_IN_AUTH_OPERATIONS(),
 ];
-/** Auth operations that take no credentials (everything but logout); all but JWKS still need the project. */
-const PUBLIC_AUTH = new Set(AUTH_OPERATIONS.filter((o) => o.path !== '/auth/logout').map((o) => `${o.method.toUpperCase()} ${o.path}`));
+/** A signed-in user's own account (docs/api.md §3 "Your account"): each takes the user's access token. */
+function SIGNED_IN_AUTH_OPERATIONS(): typeof AUTH_OPERATIONS {
+  const token = ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'];
+  const password = ['AUTH_INVALID_CREDENTIALS', ...token];
+  const common = { '404': ['AUTH_NOT_CONFIGURED'], '429': ['RATE_LIMIT_EXCEEDED'] };
+  return [
+    { method: 'get', path: '/auth/me', operationId: 'authMe', statuses: { '200': [], '401': token, ...common } },
+    { method: 'post', path: '/auth/change-password', operationId: 'authChangePassword', statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '423': ['AUTH_ACCOUNT_LOCKED'], ...common } },
+    {
+      method: 'post',
+      path: '/auth/change-email',
+      operationId: 'authChangeEmail',
+      statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '409': ['AUTH_EMAIL_EXISTS'], '423': ['AUTH_ACCOUNT_LOCKED'], ...common },
+    },
+    {
+      method: 'post',
+      path: '/auth/confirm-email-change',
+      operationId: 'authConfirmEmailChange',
+      statuses: { '200': [], '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'], '401': token, '409': ['AUTH_EMAIL_EXISTS'], ...common },
+    },
+    { method: 'get', path: '/auth/sessions', operationId: 'authListSessions', statuses: { '200': [], '401': token, ...common } },
+    { method: 'delete', path: '/auth/sessions', operationId: 'authEndOtherSessions', statuses: { '200': [], '401': token, ...common } },
+    { method: 'delete', path: '/auth/sessions/{id}', operationId: 'authEndSession', statuses: { '200': [], '401': token, '404': ['AUTH_SESSION_NOT_FOUND', 'AUTH_NOT_CONFIGURED'], '429': ['RATE_LIMIT_EXCEEDED'] } },
+    { method: 'post', path: '/auth/delete-account', operationId: 'authDeleteAccount', statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '423': ['AUTH_ACCOUNT_LOCKED'], ...common } },
+  ];
+}
+/** Operations that take the user's access token (bearerJwt): logout and the account's. */
+const SIGNED_IN_AUTH = new Set(['/auth/logout', ...SIGNED_IN_AUTH_OPERATIONS().map((o) => o.path)]);
+/** Auth operations that take no credentials (all but the signed-in ones); all but JWKS still need the project. */
+const PUBLIC_AUTH = new Set(AUTH_OPERATIONS.filter((o) => !SIGNED_IN_AUTH.has(o.path)).map((o) => `${o.method.toUpperCase()} ${o.path}`));
 const JWKS = 'GET /auth/.well-known/jwks.json';
 /** The filter parameters of an operation: every query parameter that is not one of its own. */
 /** The value in a filter parameter's "e.g. `<name>=<value>`". */
@@ -215,6 +244,7 @@ describe('examples/shop/generated/openapi.json', () => {
     expect(doc.components.securitySchemes.bearerJwt).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
     expect(doc.security).toContainEqual({ bearerJwt: [], projectId: [] });
     expect(doc.paths['/auth/logout'].post.security).toEqual([{ bearerJwt: [], projectId: [] }]);
+    for (const { method, path: p } of SIGNED_IN_AUTH_OPERATIONS()) expect(doc.paths[p][method].security, `${method} ${p}`).toEqual([{ bearerJwt: [], projectId: [] }]);
   });
 
   it('carries X-Project-Id as the projectId security scheme, never as a required parameter, so a client sets it once', () => {
@@ -321,7 +351,7 @@ describe('served by a running server', () => {
   it('accepts every documented filter example, and refuses the operators a field does not list with the runtime message', async () => {
     for (const [p, item] of Object.entries<Record<string, any>>(doc.paths)) {
       const table = p.slice(BASE.length + 1);
-      if (!item.get || table.includes('/') || table.startsWith('_')) continue;
+      if (!p.startsWith(`${BASE}/`) || !item.get || table.includes('/') || table.startsWith('_')) continue;
       for (const x of item.get.parameters.filter((y: any) => y.description?.startsWith('Filter on '))) {
         const ok = await t.request('GET', `${p}?${x.name}=${encodeURIComponent(exampleOf(x))}`);
         expect(ok.status, `${table} ${x.name}=${exampleOf(x)}: ${ok.text}`).toBe(200);

@@ -233,6 +233,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       },
     },
   });
+  accountPaths(builder, parameters);
   // X-Project-Id is optional here: JWKS clients that fetch by URL give project_id (and environment) as query parameters.
   const jwksProjectId: ParameterObject = {
     name: 'X-Project-Id',
@@ -261,6 +262,177 @@ export function authPaths(builder: OpenApiBuilder): void {
         },
         '400': authError('Neither X-Project-Id nor project_id given', ['VALIDATION_ERROR']),
         '404': NOT_CONFIGURED,
+      },
+    },
+  });
+}
+
+const SIGNED_IN = [{ bearerJwt: [], projectId: [] }];
+const TOKEN_REJECTED = authError('Missing, invalid, revoked or expired access token', ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED']);
+const WRONG_PASSWORD = authError('currentPassword is wrong (counted as a failed login), or the access token is missing, invalid, revoked or expired', [
+  'AUTH_INVALID_CREDENTIALS',
+  'AUTH_TOKEN_INVALID',
+  'AUTH_TOKEN_EXPIRED',
+]);
+const LOCKED = authError('Too many failed logins or wrong current passwords; lockedUntil tells when to try again', ['AUTH_ACCOUNT_LOCKED']);
+const CURRENT_PASSWORD: SchemaObject = { type: 'string', maxLength: 1024, description: 'The password the account has now' };
+
+/** A signed-in user's own account (docs/api.md §3 "Your account"): every route takes the user's access token. */
+function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): void {
+  builder.addSchema('AccountSession', {
+    type: 'object',
+    required: ['id', 'createdAt', 'lastUsedAt', 'expiresAt', 'current'],
+    properties: {
+      id: { type: 'string', format: 'uuid', description: 'The sid claim of its access tokens' },
+      createdAt: { type: 'string', format: 'date-time', description: 'The login (or confirmation) that started it' },
+      lastUsedAt: { type: 'string', format: 'date-time', description: 'Its latest login or refresh (data requests do not count)' },
+      expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'When its refresh token runs out; null when it has (only the current session is listed then)' },
+      current: { type: 'boolean', description: 'The session of the access token that asked' },
+    },
+  });
+
+  builder.addPath(`${AUTH}/me`, {
+    parameters,
+    get: {
+      tags: TAGS,
+      operationId: 'authMe',
+      summary: 'The signed-in user',
+      security: SIGNED_IN,
+      responses: {
+        '200': ok('The user of the access token', ref('User')),
+        '400': INVALID_REQUEST,
+        '401': TOKEN_REJECTED,
+        '404': NOT_CONFIGURED,
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/change-password`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authChangePassword',
+      summary: 'Change the password (needs the current one); every other session of the user ends, this one stays',
+      security: SIGNED_IN,
+      requestBody: body(['currentPassword', 'newPassword'], {
+        currentPassword: CURRENT_PASSWORD,
+        newPassword: { type: 'string', description: `${PASSWORD_RULE}; not the current password` },
+      }),
+      responses: {
+        '200': ok('Password changed', ref('Message')),
+        '400': authError('Invalid body, or a new password that breaks the rule or equals the current one', ['VALIDATION_ERROR']),
+        '401': WRONG_PASSWORD,
+        '404': NOT_CONFIGURED,
+        '423': LOCKED,
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/change-email`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authChangeEmail',
+      summary: 'Ask to change the e-mail address (needs the current password): a 6-digit code is mailed to the new address',
+      security: SIGNED_IN,
+      requestBody: body(['newEmail', 'currentPassword'], { newEmail: EMAIL, currentPassword: CURRENT_PASSWORD }),
+      responses: {
+        '200': ok('Code sent to the new address', ref('Message')),
+        '400': authError('Invalid body, or newEmail is already the address of this account', ['VALIDATION_ERROR']),
+        '401': WRONG_PASSWORD,
+        '404': NOT_CONFIGURED,
+        '409': authError('Another account has this address', ['AUTH_EMAIL_EXISTS']),
+        '423': LOCKED,
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/confirm-email-change`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authConfirmEmailChange',
+      summary: 'Confirm the new address with the code mailed to it: every session ends and a new one starts (its tokens carry the new address)',
+      security: SIGNED_IN,
+      requestBody: body(['code'], { code: CODE }),
+      responses: {
+        '200': ok('Address changed; a new session', ref('Session')),
+        '400': authError('Wrong, expired or used-up code, or an invalid request', ['AUTH_INVALID_CODE', 'VALIDATION_ERROR']),
+        '401': TOKEN_REJECTED,
+        '404': NOT_CONFIGURED,
+        '409': authError('Another account took the address since the code was sent', ['AUTH_EMAIL_EXISTS']),
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/sessions`, {
+    parameters,
+    get: {
+      tags: TAGS,
+      operationId: 'authListSessions',
+      summary: 'The live sessions of the signed-in user, most recently used first (at most 100; no token values)',
+      security: SIGNED_IN,
+      responses: {
+        '200': ok('The sessions', { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: ref('AccountSession') } } }),
+        '400': INVALID_REQUEST,
+        '401': TOKEN_REJECTED,
+        '404': NOT_CONFIGURED,
+        '429': RATE_LIMITED,
+      },
+    },
+    delete: {
+      tags: TAGS,
+      operationId: 'authEndOtherSessions',
+      summary: 'End every session of the signed-in user but the current one',
+      security: SIGNED_IN,
+      responses: {
+        '200': ok('Sessions ended', {
+          type: 'object',
+          required: ['message', 'ended'],
+          properties: { message: { type: 'string' }, ended: { type: 'integer', minimum: 0, description: 'How many sessions ended' } },
+        }),
+        '400': INVALID_REQUEST,
+        '401': TOKEN_REJECTED,
+        '404': NOT_CONFIGURED,
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/sessions/{id}`, {
+    parameters,
+    delete: {
+      tags: TAGS,
+      operationId: 'authEndSession',
+      parameters: [{ name: 'id', in: 'path', required: true, description: 'A session id from GET /auth/sessions', schema: { type: 'string' } }],
+      summary: 'End one session of the signed-in user (the current one too: that is a logout)',
+      security: SIGNED_IN,
+      responses: {
+        '200': ok('Session ended', ref('Message')),
+        '400': INVALID_REQUEST,
+        '401': TOKEN_REJECTED,
+        '404': authError('No live session of this user has this id (unknown, already ended, or another user\'s), or auth is not enabled here', [
+          'AUTH_SESSION_NOT_FOUND',
+          'AUTH_NOT_CONFIGURED',
+        ]),
+        '429': RATE_LIMITED,
+      },
+    },
+  });
+  builder.addPath(`${AUTH}/delete-account`, {
+    parameters,
+    post: {
+      tags: TAGS,
+      operationId: 'authDeleteAccount',
+      summary: 'Delete the account (needs the current password): every session ends; rows of the project\'s tables are not touched',
+      security: SIGNED_IN,
+      requestBody: body(['currentPassword'], { currentPassword: CURRENT_PASSWORD }),
+      responses: {
+        '200': ok('Account deleted', ref('Message')),
+        '400': INVALID_REQUEST,
+        '401': WRONG_PASSWORD,
+        '404': NOT_CONFIGURED,
+        '423': LOCKED,
+        '429': RATE_LIMITED,
       },
     },
   });

@@ -1,5 +1,5 @@
 /**
- * One-time 6-digit codes (confirm-signup, reset-password): drawn from a CSPRNG, stored as a keyed
+ * One-time 6-digit codes (confirm-signup, reset-password, change-email): drawn from a CSPRNG, stored as a keyed
  * hash, valid `auth.codeTtl`, dead after `auth.codeMaxAttempts` wrong tries (then the right code
  * fails too). One live code per user and purpose: a new one replaces the old.
  *
@@ -8,11 +8,14 @@
  * with its first wrong code, across every code it is sent (a new code brings no fresh tries). Once
  * they are used up every code fails, the right one too, until the window has passed. The count
  * lives in svcgen.auth_code_failures, which outlives the codes.
+ *
+ * A code may carry a payload that the right code hands back (change-email: the new address), so
+ * what is confirmed is what was asked for, whatever the request that confirms it says.
  */
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Database, Queryable } from '../db/index.ts';
 
-export type CodePurpose = 'confirm-signup' | 'reset-password';
+export type CodePurpose = 'confirm-signup' | 'reset-password' | 'change-email';
 
 export class Codes {
   constructor(
@@ -26,14 +29,14 @@ export class Codes {
     return createHmac('sha256', this.hashKey).update(`${userId}:${purpose}:${code}`).digest();
   }
 
-  /** Makes a new code for the user, replacing a live one; returns the code to send. */
-  async issue(db: Queryable, userId: string, purpose: CodePurpose): Promise<string> {
+  /** Makes a new code for the user, replacing a live one (and its payload); returns the code to send. */
+  async issue(db: Queryable, userId: string, purpose: CodePurpose, payload: string | null = null): Promise<string> {
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     await db.query(
-      `INSERT INTO svcgen.auth_codes (user_id, purpose, code_hash, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+      `INSERT INTO svcgen.auth_codes (user_id, purpose, code_hash, expires_at, payload) VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5)
        ON CONFLICT (user_id, purpose) DO UPDATE
-         SET code_hash = EXCLUDED.code_hash, attempts = 0, expires_at = EXCLUDED.expires_at, created_at = now()`,
-      [userId, purpose, this.hash(userId, purpose, code).toString('hex'), this.ttlSeconds],
+         SET code_hash = EXCLUDED.code_hash, attempts = 0, expires_at = EXCLUDED.expires_at, created_at = now(), payload = EXCLUDED.payload`,
+      [userId, purpose, this.hash(userId, purpose, code).toString('hex'), this.ttlSeconds, payload],
     );
     return code;
   }
@@ -43,6 +46,11 @@ export class Codes {
    * false when it does not, or there is no live code, or its attempts or the account's are used up.
    */
   async consume(db: Database, userId: string, purpose: CodePurpose, code: string): Promise<boolean> {
+    return (await this.take(db, userId, purpose, code)) !== undefined;
+  }
+
+  /** As consume; the right code answers its payload (null when it has none), any other undefined. */
+  async take(db: Database, userId: string, purpose: CodePurpose, code: string): Promise<{ payload: string | null } | undefined> {
     return db.transaction(async (tx) => {
       // The account's wrong codes in the current window (0 once it has passed). The upsert keeps the
       // row locked to the end of the transaction: guesses racing on other processes count one by one.
@@ -53,14 +61,14 @@ export class Codes {
          RETURNING failures`,
         [userId, purpose, this.ttlSeconds],
       );
-      if (window!.failures >= this.maxFailuresPerAccount) return false;
-      const rows = await tx.query<{ code_hash: string }>(
+      if (window!.failures >= this.maxFailuresPerAccount) return undefined;
+      const rows = await tx.query<{ code_hash: string; payload: string | null }>(
         `UPDATE svcgen.auth_codes SET attempts = attempts + 1
          WHERE user_id = $1 AND purpose = $2 AND expires_at > now() AND attempts < $3
-         RETURNING code_hash`,
+         RETURNING code_hash, payload`,
         [userId, purpose, this.maxAttempts],
       );
-      if (rows.length === 0) return false;
+      if (rows.length === 0) return undefined;
       const matches = timingSafeEqual(Buffer.from(rows[0]!.code_hash, 'hex'), this.hash(userId, purpose, code));
       if (matches) {
         await tx.query(
@@ -77,7 +85,7 @@ export class Codes {
           [userId, purpose],
         );
       }
-      return matches;
+      return matches ? { payload: rows[0]!.payload } : undefined;
     });
   }
 

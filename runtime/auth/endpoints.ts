@@ -3,13 +3,13 @@
  * failure is an AuthError; the HTTP layer turns it into `{ error, ... }`.
  */
 import { AuthError, jsonReply, type ApiRequest, type Handler, type Reply } from '../http/index.ts';
-import { readCredential } from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
+import { accountHandlers, authenticate } from './account.ts';
 import { asAuthError } from './auth-errors.ts';
 import { checkLogin } from './login.ts';
 import { endSession, rotateRefreshToken, startSession } from './refresh-tokens.ts';
 import { confirmBody, loginBody, readAuthBody, recoverBody, refreshBody, resetBody, resolveAuthTenant, signupBody } from './requests.ts';
-import { jwks, Revocations, TokenRejected } from './tokens/index.ts';
+import { jwks, Revocations } from './tokens/index.ts';
 import type { UserAuth } from './user-auth.ts';
 import * as users from './users.ts';
 
@@ -32,7 +32,10 @@ export function authHandlers(auth: UserAuth) {
 
   /** Signs the user in: a new session, an access token and its refresh token. */
   async function tokenPair(tenant: Tenant, user: users.UserRow) {
-    const { sessionId, refreshToken } = await startSession(db, user.id, config.auth.refreshTokenTtl);
+    const session = await startSession(db, user, config.auth.refreshTokenTtl);
+    // The password or address changed, or the account was deleted, since the credentials were checked.
+    if (!session) throw new AuthError('AUTH_INVALID_CREDENTIALS');
+    const { sessionId, refreshToken } = session;
     const accessToken = await auth.issueAccessToken(tenant, user, sessionId);
     return { accessToken, refreshToken, user: users.publicUser(user) };
   }
@@ -132,18 +135,9 @@ export function authHandlers(auth: UserAuth) {
   }
 
   async function logout(req: ApiRequest): Promise<Reply> {
-    const tenant = resolveAuthTenant(req, config);
-    const credential = readCredentialOrInvalid(req);
-    let verified;
-    try {
-      verified = await auth.verifier.verify(credential.token, tenant.environment);
-    } catch (error) {
-      if (error instanceof TokenRejected) throw new AuthError(error.reason === 'expired' ? 'AUTH_TOKEN_EXPIRED' : 'AUTH_TOKEN_INVALID');
-      throw error;
-    }
-    const { principal, claims } = verified;
-    await endSession(db, principal.sessionId, principal.tokenId, claims.expiresAt);
-    auth.revocations.remember({ sessionId: principal.sessionId, tokenId: principal.tokenId });
+    const { claims } = await authenticate(auth, req);
+    await endSession(db, claims.sessionId, claims.tokenId, claims.expiresAt);
+    auth.revocations.remember({ sessionId: claims.sessionId, tokenId: claims.tokenId });
     return jsonReply(200, { message: 'logged out' });
   }
 
@@ -151,6 +145,11 @@ export function authHandlers(auth: UserAuth) {
     const tenant = resolveAuthTenant(req, config);
     return jsonReply(200, jwks(auth.environmentKeys(tenant.environment)), { 'cache-control': 'public, max-age=300' });
   }
+
+  const account = Object.fromEntries(Object.entries(accountHandlers(auth)).map(([name, handler]) => [name, authRoute(handler)])) as Record<
+    keyof ReturnType<typeof accountHandlers>,
+    Handler
+  >;
 
   return {
     signup: authRoute(signup),
@@ -161,16 +160,20 @@ export function authHandlers(auth: UserAuth) {
     refreshToken: authRoute(refreshToken),
     logout: authRoute(logout),
     jwks: authRoute(jwksDocument),
+    ...account,
   };
 }
 
-function readCredentialOrInvalid(req: ApiRequest) {
-  let credential;
-  try {
-    credential = readCredential(req);
-  } catch {
-    credential = undefined;
-  }
-  if (!credential || !credential.bearer) throw new AuthError('AUTH_TOKEN_INVALID');
-  return credential;
+/** The routes of a signed-in user's own account (docs/api.md §3 "Your account"), for the server to serve. */
+export function accountRoutes(h: ReturnType<typeof authHandlers>) {
+  return [
+    { method: 'get', path: '/auth/me', handler: h.me },
+    { method: 'post', path: '/auth/change-password', handler: h.changePassword },
+    { method: 'post', path: '/auth/change-email', handler: h.changeEmail },
+    { method: 'post', path: '/auth/confirm-email-change', handler: h.confirmEmailChange },
+    { method: 'get', path: '/auth/sessions', handler: h.sessions },
+    { method: 'delete', path: '/auth/sessions', handler: h.endOtherSessions },
+    { method: 'delete', path: '/auth/sessions/:id', handler: h.endSession },
+    { method: 'post', path: '/auth/delete-account', handler: h.deleteAccount },
+  ] as const satisfies readonly { method: 'get' | 'post' | 'delete'; path: string; handler: Handler }[];
 }

@@ -21,16 +21,32 @@ export async function checkLogin(auth: UserAuth, tenant: Tenant, email: string, 
     const { lockedUntil } = await lockout.unknownFailed(db, tenant, email);
     throw lockedUntil ? locked(lockedUntil) : new AuthError('AUTH_INVALID_CREDENTIALS');
   }
+  await passwordOrThrow(auth, tenant, user, password);
+  if (!user.verified_at) throw new AuthError('AUTH_EMAIL_NOT_VERIFIED');
+  await users.clearFailedLogins(db, user.id);
+  return user;
+}
+
+/** The account's password, or the failed login's answer (counted; 401 or 423), or 423 while locked. */
+async function passwordOrThrow(auth: UserAuth, tenant: Tenant, user: users.UserRow, password: string): Promise<void> {
   // Compared before the lock is looked at: a locked answer costs as much as any other.
-  if (!(await passwords.verify(password, user.password_hash))) {
-    const { lockedUntil, lockedNow } = await lockout.accountFailed(db, user.id);
+  if (!(await auth.passwords.verify(password, user.password_hash))) {
+    const { lockedUntil, lockedNow } = await auth.lockout.accountFailed(auth.db, user.id);
     if (lockedUntil && lockedNow) sendLockMail(auth, tenant, user, lockedUntil);
     throw lockedUntil ? locked(lockedUntil) : new AuthError('AUTH_INVALID_CREDENTIALS');
   }
   if (user.locked_until && user.locked_until > new Date()) throw locked(user.locked_until);
-  if (!user.verified_at) throw new AuthError('AUTH_EMAIL_NOT_VERIFIED');
-  await users.clearFailedLogins(db, user.id);
-  return user;
+}
+
+/**
+ * The current password of a signed-in user (docs/api.md §3 "Your account"), checked as login
+ * checks it: a wrong one is a failed login (401, then 423 at the threshold, the owner mailed), a
+ * locked account answers 423 even to the right one, and the right one clears the count. So a
+ * stolen access token gives no more guesses at the password than the login form does.
+ */
+export async function checkCurrentPassword(auth: UserAuth, tenant: Tenant, user: users.UserRow, password: string): Promise<void> {
+  await passwordOrThrow(auth, tenant, user, password);
+  await users.clearFailedLogins(auth.db, user.id);
 }
 
 /** Queued, not awaited: the 423 does not wait on SMTP (the mailer retries and logs its own failures). */

@@ -21,10 +21,26 @@ async function addRefreshToken(tx: Queryable, sessionId: string, ttlSeconds: num
   return token;
 }
 
-export async function startSession(db: Database, userId: string, ttlSeconds: number): Promise<{ sessionId: string; refreshToken: string }> {
+/**
+ * Starts a session for the account as it was when its credentials were checked. The user row is
+ * share-locked and must still have that password and e-mail: a login that raced with a password
+ * change, e-mail change or account deletion gets no session (undefined), and one that got in first
+ * is seen (and ended) by the change, which waits for the lock.
+ */
+export async function startSession(
+  db: Database,
+  user: { id: string; password_hash: string; email: string },
+  ttlSeconds: number,
+): Promise<{ sessionId: string; refreshToken: string } | undefined> {
   return db.transaction(async (tx) => {
+    const still = await tx.query('SELECT 1 FROM svcgen.users WHERE id = $1 AND password_hash = $2 AND email = $3 FOR SHARE', [
+      user.id,
+      user.password_hash,
+      user.email,
+    ]);
+    if (still.length === 0) return undefined;
     const sessionId = randomUUID();
-    await tx.query('INSERT INTO svcgen.sessions (id, user_id) VALUES ($1, $2)', [sessionId, userId]);
+    await tx.query('INSERT INTO svcgen.sessions (id, user_id) VALUES ($1, $2)', [sessionId, user.id]);
     return { sessionId, refreshToken: await addRefreshToken(tx, sessionId, ttlSeconds) };
   });
 }
@@ -69,4 +85,34 @@ export async function endSession(db: Database, sessionId: string, tokenId: strin
     await Revocations.revokeSessions(tx, { sessionId });
     await Revocations.denyToken(tx, tokenId, expiresAtSeconds);
   });
+}
+
+export interface SessionRow {
+  id: string;
+  created_at: Date;
+  last_used_at: Date;
+  expires_at: Date | null;
+}
+
+/** How many sessions GET /auth/sessions lists (the most recently used). */
+export const LISTED_SESSIONS = 100;
+
+/**
+ * The user's live sessions, most recently used first: not revoked, with a refresh token that can
+ * still be spent, and always `current` (its access token is live even when its refresh token ran
+ * out). A session is used when it starts and at each refresh; data requests do not write.
+ */
+export async function listSessions(db: Queryable, userId: string, current: string): Promise<SessionRow[]> {
+  return db.query<SessionRow>(
+    `SELECT s.id, s.created_at, coalesce(t.last_used_at, s.created_at) AS last_used_at, t.expires_at
+     FROM svcgen.sessions s
+     LEFT JOIN LATERAL (
+       SELECT max(r.created_at) AS last_used_at, max(r.expires_at) FILTER (WHERE r.used_at IS NULL AND r.expires_at > now()) AS expires_at
+       FROM svcgen.refresh_tokens r WHERE r.session_id = s.id
+     ) t ON true
+     WHERE s.user_id = $1 AND s.revoked_at IS NULL AND (t.expires_at IS NOT NULL OR s.id = $2)
+     ORDER BY last_used_at DESC, s.id
+     LIMIT $3`,
+    [userId, current, LISTED_SESSIONS],
+  );
 }

@@ -99,3 +99,14 @@ export const loginBody = z.object({ email: z.string().max(254), password: z.stri
 export const confirmBody = z.object({ email: z.string().max(254), code: z.string().max(64) });
 export const recoverBody = z.object({ email: z.string().max(254) });
 export const refreshBody = z.object({ refreshToken: z.string().max(512) });
+
+/** Bodies of a signed-in user's account changes (docs/api.md §3 "Your account"). */
+export function changePasswordBody(config: Config) {
+  return z.object({
+    currentPassword: z.string().max(1024),
+    newPassword: ruled((value) => passwordViolations(value, 'newPassword', config.auth.password.minLength)),
+  });
+}
+export const changeEmailBody = z.object({ newEmail: email, currentPassword: z.string().max(1024) });
+export const confirmEmailChangeBody = z.object({ code: z.string().max(64) });
+export const deleteAccountBody = z.object({ currentPassword: z.string().max(1024) });

@@ -75,3 +75,49 @@ export async function resetPassword(db: Queryable, id: string, passwordHash: str
     [id, passwordHash],
   );
 }
+
+/** A password change by the signed-in user, over the hash their current password was checked against. */
+export async function setPassword(db: Queryable, id: string, checkedHash: string, passwordHash: string): Promise<boolean> {
+  const rows = await db.query('UPDATE svcgen.users SET password_hash = $3, updated_at = now() WHERE id = $1 AND password_hash = $2 RETURNING id', [
+    id,
+    checkedHash,
+    passwordHash,
+  ]);
+  return rows.length > 0;
+}
+
+/**
+ * Gives the account a new address (proved by a code sent there). False when another account of
+ * its project and environment has it: checked first, and the unique index settles a race.
+ */
+export async function setEmail(db: Queryable, id: string, email: string): Promise<boolean> {
+  try {
+    const rows = await db.query(
+      `UPDATE svcgen.users u SET email = $2, verified_at = coalesce(u.verified_at, now()), updated_at = now()
+       WHERE u.id = $1 AND NOT EXISTS (
+         SELECT 1 FROM svcgen.users o WHERE o.project_id = u.project_id AND o.environment = u.environment AND o.email = $2 AND o.id <> u.id)
+       RETURNING u.id`,
+      [id, normalizeEmail(email)],
+    );
+    return rows.length > 0;
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') return false;
+    throw error;
+  }
+}
+
+/** Whether another account of the scope has the address. */
+export async function emailTaken(db: Queryable, scope: Scope, email: string, exceptId: string): Promise<boolean> {
+  const rows = await db.query(`SELECT 1 FROM svcgen.users WHERE project_id = $1 AND environment = $2 AND email = $3 AND id <> $4`, [
+    scope.projectId,
+    scope.environment,
+    normalizeEmail(email),
+    exceptId,
+  ]);
+  return rows.length > 0;
+}
+
+/** Deletes the account; its codes, sessions and refresh tokens go with it (ON DELETE CASCADE). */
+export async function deleteUser(db: Queryable, id: string): Promise<boolean> {
+  return (await db.query('DELETE FROM svcgen.users WHERE id = $1 RETURNING id', [id])).length > 0;
+}

@@ -96,6 +96,10 @@ export const configSchema = z
         unauthenticatedPerMinutePerIp: perMinute.default(60),
         /** confirm-signup and reset-password attempts per minute and client address. */
         codePerMinutePerIp: perMinute.default(20),
+        /** A signed-in user's reads of their account and sessions, and ends of sessions, per minute. */
+        accountPerMinutePerUser: perMinute.default(60),
+        /** A signed-in user's password changes, e-mail changes and confirmations, and deletions, per minute. */
+        accountChangesPerMinutePerUser: perMinute.default(5),
       })
       .strict()
       .prefault({}),

@@ -201,6 +201,15 @@ const STEPS: readonly string[] = [
      PRIMARY KEY (user_id, purpose)
    );
    CREATE INDEX IF NOT EXISTS auth_code_failures_window ON svcgen.auth_code_failures (window_start);`,
+  // Self-service accounts (docs/api.md §3 "Your account"): codes that confirm a new e-mail address
+  // carry that address (payload) from the request to the confirmation.
+  `ALTER TABLE svcgen.auth_codes ADD COLUMN IF NOT EXISTS payload text;
+   ALTER TABLE svcgen.auth_codes DROP CONSTRAINT IF EXISTS auth_codes_purpose_check;
+   ALTER TABLE svcgen.auth_codes ADD CONSTRAINT auth_codes_purpose_check
+     CHECK (purpose IN ('confirm-signup', 'reset-password', 'change-email'));
+   ALTER TABLE svcgen.auth_code_failures DROP CONSTRAINT IF EXISTS auth_code_failures_purpose_check;
+   ALTER TABLE svcgen.auth_code_failures ADD CONSTRAINT auth_code_failures_purpose_check
+     CHECK (purpose IN ('confirm-signup', 'reset-password', 'change-email'));`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

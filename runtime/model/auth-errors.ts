@@ -11,6 +11,8 @@ export const AUTH_ERRORS = {
   AUTH_TOKEN_EXPIRED: 401,
   AUTH_TOKEN_INVALID: 401,
   AUTH_NOT_CONFIGURED: 404,
+  /** Not a live session of the caller's (docs/api.md §3 "Your account"): unknown, ended, or another user's. */
+  AUTH_SESSION_NOT_FOUND: 404,
   RATE_LIMIT_EXCEEDED: 429,
   VALIDATION_ERROR: 400,
 } as const;

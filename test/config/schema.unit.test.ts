@@ -67,6 +67,8 @@ describe('defaults of a minimal config', () => {
       dataPerMinutePerProject: 6000,
       unauthenticatedPerMinutePerIp: 60,
       codePerMinutePerIp: 20,
+      accountPerMinutePerUser: 60,
+      accountChangesPerMinutePerUser: 5,
     });
     expect(rateLimits.dataPerMinutePerCaller).toBeUndefined();
   });

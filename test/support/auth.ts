@@ -102,7 +102,7 @@ export const PASSWORD = 'correct-horse-42';
 
 /** Rate limits high enough that only tests about them meet them. */
 export function relaxedLimits(raw: any): void {
-  raw.rateLimits = { ...raw.rateLimits, signupPerMinutePerIp: 10_000, loginPerMinutePerIp: 10_000, recoveryPerMinutePerEmail: 10_000, codePerMinutePerIp: 10_000, dataPerMinutePerCaller: raw.rateLimits?.dataPerMinutePerProject ?? 6000 };
+  raw.rateLimits = { ...raw.rateLimits, signupPerMinutePerIp: 10_000, loginPerMinutePerIp: 10_000, recoveryPerMinutePerEmail: 10_000, codePerMinutePerIp: 10_000, accountPerMinutePerUser: 10_000, accountChangesPerMinutePerUser: 10_000, dataPerMinutePerCaller: raw.rateLimits?.dataPerMinutePerProject ?? 6000 };
 }
 
 export async function startAuthServer(options: TestServerOptions & { mail?: MailServer } = {}): Promise<AuthTestServer> {

@@ -1,5 +1,6 @@
 /**
- * Which sessions and access tokens are revoked (logout, refresh-token reuse, password reset).
+ * Which sessions and access tokens are revoked (logout, refresh-token reuse, password reset, and
+ * the self-service changes of docs/api.md §3 "Your account").
  * The database is the record; every process also keeps the revocations it heard of on the shared
  * LISTEN channel, so a revocation made by any process is refused by every other one on its next
  * request without a query per request (the channel's barrier, one shared round trip, proves
@@ -82,12 +83,22 @@ export class Revocations {
    * Revokes sessions inside the caller's transaction: their refresh tokens stop, and every process
    * hears of it on commit. Returns the ids that were live.
    */
-  static async revokeSessions(tx: Queryable, where: { sessionId?: string; userId?: string }): Promise<string[]> {
-    const rows = await tx.query<{ id: string }>(
-      `UPDATE svcgen.sessions SET revoked_at = now()
-       WHERE revoked_at IS NULL AND (id = $1::uuid OR user_id = $2::uuid) RETURNING id`,
-      [where.sessionId ?? null, where.userId ?? null],
-    );
+  static async revokeSessions(tx: Queryable, where: { sessionId?: string; userId?: string; exceptSessionId?: string }): Promise<string[]> {
+    // Every condition given must hold (a session of this user, but not that one); one is needed.
+    // Only the conditions given are in the text: statements are prepared by name, and a generic
+    // plan for "$1 IS NULL OR id = $1" would scan every session.
+    if (where.sessionId === undefined && where.userId === undefined) throw new Error('revokeSessions needs a sessionId or a userId');
+    const conditions = ['revoked_at IS NULL'];
+    const values: string[] = [];
+    const add = (condition: string, value: string | undefined) => {
+      if (value === undefined) return;
+      values.push(value);
+      conditions.push(condition.replace('?', `$${values.length}::uuid`));
+    };
+    add('id = ?', where.sessionId);
+    add('user_id = ?', where.userId);
+    add('id <> ?', where.exceptSessionId);
+    const rows = await tx.query<{ id: string }>(`UPDATE svcgen.sessions SET revoked_at = now() WHERE ${conditions.join(' AND ')} RETURNING id`, values);
     for (const { id } of rows) await notify(tx, SESSION_TOPIC, id);
     return rows.map((r) => r.id);
   }
