@@ -276,3 +276,22 @@ describe('missing and unknown fields in one answer', () => {
     expect(res.body.errors[0]).toEqual({ field: 'extra0', rule: 'unknown_field', message: 'Invoice has no field "extra0"' });
   });
 });
+
+describe('the _query body says in words what each member takes (was zod text and a pattern)', () => {
+  it.each([
+    ['a bad sort direction', { sort: [{ field: 'total', direction: 'sideways' }] }, 'sort[0].direction', 'expected asc or desc'],
+    ['a page size out of range', { pagination: { first: 0 } }, 'pagination.first', 'expected a whole number from 1 to 1000'],
+    ['a skip that is not a number', { pagination: { skip: 'ten' } }, 'pagination.skip', 'expected a whole number from 0 to 100000000'],
+    ['filter not an array', { filter: { field: 'total' } }, 'filter', 'expected a JSON array of at most 100 conditions'],
+    ['a filter item not an object', { filter: ['total=gt.1'] }, 'filter[0]', 'expected an object { "field", "operator", "value" }'],
+    ['a select item without its field', { select: [{ alias: 'x' }] }, 'select[0].field', 'expected a field name (a string of 1 to 300 characters)'],
+    ['an unknown member', { limit: 5 }, 'limit', 'unknown member "limit"'],
+    ['not an object', [1], 'body', 'expected an object { "filter", "sort", "pagination", "select" }'],
+  ])('%s → 400 naming the member', async (_name, body, field, message) => {
+    const path = `${BASE}/_query`;
+    const res = await t.request('POST', path, { body });
+    expectProblemAt(res, 400, path, 'invalid-parameter');
+    expect(res.body.detail, res.text).toBe(`${field}: ${message}`);
+    expect(res.body.errors, res.text).toEqual([{ field, rule: 'invalid', message }]);
+  });
+});

@@ -30,12 +30,38 @@ const selectNode: z.ZodType<SelectNode> = z.lazy(() =>
 
 const bodySchema = z.strictObject({
   filter: z.array(z.strictObject({ field: z.string().min(1).max(300), operator: z.string().max(40), value: z.unknown().optional() })).max(MAX_CONDITIONS).optional(),
-  sort: z.array(z.strictObject({ field: z.string().max(100), direction: z.string().regex(/^(asc|desc|ASC|DESC)$/).optional() })).max(10).optional(),
+  sort: z.array(z.strictObject({ field: z.string().max(100), direction: z.enum(['asc', 'desc', 'ASC', 'DESC']).optional() })).max(10).optional(),
   pagination: z
     .strictObject({ first: z.int().min(1).max(MAX_LIMIT).optional(), skip: z.int().min(0).max(100_000_000).optional(), after: z.string().max(4096).optional() })
     .optional(),
   select: z.array(selectNode).max(100).optional(),
 });
+
+/** What each member of the body takes, in words, for messages (never zod's default text or a pattern). */
+const EXPECTED: Record<string, { member: string; item?: string }> = {
+  filter: { member: `a JSON array of at most ${MAX_CONDITIONS} conditions`, item: 'an object { "field", "operator", "value" }' },
+  sort: { member: 'a JSON array of at most 10 sort terms', item: 'an object { "field", "direction" }' },
+  select: { member: 'a JSON array of at most 100 fields', item: 'an object { "field", "alias", "children" }' },
+  children: { member: 'a JSON array of at most 50 fields', item: 'an object { "field", "alias", "children" }' },
+  pagination: { member: 'an object { "first", "skip", "after" }' },
+  field: { member: 'a field name (a string of 1 to 300 characters)' },
+  operator: { member: 'an operator name such as equals' },
+  direction: { member: 'asc or desc' },
+  alias: { member: 'a string of at most 63 characters' },
+  first: { member: `a whole number from 1 to ${MAX_LIMIT}` },
+  skip: { member: 'a whole number from 0 to 100000000' },
+  after: { member: 'the nextCursor of a previous page' },
+};
+
+/** `['sort', 0, 'direction']` → `sort[0].direction` and what that member takes. */
+function issueProblem(issue: z.core.$ZodIssue): Problem {
+  const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
+  const field = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') || 'body';
+  if (issue.code === 'unrecognized_keys') return bad(field, `unknown member "${issue.keys.join('", "')}"`);
+  const last = path.at(-1);
+  const named = typeof last === 'number' ? EXPECTED[String(path.at(-2))]?.item : EXPECTED[String(last)]?.member;
+  return bad(field, `expected ${named ?? 'an object { "filter", "sort", "pagination", "select" }'}`);
+}
 
 function bad(field: string, message: string): Problem {
   return new Problem('invalid-parameter', `${field}: ${message}`, [{ field, rule: 'invalid', message }]);
@@ -66,9 +92,7 @@ export async function queryBody(ctx: DataContext): Promise<Reply> {
   checkSelectBounds(raw);
   const parsed = bodySchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]].join('.') : issue.path.join('.') || 'body';
-    throw bad(field, issue.code === 'unrecognized_keys' ? `unknown field "${issue.keys.join('", "')}"` : issue.message);
+    throw issueProblem(parsed.error.issues[0]!);
   }
   const body = parsed.data;
   const fctx = filterContext(ctx);
