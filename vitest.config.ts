@@ -21,7 +21,8 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: [UNIT] },
+        // threads start faster than forks; nothing here needs a process of its own
+        test: { name: 'unit', include: [UNIT], pool: 'threads' },
       },
       {
         extends: true,
