@@ -91,7 +91,7 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     const stderr = dev.stderr.slice(from);
     expect(stderr).toMatch(/^change detected: schema\.prisma$/m);
     expect(stderr).toMatch(/^ {10}field added {2}City\.population {2}Int\?$/m);
-    expect(stderr).toMatch(/^1 change, 0 breaking$/m);
+    expect(stderr).toMatch(/^1 change, 0 breaking, 0 widening access$/m);
     await dev.waitFor(nth(`restarted: listening on ${url.replace(/\./g, '\\.')} \\(\\d+\\.\\d s after the change\\)`, 1), { stream: 'stderr' });
 
     const added = (await fs.readdir(path.join(copy.dir, 'migrations'))).filter((f) => !migrationsBefore.includes(f));
@@ -176,6 +176,32 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     expect(count(dev.stdout, LISTENING)).toBe(3);
   });
 
+  it('a config edit prints its permission and setting changes against the running server\'s config, then restarts', async () => {
+    const from = dev.stderr.length;
+    await edit(configFile(), (text) => {
+      const config = JSON.parse(text);
+      config.roles.customer.tables.Order.delete = { filter: { customerId: '$user.id' } };
+      config.roles.customer.tables.Product = { read: { fields: ['id', 'title'] } };
+      config.rateLimits = { loginPerMinutePerIp: 30 };
+      return JSON.stringify(config, null, 2);
+    });
+    await listening(4);
+    const stderr = dev.stderr.slice(from);
+    expect(stderr).toMatch(/^change detected: svcgen\.config\.json$/m);
+    expect(stderr).toContain(
+      [
+        'WIDENS ACCESS  grant added      customer: Order.delete  rows where {"customerId":"$user.id"}',
+        // Product.note came with an earlier edit: a rule is read against the model the server runs.
+        'BREAKING       fields narrowed  customer: Product.read  drops note, sku, price, tags, createdAt, updatedAt',
+        '               setting changed  rateLimits.loginPerMinutePerIp  20 → 30',
+        '3 changes, 1 breaking, 1 widening access',
+      ].join('\n'),
+    );
+    // The config alone changed: the model's changes are not listed, and no migration is written.
+    expect(stderr).not.toMatch(/field (added|removed)/);
+    expect(stderr).not.toContain('wrote migrations/');
+  });
+
   it('a server that dies is reported, and the next save starts it again', async () => {
     const [serve, ...others] = (await processesMentioning(copy.dir)).filter((p) => / serve --port /.test(p.args));
     expect(others).toEqual([]);
@@ -185,7 +211,7 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
 
     // saving without a change is enough
     await fs.writeFile(configFile(), await fs.readFile(configFile(), 'utf8'));
-    await listening(4);
+    await listening(5);
     expect((await call('GET', `/gw/api/rest/City/${paris.id}`)).status).toBe(200);
   });
 
