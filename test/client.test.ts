@@ -1,6 +1,6 @@
 // The generated typed client (examples/shop/generated/client.ts) against a live server, plus its
 // types: the `expectTypeOf` and `@ts-expect-error` lines below are checked by `tsc --noEmit`
-// (test/golden.test.ts runs it), the last test compiles client.ts alone as a browser would.
+// (test/golden.test.ts runs it), the last test compiles client.ts and client-runtime.ts alone as a browser would.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -15,6 +15,8 @@ import {
   type Client,
   type CustomerRecord,
   type ListResponse,
+  type OperandOf,
+  type Operator,
   type OrderRecord,
   type Problem,
 } from '../examples/shop/generated/client.ts';
@@ -270,7 +272,9 @@ describe('requests as sent', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'svcgen-client-'));
     try {
       const file = path.join(dir, 'client.ts');
-      await writeFile(file, renderFiles(tables, { title: 'edge', version: '1', schemaSha256: '' }).get('client.ts')!);
+      const files = renderFiles(tables, { title: 'edge', version: '1', schemaSha256: '' });
+      await writeFile(file, files.get('client.ts')!);
+      await writeFile(path.join(dir, 'client-runtime.ts'), files.get('client-runtime.ts')!);
       const edge = await import(pathToFileURL(file).href);
       const r = recorder(200, '{"data":{"count":0}}');
       await edge.createClient({ baseUrl: 'https://x', projectId: 'edge', fetch: r.fetch }).Metric.updateWhere(
@@ -299,10 +303,15 @@ describe('requests as sent', () => {
 describe('client.ts itself', () => {
   const file = path.join(SHOP, 'generated/client.ts');
 
-  it('imports nothing and compiles alone under strict browser settings (DOM lib, no Node types)', () => {
-    const source = readFileSync(file, 'utf8');
-    expect(source).not.toMatch(/^\s*import\b|\brequire\(/m);
+  it('imports only client-runtime.ts, which imports nothing, and the two compile alone under strict browser settings (DOM lib, no Node types)', () => {
+    const runtime = path.join(SHOP, 'generated/client-runtime.ts');
+    const imports = (source: string) => [...source.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'|\brequire\(/gm)].map((m) => m[1]);
+    expect(imports(readFileSync(file, 'utf8'))).toEqual(['./client-runtime.ts', './client-runtime.ts']);
+    expect(imports(readFileSync(runtime, 'utf8'))).toEqual([]);
+    // Copied verbatim: only the generated header is added.
+    expect(readFileSync(runtime, 'utf8')).toBe(readFileSync(path.join(REPO, 'templates/header.txt'), 'utf8') + readFileSync(path.join(REPO, 'templates/client-runtime.ts'), 'utf8'));
     const program = ts.createProgram([file], {
+      allowImportingTsExtensions: true,
       strict: true,
       exactOptionalPropertyTypes: true,
       noUncheckedIndexedAccess: true,
@@ -322,6 +331,8 @@ describe('client.ts itself', () => {
 
 // Checked by tsc, never run: each line states what the types allow or refuse.
 function typeTests(db: Client) {
+  // the runtime's operand table covers exactly the generated operators (runtime/model OPERATORS)
+  expectTypeOf<keyof OperandOf<unknown>>().toEqualTypeOf<Operator>();
   const whole = () => db.Order.list({ where: { total: { gte: 1 } } });
   expectTypeOf<Awaited<ReturnType<typeof whole>>['data']>().toEqualTypeOf<OrderRecord[]>();
   const selected = () => db.Order.list({ select: ['id', 'total'] });

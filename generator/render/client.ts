@@ -1,11 +1,12 @@
 /**
- * `generated/client.ts`: a typed client for the data API on `fetch`, importing nothing, so a
- * browser or Node app can copy or import it as it is. This file prepares per-table type text and
- * one small table descriptor; templates/client.ts.hbs holds the fixed part (requests, filter
- * encoding, errors). Members follow the model's order, like types.ts.
+ * `generated/client.ts`: the tables' side of the typed client (per-table types and one small
+ * schema object). The fixed part (generic types, requests, filter encoding, errors) is
+ * templates/client-runtime.ts, a TypeScript file of this repository copied verbatim into
+ * `generated/client-runtime.ts`; client.ts imports it and nothing else, so an app can copy the two
+ * files or import them from the project. Members follow the model's order, like types.ts.
  */
 import type Handlebars from 'handlebars';
-import { aggregateMismatch, FILTER_GROUPS, OPERATORS, operatorMismatch, RESERVED_PARAMETERS, type FieldSpec, type Operator, type TableSpec } from '../../runtime/model/index.ts';
+import { aggregateMismatch, DATA_BASE_PATH, FILTER_GROUPS, OPERATORS, operatorMismatch, RESERVED_PARAMETERS, TABLE_SUB_PATHS, type FieldSpec, type Operator, type TableSpec } from '../../runtime/model/index.ts';
 import { literal } from './literal.ts';
 import { recordScalar, renderRecordTypes } from './record-types.ts';
 import { writableFields, zodExpression } from './zod-expressions.ts';
@@ -140,17 +141,25 @@ export function renderClient(tables: readonly TableSpec[], header: string, templ
   const sets = new Map<string, string>();
   const sections = tables.map((t) => tableSection(t, sets));
   const records = renderRecordTypes(tables, '').trimEnd();
-  const descriptor = Object.fromEntries(
-    tables.map((t) => [t.name, { keyed: t.primaryKey.length === 1, relations: Object.fromEntries(t.relations.map((r) => [r.name, r.target])) }]),
-  );
+  const schema = {
+    basePath: DATA_BASE_PATH,
+    subPaths: { bulk: TABLE_SUB_PATHS.bulk, aggregate: TABLE_SUB_PATHS.aggregate },
+    tables: Object.fromEntries(
+      tables.map((t) => [t.name, { keyed: t.primaryKey.length === 1, relations: Object.fromEntries(t.relations.map((r) => [r.name, r.target])) }]),
+    ),
+    reserved: RESERVED_NAMES,
+  };
+  const clients = tables.map((t) => (t.primaryKey.length === 1 ? 'KeyedTableClient' : 'TableClient'));
+  // Only what client.ts uses: one or both kinds of table client.
+  const imports = ['createTableClients', 'type ClientOptions', 'type ClientSchema', 'type FieldFilter', ...[...new Set(clients)].sort().map((c) => `type ${c}`)];
   return template({
     header,
+    imports: imports.join(', '),
     records,
     operators: union(OPERATORS),
     operatorSets: [...sets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, members]) => ({ name, members })),
     sections: sections.join('\n\n'),
-    reserved: literal(RESERVED_NAMES),
-    tables: literal(descriptor, ''),
-    clients: tables.map((t) => ({ name: t.name, type: t.primaryKey.length === 1 ? `KeyedTableClient<${t.name}Table>` : `TableClient<${t.name}Table>` })),
+    schema: literal(schema, ''),
+    clients: tables.map((t, i) => ({ name: t.name, type: `${clients[i]}<${t.name}Table>` })),
   });
 }

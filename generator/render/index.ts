@@ -48,6 +48,8 @@ export function renderFiles(tables: readonly TableSpec[], options: RenderOptions
 
   files.set('types.ts', renderRecordTypes(tables, header));
   files.set('client.ts', renderClient(tables, header, template('client.ts.hbs')));
+  // A TypeScript file of this repository (type-checked here), copied as it is: client.ts imports it.
+  files.set('client-runtime.ts', `${header}${readFileSync(path.join(TEMPLATES, 'client-runtime.ts'), 'utf8')}`);
   files.set('openapi.json', `${JSON.stringify(buildOpenApi(tables, routes, options), null, 2)}\n`);
   // The generated TypeScript is ES modules whatever the project's own package.json says (a
   // "type": "commonjs" package, or no package.json at all, would load it as CommonJS).
