@@ -40,7 +40,7 @@ describe('the page and its files over HTTP', () => {
         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     );
     expect(res.text).toContain('<title>shop API reference</title>');
-    expect(res.text).toContain('data-openapi="_openapi" data-service-root="../../../"');
+    expect(res.text).toContain(`data-openapi="_openapi" data-service-root="../../../" data-project-id="${projectId}"`);
     expect(res.text).toMatch(/<script src="_docs\/swagger-ui-bundle\.js\?v=[0-9a-f]{12}"><\/script>/);
     expect(res.text).not.toMatch(/<script>|<style|https?:|src="\/|href="\//);
   });
@@ -126,11 +126,33 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
     await page.close();
   });
 
-  test('try it: Authorize with the API key and project id, GET /City answers 200 in the page, and the key outlives a reload', async () => {
+  test('Authorize lists one scheme per kind of credential, each description rendered as written, with the project id already filled in', async () => {
+    const { page, violations } = await openPage(browser!, server.url);
+    await page.click('.auth-wrapper .authorize');
+    const containers = page.locator('.modal-ux .auth-container');
+    await containers.first().waitFor();
+    expect(await containers.locator('h4 > code').allTextContents()).toEqual(['apiKey', 'bearerJwt', 'managementToken', 'projectId']);
+    const apiKey = await scheme(page, 'apiKey').innerText();
+    expect(apiKey).toContain('Every key is accepted as Authorization: Bearer <key>, which is what this scheme sends');
+    expect(apiKey).toContain('Authorization: <prefix> <key> with the prefix chosen when the key was created (e.g. Token svk_...)');
+    expect(apiKey).not.toContain('" "');
+    expect(await scheme(page, 'bearerJwt').innerText()).toContain('A user access token (eyJ...) from POST /auth/login');
+    expect(await scheme(page, 'managementToken').innerText()).toContain('A management token (svm_... from svcgen token create');
+    // Filled in from the server's config: shown as authorized (value hidden, a Logout button), no input.
+    const project = scheme(page, 'projectId');
+    expect(await project.innerText()).toContain('Name: X-Project-Id');
+    expect(await project.locator('input').count()).toBe(0);
+    expect(await project.locator('button', { hasText: 'Logout' }).count()).toBe(1);
+    expect(await scheme(page, 'apiKey').locator('input').count()).toBe(1);
+    expect(await violations()).toEqual([]);
+    await page.close();
+  });
+
+  test('try it: Authorize with only the API key, GET /City answers 200 in the page with the project id sent, and the key outlives a reload', async () => {
     const created = await server.request('POST', '/gw/api/rest/City', { body: { name: 'Docstown', country: 'DE' } });
     expect(created.status, created.text).toBe(201);
     const { page, violations } = await openPage(browser!, server.url);
-    await authorize(page, server.adminKey, projectId);
+    await authorize(page, server.adminKey);
 
     const sent = await executeListCity(page);
     expect(sent.url().split('?')[0]).toBe(`${server.url}/gw/api/rest/City`);
@@ -150,8 +172,9 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
     const proxy = await startPrefixProxy('/svc', server.url);
     try {
       const { page, requests } = await openPage(browser!, `${proxy.url}/svc`);
-      await authorize(page, server.adminKey, projectId);
+      await authorize(page, server.adminKey);
       const sent = await executeListCity(page);
+      expect(await sent.allHeaders()).toMatchObject({ 'x-project-id': projectId });
       expect(sent.url().split('?')[0]).toBe(`${proxy.url}/svc/gw/api/rest/City`);
       expect(await liveResponse(page, 'status')).toBe('200');
       expect(requests.filter((r) => !r.url().startsWith(`${proxy.url}/svc/`)).map((r) => r.url())).toEqual([]);
@@ -179,20 +202,16 @@ async function openPage(browser: Browser, root: string) {
   return { page, requests, violations };
 }
 
-/**
- * Fills Authorize: the key under the `bearer` scheme, and the project id under the X-Project-Id
- * scheme when the document has one (else executeListCity fills the header parameter).
- */
-async function authorize(page: Page, key: string, project: string): Promise<void> {
+/** The Authorize dialog's entry for a security scheme. */
+function scheme(page: Page, name: string) {
+  return page.locator('.modal-ux .auth-container').filter({ has: page.locator('h4 > code', { hasText: new RegExp(`^${name}$`) }) });
+}
+
+/** Fills Authorize with the key under the `apiKey` scheme only: the page fills in the project id itself. */
+async function authorize(page: Page, key: string): Promise<void> {
   await page.click('.auth-wrapper .authorize');
-  const scheme = (name: string) => page.locator('.modal-ux .auth-container').filter({ has: page.locator('h4 code', { hasText: new RegExp(`^${name}$`) }) });
-  await scheme('bearer').locator('input').fill(key);
-  await scheme('bearer').locator('button.authorize').click();
-  const projectScheme = page.locator('.modal-ux .auth-container').filter({ has: page.locator('code', { hasText: /^X-Project-Id$/ }) });
-  if ((await projectScheme.count()) > 0) {
-    await projectScheme.locator('input').fill(project);
-    await projectScheme.locator('button.authorize').click();
-  }
+  await scheme(page, 'apiKey').locator('input').fill(key);
+  await scheme(page, 'apiKey').locator('button.authorize').click();
   await page.click('.modal-ux .close-modal');
 }
 
@@ -205,8 +224,6 @@ async function executeListCity(page: Page): Promise<Request> {
   await op.locator('.opblock-summary-control').click();
   await op.locator('.try-out__btn').click();
   for (const input of await op.locator('.parameters input[type="text"]').all()) await input.fill('');
-  const projectParam = op.locator('tr[data-param-name="X-Project-Id"] input');
-  if ((await projectParam.count()) > 0) await projectParam.fill(projectId);
   const [request] = await Promise.all([
     page.waitForRequest((r) => new URL(r.url()).pathname.endsWith('/gw/api/rest/City') && r.method() === 'GET'),
     op.locator('.execute').click(),

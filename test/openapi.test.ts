@@ -10,6 +10,7 @@ import { service } from '../examples/shop/generated/index.ts';
 import { routes } from '../examples/shop/generated/routes.ts';
 import { MAX_AGGREGATE_ROWS, fieldFilterParameters, filterParameterName } from '../generator/render/openapi-filters.ts';
 import { OPERATORS, operatorMismatch, type FieldSpec, type FilteringOperation, type TableSpec } from '../runtime/model/index.ts';
+import { PROBLEM_KINDS, type ProblemKind } from '../runtime/model/problem-kinds.ts';
 import { expectProblem, SHOP, startTestServer, type TestServer } from './support/server.ts';
 
 const BASE = '/gw/api/rest';
@@ -174,11 +175,6 @@ describe('examples/shop/generated/openapi.json', () => {
     for (const field of ['type', 'title', 'status', 'detail', 'instance', 'errors']) expect(problem.properties).toHaveProperty([field]);
 
     const schemes: Record<string, any> = doc.components?.securitySchemes ?? {};
-    const values = Object.values(schemes);
-    expect(values.some((s) => s.type === 'http' && String(s.scheme).toLowerCase() === 'bearer'), JSON.stringify(schemes)).toBe(true);
-    expect(values.some((s) => s.type === 'apiKey' && s.in === 'header' && String(s.name).toLowerCase() === 'authorization'), JSON.stringify(schemes)).toBe(
-      true,
-    );
 
     // every security requirement names a defined scheme, and every data operation is protected
     const requirementNames = (reqs: Record<string, unknown>[] | undefined) => (reqs ?? []).flatMap((r) => Object.keys(r));
@@ -240,6 +236,20 @@ describe('examples/shop/generated/openapi.json', () => {
     expect(jwks.get.responses['200'].headers).toHaveProperty(['Cache-Control']);
   });
 
+  it('has one security scheme per kind of credential plus the project header, each described in CommonMark that renders as written', () => {
+    const schemes = doc.components.securitySchemes;
+    expect(Object.keys(schemes).sort()).toEqual(['apiKey', 'bearerJwt', 'managementToken', 'projectId']);
+    expect(schemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(schemes.managementToken).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(schemes.apiKey.description).toContain('`Authorization: <prefix> <key>`');
+    for (const [name, scheme] of Object.entries<any>(schemes)) {
+      // Outside code spans, <word> would be taken as an HTML tag and vanish from the rendered text.
+      const prose = String(scheme.description).replace(/`[^`]*`/g, '');
+      expect(prose, name).not.toMatch(/[<>]/);
+      expect(String(scheme.description).split('`').length % 2, `${name}: unbalanced code spans`).toBe(1);
+    }
+  });
+
   it('defines the bearerJwt scheme, used by logout and accepted by the data operations', () => {
     expect(doc.components.securitySchemes.bearerJwt).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
     expect(doc.security).toContainEqual({ bearerJwt: [], projectId: [] });
@@ -249,10 +259,7 @@ describe('examples/shop/generated/openapi.json', () => {
 
   it('carries X-Project-Id as the projectId security scheme, never as a required parameter, so a client sets it once', () => {
     expect(doc.components.securitySchemes.projectId).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Project-Id' });
-    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
-    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toEqual([
-      { bearer: [], projectId: [] },
       { apiKey: [], projectId: [] },
       { bearerJwt: [], projectId: [] },
     ]);
@@ -332,7 +339,76 @@ describe('examples/shop/generated/openapi.json', () => {
     const text = JSON.stringify(doc.paths);
     expect(text).toContain('#/components/schemas/Problem');
   });
+
+  it('documents on every data operation each status it can answer, 429 and 503 included, with the types of the Problem kinds table', () => {
+    const everywhere = ['400', '401', '403', '404', '408', '429', '431', '500', '503'];
+    const own: Record<string, string[]> = {
+      list: [],
+      read: [],
+      aggregate: [],
+      query: ['413', '415'],
+      create: ['409', '413', '415', '422'],
+      update: ['409', '413', '415', '422'],
+      updateMany: ['409', '413', '415', '422'],
+      delete: ['409'],
+      bulkCreate: ['409', '413', '415', '422'],
+      bulkDelete: ['413', '415', '422'],
+    };
+    const operationOf = (id: string) => /^(list|get|create|update|delete|aggregate|query|bulkCreate|bulkDelete)[A-Z]/.exec(id)![1]!;
+    let checked = 0;
+    for (const [p, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      if (!p.startsWith(`${BASE}/`) || p.slice(BASE.length + 1).startsWith('_')) continue;
+      for (const method of Object.keys(item).filter((k) => METHODS.includes(k))) {
+        const op = item[method];
+        let name = operationOf(op.operationId);
+        if (name === 'get') name = 'read';
+        if (name === 'update' && op.operationId.endsWith('Where')) name = 'updateMany';
+        const responses = documentedProblems(op);
+        const statuses = Object.keys(responses).sort();
+        expect(statuses, op.operationId).toEqual([...new Set([...everywhere, ...own[name]!])].sort());
+        expect([...responses['503']!.types].sort(), op.operationId).toEqual(['/errors/database-busy', '/errors/database-unavailable', '/errors/statement-timeout']);
+        expect(responses['503']!.headers, op.operationId).toContain('Retry-After');
+        expect(responses['429']!.types, op.operationId).toEqual(['/errors/rate-limited']);
+        expect(responses['429']!.headers, op.operationId).toContain('Retry-After');
+        expect(responses['401']!.headers, op.operationId).toContain('WWW-Authenticate');
+        if (['read', 'update', 'delete'].includes(name)) expect(responses['404']!.types, op.operationId).toContain('/errors/not-found');
+        if (own[name]!.includes('413')) expect(responses['400']!.types, op.operationId).toContain('/errors/invalid-json');
+        checked++;
+      }
+    }
+    expect(checked).toBe(routes.length);
+  });
+
+  it('takes every Problem status and type of the management operations from the same table', () => {
+    for (const p of Object.keys(doc.paths).filter((x) => x.startsWith(`${BASE}/_`) && !x.endsWith('_openapi') && !x.endsWith('_docs'))) {
+      for (const method of Object.keys(doc.paths[p]).filter((k) => METHODS.includes(k))) {
+        const responses = documentedProblems(doc.paths[p][method]);
+        expect(Object.keys(responses), `${method} ${p}`).toEqual(expect.arrayContaining(['400', '401', '403', '404', '500', '503']));
+        expect(Object.keys(responses), `${method} ${p}: no rate limit on management routes`).not.toContain('429');
+      }
+    }
+  });
 });
+
+/** The Problem responses of an operation by status, $refs resolved: their types (checked against PROBLEM_KINDS) and headers. */
+function documentedProblems(op: any): Record<string, { types: string[]; headers: string[] }> {
+  const out: Record<string, { types: string[]; headers: string[] }> = {};
+  for (const [status, raw] of Object.entries<any>(op.responses)) {
+    const response = raw.$ref ? doc.components.responses[raw.$ref.split('/').pop()] : raw;
+    expect(response, `${op.operationId} ${status} ${raw.$ref ?? ''}`).toBeDefined();
+    const schema = response.content?.['application/problem+json']?.schema;
+    if (!schema) continue;
+    expect(schema.allOf[0]).toEqual({ $ref: '#/components/schemas/Problem' });
+    const types: string[] = schema.allOf[1].properties.type.enum;
+    for (const type of types) {
+      const kind = type.slice('/errors/'.length) as ProblemKind;
+      expect(PROBLEM_KINDS[kind]?.status, `${op.operationId} ${status} ${type}`).toBe(Number(status));
+      expect(response.description, `${op.operationId} ${status}`).toContain(`\`${type}\``);
+    }
+    out[status] = { types, headers: Object.keys(response.headers ?? {}) };
+  }
+  return out;
+}
 
 describe('served by a running server', () => {
   let t: TestServer;
@@ -364,6 +440,19 @@ describe('served by a running server', () => {
         }
       }
     }
+  });
+
+  it('answers a data operation only with statuses and types its entry documents', async () => {
+    const documented = documentedProblems(doc.paths[`${BASE}/City`].get);
+    const answers = [
+      await t.request('GET', `${BASE}/City`, { project: false }),
+      await t.request('GET', `${BASE}/City`, { key: false }),
+      await t.request('GET', `${BASE}/City`, { headers: { authorization: 'Bearer svk_not-a-key' } }),
+      await t.request('GET', `${BASE}/City?limit=abc`),
+      await t.request('GET', `${BASE}/City`, { environment: 'nowhere' }),
+    ];
+    expect(answers.map((r) => r.status)).toEqual([400, 401, 401, 400, 404]);
+    for (const res of answers) expect(documented[String(res.status)]?.types, res.text).toContain(res.body.type);
   });
 
   it('GET /gw/api/rest/_docs returns an HTML reference page', async () => {

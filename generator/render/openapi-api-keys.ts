@@ -1,7 +1,7 @@
 /** The OpenAPI paths of API key management (docs/api.md §4). */
 import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
 import { KEY_PREFIX_PATTERN } from '../../runtime/model/index.ts';
-import { BASE, COMMON_ERRORS, dataEnvelope, problem } from './openapi-shared.ts';
+import { BASE, BODY, dataEnvelope, managementErrors } from './openapi-shared.ts';
 
 export function apiKeyPaths(builder: OpenApiBuilder): void {
   const keyFields = {
@@ -41,8 +41,7 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
       },
       responses: {
         '201': { description: 'The new key', content: dataEnvelope({ type: 'object', properties: { ...keyFields, key: { type: 'string' } } }) },
-        ...COMMON_ERRORS,
-        '422': problem('Validation failed'),
+        ...managementErrors([...BODY, 'validation']),
       },
     },
     get: {
@@ -65,7 +64,7 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
             },
           }),
         },
-        ...COMMON_ERRORS,
+        ...managementErrors(),
       },
     },
   });
@@ -79,7 +78,7 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
       operationId: 'revokeApiKey',
       summary: 'Revoke an API key',
       security,
-      responses: { '204': { description: 'Revoked' }, ...COMMON_ERRORS },
+      responses: { '204': { description: 'Revoked' }, ...managementErrors(['not-found'], { 'not-found': 'no API key with this id, or it was already revoked' }) },
     },
   });
 }

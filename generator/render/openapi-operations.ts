@@ -2,7 +2,17 @@
 import type { OperationObject, ParameterObject, ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { FILTER_DESCRIPTION, MAX_AGGREGATE_ROWS, fieldFilterParameters, groupParameterRefs } from './openapi-filters.ts';
-import { COMMON_ERRORS, dataEnvelope, listResponse, problem, ref, scalarSchema } from './openapi-shared.ts';
+import type { ProblemKind } from '../../runtime/model/problem-kinds.ts';
+import { BODY, CHECKED_REQUEST, dataEnvelope, listResponse, problemResponses, ref, scalarSchema } from './openapi-shared.ts';
+
+/** What every data request can be answered (docs/api.md §2 "Order of checks"), besides an operation's own kinds. */
+function dataErrors(kinds: readonly ProblemKind[], notes: Partial<Record<ProblemKind, string>> = {}) {
+  return problemResponses([...CHECKED_REQUEST, 'unknown-table', 'rate-limited', ...kinds], notes);
+}
+
+const RECORD_NOT_FOUND = 'no such record, or the caller may not read it';
+const UNIQUE_TAKEN = 'a unique field already has this value';
+const FIELDS_INVALID = 'validation failed; errors name the fields';
 
 /** POST or DELETE /<table>/_bulk: the body's own members plus transactionMode, the bulk envelope back. */
 function bulkOperation(
@@ -11,7 +21,7 @@ function bulkOperation(
   summary: string,
   body: { required?: string[]; properties: Record<string, SchemaObject | ReferenceObject> },
   ok: [status: string, description: string],
-  failure: string,
+  errors: ReturnType<typeof dataErrors>,
 ): OperationObject {
   return {
     tags: [table.name],
@@ -29,8 +39,7 @@ function bulkOperation(
     responses: {
       [ok[0]]: { description: ok[1], content: dataEnvelope(ref('BulkResult')) },
       '207': { description: 'BEST_EFFORT with failures', content: dataEnvelope(ref('BulkResult')) },
-      ...COMMON_ERRORS,
-      '422': problem(failure),
+      ...errors,
     },
   };
 }
@@ -60,7 +69,7 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
           ...fieldFilterParameters(table, 'list'),
           { $ref: '#/components/parameters/PreferCount' },
         ],
-        responses: { '200': listResponse(table), ...COMMON_ERRORS },
+        responses: { '200': listResponse(table), ...dataErrors(['invalid-parameter']) },
       };
     case 'create':
       return {
@@ -71,11 +80,10 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         requestBody: { required: true, content: { 'application/json': { schema: ref(`${table.name}Create`) } } },
         responses: {
           '201': { description: 'Created (no body with Prefer: return=minimal)', headers: { Location: { schema: { type: 'string' } } }, content: dataEnvelope(ref(table.name)) },
-          ...COMMON_ERRORS,
-          '409': problem('A unique field already has this value'),
-          '413': problem('Body too large'),
-          '415': problem('Body is not application/json'),
-          '422': problem('Validation failed; errors name the fields'),
+          ...dataErrors([...BODY, 'validation', 'conflict'], {
+            conflict: `${UNIQUE_TAKEN}, or a request with this Idempotency-Key is still in flight`,
+            validation: `${FIELDS_INVALID}; or the Idempotency-Key was used with another body`,
+          }),
         },
       };
     case 'read':
@@ -84,7 +92,7 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         operationId: `get${table.name}`,
         summary: `Read one ${table.name} record`,
         parameters: [idParam, { $ref: '#/components/parameters/select' }],
-        responses: { '200': { description: 'The record', content: dataEnvelope(ref(table.name)) }, ...COMMON_ERRORS },
+        responses: { '200': { description: 'The record', content: dataEnvelope(ref(table.name)) }, ...dataErrors(['invalid-parameter', 'not-found'], { 'not-found': RECORD_NOT_FOUND }) },
       };
     case 'update':
       return {
@@ -98,10 +106,12 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         },
         responses: {
           '200': { description: 'The updated record', content: dataEnvelope(ref(table.name)) },
-          ...COMMON_ERRORS,
-          '409': problem('A unique field already has this value'),
-          '415': problem('Body is not JSON'),
-          '422': problem('Validation failed; errors name the fields'),
+          ...dataErrors([...BODY, 'validation', 'conflict', 'not-found'], {
+            conflict: UNIQUE_TAKEN,
+            validation: FIELDS_INVALID,
+            'not-found': RECORD_NOT_FOUND,
+            'unsupported-media-type': 'the body is not application/json or application/merge-patch+json',
+          }),
         },
       };
     case 'delete':
@@ -110,7 +120,7 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         operationId: `delete${table.name}`,
         summary: `Delete a ${table.name} record`,
         parameters: [idParam],
-        responses: { '204': { description: 'Deleted' }, ...COMMON_ERRORS, '409': problem('Other records still reference it') },
+        responses: { '204': { description: 'Deleted' }, ...dataErrors(['not-found', 'conflict'], { conflict: 'other records still reference it', 'not-found': RECORD_NOT_FOUND }) },
       };
     case 'updateMany':
       return {
@@ -125,22 +135,30 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         },
         responses: {
           '200': { description: 'How many records matched', content: dataEnvelope({ type: 'object', required: ['count'], properties: { count: { type: 'integer' } } }) },
-          ...COMMON_ERRORS,
-          '422': problem('No filter, or validation failed'),
+          ...dataErrors(['invalid-parameter', ...BODY, 'validation', 'conflict'], {
+            conflict: UNIQUE_TAKEN,
+            validation: `no filter, or ${FIELDS_INVALID}`,
+            'unsupported-media-type': 'the body is not application/json or application/merge-patch+json',
+          }),
         },
       };
     case 'bulkCreate':
       return bulkOperation(table, 'Create', `Create up to ${LIMITS.maxBulkItems} ${table.name} records`, {
         required: ['items'],
         properties: { items: { type: 'array', maxItems: LIMITS.maxBulkItems, items: ref(`${table.name}Create`) } },
-      }, ['201', 'All inserted'], `ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in \`data\`), or more than ${LIMITS.maxBulkItems} items`);
+      }, ['201', 'All inserted'], dataErrors(['invalid-parameter', ...BODY, 'validation', 'conflict'], {
+        conflict: 'a request with this Idempotency-Key is still in flight',
+        validation: `ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in \`data\`), more than ${LIMITS.maxBulkItems} items, or the Idempotency-Key was used with another body`,
+      }));
     case 'bulkDelete':
       return bulkOperation(table, 'Delete', `Delete up to ${LIMITS.maxBulkItems} ${table.name} records by key`, {
         properties: {
           ids: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: ['string', 'integer'] } },
           filters: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: 'object' } },
         },
-      }, ['200', 'All deleted'], 'ALL_OR_NOTHING with a failure (nothing deleted), ids and filters mixed, or ids on a composite key');
+      }, ['200', 'All deleted'], dataErrors(['invalid-parameter', ...BODY, 'validation'], {
+        validation: `ALL_OR_NOTHING with a failure (nothing deleted; the envelope is in \`data\`), more than ${LIMITS.maxBulkItems} items, ids and filters mixed, or ids on a composite key`,
+      }));
     case 'aggregate':
       return {
         tags,
@@ -161,7 +179,7 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
             description: 'One row per group: the groupBy fields and the aliases',
             content: dataEnvelope({ type: 'object', required: ['aggregates'], properties: { aggregates: { type: 'array', items: { type: 'object' } } } }),
           },
-          ...COMMON_ERRORS,
+          ...dataErrors(['invalid-parameter']),
         },
       };
     case 'query':
@@ -173,7 +191,7 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         requestBody: { required: true, content: { 'application/json': { schema: ref('QueryBody') } } },
         responses: {
           '200': listResponse(table),
-          ...COMMON_ERRORS,
+          ...dataErrors(['invalid-parameter', ...BODY]),
         },
       };
   }

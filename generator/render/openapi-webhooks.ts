@@ -1,6 +1,6 @@
 /** The OpenAPI paths of webhook management (docs/api.md §8.1). */
 import type { OpenApiBuilder, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
-import { BASE, COMMON_ERRORS, dataEnvelope, problem } from './openapi-shared.ts';
+import { BASE, BODY, dataEnvelope, managementErrors } from './openapi-shared.ts';
 
 const EVENTS = ['INSERT', 'UPDATE', 'DELETE'];
 
@@ -66,14 +66,14 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
       summary: 'Subscribe a URL to INSERT, UPDATE and DELETE events of a table',
       security,
       requestBody: body(['projectId', 'environment', 'table', 'events', 'url', 'secret']),
-      responses: { '201': { description: 'The subscription (without its secret)', content: json(subscription) }, ...COMMON_ERRORS, '422': problem('Validation failed') },
+      responses: { '201': { description: 'The subscription (without its secret)', content: json(subscription) }, ...managementErrors([...BODY, 'validation']) },
     },
     get: {
       tags: ['Webhooks'],
       operationId: 'listWebhooks',
       summary: 'List the subscriptions of the environment',
       security,
-      responses: { '200': { description: 'Subscriptions', content: dataEnvelope({ type: 'array', items: subscription }) }, ...COMMON_ERRORS },
+      responses: { '200': { description: 'Subscriptions', content: dataEnvelope({ type: 'array', items: subscription }) }, ...managementErrors() },
     },
   });
   builder.addPath(`${BASE}/_webhooks/{id}`, {
@@ -92,7 +92,7 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
             properties: { webhook: subscription, deliveries: { type: 'array', items: { $ref: '#/components/schemas/WebhookDelivery' } } },
           }),
         },
-        ...COMMON_ERRORS,
+        ...managementErrors(['not-found']),
       },
     },
     patch: {
@@ -101,14 +101,14 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
       summary: 'Change any subset of the fields; active false pauses, true resumes',
       security,
       requestBody: body([]),
-      responses: { '200': { description: 'The updated subscription', content: json(subscription) }, ...COMMON_ERRORS, '422': problem('Validation failed') },
+      responses: { '200': { description: 'The updated subscription', content: json(subscription) }, ...managementErrors([...BODY, 'validation', 'not-found']) },
     },
     delete: {
       tags: ['Webhooks'],
       operationId: 'deleteWebhook',
       summary: 'Remove a subscription and its delivery history',
       security,
-      responses: { '204': { description: 'Removed' }, ...COMMON_ERRORS },
+      responses: { '204': { description: 'Removed' }, ...managementErrors(['not-found']) },
     },
   });
   builder.addPath(`${BASE}/_webhooks/{id}/deliveries/{deliveryId}/redeliver`, {
@@ -120,8 +120,7 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
       security,
       responses: {
         '202': { description: 'Queued again', content: dataEnvelope({ $ref: '#/components/schemas/WebhookDelivery' }) },
-        ...COMMON_ERRORS,
-        '409': problem('The delivery is still pending, retrying or deferred'),
+        ...managementErrors(['not-found', 'conflict'], { conflict: 'the delivery is still pending, retrying or deferred' }),
       },
     },
   });

@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { PROBLEM_KINDS, type ProblemKind } from '../model/problem-kinds.ts';
 
 export interface ClientErrorLimits {
   headersTimeoutMs: number;
@@ -21,6 +22,11 @@ interface ClientErrorAnswer {
   detail: string;
 }
 
+function answer(kind: ProblemKind, detail: string): ClientErrorAnswer {
+  const { status, title } = PROBLEM_KINDS[kind];
+  return { status, reason: title, type: `/errors/${kind}`, detail };
+}
+
 /** What a parser or timeout error from node:http means for the client, or undefined when nothing can be said. */
 export function clientErrorAnswer(error: NodeJS.ErrnoException, limits: ClientErrorLimits): ClientErrorAnswer | undefined {
   switch (error.code) {
@@ -28,21 +34,17 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, limits: ClientEr
     case 'EPIPE':
       return undefined;
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return {
-        status: 408,
-        reason: 'Request Timeout',
-        type: '/errors/request-timeout',
-        detail: `the request did not arrive in time: headers are allowed ${limits.headersTimeoutMs} ms and the whole request ${limits.requestTimeoutMs} ms; send it again on a new connection`,
-      };
+      return answer(
+        'request-timeout',
+        `the request did not arrive in time: headers are allowed ${limits.headersTimeoutMs} ms and the whole request ${limits.requestTimeoutMs} ms; send it again on a new connection`,
+      );
     case 'HPE_HEADER_OVERFLOW':
-      return {
-        status: 431,
-        reason: 'Request Header Fields Too Large',
-        type: '/errors/request-header-too-large',
-        detail: `the request line and headers exceed ${limits.maxHeaderSize / 1024} KiB; send long filters in a POST /<table>/_query body`,
-      };
+      return answer(
+        'request-header-too-large',
+        `the request line and headers exceed ${limits.maxHeaderSize / 1024} KiB; send long filters in a POST /<table>/_query body`,
+      );
     default:
-      return { status: 400, reason: 'Bad Request', type: '/errors/bad-request', detail: 'the request is not valid HTTP/1.1' };
+      return answer('bad-request', 'the request is not valid HTTP/1.1');
   }
 }
 

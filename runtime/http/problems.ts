@@ -1,37 +1,13 @@
 import { AUTH_ERRORS, type AuthErrorCode } from '../model/index.ts';
+import { PROBLEM_KINDS, type ProblemKind } from '../model/problem-kinds.ts';
 
 /**
  * The one error type of the runtime and its closed table of kinds. Handlers throw; only
- * `toReply` (reply.ts) turns an error into a response, so no handler formats errors itself.
+ * `errorReply` (reply.ts) turns an error into a response, so no handler formats errors itself. The
+ * kinds live in runtime/model, where the OpenAPI generator reads them too.
  */
 
-/** Problem Details kinds of the data, key and webhook routes (docs/api.md §6.1, §6.2). */
-export const PROBLEM_KINDS = {
-  'bad-request': { status: 400, title: 'Bad Request' },
-  'invalid-json': { status: 400, title: 'Malformed JSON body' },
-  'invalid-parameter': { status: 400, title: 'Invalid query parameter' },
-  'missing-project': { status: 400, title: 'Missing project' },
-  unauthorized: { status: 401, title: 'Unauthorized' },
-  forbidden: { status: 403, title: 'Forbidden' },
-  'not-found': { status: 404, title: 'Not Found' },
-  'unknown-project': { status: 404, title: 'Unknown project' },
-  'unknown-environment': { status: 404, title: 'Unknown environment' },
-  'unknown-table': { status: 404, title: 'Unknown table' },
-  'method-not-allowed': { status: 405, title: 'Method Not Allowed' },
-  conflict: { status: 409, title: 'Conflict' },
-  'payload-too-large': { status: 413, title: 'Payload Too Large' },
-  'unsupported-media-type': { status: 415, title: 'Unsupported Media Type' },
-  validation: { status: 422, title: 'Validation failed' },
-  'rate-limited': { status: 429, title: 'Too Many Requests' },
-  internal: { status: 500, title: 'Internal Server Error' },
-  unavailable: { status: 503, title: 'Service Unavailable' },
-  // Database faults (runtime/db/faults.ts): 503 with Retry-After, since each passes by itself.
-  'database-unavailable': { status: 503, title: 'Database unavailable' },
-  'database-busy': { status: 503, title: 'Database busy' },
-  'statement-timeout': { status: 503, title: 'Database statement timeout' },
-} as const satisfies Record<string, { status: number; title: string }>;
-
-export type ProblemKind = keyof typeof PROBLEM_KINDS;
+export { PROBLEM_KINDS, type ProblemKind };
 
 export interface FieldError {
   field: string;

@@ -25,13 +25,16 @@ const PACKAGE_FILES: Readonly<Record<string, string>> = {
 /**
  * Starts Swagger UI. It fetches the document itself to resolve `servers`: svcgen's are relative to
  * the service root ("/"), which behind a prefix-mounting proxy is where this page is mounted, not the
- * host's root (Swagger UI would resolve "/" against the host).
+ * host's root (Swagger UI would resolve "/" against the host). The page is served by the project's
+ * own server, which knows the project id: it fills in the X-Project-Id scheme, so a reader only
+ * pastes a credential into Authorize.
  */
 const INIT_SCRIPT = `'use strict';
 (function () {
   var root = document.getElementById('swagger-ui');
   var documentUrl = new URL(root.dataset.openapi, document.baseURI).href;
   var serviceRoot = new URL(root.dataset.serviceRoot, document.baseURI).href;
+  var projectId = root.dataset.projectId;
   function resolveServer(url) {
     try {
       if (url.charAt(0) === '/' && url.charAt(1) !== '/') return new URL(url.slice(1), serviceRoot).href;
@@ -39,6 +42,13 @@ const INIT_SCRIPT = `'use strict';
     } catch (e) {
       return url; // a templated URL ({variables}) is left to Swagger UI
     }
+  }
+  function projectScheme(spec) {
+    var schemes = (spec.components && spec.components.securitySchemes) || {};
+    return Object.keys(schemes).filter(function (name) {
+      var s = schemes[name];
+      return s.type === 'apiKey' && s.in === 'header' && String(s.name).toLowerCase() === 'x-project-id';
+    })[0];
   }
   fetch(documentUrl, { headers: { accept: 'application/json' } })
     .then(function (res) {
@@ -48,6 +58,7 @@ const INIT_SCRIPT = `'use strict';
     .then(function (spec) {
       var servers = spec.servers && spec.servers.length ? spec.servers : [{ url: '/' }];
       spec.servers = servers.map(function (s) { return Object.assign({}, s, { url: resolveServer(s.url) }); });
+      var scheme = projectScheme(spec);
       window.ui = SwaggerUIBundle({
         spec: spec,
         dom_id: '#swagger-ui',
@@ -57,7 +68,10 @@ const INIT_SCRIPT = `'use strict';
         persistAuthorization: true,
         displayRequestDuration: true,
         filter: true,
-        validatorUrl: null
+        validatorUrl: null,
+        onComplete: function () {
+          if (scheme && projectId) window.ui.preauthorizeApiKey(scheme, projectId);
+        }
       });
     })
     .catch(function (error) {
@@ -114,7 +128,7 @@ function acceptsGzip(req: Request): boolean {
  * Handlers for the page at `<basePath>/_docs` and its files at `<basePath>/_docs/<file>`. The
  * canonical address has no trailing slash; `_docs/` redirects to it.
  */
-export function docsHandlers(options: { basePath: string; openapi: unknown }) {
+export function docsHandlers(options: { basePath: string; openapi: unknown; /** Filled in as X-Project-Id. */ projectId?: string }) {
   let assets: Map<string, Asset> | undefined;
   let html: string | undefined;
   // Loaded on the first request: a server whose docs nobody opens never reads the 1.7 MB bundle.
@@ -126,6 +140,7 @@ export function docsHandlers(options: { basePath: string; openapi: unknown }) {
     const files = getAssets();
     const href = (name: string) => `_docs/${name}?v=${files.get(name)!.version}`;
     const title = escapeHtml((options.openapi as { info?: { title?: string } }).info?.title ?? 'API');
+    const projectId = options.projectId ? ` data-project-id="${escapeHtml(options.projectId)}"` : '';
     return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${title} reference</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -133,7 +148,7 @@ export function docsHandlers(options: { basePath: string; openapi: unknown }) {
 <link rel="stylesheet" href="${href('swagger-ui.css')}">
 <link rel="stylesheet" href="${href('index.css')}">
 </head><body>
-<div id="swagger-ui" data-openapi="_openapi" data-service-root="${serviceRoot}"></div>
+<div id="swagger-ui" data-openapi="_openapi" data-service-root="${serviceRoot}"${projectId}></div>
 <noscript>The reference page needs JavaScript; the OpenAPI document is at <a href="_openapi">_openapi</a>.</noscript>
 <script src="${href('swagger-ui-bundle.js')}"></script>
 <script src="${href('init.js')}"></script>
