@@ -19,7 +19,8 @@
  *   6. login throughput: POST /auth/login (one user, correct password) with 12 connections, against
  *      the bcrypt limit measured here (cores ÷ median time of one cost-10 bcryptjs compareSync), while
  *      a sequential trickle of GET /Order/<id> with the API key (20 a second) measures latency;
- *   7. the section "## Authentication" of bench/RESULTS.md (replaced, or appended), also on stdout.
+ *   7. login answers one at a time: an unknown e-mail, a wrong and the right password, in turns;
+ *   8. the section "## Authentication" of bench/RESULTS.md (replaced, or appended), also on stdout.
  *
  * Environment as for ./run.ts: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION /
  * BENCH_WARMUP / BENCH_PROFILE (seconds; BENCH_PROFILE=0 skips the profiles), BENCH_RESULTS; and
@@ -572,6 +573,42 @@ async function measureLogins(server: ServerChild, fixture: Fixture, backends: Ba
   };
 }
 
+/** Rounds of the login-answer timing, and the first ones left out (worker start, dummy hash). */
+const ANSWER_ROUNDS = 20;
+const ANSWER_WARMUP = 2;
+
+interface LoginAnswerTimes {
+  /** ms per answer, one at a time on an otherwise idle server */
+  unknownEmail: number[];
+  wrongPassword: number[];
+  rightPassword: number[];
+}
+
+/**
+ * How long a login takes to answer an unknown e-mail, a wrong password and the right one (each
+ * one bcrypt comparison: test/auth-accounts.test.ts counts them), one request at a time, in turns
+ * so that drift on a shared machine affects the three alike. The right password after each wrong
+ * one clears the account's failure count, so it never locks.
+ */
+async function measureLoginAnswers(server: ServerChild, fixture: Fixture): Promise<LoginAnswerTimes> {
+  const times: LoginAnswerTimes = { unknownEmail: [], wrongPassword: [], rightPassword: [] };
+  const timed = async (what: string, email: string, password: string, status: number) => {
+    const started = performance.now();
+    await expectStatus(what, send(`${server.url}/auth/login`, { method: 'POST', headers: { 'x-project-id': fixture.projectId }, body: { email, password } }), status);
+    return performance.now() - started;
+  };
+  for (let i = 0; i < ANSWER_WARMUP + ANSWER_ROUNDS; i++) {
+    const unknown = await timed('POST /auth/login (unknown e-mail)', `nobody-${i}-${Date.now().toString(36)}@bench.example.com`, USER.password, 401);
+    const wrong = await timed('POST /auth/login (wrong password)', USER.email, `${USER.password}-wrong`, 401);
+    const right = await timed('POST /auth/login (right password)', USER.email, USER.password, 200);
+    if (i < ANSWER_WARMUP) continue;
+    times.unknownEmail.push(unknown);
+    times.wrongPassword.push(wrong);
+    times.rightPassword.push(right);
+  }
+  return times;
+}
+
 // ---- report -----------------------------------------------------------------------------------
 
 interface Environment {
@@ -597,6 +634,7 @@ interface Results {
   idleTrickle: TrickleResult;
   idleLoopDelay: LoopDelay;
   logins: LoginResult;
+  loginAnswers: LoginAnswerTimes;
   unloaded: Record<VariantId, TrickleResult>;
 }
 
@@ -820,6 +858,21 @@ function report(r: Results): string {
       'the ratio drops with the other processes\' load — by design, not through lost work (the scaled row, shown when other processes were busy, estimates that).',
     '',
   );
+  const a = r.loginAnswers;
+  const answerRow = (label: string, xs: number[]) => `| ${label} | ${fmt(median(xs), 1)} | ${fmt(percentile(xs, 90), 1)} | ${fmt(median(xs) / median(a.wrongPassword), 2)} |`;
+  out.push('### Login answers: unknown e-mail, wrong and right password', '');
+  out.push(
+    `POST /auth/login against the idle jws server, one request at a time, ${ANSWER_ROUNDS} rounds of the three in turn (after ${ANSWER_WARMUP} left out). ` +
+      'Each answer costs one bcrypt comparison (an unknown e-mail is compared with a dummy hash of the same cost), so that the time does ' +
+      'not tell whether an account exists; the right password adds the session and the signed tokens.',
+    '',
+    '| login | median (ms) | p90 (ms) | median ÷ wrong password |',
+    '|---|--:|--:|--:|',
+    answerRow('unknown e-mail (401)', a.unknownEmail),
+    answerRow('wrong password (401)', a.wrongPassword),
+    answerRow('right password (200)', a.rightPassword),
+    '',
+  );
   out.push(
     `Meanwhile, GET /Order/<id> with the API key from a separate loop of the benchmark process, one request at a time, one every ` +
       `${TRICKLE_INTERVAL_MS} ms (${fmt(1000 / TRICKLE_INTERVAL_MS)}/s), against the same server; for reference the same trickle on the idle server ` +
@@ -949,6 +1002,10 @@ async function main(): Promise<void> {
     if (logins.trickle.failures.length) throw new Error(`the trickle during the login load failed: ${logins.trickle.failures.slice(0, 3).join('; ')}`);
     log(`  ${fmt(logins.loginsPerSecond, 1)} logins/s (${pct(logins.loginsPerSecond, bcryptLimit.limit)} of the limit), p99 ${logins.p99} ms`);
 
+    log(`login answers: unknown e-mail, wrong and right password, ${ANSWER_ROUNDS} rounds one at a time`);
+    const loginAnswers = await measureLoginAnswers(servers.jws, fixture);
+    log(`  medians ${fmt(median(loginAnswers.unknownEmail), 1)} / ${fmt(median(loginAnswers.wrongPassword), 1)} / ${fmt(median(loginAnswers.rightPassword), 1)} ms`);
+
     const env: Environment = {
       date: reportDate(),
       revision,
@@ -959,7 +1016,7 @@ async function main(): Promise<void> {
       postgres: await serverVersion(database.url),
       databaseServer: dbServer.origin,
     };
-    const section = report({ env, variants, runs, summaries, profiles, verification, bcrypt: bcryptLimit, idleTrickle, idleLoopDelay, logins, unloaded });
+    const section = report({ env, variants, runs, summaries, profiles, verification, bcrypt: bcryptLimit, idleTrickle, idleLoopDelay, logins, loginAnswers, unloaded });
     writeSection(RESULTS_FILE, SECTION, section);
     log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(section);
