@@ -1,9 +1,7 @@
 // Accounts and codes over real HTTP, with the mail read from a loopback SMTP server: every
-// account/code row of the interface's "States and transitions", the account error codes with their
-// exact bodies (interface "Authentication errors"; CONTRACT §4, §6, §7), password recovery, and the
-// timing of logins with unknown e-mails. Rate limits, AUTH_NOT_CONFIGURED and VALIDATION_ERROR:
-// test/auth-limits.test.ts.
-import { performance } from 'node:perf_hooks';
+// account and code state of docs/api.md §3, the account error codes with their exact bodies
+// (docs/api.md §6.3), password recovery, and the timing of logins with unknown e-mails. Rate
+// limits, AUTH_NOT_CONFIGURED and VALIDATION_ERROR: test/auth-limits.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAuthError, expectViolations, PASSWORD, startAuthServer, type AuthTestServer } from './support/auth.ts';
 import { ISO_8601, UUID } from './support/expect.ts';
@@ -177,7 +175,7 @@ describe('e-mail verification disabled (auth.emailVerification false)', () => {
   });
 });
 
-describe('lockout (States and transitions; CONTRACT §6, §7)', () => {
+describe('lockout (docs/api.md §3 "Log in")', () => {
   /** 4 failed logins → 401, the 5th → 423: its body. */
   async function lock(email: string) {
     for (let i = 0; i < 4; i++) expectAuthError(await login(email, `wrong-password-${i}`), 401, 'AUTH_INVALID_CREDENTIALS');

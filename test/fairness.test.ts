@@ -1,8 +1,9 @@
 /**
- * Fairness (issue 9): expensive reads (aggregates, large pages, count=exact, unindexed filters,
- * sorts and embeds) wait in a budget of their own, so a burst of them cannot take every pool
- * connection while a cheap GET by id queues behind them. Beyond the budget's queue, or past its
- * wait bound, they get a fast 503 database-busy; every slot comes back, whatever the request did.
+ * Fairness (docs/config.md `database.expensiveRead*`, docs/api.md §6.2): expensive reads
+ * (aggregates, large pages, count=exact, unindexed filters, sorts and embeds) wait in a budget of
+ * their own, so a burst of them cannot take every pool connection while a cheap GET by id queues
+ * behind them. Beyond the budget's queue, or past its wait bound, they get a fast 503
+ * database-busy; every slot comes back, whatever the request did.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

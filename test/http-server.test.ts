@@ -1,5 +1,6 @@
 /**
- * The HTTP server under slow, many and stopping clients (issue 9, faults): slow heads and bodies
+ * The HTTP server under slow, many and stopping clients (docs/config.md `http.*`;
+ * docs/deployment.md "HTTP timeouts", "Stopping: SIGTERM and draining"): slow heads and bodies
  * cut off with 408 at the configured timeouts, the connection cap, the 400/431 answers of the
  * parser, and the SIGTERM drain of the real `svcgen serve`. Real sockets via node:net, so what is
  * asserted is the bytes a client sees.

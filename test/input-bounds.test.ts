@@ -1,7 +1,7 @@
-// Cost bounds on input (issue 9, "Cost bounds on input"): every recursive structure of a request
-// (select in the URL and in _query, filter groups, JSON bodies) is refused with a 400 naming its
-// limit before any deep work, and a body that is not valid UTF-8 / Unicode JSON is a 400 with
-// nothing stored. Regression tests named after what broke.
+// Cost bounds on input (docs/api.md §7; README "Decisions", "Cost bounds"): every recursive
+// structure of a request (select in the URL and in _query, filter groups, JSON bodies) is refused
+// with a 400 naming its limit before any deep work, and a body that is not valid UTF-8 / Unicode
+// JSON is a 400 with nothing stored. Regression tests named after what broke.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../runtime/model/index.ts';

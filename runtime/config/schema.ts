@@ -1,4 +1,4 @@
-/** `svcgen.config.json` (CONTRACT §4, §5): one zod schema, defaults included. */
+/** `svcgen.config.json` (docs/config.md): one zod schema, defaults included. */
 import { z } from 'zod';
 
 const seconds = z.number().int().positive();
@@ -148,7 +148,7 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    /** Slow or idle clients are cut off (408) and SIGTERM drains within a bound (issue 9, faults). */
+    /** Slow or idle clients are cut off (408) and SIGTERM drains within a bound (docs/deployment.md "HTTP timeouts"). */
     http: z
       .object({
         /** The request line and headers must arrive within this, from the first byte; else 408. */

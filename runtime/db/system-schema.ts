@@ -52,7 +52,7 @@ const STEPS: readonly string[] = [
      hits         integer NOT NULL,
      PRIMARY KEY (bucket, window_start)
    );`,
-  // User authentication (interface "Authentication endpoints", "States and transitions").
+  // User authentication: accounts, codes and sessions (docs/api.md §3).
   `CREATE TABLE svcgen.users (
      id              uuid PRIMARY KEY,
      project_id      text NOT NULL,
