@@ -323,7 +323,7 @@ describe('svcgen diff', () => {
   const diff = (args: string[]) => runCli(['diff', ...args]);
   const json = (stdout: string) => JSON.parse(stdout) as { changes: (ApiChange | ConfigChange)[]; breaking: number; widens: number; config: { from: string; to: string } | null };
 
-  it('lists every kind of permission and setting change, marked, in text and --json; exit 1 as some are breaking', { timeout: 60_000 }, async () => {
+  it('lists every kind of permission and setting change, marked, in text and --json; exit 1 as some are breaking', { timeout: 120_000 }, async () => {
     const root = await tempDir('diff');
     const before = await project(root, 'before', { config: (c) => void (c.roles.legacy = { tables: { City: { read: true } } }) });
     const after = await project(root, 'after', {
@@ -430,7 +430,7 @@ describe('svcgen diff', () => {
     expect(out.stdout).not.toContain('a-secret-token');
   });
 
-  it('widening access exits 0 unless --fail-on-widen; narrowing exits 1 unless --allow-breaking', { timeout: 60_000 }, async () => {
+  it('widening access exits 0 unless --fail-on-widen; narrowing exits 1 unless --allow-breaking', { timeout: 120_000 }, async () => {
     const root = await tempDir('diff');
     const before = path.join(await project(root, 'before'), 'schema.prisma');
     const widened = await project(root, 'widened', { config: (c) => void (c.roles.customer.tables.Order.delete = { filter: { customerId: '$user.id' } }) });
@@ -453,7 +453,7 @@ describe('svcgen diff', () => {
     expect((await diff(['--project', widened, '--from', before, '--allow-breaking', '--fail-on-widen'])).code).toBe(1);
   });
 
-  it('prints field types with ? and [] (a removed Int? field is Int?), in text and --json', { timeout: 60_000 }, async () => {
+  it('prints field types with ? and [] (a removed Int? field is Int?), in text and --json', { timeout: 120_000 }, async () => {
     const root = await tempDir('diff');
     const before = await project(root, 'before', {
       schema: (s) => replacing('  tags      String[]\n', '')(replacing('  note       String?\n', '  note       String?\n  points     Int?\n')(s)),
@@ -471,7 +471,7 @@ describe('svcgen diff', () => {
     ]);
   });
 
-  it('a schema file without a config beside it: models only, said on stderr; --from-config names one', { timeout: 60_000 }, async () => {
+  it('a schema file without a config beside it: models only, said on stderr; --from-config names one', { timeout: 120_000 }, async () => {
     const root = await tempDir('diff');
     const current = await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8');
     const old = path.join(root, 'old.prisma');
@@ -507,7 +507,7 @@ describe('svcgen diff', () => {
     expect((await diff(['--project', SHOP, '--from', old, '--allow-breaking'])).code).toBe(0);
   });
 
-  it('a config that cannot be read as the server reads it is a usage error (exit 2) naming the problem', { timeout: 60_000 }, async () => {
+  it('a config that cannot be read as the server reads it is a usage error (exit 2) naming the problem', { timeout: 120_000 }, async () => {
     const root = await tempDir('diff');
     const before = await project(root, 'before', { config: (c) => void (c.roles.customer.tables.Order.read.fields.push('nickname')) });
     const bad = await diff(['--project', SHOP, '--from', path.join(before, 'schema.prisma')]);
@@ -526,7 +526,7 @@ describe('svcgen diff', () => {
     expect(missing.stderr).toContain(`--to-config "${path.join(root, 'nothing.json')}" is neither a file nor <git ref>:<path> of a file`);
   });
 
-  it('compares with a git ref: the schema and the config at that ref, in a project below the repository root', { timeout: 60_000 }, async () => {
+  it('compares with a git ref: the schema and the config at that ref, in a project below the repository root', { timeout: 120_000 }, async () => {
     const root = await tempDir('diff-git');
     const app = await project(root, 'app');
     const git = (...args: string[]) => run('git', ['-c', 'user.name=svcgen test', '-c', 'user.email=test@example.com', ...args], { cwd: root });
