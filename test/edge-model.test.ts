@@ -65,6 +65,27 @@ describe('scalar types round-trip', () => {
   });
 });
 
+describe('JSON output (docs/api.md §5.2)', () => {
+  it('is compact: embedded arrays and Json values have no whitespace outside strings; Json comes back as jsonb keeps it, Decimal with its scale', async () => {
+    const parent = await create({ count: 1, sort: 'p', amount: '1', payload: { b: [1, 2, { c: 'x, y: z' }], a: 1.5, big: 2 ** 60 } });
+    await create({ count: 2, sort: 'c1', amount: 2, parentId: parent.id, payload: { k: 'v', kk: [true, false] } });
+    await create({ count: 3, sort: 'c2', amount: 3.25, parentId: parent.id });
+    const one = await t.request('GET', `${BASE}/${parent.id}?select=payload,amount,children(sort,payload,amount)`);
+    const list = await t.request('GET', `${BASE}?col.sort=equals.p&limit=5&select=payload,amount,children(sort,payload,amount)`);
+    const record =
+      // Json numbers are read as JavaScript numbers: 2^60 is written as JSON.stringify writes it.
+      '{"payload":{"a":1.5,"b":[1,2,{"c":"x, y: z"}],"big":1152921504606847000},"amount":1.0000,' +
+      '"children":[{"sort":"c1","payload":{"k":"v","kk":[true,false]},"amount":2.0000},{"sort":"c2","payload":null,"amount":3.2500}]}';
+    expect(one.text).toBe(`{"data":${record}}`);
+    expect(list.text).toBe(`{"data":[${record}],"meta":{"pagination":{"limit":5,"offset":0,"hasNextPage":false,"hasPreviousPage":false,"nextCursor":null}}}`);
+    // A write answers the record the same way.
+    const patched = await t.request('PATCH', `${BASE}/${parent.id}`, { body: { payload: { z: 'a b', y: [1, { x: null }] } } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.text).toContain('"payload":{"y":[1,{"x":null}],"z":"a b"}');
+    expect(patched.text).not.toMatch(/[\n]|, |": /);
+  });
+});
+
 describe('reserved names and the col. prefix', () => {
   beforeAll(async () => {
     await create({ count: 10, sort: 'z', limit: 5, amount: 2 });

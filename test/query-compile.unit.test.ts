@@ -136,7 +136,7 @@ describe('compileRead', () => {
   it.each<[string, { given: { roles: string[]; query: ReadQuery; single?: boolean; count?: boolean }; want: SqlWant }]>([
     ['the readable rows of the top table', {
       given: { roles: ['customer'], query: list({ table: 'Order' }) },
-      want: { contains: [`WHERE t0."customerId" = ${U}`, 'row_to_json(t1)'], absent: ['"note"', '"placedAt"', 'json_object_agg'] },
+      want: { contains: [`WHERE t0."customerId" = ${U}`, 'row_to_json(t1)'], absent: ['"note"', '"placedAt"', 'string_agg'] },
     }],
     ['every field for an unrestricted role', { given: { roles: ['admin'], query: list({ table: 'Order' }) }, want: { contains: ['t0."note" AS "note"', 'WHERE TRUE'] } }],
     ['unreadable fields named in select are left out', {
@@ -156,16 +156,24 @@ describe('compileRead', () => {
     }],
     ['a to-many embed keeps the target readable rows', {
       given: { roles: ['crm'], query: list({ table: 'Customer', select: [field('name'), embed('orders', field('id'))] }) },
-      want: { contains: ['json_agg(', 'FROM "env_master"."Order" t', '"status" = <"paid">'] },
+      want: { contains: ["coalesce('[' || string_agg(row_to_json(", "::text, ',') || ']', '[]')::json", 'FROM "env_master"."Order" t', '"status" = <"paid">'], absent: ['json_agg('] },
     }],
     ['an embed the caller cannot follow is refused', { given: { roles: ['customer'], query: list({ table: 'Order', select: [embed('customer', field('name'))] }) }, want: { error: /no relation "customer"/ } }],
     ['fields hidden on some rows: the record is built key by key', {
       given: { roles: ['support', 'owner'], query: list({ table: 'Order' }) },
-      want: { contains: ['json_object_agg(kv.k, kv.v ORDER BY kv.o)', '(0, <"id">::text, to_json(t0."id"), TRUE)', `(3, <"note">::text, to_json(t0."note"), t0."customerId" = ${U})`, 'WHERE kv.shown'] },
+      want: {
+        contains: [
+          "coalesce('{' || string_agg(kv.member, ',' ORDER BY kv.o) || '}', '{}')::json",
+          `(0, <"\\"id\\":">::text || coalesce(to_json(t0."id")::text, 'null'), TRUE)`,
+          `(3, <"\\"note\\":">::text || coalesce(to_json(t0."note")::text, 'null'), t0."customerId" = ${U})`,
+          'WHERE kv.shown',
+        ],
+        absent: ['json_object_agg'],
+      },
     }],
     ['only fields every role lists: row_to_json', {
       given: { roles: ['support', 'owner'], query: list({ table: 'Order', select: [field('id'), field('status')] }) },
-      want: { contains: ['row_to_json('], absent: ['json_object_agg'] },
+      want: { contains: ['row_to_json('], absent: ['string_agg'] },
     }],
     ['sorting by an unreadable field is refused', { given: { roles: ['customer'], query: list({ table: 'Order', orderBy: [{ field: 'note', direction: 'asc' }] }) }, want: { error: /no field "note" to sort by/ } }],
     ['a field hidden on some rows sorts as null there', {

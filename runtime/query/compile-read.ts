@@ -2,6 +2,10 @@
  * Read queries → one SQL statement whose rows are finished JSON text (`row_to_json`), so records,
  * embeds and aliases are shaped by PostgreSQL and the server only joins strings into an envelope.
  * Every table read goes through here with the caller's access: its readable rows, its visible fields.
+ * The text is compact: arrays and key-by-key objects are joined with string_agg, since json_agg and
+ * json_object_agg put spaces (and json_agg of records newlines) between members. Json fields are
+ * jsonb, whose text is spaced too: reads say when they hold one, and the caller compacts those
+ * records with compactJson (json-text.ts).
  */
 import { ident } from '../db/index.ts';
 import type { FieldSpec } from '../model/index.ts';
@@ -46,38 +50,51 @@ interface RecordShape {
   readonly list: string;
   /** The record's JSON from the row alias `e` of a subquery selecting `list`. */
   json(e: string): string;
+  /** Whether a Json field's value may be in it (spaced jsonb text, see compactJson). */
+  readonly jsonb: boolean;
+}
+
+/** A JSON array of the json values `value` in input order, compact ('[]' when there are none). */
+function compactArray(value: string): string {
+  return `coalesce('[' || string_agg(${value}::text, ',') || ']', '[]')::json`;
 }
 
 function recordShape(scope: Scope, table: CatalogTable, alias: string, select: readonly SelectItem[] | null): RecordShape {
   const items = select ?? table.spec.fields.map((f): SelectItem => ({ kind: 'field', field: f.name, alias: f.name }));
   const grant = scope.access.grant(table.spec.name, 'read');
   const parts: { alias: string; value: string; visible?: string }[] = [];
+  let jsonb = false;
   for (const item of items) {
     if (item.kind === 'field') {
       if (!table.fields.has(item.field)) throw new QueryError('select', `${table.spec.name} has no field "${item.field}"`);
       if (!grant || (grant.fields !== null && !grant.fields.has(item.field))) continue;
       const rows = grant.fieldRows.get(item.field);
+      const field = table.fields.get(item.field)!;
+      jsonb ||= field.type === 'Json';
       parts.push({
         alias: item.alias,
-        value: fieldExpression(alias, table.fields.get(item.field)!),
+        value: fieldExpression(alias, field),
         visible: rows && compileRoleCondition(scope, table, alias, rows),
       });
     } else {
-      parts.push({ alias: item.alias, value: embedExpression(scope, table, alias, item) });
+      const embed = embedExpression(scope, table, alias, item);
+      jsonb ||= embed.jsonb;
+      parts.push({ alias: item.alias, value: embed.sql });
     }
   }
   if (parts.every((p) => p.visible === undefined)) {
-    return { list: parts.map((p) => `${p.value} AS ${ident(p.alias)}`).join(', '), json: (e) => `row_to_json(${e})` };
+    return { list: parts.map((p) => `${p.value} AS ${ident(p.alias)}`).join(', '), json: (e) => `row_to_json(${e})`, jsonb };
   }
-  // Key by key, in select order, each present only where visible.
-  const rows = parts.map((p, i) => `(${i}, ${scope.params.add(p.alias)}::text, to_json(${p.value}), ${p.visible ?? 'TRUE'})`);
+  // Key by key, in select order, each present only where visible; the key is written here, once.
+  const rows = parts.map((p, i) => `(${i}, ${scope.params.add(`${JSON.stringify(p.alias)}:`)}::text || coalesce(to_json(${p.value})::text, 'null'), ${p.visible ?? 'TRUE'})`);
   return {
-    list: `coalesce((SELECT json_object_agg(kv.k, kv.v ORDER BY kv.o) FROM (VALUES ${rows.join(', ')}) kv(o, k, v, shown) WHERE kv.shown), '{}'::json) AS j`,
+    list: `(SELECT coalesce('{' || string_agg(kv.member, ',' ORDER BY kv.o) || '}', '{}')::json FROM (VALUES ${rows.join(', ')}) kv(o, member, shown) WHERE kv.shown) AS j`,
     json: (e) => `${e}.j`,
+    jsonb,
   };
 }
 
-function embedExpression(scope: Scope, table: CatalogTable, alias: string, item: SelectItem & { kind: 'embed' }): string {
+function embedExpression(scope: Scope, table: CatalogTable, alias: string, item: SelectItem & { kind: 'embed' }): { sql: string; jsonb: boolean } {
   const relation = followable(scope.access, scope.catalog, table, item.relation);
   if (!relation) throw new QueryError('select', `${table.spec.name} has no relation "${item.relation}"`);
   const targetAlias = newAlias(scope);
@@ -87,9 +104,10 @@ function embedExpression(scope: Scope, table: CatalogTable, alias: string, item:
   const shape = recordShape(scope, join.target, targetAlias, item.items);
   const inner = `SELECT ${shape.list} FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${where}`;
   const e = newAlias(scope);
-  if (relation.kind === 'one') return `(SELECT ${shape.json(e)} FROM (${inner} LIMIT 1) ${e})`;
+  if (relation.kind === 'one') return { sql: `(SELECT ${shape.json(e)} FROM (${inner} LIMIT 1) ${e})`, jsonb: shape.jsonb };
   const order = orderBySql(scope, join.target, targetAlias, []);
-  return `(SELECT coalesce(json_agg(${shape.json(e)}), '[]'::json) FROM (${inner} ORDER BY ${order}) ${e})`;
+  // string_agg keeps the order of the ordered subquery, as json_agg did.
+  return { sql: `(SELECT ${compactArray(shape.json(e))} FROM (${inner} ORDER BY ${order}) ${e})`, jsonb: shape.jsonb };
 }
 
 /** The order terms with the primary key appended as the final tie breaker: the order is total. */
@@ -153,6 +171,8 @@ export interface CompiledRead {
   sql: string;
   /** Columns after the JSON one: the keyset values (as text) of each row, then the count if asked. */
   keyColumns: number;
+  /** The JSON may hold a Json field's spaced jsonb text: pass each row's through compactJson. */
+  jsonb: boolean;
 }
 
 /** The caller's filter and address on rows `alias`, with the rows it may read. */
@@ -181,6 +201,7 @@ export function compileRead(scope: Scope, query: ReadQuery, options: { count?: b
         CROSS JOIN LATERAL (SELECT ${shape.list}) ${x}
         WHERE ${conditions.join(' AND ')} LIMIT 1`,
       keyColumns: 0,
+      jsonb: shape.jsonb,
     };
   }
   const keys = orderColumns(scope, table, alias, query.orderBy).map((c) => `${c.value()}::text`);
@@ -194,12 +215,13 @@ export function compileRead(scope: Scope, query: ReadQuery, options: { count?: b
       ORDER BY ${order} LIMIT ${limit}${offset}) ${alias}
     CROSS JOIN LATERAL (SELECT ${shape.list}) ${x}
     ORDER BY ${order}`;
-  if (!options.count) return { sql: page, keyColumns: keys.length };
+  if (!options.count) return { sql: page, keyColumns: keys.length, jsonb: shape.jsonb };
   const c = newAlias(scope);
   const total = `SELECT count(*)::int AS total FROM ${table.qualified(scope.environment)} ${c} WHERE ${rowsWhere(scope, table, c, query)}`;
   return {
     sql: `SELECT p.*, n.total FROM (${total}) n LEFT JOIN LATERAL (${page}) p ON TRUE`,
     keyColumns: keys.length,
+    jsonb: shape.jsonb,
   };
 }
 

@@ -9,6 +9,7 @@ export { Catalog, type CatalogTable } from './catalog.ts';
 export { compileAggregate, type AggregateFunction, type AggregateQuery, type AggregateTerm, type HavingTerm } from './compile-aggregate.ts';
 export { compileCondition, type Scope } from './compile-condition.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
+export { compactJson } from './json-text.ts';
 export { compileWrite, createPresets, ROW_FILTER_SQLSTATE, writeRules, WriteRefused, type CompiledWrite, type Write, type WriteResult } from './compile-write.ts';
 export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {

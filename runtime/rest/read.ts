@@ -1,6 +1,6 @@
 /** GET /<table>/<id>, GET /<table> and POST /<table>/_query (docs/api.md §5.3, §5.4, §5.10). */
 import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
-import { and, compileRead, CursorError, parseKey, queryFingerprint, type Condition, type Grant, type SelectItem } from '../query/index.ts';
+import { and, compactJson, compileRead, CursorError, parseKey, queryFingerprint, type Condition, type Grant, type SelectItem } from '../query/index.ts';
 import { budgeted, readScope, filterContext, type DataContext } from './context.ts';
 import { listCost, readOneCost } from './cost.ts';
 import { parseListParams, type ListParams } from './list-params.ts';
@@ -22,18 +22,21 @@ interface OneRead {
   sql: string;
   values: unknown[];
   select: SelectItem[] | null;
+  /** The record may hold jsonb text to compact (CompiledRead.jsonb). */
+  jsonb: boolean;
 }
 
 function compileOne(ctx: DataContext, key: Condition, select: SelectItem[] | null): OneRead {
   const scope = readScope(ctx);
-  const { sql } = compileRead(scope, { table: ctx.table.spec.name, select, where: { kind: 'true' }, key, orderBy: [], limit: 1, offset: 0 }, { single: true });
-  return { sql, values: scope.params.values, select };
+  const { sql, jsonb } = compileRead(scope, { table: ctx.table.spec.name, select, where: { kind: 'true' }, key, orderBy: [], limit: 1, offset: 0 }, { single: true });
+  return { sql, values: scope.params.values, select, jsonb };
 }
 
 /** A whole-record GET by id compiled for a grant and environment, with the key's value left out. */
 interface KeyedRead {
   sql: string;
   values: unknown[];
+  jsonb: boolean;
   /** Where the key's value goes in `values`. */
   keyAt: number;
 }
@@ -52,25 +55,26 @@ function keyedRead(ctx: DataContext, where: Condition & { kind: 'compare' }): On
     const compiled = compileOne(ctx, { ...where, value: KEY_PLACEHOLDER }, null);
     const keyAt = compiled.values.indexOf(KEY_PLACEHOLDER);
     // A row permission that is FALSE leaves the key out of the statement: nothing to keep.
-    keyed = keyAt === -1 ? null : { sql: compiled.sql, values: compiled.values, keyAt };
+    keyed = keyAt === -1 ? null : { sql: compiled.sql, values: compiled.values, jsonb: compiled.jsonb, keyAt };
     byEnvironment.set(ctx.tenant.environment, keyed);
   }
   if (!keyed) return undefined;
   const values = keyed.values.slice();
   values[keyed.keyAt] = where.value;
-  return { sql: keyed.sql, values, select: null };
+  return { sql: keyed.sql, values, select: null, jsonb: keyed.jsonb };
 }
 
 export async function readOne(ctx: DataContext): Promise<Reply> {
   const where = keyCondition(ctx);
   const selectText = ctx.req.query.get('select');
-  const { sql, values, select } =
+  const { sql, values, select, jsonb } =
     selectText === null
       ? (keyedRead(ctx, where) ?? compileOne(ctx, where, null))
       : compileOne(ctx, where, parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: selectText })).select);
   const rows = await budgeted(ctx, readOneCost(ctx.catalog, ctx.table, select), () => ctx.db.queryArrays(sql, values));
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
-  return rawJsonReply(200, `{"data":${rows[0]![0] as string}}`);
+  const record = rows[0]![0] as string;
+  return rawJsonReply(200, `{"data":${jsonb ? compactJson(record) : record}}`);
 }
 
 function wantsCount(ctx: DataContext): boolean {
@@ -126,7 +130,8 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
     ...(totalCount !== undefined ? { totalCount } : {}),
   };
   const headers: Record<string, string> = count ? { 'preference-applied': 'count=exact' } : {};
-  return rawJsonReply(200, `{"data":[${page.map((r) => r[0] as string).join(',')}],"meta":{"pagination":${JSON.stringify(pagination)}}}`, headers);
+  const records = page.map((r) => (compiled.jsonb ? compactJson(r[0] as string) : (r[0] as string)));
+  return rawJsonReply(200, `{"data":[${records.join(',')}],"meta":{"pagination":${JSON.stringify(pagination)}}}`, headers);
 }
 
 export async function list(ctx: DataContext): Promise<Reply> {

@@ -6,7 +6,7 @@
 import type { Queryable } from '../db/index.ts';
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
 import { RESERVED_PARAMETERS } from '../model/index.ts';
-import { compileWrite, createPresets, writeRules, type CompiledWrite, type CatalogTable, type Scope } from '../query/index.ts';
+import { compactJson, compileWrite, createPresets, writeRules, type CompiledWrite, type CatalogTable, type Scope } from '../query/index.ts';
 import { capturesEvents, filterContext, readScope, type DataContext } from './context.ts';
 import { databaseProblem } from './database-errors.ts';
 import { parseFilters } from './list-params.ts';
@@ -83,7 +83,13 @@ export async function create(ctx: DataContext): Promise<Reply> {
   if (/\breturn=minimal\b/.test(header(ctx.req, 'prefer') ?? '')) {
     return { status: 201, headers: { ...headers, 'preference-applied': 'return=minimal' } };
   }
-  return rawJsonReply(201, `{"data":${json ?? '{}'}}`, headers);
+  return rawJsonReply(201, `{"data":${recordText(ctx, json)}}`, headers);
+}
+
+/** A written record as the caller reads it ({} where it may not read the row), Json fields compacted (compactJson). */
+function recordText(ctx: DataContext, json: string | null): string {
+  if (json === null) return '{}';
+  return ctx.table.spec.fields.some((f) => f.type === 'Json') ? compactJson(json) : json;
 }
 
 /** A merge-patch body: refused (403) when the caller may not write its fields, then validated (422). */
@@ -100,7 +106,7 @@ export async function update(ctx: DataContext): Promise<Reply> {
   const write = compileWrite(scope, { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch }, { kind: 'record' }, await capturesEvents(ctx));
   const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
-  return rawJsonReply(200, `{"data":${(rows[0]![0] as string | null) ?? '{}'}}`);
+  return rawJsonReply(200, `{"data":${recordText(ctx, rows[0]![0] as string | null)}}`);
 }
 
 export async function remove(ctx: DataContext): Promise<Reply> {
