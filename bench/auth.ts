@@ -586,7 +586,7 @@ interface LoginAnswerTimes {
 
 /**
  * How long a login takes to answer an unknown e-mail, a wrong password and the right one (each
- * one bcrypt comparison: test/auth-accounts.test.ts counts them), one request at a time, in turns
+ * one bcrypt comparison: test/auth/accounts.test.ts counts them), one request at a time, in turns
  * so that drift on a shared machine affects the three alike. The right password after each wrong
  * one clears the account's failure count, so it never locks.
  */

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, tempDir, type ProjectCopy, type RunningCli } from './support/cli.ts';
 import type { TestDatabase } from './support/database.ts';
 import { readResponse, type TestResponse } from './support/server.ts';
+import { until } from './support/until.ts';
 
 afterAll(cleanupCli);
 
@@ -69,7 +70,7 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     // --port 0: a free port, kept across restarts
     dev = startCli(['dev', '--port', '0', '--project', copy.dir, '--database-url', database.url]);
     [, url] = await dev.waitFor(nth(LISTENING, 1), { stream: 'stdout' });
-    expect(dev.stderr).toContain(`watching schema.prisma and svcgen.config.json in ${copy.dir}\n`);
+    expect(dev.stderr).toContain(`watching schema.prisma, svcgen.config.json and migrations/ in ${copy.dir}\n`);
     const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'dev', '--prefix', 'ApiKey', '--role', 'admin', '--json', '--project', copy.dir, '--database-url', database.url]);
     expect(r.code, show(r)).toBe(0);
     key = JSON.parse(r.stdout).key;
@@ -92,7 +93,7 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     expect(stderr).toMatch(/^change detected: schema\.prisma$/m);
     expect(stderr).toMatch(/^ {10}field added {2}City\.population {2}Int\?$/m);
     expect(stderr).toMatch(/^1 change, 0 breaking, 0 widening access$/m);
-    await dev.waitFor(nth(`restarted: listening on ${url.replace(/\./g, '\\.')} \\(\\d+\\.\\d s after the change\\)`, 1), { stream: 'stderr' });
+    await dev.waitFor(nth(`restarted: serving ${url.replace(/\./g, '\\.')} \\d+\\.\\d s after the change`, 1), { stream: 'stderr' });
 
     const added = (await fs.readdir(path.join(copy.dir, 'migrations'))).filter((f) => !migrationsBefore.includes(f));
     expect(added).toHaveLength(1);
@@ -215,6 +216,25 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     expect((await call('GET', `/gw/api/rest/City/${paris.id}`)).status).toBe(200);
   });
 
+  it('a migration applied from another terminal (the command a refusal names): dev follows migrations/ and restarts on the new tables', async () => {
+    const from = dev.stderr.length;
+    const restartsBefore = count(dev.stderr, 'restarted: serving \\S+ \\d+\\.\\d s after the change');
+    // Lyon's population would be lost: dev refuses and names the command that goes ahead, runnable as printed.
+    await edit(schemaFile(), (s) => s.replace('  population Int?\n', ''));
+    await dev.waitFor(nth(KEEPING, 4), { stream: 'stderr' });
+    const [named] = dev.stderr.slice(from).match(/`npx svcgen (migrate dev --name remove_city_population --project \S+) --accept-data-loss`/) ?? [];
+    expect(named, dev.stderr.slice(from)).toBeDefined();
+    const r = await runCli(['migrate', 'dev', '--name', 'remove_city_population', '--project', copy.dir, '--database-url', database.url, '--accept-data-loss']);
+    expect(r.code, show(r)).toBe(0);
+    // No save of schema.prisma: the new migration alone restarts the server on the new tables.
+    await dev.waitFor(nth('restarted: serving \\S+ \\d+\\.\\d s after the change', restartsBefore + 1), { stream: 'stderr' });
+    expect(dev.stderr.slice(from)).toMatch(/^change detected: migrations\/$/m);
+    const lyon = await call('GET', '/gw/api/rest/City?name=equals.Lyon');
+    expect(lyon.status, lyon.text).toBe(200);
+    expect(lyon.body.data).toHaveLength(1);
+    expect(lyon.body.data[0]).not.toHaveProperty('population');
+  });
+
   it('SIGTERM stops the server and the watcher and exits 0 with nothing left listening', async () => {
     const result = await dev.stop('SIGTERM');
     expect(result.signal, show(result)).toBeNull();
@@ -246,13 +266,44 @@ describe('svcgen dev on a broken project', { timeout: 180_000 }, () => {
   });
 });
 
+describe('svcgen dev and Ctrl-C', { timeout: 180_000 }, () => {
+  it('SIGINT to the whole process group (a terminal\'s Ctrl-C): the server drains once, dev exits 0; a second SIGINT exits at once', async () => {
+    const project = await copyExample('dev-ctrl-c');
+    const database = await freshDatabase();
+    const first = startCli(['dev', '--port', '0', '--project', project.dir, '--database-url', database.url], { detached: true });
+    const [, url] = await first.waitFor(/^started: serving (\S+) /m, { stream: 'stderr' });
+    process.kill(-first.child.pid!, 'SIGINT');
+    const result = await first.exited;
+    expect(result.code, show(result)).toBe(0);
+    expect(result.stderr, show(result)).toMatch(/^SIGINT: stopping the server and the watcher$/m);
+    expect(count(result.stderr, 'SIGTERM: finishing in-flight requests and stopping'), show(result)).toBe(1);
+    expect(result.stderr, show(result)).not.toContain('again');
+    expect(result.stderr, show(result)).toMatch(/^dev stopped$/m);
+    expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
+    expect(await processesMentioning(project.dir)).toEqual([]);
+
+    // While the first cycle still renders and migrates (seconds), which a first Ctrl-C waits for.
+    const fresh = await copyExample('dev-ctrl-c-twice');
+    const second = startCli(['dev', '--port', '0', '--project', fresh.dir, '--database-url', (await freshDatabase()).url], { detached: true });
+    await second.waitFor(/^watching /m, { stream: 'stderr' });
+    process.kill(-second.child.pid!, 'SIGINT');
+    await second.waitFor(/^SIGINT: stopping the server and the watcher$/m, { stream: 'stderr' });
+    process.kill(-second.child.pid!, 'SIGINT');
+    const impatient = await second.exited;
+    expect(impatient.code, show(impatient)).toBe(1);
+    expect(impatient.stderr, show(impatient)).toMatch(/^SIGINT again: exiting without waiting$/m);
+    expect(impatient.stderr, show(impatient)).not.toMatch(/^dev stopped$/m);
+    await until(() => processesMentioning(fresh.dir), (left) => left.length === 0, 10_000, 'the children of the killed dev gone');
+  });
+});
+
 describe('svcgen dev refusals', () => {
   it('a project folder that does not exist is a usage error (exit 2)', async () => {
     const missing = path.join(await tempDir('dev-missing'), 'nope');
     const r = await runCli(['dev', '--project', missing]);
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr, show(r)).toBe(
-      `svcgen: no project folder ${missing}: --project names the folder that holds schema.prisma and svcgen.config.json (svcgen init <dir> makes one)\n`,
+      `svcgen: no project folder ${missing}: --project names the folder that holds schema.prisma and svcgen.config.json (npx svcgen init <dir> makes one)\n`,
     );
   });
 });

@@ -1,7 +1,7 @@
 // The expensive-read budget (runtime/db/admission.ts; docs/config.md `database.expensiveRead*`):
 // a semaphore with a bounded FIFO queue and a wait bound, without a database. Timers are faked, so
 // "past the wait bound" is a step of the test, not a wait. The budget in a served shop:
-// test/fairness.test.ts.
+// test/rest/fairness.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Admission, AdmissionRefused, type AdmissionRefusal } from '../../runtime/db/index.ts';
 

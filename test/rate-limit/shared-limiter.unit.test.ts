@@ -1,7 +1,7 @@
 // The shared one-minute rate limits (runtime/rate-limit/shared-limiter.ts; docs/config.md
 // `rateLimits`) against a stand-in for their PostgreSQL table: the two statements the limiter
 // sends, applied to a Map as PostgreSQL would apply them. What is counted where, what is refused,
-// and when several processes share one window. Against PostgreSQL: test/rate-limit.test.ts.
+// and when several processes share one window. Against PostgreSQL: test/rate-limit/rate-limit.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Database } from '../../runtime/db/index.ts';
 import { RateLimitExceeded, SharedRateLimiter } from '../../runtime/rate-limit/index.ts';

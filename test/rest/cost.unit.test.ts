@@ -1,6 +1,6 @@
 // Which reads are expensive (runtime/rest/cost.ts; docs/config.md `database.expensiveRead*`): the
 // rule that sends a read through the expensive-read budget, on the shop example's tables, without
-// a database. The budget under load: test/fairness.test.ts. One row per case.
+// a database. The budget under load: test/rest/fairness.test.ts. One row per case.
 import { describe, expect, it } from 'vitest';
 import type { Condition, OrderTerm, SelectItem } from '../../runtime/query/index.ts';
 import { AGGREGATE_COST, indexedFields, LARGE_OFFSET, LARGE_PAGE, listCost, readOneCost, type ListShape } from '../../runtime/rest/cost.ts';

@@ -1,5 +1,5 @@
 /**
- * Generators of test/authorization-differential.test.ts: the roles under test, the principals
+ * Generators of test/query/authorization-differential.test.ts: the roles under test, the principals
  * (API keys with roles and contexts, user tokens), seeded datasets, and changes to data a principal
  * cannot see (for the non-interference check).
  */

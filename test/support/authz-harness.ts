@@ -1,5 +1,5 @@
 /**
- * The runner of test/authorization-differential.test.ts: sends generated cases, compares every
+ * The runner of test/query/authorization-differential.test.ts: sends generated cases, compares every
  * answer (and after writes the database) with the reference model, shrinks the cases that differ,
  * and runs the non-interference check. Failures are collected and reported together.
  */

@@ -1,5 +1,5 @@
 /**
- * test/authorization-differential.test.ts on the wire: requests of the generators as HTTP (query
+ * test/query/authorization-differential.test.ts on the wire: requests of the generators as HTTP (query
  * strings, `_query` bodies, write bodies), answers normalised for comparison with the reference
  * model, and the database read and written with plain SQL.
  */

@@ -1,5 +1,5 @@
 /**
- * Request generators of test/authorization-differential.test.ts: reads (lists with filters, groups,
+ * Request generators of test/query/authorization-differential.test.ts: reads (lists with filters, groups,
  * relation paths, sorts, selects with aliases and embeds, pagination and cursor walks; single
  * reads; `_query`; aggregates) and writes (create, update by id and by filter, delete, bulk), biased
  * towards what the principal may name but often stepping outside it.

@@ -1,5 +1,5 @@
 /**
- * Shrinking for test/authorization-differential.test.ts: smaller variants of a request (filter terms
+ * Shrinking for test/query/authorization-differential.test.ts: smaller variants of a request (filter terms
  * dropped, groups flattened, select items, embeds and sort terms dropped, pagination and bulk items
  * removed), tried greedily until none still shows the difference; and, for reads, smaller datasets.
  */

@@ -33,6 +33,8 @@ export interface CliOptions {
   env?: Record<string, string | undefined>;
   /** Another svcgen executable than this checkout's bin/svcgen.js (e.g. an installed package's). */
   bin?: string;
+  /** Its own process group, so that a test can signal the group as a terminal's Ctrl-C does (`process.kill(-pid, 'SIGINT')`). */
+  detached?: boolean;
 }
 
 /** The parent's environment without the variables that would change which database or token the CLI uses. */
@@ -65,6 +67,7 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
     cwd: options.cwd ?? REPO,
     env: childEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   children.add(child);
   const out = { stdout: '', stderr: '' };

@@ -1,5 +1,5 @@
 /**
- * The reference model of docs/permissions.md, written for test/authorization-differential.test.ts
+ * The reference model of docs/permissions.md, written for test/query/authorization-differential.test.ts
  * without any of svcgen's code: which rows and fields a caller sees, which fields and relations it
  * may name, and SQL's three-valued logic for filters (a comparison on a field the caller cannot see
  * on that row is UNKNOWN).

@@ -1,6 +1,6 @@
 /**
  * Reference answers of the data API's reads (docs/api.md 5.3–5.10) under docs/permissions.md, for
- * test/authorization-differential.test.ts: lists, single reads, `_query`, cursor walks and
+ * test/query/authorization-differential.test.ts: lists, single reads, `_query`, cursor walks and
  * aggregates, computed from a View (reference-policy.ts) without the server's code.
  */
 import { compareValues, fieldNames, fieldType, isNumeric, relation, SCHEMA, type Table, type Value } from './authz-schema.ts';

@@ -1,6 +1,6 @@
 /**
  * Reference answers of the data API's writes (docs/api.md 5.11–5.15) under docs/permissions.md
- * "Writing", for test/authorization-differential.test.ts: which roles decide, presets, which rows
+ * "Writing", for test/query/authorization-differential.test.ts: which roles decide, presets, which rows
  * an update or delete may touch, the after-the-fact row_filter check, and the database afterwards.
  */
 import { clone, DEFAULTS, FOREIGN_KEYS, keyOf, SCHEMA, type Db, type Row, type Table, type Value } from './authz-schema.ts';

@@ -1,7 +1,7 @@
 // Webhook subscriptions before anything is stored (runtime/webhooks/subscriptions.ts, targets.ts;
 // docs/api.md §8.1, §8.5): the request schema and its 422 field errors, the checks against the
 // model (filter values normalised as event records write them) and the target policy, without a
-// database or DNS (literal addresses only). Signature and payload: test/webhooks-units.test.ts.
+// database or DNS (literal addresses only). Signature and payload: test/webhooks/units.test.ts.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../runtime/config/index.ts';
 import type { FieldError } from '../../runtime/http/index.ts';
