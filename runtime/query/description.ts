@@ -22,7 +22,17 @@ export interface OrderTerm {
 
 export type SelectItem =
   | { readonly kind: 'field'; readonly field: string; readonly alias: string }
-  | { readonly kind: 'embed'; readonly relation: string; readonly alias: string; readonly items: readonly SelectItem[] };
+  | {
+      readonly kind: 'embed';
+      readonly relation: string;
+      readonly alias: string;
+      readonly items: readonly SelectItem[];
+      /** To-many embeds only: the caller's filter on the related rows (held to the read list like a top-level filter). */
+      readonly where?: Condition;
+      readonly orderBy?: readonly OrderTerm[];
+      readonly limit?: number;
+      readonly offset?: number;
+    };
 
 export type Action = 'read' | 'create' | 'update' | 'delete';
 
