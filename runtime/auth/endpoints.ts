@@ -164,9 +164,18 @@ export function authHandlers(auth: UserAuth) {
   };
 }
 
-/** The routes of a signed-in user's own account (docs/api.md §3 "Your account"), for the server to serve. */
-export function accountRoutes(h: ReturnType<typeof authHandlers>) {
+/** Every /auth route (docs/api.md §3), for the server to serve. */
+export function authRoutes(h: ReturnType<typeof authHandlers>) {
   return [
+    { method: 'post', path: '/auth/signup', handler: h.signup },
+    { method: 'post', path: '/auth/confirm-signup', handler: h.confirmSignup },
+    { method: 'post', path: '/auth/login', handler: h.login },
+    { method: 'post', path: '/auth/recover-password', handler: h.recoverPassword },
+    { method: 'post', path: '/auth/reset-password', handler: h.resetPassword },
+    { method: 'post', path: '/auth/refresh-token', handler: h.refreshToken },
+    { method: 'post', path: '/auth/logout', handler: h.logout },
+    { method: 'get', path: '/auth/.well-known/jwks.json', handler: h.jwks },
+    // a signed-in user's own account ("Your account")
     { method: 'get', path: '/auth/me', handler: h.me },
     { method: 'post', path: '/auth/change-password', handler: h.changePassword },
     { method: 'post', path: '/auth/change-email', handler: h.changeEmail },

@@ -1,2 +1,2 @@
 export { UserAuth, type UserAuthOptions } from './user-auth.ts';
-export { accountRoutes, authHandlers } from './endpoints.ts';
+export { authRoutes, authHandlers } from './endpoints.ts';

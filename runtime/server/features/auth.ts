@@ -1,6 +1,6 @@
 /** /auth: users, sessions and their tokens (docs/api.md §3); user access tokens as credentials. */
 import path from 'node:path';
-import { accountRoutes, authHandlers, UserAuth } from '../../auth/index.ts';
+import { authHandlers, authRoutes, UserAuth } from '../../auth/index.ts';
 import { clientAddress } from '../../http/index.ts';
 import { createMailer } from '../../mail/index.ts';
 import type { ServerFeature } from '../feature.ts';
@@ -25,20 +25,7 @@ export const authFeature: ServerFeature<{ auth: UserAuth }> = {
     return {
       services: { auth },
       resolvers: [auth],
-      routes() {
-        const h = authHandlers(auth);
-        return [
-          { method: 'post', path: '/auth/signup', handler: h.signup },
-          { method: 'post', path: '/auth/confirm-signup', handler: h.confirmSignup },
-          { method: 'post', path: '/auth/login', handler: h.login },
-          { method: 'post', path: '/auth/recover-password', handler: h.recoverPassword },
-          { method: 'post', path: '/auth/reset-password', handler: h.resetPassword },
-          { method: 'post', path: '/auth/refresh-token', handler: h.refreshToken },
-          { method: 'post', path: '/auth/logout', handler: h.logout },
-          { method: 'get', path: '/auth/.well-known/jwks.json', handler: h.jwks },
-          ...accountRoutes(h),
-        ];
-      },
+      routes: () => authRoutes(authHandlers(auth)),
     };
   },
 };
