@@ -8,7 +8,7 @@
  * records with compactJson (json-text.ts).
  */
 import { ident } from '../db/index.ts';
-import type { FieldSpec } from '../model/index.ts';
+import { LIMITS, type FieldSpec } from '../model/index.ts';
 import { canReadField, followable, QueryError } from './access.ts';
 import type { CatalogTable } from './catalog.ts';
 import { columnRef, compileCondition, compileRoleCondition, fieldVisibility, joinCondition, newAlias, readableRows, visibleValue, type Scope } from './compile-condition.ts';
@@ -94,20 +94,46 @@ function recordShape(scope: Scope, table: CatalogTable, alias: string, select: r
   };
 }
 
+/** The bounds of an embed's limit and offset: those of a page (docs/api.md §7). */
+const MAX_EMBED_OFFSET = 100_000_000;
+
+/** Refuses embed arguments the model or the bounds do not allow, before any SQL is written. */
+function checkEmbedArguments(table: CatalogTable, item: SelectItem & { kind: 'embed' }, toOne: boolean): void {
+  const given = item.where !== undefined || item.orderBy !== undefined || item.limit !== undefined || item.offset !== undefined;
+  if (toOne && given) {
+    throw new QueryError('select', `${table.spec.name}.${item.relation} is a to-one relation: filter, order and limit apply to to-many embeds`);
+  }
+  if (item.limit !== undefined && !(Number.isInteger(item.limit) && item.limit >= 1 && item.limit <= LIMITS.maxPageSize)) {
+    throw new QueryError('select', `the limit of ${item.relation} must be a whole number from 1 to ${LIMITS.maxPageSize}`);
+  }
+  if (item.offset !== undefined && !(Number.isInteger(item.offset) && item.offset >= 0 && item.offset <= MAX_EMBED_OFFSET)) {
+    throw new QueryError('select', `the offset of ${item.relation} must be a whole number from 0 to ${MAX_EMBED_OFFSET}`);
+  }
+}
+
+/**
+ * A related record (to-one) or the array of related records (to-many). Only rows of the target the
+ * caller may read take part; a to-many embed's own filter, order and limit (held to the read list
+ * like a top-level query's) only narrow and arrange those.
+ */
 function embedExpression(scope: Scope, table: CatalogTable, alias: string, item: SelectItem & { kind: 'embed' }): { sql: string; jsonb: boolean } {
   const relation = followable(scope.access, scope.catalog, table, item.relation);
   if (!relation) throw new QueryError('select', `${table.spec.name} has no relation "${item.relation}"`);
+  checkEmbedArguments(table, item, relation.kind === 'one');
   const targetAlias = newAlias(scope);
   const join = joinCondition(scope, table, alias, item.relation, targetAlias);
   const linkedOn = [...relation.fields.map((f) => fieldVisibility(scope, table, alias, f)), ...relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f))];
-  const where = [join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn].filter((c) => c !== undefined && c !== 'TRUE').join(' AND ');
+  const filter = item.where && compileCondition(scope, join.target, targetAlias, item.where);
+  const where = [join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn, filter].filter((c) => c !== undefined && c !== 'TRUE').join(' AND ');
   const shape = recordShape(scope, join.target, targetAlias, item.items);
   const inner = `SELECT ${shape.list} FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${where}`;
   const e = newAlias(scope);
   if (relation.kind === 'one') return { sql: `(SELECT ${shape.json(e)} FROM (${inner} LIMIT 1) ${e})`, jsonb: shape.jsonb };
-  const order = orderBySql(scope, join.target, targetAlias, []);
+  const order = orderBySql(scope, join.target, targetAlias, item.orderBy ?? [], 'select');
+  const limit = item.limit !== undefined ? ` LIMIT ${scope.params.add(item.limit)}` : '';
+  const offset = item.offset ? ` OFFSET ${scope.params.add(item.offset)}` : '';
   // string_agg keeps the order of the ordered subquery, as json_agg did.
-  return { sql: `(SELECT ${compactArray(shape.json(e))} FROM (${inner} ORDER BY ${order}) ${e})`, jsonb: shape.jsonb };
+  return { sql: `(SELECT ${compactArray(shape.json(e))} FROM (${inner} ORDER BY ${order}${limit}${offset}) ${e})`, jsonb: shape.jsonb };
 }
 
 /** The order terms with the primary key appended as the final tie breaker: the order is total. */
@@ -125,21 +151,22 @@ function maskedOnSomeRows(scope: Scope, table: CatalogTable, term: OrderTerm): b
  * A sort key as the caller sees it: a field it cannot read is refused, one hidden on a row sorts as
  * null there. Each call compiles it afresh (its parameters belong to the place it is written).
  */
-function orderValue(scope: Scope, table: CatalogTable, alias: string, term: OrderTerm, tieBreaker: boolean): string {
+function orderValue(scope: Scope, table: CatalogTable, alias: string, term: OrderTerm, tieBreaker: boolean, parameter: string): string {
   const field = table.fields.get(term.field)!;
   // The key that ends every order only makes it total: it is not the caller's sort.
   if (tieBreaker) return columnRef(alias, field);
-  if (!canReadField(scope.access, table, term.field)) throw new QueryError('sort', `${table.spec.name} has no field "${term.field}" to sort by`);
+  if (!canReadField(scope.access, table, term.field)) throw new QueryError(parameter, `${table.spec.name} has no field "${term.field}" to sort by`);
+  if (field.list || field.type === 'Json' || field.type === 'Bytes') throw new QueryError(parameter, `${term.field} cannot be sorted`);
   return visibleValue(scope, table, alias, field);
 }
 
-function orderColumns(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[]) {
-  return fullOrder(table, terms).map((term, i) => ({ term, value: () => orderValue(scope, table, alias, term, i >= terms.length) }));
+function orderColumns(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], parameter = 'sort') {
+  return fullOrder(table, terms).map((term, i) => ({ term, value: () => orderValue(scope, table, alias, term, i >= terms.length, parameter) }));
 }
 
 /** NULLS LAST ascending, NULLS FIRST descending (PostgreSQL's defaults, written out for keysets). */
-export function orderBySql(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[]): string {
-  return orderColumns(scope, table, alias, terms)
+export function orderBySql(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], parameter = 'sort'): string {
+  return orderColumns(scope, table, alias, terms, parameter)
     .map((c) => `${c.value()} ${c.term.direction === 'desc' ? 'DESC NULLS FIRST' : 'ASC NULLS LAST'}`)
     .join(', ');
 }

@@ -181,6 +181,50 @@ describe('compileRead', () => {
       want: { contains: [`ORDER BY (CASE WHEN t0."customerId" = ${U} THEN t0."note" END) DESC NULLS FIRST, t0."id" ASC NULLS LAST`] },
     }],
     ['a filter on an unreadable field is refused', { given: { roles: ['customer'], query: list({ table: 'Order', where: cmp('note', 'is_empty', true) }) }, want: { error: /Order has no field "note"/ } }],
+    ['a to-many embed: its filter ANDed with the readable rows, its order, limit and offset', {
+      given: { roles: ['crm'], query: list({ table: 'Customer', select: [field('name'), { ...embed('orders', field('id')), where: cmp('total', 'gt', 5), orderBy: [{ field: 'total', direction: 'desc' }], limit: 3, offset: 1 }] }) },
+      want: { contains: ['WHERE t2."customerId" = t0."id" AND t2."status" = <"paid"> AND t2."total" > <5> ORDER BY t2."total" DESC NULLS FIRST, t2."id" ASC NULLS LAST LIMIT <3> OFFSET <1>) t3'] },
+    }],
+    ['an embed filter through a relation: EXISTS over the readable rows of that table too', {
+      given: { roles: ['crm'], query: list({ table: 'City', select: [{ ...embed('customers', field('id')), where: cmp('orders.total', 'gt', 5) }] }) },
+      want: { contains: ['EXISTS (SELECT 1 FROM "env_master"."Order" t3 WHERE t3."customerId" = t2."id" AND t3."status" = <"paid"> AND t3."total" > <5>)'] },
+    }],
+    ['an embed without arguments is not cut', { given: { roles: ['crm'], query: list({ table: 'Customer', select: [embed('orders', field('id'))] }) }, want: { contains: ['t2."id" ASC NULLS LAST) t3'], absent: ['OFFSET'] } }],
+    ['an embed filter on an unreadable field is refused', {
+      given: { roles: ['crm'], query: list({ table: 'City', select: [{ ...embed('customers', field('id')), where: cmp('vip', 'equals', true) }] }) },
+      want: { error: /^Customer has no field "vip"$/ },
+    }],
+    ['an embed filter through a relation the caller cannot follow is refused', {
+      given: { roles: ['ownerCrm'], query: list({ table: 'Customer', select: [{ ...embed('orders', field('id')), where: cmp('items.quantity', 'gt', 1) }] }) },
+      want: { error: /^Order has no relation "items"$/ },
+    }],
+    ['an embed order on an unreadable field is refused', {
+      given: { roles: ['crm'], query: list({ table: 'City', select: [{ ...embed('customers', field('id')), orderBy: [{ field: 'vip', direction: 'asc' }] }] }) },
+      want: { error: /^Customer has no field "vip" to sort by$/ },
+    }],
+    ['an embed order on a field hidden on some rows sorts as null there', {
+      given: { roles: ['support', 'ownerCrm'], query: list({ table: 'Customer', select: [{ ...embed('orders', field('id')), orderBy: [{ field: 'note', direction: 'desc' }] }] }) },
+      want: { contains: [`ORDER BY (CASE WHEN t2."customerId" = ${U} THEN t2."note" END) DESC NULLS FIRST, t2."id" ASC NULLS LAST) t3`] },
+    }],
+    ['an embed filter on a field hidden on some rows is unknown there', {
+      given: { roles: ['support', 'ownerCrm'], query: list({ table: 'Customer', select: [{ ...embed('orders', field('id')), where: cmp('note', 'equals', 'x') }] }) },
+      want: { contains: [`(CASE WHEN t2."customerId" = ${U} THEN t2."note" = <"x"> END)`] },
+    }],
+    ...(['where', 'orderBy', 'limit', 'offset'] as const).map((key): [string, { given: { roles: string[]; query: ReadQuery }; want: SqlWant }] => [
+      `a to-one embed with ${key} is refused`,
+      {
+        given: { roles: ['admin'], query: list({ table: 'Order', select: [{ ...embed('customer', field('id')), [key]: key === 'where' ? TRUE : key === 'orderBy' ? [] : 1 }] }) },
+        want: { error: /^Order\.customer is a to-one relation: filter, order and limit apply to to-many embeds$/ },
+      },
+    ]),
+    ...([0, 1001, 2.5, Number.NaN] as const).map((limit): [string, { given: { roles: string[]; query: ReadQuery }; want: SqlWant }] => [
+      `an embed limit of ${limit} is refused`,
+      { given: { roles: ['admin'], query: list({ table: 'Customer', select: [{ ...embed('orders', field('id')), limit }] }) }, want: { error: /^the limit of orders must be a whole number from 1 to 1000$/ } },
+    ]),
+    ['an embed offset out of range is refused', {
+      given: { roles: ['admin'], query: list({ table: 'Customer', select: [{ ...embed('orders', field('id')), offset: -1 }] }) },
+      want: { error: /^the offset of orders must be a whole number from 0 to 100000000$/ },
+    }],
   ])('%s', (_name, { given, want }) => {
     check((s) => compileRead(s, given.query, { single: given.single, count: given.count }).sql, scopeFor(given.roles), want);
   });
