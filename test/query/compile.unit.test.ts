@@ -15,6 +15,7 @@ import {
   type Condition,
   type ReadQuery,
   type Scope,
+  type SelectItem,
   type Write,
   type WriteResult,
 } from '../../runtime/query/index.ts';
@@ -129,7 +130,7 @@ describe('compileCondition', () => {
 });
 
 const list = (q: Partial<ReadQuery> & { table: string }): ReadQuery => ({ select: null, where: TRUE, orderBy: [], limit: 10, offset: 0, ...q });
-const embed = (relation: string, ...items: ReadQuery['select'] & object): NonNullable<ReadQuery['select']>[number] => ({ kind: 'embed', relation, alias: relation, items });
+const embed = (relation: string, ...items: ReadQuery['select'] & object): SelectItem & { kind: 'embed' } => ({ kind: 'embed', relation, alias: relation, items });
 const field = (name: string) => ({ kind: 'field' as const, field: name, alias: name });
 
 describe('compileRead', () => {
