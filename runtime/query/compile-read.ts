@@ -13,6 +13,7 @@ import { canReadField, followable, QueryError } from './access.ts';
 import type { CatalogTable } from './catalog.ts';
 import { columnRef, compileCondition, compileRoleCondition, fieldVisibility, joinCondition, newAlias, readableRows, visibleValue, type Scope } from './compile-condition.ts';
 import type { OrderTerm, ReadQuery, SelectItem } from './description.ts';
+import { MAX_EMBED_OFFSET } from './parse-select.ts';
 
 const ISO_FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
@@ -93,9 +94,6 @@ function recordShape(scope: Scope, table: CatalogTable, alias: string, select: r
     jsonb,
   };
 }
-
-/** The bounds of an embed's limit and offset: those of a page (docs/api.md §7). */
-const MAX_EMBED_OFFSET = 100_000_000;
 
 /** Refuses embed arguments the model or the bounds do not allow, before any SQL is written. */
 function checkEmbedArguments(table: CatalogTable, item: SelectItem & { kind: 'embed' }, toOne: boolean): void {

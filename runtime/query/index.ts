@@ -27,7 +27,18 @@ export {
 } from './description.ts';
 export { FilterValueError, isOperator, MAX_IN_LIST, operandValue, roleOperand, scalarValue } from './operands.ts';
 export { MAX_CONDITIONS, MAX_GROUP_DEPTH, parentheses, parseFilterParam, resolvePath, type FilterContext } from './parse-filter.ts';
-export { MAX_EMBED_DEPTH, MAX_EMBEDS, parseSelectText, resolveSelect, type SelectNode } from './parse-select.ts';
+export {
+  MAX_EMBED_DEPTH,
+  MAX_EMBED_OFFSET,
+  MAX_EMBEDS,
+  parseSelectText,
+  resolveSelect,
+  type EmbedArguments,
+  type EmbedArgumentsReader,
+  type ResolveSelectOptions,
+  type SelectNode,
+} from './parse-select.ts';
+export { MAX_SORT_TERMS, parseSort } from './parse-sort.ts';
 export { Policy, type RoleOperand } from './policy.ts';
 export { Params } from './sql.ts';
 export { parseKey, toParameter } from './values.ts';

@@ -45,8 +45,8 @@ export function parentheses(input: string): { depth: number; opened: number } {
   return { depth: deepest, opened };
 }
 
-/** Splits `a,b,"c,d"` at top-level commas (outside quotes and parentheses). */
-export function splitTopLevel(input: string, parameter: string): string[] {
+/** Splits `a,b,"c,d"` at top-level commas (or `separator`), outside quotes and parentheses. */
+export function splitTopLevel(input: string, parameter: string, separator = ','): string[] {
   const parts: string[] = [];
   let depth = 0;
   let quoted = false;
@@ -61,7 +61,7 @@ export function splitTopLevel(input: string, parameter: string): string[] {
     else if (c === ')') {
       depth--;
       if (depth < 0) throw new QueryError(parameter, 'unbalanced parentheses');
-    } else if (c === ',' && depth === 0) {
+    } else if (c === separator && depth === 0) {
       parts.push(input.slice(start, i));
       start = i + 1;
     }

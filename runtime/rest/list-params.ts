@@ -4,11 +4,12 @@
  */
 import { Problem } from '../http/index.ts';
 import { LIMITS, RESERVED_PARAMETERS } from '../model/index.ts';
-import { and, canReadField, parseFilterParam, parseSelectText, QueryError, resolveSelect, type CatalogTable, type Condition, type FilterContext, type OrderTerm, type SelectItem } from '../query/index.ts';
+import { and, parseFilterParam, parseSelectText, parseSort, resolveSelect, type CatalogTable, type Condition, type FilterContext, type OrderTerm, type SelectItem } from '../query/index.ts';
+
+export { MAX_SORT_TERMS, parseSort } from '../query/index.ts';
 
 export const DEFAULT_LIMIT = LIMITS.defaultPageSize;
 export const MAX_LIMIT = LIMITS.maxPageSize;
-export const MAX_SORT_TERMS = 10;
 
 export interface ListParams {
   where: Condition;
@@ -46,33 +47,6 @@ export function parsePaging(query: URLSearchParams): { limit: number; offset: nu
   return { limit, offset, after };
 }
 
-/** `sort=a,-b` or `sort=a.asc,b.desc`. */
-export function parseSort(ctx: FilterContext, text: string | null, parameter = 'sort'): OrderTerm[] {
-  if (text === null) return [];
-  const terms: OrderTerm[] = [];
-  for (const raw of text.split(',')) {
-    let field = raw.trim();
-    let direction: 'asc' | 'desc' = 'asc';
-    if (field.startsWith('-')) {
-      direction = 'desc';
-      field = field.slice(1);
-    } else if (field.endsWith('.desc') || field.endsWith('.asc')) {
-      direction = field.endsWith('.desc') ? 'desc' : 'asc';
-      field = field.slice(0, field.lastIndexOf('.'));
-    }
-    if (field.startsWith('col.')) field = field.slice(4);
-    if (!canReadField(ctx.access, ctx.table, field)) {
-      throw new QueryError(parameter, `${ctx.table.spec.name} has no field "${field}" to sort by`);
-    }
-    const spec = ctx.table.fields.get(field)!;
-    if (spec.list || spec.type === 'Json' || spec.type === 'Bytes') throw new QueryError(parameter, `${field} cannot be sorted`);
-    if (terms.some((t) => t.field === field)) throw new QueryError(parameter, `${field} appears twice`);
-    terms.push({ field, direction });
-  }
-  if (terms.length > MAX_SORT_TERMS) throw new QueryError(parameter, `at most ${MAX_SORT_TERMS} sort fields`);
-  return terms;
-}
-
 /** The filters of a query string, ANDed; `reserved` are the parameters that are not filters. */
 export function parseFilters(ctx: FilterContext, query: URLSearchParams, reserved: ReadonlySet<string>): Condition {
   const conditions: Condition[] = [];
@@ -89,7 +63,7 @@ export function parseListParams(ctx: FilterContext, table: CatalogTable, query: 
   return {
     where: parseFilters(ctx, query, LIST_RESERVED),
     orderBy: parseSort(ctx, query.get('sort')),
-    select: selectText === null ? null : resolveSelect(ctx.catalog, table, parseSelectText(selectText), ctx.access),
+    select: selectText === null ? null : resolveSelect(ctx.catalog, table, parseSelectText(selectText), ctx.access, 'select', { conditions: ctx }),
     ...paging,
   };
 }

@@ -18,7 +18,10 @@ import { catalog, cmp, policyOf, roles, SHOP_ROLES, table, user } from '../suppo
 
 const policy = policyOf({
   ...SHOP_ROLES,
-  ...roles({ crm: { tables: { Order: { read: { filter: { status: 'paid' } } }, Customer: { read: { fields: ['id', 'name', 'email'] } } } } }),
+  ...roles({
+    crm: { tables: { Order: { read: { filter: { status: 'paid' } } }, Customer: { read: { fields: ['id', 'name', 'email'] } } } },
+    reader: { tables: { Customer: { read: true }, Order: { read: { fields: ['id', 'status', 'customerId'] } } } },
+  }),
 });
 const context = (names: string[], tableName: string): FilterContext => ({ catalog, table: table(tableName), access: policy.access(user(names)), count: 0 });
 
@@ -173,5 +176,70 @@ describe('select', () => {
       { field: 'b', alias: 'c' },
       { field: 'd', children: [{ field: 'e' }, { field: 'f', alias: 'g', children: [{ field: '*' }] }] },
     ]);
+  });
+});
+
+describe('embed arguments: relation(fields;filter;sort=;limit=;offset=)', () => {
+  const where = (relation: string, items: SelectItem[], args: Record<string, unknown>): SelectItem => ({ ...(e(relation, items) as SelectItem & object), ...args }) as SelectItem;
+  it.each<[string, { given: { text: string; roles?: string[]; table?: string }; want: SelectItem[] | RegExp }]>([
+    ['a filter', { given: { text: 'orders(id;status=equals.open)' }, want: [where('orders', [f('id')], { where: cmp('status', 'equals', 'open') })] }],
+    ['filters are ANDed, groups and lists as in a query string', {
+      given: { text: 'orders(id;status=in.(open,paid);or=(total.gt.5,note.is_empty.true))' },
+      want: [where('orders', [f('id')], { where: and(cmp('status', 'in', ['open', 'paid']), or(cmp('total', 'gt', 5), cmp('note', 'is_empty', true))) })],
+    }],
+    ['a relation filter from the embedded table', { given: { text: 'orders(id;items.quantity=gt.3)' }, want: [where('orders', [f('id')], { where: cmp('items.quantity', 'gt', 3) })] }],
+    ['col. names a field like a reserved word', { given: { text: 'orders(id;col.status=equals.open)' }, want: [where('orders', [f('id')], { where: cmp('status', 'equals', 'open') })] }],
+    ['a quoted value may hold ; ) and ,', { given: { text: 'orders(id;note=equals."a;b),c")' }, want: [where('orders', [f('id')], { where: cmp('note', 'equals', 'a;b),c') })] }],
+    ['sort, limit and offset', {
+      given: { text: 'orders(id,total;sort=-total,id;limit=5;offset=10)' },
+      want: [where('orders', [f('id'), f('total')], { orderBy: [{ field: 'total', direction: 'desc' }, { field: 'id', direction: 'asc' }], limit: 5, offset: 10 })],
+    }],
+    ['first and skip are limit and offset', { given: { text: 'orders(id;first=1000;skip=0)' }, want: [where('orders', [f('id')], { limit: 1000, offset: 0 })] }],
+    ['nested embeds with arguments at each level', {
+      given: { table: 'City', text: 'customers(name,orders(id;limit=2);name=starts_with.A)' },
+      want: [where('customers', [f('name'), where('orders', [f('id')], { limit: 2 })], { where: cmp('name', 'starts_with', 'A') })],
+    }],
+    ['parentheses of arguments are not embeds (3 levels with lists at each)', {
+      given: { table: 'City', text: 'customers(orders(items(quantity;quantity=in.(1,2));status=in.(open,paid));or=(name.equals.a,name.equals.b))' },
+      want: expect.arrayContaining([expect.objectContaining({ relation: 'customers' })]),
+    }],
+    ['... but embeds still nest at most 3 levels', { given: { table: 'City', text: 'customers(orders(items(order(id));limit=1))' }, want: /nest at most 3 levels/ }],
+    ['a to-one embed takes none', { given: { table: 'Order', text: 'customer(name;limit=1)' }, want: /^Order\.customer is a to-one relation: filter, order and limit apply to to-many embeds$/ }],
+    ['a filter on a field the caller cannot read', { given: { roles: ['reader'], table: 'Customer', text: 'orders(id;total=gt.1)' }, want: /^in orders\(\.\.\.\), total: Order has no field "total"$/ }],
+    ['... inside a group', { given: { roles: ['reader'], table: 'Customer', text: 'orders(id;or=(status.equals.open,total.gt.1))' }, want: /^in orders\(\.\.\.\), or: Order has no field "total"$/ }],
+    ['a sort on a field the caller cannot read', { given: { roles: ['reader'], table: 'Customer', text: 'orders(id;sort=-total)' }, want: /^in orders\(\.\.\.\), sort: Order has no field "total" to sort by$/ }],
+    ['a relation filter the caller cannot follow', { given: { roles: ['reader'], table: 'Customer', text: 'orders(id;items.quantity=gt.1)' }, want: /^in orders\(\.\.\.\), items\.quantity: Order has no field "items"$/ }],
+    ['an unknown operator', { given: { text: 'orders(id;status=is.open)' }, want: /^in orders\(\.\.\.\), status: unknown operator "is"$/ }],
+    ['limit 0', { given: { text: 'orders(id;limit=0)' }, want: /^in orders\(\.\.\.\), limit: must be at least 1$/ }],
+    ['limit 1001', { given: { text: 'orders(id;limit=1001)' }, want: /^in orders\(\.\.\.\), limit: must be at most 1000$/ }],
+    ['limit not a number', { given: { text: 'orders(id;limit=-1)' }, want: /^in orders\(\.\.\.\), limit: must be a whole number from 1 to 1000$/ }],
+    ['offset too far', { given: { text: 'orders(id;offset=100000001)' }, want: /^in orders\(\.\.\.\), offset: must be at most 100000000$/ }],
+    ['limit and first', { given: { text: 'orders(id;limit=1;first=2)' }, want: /^in orders\(\.\.\.\), first: send limit or first once$/ }],
+    ['sort twice', { given: { text: 'orders(id;sort=id;sort=total)' }, want: /^in orders\(\.\.\.\), sort: send sort once$/ }],
+    ['after has no meaning in an embed', { given: { text: 'orders(id;after=abc)' }, want: /^in orders\(\.\.\.\), after: not available in an embed \(a field named after is filtered as col\.after\)$/ }],
+    ['a term without =', { given: { text: 'orders(id;limit)' }, want: /^in orders\(\.\.\.\), write <filter>=<operator>\.<value>, sort=, limit= or offset= after ";", not "limit"$/ }],
+    ['an embed with arguments and no fields', { given: { text: 'orders(;limit=1)' }, want: /needs at least one field/ }],
+    ['the embed is named by its path of aliases', { given: { table: 'City', text: 'customers:c(orders(id;limit=x))' }, want: /^in c\.orders\(\.\.\.\), limit: must be a whole number/ }],
+  ])('%s', (_name, { given, want }) => {
+    const access = policy.access(user(given.roles ?? ['admin']));
+    const got = outcome(() => resolveSelect(catalog, table(given.table ?? 'Customer'), parseSelectText(given.text), access));
+    expectOutcome(got, want);
+    if (got instanceof QueryError) expect(got.parameter).toBe('select');
+  });
+
+  it('parseSelectText keeps the terms after ";" in order', () => {
+    expect(parseSelectText('orders(id;limit=5;status=equals.a=b)')).toEqual([
+      { field: 'orders', children: [{ field: 'id' }], arguments: [['limit', '5'], ['status', 'equals.a=b']] },
+    ]);
+  });
+
+  it(`an embed's filters count toward the ${MAX_CONDITIONS} conditions of the request`, () => {
+    const ctx = context(['admin'], 'Customer');
+    const fifty = (field: string) => `(${Array.from({ length: 50 }, (_, i) => `${field}.equals.${i}`).join(',')})`;
+    parseFilterParam(ctx, 'or', fifty('name'));
+    const run = (text: string) => outcome(() => resolveSelect(catalog, ctx.table, parseSelectText(text), ctx.access, 'select', { conditions: ctx }));
+    expectOutcome(run(`orders(id;or=${fifty('id')})`), expect.any(Array));
+    expect(ctx.count).toBe(MAX_CONDITIONS);
+    expectOutcome(run('orders(id;status=equals.open)'), /at most 100 conditions/);
   });
 });
