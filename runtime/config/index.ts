@@ -114,6 +114,11 @@ export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Co
     for (const [i, env] of (config.auth.environments ?? []).entries()) {
       if (!envs.has(env)) problems.push(`$.auth.environments[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
     }
+    if (Array.isArray(config.graphql.introspection)) {
+      for (const [i, env] of config.graphql.introspection.entries()) {
+        if (!envs.has(env)) problems.push(`$.graphql.introspection[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
+      }
+    }
     // Own roles only: `toString` or `__proto__` are "in" every object.
     if (config.auth.defaultRole !== undefined && !Object.hasOwn(config.roles, config.auth.defaultRole)) {
       problems.push(`$.auth.defaultRole: role "${config.auth.defaultRole}" is not defined under roles`);

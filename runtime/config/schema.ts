@@ -190,6 +190,14 @@ export const configSchema = z
         path: ['expensiveReadConcurrency'],
       })
       .prefault({}),
+    /** The GraphQL read API (docs/graphql.md). */
+    graphql: z
+      .object({
+        /** Whether __schema/__type are answered: true (everywhere), false, or the environments where they are. */
+        introspection: z.union([z.boolean(), z.array(environmentName)]).default(true),
+      })
+      .strict()
+      .prefault({}),
     /** GET /metrics (Prometheus text), off unless enabled; scrapers send a bearer token. */
     metrics: z
       .object({

@@ -6,6 +6,9 @@
 
 export const DATA_BASE_PATH = '/gw/api/rest';
 
+/** The GraphQL read API (docs/graphql.md): beside the REST API, through the same pipeline. */
+export const GRAPHQL_PATH = '/gw/api/graphql';
+
 /** Services beside the tables: `/gw/api/rest/<name>`. */
 export const SERVICE_PATHS = {
   openapi: '_openapi',

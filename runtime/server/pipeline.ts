@@ -115,7 +115,7 @@ async function hit(decision: Promise<RateDecision>, detail: (resetSeconds: numbe
   }
 }
 
-function rateLimitHeaders(decision: RateDecision): Record<string, string> {
+export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
   return {
     'ratelimit-limit': String(decision.limit),
     'ratelimit-remaining': String(decision.remaining),

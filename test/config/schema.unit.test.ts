@@ -56,6 +56,7 @@ describe('defaults of a minimal config', () => {
       http: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5000, maxConnections: 1000, drainTimeoutMs: 10_000 },
       // expensiveReadConcurrency stays unset: the server resolves it to half of poolSize at start.
       database: { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 },
+      graphql: { introspection: true },
       metrics: { enabled: false },
       roles: {},
     });

@@ -8,11 +8,12 @@ import type { Services } from '../services.ts';
 import { authFeature } from './auth.ts';
 import { dataFeature } from './data.ts';
 import { docsFeature } from './docs.ts';
+import { graphqlFeature } from './graphql.ts';
 import { keysFeature } from './keys.ts';
 import { observabilityFeature } from './observability.ts';
 import { webhooksFeature } from './webhooks.ts';
 
-export const FEATURES = [authFeature, keysFeature, dataFeature, webhooksFeature, observabilityFeature, docsFeature] as const;
+export const FEATURES = [authFeature, keysFeature, dataFeature, graphqlFeature, webhooksFeature, observabilityFeature, docsFeature] as const;
 
 type Provided<F> = F extends ServerFeature<infer P> ? P : never;
 type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;

@@ -1,0 +1,145 @@
+/**
+ * Execution of the GraphQL read API: each root field is one SQL statement compiled by the query
+ * layer (compileRead / compileAggregate) under the caller's access, exactly as the REST route of the
+ * same shape; graphql-js then shapes the answer from the finished records, whose members are keyed
+ * by response key (so two aliases of one relation with different arguments both work).
+ */
+import { defaultFieldResolver, GraphQLError, responsePathAsArray, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLResolveInfo, Kind } from 'graphql';
+import { databaseFaultProblem, Problem } from '../http/index.ts';
+import { LIMITS } from '../model/index.ts';
+import { compileAggregate, compileRead, CursorError, QueryError, queryFingerprint } from '../query/index.ts';
+import { budgeted, readScope, type DataContext } from '../rest/context.ts';
+import { AGGREGATE_COST, listCost, readOneCost } from '../rest/cost.ts';
+import { queryProblem } from '../rest/query-problems.ts';
+import type { ObjectFieldMeta, RootFieldMeta } from './schema.ts';
+import { aggregateQuery, bounded, collectFields, keyCondition, MAX_OFFSET, orderTerms, selectItems, unwrap, whereCondition, type Selection, type TranslateContext } from './translate.ts';
+
+/** What every resolver of one request shares: the data context of the REST pipeline, without a table. */
+export type GraphQLContext = {
+  readonly data: Omit<DataContext, 'table' | 'grant'>;
+  /** Logs a fault that is answered as an internal error (its message is not the caller's). */
+  readonly log: (error: unknown) => void;
+};
+
+/** A GraphQL error carrying the REST Problem's kind as `code`, its `type` and `status` (docs/graphql.md "Errors"). */
+export function problemError(problem: Problem, info?: GraphQLResolveInfo): GraphQLError {
+  return new GraphQLError(problem.detail, {
+    nodes: info?.fieldNodes,
+    path: info ? responsePathAsArray(info.path) : undefined,
+    extensions: problemExtensions(problem),
+  });
+}
+
+export function problemExtensions(problem: Problem): Record<string, unknown> {
+  return {
+    code: problem.kind.toUpperCase().replace(/-/g, '_'),
+    type: `/errors/${problem.kind}`,
+    status: problem.status,
+    ...(problem.errors.length ? { errors: problem.errors } : {}),
+    ...(problem.headers['retry-after'] ? { retryAfter: Number(problem.headers['retry-after']) } : {}),
+  };
+}
+
+function toProblem(error: unknown, context: GraphQLContext): Problem {
+  if (error instanceof QueryError) return queryProblem(error);
+  if (error instanceof Problem) return error;
+  const fault = databaseFaultProblem(error);
+  if (fault) return fault;
+  context.log(error);
+  return new Problem('internal', 'the server could not complete this field; the fault is logged on the server');
+}
+
+function dataContext(context: GraphQLContext, tableName: string): DataContext {
+  const table = context.data.catalog.require(tableName);
+  const grant = context.data.access.grant(tableName, 'read');
+  // The schema shows only readable tables; a grant gone missing is refused as REST refuses it.
+  if (!grant) throw new Problem('forbidden', `your role may not read ${tableName} records`);
+  return { ...context.data, table, grant };
+}
+
+function rootSelection(info: GraphQLResolveInfo) {
+  return { kind: Kind.SELECTION_SET, selections: info.fieldNodes.flatMap((n) => n.selectionSet?.selections ?? []) } as const;
+}
+
+async function rows(ctx: DataContext, cost: string | undefined, sql: string, values: unknown[]): Promise<unknown[][]> {
+  return budgeted(ctx, cost, () => ctx.db.queryArrays(sql, values));
+}
+
+async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, context: GraphQLContext, info: GraphQLResolveInfo): Promise<unknown> {
+  const ctx = dataContext(context, meta.table);
+  const t: TranslateContext = { catalog: ctx.catalog, access: ctx.access };
+  const sel: Selection = { fragments: info.fragments, variables: info.variableValues };
+  const rootType = unwrap(info.parentType.getFields()[info.fieldName]!);
+  const scope = readScope(ctx);
+  switch (meta.kind) {
+    case 'list': {
+      const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
+      const where = whereCondition(t, ctx.table, args.where);
+      const orderBy = orderTerms(t, ctx.table, args.orderBy);
+      const limit = bounded(args.limit, 'limit', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
+      const offset = bounded(args.offset, 'offset', 0, 0, MAX_OFFSET);
+      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit, offset });
+      const cost = listCost(ctx.catalog, ctx.table, { where: { kind: 'and', items: [where, ctx.grant.rows] }, orderBy, select, limit, offset, count: false });
+      return (await rows(ctx, cost, compiled.sql, scope.params.values)).map((r) => JSON.parse(r[0] as string));
+    }
+    case 'byKey': {
+      const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
+      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where: { kind: 'true' }, key: keyCondition(ctx.table, args), orderBy: [], limit: 1, offset: 0 }, { single: true });
+      const found = await rows(ctx, readOneCost(ctx.catalog, ctx.table, select), compiled.sql, scope.params.values);
+      return found.length ? JSON.parse(found[0]![0] as string) : null;
+    }
+    case 'page': {
+      const nodes = [...collectFields(sel, rootType, rootSelection(info))].filter(([, n]) => n[0]!.name.value === 'nodes');
+      if (nodes.length > 1) throw new QueryError(`${info.fieldName}.nodes`, 'select nodes once per page (one statement answers it)');
+      const nodesField = rootType.getFields().nodes!;
+      const nodeSet = nodes.length ? { kind: Kind.SELECTION_SET, selections: nodes[0]![1].flatMap((n) => n.selectionSet?.selections ?? []) } : undefined;
+      const select = selectItems(t, sel, ctx.table, unwrap(nodesField), nodeSet as never, `${info.fieldName}.nodes`);
+      const where = whereCondition(t, ctx.table, args.where);
+      const orderBy = orderTerms(t, ctx.table, args.orderBy);
+      const limit = bounded(args.first, 'first', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
+      // The REST list's fingerprint: a cursor from either front end continues the same query in the other.
+      const fingerprint = queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, orderBy, where]);
+      let after: (string | null)[] | undefined;
+      if (args.after !== undefined && args.after !== null) {
+        try {
+          after = ctx.cursors.decode(fingerprint, args.after as string);
+        } catch (error) {
+          if (error instanceof CursorError) throw new QueryError('after', error.message);
+          throw error;
+        }
+      }
+      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit: limit + 1, offset: 0, after });
+      if (after && after.length !== compiled.keyColumns) throw new QueryError('after', 'not a cursor of this query');
+      const cost = listCost(ctx.catalog, ctx.table, { where: { kind: 'and', items: [where, ctx.grant.rows] }, orderBy, select, limit, offset: 0, count: false });
+      const all = await rows(ctx, cost, compiled.sql, scope.params.values);
+      const page = all.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        nodes: page.map((r) => JSON.parse(r[0] as string)),
+        pageInfo: { hasNextPage: all.length > limit, endCursor: last ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[]) : null },
+      };
+    }
+    case 'aggregate': {
+      const sql = compileAggregate(scope, aggregateQuery(t, sel, ctx.table, rootType, rootSelection(info), args));
+      return (await rows(ctx, AGGREGATE_COST, sql, scope.params.values)).map((r) => JSON.parse(r[0] as string));
+    }
+  }
+}
+
+/**
+ * The one field resolver: root fields run their statement; a table record's members are read by
+ * response key (the records were built so); everything else (pages, aggregate rows) by name.
+ */
+export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (source, args, context, info) => {
+  const def = info.parentType.getFields()[info.fieldName];
+  const meta = def?.extensions.svcgen as RootFieldMeta | ObjectFieldMeta | undefined;
+  if (meta && 'kind' in meta) {
+    return resolveRoot(meta, args, context, info).catch((error: unknown) => {
+      throw problemError(toProblem(error, context), info);
+    });
+  }
+  if (meta) return (source as Record<string, unknown> | null)?.[info.path.key as string] ?? null;
+  return defaultFieldResolver(source, args, context, info);
+};
+
+export type { GraphQLObjectType };

@@ -1,0 +1,86 @@
+/**
+ * Bounds on a GraphQL document, checked before anything runs (docs/graphql.md "Limits"): a small
+ * document cannot ask for a huge answer. Each root field is one SQL statement, so root fields are
+ * counted like requests; every selection visited (fields, fragment spreads, inline fragments) is
+ * counted with fragments expanded where they are spread, so a fragment spread many times counts
+ * many times and the walk stops as soon as the bound is passed.
+ */
+import { GraphQLError, Kind, parse, type ASTVisitor, type SelectionSetNode, type ValidationContext, type ValidationRule } from 'graphql';
+
+export const GRAPHQL_LIMITS = {
+  /** Tokens of a document: bounds the parser's work and nesting before any rule runs. */
+  maxTokens: 5000,
+  /** Root fields of one operation, aliases included: each is one SQL statement. */
+  maxRootFields: 10,
+  /** Selections of one operation, fragments expanded. */
+  maxSelections: 500,
+  /** Nesting of selection sets (a page's nodes with 3 embeds is 5). */
+  maxDepth: 8,
+} as const;
+
+/** The document, refused past maxTokens (a GraphQL syntax error, code GRAPHQL_PARSE_FAILED). */
+export function parseBounded(source: string | { body: string }) {
+  return parse(typeof source === 'string' ? source : source.body, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+}
+
+function tooComplex(message: string, context: ValidationContext, node: { loc?: unknown } & object): void {
+  context.reportError(new GraphQLError(message, { nodes: node as never, extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 } }));
+}
+
+export const CostRule: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    let selections = 0;
+    let roots = 0;
+    let stop = false;
+    const walk = (set: SelectionSetNode, depth: number, spreading: Set<string>) => {
+      for (const s of set.selections) {
+        if (stop) return;
+        if (++selections > GRAPHQL_LIMITS.maxSelections) {
+          tooComplex(`the operation selects more than ${GRAPHQL_LIMITS.maxSelections} fields (fragments counted where they are spread); split it`, context, operation);
+          stop = true;
+          return;
+        }
+        if (s.kind === Kind.FIELD) {
+          if (depth === 0 && ++roots > GRAPHQL_LIMITS.maxRootFields) {
+            tooComplex(`at most ${GRAPHQL_LIMITS.maxRootFields} root fields (aliases included) per operation; each is one database statement`, context, s);
+            stop = true;
+            return;
+          }
+          if (s.selectionSet) {
+            if (depth + 1 >= GRAPHQL_LIMITS.maxDepth) {
+              tooComplex(`selections nest at most ${GRAPHQL_LIMITS.maxDepth} levels`, context, s);
+              stop = true;
+              return;
+            }
+            walk(s.selectionSet, depth + 1, spreading);
+          }
+        } else if (s.kind === Kind.INLINE_FRAGMENT) {
+          walk(s.selectionSet, depth, spreading);
+        } else {
+          const name = s.name.value;
+          const fragment = context.getFragment(name);
+          // A cycle is NoFragmentCyclesRule's to report; here it only must not loop.
+          if (!fragment || spreading.has(name)) continue;
+          spreading.add(name);
+          walk(fragment.selectionSet, depth, spreading);
+          spreading.delete(name);
+        }
+      }
+    };
+    walk(operation.selectionSet, 0, new Set());
+  },
+});
+
+/** Refuses __schema and __type where introspection is off (graphql.introspection); __typename stays. */
+export const NoIntrospectionRule: ValidationRule = (context): ASTVisitor => ({
+  Field(node) {
+    if (node.name.value === '__schema' || node.name.value === '__type') {
+      context.reportError(
+        new GraphQLError(`introspection is turned off in this environment (graphql.introspection); ${node.name.value} is not answered`, {
+          nodes: node,
+          extensions: { code: 'INTROSPECTION_DISABLED', type: '/errors/forbidden', status: 403 },
+        }),
+      );
+    }
+  },
+});

@@ -1,0 +1,143 @@
+/**
+ * The GraphQL read API at /gw/api/graphql (docs/graphql.md): a second front end on the query layer
+ * with no policy of its own. Requests pass the data routes' stages (tenancy, authentication, the
+ * caller's and project's rate limits; request logs, metrics, CORS and fault answers are the HTTP
+ * front's, shared by every route); graphql-http speaks GraphQL over HTTP; every root field compiles
+ * through runtime/query under the caller's access. Each distinct set of roles gets the schema of
+ * what it may read, built once.
+ */
+import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { createHandler } from 'graphql-http';
+import { Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
+import { GRAPHQL_PATH } from '../../model/index.ts';
+import { buildGraphQLSchema, type SchemaVisibility } from '../../graphql/schema.ts';
+import { fieldResolver, problemExtensions, type GraphQLContext } from '../../graphql/execute.ts';
+import { CostRule, NoIntrospectionRule, parseBounded } from '../../graphql/rules.ts';
+import type { Principal, RolePrincipal } from '../../principal/index.ts';
+import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
+import type { ServerFeature } from '../feature.ts';
+import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
+import type { Services } from '../services.ts';
+import { execute, type ExecutionArgs } from 'graphql';
+
+export { GRAPHQL_PATH };
+
+/** Role sets seen are bounded by the config's roles; the cap only guards against a surprise. */
+const MAX_CACHED_SCHEMAS = 256;
+
+/** The schema a set of roles sees: what the policy lets it read (fields by role, as Policy computes them). */
+function schemaCache(services: Services): (principal: RolePrincipal) => GraphQLSchema {
+  const schemas = new Map<string, GraphQLSchema>();
+  const tables = Object.values(services.service.tables).map((t) => t.spec);
+  return (principal) => {
+    const roles = [...new Set(principal.roles)].sort();
+    const key = roles.join('\n');
+    let schema = schemas.get(key);
+    if (!schema) {
+      // A stand-in holding only the roles: the fields a grant lists do not depend on who holds it.
+      const holder: RolePrincipal = { kind: 'apiKey', keyId: `graphql-schema:${key}`, environment: '', roles, context: {} };
+      const access = services.policy.access(holder);
+      const visibility: SchemaVisibility = {
+        table: (table) => access.grant(table, 'read') !== null,
+        field: (table, field) => {
+          const fields = access.grant(table, 'read')?.fields;
+          return fields !== undefined && (fields === null || fields.has(field));
+        },
+      };
+      schema = buildGraphQLSchema(tables, visibility);
+      if (schemas.size >= MAX_CACHED_SCHEMAS) schemas.clear();
+      schemas.set(key, schema);
+    }
+    return schema;
+  };
+}
+
+interface RequestContext {
+  readonly tenant: Tenant;
+  readonly principal: RolePrincipal;
+  readonly req: ApiRequest;
+}
+
+/** Errors graphql-js raises itself get the code, type and status every answer's errors carry. */
+function formatError(error: Readonly<GraphQLError | Error>): GraphQLError {
+  if (error instanceof GraphQLError && typeof error.extensions.code === 'string') return error;
+  const message = error.message;
+  if (error instanceof GraphQLError && error.path !== undefined) {
+    // A value graphql-js could not serialize: a fault, not the caller's.
+    return new GraphQLError('the server could not complete this field', { path: error.path, extensions: { code: 'INTERNAL', type: '/errors/internal', status: 500 } });
+  }
+  const code = message.startsWith('Syntax Error') ? 'GRAPHQL_PARSE_FAILED' : message.startsWith('Variable "$') ? 'BAD_USER_INPUT' : error instanceof GraphQLError ? 'GRAPHQL_VALIDATION_FAILED' : 'BAD_REQUEST';
+  const nodes = error instanceof GraphQLError ? error.nodes : undefined;
+  return new GraphQLError(message, { nodes, extensions: { code, type: '/errors/invalid-parameter', status: 400 } });
+}
+
+function introspectionOn(services: Services, environment: string): boolean {
+  const setting = services.config.graphql.introspection;
+  return Array.isArray(setting) ? setting.includes(environment) : setting;
+}
+
+export function graphqlHandler(services: Services): Handler {
+  const limits = dataLimits(services);
+  const schemaFor = schemaCache(services);
+  const log = services.logger;
+  const handle = createHandler<ApiRequest, RequestContext, GraphQLContext>({
+    schema: (req) => schemaFor(req.context.principal),
+    context: (req): GraphQLContext => ({
+      data: {
+        req: req.raw,
+        tenant: req.context.tenant,
+        principal: req.context.principal,
+        catalog: services.catalog,
+        access: services.policy.access(req.context.principal),
+        db: services.db,
+        expensiveReads: services.expensiveReads,
+        cursors: services.cursors,
+        watchedTables: services.watchedTables,
+        basePath: services.basePath,
+      },
+      log: (error) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed'),
+    }),
+    parse: parseBounded as never,
+    validationRules: (req, _args, specified) => [...specified, CostRule, ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule])],
+    execute: (args: ExecutionArgs) => execute({ ...args, fieldResolver: fieldResolver as never }),
+    formatError,
+  });
+  return async (req: ApiRequest): Promise<Reply> => {
+    const tenant = resolveDataTenant(req, services.config);
+    const principal: Principal = await limits.authenticate(req, tenant);
+    if (principal.kind === 'management') throw new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no data');
+    const headers = rateLimitHeaders(await limits.data(tenant, principal));
+    try {
+      // Read here, not by graphql-http: a body over limits.bodyBytes is a 413 Problem, not "unparsable".
+      const body = req.method === 'POST' ? ((await req.readBody())?.toString('utf8') ?? '') : null;
+      const search = req.query.toString();
+      const [text, init] = await handle({
+        method: req.method,
+        url: `${req.path}${search ? `?${search}` : ''}`,
+        headers: req.headers as Record<string, string | string[] | undefined>,
+        body,
+        raw: req,
+        context: { tenant, principal, req },
+      });
+      return { status: init.status, headers: { ...init.headers, ...headers }, body: text ?? undefined };
+    } catch (error) {
+      if (error instanceof Problem) Object.assign(error.headers, headers);
+      throw error;
+    }
+  };
+}
+
+export const graphqlFeature: ServerFeature = {
+  name: 'graphql',
+  start() {
+    return {
+      routes(services) {
+        const handler = graphqlHandler(services);
+        // GET and POST answer; other methods get graphql-http's 405 with Allow.
+        return (['get', 'post', 'patch', 'delete'] as const).map((method) => ({ method, path: GRAPHQL_PATH, handler }));
+      },
+    };
+  },
+};
+
+export { problemExtensions };
