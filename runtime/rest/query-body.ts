@@ -10,27 +10,52 @@ import {
   isOperator,
   MAX_CONDITIONS,
   MAX_EMBED_DEPTH,
+  MAX_EMBED_OFFSET,
   MAX_EMBEDS,
   operandValue,
   QueryError,
   resolvePath,
   resolveSelect,
   type Condition,
+  type EmbedArgumentsReader,
+  type FilterContext,
   type OrderTerm,
-  type SelectNode,
 } from '../query/index.ts';
 import { filterContext, type DataContext } from './context.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, parseSort } from './list-params.ts';
 import { queryProblem } from './query-problems.ts';
 import { respondWithList } from './read.ts';
 
-const selectNode: z.ZodType<SelectNode> = z.lazy(() =>
-  z.strictObject({ field: z.string().min(1).max(100), alias: z.string().max(63).optional(), children: z.array(selectNode).max(50).optional() }),
+const filterSchema = z.array(z.strictObject({ field: z.string().min(1).max(300), operator: z.string().max(40), value: z.unknown().optional() })).max(MAX_CONDITIONS);
+const sortSchema = z.array(z.strictObject({ field: z.string().max(100), direction: z.enum(['asc', 'desc', 'ASC', 'DESC']).optional() })).max(10);
+
+type BodyFilter = z.infer<typeof filterSchema>;
+type BodySort = z.infer<typeof sortSchema>;
+
+/** A select item; an embed (`children`) of a to-many relation may carry its own filter, sort and page. */
+interface BodySelectNode {
+  field: string;
+  alias?: string;
+  children?: BodySelectNode[];
+  filter?: BodyFilter;
+  sort?: BodySort;
+  pagination?: { first?: number; skip?: number };
+}
+
+const selectNode: z.ZodType<BodySelectNode> = z.lazy(() =>
+  z.strictObject({
+    field: z.string().min(1).max(100),
+    alias: z.string().max(63).optional(),
+    children: z.array(selectNode).max(50).optional(),
+    filter: filterSchema.optional(),
+    sort: sortSchema.optional(),
+    pagination: z.strictObject({ first: z.int().min(1).max(MAX_LIMIT).optional(), skip: z.int().min(0).max(MAX_EMBED_OFFSET).optional() }).optional(),
+  }),
 );
 
 const bodySchema = z.strictObject({
-  filter: z.array(z.strictObject({ field: z.string().min(1).max(300), operator: z.string().max(40), value: z.unknown().optional() })).max(MAX_CONDITIONS).optional(),
-  sort: z.array(z.strictObject({ field: z.string().max(100), direction: z.enum(['asc', 'desc', 'ASC', 'DESC']).optional() })).max(10).optional(),
+  filter: filterSchema.optional(),
+  sort: sortSchema.optional(),
   pagination: z
     .strictObject({ first: z.int().min(1).max(MAX_LIMIT).optional(), skip: z.int().min(0).max(100_000_000).optional(), after: z.string().max(4096).optional() })
     .optional(),
@@ -41,8 +66,8 @@ const bodySchema = z.strictObject({
 const EXPECTED: Record<string, { member: string; item?: string }> = {
   filter: { member: `a JSON array of at most ${MAX_CONDITIONS} conditions`, item: 'an object { "field", "operator", "value" }' },
   sort: { member: 'a JSON array of at most 10 sort terms', item: 'an object { "field", "direction" }' },
-  select: { member: 'a JSON array of at most 100 fields', item: 'an object { "field", "alias", "children" }' },
-  children: { member: 'a JSON array of at most 50 fields', item: 'an object { "field", "alias", "children" }' },
+  select: { member: 'a JSON array of at most 100 fields', item: 'an object { "field", "alias", "children", "filter", "sort", "pagination" }' },
+  children: { member: 'a JSON array of at most 50 fields', item: 'an object { "field", "alias", "children", "filter", "sort", "pagination" }' },
   pagination: { member: 'an object { "first", "skip", "after" }' },
   field: { member: 'a field name (a string of 1 to 300 characters)' },
   operator: { member: 'an operator name such as equals' },
@@ -59,7 +84,9 @@ function issueProblem(issue: z.core.$ZodIssue): Problem {
   const field = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') || 'body';
   if (issue.code === 'unrecognized_keys') return bad(field, `unknown member "${issue.keys.join('", "')}"`);
   const last = path.at(-1);
-  const named = typeof last === 'number' ? EXPECTED[String(path.at(-2))]?.item : EXPECTED[String(last)]?.member;
+  // An embed's pagination (select[0].pagination) has no cursor.
+  const embedPage = last === 'pagination' && path.length > 1;
+  const named = typeof last === 'number' ? EXPECTED[String(path.at(-2))]?.item : embedPage ? 'an object { "first", "skip" }' : EXPECTED[String(last)]?.member;
   return bad(field, `expected ${named ?? 'an object { "filter", "sort", "pagination", "select" }'}`);
 }
 
@@ -87,18 +114,11 @@ function checkSelectBounds(raw: unknown): void {
   }
 }
 
-export async function queryBody(ctx: DataContext): Promise<Reply> {
-  const raw = await readJson(ctx.req);
-  checkSelectBounds(raw);
-  const parsed = bodySchema.safeParse(raw);
-  if (!parsed.success) {
-    throw issueProblem(parsed.error.issues[0]!);
-  }
-  const body = parsed.data;
-  const fctx = filterContext(ctx);
-  const conditions: Condition[] = (body.filter ?? []).map((f, i) => {
-    const parameter = `filter[${i}]`;
-    const { path, field, rest } = resolvePath(fctx, f.field.split('.'), parameter);
+/** The body's filter terms on `ctx.table`, each named `<prefix>[i]` in errors. */
+function conditionsOf(ctx: FilterContext, filters: BodyFilter, prefix: string): Condition[] {
+  return filters.map((f, i) => {
+    const parameter = `${prefix}[${i}]`;
+    const { path, field, rest } = resolvePath(ctx, f.field.split('.'), parameter);
     if (rest.length) throw new QueryError(parameter, `${field.name} is a field, not a relation`);
     if (!isOperator(f.operator)) throw new QueryError(parameter, `unknown operator "${f.operator}"`);
     const isList = f.operator === 'in' || f.operator === 'not_in' || f.operator === 'between';
@@ -111,14 +131,46 @@ export async function queryBody(ctx: DataContext): Promise<Reply> {
       throw error;
     }
   });
-  const sortText = body.sort?.length ? body.sort.map((s) => `${s.field}.${(s.direction ?? 'asc').toLowerCase()}`).join(',') : null;
-  const orderBy: OrderTerm[] = parseSort(fctx, sortText, 'sort');
+}
+
+function sortOf(ctx: FilterContext, sort: BodySort | undefined, parameter: string): OrderTerm[] {
+  const text = sort?.length ? sort.map((s) => `${s.field}.${(s.direction ?? 'asc').toLowerCase()}`).join(',') : null;
+  return parseSort(ctx, text, parameter);
+}
+
+/** An embed's members as the body writes them; its filters count toward the request's conditions. */
+const embedArguments: EmbedArgumentsReader<BodySelectNode> = (node, ctx, at) => {
+  if (node.filter === undefined && node.sort === undefined && node.pagination === undefined) return undefined;
+  const filters = node.filter ?? [];
+  ctx.count += filters.length;
+  if (ctx.count > MAX_CONDITIONS) throw new QueryError(`${at.parameter}.filter`, `at most ${MAX_CONDITIONS} conditions per request`);
+  const orderBy = sortOf(ctx, node.sort, `${at.parameter}.sort`);
+  return {
+    where: filters.length ? and(...conditionsOf(ctx, filters, `${at.parameter}.filter`)) : undefined,
+    orderBy: orderBy.length ? orderBy : undefined,
+    limit: node.pagination?.first,
+    offset: node.pagination?.skip,
+  };
+};
+
+export async function queryBody(ctx: DataContext): Promise<Reply> {
+  const raw = await readJson(ctx.req);
+  checkSelectBounds(raw);
+  const parsed = bodySchema.safeParse(raw);
+  if (!parsed.success) {
+    throw issueProblem(parsed.error.issues[0]!);
+  }
+  const body = parsed.data;
+  const fctx = filterContext(ctx);
+  const conditions = conditionsOf(fctx, body.filter ?? [], 'filter');
+  const orderBy = sortOf(fctx, body.sort, 'sort');
+  const counter = { count: conditions.length };
   const pagination = body.pagination ?? {};
   if (pagination.after !== undefined && (pagination.skip ?? 0) > 0) throw new QueryError('pagination.after', 'a cursor and skip cannot be combined');
   return respondWithList(ctx, {
     where: and(...conditions),
     orderBy,
-    select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, ctx.access, 'select') : null,
+    select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, ctx.access, 'select', { arguments: embedArguments, conditions: counter }) : null,
     limit: pagination.first ?? DEFAULT_LIMIT,
     offset: pagination.skip ?? 0,
     after: pagination.after,

@@ -61,6 +61,13 @@ describe('one statement per read', () => {
     expect(res.body.data.items).toHaveLength(S.items.filter((i) => i.orderId === 4).length);
   });
 
+  it('embeds with their own filter, relation filter, sort and limit at two levels', async () => {
+    const query = qs('select=id,customers(id,orders(id;items.quantity=gte.2;sort=-total;limit=2);vip=equals.true;offset=1)&sort=id');
+    const { res, statements } = await statementsOf(() => t.request('GET', `${BASE}/City?${query}`));
+    expectOne(res, statements);
+    expect(res.body.data.some((c: any) => c.customers.some((p: any) => p.orders.length === 2))).toBe(true);
+  });
+
   it('single read without select', async () => {
     const { res, statements } = await statementsOf(() => t.request('GET', `${BASE}/Customer/${S.customers[0]!.id}`));
     expectOne(res, statements);
