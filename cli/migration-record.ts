@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { command } from './hints.ts';
 
 export const SCHEMA_RECORD_FILE = 'svcgen_schema.toml';
 
@@ -40,19 +41,21 @@ export async function recordMigratedSchema(migrationsDir: string, schemaText: st
   if (existing !== content) await writeFile(path.join(migrationsDir, SCHEMA_RECORD_FILE), content);
 }
 
-export type ModelState = 'no-migrations' | 'recorded' | 'checked' | 'unmigrated';
+export type ModelState = 'no-migrations' | 'recorded' | 'checked' | 'unmigrated' | 'unknown';
 
 /**
  * 'recorded': the record matches (no database needed); 'checked': it did not, but the schema
- * engine found no difference; 'unmigrated': the model has changes no migration holds.
+ * engine found no difference; 'unmigrated': the model has changes no migration holds; 'unknown':
+ * the record did not match and `recordOnly` asked for no engine check.
  */
-export async function modelMigrationState(projectDir: string, databaseUrl: string): Promise<ModelState> {
+export async function modelMigrationState(projectDir: string, databaseUrl: string, options: { recordOnly?: boolean } = {}): Promise<ModelState> {
   const migrationsDir = path.join(projectDir, 'migrations');
   const names = await migrationNames(migrationsDir);
   if (names.length === 0) return 'no-migrations';
   const schemaText = await readFile(path.join(projectDir, 'schema.prisma'), 'utf8');
   const record = await readFile(path.join(migrationsDir, SCHEMA_RECORD_FILE), 'utf8').catch(() => undefined);
   if (record === recordContent(schemaText, names[names.length - 1])) return 'recorded';
+  if (options.recordOnly) return 'unknown';
   const { migrationSqlFromMigrations } = await import('../generator/prisma/index.ts');
   const sql = await migrationSqlFromMigrations({ migrationsDir, schemaText, shadowDatabaseUrl: databaseUrl });
   return sql.trim() === '' ? 'checked' : 'unmigrated';
@@ -60,7 +63,7 @@ export async function modelMigrationState(projectDir: string, databaseUrl: strin
 
 export function unmigratedModelMessage(projectFlag: string): string {
   return (
-    `schema.prisma has changes no migration holds yet: run \`svcgen migrate dev --name <change>${projectFlag}\`, then serve again ` +
+    `schema.prisma has changes no migration holds yet: run \`${command(`migrate dev --name <change>${projectFlag}`)}\`, then serve again ` +
     '(serving now would answer errors for tables and columns the database lacks)'
   );
 }
@@ -78,6 +81,6 @@ export async function refuseUnmigratedModel(projectDir: string, databaseUrl: str
   }
   if (state === 'unmigrated') throw new Error(unmigratedModelMessage(projectFlag));
   if (state === 'checked') {
-    console.error(`schema.prisma differs from migrations/${SCHEMA_RECORD_FILE} but has no unmigrated changes; \`svcgen migrate dev${projectFlag}\` records it (faster start-up)`);
+    console.error(`schema.prisma differs from migrations/${SCHEMA_RECORD_FILE} but has no unmigrated changes; \`${command(`migrate dev${projectFlag}`)}\` records it (faster start-up)`);
   }
 }

@@ -28,7 +28,7 @@ export function projectDir(options: { project?: string }): string {
     isFolder = false;
   }
   if (!isFolder) {
-    throw new UsageError(`no project folder ${dir}: --project names the folder that holds schema.prisma and svcgen.config.json (svcgen init <dir> makes one)`);
+    throw new UsageError(`no project folder ${dir}: --project names the folder that holds schema.prisma and svcgen.config.json (npx svcgen init <dir> makes one)`);
   }
   return dir;
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, type Config } from '../runtime/config/index.ts';
 import type { ServiceModule } from '../runtime/model/index.ts';
+import { command } from './hints.ts';
 import { ensureTypeScriptLoader } from './typescript-loader.ts';
 
 export { UsageError } from './usage-error.ts';
@@ -15,7 +16,7 @@ export async function loadService(projectDir: string): Promise<{ service: Servic
   try {
     await access(entry);
   } catch {
-    throw new UsageError(`${entry} not found: run \`svcgen generate --project ${projectDir}\` first`);
+    throw new UsageError(`${entry} not found: run \`${command(`generate --project ${projectDir}`)}\` first`);
   }
   await refuseStaleGenerated(projectDir);
   await ensureTypeScriptLoader();
@@ -32,7 +33,7 @@ async function refuseStaleGenerated(projectDir: string): Promise<void> {
   if (!made) return;
   const schema = await readFile(path.join(projectDir, 'schema.prisma'), 'utf8').catch(() => undefined);
   if (schema !== undefined && createHash('sha256').update(schema).digest('hex') !== made) {
-    throw new Error('generated/ is stale: schema.prisma changed since `svcgen generate`; run `svcgen generate` (and `svcgen migrate dev --name <change>` for the tables)');
+    throw new Error(`generated/ is stale: schema.prisma changed since \`svcgen generate\`; run \`${command('generate')}\` (and \`${command('migrate dev --name <change>')}\` for the tables)`);
   }
 }
 

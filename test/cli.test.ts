@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, readTree, runCli, show, tempDir, type CliResult } from './support/cli.ts';
+import { cleanupCli, copyExample, freshDatabase, readTree, runCli, show, startCli, tempDir, type CliResult } from './support/cli.ts';
 import { SHOP } from './support/server.ts';
 
 afterAll(cleanupCli);
@@ -223,7 +223,8 @@ describe('init', () => {
       serve: 'svcgen serve',
       'migrate:dev': 'svcgen migrate dev',
     });
-    expect(r.stdout, show(r)).toContain(`next: svcgen dev --project ${target}`);
+    // svcgen is a dev dependency, not on PATH: the hint runs it through npx
+    expect(r.stdout, show(r)).toContain(`next: npx svcgen dev --project ${target}\n`);
     expect(manifest.devDependencies.svcgen).toMatch(/^\^\d+\.\d+\.\d+$/);
 
     const before = await readTree(target);
@@ -263,6 +264,39 @@ describe('init', () => {
     const target = path.join(root, 'My Shop');
     expect((await runCli(['init', target])).code).toBe(0);
     expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).project.id).toBe('my-shop');
+  });
+
+  it('--empty: a schema.prisma without models and a config without roles, which generate, migrate dev and serve accept', { timeout: 120_000 }, async () => {
+    const root = await tempDir('init-empty');
+    const r = await runCli(['init', 'blank', '--empty'], { cwd: root });
+    expect(r.code, show(r)).toBe(0);
+    const target = path.join(root, 'blank');
+    expect(r.stdout, show(r)).toContain(`created ${target} without models (project id "blank")\n`);
+    expect(r.stdout, show(r)).toContain('next: npx svcgen dev --project blank\n');
+    const schema = await fs.readFile(path.join(target, 'schema.prisma'), 'utf8');
+    expect(schema).toContain('datasource db {\n  provider = "postgresql"\n}\n');
+    expect(schema).not.toMatch(/^model /m);
+    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({ project: { id: 'blank' } });
+
+    const generate = await runCli(['generate', '--project', target]);
+    expect(generate.code, show(generate)).toBe(0);
+    const database = await freshDatabase();
+    const migrate = await runCli(['migrate', 'dev', '--project', target, '--database-url', database.url]);
+    expect(migrate.code, show(migrate)).toBe(0);
+    expect(migrate.stdout, show(migrate)).toContain('the model has no changes since the last migration');
+    const serve = startCli(['serve', '--port', '0', '--project', target, '--database-url', database.url]);
+    const [, url] = await serve.waitFor(/^listening on (\S+)$/m, { stream: 'stdout' });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await serve.stop('SIGTERM')).code).toBe(0);
+
+    expectUsageError(await runCli(['init', path.join(root, 'both'), '--empty', '--example', 'shop']));
+  });
+
+  it('in the current folder, the hint names the npm script init wrote too', async () => {
+    const root = await tempDir('init-here');
+    const r = await runCli(['init', '.'], { cwd: root });
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout, show(r)).toMatch(/^next: npx svcgen dev \(or: npm run dev\)$/m);
   });
 
   it('refuses an unknown example', async () => {
@@ -306,6 +340,28 @@ describe('migrate', () => {
     expect(await readTree(migrations)).toEqual(tree);
   });
 
+  it('migrate dev creates the database the URL names when it does not exist (a name that needs quoting), and says so on stderr', { timeout: 120_000 }, async () => {
+    const server = new URL((await freshDatabase()).url);
+    const name = `svcgen_t_new "db" ${Date.now().toString(36)}`;
+    const url = new URL(server.href);
+    url.pathname = `/${encodeURIComponent(name)}`;
+    const copy = await copyExample('migrate-create-db');
+    try {
+      const r = await runCli(['migrate', 'dev', '--project', copy.dir, '--database-url', url.href]);
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stderr, show(r)).toContain(`created the database "${name}" (it did not exist)\n`);
+      const tables = await query<{ table_name: string }>(url.href, `select table_name from information_schema.tables where table_schema = 'env_master' order by table_name`);
+      expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['City', 'Customer', 'Order', 'OrderItem', 'Product']));
+      // The second run finds it and says nothing about it.
+      const again = await runCli(['migrate', 'dev', '--project', copy.dir, '--database-url', url.href]);
+      expect(again.code, show(again)).toBe(0);
+      expect(again.stderr, show(again)).not.toContain('created the database');
+    } finally {
+      const admin = new URL(server.href);
+      await query(admin.href, `drop database if exists "${name.replace(/"/g, '""')}" with (force)`);
+    }
+  });
+
   it("migrate deploy applies every migration to every environment with Prisma's bookkeeping, once", { timeout: 90_000 }, async () => {
     const database = await freshDatabase();
     const migrationsDir = path.join(SHOP, 'migrations');
@@ -347,5 +403,24 @@ describe('migrate', () => {
     const again = await runCli(['migrate', 'deploy', '--project', SHOP, '--database-url', database.url]);
     expect(again.code, show(again)).toBe(0);
     for (const schema of ENV_SCHEMAS) expect(await rowsOf(schema), schema).toEqual(applied[schema]);
+  });
+});
+
+describe('serve on the embedded PostgreSQL', () => {
+  it('prints one "listening on" line (its own URL, on stdout); PostgreSQL\'s own log only with --log-level debug', { timeout: 180_000 }, async () => {
+    const copy = await copyExample('serve-quiet');
+    const serve = startCli(['serve', '--port', '0', '--project', copy.dir]);
+    const [, url] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/m, { stream: 'stdout' });
+    const quiet = await serve.stop('SIGTERM');
+    expect(quiet.code, show(quiet)).toBe(0);
+    expect(`${quiet.stdout}${quiet.stderr}`.match(/listening on/g), show(quiet)).toEqual(['listening on']);
+    expect(quiet.stdout, show(quiet)).toContain(`listening on ${url}\n`);
+    expect(quiet.stderr, show(quiet)).not.toContain('LOG:');
+
+    const debug = startCli(['serve', '--port', '0', '--project', copy.dir, '--log-level', 'debug']);
+    await debug.waitFor(/^listening on http:\/\/127\.0\.0\.1:\d+$/m, { stream: 'stdout' });
+    const loud = await debug.stop('SIGTERM');
+    expect(loud.code, show(loud)).toBe(0);
+    expect(loud.stderr, show(loud)).toMatch(/^database: .*LOG: {2}listening on IPv4 address "127\.0\.0\.1"/m);
   });
 });

@@ -204,9 +204,12 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
   });
 
   it('a server that dies is reported, and the next save starts it again', async () => {
-    const [serve, ...others] = (await processesMentioning(copy.dir)).filter((p) => / serve --port /.test(p.args));
-    expect(others).toEqual([]);
-    process.kill(serve.pid, 'SIGKILL');
+    // The running server (not the standby dev keeps for the next restart) logged its pid as it started.
+    const started = [...dev.stdout.matchAll(/^\{.*"pid":(\d+),"url":"([^"]+)".*"msg":"server started"\}$/gm)].pop();
+    expect(started?.[2], dev.stdout).toBe(url);
+    const pid = Number(started![1]);
+    expect((await processesMentioning(copy.dir)).filter((p) => p.pid === pid)).toHaveLength(1);
+    process.kill(pid, 'SIGKILL');
     await dev.waitFor(/^the server exited on its own \(killed by SIGKILL\); save schema\.prisma or svcgen\.config\.json to start it again$/m, { stream: 'stderr' });
     expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
 

@@ -73,12 +73,12 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     const before = await migrationFolders(dir);
     const r = await runCli(['migrate', 'dev', '--name', 'drop_note', ...at]);
     expect(r.code, show(r)).toBe(1);
-    const rerun = `svcgen migrate dev --name drop_note${projectFlag}`;
+    const rerun = `npx svcgen migrate dev --name drop_note${projectFlag}`;
     expect(r.stderr).toBe(
       '⚠️  Warnings for environment master:\n\n' +
         '  • You are about to drop the column `note` on the `Order` table, which still contains 2 non-null values.\n\n' +
         `svcgen: migration drop_note not written: it would lose data (see the warnings above). Run \`${rerun} --accept-data-loss\` to write and apply it anyway, ` +
-        `or \`${rerun} --create-only\` to write it without applying it, edit the SQL, then run \`svcgen migrate deploy${projectFlag}\`\n`,
+        `or \`${rerun} --create-only\` to write it without applying it, edit the SQL, then run \`npx svcgen migrate deploy${projectFlag}\`\n`,
     );
     expect(await migrationFolders(dir)).toEqual(before);
     const { rows } = await pool.query('SELECT note FROM env_master."Order" ORDER BY total');
@@ -104,7 +104,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     const before = await migrationFolders(dir);
     const r = await runCli(['migrate', 'dev', '--name', 'add_priority', '--accept-data-loss', ...at]);
     expect(r.code, show(r)).toBe(1);
-    const rerun = `svcgen migrate dev --name add_priority${projectFlag}`;
+    const rerun = `npx svcgen migrate dev --name add_priority${projectFlag}`;
     expect(r.stderr).toBe(
       '⚠️  We found changes that cannot be executed in environment master:\n\n' +
         '  • Added the required column `priority` to the `Order` table without a default value. There are 3 rows in this table, it is not possible to execute this step.\n\n' +
@@ -112,7 +112,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
         '  • Added the required column `priority` to the `Order` table without a default value. There are 1 rows in this table, it is not possible to execute this step.\n\n' +
         'svcgen: migration add_priority not written: it has steps that cannot be executed on the rows above, and --accept-data-loss cannot change that. ' +
         `Give the field a default (@default(...)) or make it optional in schema.prisma, or run \`${rerun} --create-only\` and edit the SQL ` +
-        `(e.g. add the column as nullable, fill it with an UPDATE, then SET NOT NULL) before \`svcgen migrate deploy${projectFlag}\`\n`,
+        `(e.g. add the column as nullable, fill it with an UPDATE, then SET NOT NULL) before \`npx svcgen migrate deploy${projectFlag}\`\n`,
     );
     expect(await migrationFolders(dir)).toEqual(before);
   });
@@ -121,7 +121,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     const r = await runCli(['migrate', 'dev', '--name', 'add_priority', '--create-only', ...at]);
     expect(r.code, show(r)).toBe(0);
     const [folder] = (await migrationFolders(dir)).filter((name) => name.endsWith('_add_priority'));
-    expect(r.stdout).toContain(`not applied (--create-only): edit it if needed, then run \`svcgen migrate deploy${projectFlag}\``);
+    expect(r.stdout).toContain(`not applied (--create-only): edit it if needed, then run \`npx svcgen migrate deploy${projectFlag}\``);
     expect(r.stdout).not.toContain('applied 2');
     const file = path.join(dir, 'migrations', folder!, 'migration.sql');
     const sql = await fs.readFile(file, 'utf8');
@@ -141,7 +141,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     const file = path.join(dir, 'migrations', name, 'migration.sql');
     await fs.mkdir(path.dirname(file));
     await fs.writeFile(file, 'ALTER TABLE "Order" ADD COLUMN "flag" BOOLEAN;\nUPDATE "Order" SET "total" = "total" + 1;\nSELECT * FROM "Nope";\n');
-    const way = `Fix migrations/${name}/migration.sql, run \`svcgen migrate resolve --rolled-back ${name}\`, then \`svcgen migrate deploy\` (docs/migrations.md)`;
+    const way = `Fix migrations/${name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${name}\`, then \`npx svcgen migrate deploy\` (docs/migrations.md)`;
 
     const failed = await runCli(['migrate', 'deploy', ...at]);
     expect(failed.code, show(failed)).toBe(1);
@@ -157,7 +157,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     expect(recorded.rows).toEqual([{ finished_at: null, rolled_back_at: null, logs: 'relation "Nope" does not exist (SQLSTATE 42P01)' }]);
 
     const blocked = `svcgen: migration ${name} failed in environment master and is not resolved; nothing else is applied until it is. ` +
-      `Its changes were rolled back: fix migrations/${name}/migration.sql, run \`svcgen migrate resolve --rolled-back ${name}\`, then \`svcgen migrate deploy\` (docs/migrations.md)\n`;
+      `Its changes were rolled back: fix migrations/${name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${name}\`, then \`npx svcgen migrate deploy\` (docs/migrations.md)\n`;
     const again = await runCli(['migrate', 'deploy', ...at]);
     expect(again.code, show(again)).toBe(1);
     expect(again.stderr).toBe(blocked);
@@ -174,7 +174,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
 
     const resolved = await runCli(['migrate', 'resolve', '--rolled-back', name, ...at]);
     expect(resolved.code, show(resolved)).toBe(0);
-    expect(resolved.stdout).toBe(`marked ${name} rolled back in master: \`svcgen migrate deploy\` applies it again\n`);
+    expect(resolved.stdout).toBe(`marked ${name} rolled back in master: \`npx svcgen migrate deploy${projectFlag}\` applies it again\n`);
     await fs.writeFile(file, 'UPDATE "Order" SET "total" = "total" + 1;\n');
     const deployed = await runCli(['migrate', 'deploy', ...at]);
     expect(deployed.code, show(deployed)).toBe(0);
@@ -202,7 +202,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     const production = await runCli(['migrate', 'reset', '--force', ...at], { env: { NODE_ENV: 'production' } });
     expect(production.code, show(production)).toBe(1);
     expect(production.stderr).toBe(
-      "svcgen: migrate reset drops every environment's data, and NODE_ENV=production: refusing (resolve a failed migration with `svcgen migrate resolve` instead)\n",
+      "svcgen: migrate reset drops every environment's data, and NODE_ENV=production: refusing (resolve a failed migration with `npx svcgen migrate resolve` instead)\n",
     );
     expect((await pool.query('SELECT count(*)::int AS n FROM env_master."Order"')).rows[0].n).toBe(3);
 
@@ -232,7 +232,7 @@ describe('serve and a model that no migration holds', { timeout: 180_000 }, () =
     const refused = await runCli(['serve', '--port', '0', ...at]);
     expect(refused.code, show(refused)).toBe(1);
     expect(refused.stderr).toBe(
-      `svcgen: schema.prisma has changes no migration holds yet: run \`svcgen migrate dev --name <change> --project ${dir}\`, then serve again ` +
+      `svcgen: schema.prisma has changes no migration holds yet: run \`npx svcgen migrate dev --name <change> --project ${dir}\`, then serve again ` +
         '(serving now would answer errors for tables and columns the database lacks)\n',
     );
     expect(refused.stdout).not.toContain('listening');
@@ -240,7 +240,7 @@ describe('serve and a model that no migration holds', { timeout: 180_000 }, () =
     const noName = await runCli(['migrate', 'dev', ...at]);
     expect(noName.code, show(noName)).toBe(2);
     expect(noName.stderr).toBe(
-      `svcgen: the model has changes since the last migration: name the new one with --name <name>, e.g. \`svcgen migrate dev --name add_order_note --project ${dir}\`\n`,
+      `svcgen: the model has changes since the last migration: name the new one with --name <name>, e.g. \`npx svcgen migrate dev --name add_order_note --project ${dir}\`\n`,
     );
     const migrated = await runCli(['migrate', 'dev', '--name', 'add_nickname', ...at]);
     expect(migrated.code, show(migrated)).toBe(0);
@@ -263,7 +263,7 @@ describe('serve and a model that no migration holds', { timeout: 180_000 }, () =
     await server.waitFor(/^listening on /m, { stream: 'stdout' });
     await server.waitFor(/an API key: /, { stream: 'stderr' });
     expect(server.stderr).toContain(
-      `schema.prisma differs from migrations/svcgen_schema.toml but has no unmigrated changes; \`svcgen migrate dev --project ${dir}\` records it (faster start-up)`,
+      `schema.prisma differs from migrations/svcgen_schema.toml but has no unmigrated changes; \`npx svcgen migrate dev --project ${dir}\` records it (faster start-up)`,
     );
     await server.stop('SIGTERM');
   });

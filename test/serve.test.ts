@@ -250,7 +250,7 @@ describe('serve with the embedded database', () => {
         at(/^applying migration \d+_init to staging$/),
         at(/^migrations: 2 applied, all up to date$/),
         at(/^ {2}docs {7}http:\/\/127\.0\.0\.1:\d+\/gw\/api\/rest\/_docs$/),
-        at(/^ {2}an API key: svcgen keys create --env master /),
+        at(/^ {2}an API key: npx svcgen keys create --env master /),
       ];
       expect(order.every((i, n) => i >= 0 && (n === 0 || i > order[n - 1]!)), `${JSON.stringify(order)}\n${serve.stderr}`).toBe(true);
       const running = await processesMentioning(copy.dir);

@@ -59,7 +59,7 @@ describe('CLI messages a person can act on', { timeout: 60_000 }, () => {
     for (const command of [['generate'], ['check'], ['serve', '--no-migrate']]) {
       const r = await runCli([...command, '--project', missing]);
       expect(r.code, show(r)).toBe(2);
-      expect(r.stderr, show(r)).toBe(`svcgen: no project folder ${missing}: --project names the folder that holds schema.prisma and svcgen.config.json (svcgen init <dir> makes one)\n`);
+      expect(r.stderr, show(r)).toBe(`svcgen: no project folder ${missing}: --project names the folder that holds schema.prisma and svcgen.config.json (npx svcgen init <dir> makes one)\n`);
     }
   });
 
@@ -100,7 +100,7 @@ describe('CLI messages a person can act on', { timeout: 60_000 }, () => {
     const database = await freshDatabase();
     const r = await runCli(['serve', '--port', '0', '--project', dir, '--database-url', database.url], { timeoutMs: 60_000 });
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr, show(r)).toContain('svcgen: generated/ is stale: schema.prisma changed since `svcgen generate`; run `svcgen generate`');
+    expect(r.stderr, show(r)).toContain('svcgen: generated/ is stale: schema.prisma changed since `svcgen generate`; run `npx svcgen generate`');
   });
 
   it('a busy port says which flag to use', async () => {

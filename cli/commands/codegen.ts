@@ -24,7 +24,7 @@ export function registerCodegenCommands(program: Command): void {
       const diff = await diffProject(dir, await renderProject(dir));
       if (diff) {
         process.stdout.write(diff);
-        process.stderr.write(`generated/ is stale: run \`svcgen generate --project ${options.project}\` and commit the result\n`);
+        process.stderr.write(`generated/ is stale: run \`npx svcgen generate${options.project === '.' ? '' : ` --project ${options.project}`}\` and commit the result\n`);
         process.exitCode = 1;
       } else {
         console.log('generated/ is up to date');

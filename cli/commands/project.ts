@@ -3,6 +3,7 @@ import { access, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/p
 import path from 'node:path';
 import type { Command } from 'commander';
 import { PACKAGE_ROOT, SVCGEN_VERSION } from '../../generator/package-root.ts';
+import { command, projectFlag } from '../hints.ts';
 import { UsageError } from '../usage-error.ts';
 
 const EXAMPLES = path.join(PACKAGE_ROOT, 'examples');
@@ -15,16 +16,37 @@ function idFromFolder(folder: string): string {
 
 const IGNORED = ['.svcgen/', 'node_modules/'];
 
+/** `init --empty`: the datasource and no model (svcgen adds Prisma's generator block itself). */
+const EMPTY_SCHEMA = `// Every model is a table of the generated REST API (README "Your model").
+datasource db {
+  provider = "postgresql"
+}
+
+// For example (every model needs createdAt and updatedAt):
+//
+// model Note {
+//   id        Int      @id @default(autoincrement())
+//   text      String
+//   createdAt DateTime @default(now())
+//   updatedAt DateTime @updatedAt
+// }
+`;
+
 export function registerProjectCommands(program: Command): void {
   program
     .command('init')
-    .description('scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore, package.json) from an example')
+    .description('scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore, package.json) from an example, or empty')
     .argument('<dir>', 'folder to create (or an existing folder without schema.prisma and svcgen.config.json)')
-    .option('--example <name>', 'example to start from', 'shop')
+    .option('--example <name>', 'example to start from (default: shop)')
+    .option('--empty', 'start from a schema.prisma without models and a config without roles')
     .option('--id <id>', 'the project id (X-Project-Id); default: from the folder name')
-    .action(async (dir: string, options: { example: string; id?: string }) => {
+    .action(async (dir: string, options: { example?: string; empty?: boolean; id?: string }) => {
+      if (options.empty && options.example !== undefined) throw new UsageError('--empty and --example exclude each other: pick one');
+      const example = options.empty ? undefined : (options.example ?? 'shop');
       const examples = (await readdir(EXAMPLES, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
-      if (!examples.includes(options.example)) throw new UsageError(`no example "${options.example}" (examples: ${examples.join(', ')})`);
+      if (example !== undefined && !examples.includes(example)) {
+        throw new UsageError(`no example "${example}" (examples: ${examples.join(', ')}; or --empty for a project without models)`);
+      }
       const target = path.resolve(dir);
       for (const file of ['schema.prisma', 'svcgen.config.json']) {
         const exists = await access(path.join(target, file)).then(() => true, () => false);
@@ -35,9 +57,15 @@ export function registerProjectCommands(program: Command): void {
       }
       const id = options.id ?? idFromFolder(path.basename(target));
       await mkdir(target, { recursive: true });
-      await copyFile(path.join(EXAMPLES, options.example, 'schema.prisma'), path.join(target, 'schema.prisma'));
-      const config = JSON.parse(await readFile(path.join(EXAMPLES, options.example, 'svcgen.config.json'), 'utf8')) as { project: { id: string } };
-      config.project.id = id;
+      let config: { project: { id: string } };
+      if (example === undefined) {
+        await writeFile(path.join(target, 'schema.prisma'), EMPTY_SCHEMA);
+        config = { project: { id } };
+      } else {
+        await copyFile(path.join(EXAMPLES, example, 'schema.prisma'), path.join(target, 'schema.prisma'));
+        config = JSON.parse(await readFile(path.join(EXAMPLES, example, 'svcgen.config.json'), 'utf8')) as { project: { id: string } };
+        config.project.id = id;
+      }
       await writeFile(path.join(target, 'svcgen.config.json'), `${JSON.stringify(config, null, 2)}\n`);
       // An existing .gitignore keeps its lines; the ones svcgen needs are added.
       const gitignore = path.join(target, '.gitignore');
@@ -45,9 +73,11 @@ export function registerProjectCommands(program: Command): void {
       const missing = IGNORED.filter((line) => !present.split(/\r?\n/).includes(line));
       if (missing.length) await writeFile(gitignore, `${present}${present && !present.endsWith('\n') ? '\n' : ''}${missing.join('\n')}\n`);
       const added = await addScripts(path.join(target, 'package.json'), id);
-      console.log(`created ${target} from example ${options.example} (project id "${id}")`);
+      console.log(`created ${target} ${example === undefined ? 'without models' : `from example ${example}`} (project id "${id}")`);
       if (added.length) console.log(`package.json scripts added: ${added.join(', ')}`);
-      console.log(`next: svcgen dev --project ${dir}`);
+      // The npm script runs in the project folder; npx from here finds the svcgen that ran this.
+      const here = path.resolve(dir) === process.cwd();
+      console.log(`next: ${command(`dev${projectFlag(dir)}`)}${here && added.includes('dev') ? ' (or: npm run dev)' : ''}`);
     });
 }
 

@@ -1,6 +1,7 @@
 /** serve: migrate, listen, deliver webhooks, stop cleanly on SIGINT/SIGTERM; worker: delivery alone. */
 import os from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { command, projectFlag } from '../hints.ts';
 import { parsePort, projectDir, withDatabase, withProject } from '../options.ts';
 import type { Config } from '../../runtime/config/index.ts';
 import type { ServiceModule } from '../../runtime/model/index.ts';
@@ -14,9 +15,21 @@ interface ServeOptions {
   directDatabaseUrl?: string;
   migrate: boolean;
   worker: boolean;
-  logLevel: 'info' | 'warn';
+  logLevel: 'debug' | 'info' | 'warn';
   logFormat: 'auto' | 'json' | 'pretty';
   workers: number;
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'warn'];
+
+/**
+ * The embedded PostgreSQL's lines on stderr: svcgen's own (starting, reusing) unless warn, and
+ * PostgreSQL's log (whose `listening on IPv4 address …` a script waiting for the server's own
+ * `listening on <url>` could mistake for it) only with debug.
+ */
+function databaseLogs(level: ServeOptions['logLevel']): { status?: (line: string) => void; server?: (line: string) => void } {
+  const print = (line: string) => console.error(`database: ${line}`);
+  return { status: level === 'warn' ? undefined : print, server: level === 'debug' ? print : undefined };
 }
 
 /** --workers: a count, or `auto` for one per CPU the process may use. */
@@ -49,26 +62,28 @@ export function registerServeCommands(program: Command): void {
     .option('--port <n>', 'port to listen on', parsePort, 3000)
     .option('--host <h>', 'address to listen on', '127.0.0.1')
     .option('--no-migrate', 'do not apply pending migrations')
-    .option('--no-worker', 'do not deliver webhooks in this process (run `svcgen worker` for that)')
-    .addOption(new Option('--log-level <level>', 'info: an entry per request (reqId, method, path, status, durationMs, caller) on stdout; warn: problems only').choices(['info', 'warn']).default('info'))
+    .option('--no-worker', 'do not deliver webhooks in this process (run `npx svcgen worker` for that)')
+    .addOption(new Option('--log-level <level>', 'info: an entry per request (reqId, method, path, status, durationMs, caller) on stdout; warn: problems only; debug: info and the embedded PostgreSQL\'s own log on stderr').choices(LOG_LEVELS).default('info'))
     .addOption(new Option('--log-format <format>', 'auto: JSON lines, or a short line per request when stdout is a terminal').choices(['auto', 'json', 'pretty']).default('auto'))
     .option('--workers <n|auto>', 'serve from n processes sharing the port, each with its own database pool (auto: one per CPU)', parseWorkers, 1)
     .action(async (options: ServeOptions) => {
       const dir = projectDir(options);
       const { isClusterWorker } = await import('../cluster.ts');
       if (isClusterWorker()) return serveAsWorker(dir, options);
+      if (isDevChild()) return serveForDev(dir, options);
       // Listening from the start: a SIGTERM during start-up then stops cleanly once started.
       const stopSignal = nextStopSignal();
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
       const { service, config } = await loadService(dir);
-      const database = await openProjectDatabase(dir, options.databaseUrl, (line) => console.error(`database: ${line}`), options.directDatabaseUrl);
+      const logs = databaseLogs(options.logLevel);
+      const database = await openProjectDatabase(dir, options.databaseUrl, logs.status, options.directDatabaseUrl, logs.server);
       if (options.workers > 1) return serveAsPrimary(dir, service, config, database, stopSignal, options);
       const { startServer } = await import('../../runtime/index.ts');
       let server;
       try {
         const { refuseUnmigratedModel } = await import('../migration-record.ts');
-        await refuseUnmigratedModel(dir, database.directUrl, options.project === '.' ? '' : ` --project ${options.project}`);
+        await refuseUnmigratedModel(dir, database.directUrl, projectFlag(options.project));
         server = await startServer({
           ...serverOptions(dir, service, config, options),
           databaseUrl: database.url,
@@ -130,7 +145,7 @@ function announce(url: string, applied: number, service: ServiceModule, config: 
       `  docs       ${rest}/_docs`,
       `  OpenAPI    ${rest}/_openapi`,
       `  auth       ${url}/auth/...`,
-      `  an API key: svcgen keys create --env ${config.environments[0]} --name dev --prefix ApiKey --role ${roles[0] ?? '<role>'}${options.project === '.' ? '' : ` --project ${options.project}`}`,
+      `  an API key: ${command(`keys create --env ${config.environments[0]} --name dev --prefix ApiKey --role ${roles[0] ?? '<role>'}${projectFlag(options.project)}`)}`,
     ].join('\n'),
   );
 }
@@ -148,7 +163,7 @@ async function serveAsPrimary(
   let code: number;
   try {
     const { refuseUnmigratedModel } = await import('../migration-record.ts');
-    await refuseUnmigratedModel(dir, database.directUrl, options.project === '.' ? '' : ` --project ${options.project}`);
+    await refuseUnmigratedModel(dir, database.directUrl, projectFlag(options.project));
     code = await runPrimary({
       projectDir: dir,
       service,
@@ -217,4 +232,78 @@ function nextStopSignal(): Promise<NodeJS.Signals> {
       });
     }
   });
+}
+
+/**
+ * `serve` as `svcgen dev` runs it (docs/dev.md): a child on an IPC channel that loads the runtime
+ * at once, then waits. On `start` it loads the project's generated/ (while the previous server
+ * still answers), reports `ready`, and only binds the port on `listen`, once dev has stopped the
+ * previous server: the API is down for the time startServer takes, not for a whole process start.
+ */
+const DEV_CHILD_VARIABLE = 'SVCGEN_DEV_CHILD';
+
+export function devChildEnvironment(): Record<string, string> {
+  return { [DEV_CHILD_VARIABLE]: '1' };
+}
+
+function isDevChild(): boolean {
+  return process.env[DEV_CHILD_VARIABLE] === '1' && typeof process.send === 'function';
+}
+
+export type DevChildMessage = { type: 'standby' } | { type: 'ready' } | { type: 'listening'; url: string };
+export type DevParentMessage = { type: 'start'; port: number; databaseUrl: string; directDatabaseUrl: string } | { type: 'listen' };
+
+async function serveForDev(dir: string, options: ServeOptions): Promise<void> {
+  const stopSignal = nextStopSignal();
+  // dev is gone (killed, say): nobody will stop this server otherwise.
+  const orphaned = new Promise<'disconnect'>((resolve) => process.once('disconnect', () => resolve('disconnect')));
+  const stopped = Promise.race([stopSignal, orphaned]);
+  const send = (message: DevChildMessage) => {
+    if (process.connected) process.send!(message);
+  };
+  const next = <T extends DevParentMessage['type']>(type: T) =>
+    Promise.race([
+      new Promise<Extract<DevParentMessage, { type: T }>>((resolve) => {
+        const listener = (message: DevParentMessage) => {
+          if (message?.type !== type) return;
+          process.off('message', listener);
+          resolve(message as Extract<DevParentMessage, { type: T }>);
+        };
+        process.on('message', listener);
+      }),
+      stopped.then(() => undefined),
+    ]);
+  try {
+    const [{ loadService }, { startServer }, { ensureTypeScriptLoader }] = await Promise.all([
+      import('../project.ts'),
+      import('../../runtime/index.ts'),
+      import('../typescript-loader.ts'),
+    ]);
+    await ensureTypeScriptLoader();
+    const starting = next('start');
+    send({ type: 'standby' });
+    const start = await starting;
+    if (!start) return;
+    const { service, config } = await loadService(dir);
+    const listening = next('listen');
+    send({ type: 'ready' });
+    if (!(await listening)) return;
+    const serveOptions = { ...options, port: start.port };
+    const server = await startServer({
+      ...serverOptions(dir, service, config, serveOptions),
+      databaseUrl: start.databaseUrl,
+      directDatabaseUrl: start.directDatabaseUrl,
+      migrate: true,
+      worker: options.worker,
+    });
+    announce(server.url, server.applied.length, service, config, serveOptions);
+    send({ type: 'listening', url: server.url });
+    const signal = await stopped;
+    console.error(`${signal === 'disconnect' ? 'svcgen dev is gone' : signal}: finishing in-flight requests and stopping`);
+    await server.close();
+    console.error('stopped');
+  } finally {
+    // The channel would keep this process alive.
+    if (process.connected) process.disconnect();
+  }
 }

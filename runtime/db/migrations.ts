@@ -63,8 +63,8 @@ export class MigrationError extends Error {
 export function failedMigrationMessage(name: string, environment: string): string {
   return (
     `migration ${name} failed in environment ${environment} and is not resolved; nothing else is applied until it is. ` +
-    `Its changes were rolled back: fix migrations/${name}/migration.sql, run \`svcgen migrate resolve --rolled-back ${name}\`, ` +
-    'then `svcgen migrate deploy` (docs/migrations.md)'
+    `Its changes were rolled back: fix migrations/${name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${name}\`, ` +
+    'then `npx svcgen migrate deploy` (docs/migrations.md)'
   );
 }
 
@@ -165,7 +165,7 @@ export async function applyMigrations(
           throw new MigrationError(
             `migration ${migration.name} failed in environment ${environment}: ${reason}\n` +
               `It was rolled back there (a migration that commits its own transaction, e.g. an enum change, may have left part of it applied) and is recorded as failed. ` +
-              `Fix migrations/${migration.name}/migration.sql, run \`svcgen migrate resolve --rolled-back ${migration.name}\`, then \`svcgen migrate deploy\` (docs/migrations.md)`,
+              `Fix migrations/${migration.name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${migration.name}\`, then \`npx svcgen migrate deploy\` (docs/migrations.md)`,
           );
         }
         applied.push({ environment, name: migration.name });

@@ -8,7 +8,7 @@ import pino from 'pino';
 export type Logger = pino.Logger;
 type DestinationStream = pino.DestinationStream;
 export type LogFormat = 'json' | 'pretty';
-export type LogLevel = 'info' | 'warn';
+export type LogLevel = 'debug' | 'info' | 'warn';
 
 export interface LoggerOptions {
   format: LogFormat;

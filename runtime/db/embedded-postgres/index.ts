@@ -36,9 +36,12 @@ import { findRunningServer, probe } from './running-server.ts';
 import { ensureInitialised, resolveBinaries, spawnServer } from './server-process.ts';
 
 export interface EmbeddedPostgresOptions {
-  /** Receives status lines, initdb output and the server's startup lines. They always go to
-   *  `<stateDir>/pg/postgres.log` as well; nothing is written to the terminal. */
+  /** Receives svcgen's status lines (initialising, starting, reusing a running server). They always
+   *  go to `<stateDir>/pg/postgres.log` as well; nothing is written to the terminal. */
   log?: (line: string) => void;
+  /** Receives PostgreSQL's own startup lines (`LOG:  listening on IPv4 address …`), which are in
+   *  postgres.log anyway: a caller shows them only when asked to (`--log-level debug`). */
+  serverLog?: (line: string) => void;
 }
 
 export interface EmbeddedPostgres {
@@ -94,7 +97,7 @@ export async function startEmbeddedPostgres(
     const bins = runAs ? await reachableBinaries(await resolveBinaries(), runAs) : await resolveBinaries();
     if (runAs) await assertReachable(path.dirname(bins.postgres), runAs, 'the PostgreSQL binaries');
     const password = await ensureInitialised(p, bins, runAs, say);
-    const { port, pid } = await spawnServer(p, bins, runAs, password, say, opts.log);
+    const { port, pid } = await spawnServer(p, bins, runAs, password, say, opts.serverLog);
     writeState(p.statePath, { port, ownerPid: process.pid, ownerStart: processStart(process.pid), pid });
     return makeHandle(p, port, pid, password, true);
   } finally {
