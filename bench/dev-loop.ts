@@ -66,7 +66,8 @@ function startDev(dir: string, clock: { since: number }): Dev {
   };
   lines(child.stdout!, 'stdout');
   lines(child.stderr!, 'stderr');
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code))).finally(() => running.delete(child));
   return {
     child,
     exited,
@@ -88,6 +89,15 @@ function run(args: string[], cwd: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
     child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`svcgen ${args.join(' ')}: exit ${code}`))));
+  });
+}
+
+// dev runs in its own process group: if this script is stopped, take them down with it.
+const running = new Set<ChildProcess>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const child of running) process.kill(-child.pid!, 'SIGTERM');
+    process.exit(1);
   });
 }
 
