@@ -1,5 +1,5 @@
 /** The OpenAPI 3.1 document of the generated API, built with openapi3-ts from the table descriptions. */
-import { OpenApiBuilder, type OperationObject } from 'openapi3-ts/oas31';
+import { OpenApiBuilder, type OperationObject, type SchemaObject } from 'openapi3-ts/oas31';
 import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { PROBLEM_KINDS } from '../../runtime/model/problem-kinds.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
@@ -65,7 +65,9 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
   builder.addParameter('select', {
     name: 'select',
     in: 'query',
-    description: `a,b,original:alias,relation(c,d); embeds nest up to ${LIMITS.maxEmbedDepth} levels, at most ${LIMITS.maxEmbeds}`,
+    description:
+      `a,b,original:alias,relation(c,d); embeds nest up to ${LIMITS.maxEmbedDepth} levels, at most ${LIMITS.maxEmbeds}. ` +
+      `A to-many embed takes filters, sort, limit and offset after its fields, separated by ";": relation(c,d;status=equals.open;sort=-c;limit=5)`,
     schema: { type: 'string' },
   });
   for (const [name, parameter] of Object.entries(groupParameters())) builder.addParameter(name, parameter);
@@ -120,15 +122,17 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
       errors: { type: 'array', items: { type: 'object', required: ['index', 'message'], properties: { index: { type: 'integer' }, message: { type: 'string' } } } },
     },
   });
+  const bodyFilter: SchemaObject = {
+    type: 'array',
+    items: { type: 'object', required: ['field', 'operator'], properties: { field: { type: 'string' }, operator: { type: 'string' }, value: {} } },
+  };
+  const bodySort: SchemaObject = { type: 'array', items: { type: 'object', required: ['field'], properties: { field: { type: 'string' }, direction: { type: 'string', enum: ['asc', 'desc', 'ASC', 'DESC'] } } } };
   builder.addSchema('QueryBody', {
     type: 'object',
     additionalProperties: false,
     properties: {
-      filter: {
-        type: 'array',
-        items: { type: 'object', required: ['field', 'operator'], properties: { field: { type: 'string' }, operator: { type: 'string' }, value: {} } },
-      },
-      sort: { type: 'array', items: { type: 'object', required: ['field'], properties: { field: { type: 'string' }, direction: { type: 'string', enum: ['asc', 'desc', 'ASC', 'DESC'] } } } },
+      filter: bodyFilter,
+      sort: bodySort,
       pagination: { type: 'object', properties: { first: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize }, skip: { type: 'integer', minimum: 0 }, after: { type: 'string' } } },
       select: { type: 'array', items: ref('SelectItem') },
     },
@@ -136,7 +140,18 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
   builder.addSchema('SelectItem', {
     type: 'object',
     required: ['field'],
-    properties: { field: { type: 'string' }, alias: { type: 'string' }, children: { type: 'array', items: ref('SelectItem') } },
+    properties: {
+      field: { type: 'string' },
+      alias: { type: 'string' },
+      children: { type: 'array', items: ref('SelectItem') },
+      filter: { ...bodyFilter, description: 'To-many embeds only: filters on the embedded records' },
+      sort: { ...bodySort, description: 'To-many embeds only: the order of the embedded records' },
+      pagination: {
+        type: 'object',
+        description: 'To-many embeds only: without first, every matching record',
+        properties: { first: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize }, skip: { type: 'integer', minimum: 0 } },
+      },
+    },
   });
   for (const table of tables) for (const [name, schema] of Object.entries(recordSchemas(table))) builder.addSchema(name, schema);
 
