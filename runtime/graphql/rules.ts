@@ -16,12 +16,60 @@ export const GRAPHQL_LIMITS = {
   maxSelections: 500,
   /** Nesting of selection sets (a page's nodes with 3 embeds is 5). */
   maxDepth: 8,
+  /** Nesting of braces, brackets and parentheses in the document text (selections, arguments, lists), checked before parsing. */
+  maxNesting: 64,
 } as const;
 
-/** The document, refused past maxTokens (a GraphQL syntax error, code GRAPHQL_PARSE_FAILED). */
-export function parseBounded(source: string | { body: string }) {
-  return parse(typeof source === 'string' ? source : source.body, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+/**
+ * The deepest nesting of `{`, `[` and `(` outside strings and comments, in one linear pass: the
+ * parser is recursive, and a few thousand levels (well inside the token bound) exhaust its stack.
+ */
+export function documentNesting(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x23) {
+      while (i < text.length && text.charCodeAt(i) !== 0x0a && text.charCodeAt(i) !== 0x0d) i++;
+    } else if (c === 0x22) {
+      if (text.startsWith('"""', i)) {
+        i += 3;
+        while (i < text.length && !text.startsWith('"""', i)) i += text.startsWith('\\"""', i) ? 4 : 1;
+        i += 2;
+      } else {
+        for (i++; i < text.length && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a; i++) if (text.charCodeAt(i) === 0x5c) i++;
+      }
+    } else if (c === 0x7b || c === 0x5b || c === 0x28) {
+      if (++depth > deepest) deepest = depth;
+    } else if (c === 0x7d || c === 0x5d || c === 0x29) depth--;
+  }
+  return deepest;
 }
+
+/** The document, refused past maxNesting or maxTokens (a GraphQL error before any rule runs). */
+export function parseBounded(source: string | { body: string }) {
+  const text = typeof source === 'string' ? source : source.body;
+  if (documentNesting(text) > GRAPHQL_LIMITS.maxNesting) {
+    throw new GraphQLError(`the document nests braces, brackets and parentheses more than ${GRAPHQL_LIMITS.maxNesting} levels deep`, {
+      extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 },
+    });
+  }
+  return parse(text, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+}
+
+/** Mutations and subscriptions are not served yet (docs/graphql.md); graphql-js 16 would only refuse them while executing. */
+export const QueriesOnlyRule: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    if (operation.operation !== 'query') {
+      context.reportError(
+        new GraphQLError(`this API answers queries; ${operation.operation}s are not served (use the REST API to write)`, {
+          nodes: operation,
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
+        }),
+      );
+    }
+  },
+});
 
 function tooComplex(message: string, context: ValidationContext, node: { loc?: unknown } & object): void {
   context.reportError(new GraphQLError(message, { nodes: node as never, extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 } }));

@@ -327,8 +327,9 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     }
     const meta = (kind: RootKind) => ({ svcgen: { kind, table: t.name } satisfies RootFieldMeta });
     const object = objectOf(t);
+    // Root fields are nullable: one that fails is null with its error, the others still answer.
     query[names.list] = {
-      type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(object))),
+      type: new GraphQLList(new GraphQLNonNull(object)),
       description: `${t.name} records (GET /gw/api/rest/${t.name})`,
       args: { ...listArgs(t, 'limit'), offset: { type: GraphQLInt } },
       extensions: meta('list'),
@@ -340,12 +341,10 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
       extensions: meta('byKey'),
     };
     query[names.page] = {
-      type: new GraphQLNonNull(
-        new GraphQLObjectType({
-          name: typeNames(t.name).page,
-          fields: { nodes: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(object))) }, pageInfo: { type: new GraphQLNonNull(PageInfo) } },
-        }),
-      ),
+      type: new GraphQLObjectType({
+        name: typeNames(t.name).page,
+        fields: { nodes: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(object))) }, pageInfo: { type: new GraphQLNonNull(PageInfo) } },
+      }),
       description: `A page of ${t.name} records after a cursor (keyset pagination)`,
       args: { ...listArgs(t, 'first'), after: { type: GraphQLString } },
       extensions: meta('page'),
@@ -419,7 +418,7 @@ function aggregateField(
     args.groupBy = { type: new GraphQLList(new GraphQLNonNull(new GraphQLEnumType({ name: names.groupField, values: Object.fromEntries(groupable.map((f) => [f.name, { value: f.name }])) }))) };
   }
   return {
-    type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(new GraphQLObjectType({ name: names.aggregate, fields: members })))),
+    type: new GraphQLList(new GraphQLNonNull(new GraphQLObjectType({ name: names.aggregate, fields: members }))),
     description: `Aggregates of ${t.name} records, one row per group (GET /gw/api/rest/${t.name}/_aggregate)`,
     args,
   };

@@ -8,11 +8,12 @@
  */
 import { GraphQLError, type GraphQLSchema } from 'graphql';
 import { createHandler } from 'graphql-http';
-import { Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
+import { MAX_JSON_DEPTH, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
+import { nestsDeeperThan } from '../../http/json-body.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
 import { buildGraphQLSchema, type SchemaVisibility } from '../../graphql/schema.ts';
 import { fieldResolver, problemExtensions, type GraphQLContext } from '../../graphql/execute.ts';
-import { CostRule, NoIntrospectionRule, parseBounded } from '../../graphql/rules.ts';
+import { CostRule, NoIntrospectionRule, parseBounded, QueriesOnlyRule } from '../../graphql/rules.ts';
 import type { Principal, RolePrincipal } from '../../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
 import type { ServerFeature } from '../feature.ts';
@@ -56,6 +57,8 @@ interface RequestContext {
   readonly tenant: Tenant;
   readonly principal: RolePrincipal;
   readonly req: ApiRequest;
+  /** Set when execution answered no data at all (variables that could not be coerced): a request error. */
+  noData?: boolean;
 }
 
 /** Errors graphql-js raises itself get the code, type and status every answer's errors carry. */
@@ -98,9 +101,12 @@ export function graphqlHandler(services: Services): Handler {
       log: (error) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed'),
     }),
     parse: parseBounded as never,
-    validationRules: (req, _args, specified) => [...specified, CostRule, ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule])],
+    validationRules: (req, _args, specified) => [...specified, QueriesOnlyRule, CostRule, ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule])],
     execute: (args: ExecutionArgs) => execute({ ...args, fieldResolver: fieldResolver as never }),
     formatError,
+    onOperation: (req, _args, result) => {
+      if (!('data' in result)) req.context.noData = true;
+    },
   });
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
@@ -110,20 +116,36 @@ export function graphqlHandler(services: Services): Handler {
     try {
       // Read here, not by graphql-http: a body over limits.bodyBytes is a 413 Problem, not "unparsable".
       const body = req.method === 'POST' ? ((await req.readBody())?.toString('utf8') ?? '') : null;
+      // As every JSON body of the API: nesting is bounded before anything recursive reads it (variables included).
+      const json = [body, req.query.get('variables'), req.query.get('extensions')];
+      if (json.some((text) => text !== null && nestsDeeperThan(text, MAX_JSON_DEPTH))) return tooDeep(headers);
       const search = req.query.toString();
+      const context: RequestContext = { tenant, principal, req };
       const [text, init] = await handle({
         method: req.method,
         url: `${req.path}${search ? `?${search}` : ''}`,
         headers: req.headers as Record<string, string | string[] | undefined>,
         body,
         raw: req,
-        context: { tenant, principal, req },
+        context,
       });
-      return { status: init.status, headers: { ...init.headers, ...headers }, body: text ?? undefined };
+      // GraphQL over HTTP: with application/graphql-response+json, a response without data is a 4xx
+      // (graphql-http sends 200 for a failed variable coercion, which execution reports).
+      const requestError = context.noData === true && init.status === 200 && init.headers?.['content-type']?.startsWith('application/graphql-response+json') === true;
+      return { status: requestError ? 400 : init.status, headers: { ...init.headers, ...headers }, body: text ?? undefined };
     } catch (error) {
       if (error instanceof Problem) Object.assign(error.headers, headers);
       throw error;
     }
+  };
+}
+
+function tooDeep(headers: Record<string, string>): Reply {
+  const message = `the request's JSON (body or variables) nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`;
+  return {
+    status: 400,
+    headers: { 'content-type': 'application/graphql-response+json; charset=utf-8', ...headers },
+    body: JSON.stringify({ errors: [{ message, extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-json', status: 400 } }] }),
   };
 }
 
