@@ -6,6 +6,7 @@ import type { TableSpec } from '../../runtime/model/index.ts';
 import { PACKAGE_ROOT } from '../package-root.ts';
 import { literal } from './literal.ts';
 import { renderClient } from './client.ts';
+import { renderGraphqlSchema } from './graphql.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderRecordTypes } from './record-types.ts';
 import { routesFor } from './routes.ts';
@@ -50,6 +51,7 @@ export function renderFiles(tables: readonly TableSpec[], options: RenderOptions
   files.set('client.ts', renderClient(tables, header, template('client.ts.hbs')));
   // A TypeScript file of this repository (type-checked here), copied as it is: client.ts imports it.
   files.set('client-runtime.ts', `${header}${readFileSync(path.join(TEMPLATES, 'client-runtime.ts'), 'utf8')}`);
+  files.set('schema.graphql', renderGraphqlSchema(tables, header));
   files.set('openapi.json', `${JSON.stringify(buildOpenApi(tables, routes, options), null, 2)}\n`);
   // The generated TypeScript is ES modules whatever the project's own package.json says (a
   // "type": "commonjs" package, or no package.json at all, would load it as CommonJS).

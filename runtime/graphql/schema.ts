@@ -278,12 +278,12 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     }
     return orderBys.get(t.name);
   };
-  const listArgs = (t: TableSpec, limitName: 'limit' | 'first') => {
+  const listArgs = (t: TableSpec, limitName: 'limit' | 'first', limitDescription = 'Page size: default 100, at most 1000') => {
     const orderBy = orderByOf(t);
     return {
       where: { type: whereOf(t) },
       ...(orderBy ? { orderBy: { type: new GraphQLList(new GraphQLNonNull(orderBy)) } } : {}),
-      [limitName]: { type: GraphQLInt, description: 'Page size: default 100, at most 1000' },
+      [limitName]: { type: GraphQLInt, description: limitDescription },
     };
   };
   const objectOf = (t: TableSpec): GraphQLObjectType => {
@@ -303,7 +303,7 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
                 ? { type: objectOf(target), resolve: resolveField, extensions: meta }
                 : {
                     type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(objectOf(target)))),
-                    args: { ...listArgs(target, 'limit'), offset: { type: GraphQLInt } },
+                    args: { ...listArgs(target, 'limit', 'At most 1000; every related record when left out'), offset: { type: GraphQLInt } },
                     resolve: resolveField,
                     extensions: meta,
                   };

@@ -1,0 +1,13 @@
+/**
+ * generated/schema.graphql: the GraphQL API's full schema (what a role reading everything sees) in
+ * SDL, from the same builder the server uses per role (runtime/graphql/schema.ts), types and
+ * fields sorted so the file is byte-stable.
+ */
+import { lexicographicSortSchema, printSchema } from 'graphql';
+import { buildGraphQLSchema, EVERYTHING_VISIBLE } from '../../runtime/graphql/schema.ts';
+import type { TableSpec } from '../../runtime/model/index.ts';
+
+export function renderGraphqlSchema(tables: readonly TableSpec[], header: string): string {
+  const comment = header.replace(/^\/\/ ?/gm, '# ');
+  return `${comment}# The GraphQL API at /gw/api/graphql (docs/graphql.md); each role sees the part of it that it may read.\n\n${printSchema(lexicographicSortSchema(buildGraphQLSchema(tables, EVERYTHING_VISIBLE)))}\n`;
+}
