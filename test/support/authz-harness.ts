@@ -11,7 +11,7 @@ import { close, loadDb, mismatch, normalize, performRead, renderRead, renderWrit
 import { DATE_HELPERS, type RequestGen } from './authz-requests.ts';
 import { shrink, shrinkDataset } from './authz-shrink.ts';
 import { viewOf, type Principal, type RolesConfig, type View } from './reference-policy.ts';
-import { answerRead, type Cond, type Expected, type ReadReq } from './reference-read.ts';
+import { answerRead, type Cond, type Expected, type ReadReq, type SelectItem } from './reference-read.ts';
 import { GEN, modelWrite, type WriteReq } from './reference-write.ts';
 import type { Rng } from './authz-schema.ts';
 
@@ -43,8 +43,12 @@ export interface Ctx {
   thorough?: boolean;
 }
 
+/** The filters of an embed, at any depth of a select. */
+const embedFilters = (items: SelectItem[] | undefined): Cond[] => (items ?? []).flatMap((it) => (it.kind === 'embed' ? [...(it.filters ?? []), ...embedFilters(it.items)] : []));
+
 const usesDates = (req: ReadReq | WriteReq) => {
-  const conds: Cond[] = 'filters' in req && Array.isArray(req.filters) && req.filters.every((c) => typeof c === 'object' && c && 'kind' in c) ? (req.filters as Cond[]) : [];
+  const own: Cond[] = 'filters' in req && Array.isArray(req.filters) && req.filters.every((c) => typeof c === 'object' && c && 'kind' in c) ? (req.filters as Cond[]) : [];
+  const conds = [...own, ...('select' in req ? embedFilters(req.select) : [])];
   const leaves = (c: Cond): boolean => (c.kind === 'leaf' ? DATE_HELPERS.includes(c.op) : c.items.some(leaves));
   return conds.some(leaves);
 };

@@ -6,7 +6,7 @@
 import type { Database } from '../../runtime/db/index.ts';
 import { SCHEMA, sortDb, TABLES, type Db, type Row } from './authz-schema.ts';
 import type { Principal } from './reference-policy.ts';
-import { CURSOR, type Cond, type Expected, type ReadReq, type SelectItem } from './reference-read.ts';
+import { CURSOR, type Cond, type Expected, type ReadReq, type SelectItem, type SortTerm } from './reference-read.ts';
 import type { WriteReq } from './reference-write.ts';
 import type { TestResponse } from './server.ts';
 
@@ -25,7 +25,7 @@ export type Send = (p: Principal, call: HttpCall) => Promise<TestResponse>;
 function scalar(v: unknown, inGroup: boolean): string {
   if (v === null) return 'null';
   const s = String(v);
-  const needsQuotes = s === 'null' || s === '' || /[,()"\\]/.test(s) || (inGroup && typeof v === 'string' && s.includes('.') && !/^\d{4}-\d\d-\d\dT/.test(s));
+  const needsQuotes = s === 'null' || s === '' || /[,();"\\]/.test(s) || (inGroup && typeof v === 'string' && s.includes('.') && !/^\d{4}-\d\d-\d\dT/.test(s));
   return needsQuotes ? `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"` : s;
 }
 
@@ -49,16 +49,41 @@ export function filterParams(filters: Cond[]): [string, string][] {
   );
 }
 
+const sortText = (sort: SortTerm[]) => sort.map((s) => (s.suffix ? `${s.field}.${s.desc ? 'desc' : 'asc'}` : s.desc ? `-${s.field}` : s.field)).join(',');
+const sortJson = (sort: SortTerm[]) => sort.map((s) => ({ field: s.field, direction: s.suffix ? (s.desc ? 'DESC' : 'ASC') : s.desc ? 'desc' : 'asc' }));
+const filterJson = (filters: Cond[]) => filters.map((c) => ({ field: (c as { path: string[] }).path.join('.'), operator: (c as { op: string }).op, value: (c as { value: unknown }).value }));
+
+/** An embed's own terms after its fields: `;name=value` as in a query string (docs/api.md §5.7). */
+function embedTerms(it: SelectItem & { kind: 'embed' }): string {
+  const terms = filterParams(it.filters ?? []);
+  if (it.sort?.length) terms.push(['sort', sortText(it.sort)]);
+  if (it.limit !== undefined) terms.push(['limit', String(it.limit)]);
+  if (it.offset !== undefined) terms.push(['offset', String(it.offset)]);
+  return terms.map(([k, v]) => `;${k}=${v}`).join('');
+}
+
 export function selectText(items: SelectItem[]): string {
   return items
-    .map((it) => (it.kind === 'star' ? '*' : it.kind === 'field' ? (it.alias ? `${it.name}:${it.alias}` : it.name) : `${it.relation}${it.alias ? `:${it.alias}` : ''}(${selectText(it.items)})`))
+    .map((it) =>
+      it.kind === 'star' ? '*' : it.kind === 'field' ? (it.alias ? `${it.name}:${it.alias}` : it.name) : `${it.relation}${it.alias ? `:${it.alias}` : ''}(${selectText(it.items)}${embedTerms(it)})`,
+    )
     .join(',');
 }
 
 function selectJson(items: SelectItem[]): unknown[] {
-  return items.map((it) =>
-    it.kind === 'star' ? { field: '*' } : it.kind === 'field' ? { field: it.name, ...(it.alias ? { alias: it.alias } : {}) } : { field: it.relation, ...(it.alias ? { alias: it.alias } : {}), children: selectJson(it.items) },
-  );
+  return items.map((it) => {
+    if (it.kind === 'star') return { field: '*' };
+    if (it.kind === 'field') return { field: it.name, ...(it.alias ? { alias: it.alias } : {}) };
+    const pagination = { ...(it.limit !== undefined ? { first: it.limit } : {}), ...(it.offset !== undefined ? { skip: it.offset } : {}) };
+    return {
+      field: it.relation,
+      ...(it.alias ? { alias: it.alias } : {}),
+      children: selectJson(it.items),
+      ...(it.filters?.length ? { filter: filterJson(it.filters) } : {}),
+      ...(it.sort?.length ? { sort: sortJson(it.sort) } : {}),
+      ...(Object.keys(pagination).length ? { pagination } : {}),
+    };
+  });
 }
 
 const query = (params: [string, string][]) => (params.length ? `?${params.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}` : '');
@@ -79,15 +104,15 @@ export function renderRead(req: ReadReq, after: string | null = null): HttpCall 
   const limit = req.walk ?? req.limit;
   if (req.via === 'query') {
     const body: Record<string, unknown> = {};
-    if (req.filters.length) body.filter = req.filters.map((c) => ({ field: (c as { path: string[] }).path.join('.'), operator: (c as { op: string }).op, value: (c as { value: unknown }).value }));
-    if (req.sort.length) body.sort = req.sort.map((s) => ({ field: s.field, direction: s.suffix ? (s.desc ? 'DESC' : 'ASC') : s.desc ? 'desc' : 'asc' }));
+    if (req.filters.length) body.filter = filterJson(req.filters);
+    if (req.sort.length) body.sort = sortJson(req.sort);
     const pagination = { ...(limit ? { first: limit } : {}), ...(req.offset ? { skip: req.offset } : {}), ...(after ? { after } : {}) };
     if (Object.keys(pagination).length) body.pagination = pagination;
     if (req.select) body.select = selectJson(req.select);
     return { method: 'POST', path: `${BASE}/${req.table}/_query`, body, headers };
   }
   const params = filterParams(req.filters);
-  if (req.sort.length) params.push(['sort', req.sort.map((s) => (s.suffix ? `${s.field}.${s.desc ? 'desc' : 'asc'}` : s.desc ? `-${s.field}` : s.field)).join(',')]);
+  if (req.sort.length) params.push(['sort', sortText(req.sort)]);
   if (req.select) params.push(['select', selectText(req.select)]);
   if (limit) params.push(['limit', String(limit)]);
   if (req.offset) params.push(['offset', String(req.offset)]);

@@ -128,7 +128,22 @@ export class RequestGen {
     return out;
   }
 
-  select(view: View, table: Table, depth: number, budget: { embeds: number; aliases: number }, allowStar: boolean): SelectItem[] {
+  /** A to-many embed's own filter, sort and page, sometimes (and now and then on a to-one embed, a 400). */
+  private embedArguments(view: View, target: Table, many: boolean, leavesOnly: boolean): Partial<SelectItem & { kind: 'embed' }> {
+    const rng = this.rng;
+    if (!rng.chance(many ? 0.4 : 0.05)) return {};
+    const filters = this.filters(view, target, leavesOnly, 2);
+    const sort = this.sort(view, target);
+    return {
+      ...(filters.length ? { filters } : {}),
+      ...(sort.length ? { sort } : {}),
+      ...(rng.chance(sort.length ? 0.8 : 0.4) ? { limit: rng.int(1, 2) } : {}),
+      ...(rng.chance(0.3) ? { offset: rng.int(0, 2) } : {}),
+    };
+  }
+
+  /** `budget.leavesOnly`: the select goes in a `_query` body, whose filters are leaves. */
+  select(view: View, table: Table, depth: number, budget: { embeds: number; aliases: number; leavesOnly?: boolean }, allowStar: boolean): SelectItem[] {
     const items: SelectItem[] = [];
     const used = new Set<string>();
     const star = allowStar && depth === 0 && this.rng.chance(0.2);
@@ -143,7 +158,8 @@ export class RequestGen {
         if (used.has(alias ?? rel.name)) continue;
         used.add(alias ?? rel.name);
         budget.embeds++;
-        items.push({ kind: 'embed', relation: rel.name, ...(alias ? { alias } : {}), items: this.select(view, rel.target, depth + 1, budget, false) });
+        const args = this.embedArguments(view, rel.target, rel.many, !!budget.leavesOnly);
+        items.push({ kind: 'embed', relation: rel.name, ...(alias ? { alias } : {}), items: this.select(view, rel.target, depth + 1, budget, false), ...args });
       } else if (!star) {
         const name = this.fieldOf(view, table);
         const alias = this.rng.chance(0.2) ? `a${budget.aliases++}` : undefined;
@@ -159,7 +175,7 @@ export class RequestGen {
   list(view: View, table: Table, via: 'get' | 'query'): ListReq {
     const rng = this.rng;
     const req: ListReq = { kind: 'list', table, via, filters: this.filters(view, table, via === 'query'), sort: this.sort(view, table) };
-    if (rng.chance(0.55)) req.select = this.select(view, table, 0, { embeds: 0, aliases: 0 }, true);
+    if (rng.chance(0.55)) req.select = this.select(view, table, 0, { embeds: 0, aliases: 0, leavesOnly: via === 'query' }, true);
     const page = rng.next();
     if (page < 0.25) req.walk = rng.int(2, 7);
     else if (page < 0.6) req.limit = rng.int(1, 12);

@@ -47,6 +47,8 @@ function selectVariants(items: SelectItem[]): SelectItem[][] {
     if (it.kind === 'embed') {
       for (const v of selectVariants(it.items)) out.push(replaced(items, i, { ...it, items: v }));
       if (it.alias) out.push(replaced(items, i, { ...it, alias: undefined }));
+      for (const key of ['filters', 'sort', 'limit', 'offset'] as const) if (it[key] !== undefined) out.push(replaced(items, i, { ...it, [key]: undefined }));
+      if (it.filters && it.filters.length > 1) it.filters.forEach((_c, j) => out.push(replaced(items, i, { ...it, filters: without(it.filters!, j) })));
     }
     if (it.kind === 'field' && it.alias && !items.some((x, j) => j !== i && x.kind === 'field' && (x.alias ?? x.name) === it.name)) out.push(replaced(items, i, { kind: 'field', name: it.name }));
   });

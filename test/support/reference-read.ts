@@ -12,7 +12,7 @@ export type Cond = Leaf | Group;
 export type SelectItem =
   | { kind: 'field'; name: string; alias?: string }
   | { kind: 'star' }
-  | { kind: 'embed'; relation: string; alias?: string; items: SelectItem[] };
+  | { kind: 'embed'; relation: string; alias?: string; items: SelectItem[]; filters?: Cond[]; sort?: SortTerm[]; limit?: number; offset?: number };
 export interface SortTerm {
   field: string;
   desc: boolean;
@@ -101,12 +101,20 @@ function badFilters(view: View, table: Table, filters: Cond[], via: 'get' | 'que
   return out;
 }
 
+/** Whether an embed carries a filter, sort or page of its own (docs/api.md §5.7: to-many embeds only). */
+export const hasArguments = (it: SelectItem & { kind: 'embed' }) => !!it.filters?.length || !!it.sort?.length || it.limit !== undefined || it.offset !== undefined;
+
 function badSelect(view: View, table: Table, items: SelectItem[] | undefined): boolean {
   for (const it of items ?? []) {
     if (it.kind === 'field' && !fieldType(table, it.name)) return true;
     if (it.kind === 'embed') {
       if (cannotFollow(view, table, it.relation)) return true;
-      if (badSelect(view, relation(table, it.relation)!.target, it.items)) return true;
+      const rel = relation(table, it.relation)!;
+      if (hasArguments(it) && !rel.many) return true;
+      // An embed's filter and sort are held to the read list like top-level ones.
+      if ((it.filters ?? []).some((c) => leaves(c).some((l) => cannotName(view, rel.target, l.path)))) return true;
+      if ((it.sort ?? []).some((s) => cannotName(view, rel.target, [s.field]))) return true;
+      if (badSelect(view, rel.target, it.items)) return true;
     }
   }
   return false;
@@ -130,7 +138,10 @@ export function project(view: View, table: Table, r: VRow, items?: SelectItem[])
       if (r.fields.has(it.name)) out[it.alias ?? it.name] = r.row[it.name] ?? null;
     } else {
       const rel = relation(table, it.relation)!;
-      const related = linkedVisible(view, table, r, it.relation);
+      // Only visible related rows; the embed's own filter narrows them, its sort and page cut them.
+      let related = linkedVisible(view, table, r, it.relation);
+      if (it.filters?.length) related = related.filter((x) => and3(it.filters!.map((c) => evalCond(view, rel.target, x, c))) === true);
+      if (hasArguments(it)) related = sortRows(rel.target, related, it.sort ?? []).slice(it.offset ?? 0, it.limit === undefined ? undefined : (it.offset ?? 0) + it.limit);
       const rows = related.map((x) => project(view, rel.target, x, it.items));
       out[it.alias ?? it.relation] = rel.many ? rows : (rows[0] ?? null);
     }
