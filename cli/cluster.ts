@@ -184,24 +184,14 @@ export interface PrimaryOptions {
 
 /** Applies pending migrations once, before any worker starts (the workers run with migrate: false). */
 async function prepareDatabase(options: PrimaryOptions): Promise<number> {
-  const { openDatabase, ensureSystemSchema, readMigrations, pendingMigrations, applyMigrations, MigrationError } = await import('../runtime/db/index.ts');
+  const { openDatabase, ensureSystemSchema, refuseUnservable, applyMigrations } = await import('../runtime/db/index.ts');
   const db = openDatabase(options.directDatabaseUrl ?? options.databaseUrl, { max: 1 });
   try {
     await ensureSystemSchema(db);
     const migrationsDir = path.join(options.projectDir, 'migrations');
     // The same refusals as a single `serve` (runtime/server), said once instead of once per worker.
-    if (Object.keys(options.service.tables).length > 0 && (await readMigrations(migrationsDir)).length === 0) {
-      throw new MigrationError('the project has no migrations yet, so its tables do not exist: run `svcgen migrate dev --name init`, then serve');
-    }
-    if (!options.migrate) {
-      const pending = await pendingMigrations(db, migrationsDir, options.config.environments);
-      if (pending.length > 0) {
-        throw new MigrationError(
-          `${pending.length} migration(s) not applied (${pending.map((p) => `${p.name} in ${p.environment}`).join(', ')}): run \`svcgen migrate deploy\`, or serve without --no-migrate`,
-        );
-      }
-      return 0;
-    }
+    await refuseUnservable(db, migrationsDir, options.config.environments, { hasTables: Object.keys(options.service.tables).length > 0, migrate: options.migrate });
+    if (!options.migrate) return 0;
     const applied = await applyMigrations(db, migrationsDir, options.config.environments, (m) => options.log(`applying migration ${m.name} to ${m.environment}`));
     return applied.length;
   } finally {

@@ -10,6 +10,7 @@ export {
   pendingMigrations,
   readMigrations,
   refuseFailedMigrations,
+  refuseUnservable,
   MigrationError,
   type AppliedMigration,
   type Migration,

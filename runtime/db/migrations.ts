@@ -116,6 +116,29 @@ export async function pendingMigrations(db: Database, migrationsDir: string, env
   return pending;
 }
 
+/**
+ * Whether a server may start on this database: tables of the model with no migration at all would
+ * answer 500s, and without migrating (`--no-migrate`) every migration must already be applied.
+ * Said the same by one `serve` and by the primary of `serve --workers`.
+ */
+export async function refuseUnservable(
+  db: Database,
+  migrationsDir: string,
+  environments: readonly string[],
+  options: { hasTables: boolean; migrate: boolean },
+): Promise<void> {
+  if (options.hasTables && (await readMigrations(migrationsDir)).length === 0) {
+    throw new MigrationError('the project has no migrations yet, so its tables do not exist: run `npx svcgen migrate dev --name init`, then serve');
+  }
+  if (options.migrate) return;
+  const pending = await pendingMigrations(db, migrationsDir, environments);
+  if (pending.length > 0) {
+    throw new MigrationError(
+      `${pending.length} migration(s) not applied (${pending.map((p) => `${p.name} in ${p.environment}`).join(', ')}): run \`npx svcgen migrate deploy\`, or serve without --no-migrate`,
+    );
+  }
+}
+
 /** Applies pending migrations to each environment; returns what it applied. */
 export async function applyMigrations(
   db: Database,

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { Config } from '../config/index.ts';
-import { applyMigrations, ensureSystemSchema, MigrationError, NotificationChannel, openDatabase, pendingMigrations, readMigrations, requireUtcSessions, type AppliedMigration, type Database } from '../db/index.ts';
+import { applyMigrations, ensureSystemSchema, NotificationChannel, openDatabase, refuseUnservable, requireUtcSessions, type AppliedMigration, type Database } from '../db/index.ts';
 import type { Mailer } from '../mail/index.ts';
 import { DATA_BASE_PATH, type ServiceModule } from '../model/index.ts';
 import { createLogger, silentLogger, type Logger, type LoggerOptions, type MetricsText } from '../observability/index.ts';
@@ -119,18 +119,8 @@ export async function openFoundation(options: ServerOptions, teardown: Teardown)
 
 async function migrate(options: ServerOptions, db: Database, direct: Database, migrationsDir: string): Promise<AppliedMigration[]> {
   const { environments } = options.config;
-  // Serving tables that do not exist would answer 500s: refuse, and say what fixes it.
-  if (Object.keys(options.service.tables).length > 0 && (await readMigrations(migrationsDir)).length === 0) {
-    throw new MigrationError('the project has no migrations yet, so its tables do not exist: run `svcgen migrate dev --name init`, then serve');
-  }
-  if (options.migrate !== false) {
-    return applyMigrations(direct, migrationsDir, environments, (m) => options.log?.(`applying migration ${m.name} to ${m.environment}`));
-  }
-  const pending = await pendingMigrations(db, migrationsDir, environments);
-  if (pending.length > 0) {
-    throw new MigrationError(
-      `${pending.length} migration(s) not applied (${pending.map((p) => `${p.name} in ${p.environment}`).join(', ')}): run \`svcgen migrate deploy\`, or serve without --no-migrate`,
-    );
-  }
-  return [];
+  const migrate = options.migrate !== false;
+  await refuseUnservable(db, migrationsDir, environments, { hasTables: Object.keys(options.service.tables).length > 0, migrate });
+  if (!migrate) return [];
+  return applyMigrations(direct, migrationsDir, environments, (m) => options.log?.(`applying migration ${m.name} to ${m.environment}`));
 }

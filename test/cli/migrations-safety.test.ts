@@ -8,9 +8,9 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { askYesNo, decideMigration, isYes } from '../cli/migration-decision.ts';
-import { describeCheck, planMigrationChecks, prismaTypeName, warningsHeader } from '../cli/migration-checks.ts';
-import { cleanupCli, copyExample, freshDatabase, runCli, show, startCli } from './support/cli.ts';
+import { askYesNo, decideMigration, isYes } from '../../cli/migration-decision.ts';
+import { describeCheck, planMigrationChecks, prismaTypeName, warningsHeader } from '../../cli/migration-checks.ts';
+import { cleanupCli, copyExample, freshDatabase, runCli, show, startCli } from '../support/cli.ts';
 
 afterAll(cleanupCli);
 
@@ -250,7 +250,7 @@ describe('serve and a model that no migration holds', { timeout: 180_000 }, () =
     // The record written by migrate dev answers without the schema engine.
     expect(server.stderr).not.toContain('schema.prisma differs');
     expect(server.stderr).not.toContain('could not check');
-    // How serve stops is serve.test.ts's subject (a SIGTERM right after start-up sometimes ends it by the signal).
+    // How serve stops is test/cli/serve.test.ts's subject (a SIGTERM right after start-up sometimes ends it by the signal).
     await server.stop('SIGTERM');
   });
 

@@ -7,8 +7,8 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SHOP } from './support/server.ts';
-import { cleanupCli, freshDatabase, runCli, show, startCli, tempDir } from './support/cli.ts';
+import { SHOP } from '../support/server.ts';
+import { cleanupCli, freshDatabase, runCli, show, startCli, tempDir } from '../support/cli.ts';
 
 afterAll(cleanupCli);
 
@@ -89,7 +89,7 @@ describe('CLI messages a person can act on', { timeout: 60_000 }, () => {
     const database = await freshDatabase();
     const r = await runCli(['serve', '--port', '0', '--project', dir, '--database-url', database.url], { timeoutMs: 60_000 });
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr, show(r)).toContain('svcgen: the project has no migrations yet, so its tables do not exist: run `svcgen migrate dev --name init`, then serve');
+    expect(r.stderr, show(r)).toContain('svcgen: the project has no migrations yet, so its tables do not exist: run `npx svcgen migrate dev --name init`, then serve');
   });
 
   it('serve refuses a generated/ made from another schema.prisma, and names the command', async () => {

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { isEmbeddedRunning, startEmbeddedPostgres, type EmbeddedPostgres } from '../runtime/db/embedded-postgres/index.ts';
+import { isEmbeddedRunning, startEmbeddedPostgres, type EmbeddedPostgres } from '../../runtime/db/embedded-postgres/index.ts';
 
-const MODULE_URL = pathToFileURL(path.resolve(import.meta.dirname, '../runtime/db/embedded-postgres/index.ts')).href;
+const MODULE_URL = pathToFileURL(path.resolve(import.meta.dirname, '../../runtime/db/embedded-postgres/index.ts')).href;
 
 const tempDirs: string[] = [];
 const started: EmbeddedPostgres[] = [];

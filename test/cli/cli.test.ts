@@ -7,8 +7,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, readTree, runCli, show, startCli, tempDir, type CliResult } from './support/cli.ts';
-import { SHOP } from './support/server.ts';
+import { cleanupCli, copyExample, freshDatabase, readTree, runCli, show, startCli, tempDir, type CliResult } from '../support/cli.ts';
+import { SHOP } from '../support/server.ts';
 
 afterAll(cleanupCli);
 

@@ -7,9 +7,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, type ProjectCopy, type RunningCli } from './support/cli.ts';
-import type { TestDatabase } from './support/database.ts';
-import { expectProblem, readResponse, SHOP, type TestResponse } from './support/server.ts';
+import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, type ProjectCopy, type RunningCli } from '../support/cli.ts';
+import type { TestDatabase } from '../support/database.ts';
+import { expectProblem, readResponse, SHOP, type TestResponse } from '../support/server.ts';
 
 const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:(\d+))$/m;
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -200,7 +200,7 @@ describe('serve --no-migrate', { timeout: 60_000 }, () => {
     const database = await freshDatabase();
     const r = await runCli(['serve', '--port', '0', '--project', SHOP, '--database-url', database.url, '--no-migrate'], { timeoutMs: 60_000 });
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr, show(r)).toMatch(/^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `svcgen migrate deploy`, or serve without --no-migrate$/m);
+    expect(r.stderr, show(r)).toMatch(/^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m);
 
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();

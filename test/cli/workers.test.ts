@@ -15,9 +15,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, runCli, show, startCli, type RunningCli } from './support/cli.ts';
-import type { TestDatabase } from './support/database.ts';
-import { SHOP } from './support/server.ts';
+import { cleanupCli, copyExample, freshDatabase, portIsOpen, runCli, show, startCli, type RunningCli } from '../support/cli.ts';
+import type { TestDatabase } from '../support/database.ts';
+import { SHOP } from '../support/server.ts';
 
 const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:(\d+))$/m;
 const WORKERS_LINE = /^ {2}workers {4}2 processes on one port \(pids (\d+), (\d+)\); worker 1 also delivers webhooks$/m;
@@ -391,7 +391,7 @@ describe('serve --workers: refusals', { timeout: 120_000 }, () => {
     const database = await freshDatabase();
     const r = await runCli(['serve', '--workers', '2', '--port', '0', '--no-migrate', '--project', SHOP, '--database-url', database.url]);
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr, show(r)).toMatch(/^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `svcgen migrate deploy`, or serve without --no-migrate\n$/);
+    expect(r.stderr, show(r)).toMatch(/^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `npx svcgen migrate deploy`, or serve without --no-migrate\n$/);
     expect(r.stdout).toBe('');
   });
 

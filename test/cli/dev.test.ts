@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, tempDir, type ProjectCopy, type RunningCli } from './support/cli.ts';
-import type { TestDatabase } from './support/database.ts';
-import { readResponse, type TestResponse } from './support/server.ts';
-import { until } from './support/until.ts';
+import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, tempDir, type ProjectCopy, type RunningCli } from '../support/cli.ts';
+import type { TestDatabase } from '../support/database.ts';
+import { readResponse, type TestResponse } from '../support/server.ts';
+import { until } from '../support/until.ts';
 
 afterAll(cleanupCli);
 
