@@ -211,7 +211,7 @@ export function selectItems(ctx: TranslateContext, sel: Selection, table: Catalo
         items: sub,
         ...(where.kind !== 'true' ? { where } : {}),
         ...(orderBy.length ? { orderBy } : {}),
-        ...(args.limit !== undefined && args.limit !== null ? { limit: bounded(args.limit, `${at}.${key}.limit`, LIMITS.defaultPageSize, 0, LIMITS.maxPageSize) } : {}),
+        ...(args.limit !== undefined && args.limit !== null ? { limit: bounded(args.limit, `${at}.${key}.limit`, LIMITS.defaultPageSize, 1, LIMITS.maxPageSize) } : {}),
         ...(args.offset !== undefined && args.offset !== null ? { offset: bounded(args.offset, `${at}.${key}.offset`, 0, 0, MAX_OFFSET) } : {}),
       });
     }

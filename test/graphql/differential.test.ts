@@ -104,6 +104,13 @@ const CASES: Case[] = [
     graphql: '{ orderList(orderBy: [{ id: ASC }], limit: 20) { id customer { name city { name } } items { productId quantity } } }',
   },
   {
+    name: 'to-many embed with its own filter, sort, limit and offset',
+    callers: ['admin', 'noteless'],
+    rest: `Order?${qs('sort=id&limit=30&select=id,items(productId,quantity;quantity=gt.1;sort=-productId;limit=1;offset=1),items:one(productId;sort=quantity;limit=1)')}`,
+    graphql:
+      '{ orderList(orderBy: [{ id: ASC }], limit: 30) { id items(where: { quantity: { gt: 1 } }, orderBy: [{ productId: DESC }], limit: 1, offset: 1) { productId quantity } one: items(orderBy: [{ quantity: ASC }], limit: 1) { productId } } }',
+  },
+  {
     name: 'to-many embed for the customer (their own orders and items)',
     callers: ['customer'],
     rest: `Order?${qs('sort=id&select=id,total')}`,
