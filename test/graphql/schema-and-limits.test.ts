@@ -9,9 +9,11 @@ let catalogKey: string;
 let notelessKey: string;
 let customerKey: string;
 let stagingAdminKey: string;
+const statements: string[] = [];
 
 beforeAll(async () => {
   t = await startTestServer({
+    onQuery: (text) => statements.push(text),
     configPatch: (raw) => {
       raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total'] } } } };
       raw.graphql = { introspection: ['staging'] };
@@ -78,6 +80,19 @@ describe('per-role schemas', () => {
     expectRefused(await post({ query: '{ orderList { id note } }' }, { key: notelessKey }), 'GRAPHQL_VALIDATION_FAILED', /Cannot query field "note" on type "Order"/);
     expectRefused(await post({ query: '{ orderList(where: { note: { equals: "x" } }) { id } }' }, { key: notelessKey }), 'GRAPHQL_VALIDATION_FAILED');
     expectRefused(await post({ query: '{ orderList { id } }' }, { key: catalogKey }), 'GRAPHQL_VALIDATION_FAILED', /Cannot query field "orderList"/);
+  });
+});
+
+describe('execution', () => {
+  it('one SQL statement per root field, embeds and aliases included', async () => {
+    await post({ query: '{ __typename }' }); // credentials and rate-limit state warmed up
+    statements.length = 0;
+    const res = await post({
+      query: '{ a: orderList(limit: 2) { id customer { name city { name } } items { quantity } } b: orderList(limit: 1) { id } orderPage(first: 2) { nodes { id } pageInfo { hasNextPage } } orderAggregate { count } order(id: 3) { id } }',
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.errors).toBeUndefined();
+    expect(statements.filter((s) => s.includes('"env_master".'))).toHaveLength(5);
   });
 });
 
