@@ -91,6 +91,7 @@ function parseLevel(text: string, parameter: string): SelectNode[] {
     const open = item.indexOf('(');
     const head = open === -1 ? item : item.slice(0, open);
     if (open !== -1 && !item.endsWith(')')) throw new QueryError(parameter, `"${item}" must end with ")"`);
+    if (head.includes(';')) throw new QueryError(parameter, `"${head}": filters, sort and limit go inside an embed's parentheses, after its fields: relation(a,b;limit=5)`);
     const [field, alias, extra] = head.split(':');
     if (extra !== undefined || field === undefined) throw new QueryError(parameter, `"${head}" must be <field> or <field>:<alias>`);
     const node: SelectNode = { field };

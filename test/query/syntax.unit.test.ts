@@ -218,6 +218,7 @@ describe('embed arguments: relation(fields;filter;sort=;limit=;offset=)', () => 
     ['sort twice', { given: { text: 'orders(id;sort=id;sort=total)' }, want: /^in orders\(\.\.\.\), sort: send sort once$/ }],
     ['after has no meaning in an embed', { given: { text: 'orders(id;after=abc)' }, want: /^in orders\(\.\.\.\), after: not available in an embed \(a field named after is filtered as col\.after\)$/ }],
     ['a term without =', { given: { text: 'orders(id;limit)' }, want: /^in orders\(\.\.\.\), write <filter>=<operator>\.<value>, sort=, limit= or offset= after ";", not "limit"$/ }],
+    ['arguments outside an embed', { given: { text: 'id;limit=5' }, want: /^"id;limit=5": filters, sort and limit go inside an embed's parentheses, after its fields: relation\(a,b;limit=5\)$/ }],
     ['an embed with arguments and no fields', { given: { text: 'orders(;limit=1)' }, want: /needs at least one field/ }],
     ['the embed is named by its path of aliases', { given: { table: 'City', text: 'customers:c(orders(id;limit=x))' }, want: /^in c\.orders\(\.\.\.\), limit: must be a whole number/ }],
   ])('%s', (_name, { given, want }) => {
