@@ -32,13 +32,16 @@ datasource db {
 // }
 `;
 
+/** `init --empty`: an `admin` role that may do everything on every table (docs/permissions.md). */
+const EMPTY_ROLES = { roles: { admin: { tables: { '*': { read: true, create: true, update: true, delete: true } } } } };
+
 export function registerProjectCommands(program: Command): void {
   program
     .command('init')
     .description('scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore, package.json) from an example, or empty')
     .argument('<dir>', 'folder to create (or an existing folder without schema.prisma and svcgen.config.json)')
     .option('--example <name>', 'example to start from (default: shop)')
-    .option('--empty', 'start from a schema.prisma without models and a config without roles')
+    .option('--empty', 'start from a schema.prisma without models and a config with only an admin role')
     .option('--id <id>', 'the project id (X-Project-Id); default: from the folder name')
     .action(async (dir: string, options: { example?: string; empty?: boolean; id?: string }) => {
       if (options.empty && options.example !== undefined) throw new UsageError('--empty and --example exclude each other: pick one');
@@ -60,7 +63,8 @@ export function registerProjectCommands(program: Command): void {
       let config: { project: { id: string } };
       if (example === undefined) {
         await writeFile(path.join(target, 'schema.prisma'), EMPTY_SCHEMA);
-        config = { project: { id } };
+        // One role, so the first API key can be made (`keys create --role admin`); narrow or add roles later.
+        config = { project: { id }, ...EMPTY_ROLES };
       } else {
         await copyFile(path.join(EXAMPLES, example, 'schema.prisma'), path.join(target, 'schema.prisma'));
         config = JSON.parse(await readFile(path.join(EXAMPLES, example, 'svcgen.config.json'), 'utf8')) as { project: { id: string } };

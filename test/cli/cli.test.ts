@@ -266,7 +266,7 @@ describe('init', () => {
     expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).project.id).toBe('my-shop');
   });
 
-  it('--empty: a schema.prisma without models and a config without roles, which generate, migrate dev and serve accept', { timeout: 120_000 }, async () => {
+  it('--empty: a schema.prisma without models and a config with only an admin role, which generate, migrate dev and serve accept', { timeout: 120_000 }, async () => {
     const root = await tempDir('init-empty');
     const r = await runCli(['init', 'blank', '--empty'], { cwd: root });
     expect(r.code, show(r)).toBe(0);
@@ -276,7 +276,10 @@ describe('init', () => {
     const schema = await fs.readFile(path.join(target, 'schema.prisma'), 'utf8');
     expect(schema).toContain('datasource db {\n  provider = "postgresql"\n}\n');
     expect(schema).not.toMatch(/^model /m);
-    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({ project: { id: 'blank' } });
+    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({
+      project: { id: 'blank' },
+      roles: { admin: { tables: { '*': { read: true, create: true, update: true, delete: true } } } },
+    });
 
     const generate = await runCli(['generate', '--project', target]);
     expect(generate.code, show(generate)).toBe(0);
