@@ -89,7 +89,7 @@ describe('the packed tarball, installed into a fresh project', { timeout: 180_00
     // The client's fixed part ships as a template and is copied next to client.ts, which imports it.
     const clientRuntime = await fs.readFile(path.join(app, 'generated', 'client-runtime.ts'), 'utf8');
     expect(clientRuntime.endsWith(await fs.readFile(path.join(installed, 'templates', 'client-runtime.ts'), 'utf8'))).toBe(true);
-    expect(await fs.readFile(path.join(app, 'generated', 'client.ts'), 'utf8')).toContain("from '../client-runtime.ts';");
+    expect(await fs.readFile(path.join(app, 'generated', 'client.ts'), 'utf8')).toContain("from './client-runtime.ts';");
     const checked = await cli(['check']);
     expect(checked.code, show(checked)).toBe(0);
     const migrated = await cli(['migrate', 'dev', '--name', 'init']);

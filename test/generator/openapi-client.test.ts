@@ -18,7 +18,7 @@ import { REPO, startTestServer, type TestServer } from '../support/server.ts';
  * loose. The server's address and credentials are written in, so it needs no @types/node.
  */
 const program = (inputs: { baseUrl: string; projectId: string; key: string }) => `import createClient from 'openapi-fetch';
-import type { paths } from '../api.js';
+import type { paths } from './api.js';
 
 const { baseUrl, projectId, key }: { baseUrl: string; projectId: string; key: string } = ${JSON.stringify(inputs)};
 const client = createClient<paths>({ baseUrl, headers: { 'X-Project-Id': projectId, Authorization: \`Bearer \${key}\` } });
