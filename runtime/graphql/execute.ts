@@ -4,7 +4,7 @@
  * same shape; graphql-js then shapes the answer from the finished records, whose members are keyed
  * by response key (so two aliases of one relation with different arguments both work).
  */
-import { defaultFieldResolver, GraphQLError, responsePathAsArray, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLResolveInfo, Kind } from 'graphql';
+import { defaultFieldResolver, GraphQLError, Kind, responsePathAsArray, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
 import { databaseFaultProblem, Problem } from '../http/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { compileAggregate, compileRead, CursorError, QueryError, queryFingerprint } from '../query/index.ts';
@@ -142,4 +142,3 @@ export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (sou
   return defaultFieldResolver(source, args, context, info);
 };
 
-export type { GraphQLObjectType };

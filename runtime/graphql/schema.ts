@@ -65,42 +65,30 @@ export interface AggregateName {
 
 // --- scalars -------------------------------------------------------------------------------------
 
-/** Values pass as the JSON forms of docs/api.md §5.2; the query layer checks them as it does for REST. */
+/**
+ * Values pass as the JSON forms of docs/api.md §5.2; the query layer checks them as it does for
+ * REST. Literals keep their source text (an integer literal past 2^53 keeps its digits).
+ */
 function jsonScalar(name: string, description: string, literalKinds: readonly Kind[], valueTypes: readonly string[]): GraphQLScalarType {
-  const accept = (value: unknown) => {
-    if (!valueTypes.includes(typeof value)) throw new TypeError(`${name} takes ${valueTypes.join(' or ')}`);
-    return value;
-  };
+  const takes = `${name} takes ${valueTypes.join(' or ')}`;
   return new GraphQLScalarType({
     name,
     description,
     serialize: (value) => value,
-    parseValue: accept,
+    parseValue(value) {
+      if (!valueTypes.includes(typeof value)) throw new TypeError(takes);
+      return value;
+    },
     parseLiteral(ast: ValueNode) {
-      if (!literalKinds.includes(ast.kind)) throw new TypeError(`${name} takes ${valueTypes.join(' or ')}`);
-      return 'value' in ast && ast.kind !== Kind.STRING && ast.kind !== Kind.BOOLEAN && ast.kind !== Kind.ENUM ? Number(ast.value) : (ast as { value: string }).value;
+      if (!literalKinds.includes(ast.kind)) throw new TypeError(takes);
+      return (ast as { value: string }).value;
     },
   });
 }
 
 export const DateTimeScalar = jsonScalar('DateTime', 'An ISO 8601 timestamp in UTC, e.g. 2025-01-31T09:30:00.000Z', [Kind.STRING], ['string']);
-export const BigIntScalar = (() => {
-  const s = jsonScalar('BigInt', 'A 64-bit integer, answered as a string of digits (JSON numbers lose precision past 2^53); an integer or such a string as input', [Kind.STRING, Kind.INT], ['string', 'number']);
-  // An integer literal keeps its digits: Number() would round past 2^53.
-  s.parseLiteral = (ast) => {
-    if (ast.kind !== Kind.STRING && ast.kind !== Kind.INT) throw new TypeError('BigInt takes an integer or a string of digits');
-    return ast.value;
-  };
-  return s;
-})();
-export const DecimalScalar = (() => {
-  const s = jsonScalar('Decimal', 'A decimal number, answered as a JSON number; a number or a decimal string ("12.50") as input', [Kind.STRING, Kind.INT, Kind.FLOAT], ['string', 'number']);
-  s.parseLiteral = (ast) => {
-    if (ast.kind !== Kind.STRING && ast.kind !== Kind.INT && ast.kind !== Kind.FLOAT) throw new TypeError('Decimal takes a number or a decimal string');
-    return ast.value;
-  };
-  return s;
-})();
+export const BigIntScalar = jsonScalar('BigInt', 'A 64-bit integer, answered as a string of digits (JSON numbers lose precision past 2^53); an integer or such a string as input', [Kind.STRING, Kind.INT], ['string', 'number']);
+export const DecimalScalar = jsonScalar('Decimal', 'A decimal number, answered as a JSON number; a number or a decimal string ("12.50") as input', [Kind.STRING, Kind.INT, Kind.FLOAT], ['string', 'number']);
 export const BytesScalar = jsonScalar('Bytes', 'Binary data as base64 text', [Kind.STRING], ['string']);
 export const JsonScalar = new GraphQLScalarType({
   name: 'Json',

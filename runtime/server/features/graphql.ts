@@ -6,22 +6,20 @@
  * through runtime/query under the caller's access. Each distinct set of roles gets the schema of
  * what it may read, built once.
  */
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { execute, GraphQLError, type ExecutionArgs, type GraphQLSchema } from 'graphql';
 import { createHandler } from 'graphql-http';
 import { MAX_JSON_DEPTH, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
 import { nestsDeeperThan } from '../../http/json-body.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
 import { buildGraphQLSchema, type SchemaVisibility } from '../../graphql/schema.ts';
-import { fieldResolver, problemExtensions, type GraphQLContext } from '../../graphql/execute.ts';
+import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
 import { CostRule, NoIntrospectionRule, parseBounded, QueriesOnlyRule } from '../../graphql/rules.ts';
 import type { Principal, RolePrincipal } from '../../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
 import type { Services } from '../services.ts';
-import { execute, type ExecutionArgs } from 'graphql';
 
-export { GRAPHQL_PATH };
 
 /** Role sets seen are bounded by the config's roles; the cap only guards against a surprise. */
 const MAX_CACHED_SCHEMAS = 256;
@@ -162,4 +160,3 @@ export const graphqlFeature: ServerFeature = {
   },
 };
 
-export { problemExtensions };
