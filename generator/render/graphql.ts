@@ -6,8 +6,16 @@
 import { lexicographicSortSchema, printSchema } from 'graphql';
 import { buildGraphQLSchema, EVERYTHING_VISIBLE } from '../../runtime/graphql/schema.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
+import { ModelError } from '../model/describe-model.ts';
 
 export function renderGraphqlSchema(tables: readonly TableSpec[], header: string): string {
   const comment = header.replace(/^\/\/ ?/gm, '# ');
-  return `${comment}# The GraphQL API at /gw/api/graphql (docs/graphql.md); each role sees the part of it that it may read.\n\n${printSchema(lexicographicSortSchema(buildGraphQLSchema(tables, EVERYTHING_VISIBLE)))}\n`;
+  let schema;
+  try {
+    schema = buildGraphQLSchema(tables, EVERYTHING_VISIBLE);
+  } catch (error) {
+    // A model or enum whose GraphQL names collide: said like every other model problem.
+    throw new ModelError([(error as Error).message]);
+  }
+  return `${comment}# The GraphQL API at /gw/api/graphql (docs/graphql.md); each role sees the part of it that it may read.\n\n${printSchema(lexicographicSortSchema(schema))}\n`;
 }

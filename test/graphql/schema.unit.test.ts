@@ -6,6 +6,8 @@ import { service } from '../../examples/shop/generated/index.ts';
 import { buildGraphQLSchema, EVERYTHING_VISIBLE, rootFieldNames, type SchemaVisibility } from '../../runtime/graphql/schema.ts';
 import { documentNesting } from '../../runtime/graphql/rules.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
+import { ModelError } from '../../generator/model/describe-model.ts';
+import { renderGraphqlSchema } from '../../generator/render/graphql.ts';
 
 const tables: TableSpec[] = Object.values(service.tables).map((t) => t.spec);
 const print = (visible: SchemaVisibility) => printSchema(lexicographicSortSchema(buildGraphQLSchema(tables, visible)));
@@ -42,6 +44,8 @@ describe('schema builder', () => {
     const city = tables.find((t) => t.name === 'City')!;
     expect(() => buildGraphQLSchema([...tables, { ...city, name: 'PageInfo' }], EVERYTHING_VISIBLE)).toThrow(/PageInfo of table PageInfo is also used by the schema itself/);
     expect(() => buildGraphQLSchema([...tables, { ...city, name: 'CityWhere' }], EVERYTHING_VISIBLE)).toThrow(/CityWhere/);
+    // svcgen generate says it as a model problem (schema.prisma cannot be served: ...).
+    expect(() => renderGraphqlSchema([...tables, { ...city, name: 'Query' }], '')).toThrow(ModelError);
   });
 });
 

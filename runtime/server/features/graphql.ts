@@ -43,7 +43,12 @@ function schemaCache(services: Services): (principal: RolePrincipal) => GraphQLS
           return fields !== undefined && (fields === null || fields.has(field));
         },
       };
-      schema = buildGraphQLSchema(tables, visibility);
+      try {
+        schema = buildGraphQLSchema(tables, visibility);
+      } catch (error) {
+        // Names that collide, in a generated/ written before svcgen generate refused them.
+        throw new Problem('not-found', `the GraphQL API cannot serve this model: ${(error as Error).message}`);
+      }
       if (schemas.size >= MAX_CACHED_SCHEMAS) schemas.clear();
       schemas.set(key, schema);
     }
