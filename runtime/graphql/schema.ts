@@ -21,6 +21,7 @@ import {
   GraphQLSchema,
   GraphQLString,
   Kind,
+  validateSchema,
   valueFromASTUntyped,
   type GraphQLFieldConfig,
   type GraphQLFieldConfigMap,
@@ -342,7 +343,11 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
   }
   // A schema needs one query field: a caller who may read nothing still gets a valid, empty one.
   if (Object.keys(query).length === 0) query._nothingReadable = { type: GraphQLBoolean, description: 'Your roles may read no table', resolve: () => null };
-  return new GraphQLSchema({ query: new GraphQLObjectType({ name: 'Query', fields: query }) });
+  const schema = new GraphQLSchema({ query: new GraphQLObjectType({ name: 'Query', fields: query }) });
+  // What graphql-js would otherwise find only when it first executes (an enum value named true, ...).
+  const invalid = validateSchema(schema);
+  if (invalid.length) throw new Error(`the model has no valid GraphQL schema: ${invalid.map((e) => e.message).join('; ')}`);
+  return schema;
 }
 
 function operandType(op: Operator, scalar: GraphQLInputType): GraphQLInputType {

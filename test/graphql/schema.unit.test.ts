@@ -44,6 +44,9 @@ describe('schema builder', () => {
     const city = tables.find((t) => t.name === 'City')!;
     expect(() => buildGraphQLSchema([...tables, { ...city, name: 'PageInfo' }], EVERYTHING_VISIBLE)).toThrow(/PageInfo of table PageInfo is also used by the schema itself/);
     expect(() => buildGraphQLSchema([...tables, { ...city, name: 'CityWhere' }], EVERYTHING_VISIBLE)).toThrow(/CityWhere/);
+    const order = tables.find((t) => t.name === 'Order')!;
+    const oddEnum = { ...order, fields: order.fields.map((f) => (f.name === 'status' ? { ...f, enumValues: ['open', 'true'] } : f)) };
+    expect(() => buildGraphQLSchema(tables.map((t) => (t.name === 'Order' ? oddEnum : t)), EVERYTHING_VISIBLE)).toThrow(/true/);
     // svcgen generate says it as a model problem (schema.prisma cannot be served: ...).
     expect(() => renderGraphqlSchema([...tables, { ...city, name: 'Query' }], '')).toThrow(ModelError);
   });
