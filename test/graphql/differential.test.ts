@@ -24,6 +24,7 @@ beforeAll(async () => {
   t = await startAuthServer({
     configPatch: (raw) => {
       raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total', 'status', 'customerId'] } }, Customer: { read: true }, City: { read: true }, OrderItem: { read: true } } };
+      raw.roles.paidnotes = { tables: { Order: { read: { filter: { status: 'paid' }, fields: ['id', 'note'] } } } };
     },
   });
   await writeSeed(t.db, buildSeed());
@@ -195,6 +196,15 @@ describe('GraphQL data equals the REST answer', () => {
       const viaRest = await graphql(caller, 'query($a: String) { orderPage(first: 2, after: $a, orderBy: [{ total: ASC }]) { nodes { id total } } }', { a: restPage.body.meta.pagination.nextCursor });
       expect(viaRest.orderPage.nodes).toEqual(next);
     }
+  });
+
+  it('a field visible on some rows only (two roles): null in GraphQL where REST leaves the key out', async () => {
+    const caller = { key: (await t.createKey(['noteless', 'paidnotes'])).key };
+    const expected = await rest(caller, `Order?${qs('sort=id&limit=12&select=id,status,note')}`);
+    expect(expected.some((r: any) => !('note' in r))).toBe(true);
+    expect(expected.some((r: any) => r.status === 'paid' && typeof r.note === 'string')).toBe(true);
+    const data = await graphql(caller, '{ orderList(orderBy: [{ id: ASC }], limit: 12) { id status note } }');
+    expect(data.orderList).toEqual(expected.map((r: any) => ({ note: null, ...r })));
   });
 
   it('two aliases of one relation with different arguments each get their own rows', async () => {
