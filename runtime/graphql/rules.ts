@@ -94,6 +94,9 @@ export const CostRule: ValidationRule = (context) => ({
             stop = true;
             return;
           }
+          // Introspection is bounded by the schema's own size and graphql-js's MaxIntrospectionDepthRule;
+          // tools' standard introspection query nests deeper than any data query needs.
+          if (depth === 0 && (s.name.value === '__schema' || s.name.value === '__type')) continue;
           if (s.selectionSet) {
             if (depth + 1 >= GRAPHQL_LIMITS.maxDepth) {
               tooComplex(`selections nest at most ${GRAPHQL_LIMITS.maxDepth} levels`, context, s);

@@ -1,8 +1,11 @@
 // What each caller's schema shows (docs/graphql.md "Permissions"), and documents built to cost a lot:
 // each answers a GraphQL error with a code (and the Problem type and status), never a 500.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { buildClientSchema, getIntrospectionQuery, lexicographicSortSchema, printSchema } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeed, writeSeed } from '../support/query-seed.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { SHOP, startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
 let catalogKey: string;
@@ -65,6 +68,14 @@ describe('per-role schemas', () => {
     expect(rootNames(admin)).toEqual(['city', 'cityAggregate', 'cityList', 'cityPage', 'customer', 'customerAggregate', 'customerList', 'customerPage', 'order', 'orderAggregate', 'orderItem', 'orderItemAggregate', 'orderItemList', 'orderItemPage', 'orderList', 'orderPage', 'product', 'productAggregate', 'productList', 'productPage']);
     const catalogStaging = (await t.createKey(['catalog'], { environment: 'staging' })).key;
     expect(rootNames(await post({ query: ROOTS }, { key: catalogStaging, environment: 'staging' }))).toEqual(['city', 'cityAggregate', 'cityList', 'cityPage', 'product', 'productAggregate', 'productList', 'productPage']);
+  });
+
+  it("the admin's schema, introspected, is generated/schema.graphql", async () => {
+    const res = await post({ query: getIntrospectionQuery() }, { key: stagingAdminKey, environment: 'staging' });
+    expect(res.status, res.text).toBe(200);
+    const served = printSchema(lexicographicSortSchema(buildClientSchema(res.body.data)));
+    const file = await readFile(path.join(SHOP, 'generated/schema.graphql'), 'utf8');
+    expect(`${served}\n`).toBe(file.replace(/^(#.*\n)+\n/, ''));
   });
 
   it('hidden fields and relations are absent from a type; unreadable types do not exist', async () => {
@@ -143,6 +154,14 @@ describe('hostile documents', () => {
     expectRefused(await post({ query: `{ ${roots} }` }), 'QUERY_TOO_COMPLEX', /at most 10 root fields/);
     const fields = Array.from({ length: 600 }, (_, i) => `f${i}: id`).join(' ');
     expectRefused(await post({ query: `{ cityList { ${fields} } }` }), 'QUERY_TOO_COMPLEX', /more than 500/);
+  });
+
+  it('introspection nested to multiply its answer is refused (graphql-js MaxIntrospectionDepthRule)', async () => {
+    expectRefused(
+      await post({ query: '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }' }, { key: stagingAdminKey, environment: 'staging' }),
+      'GRAPHQL_VALIDATION_FAILED',
+      /Maximum introspection depth exceeded/,
+    );
   });
 
   it('fragment cycles are refused; a fragment bomb is counted as spread', async () => {
