@@ -19,6 +19,8 @@ export type GraphQLContext = {
   readonly data: Omit<DataContext, 'table' | 'grant'>;
   /** Logs a fault that is answered as an internal error (its message is not the caller's). */
   readonly log: (error: unknown) => void;
+  /** A field met a fault that passes by itself (database busy or away): the answer says when to retry. */
+  readonly retryAfter: (seconds: string) => void;
 };
 
 /** A GraphQL error carrying the REST Problem's kind as `code`, its `type` and `status` (docs/graphql.md "Errors"). */
@@ -135,7 +137,10 @@ export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (sou
   const meta = def?.extensions.svcgen as RootFieldMeta | ObjectFieldMeta | undefined;
   if (meta && 'kind' in meta) {
     return resolveRoot(meta, args, context, info).catch((error: unknown) => {
-      throw problemError(toProblem(error, context), info);
+      const problem = toProblem(error, context);
+      const retry = problem.headers['retry-after'];
+      if (retry !== undefined) context.retryAfter(retry);
+      throw problemError(problem, info);
     });
   }
   if (meta) return (source as Record<string, unknown> | null)?.[info.path.key as string] ?? null;

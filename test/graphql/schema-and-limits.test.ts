@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { buildClientSchema, getIntrospectionQuery, lexicographicSortSchema, printSchema } from 'graphql';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeed, writeSeed } from '../support/query-seed.ts';
 import { SHOP, startTestServer, type TestServer } from '../support/server.ts';
@@ -20,6 +21,7 @@ beforeAll(async () => {
     configPatch: (raw) => {
       raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total'] } } } };
       raw.graphql = { introspection: ['staging'] };
+      raw.database = { ...raw.database, statementTimeoutMs: 1000 };
     },
   });
   await writeSeed(t.db, buildSeed());
@@ -104,6 +106,24 @@ describe('execution', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.errors).toBeUndefined();
     expect(statements.filter((s) => s.includes('"env_master".'))).toHaveLength(5);
+  });
+
+  it('a database fault in one root field: that field null with its code and Retry-After, the others answer', async () => {
+    const locker = new pg.Client({ connectionString: t.database.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE env_master."Order" IN ACCESS EXCLUSIVE MODE');
+      const res = await post({ query: '{ orderList(limit: 1) { id } cityList(limit: 1) { id } }' });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data).toEqual({ orderList: null, cityList: [{ id: 1 }] });
+      expect(res.body.errors).toHaveLength(1);
+      expect(res.body.errors[0]).toMatchObject({ path: ['orderList'], extensions: { code: 'STATEMENT_TIMEOUT', type: '/errors/statement-timeout', status: 503, retryAfter: 1 } });
+      expect(res.headers.get('retry-after')).toBe('1');
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      await locker.end();
+    }
   });
 });
 

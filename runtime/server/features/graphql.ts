@@ -62,6 +62,8 @@ interface RequestContext {
   readonly req: ApiRequest;
   /** Set when execution answered no data at all (variables that could not be coerced): a request error. */
   noData?: boolean;
+  /** Retry-After of a field's database fault, sent as the answer's header. */
+  retryAfter?: string;
 }
 
 /** Errors graphql-js raises itself get the code, type and status every answer's errors carry. */
@@ -102,6 +104,9 @@ export function graphqlHandler(services: Services): Handler {
         basePath: services.basePath,
       },
       log: (error) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed'),
+      retryAfter: (seconds) => {
+        req.context.retryAfter = seconds;
+      },
     }),
     parse: parseBounded as never,
     validationRules: (req, _args, specified) => [...specified, QueriesOnlyRule, CostRule, ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule])],
@@ -135,7 +140,8 @@ export function graphqlHandler(services: Services): Handler {
       // GraphQL over HTTP: with application/graphql-response+json, a response without data is a 4xx
       // (graphql-http sends 200 for a failed variable coercion, which execution reports).
       const requestError = context.noData === true && init.status === 200 && init.headers?.['content-type']?.startsWith('application/graphql-response+json') === true;
-      return { status: requestError ? 400 : init.status, headers: { ...init.headers, ...headers }, body: text ?? undefined };
+      const retry: Record<string, string> = context.retryAfter !== undefined ? { 'retry-after': context.retryAfter } : {};
+      return { status: requestError ? 400 : init.status, headers: { ...init.headers, ...headers, ...retry }, body: text ?? undefined };
     } catch (error) {
       if (error instanceof Problem) Object.assign(error.headers, headers);
       throw error;
