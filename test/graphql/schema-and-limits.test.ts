@@ -22,6 +22,7 @@ beforeAll(async () => {
       raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total'] } } } };
       raw.graphql = { introspection: ['staging'] };
       raw.database = { ...raw.database, statementTimeoutMs: 1000 };
+      raw.cors = { origins: ['https://app.example'] };
     },
   });
   await writeSeed(t.db, buildSeed());
@@ -213,6 +214,20 @@ describe('hostile documents', () => {
     const noProject = await t.request('POST', '/gw/api/graphql', { project: false, body: { query: '{ __typename }' } });
     expect(noProject.status).toBe(400);
     expect(noProject.body.type).toBe('/errors/missing-project');
+  });
+
+  it('browsers: CORS preflight and answers as for the data API', async () => {
+    const preflight = await fetch(`${t.url}/gw/api/graphql`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,authorization,x-project-id' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type,authorization,x-project-id');
+    const res = await t.request('POST', '/gw/api/graphql', { body: { query: '{ __typename }' }, headers: { origin: 'https://app.example' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(res.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining');
   });
 
   it('answers carry the rate-limit headers of data requests', async () => {
