@@ -3,7 +3,7 @@
  * `runtime/model`. Everything the later stages know about the data model comes from here.
  */
 import type { DMMF } from '../prisma/index.ts';
-import { RESERVED_PATH_NAMES, type ClientDefault, type FieldSpec, type RelationSpec, type ScalarType, type TableSpec } from '../../runtime/model/index.ts';
+import { RESERVED_PATH_NAMES, type ClientDefault, type FieldSpec, type IndexSpec, type RelationSpec, type ScalarType, type TableSpec } from '../../runtime/model/index.ts';
 
 export class ModelError extends Error {
   constructor(readonly problems: string[]) {
@@ -86,6 +86,24 @@ function describeRelation(model: DMMF.Model, field: DMMF.Field, models: Map<stri
   };
 }
 
+/**
+ * The model's B-tree indexes, primary key first, duplicates dropped. DMMF lists `@id`/`@unique`
+ * next to `@@id`/`@@unique`/`@@index` with field names (not column names) and sort orders.
+ */
+function describeIndexes(model: DMMF.Model, all: readonly DMMF.Index[], primaryKey: readonly string[]): IndexSpec[] {
+  const out: IndexSpec[] = [{ fields: primaryKey, unique: true }];
+  const seen = new Set([primaryKey.join(',')]);
+  for (const index of all) {
+    if (index.model !== model.name || index.type === 'fulltext' || (index.algorithm !== undefined && index.algorithm !== 'BTree')) continue;
+    const fields = index.fields.map((f) => (f.sortOrder === 'desc' ? `-${f.name}` : f.name));
+    const key = fields.join(',');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ fields, unique: index.type !== 'normal' });
+  }
+  return out;
+}
+
 export function describeModel(dmmf: DMMF.Document): TableSpec[] {
   const problems: string[] = [];
   const enums = new Map(dmmf.datamodel.enums.map((e) => [e.name, e]));
@@ -126,7 +144,8 @@ export function describeModel(dmmf: DMMF.Document): TableSpec[] {
         fields.push(describeField(field, enums));
       }
     }
-    tables.push({ name: model.name, dbName: model.dbName ?? model.name, primaryKey, fields, relations });
+    const indexes = primaryKey.length > 0 ? describeIndexes(model, dmmf.datamodel.indexes ?? [], primaryKey) : [];
+    tables.push({ name: model.name, dbName: model.dbName ?? model.name, primaryKey, fields, relations, indexes });
   }
   if (problems.length > 0) throw new ModelError(problems);
   return tables;

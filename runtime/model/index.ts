@@ -70,12 +70,25 @@ export interface RelationSpec {
   readonly nullable: boolean;
 }
 
+/**
+ * A B-tree index the schema declares (`@id`, `@unique`, `@@id`, `@@unique`, `@@index`): its fields
+ * in index order, a field the index keeps in descending order written `-field` as in the API's
+ * `sort`. Other index kinds (Hash, GIN, GiST, ...) are left out. Only runtime/rest/cost.ts reads these.
+ */
+export interface IndexSpec {
+  readonly fields: readonly string[];
+  /** Declared by `@id`, `@@id`, `@unique` or `@@unique`: equality on every field finds at most one row. */
+  readonly unique: boolean;
+}
+
 export interface TableSpec {
   readonly name: string;
   readonly dbName: string;
   readonly primaryKey: readonly string[];
   readonly fields: readonly FieldSpec[];
   readonly relations: readonly RelationSpec[];
+  /** The primary key first, then the other indexes as the schema declares them. */
+  readonly indexes: readonly IndexSpec[];
 }
 
 export interface TableValidators {

@@ -8,19 +8,27 @@
  * - every aggregate (it reads every matching row);
  * - a list asking `Prefer: count=exact` (it counts every matching row);
  * - a page larger than the default (limit > 100) or an offset above 1000 (skipped rows are read too);
- * - a list whose filter, with the caller's row permission ANDed in, has no index to go by: unless it
- *   ANDs an equality (`equals`, `in`) on an indexed field, which leaves few rows, every compared field
- *   must be indexed and compared by equality or range;
- * - a list sorted first by a field no index covers (all matching rows are sorted to cut one page),
- *   unless the filter leaves few rows as above;
+ * - a list whose filter, with the caller's row permission ANDed in, no index serves, or whose sort
+ *   no index covers (all matching rows are read and sorted to cut one page);
  * - a list or a GET by id embedding a relation whose rows the target cannot find by an index (each
  *   record's embed scans the target table).
  *
- * "Indexed" means what the model description knows: an @id or @unique field, or the first field of
- * a composite primary key. It carries no @@index (runtime/model), so a field indexed only by
- * @@index or by hand counts as unindexed, and a read on it is budgeted like any other scan.
+ * The indexes are the model's B-tree ones (`@id`, `@unique`, `@@id`, `@@unique`, `@@index`; each an
+ * ordered list of fields, runtime/model `IndexSpec`); an index made by hand outside the schema is
+ * unknown here. With E the fields the filter ANDs an equality on (`equals`, `in`):
+ *
+ * 1. E covering every field of a unique index leaves at most a few rows: filter and sort are cheap.
+ * 2. Otherwise the filter is served when E covers a leading prefix of some index (other ANDed terms
+ *    then only sift the rows that index finds, and a range on the next field is fine too), or, with
+ *    no such equality, when every compared field leads an index and is compared by equality or range.
+ * 3. And the sort is covered when, after leaving out fields fixed by `equals`, its fields continue a
+ *    prefix of `equals` fields of some index in that index's order, with every direction the same as
+ *    the index's or every one reversed (a B-tree reads both ways). So with `@@index([status, total])`,
+ *    `status=equals.open&sort=-total` is cheap; `sort=total,status`, `sort=status,-total` and
+ *    `status=in.(open,paid)&sort=total` are not. Sort terms after a whole unique index are free.
+ * 4. An embed is found by an index when the target's foreign-key fields lead one of its indexes.
  */
-import { LIMITS, type FieldSpec } from '../model/index.ts';
+import { LIMITS } from '../model/index.ts';
 import type { Catalog, CatalogTable, Condition, OrderTerm, SelectItem } from '../query/index.ts';
 
 /** The largest page that is not expensive: the default one. */
@@ -30,8 +38,10 @@ export const LARGE_OFFSET = 1000;
 
 /** Operators a B-tree index serves. */
 const INDEX_OPERATORS = new Set(['equals', 'in', 'gt', 'gte', 'lt', 'lte', 'between']);
-/** Operators that leave at most a few rows on an indexed field. */
+/** Operators that pin a field to one value or a few: an index finds their rows directly. */
 const SELECTIVE_OPERATORS = new Set(['equals', 'in']);
+/** The operator that pins a field to one value, so rows found by an index keep its order. */
+const EQUALS = new Set(['equals']);
 
 export interface ListShape {
   readonly where: Condition;
@@ -42,13 +52,42 @@ export interface ListShape {
   readonly count: boolean;
 }
 
-function indexed(table: CatalogTable, field: FieldSpec | undefined): boolean {
-  return field !== undefined && (field.id || field.unique || table.spec.primaryKey[0] === field.name);
+interface Index {
+  readonly fields: readonly string[];
+  /** Per field: kept in descending order. */
+  readonly desc: readonly boolean[];
+  readonly unique: boolean;
 }
 
-/** The fields of `table` an index covers, for telling a refused caller what to filter or sort on. */
+const indexCache = new WeakMap<CatalogTable, readonly Index[]>();
+
+function indexesOf(table: CatalogTable): readonly Index[] {
+  let indexes = indexCache.get(table);
+  if (!indexes) {
+    indexes = table.spec.indexes.map((i) => ({
+      fields: i.fields.map((f) => f.replace(/^-/, '')),
+      desc: i.fields.map((f) => f.startsWith('-')),
+      unique: i.unique,
+    }));
+    indexCache.set(table, indexes);
+  }
+  return indexes;
+}
+
+/** How many leading fields of `index` are in `fields`. */
+function prefixIn(index: Index, fields: ReadonlySet<string>): number {
+  let n = 0;
+  while (n < index.fields.length && fields.has(index.fields[n]!)) n++;
+  return n;
+}
+
+function leadsAnIndex(table: CatalogTable, field: string): boolean {
+  return indexesOf(table).some((i) => i.fields[0] === field);
+}
+
+/** The fields that lead an index of `table`, for telling a refused caller what to filter or sort on. */
 export function indexedFields(table: CatalogTable): string[] {
-  return table.spec.fields.filter((f) => indexed(table, f)).map((f) => f.name);
+  return table.spec.fields.filter((f) => leadsAnIndex(table, f.name)).map((f) => f.name);
 }
 
 function compares(condition: Condition): Array<Condition & { kind: 'compare' }> {
@@ -65,15 +104,36 @@ function compares(condition: Condition): Array<Condition & { kind: 'compare' }> 
   }
 }
 
-/** Whether a compare is on a field of this table an index serves with this operator. */
-function indexable(table: CatalogTable, c: Condition & { kind: 'compare' }, operators: ReadonlySet<string>): boolean {
-  return c.path.length === 1 && operators.has(c.op) && indexed(table, table.fields.get(c.path[0]!));
+/** The terms ANDed at the top of `where`, nested ANDs flattened. */
+function andedTerms(where: Condition): Condition[] {
+  return where.kind === 'and' ? where.items.flatMap(andedTerms) : [where];
 }
 
-/** An AND-ed equality on an indexed field: the rows are found by the index and are few. */
-function selective(table: CatalogTable, where: Condition): boolean {
-  const terms = where.kind === 'and' ? where.items : [where];
-  return terms.some((t) => t.kind === 'compare' && indexable(table, t, SELECTIVE_OPERATORS));
+/** Fields of this table the ANDed terms compare with one of `operators`. */
+function andedFields(terms: readonly Condition[], operators: ReadonlySet<string>): Set<string> {
+  const out = new Set<string>();
+  for (const t of terms) if (t.kind === 'compare' && t.path.length === 1 && operators.has(t.op)) out.add(t.path[0]!);
+  return out;
+}
+
+/** Whether some index gives the rows in `order` once the `fixed` fields are pinned by equality. */
+function sortCovered(table: CatalogTable, order: readonly OrderTerm[], fixed: ReadonlySet<string>): boolean {
+  const rest = order.filter((t) => !fixed.has(t.field));
+  if (rest.length === 0) return true;
+  return indexesOf(table).some((index) => {
+    const start = prefixIn(index, fixed);
+    let reversed: boolean | undefined;
+    for (let j = 0; j < rest.length; j++) {
+      const at = start + j;
+      // Past a whole unique index the order is total: later terms change nothing.
+      if (at === index.fields.length) return index.unique && j > 0;
+      if (index.fields[at] !== rest[j]!.field) return false;
+      const flip = (rest[j]!.direction === 'desc') !== index.desc[at];
+      if (reversed === undefined) reversed = flip;
+      else if (reversed !== flip) return false;
+    }
+    return true;
+  });
 }
 
 /** Why an embed in `select` scans its target table, or undefined when each embed is found by an index. */
@@ -82,7 +142,10 @@ function embedCost(catalog: Catalog, table: CatalogTable, select: readonly Selec
     if (item.kind !== 'embed') continue;
     const relation = table.relations.get(item.relation)!;
     const target = catalog.require(relation.target);
-    if (!indexed(target, target.fields.get(relation.targetFields[0]!))) return `an embed of ${item.relation}, whose ${target.spec.name}.${relation.targetFields[0]} no index covers`;
+    const keys = new Set(relation.targetFields);
+    if (!indexesOf(target).some((i) => prefixIn(i, keys) > 0)) {
+      return `an embed of ${item.relation}, whose ${target.spec.name}.${relation.targetFields.join(', ')} no index covers`;
+    }
     const nested = embedCost(catalog, target, item.items);
     if (nested) return nested;
   }
@@ -94,11 +157,16 @@ export function listCost(catalog: Catalog, table: CatalogTable, list: ListShape)
   if (list.count) return 'Prefer: count=exact';
   if (list.limit > LARGE_PAGE) return `a page of ${list.limit} (more than ${LARGE_PAGE})`;
   if (list.offset > LARGE_OFFSET) return `an offset of ${list.offset} (more than ${LARGE_OFFSET})`;
-  if (!selective(table, list.where)) {
-    const unindexed = compares(list.where).find((c) => !indexable(table, c, INDEX_OPERATORS));
-    if (unindexed) return `a filter on ${unindexed.path.join('.')} (${unindexed.op}) that no index serves`;
-    const first = list.orderBy[0];
-    if (first && !indexed(table, table.fields.get(first.field))) return `a sort on ${first.field}, which no index covers`;
+  const terms = andedTerms(list.where);
+  const equal = andedFields(terms, SELECTIVE_OPERATORS);
+  if (!indexesOf(table).some((i) => i.unique && prefixIn(i, equal) === i.fields.length)) {
+    if (!indexesOf(table).some((i) => prefixIn(i, equal) > 0)) {
+      const unserved = compares(list.where).find((c) => c.path.length !== 1 || !INDEX_OPERATORS.has(c.op) || !leadsAnIndex(table, c.path[0]!));
+      if (unserved) return `a filter on ${unserved.path.join('.')} (${unserved.op}) that no index serves`;
+    }
+    if (!sortCovered(table, list.orderBy, andedFields(terms, EQUALS))) {
+      return `a sort on ${list.orderBy.map((t) => (t.direction === 'desc' ? `-${t.field}` : t.field)).join(',')}, which no index covers`;
+    }
   }
   return embedCost(catalog, table, list.select);
 }

@@ -42,6 +42,8 @@ model Item {
   order     Order    @relation(fields: [orderId], references: [id])
   createdAt DateTime @default(now())
   updatedAt DateTime @updatedAt
+
+  @@index([orderId])
 }
 `;
 
@@ -57,6 +59,9 @@ const edit = (from: string, to: string) => {
 
 const CASES: [string, { after: string; want: Pick<ApiChange, 'kind' | 'subject' | 'breaking'>[] }][] = [
   ['no change', { after: BASE, want: [] }],
+  // Indexes only decide which reads are expensive (docs/config.md): no change to the API.
+  ['indexes added', { after: edit('  items     Item[]', '  items     Item[]\n  @@index([status, total(sort: Desc)])\n  @@index([note])'), want: [] }],
+  ['an index removed', { after: edit('  @@index([orderId])\n', ''), want: [] }],
   ['optional field added', { after: edit('  note      String?', '  note      String?\n  memo      String?'), want: [{ kind: 'field added', subject: 'Order.memo', breaking: false }] }],
   ['defaulted field added', { after: edit('  note      String?', '  note      String?\n  n Int @default(0)'), want: [{ kind: 'field added', subject: 'Order.n', breaking: false }] }],
   ['required field added', { after: edit('  note      String?', '  note      String?\n  code      String'), want: [{ kind: 'field added', subject: 'Order.code', breaking: true }] }],

@@ -1,8 +1,11 @@
 // Which reads are expensive (runtime/rest/cost.ts; docs/config.md `database.expensiveRead*`): the
 // rule that sends a read through the expensive-read budget, on the shop example's tables, without
 // a database. The budget under load: test/rest/fairness.test.ts. One row per case.
-import { describe, expect, it } from 'vitest';
-import type { Condition, OrderTerm, SelectItem } from '../../runtime/query/index.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { describeModel } from '../../generator/model/describe-model.ts';
+import { readDmmf } from '../../generator/prisma/index.ts';
+import type { TableModule } from '../../runtime/model/index.ts';
+import { Catalog, type Condition, type OrderTerm, type SelectItem } from '../../runtime/query/index.ts';
 import { AGGREGATE_COST, indexedFields, LARGE_OFFSET, LARGE_PAGE, listCost, readOneCost, type ListShape } from '../../runtime/rest/cost.ts';
 import { catalog, cmp, table, TRUE } from '../support/query-unit.ts';
 
@@ -10,6 +13,8 @@ const and = (...items: Condition[]): Condition => ({ kind: 'and', items });
 const or = (...items: Condition[]): Condition => ({ kind: 'or', items });
 const not = (item: Condition): Condition => ({ kind: 'not', item });
 const sort = (field: string, direction: 'asc' | 'desc' = 'asc'): OrderTerm[] => [{ field, direction }];
+/** `sorts('status', '-total')`: several sort terms as the API's `sort=status,-total` spells them. */
+const sorts = (...terms: string[]): OrderTerm[] => terms.flatMap((t) => (t.startsWith('-') ? sort(t.slice(1), 'desc') : sort(t)));
 const embed = (relation: string, items: SelectItem[] = []): SelectItem => ({ kind: 'embed', relation, alias: relation, items });
 const list = (shape: Partial<ListShape>): ListShape => ({ where: TRUE, orderBy: [], select: null, limit: 100, offset: 0, count: false, ...shape });
 
@@ -54,6 +59,101 @@ describe('listCost', () => {
   it('draws the lines at the default page and an offset of 1000', () => {
     expect([LARGE_PAGE, LARGE_OFFSET]).toEqual([100, 1000]);
     expect(AGGREGATE_COST).toBe('an aggregate');
+  });
+});
+
+// Indexes beyond @id and @unique, read from a schema by the generator's own describe-model.
+const INDEXED = `datasource db {
+  provider = "postgresql"
+}
+model Ticket {
+  id        Int      @id
+  status    String
+  total     Float
+  placedAt  DateTime
+  shopId    Int
+  code      String
+  region    String
+  note      String
+  lines     Line[]
+  tags      Tag[]
+  createdAt DateTime @default(now())
+  updatedAt DateTime @updatedAt
+
+  @@index([status, total])
+  @@index([placedAt(sort: Desc), total])
+  @@unique([shopId, code])
+  @@index([region], type: Hash)
+}
+model Line {
+  id        Int      @id
+  ticketId  Int
+  ticket    Ticket   @relation(fields: [ticketId], references: [id])
+  createdAt DateTime @default(now())
+  updatedAt DateTime @updatedAt
+
+  @@index([ticketId, id])
+}
+model Tag {
+  id        Int      @id
+  ticketId  Int
+  label     String
+  ticket    Ticket   @relation(fields: [ticketId], references: [id])
+  createdAt DateTime @default(now())
+  updatedAt DateTime @updatedAt
+
+  @@index([label, ticketId])
+}
+`;
+
+describe('listCost with composite indexes (@@index, @@unique, descending fields)', () => {
+  let indexed: Catalog;
+  beforeAll(async () => {
+    const tables = describeModel(await readDmmf(INDEXED));
+    indexed = new Catalog(Object.fromEntries(tables.map((spec) => [spec.name, { spec, validators: {} } as unknown as TableModule])));
+  });
+
+  it('carries the indexes in the model description, primary key first, Hash left out', () => {
+    expect(indexed.require('Ticket').spec.indexes).toEqual([
+      { fields: ['id'], unique: true },
+      { fields: ['status', 'total'], unique: false },
+      { fields: ['-placedAt', 'total'], unique: false },
+      { fields: ['shopId', 'code'], unique: true },
+    ]);
+    expect(indexedFields(indexed.require('Ticket'))).toEqual(['id', 'status', 'placedAt', 'shopId']);
+  });
+
+  it.each<[string, ListShape, string | undefined]>([
+    ['equality on the leading field', list({ where: cmp('status', 'equals', 'open') }), undefined],
+    ['an in on the leading field', list({ where: cmp('status', 'in', ['open', 'paid']) }), undefined],
+    ['equality on the leading field and a range on the next', list({ where: and(cmp('status', 'equals', 'open'), cmp('total', 'gt', 10)) }), undefined],
+    ['equality on the leading field sifted by an unindexed term', list({ where: and(cmp('status', 'equals', 'open'), cmp('note', 'contains', 'x')) }), undefined],
+    ['equality on the second field only', list({ where: cmp('total', 'equals', 10) }), 'a filter on total (equals) that no index serves'],
+    ['a range on the leading field', list({ where: cmp('placedAt', 'gte', '2026-01-01') }), undefined],
+    ['a Hash index does not count', list({ where: cmp('region', 'equals', 'eu') }), 'a filter on region (equals) that no index serves'],
+    ['status=equals.open&sort=-total', list({ where: cmp('status', 'equals', 'open'), orderBy: sorts('-total') }), undefined],
+    ['status=equals.open&sort=total', list({ where: cmp('status', 'equals', 'open'), orderBy: sorts('total') }), undefined],
+    ['status=equals.open&sort=status,-total', list({ where: cmp('status', 'equals', 'open'), orderBy: sorts('status', '-total') }), undefined],
+    ['sort=status,total', list({ orderBy: sorts('status', 'total') }), undefined],
+    ['sort=-status,-total', list({ orderBy: sorts('-status', '-total') }), undefined],
+    ['sort=status alone', list({ orderBy: sorts('status') }), undefined],
+    ['wrong order: sort=total,status', list({ orderBy: sorts('total', 'status') }), 'a sort on total,status, which no index covers'],
+    ['mixed directions: sort=status,-total', list({ orderBy: sorts('status', '-total') }), 'a sort on status,-total, which no index covers'],
+    ['the sort skips a field of the index', list({ where: cmp('total', 'equals', 1), orderBy: sorts('status') }), 'a filter on total (equals) that no index serves'],
+    ['a sort past the index', list({ orderBy: sorts('status', 'total', 'note') }), 'a sort on status,total,note, which no index covers'],
+    ['an in does not fix the order', list({ where: cmp('status', 'in', ['open', 'paid']), orderBy: sorts('total') }), 'a sort on total, which no index covers'],
+    ['a range does not fix the order', list({ where: cmp('status', 'gt', 'a'), orderBy: sorts('total') }), 'a sort on total, which no index covers'],
+    ['a sort on an unrelated field behind an equality prefix', list({ where: cmp('status', 'equals', 'open'), orderBy: sorts('note') }), 'a sort on note, which no index covers'],
+    ['a descending index field read forwards: sort=-placedAt,total', list({ orderBy: sorts('-placedAt', 'total') }), undefined],
+    ['a descending index field read backwards: sort=placedAt,-total', list({ orderBy: sorts('placedAt', '-total') }), undefined],
+    ['a descending index field, mixed: sort=placedAt,total', list({ orderBy: sorts('placedAt', 'total') }), 'a sort on placedAt,total, which no index covers'],
+    ['every field of a composite unique: any sort', list({ where: and(cmp('shopId', 'equals', 1), cmp('code', 'equals', 'A'), cmp('note', 'contains', 'x')), orderBy: sorts('note') }), undefined],
+    ['part of a composite unique: the sort must be covered', list({ where: cmp('shopId', 'equals', 1), orderBy: sorts('note') }), 'a sort on note, which no index covers'],
+    ['part of a composite unique, sorted by the rest', list({ where: cmp('shopId', 'equals', 1), orderBy: sorts('-code', 'note') }), undefined],
+    ['an embed through a foreign key leading an index', list({ select: [embed('lines')] }), undefined],
+    ['an embed through a foreign key second in an index', list({ select: [embed('tags')] }), 'an embed of tags, whose Tag.ticketId no index covers'],
+  ])('%s', (_name, shape, want) => {
+    expect(listCost(indexed, indexed.require('Ticket'), shape)).toBe(want);
   });
 });
 

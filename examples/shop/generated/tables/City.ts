@@ -29,6 +29,9 @@ export const City = defineTable({
     relations: [
       { name: 'customers', target: 'Customer', kind: 'many', fields: ['id'], targetFields: ['cityId'], nullable: false },
     ],
+    indexes: [
+      { fields: ['id'], unique: true },
+    ],
   },
   validators: {
     create: z.strictObject({

@@ -33,6 +33,10 @@ export const Customer = defineTable({
       { name: 'city', target: 'City', kind: 'one', fields: ['cityId'], targetFields: ['id'], nullable: true },
       { name: 'orders', target: 'Order', kind: 'many', fields: ['id'], targetFields: ['customerId'], nullable: false },
     ],
+    indexes: [
+      { fields: ['id'], unique: true },
+      { fields: ['email'], unique: true },
+    ],
   },
   validators: {
     create: z.strictObject({

@@ -45,6 +45,9 @@ export const Order = defineTable({
       { name: 'customer', target: 'Customer', kind: 'one', fields: ['customerId'], targetFields: ['id'], nullable: false },
       { name: 'items', target: 'OrderItem', kind: 'many', fields: ['id'], targetFields: ['orderId'], nullable: false },
     ],
+    indexes: [
+      { fields: ['id'], unique: true },
+    ],
   },
   validators: {
     create: z.strictObject({

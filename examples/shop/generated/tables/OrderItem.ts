@@ -19,6 +19,9 @@ export const OrderItem = defineTable({
       { name: 'order', target: 'Order', kind: 'one', fields: ['orderId'], targetFields: ['id'], nullable: false },
       { name: 'product', target: 'Product', kind: 'one', fields: ['productId'], targetFields: ['id'], nullable: false },
     ],
+    indexes: [
+      { fields: ['orderId', 'productId'], unique: true },
+    ],
   },
   validators: {
     create: z.strictObject({

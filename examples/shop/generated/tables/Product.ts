@@ -31,6 +31,10 @@ export const Product = defineTable({
     relations: [
       { name: 'items', target: 'OrderItem', kind: 'many', fields: ['id'], targetFields: ['productId'], nullable: false },
     ],
+    indexes: [
+      { fields: ['id'], unique: true },
+      { fields: ['sku'], unique: true },
+    ],
   },
   validators: {
     create: z.strictObject({
