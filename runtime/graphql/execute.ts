@@ -91,7 +91,9 @@ async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, c
       return found.length ? JSON.parse(found[0]![0] as string) : null;
     }
     case 'page': {
-      const nodes = [...collectFields(sel, rootType, rootSelection(info))].filter(([, n]) => n[0]!.name.value === 'nodes');
+      const members = [...collectFields(sel, rootType, rootSelection(info))];
+      const nodes = members.filter(([, n]) => n[0]!.name.value === 'nodes');
+      const count = members.some(([, n]) => n[0]!.name.value === 'totalCount');
       if (nodes.length > 1) throw new QueryError(`${info.fieldName}.nodes`, 'select nodes once per page (one statement answers it)');
       const nodesField = rootType.getFields().nodes!;
       const nodeSet = nodes.length ? { kind: Kind.SELECTION_SET, selections: nodes[0]![1].flatMap((n) => n.selectionSet?.selections ?? []) } : undefined;
@@ -110,15 +112,22 @@ async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, c
           throw error;
         }
       }
-      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit: limit + 1, offset: 0, after });
+      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit: limit + 1, offset: 0, after }, { count });
       if (after && after.length !== compiled.keyColumns) throw new QueryError('after', 'not a cursor of this query');
-      const cost = listCost(ctx.catalog, ctx.table, { where: { kind: 'and', items: [where, ctx.grant.rows] }, orderBy, select, limit, offset: 0, count: false });
-      const all = await rows(ctx, cost, compiled.sql, scope.params.values);
+      const cost = listCost(ctx.catalog, ctx.table, { where: { kind: 'and', items: [where, ctx.grant.rows] }, orderBy, select, limit, offset: 0, count });
+      let all = await rows(ctx, cost, compiled.sql, scope.params.values);
+      let totalCount: number | undefined;
+      if (count) {
+        // The count rides on every row; with no row on the page, one row holds it alone.
+        totalCount = Number(all[0]?.[compiled.keyColumns + 1] ?? 0);
+        if (all.length === 1 && all[0]![0] === null) all = [];
+      }
       const page = all.slice(0, limit);
       const last = page[page.length - 1];
       return {
         nodes: page.map((r) => JSON.parse(r[0] as string)),
         pageInfo: { hasNextPage: all.length > limit, endCursor: last ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[]) : null },
+        totalCount,
       };
     }
     case 'aggregate': {

@@ -332,7 +332,11 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     query[names.page] = {
       type: new GraphQLObjectType({
         name: typeNames(t.name).page,
-        fields: { nodes: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(object))) }, pageInfo: { type: new GraphQLNonNull(PageInfo) } },
+        fields: {
+          nodes: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(object))) },
+          pageInfo: { type: new GraphQLNonNull(PageInfo) },
+          totalCount: { type: new GraphQLNonNull(GraphQLInt), description: "Records matching where, on every page (REST's Prefer: count=exact): counted only when selected" },
+        },
       }),
       description: `A page of ${t.name} records after a cursor (keyset pagination)`,
       args: { ...listArgs(t, 'first'), after: { type: GraphQLString } },

@@ -207,6 +207,23 @@ describe('GraphQL data equals the REST answer', () => {
     expect(data.orderList).toEqual(expected.map((r: any) => ({ note: null, ...r })));
   });
 
+  it("a page's totalCount is REST's Prefer: count=exact, on the first page and after a cursor, and 0 when nothing matches", async () => {
+    for (const who of ['admin', 'customer'] as const) {
+      const caller = callers[who]!();
+      const res = await t.request('GET', `/gw/api/rest/Order?${qs('status=equals.open&sort=total&limit=2&select=id')}`, { key: false, headers: { ...headers(caller), prefer: 'count=exact' } });
+      expect(res.status, res.text).toBe(200);
+      const first = await graphql(caller, '{ orderPage(first: 2, where: { status: { equals: open } }, orderBy: [{ total: ASC }]) { nodes { id } totalCount pageInfo { endCursor } } }');
+      expect(first.orderPage.nodes).toEqual(res.body.data);
+      expect(first.orderPage.totalCount).toBe(res.body.meta.pagination.totalCount);
+      expect(first.orderPage.totalCount).toBeGreaterThan(1);
+      const next = await graphql(caller, 'query($a: String) { orderPage(first: 2, after: $a, where: { status: { equals: open } }, orderBy: [{ total: ASC }]) { totalCount } }', { a: first.orderPage.pageInfo.endCursor });
+      expect(next.orderPage.totalCount).toBe(first.orderPage.totalCount);
+    }
+    expect(await graphql(callers.admin!(), '{ orderPage(where: { id: { equals: -1 } }) { nodes { id } totalCount pageInfo { hasNextPage endCursor } } }')).toEqual({
+      orderPage: { nodes: [], totalCount: 0, pageInfo: { hasNextPage: false, endCursor: null } },
+    });
+  });
+
   it('two aliases of one relation with different arguments each get their own rows', async () => {
     const data = await graphql(
       callers.admin!(),
