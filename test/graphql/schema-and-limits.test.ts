@@ -208,6 +208,11 @@ describe('hostile documents', () => {
   it('syntax errors, unknown operations, no credentials', async () => {
     expectRefused(await post({ query: '{ cityList { id ' }), 'GRAPHQL_PARSE_FAILED');
     expectRefused(await post({ query: 'mutation { x }' }), 'GRAPHQL_VALIDATION_FAILED');
+    // Batching is off: an array of requests is not a GraphQL request.
+    const batch = await post([{ query: '{ __typename }' }, { query: '{ __typename }' }]);
+    expect(batch.status).toBe(400);
+    expect(batch.body.data).toBeUndefined();
+    expect(batch.body.errors[0].extensions).toMatchObject({ code: 'BAD_REQUEST', status: 400 });
     const anonymous = await t.request('POST', '/gw/api/graphql', { key: false, body: { query: '{ __typename }' } });
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('content-type')).toBe('application/problem+json');
