@@ -11,6 +11,8 @@
  *
  * BENCH_CONFIG_PATCH (optional, JSON): merged into the config before it is parsed — objects key by
  * key, anything else replaced (./auth.ts adds a role, turns e-mail verification off, sets auth.jwe).
+ * BENCH_SVCGEN_WORKER=false: no in-process webhook delivery worker (./bulk.ts measures the write
+ * path alone: events are queued, nothing delivers them).
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -47,6 +49,7 @@ await runChild(async () => {
     databaseUrl,
     port: 0,
     host: '127.0.0.1',
+    worker: process.env.BENCH_SVCGEN_WORKER !== 'false',
     log: (message) => console.error(`[svcgen] ${message}`),
   });
   return { port: server.port, close: () => server.close() };

@@ -21,11 +21,22 @@ export type Write =
   /** `values` are validated field values by field name (presets included); `written` the fields the caller sent. */
   | { readonly kind: 'insert'; readonly table: CatalogTable; readonly values: Readonly<Record<string, unknown>>; readonly written: readonly string[] }
   /**
+   * Several such records in one statement, inserted (and returned, and their events captured) in
+   * the order given. The caller groups them so that every record is decided by the same rules
+   * (sameRules): the statement checks one row filter for all of them.
+   */
+  | { readonly kind: 'insertMany'; readonly table: CatalogTable; readonly records: readonly InsertRecord[] }
+  /**
    * A merge patch (RFC 7396) applied to the rows `where` (the caller's filter) and `key` (an address,
    * such as the id of the path) select; an empty patch changes nothing.
    */
   | { readonly kind: 'update'; readonly table: CatalogTable; readonly where: Condition; readonly key?: Condition; readonly patch: Readonly<Record<string, unknown>> }
   | { readonly kind: 'delete'; readonly table: CatalogTable; readonly where: Condition; readonly key?: Condition };
+
+export interface InsertRecord {
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly written: readonly string[];
+}
 
 export type WriteResult =
   /** A row per written record: its JSON as the caller may read it (null when it may not), then its key JSON. */
@@ -99,6 +110,34 @@ function insertColumns(table: CatalogTable, record: Readonly<Record<string, unkn
   return { columns, values };
 }
 
+/** Whether two writeRules answers are the same rules (so one row filter check serves both records). */
+export function sameRules(a: readonly RoleRule[], b: readonly RoleRule[]): boolean {
+  return a.length === b.length && a.every((r, i) => r === b[i]);
+}
+
+/**
+ * A multi-row VALUES list: the columns any record (or a client-side default) sets; a record without
+ * a value of its own gets exactly what insertColumns would give it alone, the column's DEFAULT
+ * where insertColumns leaves the column out. Undefined when no record sets any column.
+ */
+function insertManyColumns(table: CatalogTable, records: readonly InsertRecord[], add: (v: unknown) => string) {
+  const fields = table.spec.fields.filter(
+    (f) => (f.managed && f.name === 'updatedAt') || f.clientDefault || (f.list && !f.dbDefault) || records.some((r) => Object.hasOwn(r.values, f.name)),
+  );
+  if (fields.length === 0) return undefined;
+  const rows = records.map(({ values: record }) => {
+    const values = fields.map((field) => {
+      if (Object.hasOwn(record, field.name)) return add(toParameter(field, record[field.name]));
+      if (field.managed && field.name === 'updatedAt') return 'now()';
+      if (field.clientDefault) return add(toParameter(field, clientDefaultValue(field.clientDefault)));
+      if (field.list && !field.dbDefault) return add([]);
+      return 'DEFAULT';
+    });
+    return `(${values.join(', ')})`;
+  });
+  return { columns: fields.map((f) => ident(f.column)), rows };
+}
+
 /** The key fields of the row `alias` as a JSON object, each value as the API writes it. */
 function keyJson(table: CatalogTable, alias: string): string {
   const pairs = table.spec.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${fieldExpression(alias, table.fields.get(k)!)}`);
@@ -128,6 +167,23 @@ function mutation(scope: Scope, write: Write, capture: boolean): { sql: string; 
     const { columns, values } = insertColumns(table, write.values, add);
     const body = columns.length ? `(${columns.join(', ')}) VALUES (${values.join(', ')})` : 'DEFAULT VALUES';
     return { sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`, operation: 'INSERT', rules };
+  }
+  if (write.kind === 'insertMany') {
+    const [first, ...rest] = write.records;
+    if (!first) throw new Error('insertMany needs at least one record');
+    const rules = writeRules(scope, table, 'create', first.written);
+    for (const r of rest) {
+      if (!sameRules(rules, writeRules(scope, table, 'create', r.written))) throw new Error('insertMany records must be decided by the same rules');
+    }
+    const t = newAlias(scope);
+    const list = insertManyColumns(table, write.records, add);
+    // Records that set no column at all: every column takes its default, as DEFAULT VALUES would.
+    const body = list ? `(${list.columns.join(', ')}) VALUES ${list.rows.join(', ')}` : `SELECT FROM generate_series(1, ${write.records.length})`;
+    return {
+      sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`,
+      operation: 'INSERT',
+      rules,
+    };
   }
   if (write.kind === 'delete') {
     const rules = writeRules(scope, table, 'delete', []);

@@ -10,7 +10,7 @@ export { compileAggregate, type AggregateFunction, type AggregateQuery, type Agg
 export { compileCondition, type Scope } from './compile-condition.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
-export { compileWrite, createPresets, ROW_FILTER_SQLSTATE, writeRules, WriteRefused, type CompiledWrite, type Write, type WriteResult } from './compile-write.ts';
+export { compileWrite, createPresets, ROW_FILTER_SQLSTATE, sameRules, writeRules, WriteRefused, type CompiledWrite, type InsertRecord, type Write, type WriteResult } from './compile-write.ts';
 export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {
   and,

@@ -6,7 +6,7 @@
 import { type Queryable } from '../db/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
-import { and, compileWrite, createPresets, parseKey, type Condition } from '../query/index.ts';
+import { and, compileWrite, createPresets, parseKey, sameRules, writeRules, type Condition, type InsertRecord, type RoleRule } from '../query/index.ts';
 import { capturesEvents, readScope, type DataContext } from './context.ts';
 import { checkRecord, requireObject } from './validate-body.ts';
 import { advanceKeySequence, runWrite } from './write.ts';
@@ -121,6 +121,60 @@ function keyOf(ctx: DataContext, row: Record<string, unknown>): Record<string, u
   return pk.length === 1 ? { id: row[pk[0]!] } : Object.fromEntries(pk.map((k) => [k, row[k]]));
 }
 
+/**
+ * ALL_OR_NOTHING bulk create as set operations: one multi-row INSERT (with its events) per run of
+ * consecutive items decided by the same rules, usually one for the whole request. True when every
+ * item was inserted (keys in `outcome`, in item order). False, with nothing changed, when the
+ * database refused a statement: one statement cannot say which item it refused, so the caller
+ * runs the items one by one to name them (and rolls back).
+ */
+async function insertAll(
+  ctx: DataContext,
+  valid: readonly { index: number; value: Record<string, unknown>; written: string[] }[],
+  capture: boolean,
+  outcome: BulkOutcome,
+): Promise<boolean> {
+  const runs: InsertRecord[][] = [];
+  let runRules: RoleRule[] = [];
+  for (const { value, written } of valid) {
+    const rules = writeRules(readScope(ctx), ctx.table, 'create', written);
+    if (runs.length > 0 && sameRules(rules, runRules)) runs.at(-1)!.push({ values: value, written });
+    else runs.push([{ values: value, written }]);
+    runRules = rules;
+  }
+  const insertRun = async (db: Queryable, records: readonly InsertRecord[]) => {
+    const scope = readScope(ctx);
+    const rows = await runWrite(db, ctx.table, compileWrite(scope, { kind: 'insertMany', table: ctx.table, records }, { kind: 'key' }, capture), scope);
+    if (rows.length !== records.length) throw new Error(`a bulk insert of ${records.length} records returned ${rows.length} rows`);
+    return rows.map((row) => keyOf(ctx, JSON.parse(row[0] as string) as Record<string, unknown>));
+  };
+  let keys: Record<string, unknown>[] = [];
+  try {
+    // One statement is atomic on its own: no transaction to open and commit around it.
+    if (runs.length === 1) keys = await insertRun(ctx.db, runs[0]!);
+    else await ctx.db.transaction(async (tx) => { for (const run of runs) keys.push(...(await insertRun(tx, run))); });
+  } catch (error) {
+    if (error instanceof Problem && error.status < 500) return false;
+    throw error;
+  }
+  outcome.items.push(...keys);
+  const highest = highestChosenKey(ctx, valid.map((v) => v.value));
+  if (highest) await advanceKeySequence(ctx, ctx.db, highest);
+  return true;
+}
+
+/** The item with the highest integer key chosen by the caller, if any (advanceKeySequence moves past it). */
+function highestChosenKey(ctx: DataContext, values: readonly Record<string, unknown>[]): Record<string, unknown> | undefined {
+  const id = ctx.table.idField;
+  if (!id || (id.type !== 'Int' && id.type !== 'BigInt')) return undefined;
+  let highest: Record<string, unknown> | undefined;
+  for (const v of values) {
+    if (!Object.hasOwn(v, id.name) || v[id.name] === null) continue;
+    if (!highest || BigInt(String(v[id.name])) > BigInt(String(highest[id.name]))) highest = v;
+  }
+  return highest;
+}
+
 export async function bulkCreate(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req));
   rejectUnknownKeys(body, ['items', 'transactionMode']);
@@ -151,6 +205,7 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
   });
   if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
     const capture = await capturesEvents(ctx);
+    if (transactionMode === 'ALL_OR_NOTHING' && (await insertAll(ctx, valid, capture, outcome))) return bulkReply(transactionMode, outcome, 201);
     await inTransaction(ctx, transactionMode, (tx) =>
       eachItem(ctx, tx, valid.map(({ index, value, written }) => ({ index, value: { value, written } })), async ({ value, written }) => {
         const scope = readScope(ctx);

@@ -46,15 +46,17 @@ export function captureEvents(site: CaptureSite): Capture {
     ctes: [
       `hook AS (SELECT s.id, s.filter FROM svcgen.webhooks s
          WHERE s.environment = ${env} AND s.table_name = ${name} AND s.active AND ${op} = ANY (s.events))`,
-      `event AS (SELECT ${id('evt_')} AS id, ${record} AS record, ${changed} AS changed
+      // n: the row's place in the statement (a multi-row insert returns its rows in the order of its
+      // VALUES), so the outbox, and with it the queue, takes a bulk write's events in item order.
+      `event AS (SELECT ${id('evt_')} AS id, ${record} AS record, ${changed} AS changed, row_number() OVER () AS n
          FROM ${site.rows} ${x} WHERE EXISTS (SELECT 1 FROM hook))`,
-      `fanout AS (SELECT event.id AS event_id, hook.id AS webhook_id FROM event
+      `fanout AS (SELECT event.id AS event_id, hook.id AS webhook_id, event.n FROM event
          JOIN hook ON hook.filter IS NULL OR event.record::jsonb @> hook.filter)`,
       `event_row AS (INSERT INTO svcgen.webhook_events (id, environment, table_name, operation, record, changed_fields)
          SELECT event.id, ${env}, ${name}, ${op}, event.record, event.changed FROM event
          WHERE event.id IN (SELECT event_id FROM fanout))`,
       `delivery AS (INSERT INTO svcgen.webhook_deliveries (id, webhook_id, event_id)
-         SELECT ${id('del_')}, webhook_id, event_id FROM fanout RETURNING id)`,
+         SELECT ${id('del_')}, webhook_id, event_id FROM fanout ORDER BY n, webhook_id RETURNING id)`,
       `outbox AS (INSERT INTO svcgen.webhook_outbox (delivery_id) SELECT id FROM delivery)`,
     ],
   };

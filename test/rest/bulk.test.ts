@@ -8,10 +8,13 @@ import { startTestServer, type TestResponse, type TestServer } from '../support/
 const BASE = '/gw/api/rest';
 let t: TestServer;
 let keys: { catalog: string; customer: string };
+/** Statements the server sent, for the tests that count them (reset by each). */
+let statements: string[] = [];
 const takerKey = async (customerId: string) => (await t.createKey(['orderTaker'], { context: { customer: customerId } })).key;
 
 beforeAll(async () => {
   t = await startTestServer({
+    onQuery: (text) => void statements.push(text),
     configPatch: (raw) => {
       // Takes orders for the customer of its key's context (a create filter with a preset).
       raw.roles.orderTaker = { tables: { Order: { read: true, create: { filter: { customerId: '$context.customer' }, fields: ['total', 'customerId'] } } } };
@@ -244,6 +247,104 @@ describe('POST /<table>/_bulk', () => {
     expect(some.body.data).toMatchObject({ totalSucceeded: 2, totalFailed: 1, errors: [{ index: 1, message }] });
     expect(await countRows(t.db, 'Order', 'master', '"customerId" = $1', [mine.id])).toBe(2);
     expect(await countRows(t.db, 'Order', 'master', '"customerId" = $1', [other.id])).toBe(0);
+  });
+});
+
+describe('ALL_OR_NOTHING bulk create as one statement', () => {
+  /** The data statements (INSERTs into the shop's tables) the server sent for one request. */
+  const inserts = () => statements.filter((s) => /INSERT INTO "env_master"\."(Customer|Order|City)"/.test(s));
+
+  it('100 items → one INSERT, no savepoints; keys in item order; the rows as single creates write them', async () => {
+    const customer = await newCustomer();
+    const items = Array.from({ length: 100 }, (_, i) => ({ total: i + 0.5, customerId: customer.id, ...(i % 3 === 0 ? { status: 'paid', note: `n${i}` } : {}) }));
+    statements = [];
+    const res = await t.request('POST', `${BASE}/Order/_bulk`, { body: { items } });
+    expectEnvelope(res, 201, 'ALL_OR_NOTHING', 100, items.map(() => ({ id: expect.any(Number) })), []);
+    expect(inserts()).toHaveLength(1);
+    expect(statements.filter((s) => /SAVEPOINT/.test(s))).toEqual([]);
+    const ids = res.body.data.items.map((i: { id: number }) => i.id);
+    const rows = await t.db.query<{ id: number; total: number; status: string; note: string | null; same: boolean }>(
+      `select id, total, status::text, note, "createdAt" = "updatedAt" as same from env_master."Order" where id = any($1::int[]) order by id`,
+      [ids],
+    );
+    expect(rows.map((r) => r.id)).toEqual(ids);
+    expect(rows.map((r) => [r.total, r.status, r.note])).toEqual(items.map((it, i) => [i + 0.5, it.status ?? 'open', it.note ?? null]));
+    // The record each id names reads like a single create of the same body.
+    const single = await t.request('POST', `${BASE}/Order`, { body: items[1] });
+    const read = await t.request('GET', `${BASE}/Order/${ids[1]}`);
+    const strip = (r: Record<string, unknown>) => ({ ...r, id: 0, createdAt: 0, updatedAt: 0 });
+    expect(strip(read.body.data)).toEqual(strip(single.body.data));
+  });
+
+  it('mixed presets and defaults in one batch: the preset customer where the item has none, defaults where it has no value', async () => {
+    const mine = await newCustomer();
+    const key = await takerKey(mine.id);
+    const items = [{ total: 1 }, { total: 2, customerId: mine.id }, { total: 3 }];
+    const res = await t.request('POST', `${BASE}/Order/_bulk`, { key, body: { items } });
+    expectEnvelope(res, 201, 'ALL_OR_NOTHING', 3, items.map(() => ({ id: expect.any(Number) })), []);
+    const rows = await t.db.query<{ id: number; total: number; customerId: string; status: string; note: string | null }>(
+      `select id, total, "customerId"::text, status::text, note from env_master."Order" where id = any($1::int[]) order by id`,
+      [res.body.data.items.map((i: { id: number }) => i.id)],
+    );
+    expect(rows.map((r) => [r.total, r.customerId, r.status, r.note])).toEqual(items.map((i) => [i.total, mine.id, 'open', null]));
+    const customers = await t.request('POST', `${BASE}/Customer/_bulk`, { body: { items: [{ ...customerItem('m0'), vip: true, cityId: null }, customerItem('m1')] } });
+    expect(customers.status, customers.text).toBe(201);
+    const vips = await t.db.query<{ vip: boolean; cityId: number | null }>(
+      `select vip, "cityId" from env_master."Customer" where id = any($1::uuid[]) order by vip desc`,
+      [customers.body.data.items.map((i: { id: string }) => i.id)],
+    );
+    expect(vips).toEqual([{ vip: true, cityId: null }, { vip: false, cityId: null }]);
+  });
+
+  it('chosen Int keys among database ones: the sequence moves past the highest, so later creates do not collide', async () => {
+    const [{ max }] = await t.db.query<{ max: number }>(`select coalesce(max(id), 0)::int as max from env_master."City"`);
+    const chosen = max + 1000;
+    const res = await t.request('POST', `${BASE}/City/_bulk`, { body: { items: [{ id: chosen, name: 'K1', country: 'KY' }, { id: chosen - 500, name: 'K2', country: 'KY' }] } });
+    expectEnvelope(res, 201, 'ALL_OR_NOTHING', 2, [{ id: chosen }, { id: chosen - 500 }], []);
+    const later = await t.request('POST', `${BASE}/City`, { body: { name: 'K3', country: 'KY' } });
+    expect(later.status, later.text).toBe(201);
+    expect(later.body.data.id).toBeGreaterThan(chosen);
+  });
+
+  it("a row filter refusal on item 57 of 100 → the 422 names item 57 with the filter's message; nothing inserted", async () => {
+    const [mine, other] = [await newCustomer(), await newCustomer()];
+    const key = await takerKey(mine.id);
+    const items = Array.from({ length: 100 }, (_, i) => (i === 57 ? { total: i, customerId: other.id } : { total: i }));
+    const path = `${BASE}/Order/_bulk`;
+    const before = await snapshot(t.db);
+    const res = await t.request('POST', path, { key, body: { items } });
+    const message = "the Order record would not match your role's filter on customerId; nothing was changed";
+    expect(res.status, res.text).toBe(422);
+    expect(res.body).toEqual({
+      type: '/errors/validation',
+      title: expect.any(String),
+      status: 422,
+      detail: '1 of 100 items failed; nothing was changed',
+      instance: path,
+      errors: [{ field: 'items[57]', rule: 'item', message }],
+      data: { success: false, transactionMode: 'ALL_OR_NOTHING', totalRequested: 100, totalSucceeded: 0, totalFailed: 100, items: [], errors: [{ index: 57, message }] },
+    });
+    expect(await snapshot(t.db)).toEqual(before);
+  });
+
+  it('a unique conflict on item 63 of 100 (an existing email) → the 422 names item 63 with the conflict; nothing inserted', async () => {
+    const existing = await newCustomer('taken');
+    const items = Array.from({ length: 100 }, (_, i) => (i === 63 ? { email: existing.email, name: 'again' } : customerItem(`u${i}`)));
+    const path = `${BASE}/Customer/_bulk`;
+    const before = await snapshot(t.db);
+    const res = await t.request('POST', path, { body: { items } });
+    const message = 'a Customer record with the same email already exists';
+    expect(res.status, res.text).toBe(422);
+    expect(res.body).toEqual({
+      type: '/errors/validation',
+      title: expect.any(String),
+      status: 422,
+      detail: '1 of 100 items failed; nothing was changed',
+      instance: path,
+      errors: [{ field: 'items[63]', rule: 'item', message }],
+      data: { success: false, transactionMode: 'ALL_OR_NOTHING', totalRequested: 100, totalSucceeded: 0, totalFailed: 100, items: [], errors: [{ index: 63, message }] },
+    });
+    expect(await snapshot(t.db)).toEqual(before);
   });
 });
 

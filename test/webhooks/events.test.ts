@@ -401,6 +401,43 @@ describe('bulk writes and update by filter', () => {
     expect(await recorded(sub.id)).toEqual(ids.map((id) => `INSERT ${id}`).sort());
   });
 
+  it('bulk create of 100 → one event each, queued in item order, each payload the record as read', async () => {
+    const sub = await subscribe({ events: ['INSERT'] });
+    // What the outbox receives, in the order it receives it: the queue's order of first attempts.
+    await t.db.query(`CREATE TABLE public.outbox_seen (seq bigint, delivery_id text)`);
+    await t.db.query(`CREATE FUNCTION public.outbox_seen() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO public.outbox_seen VALUES (NEW.seq, NEW.delivery_id); RETURN NEW; END $$`);
+    await t.db.query(`CREATE TRIGGER outbox_seen AFTER INSERT ON svcgen.webhook_outbox FOR EACH ROW EXECUTE FUNCTION public.outbox_seen()`);
+    try {
+      const items = Array.from({ length: 100 }, (_, i) => ({ email: email(`b${i}`), name: `Bulk ${i}`, vip: i % 7 === 0 }));
+      const res = await write('POST', '/Customer/_bulk', { items });
+      expect(res.status, res.text).toBe(201);
+      const ids: string[] = res.body.data.items.map((i: { id: string }) => i.id);
+      const queued = await t.db.query<{ rid: string }>(
+        `SELECT e.record->>'id' AS rid FROM public.outbox_seen o JOIN svcgen.webhook_deliveries d ON d.id = o.delivery_id
+         JOIN svcgen.webhook_events e ON e.id = d.event_id WHERE d.webhook_id = $1 ORDER BY o.seq`,
+        [sub.id],
+      );
+      expect(queued.map((r) => r.rid)).toEqual(ids);
+      const got = await receiver.waitFor(sub.path, 100);
+      expect(got).toHaveLength(100);
+      expect(new Set(got.map((r) => r.body.id)).size).toBe(100);
+      expect(got.map((r) => r.body.record.id).sort()).toEqual([...ids].sort());
+      const read = await write('GET', `/Customer?id=in.(${ids.join(',')})&limit=100`);
+      const byId = new Map(read.body.data.map((r: { id: string }) => [r.id, r]));
+      for (const r of got) {
+        expect(r.body.event).toBe('INSERT');
+        expect(r.body.changed_fields).toEqual([]);
+        expect(r.body.record).toEqual(byId.get(r.body.record.id));
+      }
+      expect(await recorded(sub.id)).toEqual(ids.map((id) => `INSERT ${id}`).sort());
+    } finally {
+      await t.db.query(`DROP TRIGGER outbox_seen ON svcgen.webhook_outbox`);
+      await t.db.query(`DROP FUNCTION public.outbox_seen() CASCADE`);
+      await t.db.query(`DROP TABLE public.outbox_seen`);
+    }
+  });
+
   it('bulk delete of 2 → 2 DELETE events with the pre-images', async () => {
     const a = await createCustomer({ name: 'BD-a' });
     const b = await createCustomer({ name: 'BD-b', vip: true });
