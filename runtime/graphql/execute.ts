@@ -4,14 +4,15 @@
  * same shape; graphql-js then shapes the answer from the finished records, whose members are keyed
  * by response key (so two aliases of one relation with different arguments both work).
  */
-import { defaultFieldResolver, GraphQLError, Kind, responsePathAsArray, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
+import { defaultFieldResolver, getNamedType, GraphQLError, isScalarType, Kind, responsePathAsArray, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
+import { parseKeepingNumbers, plainNumber } from './exact-numbers.ts';
 import { databaseFaultProblem, Problem } from '../http/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { compileAggregate, compileRead, CursorError, QueryError, queryFingerprint } from '../query/index.ts';
 import { budgeted, readScope, type DataContext } from '../rest/context.ts';
 import { AGGREGATE_COST, listCost, readOneCost } from '../rest/cost.ts';
 import { queryProblem } from '../rest/query-problems.ts';
-import type { ObjectFieldMeta, RootFieldMeta } from './schema.ts';
+import { DecimalScalar, type ObjectFieldMeta, type RootFieldMeta } from './schema.ts';
 import { aggregateQuery, bounded, collectFields, keyCondition, MAX_OFFSET, orderTerms, selectItems, unwrap, whereCondition, type Selection, type TranslateContext } from './translate.ts';
 
 /** What every resolver of one request shares: the data context of the REST pipeline, without a table. */
@@ -82,13 +83,13 @@ async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, c
       const offset = bounded(args.offset, 'offset', 0, 0, MAX_OFFSET);
       const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit, offset });
       const cost = listCost(ctx.catalog, ctx.table, { where: { kind: 'and', items: [where, ctx.grant.rows] }, orderBy, select, limit, offset, count: false });
-      return (await rows(ctx, cost, compiled.sql, scope.params.values)).map((r) => JSON.parse(r[0] as string));
+      return (await rows(ctx, cost, compiled.sql, scope.params.values)).map((r) => parseKeepingNumbers(r[0] as string));
     }
     case 'byKey': {
       const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
       const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where: { kind: 'true' }, key: keyCondition(ctx.table, args), orderBy: [], limit: 1, offset: 0 }, { single: true });
       const found = await rows(ctx, readOneCost(ctx.catalog, ctx.table, select), compiled.sql, scope.params.values);
-      return found.length ? JSON.parse(found[0]![0] as string) : null;
+      return found.length ? parseKeepingNumbers(found[0]![0] as string) : null;
     }
     case 'page': {
       const members = [...collectFields(sel, rootType, rootSelection(info))];
@@ -125,14 +126,14 @@ async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, c
       const page = all.slice(0, limit);
       const last = page[page.length - 1];
       return {
-        nodes: page.map((r) => JSON.parse(r[0] as string)),
+        nodes: page.map((r) => parseKeepingNumbers(r[0] as string)),
         pageInfo: { hasNextPage: all.length > limit, endCursor: last ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[]) : null },
         totalCount,
       };
     }
     case 'aggregate': {
       const sql = compileAggregate(scope, aggregateQuery(t, sel, ctx.table, rootType, rootSelection(info), args));
-      return (await rows(ctx, AGGREGATE_COST, sql, scope.params.values)).map((r) => JSON.parse(r[0] as string));
+      return (await rows(ctx, AGGREGATE_COST, sql, scope.params.values)).map((r) => parseKeepingNumbers(r[0] as string));
     }
   }
 }
@@ -152,7 +153,9 @@ export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (sou
       throw problemError(problem, info);
     });
   }
-  if (meta) return (source as Record<string, unknown> | null)?.[info.path.key as string] ?? null;
-  return defaultFieldResolver(source, args, context, info);
+  const value = meta ? ((source as Record<string, unknown> | null)?.[info.path.key as string] ?? null) : defaultFieldResolver(source, args, context, info);
+  // Exact number text is kept for Decimal only; every other scalar (Json members too) reads numbers as usual.
+  const type = getNamedType(info.returnType);
+  return isScalarType(type) && type !== DecimalScalar ? plainNumber(value) : value;
 };
 

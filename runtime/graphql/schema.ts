@@ -2,7 +2,7 @@
  * The GraphQL schema of the read API (docs/graphql.md), built from the table descriptions and what
  * a caller may see. One builder serves the server (a schema per set of roles) and the generator
  * (generated/schema.graphql, everything visible), so the two cannot drift. It imports only
- * runtime/model and graphql: the generator may use it without the server's runtime.
+ * runtime/model, graphql and ./exact-numbers.ts: the generator may use it without the server's runtime.
  *
  * The schema only names things; every rule about what a caller may read lives in the query layer
  * (runtime/query), which the server's resolvers go through. The names and the metadata in
@@ -31,6 +31,7 @@ import {
   type GraphQLOutputType,
   type ValueNode,
 } from 'graphql';
+import { decimalMarker, RawNumber } from './exact-numbers.ts';
 import { aggregateMismatch, fieldOperators, type AggregateFunction, type FieldSpec, type Operator, type RelationSpec, type TableSpec } from '../model/index.ts';
 
 /** What the schema shows: tables and fields a caller may read (a relation shows when both ends and its link fields do). */
@@ -89,7 +90,9 @@ function jsonScalar(name: string, description: string, literalKinds: readonly Ki
 
 export const DateTimeScalar = jsonScalar('DateTime', 'An ISO 8601 timestamp in UTC, e.g. 2025-01-31T09:30:00.000Z', [Kind.STRING], ['string']);
 export const BigIntScalar = jsonScalar('BigInt', 'A 64-bit integer, answered as a string of digits (JSON numbers lose precision past 2^53); an integer or such a string as input', [Kind.STRING, Kind.INT], ['string', 'number']);
-export const DecimalScalar = jsonScalar('Decimal', 'A decimal number, answered as a JSON number; a number or a decimal string ("12.50") as input', [Kind.STRING, Kind.INT, Kind.FLOAT], ['string', 'number']);
+export const DecimalScalar = jsonScalar('Decimal', 'A decimal number, answered as a JSON number written as stored (12.50); a number or a decimal string ("12.50") as input', [Kind.STRING, Kind.INT, Kind.FLOAT], ['string', 'number']);
+// A stored value keeps its digits: the HTTP layer writes the marker back as the number's text.
+DecimalScalar.serialize = (value) => (value instanceof RawNumber ? decimalMarker(value) : value);
 export const BytesScalar = jsonScalar('Bytes', 'Binary data as base64 text', [Kind.STRING], ['string']);
 export const JsonScalar = new GraphQLScalarType({
   name: 'Json',

@@ -224,6 +224,20 @@ describe('GraphQL data equals the REST answer', () => {
     });
   });
 
+  it('Decimal values are written digit for digit as REST writes them (9.90, 19.00), also in aggregates', async () => {
+    const caller = callers.catalog!();
+    const restText = (await t.request('GET', `/gw/api/rest/Product?${qs('sort=id&select=id,price')}`, { key: false, headers: headers(caller) })).text;
+    const res = await t.request('POST', '/gw/api/graphql', { key: false, body: { query: '{ productList(orderBy: [{ id: ASC }]) { id price } productAggregate { sum_price max_price } }' }, headers: headers(caller) });
+    expect(res.status, res.text).toBe(200);
+    const prices = (text: string) => [...text.matchAll(/"price":(-?[0-9.]+)/g)].map((m) => m[1]);
+    expect(prices(restText)).toEqual(['9.90', '19.00', '1.50', '35.00']);
+    expect(prices(res.text)).toEqual(prices(restText));
+    const aggregate = (await t.request('GET', `/gw/api/rest/Product/_aggregate?${qs('fn=sum:price,max:price')}`, { key: false, headers: headers(caller) })).text;
+    expect(aggregate).toContain('"sum_price":65.40');
+    expect(res.text).toContain('"sum_price":65.40');
+    expect(res.text).toContain('"max_price":35.00');
+  });
+
   it('two aliases of one relation with different arguments each get their own rows', async () => {
     const data = await graphql(
       callers.admin!(),

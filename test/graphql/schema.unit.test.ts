@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { service } from '../../examples/shop/generated/index.ts';
 import { buildGraphQLSchema, EVERYTHING_VISIBLE, rootFieldNames, type SchemaVisibility } from '../../runtime/graphql/schema.ts';
 import { documentNesting } from '../../runtime/graphql/rules.ts';
+import { decimalMarker, parseKeepingNumbers, plainNumber, RawNumber, unmarkDecimals } from '../../runtime/graphql/exact-numbers.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { ModelError } from '../../generator/model/describe-model.ts';
 import { renderGraphqlSchema } from '../../generator/render/graphql.ts';
@@ -58,5 +59,25 @@ describe('document nesting scan', () => {
     expect(documentNesting('{ a(x: "{{{{[[[(((") # {{{{{{\n }')).toBe(2);
     expect(documentNesting('{ a(x: """ {{{ \\""" {{{ """) }')).toBe(2);
     expect(documentNesting('{ a(x: "\\" {{{") }')).toBe(2);
+  });
+});
+
+describe('numbers kept as written', () => {
+  it('parses like JSON.parse, keeping the text of numbers a JavaScript number would write differently', () => {
+    const text = '{"a":1,"b":-2.5,"c":12.50,"d":"x\\"y\\u00e9","e":[true,false,null,[]],"f":{},"g":1e-07,"h":12345678901234567890,"__proto__":{"z":3.00}}';
+    const parsed = parseKeepingNumbers(text) as Record<string, unknown>;
+    expect(parsed.a).toBe(1);
+    expect(parsed.b).toBe(-2.5);
+    expect(parsed.c).toEqual(new RawNumber('12.50'));
+    expect(parsed.g).toEqual(new RawNumber('1e-07'));
+    expect(parsed.h).toEqual(new RawNumber('12345678901234567890'));
+    expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
+    expect(plainNumber(parsed)).toEqual(JSON.parse(text));
+    expect(Object.keys(plainNumber(parsed) as object)).toEqual(Object.keys(JSON.parse(text)));
+  });
+
+  it('a marker becomes the number text in the finished body, nothing else does', () => {
+    const body = JSON.stringify({ data: { price: decimalMarker(new RawNumber('19.00')), note: '\u0000decimal:guess:1.0' } });
+    expect(unmarkDecimals(body)).toBe('{"data":{"price":19.00,"note":"\\u0000decimal:guess:1.0"}}');
   });
 });

@@ -13,6 +13,7 @@ import { nestsDeeperThan } from '../../http/json-body.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
 import { buildGraphQLSchema, type SchemaVisibility } from '../../graphql/schema.ts';
 import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
+import { unmarkDecimals } from '../../graphql/exact-numbers.ts';
 import { CostRule, NoIntrospectionRule, parseBounded, QueriesOnlyRule } from '../../graphql/rules.ts';
 import type { Principal, RolePrincipal } from '../../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
@@ -141,7 +142,7 @@ export function graphqlHandler(services: Services): Handler {
       // (graphql-http sends 200 for a failed variable coercion, which execution reports).
       const requestError = context.noData === true && init.status === 200 && init.headers?.['content-type']?.startsWith('application/graphql-response+json') === true;
       const retry: Record<string, string> = context.retryAfter !== undefined ? { 'retry-after': context.retryAfter } : {};
-      return { status: requestError ? 400 : init.status, headers: { ...init.headers, ...headers, ...retry }, body: text ?? undefined };
+      return { status: requestError ? 400 : init.status, headers: { ...init.headers, ...headers, ...retry }, body: text === null ? undefined : unmarkDecimals(text) };
     } catch (error) {
       if (error instanceof Problem) Object.assign(error.headers, headers);
       throw error;
