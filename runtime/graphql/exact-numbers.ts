@@ -45,6 +45,8 @@ function define(target: Record<string, unknown>, key: string, value: unknown): v
   else target[key] = value;
 }
 
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/y;
+
 /** JSON text from PostgreSQL (well formed) → values, numbers that would not round-trip kept as RawNumber. */
 export function parseKeepingNumbers(text: string): unknown {
   let i = 0;
@@ -52,20 +54,19 @@ export function parseKeepingNumbers(text: string): unknown {
     for (let c = text.charCodeAt(i); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(++i));
   };
   const string = (): string => {
-    const start = i++;
-    let escaped = false;
+    const start = i;
+    let from = i + 1;
     for (;;) {
-      const c = text.charCodeAt(i);
-      if (c === 0x5c) {
-        escaped = true;
-        i += 2;
-      } else if (c === 0x22) break;
-      else if (Number.isNaN(c)) throw new SyntaxError('unterminated string in a database record');
-      else i++;
+      const quote = text.indexOf('"', from);
+      if (quote === -1) throw new SyntaxError('unterminated string in a database record');
+      let backslashes = 0;
+      while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++;
+      from = quote + 1;
+      if (backslashes % 2 === 0) break;
     }
-    i++;
+    i = from;
     const raw = text.slice(start, i);
-    return escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+    return raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
   };
   const value = (): unknown => {
     space();
@@ -100,10 +101,11 @@ export function parseKeepingNumbers(text: string): unknown {
     if (text.startsWith('true', i)) return (i += 4), true;
     if (text.startsWith('false', i)) return (i += 5), false;
     if (text.startsWith('null', i)) return (i += 4), null;
-    const start = i;
-    while (i < text.length && '-+0123456789.eE'.includes(text[i]!)) i++;
-    if (i === start) throw new SyntaxError(`unexpected ${JSON.stringify(text[i] ?? 'end')} in a database record`);
-    const t = text.slice(start, i);
+    NUMBER.lastIndex = i;
+    const match = NUMBER.exec(text);
+    if (!match) throw new SyntaxError(`unexpected ${JSON.stringify(text[i] ?? 'end')} in a database record`);
+    const t = match[0];
+    i += t.length;
     const n = Number(t);
     return String(n) === t ? n : new RawNumber(t);
   };

@@ -236,6 +236,13 @@ describe('GraphQL data equals the REST answer', () => {
     expect(aggregate).toContain('"sum_price":65.40');
     expect(res.text).toContain('"sum_price":65.40');
     expect(res.text).toContain('"max_price":35.00');
+    // In an embed too.
+    const admin = callers.admin!();
+    const embedded = (await t.request('GET', `/gw/api/rest/OrderItem?${qs('sort=orderId,productId&limit=6&select=product(price)')}`, { key: false, headers: headers(admin) })).text;
+    const viaGraphql = await t.request('POST', '/gw/api/graphql', { key: false, body: { query: '{ orderItemList(orderBy: [{ orderId: ASC }, { productId: ASC }], limit: 6) { product { price } } }' }, headers: headers(admin) });
+    expect(prices(embedded)).toHaveLength(6);
+    expect(prices(embedded).some((p) => p!.endsWith('0'))).toBe(true);
+    expect(prices(viaGraphql.text)).toEqual(prices(embedded));
   });
 
   it('two aliases of one relation with different arguments each get their own rows', async () => {
