@@ -1,7 +1,13 @@
 /**
  * The one logger: pino, writing JSON lines to stdout through an asynchronous buffer (the request
- * path never waits on the write). `pretty` turns each line into a short readable one for a
- * terminal; it costs a JSON.parse per line, which only matters under load, where stdout is rarely a TTY.
+ * path never waits on the write). Lines are batched: they go out in one write once
+ * LOG_BATCH_BYTES have gathered, or at most LOG_FLUSH_INTERVAL_MS after they were logged when
+ * traffic is low (sonic-boom's own `minLength` and `periodicFlush`; its timer is unref'd, so it
+ * keeps no process alive). Nothing logged is lost on the way out: a server's close ends with
+ * flushLoggerSync, and on process exit pino itself writes what is left with `flushSync()`
+ * (its on-exit hook for every `pino.destination` with `sync: false`). `pretty` turns each line
+ * into a short readable one for a terminal; it costs a JSON.parse per line, which only matters
+ * under load, where stdout is rarely a TTY.
  */
 import pino from 'pino';
 
@@ -9,6 +15,11 @@ export type Logger = pino.Logger;
 type DestinationStream = pino.DestinationStream;
 export type LogFormat = 'json' | 'pretty';
 export type LogLevel = 'debug' | 'info' | 'warn';
+
+/** Bytes gathered before a write: about 25 request lines. */
+export const LOG_BATCH_BYTES = 8192;
+/** The longest a logged line waits for its batch (docs/deployment.md "Logs"). */
+export const LOG_FLUSH_INTERVAL_MS = 1000;
 
 export interface LoggerOptions {
   format: LogFormat;
@@ -22,9 +33,13 @@ export function defaultLogFormat(stream: { isTTY?: boolean } = process.stdout): 
   return stream.isTTY ? 'pretty' : 'json';
 }
 
+/** Streams that batch (sonic-boom), by the logger writing to them. */
+const batched = new WeakMap<Logger, { flush(): void; flushSync(): void; destroyed?: boolean }>();
+
 export function createLogger(options: LoggerOptions): Logger {
-  const out = options.destination ?? pino.destination({ dest: 1, sync: false });
-  return pino(
+  const stdout = options.destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS });
+  const out = options.destination ?? stdout!;
+  const logger = pino(
     {
       level: options.level,
       base: { pid: process.pid },
@@ -33,6 +48,28 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     options.format === 'pretty' ? prettyLines(out) : out,
   );
+  if (stdout) batched.set(logger, stdout);
+  return logger;
+}
+
+/** Starts writing the lines logged so far without waiting for a batch (a line a reader waits for, like `server started`). */
+export function flushLogger(logger: Logger): void {
+  const stream = batched.get(logger);
+  if (stream && !stream.destroyed) stream.flush();
+}
+
+/**
+ * Writes every line logged so far, before returning (the last step of stopping a server). A pipe
+ * whose reader has gone (EPIPE) is given up on, as pino does.
+ */
+export function flushLoggerSync(logger: Logger): void {
+  const stream = batched.get(logger);
+  if (!stream || stream.destroyed) return;
+  try {
+    stream.flushSync();
+  } catch {
+    // Destroyed or closed underneath us: nothing more can reach stdout.
+  }
 }
 
 /** A logger that drops everything (a server started without one). */

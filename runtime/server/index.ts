@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/index.ts';
 import { ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
 import { clientErrorHandler, drainable } from '../http/index.ts';
+import { flushLogger, flushLoggerSync } from '../observability/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import { installDeliveryQueue, startDeliveryWorker } from '../webhooks/index.ts';
 import { createRequestListener } from './app.ts';
@@ -41,11 +42,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const port = (server.address() as AddressInfo).port;
     const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
     logger.info({ url, migrationsApplied: foundation.applied.length, webhookWorker: options.worker !== false, metrics: services.metricsToken !== undefined }, 'server started');
+    // Scripts and process managers watch for this line: not held for a batch.
+    flushLogger(logger);
     let closing: Promise<void> | undefined;
     const close = async () => {
       const outcome = await lifecycle.stop(() => drain.close(options.config.http.drainTimeoutMs));
       if (outcome === 'released') logger.info('server stopped');
       else logger.warn(`stopped without waiting longer for the database (no answer within ${RELEASE_DEADLINE_MS} ms)`);
+      // Request lines wait in a batch (runtime/observability/logger.ts): out with them before we return.
+      flushLoggerSync(logger);
     };
     return { url, port, applied: foundation.applied, close: () => (closing ??= close()) };
   } catch (error) {

@@ -2,11 +2,13 @@
  * Observability (README "Observability"; docs/deployment.md "Observability"): JSON request logs
  * carrying the X-Request-Id the response carries, an incoming id echoed or a bad one replaced, no
  * secret anywhere in a real `svcgen serve`'s output, and /metrics: 404 when off, 401 without its
- * token, Prometheus text with counters that move.
+ * token, Prometheus text with counters that move; request lines written in batches, yet none lost
+ * on SIGTERM and none held longer than the flush interval.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOG_FLUSH_INTERVAL_MS } from '../../runtime/observability/index.ts';
 import { PASSWORD, startMailServer, type MailServer, type Session } from '../support/auth.ts';
 import { cleanupCli, copyExample, freshDatabase, show, startCli, type RunningCli } from '../support/cli.ts';
 import type { TestDatabase } from '../support/database.ts';
@@ -38,9 +40,10 @@ async function call(base: string, method: string, p: string, o: Call = {}): Prom
   return readResponse(await fetch(`${base}${p}`, { method, headers, body }));
 }
 
-/** The JSON entries on a process's stdout (the `listening on` line is not one). */
+/** The JSON entries on a process's stdout (the `listening on` line is not one), whole lines only. */
 function entries(stdout: string): Record<string, unknown>[] {
   return stdout
+    .slice(0, stdout.lastIndexOf('\n') + 1)
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -266,5 +269,67 @@ describe('svcgen serve with metrics off (the default)', { timeout: 60_000 }, () 
     expect(result.stderr).toContain(
       'svcgen: metrics.enabled is true but there is no metrics token: set SVCGEN_METRICS_TOKEN (or metrics.token in svcgen.config.json), which scrapers send as "Authorization: Bearer <token>"\n',
     );
+  });
+});
+
+// Request lines go out in batches (runtime/observability/logger.ts; docs/deployment.md "Logs").
+describe('svcgen serve with default flags and stdout to a pipe: batched request lines', { timeout: 90_000 }, () => {
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await freshDatabase();
+  });
+
+  /** N requests, 10 at a time; their reqIds in order. */
+  async function requests(url: string, n: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i += 10) {
+      const batch = await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => call(url, 'GET', '/healthz')));
+      for (const res of batch) {
+        expect(res.status, res.text).toBe(200);
+        ids.push(res.headers.get('x-request-id')!);
+      }
+    }
+    return ids;
+  }
+
+  it('writes a lone request line within the flush interval, with no more traffic to fill a batch', async () => {
+    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0']);
+    const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
+    const [reqId] = await requests(url, 1);
+    const sent = Date.now();
+    // Far below the 8 KiB batch: only the periodic flush writes it. Its timer fires every
+    // LOG_FLUSH_INTERVAL_MS; the margin is for a busy test machine.
+    await expect.poll(() => entries(serve.stdout).some((e) => e.reqId === reqId), { timeout: LOG_FLUSH_INTERVAL_MS + 1500, interval: 20 }).toBe(true);
+    expect(Date.now() - sent).toBeLessThan(LOG_FLUSH_INTERVAL_MS + 1500);
+    expect((await serve.stop('SIGTERM')).code).toBe(0);
+  });
+
+  it('writes every request line before exiting on SIGTERM', async () => {
+    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0']);
+    const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
+    const ids = await requests(url, 300);
+    const result = await serve.stop('SIGTERM');
+    expect(result.code, show(result)).toBe(0);
+    const logged = entries(result.stdout);
+    const lines = logged.filter((e) => e.msg === 'request').map((e) => e.reqId);
+    expect(lines.length, 'request lines on stdout').toBe(300);
+    expect(new Set(lines)).toEqual(new Set(ids));
+    expect(logged.at(-1)?.msg).toBe('server stopped');
+    expect(result.stdout.endsWith('\n')).toBe(true);
+  });
+
+  it('writes every request line when a second signal exits at once', async () => {
+    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0']);
+    const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
+    const ids = await requests(url, 100);
+    serve.child.kill('SIGTERM');
+    await serve.waitFor(/SIGTERM: finishing in-flight requests/, { stream: 'stderr' });
+    const result = await serve.stop('SIGTERM');
+    expect(result.code, show(result)).toBe(1);
+    expect(result.stderr).toContain('SIGTERM again: exiting without waiting');
+    const lines = entries(result.stdout).filter((e) => e.msg === 'request').map((e) => e.reqId);
+    expect(new Set(lines)).toEqual(new Set(ids));
+    expect(lines.length).toBe(100);
   });
 });
