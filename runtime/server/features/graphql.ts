@@ -68,11 +68,12 @@ interface RequestContext {
 }
 
 /** Errors graphql-js raises itself get the code, type and status every answer's errors carry. */
-function formatError(error: Readonly<GraphQLError | Error>): GraphQLError {
+function formatError(error: Readonly<GraphQLError | Error>, logFault: (error: unknown) => void): GraphQLError {
   if (error instanceof GraphQLError && typeof error.extensions.code === 'string') return error;
   const message = error.message;
   if (error instanceof GraphQLError && error.path !== undefined) {
-    // A value graphql-js could not serialize: a fault, not the caller's.
+    // A value graphql-js could not serialize, or a fault below a root field: the server's, not the caller's.
+    logFault(error.originalError ?? error);
     return new GraphQLError('the server could not complete this field', { path: error.path, extensions: { code: 'INTERNAL', type: '/errors/internal', status: 500 } });
   }
   const code = message.startsWith('Syntax Error') ? 'GRAPHQL_PARSE_FAILED' : message.startsWith('Variable "$') ? 'BAD_USER_INPUT' : error instanceof GraphQLError ? 'GRAPHQL_VALIDATION_FAILED' : 'BAD_REQUEST';
@@ -89,6 +90,7 @@ export function graphqlHandler(services: Services): Handler {
   const limits = dataLimits(services);
   const schemaFor = schemaCache(services);
   const log = services.logger;
+  const logFault = (error: unknown) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed');
   const handle = createHandler<ApiRequest, RequestContext, GraphQLContext>({
     schema: (req) => schemaFor(req.context.principal),
     context: (req): GraphQLContext => ({
@@ -104,7 +106,7 @@ export function graphqlHandler(services: Services): Handler {
         watchedTables: services.watchedTables,
         basePath: services.basePath,
       },
-      log: (error) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed'),
+      log: logFault,
       retryAfter: (seconds) => {
         req.context.retryAfter = seconds;
       },
@@ -112,7 +114,7 @@ export function graphqlHandler(services: Services): Handler {
     parse: parseBounded as never,
     validationRules: (req, _args, specified) => [...specified, QueriesOnlyRule, CostRule, ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule])],
     execute: (args: ExecutionArgs) => execute({ ...args, fieldResolver: fieldResolver as never }),
-    formatError,
+    formatError: (error) => formatError(error, logFault),
     onOperation: (req, _args, result) => {
       if (!('data' in result)) req.context.noData = true;
     },
