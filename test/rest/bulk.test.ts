@@ -250,7 +250,7 @@ describe('POST /<table>/_bulk', () => {
   });
 });
 
-describe('ALL_OR_NOTHING bulk create as one statement', () => {
+describe('bulk create as one statement', () => {
   /** The data statements (INSERTs into the shop's tables) the server sent for one request. */
   const inserts = () => statements.filter((s) => /INSERT INTO "env_master"\."(Customer|Order|City)"/.test(s));
 
@@ -274,6 +274,31 @@ describe('ALL_OR_NOTHING bulk create as one statement', () => {
     const read = await t.request('GET', `${BASE}/Order/${ids[1]}`);
     const strip = (r: Record<string, unknown>) => ({ ...r, id: 0, createdAt: 0, updatedAt: 0 });
     expect(strip(read.body.data)).toEqual(strip(single.body.data));
+  });
+
+  it('BEST_EFFORT: the valid items in one INSERT, the invalid one (item 4) in errors → 207', async () => {
+    const items = Array.from({ length: 10 }, (_, i) => (i === 4 ? { name: 'no email' } : customerItem(`be${i}`)));
+    statements = [];
+    const res = await t.request('POST', `${BASE}/Customer/_bulk`, { body: { items, transactionMode: 'BEST_EFFORT' } });
+    expectEnvelope(res, 207, 'BEST_EFFORT', 10, Array.from({ length: 9 }, () => ({ id: expect.stringMatching(UUID) })), [4]);
+    expect(inserts()).toHaveLength(1);
+    const rows = await t.db.query<{ id: string; email: string }>(`select id::text, email from env_master."Customer" where id = any($1::uuid[])`, [
+      res.body.data.items.map((i: { id: string }) => i.id),
+    ]);
+    const byId = new Map(rows.map((r) => [r.id, r.email]));
+    expect(res.body.data.items.map((i: { id: string }) => byId.get(i.id))).toEqual(items.filter((_, i) => i !== 4).map((i) => (i as { email: string }).email));
+  });
+
+  it("under an Idempotency-Key (the key's transaction) a database refusal still names its item, in either mode", async () => {
+    const dup = email('idem-dup');
+    const items = [customerItem('i0'), { email: dup, name: 'one' }, { email: dup, name: 'two' }];
+    const path = `${BASE}/Customer/_bulk`;
+    const all = await t.request('POST', path, { body: { items }, headers: { 'idempotency-key': randomUUID() } });
+    expectBulkProblem(all, path, 3, [2]);
+    expect(await countRows(t.db, 'Customer', 'master', 'email = $1', [dup])).toBe(0);
+    const some = await t.request('POST', path, { body: { items, transactionMode: 'BEST_EFFORT' }, headers: { 'idempotency-key': randomUUID() } });
+    expectEnvelope(some, 207, 'BEST_EFFORT', 3, [{ id: expect.stringMatching(UUID) }, { id: expect.stringMatching(UUID) }], [2]);
+    expect(await countRows(t.db, 'Customer', 'master', 'email = $1', [dup])).toBe(1);
   });
 
   it('mixed presets and defaults in one batch: the preset customer where the item has none, defaults where it has no value', async () => {
