@@ -13,6 +13,8 @@
  * key, anything else replaced (./auth.ts adds a role, turns e-mail verification off, sets auth.jwe).
  * BENCH_SVCGEN_WORKER=false: no in-process webhook delivery worker (./bulk.ts measures the write
  * path alone: events are queued, nothing delivers them).
+ * BENCH_LOG_LEVEL=info|warn: request logging as `svcgen serve --log-level <level>` does it, JSON
+ * lines on this process's stdout (redirect run.ts's stdout to a file or pipe); none without it.
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -51,6 +53,7 @@ await runChild(async () => {
     host: '127.0.0.1',
     worker: process.env.BENCH_SVCGEN_WORKER !== 'false',
     log: (message) => console.error(`[svcgen] ${message}`),
+    logging: process.env.BENCH_LOG_LEVEL ? { level: process.env.BENCH_LOG_LEVEL as 'info' | 'warn', format: 'json' } : undefined,
   });
   return { port: server.port, close: () => server.close() };
 });
