@@ -123,6 +123,9 @@ function keyOf(ctx: DataContext, row: Record<string, unknown>): Record<string, u
   return pk.length === 1 ? { id: row[pk[0]!] } : Object.fromEntries(pk.map((k) => [k, row[k]]));
 }
 
+/** Bind parameters a multi-row INSERT may use for its values (the rest: role filters, event capture). */
+const PARAMETER_BUDGET = 60_000;
+
 /**
  * Bulk create as set operations: one multi-row INSERT (with its events) per run of
  * consecutive items decided by the same rules, usually one for the whole request. True when every
@@ -138,9 +141,11 @@ async function insertAll(
 ): Promise<boolean> {
   const runs: InsertRecord[][] = [];
   let runRules: RoleRule[] = [];
+  // A statement's bind parameters are bounded (65,535): a very wide table takes fewer rows a statement.
+  const perStatement = Math.max(1, Math.floor(PARAMETER_BUDGET / (ctx.table.spec.fields.length + 1)));
   for (const { value, written } of valid) {
     const rules = writeRules(readScope(ctx), ctx.table, 'create', written);
-    if (runs.length > 0 && sameRules(rules, runRules)) runs.at(-1)!.push({ values: value, written });
+    if (runs.length > 0 && sameRules(rules, runRules) && runs.at(-1)!.length < perStatement) runs.at(-1)!.push({ values: value, written });
     else runs.push([{ values: value, written }]);
     runRules = rules;
   }
@@ -156,14 +161,14 @@ async function insertAll(
     // transaction, which a refused statement would abort; there it is a savepoint to roll back to.
     await ctx.db.transaction(async (tx) => {
       for (const run of runs) keys.push(...(await insertRun(tx, run)));
+      const highest = highestChosenKey(ctx, valid.map((v) => v.value));
+      if (highest) await advanceKeySequence(ctx, tx, highest);
     });
   } catch (error) {
     if (error instanceof Problem && error.status < 500) return false;
     throw error;
   }
   outcome.items.push(...keys);
-  const highest = highestChosenKey(ctx, valid.map((v) => v.value));
-  if (highest) await advanceKeySequence(ctx, ctx.db, highest);
   return true;
 }
 
