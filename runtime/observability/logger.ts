@@ -1,13 +1,14 @@
 /**
  * The one logger: pino, writing JSON lines to stdout through an asynchronous buffer (the request
  * path never waits on the write). Lines are batched: they go out in one write once
- * LOG_BATCH_BYTES have gathered, or at most LOG_FLUSH_INTERVAL_MS after they were logged when
- * traffic is low (sonic-boom's own `minLength` and `periodicFlush`; its timer is unref'd, so it
- * keeps no process alive). Nothing logged is lost on the way out: a server's close ends with
- * flushLoggerSync, and on process exit pino itself writes what is left with `flushSync()`
- * (its on-exit hook for every `pino.destination` with `sync: false`). `pretty` turns each line
- * into a short readable one for a terminal; it costs a JSON.parse per line, which only matters
- * under load, where stdout is rarely a TTY.
+ * LOG_BATCH_BYTES have gathered or, when traffic is low, at the next periodic flush (every
+ * LOG_FLUSH_INTERVAL_MS; one that finds a write under way leaves the rest to the next). Both are
+ * sonic-boom's own (`minLength`, `periodicFlush`), and its timer is unref'd, so it keeps no
+ * process alive. Nothing logged is lost on the way out: a server's close ends with flushLogger and
+ * flushLoggerSync, and on process exit pino itself writes what is left with `flushSync()` (its
+ * on-exit hook for every `pino.destination` with `sync: false`). `pretty` turns each line into a
+ * short readable one for a terminal; it costs a JSON.parse per line, which only matters under
+ * load, where stdout is rarely a TTY.
  */
 import pino from 'pino';
 
@@ -16,7 +17,7 @@ type DestinationStream = pino.DestinationStream;
 export type LogFormat = 'json' | 'pretty';
 export type LogLevel = 'debug' | 'info' | 'warn';
 
-/** Bytes gathered before a write: about 25 request lines. */
+/** Bytes gathered before a write: some 35 request lines. */
 export const LOG_BATCH_BYTES = 8192;
 /** The longest a logged line waits for its batch (docs/deployment.md "Logs"). */
 export const LOG_FLUSH_INTERVAL_MS = 1000;
@@ -34,7 +35,7 @@ export function defaultLogFormat(stream: { isTTY?: boolean } = process.stdout): 
 }
 
 /** Streams that batch (sonic-boom), by the logger writing to them. */
-const batched = new WeakMap<Logger, { flush(): void; flushSync(): void; destroyed?: boolean }>();
+const batched = new WeakMap<Logger, { flush(cb: (error?: Error) => void): void; flushSync(): void; destroyed?: boolean }>();
 
 export function createLogger(options: LoggerOptions): Logger {
   const stdout = options.destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS });
@@ -52,15 +53,37 @@ export function createLogger(options: LoggerOptions): Logger {
   return logger;
 }
 
-/** Starts writing the lines logged so far without waiting for a batch (a line a reader waits for, like `server started`). */
-export function flushLogger(logger: Logger): void {
+/** The longest flushLogger waits for stdout to take the lines (a reader that stopped reading). */
+const FLUSH_WAIT_MS = 1000;
+
+/**
+ * Writes the lines logged so far without waiting for a batch, in order behind a write under way
+ * (sonic-boom's `flush` with a callback; without one, a flush asked while a write is under way does
+ * nothing, and the lines wait for the next periodic flush).
+ * Resolves once they are written, or after FLUSH_WAIT_MS.
+ */
+export function flushLogger(logger: Logger): Promise<void> {
   const stream = batched.get(logger);
-  if (stream && !stream.destroyed) stream.flush();
+  if (!stream || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, FLUSH_WAIT_MS);
+    timer.unref();
+    try {
+      stream.flush(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    } catch {
+      clearTimeout(timer);
+      resolve();
+    }
+  });
 }
 
 /**
- * Writes every line logged so far, before returning (the last step of stopping a server). A pipe
- * whose reader has gone (EPIPE) is given up on, as pino does.
+ * Writes every line logged so far, before returning (the last step of stopping a server, after
+ * flushLogger, and what pino's exit hook does). A pipe whose reader has gone (EPIPE) is given up
+ * on, as pino does.
  */
 export function flushLoggerSync(logger: Logger): void {
   const stream = batched.get(logger);

@@ -43,13 +43,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
     logger.info({ url, migrationsApplied: foundation.applied.length, webhookWorker: options.worker !== false, metrics: services.metricsToken !== undefined }, 'server started');
     // Scripts and process managers watch for this line: not held for a batch.
-    flushLogger(logger);
+    await flushLogger(logger);
     let closing: Promise<void> | undefined;
     const close = async () => {
       const outcome = await lifecycle.stop(() => drain.close(options.config.http.drainTimeoutMs));
       if (outcome === 'released') logger.info('server stopped');
       else logger.warn(`stopped without waiting longer for the database (no answer within ${RELEASE_DEADLINE_MS} ms)`);
       // Request lines wait in a batch (runtime/observability/logger.ts): out with them before we return.
+      await flushLogger(logger);
       flushLoggerSync(logger);
     };
     return { url, port, applied: foundation.applied, close: () => (closing ??= close()) };
