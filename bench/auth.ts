@@ -66,10 +66,17 @@ const AIM = { jws: 0.95, jwe: 0.9 } as const;
 const AIM_LOGIN = 0.8;
 /** Long enough that the one token per credential outlives any BENCH_DURATION (the default is 900 s). */
 const ACCESS_TOKEN_TTL_S = 86_400;
-const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(REPO, 'bench', 'RESULTS.md');
+const RESULTS_FILE = process.env.BENCH_RESULTS
+  ? path.resolve(process.env.BENCH_RESULTS)
+  : path.join(REPO, 'bench', 'RESULTS.md');
 const SECTION = '## Authentication';
 
-const USER = { email: 'reader@bench.example.com', password: 'Bench-reader-password-1', firstName: 'Bench', lastName: 'Reader' };
+const USER = {
+  email: 'reader@bench.example.com',
+  password: 'Bench-reader-password-1',
+  firstName: 'Bench',
+  lastName: 'Reader',
+};
 const READER_ROLE = 'reader';
 
 type VariantId = 'apiKey' | 'jws' | 'jwe';
@@ -77,7 +84,10 @@ const VARIANT_IDS: readonly VariantId[] = ['apiKey', 'jws', 'jwe'];
 const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 1)));
 /** A B C C B A (per round): each credential measured once early and once late, so drift (other work
  *  on the machine, the database warming up, autovacuum) weighs on all three alike. */
-const ORDER: readonly VariantId[] = Array.from({ length: ROUNDS }, () => ['apiKey', 'jws', 'jwe', 'jwe', 'jws', 'apiKey'] as const).flat();
+const ORDER: readonly VariantId[] = Array.from(
+  { length: ROUNDS },
+  () => ['apiKey', 'jws', 'jwe', 'jwe', 'jws', 'apiKey'] as const,
+).flat();
 
 interface Variant {
   id: VariantId;
@@ -90,7 +100,8 @@ interface Variant {
 const readOne = CASES.find((c) => c.id === 'read-one')!;
 
 const log = (message: string) => console.error(`[bench:auth] ${message}`);
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => (b === 0 ? 'n/a' : `${fmt((100 * a) / b)} %`);
 const share = (v: number | undefined) => (v === undefined ? 'n/a' : `${fmt(100 * v)} %`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -123,10 +134,17 @@ interface Sent {
   body: any;
 }
 
-async function send(url: string, init: { method?: string; headers: Record<string, string>; body?: unknown }): Promise<Sent> {
+async function send(
+  url: string,
+  init: { method?: string; headers: Record<string, string>; body?: unknown },
+): Promise<Sent> {
   const headers = { ...init.headers };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const res = await fetch(url, {
+    method: init.method ?? 'GET',
+    headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
   const text = await res.text();
   let body: unknown;
   try {
@@ -139,18 +157,24 @@ async function send(url: string, init: { method?: string; headers: Record<string
 
 async function expectStatus(what: string, sent: Promise<Sent>, status: number): Promise<Sent> {
   const res = await sent;
-  if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
+  if (res.status !== status)
+    throw new Error(`${what}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
   return res;
 }
 
 async function login(server: ServerChild, fixture: Fixture): Promise<string> {
   const res = await expectStatus(
     `POST /auth/login on the ${server.name}`,
-    send(`${server.url}/auth/login`, { method: 'POST', headers: { 'x-project-id': fixture.projectId }, body: { email: USER.email, password: USER.password } }),
+    send(`${server.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'x-project-id': fixture.projectId },
+      body: { email: USER.email, password: USER.password },
+    }),
     200,
   );
   const { accessToken, user } = res.body as { accessToken: string; user: { roles: string[] } };
-  if (!user.roles.includes(READER_ROLE)) throw new Error(`the user logged in with roles ${JSON.stringify(user.roles)}, expected ${READER_ROLE}`);
+  if (!user.roles.includes(READER_ROLE))
+    throw new Error(`the user logged in with roles ${JSON.stringify(user.roles)}, expected ${READER_ROLE}`);
   return accessToken;
 }
 
@@ -184,10 +208,16 @@ function statusCounts(result: autocannon.Result): Record<string, number> {
 }
 
 /** Fails the run, with a sample body, when a response had another status than `status`. */
-async function requireStatus(what: string, result: autocannon.Result, status: number, sample: () => Promise<Sent>): Promise<void> {
+async function requireStatus(
+  what: string,
+  result: autocannon.Result,
+  status: number,
+  sample: () => Promise<Sent>,
+): Promise<void> {
   const counts = statusCounts(result);
   const unexpected = Object.keys(counts).filter((code) => Number(code) !== status);
-  if (unexpected.length === 0 && result.errors === 0 && result.timeouts === 0 && (status >= 300 || result.non2xx === 0)) return;
+  if (unexpected.length === 0 && result.errors === 0 && result.timeouts === 0 && (status >= 300 || result.non2xx === 0))
+    return;
   let example = '';
   try {
     const res = await sample();
@@ -225,7 +255,15 @@ async function accounted<T>(
   server: ServerChild,
   backends: BackendCpu,
   work: () => Promise<T>,
-): Promise<{ value: T; serverCpuUs: number; queries: number; pgCpuUs: number | undefined; loadCpuUs: number; machine: ReturnType<typeof machineBusy>; otherLoad: number | undefined }> {
+): Promise<{
+  value: T;
+  serverCpuUs: number;
+  queries: number;
+  pgCpuUs: number | undefined;
+  loadCpuUs: number;
+  machine: ReturnType<typeof machineBusy>;
+  otherLoad: number | undefined;
+}> {
   const before = await server.stats();
   const pgBefore = await backends.sample();
   const machineBefore = machineSample();
@@ -243,12 +281,17 @@ async function accounted<T>(
   const loadCpuUs = loadCpu.user + loadCpu.system;
   const oursUs = serverCpuUs + (pgCpuUs ?? 0) + loadCpuUs;
   const otherLoad =
-    machine === undefined || pgCpuUs === undefined ? undefined : Math.max(0, machine.busy - machine.irq - oursUs / (elapsedUs * os.availableParallelism()));
+    machine === undefined || pgCpuUs === undefined
+      ? undefined
+      : Math.max(0, machine.busy - machine.irq - oursUs / (elapsedUs * os.availableParallelism()));
   return { value, serverCpuUs, queries: after.queries - before.queries, pgCpuUs, loadCpuUs, machine, otherLoad };
 }
 
 async function measureReads(variant: Variant, fixture: Fixture, backends: BackendCpu): Promise<ReadRun> {
-  const sample = () => send(`${variant.server.url}${readOne.sample(fixture).path}`, { headers: dataHeaders(fixture, variant.authorization) });
+  const sample = () =>
+    send(`${variant.server.url}${readOne.sample(fixture).path}`, {
+      headers: dataHeaders(fixture, variant.authorization),
+    });
   const warm = await loadReads(variant, fixture, WARMUP_S);
   await requireStatus(`${variant.label} (warm-up)`, warm, 200, sample);
   const m = await accounted(variant.server, backends, async () => loadReads(variant, fixture, DURATION_S));
@@ -284,7 +327,9 @@ interface VariantSummary {
 function summarize(runs: ReadRun[]): VariantSummary {
   const mean = (f: (r: ReadRun) => number) => runs.reduce((s, r) => s + f(r), 0) / runs.length;
   const requests = runs.reduce((s, r) => s + r.requests, 0);
-  const pg = runs.every((r) => r.pgCpuUs !== undefined) ? runs.reduce((s, r) => s + r.pgCpuUs!, 0) / requests : undefined;
+  const pg = runs.every((r) => r.pgCpuUs !== undefined)
+    ? runs.reduce((s, r) => s + r.pgCpuUs!, 0) / requests
+    : undefined;
   return {
     rps: mean((r) => r.rps),
     p50: mean((r) => r.p50),
@@ -319,10 +364,13 @@ async function profileReads(variant: Variant, fixture: Fixture, dir: string): Pr
   const { statements } = await variant.server.stopProfile(file);
   const after = await variant.server.stats();
   await requireStatus(`${variant.label} (profile)`, result, 200, () =>
-    send(`${variant.server.url}${readOne.sample(fixture).path}`, { headers: dataHeaders(fixture, variant.authorization) }),
+    send(`${variant.server.url}${readOne.sample(fixture).path}`, {
+      headers: dataHeaders(fixture, variant.authorization),
+    }),
   );
   const requests = result.requests.total;
-  const count = (match: (sql: string) => boolean) => statements.filter(([sql]) => match(sql)).reduce((n, [, c]) => n + c, 0);
+  const count = (match: (sql: string) => boolean) =>
+    statements.filter(([sql]) => match(sql)).reduce((n, [, c]) => n + c, 0);
   return {
     summary: summarizeProfile(file, 40),
     requests,
@@ -344,7 +392,11 @@ interface VerificationCost {
   tokenBytes: Record<'jws' | 'jwe', number>;
 }
 
-async function measureVerification(databaseUrl: string, projectId: string, tokens: Record<'jws' | 'jwe', string>): Promise<VerificationCost> {
+async function measureVerification(
+  databaseUrl: string,
+  projectId: string,
+  tokens: Record<'jws' | 'jwe', string>,
+): Promise<VerificationCost> {
   const db = openDatabase(databaseUrl, { max: 1 });
   try {
     // as the server children do: no SVCGEN_SECRET passed, so the database-kept sealing key
@@ -417,7 +469,14 @@ function measureBcrypt(): BcryptLimit {
   }
   const cores = os.availableParallelism();
   const medianMs = median(times);
-  return { cores, medianMs, medianCpuMs: median(cpuTimes), minMs: Math.min(...times), maxMs: Math.max(...times), limit: cores / (medianMs / 1000) };
+  return {
+    cores,
+    medianMs,
+    medianCpuMs: median(cpuTimes),
+    minMs: Math.min(...times),
+    maxMs: Math.max(...times),
+    limit: cores / (medianMs / 1000),
+  };
 }
 
 interface TrickleResult {
@@ -517,7 +576,10 @@ function threadNice(pid: number): string | undefined {
       const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
       counts.set(nice, (counts.get(nice) ?? 0) + 1);
     }
-    return [...counts].sort((a, b) => a[0] - b[0]).map(([nice, n]) => `${nice} × ${n}`).join(', ');
+    return [...counts]
+      .sort((a, b) => a[0] - b[0])
+      .map(([nice, n]) => `${nice} × ${n}`)
+      .join(', ');
   } catch {
     return undefined;
   }
@@ -536,7 +598,11 @@ function loadLogins(server: ServerChild, fixture: Fixture, seconds: number): aut
 
 async function measureLogins(server: ServerChild, fixture: Fixture, backends: BackendCpu): Promise<LoginResult> {
   const sample = () =>
-    send(`${server.url}/auth/login`, { method: 'POST', headers: { 'x-project-id': fixture.projectId }, body: { email: USER.email, password: USER.password } });
+    send(`${server.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'x-project-id': fixture.projectId },
+      body: { email: USER.email, password: USER.password },
+    });
   // When autocannon stops, up to LOGIN_CONNECTIONS logins are still queued for the bcrypt pool: one
   // more login, queued behind them, returns once they are done (the pool serves in order).
   const drain = async () => void (await expectStatus('POST /auth/login (drain)', sample(), 200));
@@ -594,11 +660,24 @@ async function measureLoginAnswers(server: ServerChild, fixture: Fixture): Promi
   const times: LoginAnswerTimes = { unknownEmail: [], wrongPassword: [], rightPassword: [] };
   const timed = async (what: string, email: string, password: string, status: number) => {
     const started = performance.now();
-    await expectStatus(what, send(`${server.url}/auth/login`, { method: 'POST', headers: { 'x-project-id': fixture.projectId }, body: { email, password } }), status);
+    await expectStatus(
+      what,
+      send(`${server.url}/auth/login`, {
+        method: 'POST',
+        headers: { 'x-project-id': fixture.projectId },
+        body: { email, password },
+      }),
+      status,
+    );
     return performance.now() - started;
   };
   for (let i = 0; i < ANSWER_WARMUP + ANSWER_ROUNDS; i++) {
-    const unknown = await timed('POST /auth/login (unknown e-mail)', `nobody-${i}-${Date.now().toString(36)}@bench.example.com`, USER.password, 401);
+    const unknown = await timed(
+      'POST /auth/login (unknown e-mail)',
+      `nobody-${i}-${Date.now().toString(36)}@bench.example.com`,
+      USER.password,
+      401,
+    );
     const wrong = await timed('POST /auth/login (wrong password)', USER.email, `${USER.password}-wrong`, 401);
     const right = await timed('POST /auth/login (right password)', USER.email, USER.password, 200);
     if (i < ANSWER_WARMUP) continue;
@@ -638,35 +717,50 @@ interface Results {
   unloaded: Record<VariantId, TrickleResult>;
 }
 
-const LABEL: Record<VariantId, string> = { apiKey: 'API key (role admin)', jws: 'JWS access token (role reader)', jwe: 'JWE access token (role reader)' };
+const LABEL: Record<VariantId, string> = {
+  apiKey: 'API key (role admin)',
+  jws: 'JWS access token (role reader)',
+  jwe: 'JWE access token (role reader)',
+};
 const SHORT: Record<VariantId, string> = { apiKey: 'API key', jws: 'JWS', jwe: 'JWE' };
 
 function trickleRow(t: TrickleResult): string[] {
   const l = t.latenciesMs;
-  return [fmt(l.length), fmt(percentile(l, 50), 1), fmt(percentile(l, 99), 1), fmt(Math.max(...l), 1), String(t.failures.length)];
+  return [
+    fmt(l.length),
+    fmt(percentile(l, 50), 1),
+    fmt(percentile(l, 99), 1),
+    fmt(Math.max(...l), 1),
+    String(t.failures.length),
+  ];
 }
 
 function report(r: Results): string {
   const { env, summaries: s } = r;
   const out: string[] = [];
   out.push(SECTION, '');
-  out.push(`Written by \`npm run bench:auth\` (bench/auth.ts) on ${env.date}. Rerun it rather than editing this section.`, '');
+  out.push(
+    `Written by \`npm run bench:auth\` (bench/auth.ts) on ${env.date}. Rerun it rather than editing this section.`,
+    '',
+  );
   out.push(
     `- Command: \`npm run bench:auth\` (BENCH_WARMUP=${WARMUP_S}, BENCH_DURATION=${DURATION_S}, BENCH_PROFILE=${PROFILE_S}, BENCH_ROUNDS=${ROUNDS}); ` +
       `commit ${env.revision}`,
   );
-  out.push(`- Machine: ${env.cpus} CPUs (os.availableParallelism(); ${env.cpuModel}), ${env.os}; Node.js ${env.node}; PostgreSQL ${env.postgres} (${env.databaseServer})`);
+  out.push(
+    `- Machine: ${env.cpus} CPUs (os.availableParallelism(); ${env.cpuModel}), ${env.os}; Node.js ${env.node}; PostgreSQL ${env.postgres} (${env.databaseServer})`,
+  );
   out.push(
     `- Data and servers: a fresh database seeded as for \`npm run bench\` (${fmt(SEED.orders)} orders); two svcgen server children on it ` +
       `(runtime \`startServer\` serving examples/shop, pg pools of ${POOL_SIZE}), the example's config patched: role \`${READER_ROLE}\` ` +
       '(`signup: true`, `tables: {"*": {read: true}}`), `auth.emailVerification: false`, login/signup/data rate limits out of reach, ' +
       `\`auth.accessTokenTtl: ${ACCESS_TOKEN_TTL_S}\` (so the tokens outlive the run), and \`auth.jwe\` false on the **jws server**, true on the **jwe server**. ` +
-      'Both share the environment\'s signing key through the database.',
+      "Both share the environment's signing key through the database.",
   );
   out.push(
     `- Credentials: the bench's admin API key; one user signed up with roleId \`${READER_ROLE}\` and logged in once on each server, ` +
       `giving one JWS (${fmt(r.verification.tokenBytes.jws)} characters) and one JWE (${fmt(r.verification.tokenBytes.jwe)} characters) access token, ` +
-      'each used for every request of the run: after its first request a token is served from the verifier\'s per-process cache ' +
+      "each used for every request of the run: after its first request a token is served from the verifier's per-process cache " +
       '(runtime/auth/tokens/token-verifier.ts), which is the realistic steady state. All three answer the sample request with the same JSON.',
   );
   out.push(
@@ -674,9 +768,13 @@ function report(r: Results): string {
       'at the same time (the "other processes" column): absolute figures are low and vary by several per cent from run to run; ' +
       'compare the ratios, and treat differences of a few per cent as noise.',
   );
-  const disturbed = r.runs.filter((run) => (run.otherLoad ?? 0) > 0.1).length + ((r.logins.otherLoad ?? 0) > 0.1 ? 1 : 0);
+  const disturbed =
+    r.runs.filter((run) => (run.otherLoad ?? 0) > 0.1).length + ((r.logins.otherLoad ?? 0) > 0.1 ? 1 : 0);
   if (disturbed) {
-    out.push('', `> **Warning:** in ${disturbed} measurement(s) other processes used more than 10 % of the machine's CPU; those figures are lower and noisier than on a quiet machine.`);
+    out.push(
+      '',
+      `> **Warning:** in ${disturbed} measurement(s) other processes used more than 10 % of the machine's CPU; those figures are lower and noisier than on a quiet machine.`,
+    );
   }
   out.push('');
 
@@ -684,22 +782,33 @@ function report(r: Results): string {
   out.push(
     `${readOne.description}; ${CONNECTIONS} connections, ${WARMUP_S} s warm-up then ${DURATION_S} s measured per run. The three credentials ` +
       `ran in the order ${ORDER.map((v) => SHORT[v]).join(' → ')} (A B C C B A${ROUNDS > 1 ? `, ${ROUNDS} times` : ''}), each run with its own ` +
-      'warm-up, so a drift of the machine over the run weighs on all three alike; each figure below is the mean of a credential\'s ' +
+      "warm-up, so a drift of the machine over the run weighs on all three alike; each figure below is the mean of a credential's " +
       `${2 * ROUNDS} runs. ` +
       `Aim: JWS ≥ ${fmt(100 * AIM.jws)} % and JWE ≥ ${fmt(100 * AIM.jwe)} % of the API key's requests/s.`,
     '',
   );
-  out.push('| credential | server | req/s | p50 (ms) | p99 (ms) | req/s vs API key | aim |', '|---|---|--:|--:|--:|--:|:-:|');
+  out.push(
+    '| credential | server | req/s | p50 (ms) | p99 (ms) | req/s vs API key | aim |',
+    '|---|---|--:|--:|--:|--:|:-:|',
+  );
   for (const id of VARIANT_IDS) {
     const v = s[id];
-    const aim = id === 'apiKey' ? '' : v.rps >= AIM[id] * s.apiKey.rps ? `met (≥ ${fmt(100 * AIM[id])} %)` : `**missed** (< ${fmt(100 * AIM[id])} %)`;
+    const aim =
+      id === 'apiKey'
+        ? ''
+        : v.rps >= AIM[id] * s.apiKey.rps
+          ? `met (≥ ${fmt(100 * AIM[id])} %)`
+          : `**missed** (< ${fmt(100 * AIM[id])} %)`;
     out.push(
       `| ${LABEL[id]} | ${r.variants[id].server.name} | ${fmt(v.rps)} | ${fmt(v.p50, 1)} | ${fmt(v.p99, 1)} | ${id === 'apiKey' ? '100 %' : `**${pct(v.rps, s.apiKey.rps)}**`} | ${aim} |`,
     );
   }
   out.push('');
   out.push('Each run:', '');
-  out.push('| # | credential | req/s | p50 (ms) | p99 (ms) | responses | machine CPU busy | … interrupts | … other processes |', '|--:|---|--:|--:|--:|--:|--:|--:|--:|');
+  out.push(
+    '| # | credential | req/s | p50 (ms) | p99 (ms) | responses | machine CPU busy | … interrupts | … other processes |',
+    '|--:|---|--:|--:|--:|--:|--:|--:|--:|',
+  );
   r.runs.forEach((run, i) => {
     out.push(
       `| ${i + 1} | ${SHORT[run.variant]} | ${fmt(run.rps)} | ${fmt(run.p50)} | ${fmt(run.p99)} | ${fmt(run.requests)} | ${share(run.machineBusy)} | ${share(run.machineIrq)} | ${share(run.otherLoad)} |`,
@@ -713,7 +822,8 @@ function report(r: Results): string {
   const row = (name: string, f: (v: VariantSummary) => number | undefined, digits = 0) => {
     const [a, b, c] = VARIANT_IDS.map((id) => f(s[id]));
     const cell = (x: number | undefined) => (x === undefined ? 'n/a' : fmt(x, digits));
-    const diff = (x: number | undefined) => (x === undefined || a === undefined ? 'n/a' : `${x - a >= 0 ? '+' : '−'}${fmt(Math.abs(x - a), digits)}`);
+    const diff = (x: number | undefined) =>
+      x === undefined || a === undefined ? 'n/a' : `${x - a >= 0 ? '+' : '−'}${fmt(Math.abs(x - a), digits)}`;
     out.push(`| ${name} | ${cell(a)} | ${cell(b)} | ${cell(c)} | ${diff(b)} | ${diff(c)} |`);
   };
   row('server process CPU (µs, all threads)', (v) => v.serverCpuPerRequestUs);
@@ -738,7 +848,9 @@ function report(r: Results): string {
   for (const id of VARIANT_IDS) {
     const l = u[id].latenciesMs;
     const d = percentile(l, 50) - percentile(u.apiKey.latenciesMs, 50);
-    out.push(`| ${SHORT[id]} | ${fmt(l.length)} | ${fmt(percentile(l, 50), 2)} | ${fmt(percentile(l, 99), 2)} | ${id === 'apiKey' ? '' : `${d >= 0 ? '+' : '−'}${fmt(Math.abs(d), 2)}`} |`);
+    out.push(
+      `| ${SHORT[id]} | ${fmt(l.length)} | ${fmt(percentile(l, 50), 2)} | ${fmt(percentile(l, 99), 2)} | ${id === 'apiKey' ? '' : `${d >= 0 ? '+' : '−'}${fmt(Math.abs(d), 2)}`} |`,
+    );
   }
   out.push('');
 
@@ -747,7 +859,9 @@ function report(r: Results): string {
     const p = r.profiles as Record<VariantId, VariantProfile>;
     const perReq = (id: VariantId, ms: number) => (1000 * ms) / p[id].requests;
     const get = (id: VariantId, name: string) => p[id].summary.categories.find((c) => c.name === name)?.ms ?? 0;
-    const names = [...new Set(VARIANT_IDS.flatMap((id) => p[id].summary.categories.map((c) => c.name)))].filter((n) => n !== IDLE);
+    const names = [...new Set(VARIANT_IDS.flatMap((id) => p[id].summary.categories.map((c) => c.name)))].filter(
+      (n) => n !== IDLE,
+    );
     names.sort((x, y) => perReq('jwe', get('jwe', y)) - perReq('jwe', get('jwe', x)));
     out.push(
       `Main thread of the server by category, µs per request (V8 CPU profile, ${PROFILE_S} s per credential under the same load, ` +
@@ -760,20 +874,37 @@ function report(r: Results): string {
       if (values.every((v) => v < 0.5)) continue;
       out.push(`| ${name} | ${values.map((v) => fmt(v)).join(' | ')} |`);
     }
-    out.push(`| **total (busy)** | ${VARIANT_IDS.map((id) => `**${fmt(perReq(id, p[id].summary.busyMs))}**`).join(' | ')} |`);
-    out.push(`| total without socket write syscalls | ${VARIANT_IDS.map((id) => fmt(perReq(id, p[id].summary.busyMs - get(id, SOCKET_WRITE_CATEGORY)))).join(' | ')} |`);
-    out.push(`| server process CPU while profiled (all threads) | ${VARIANT_IDS.map((id) => fmt(p[id].cpuPerRequestUs)).join(' | ')} |`);
-    out.push(`| SQL statements while profiled, per request | ${VARIANT_IDS.map((id) => fmt(p[id].statementsPerRequest, 2)).join(' | ')} |`);
-    out.push(`| … of which revocation checks (svcgen.sessions / revoked_tokens) | ${VARIANT_IDS.map((id) => fmt(p[id].revocationChecksPerRequest, 4)).join(' | ')} |`);
-    out.push(`| … of which \`SELECT 1\` barriers on the LISTEN connection | ${VARIANT_IDS.map((id) => fmt(p[id].barriersPerRequest, 3)).join(' | ')} |`);
+    out.push(
+      `| **total (busy)** | ${VARIANT_IDS.map((id) => `**${fmt(perReq(id, p[id].summary.busyMs))}**`).join(' | ')} |`,
+    );
+    out.push(
+      `| total without socket write syscalls | ${VARIANT_IDS.map((id) => fmt(perReq(id, p[id].summary.busyMs - get(id, SOCKET_WRITE_CATEGORY)))).join(' | ')} |`,
+    );
+    out.push(
+      `| server process CPU while profiled (all threads) | ${VARIANT_IDS.map((id) => fmt(p[id].cpuPerRequestUs)).join(' | ')} |`,
+    );
+    out.push(
+      `| SQL statements while profiled, per request | ${VARIANT_IDS.map((id) => fmt(p[id].statementsPerRequest, 2)).join(' | ')} |`,
+    );
+    out.push(
+      `| … of which revocation checks (svcgen.sessions / revoked_tokens) | ${VARIANT_IDS.map((id) => fmt(p[id].revocationChecksPerRequest, 4)).join(' | ')} |`,
+    );
+    out.push(
+      `| … of which \`SELECT 1\` barriers on the LISTEN connection | ${VARIANT_IDS.map((id) => fmt(p[id].barriersPerRequest, 3)).join(' | ')} |`,
+    );
     out.push('');
     const authFunctions = (id: VariantId) =>
       p[id].summary.top.filter(
-        (f) => /^svcgen runtime\/(auth|principal|keys)$/.test(f.category) || f.category === 'other packages (jose)' || f.location.startsWith('runtime/db/notifications.ts'),
+        (f) =>
+          /^svcgen runtime\/(auth|principal|keys)$/.test(f.category) ||
+          f.category === 'other packages (jose)' ||
+          f.location.startsWith('runtime/db/notifications.ts'),
       );
     out.push('SQL statements while profiled (the most frequent, per request):', '');
     for (const id of VARIANT_IDS) {
-      out.push(`- ${SHORT[id]}: ${p[id].topStatements.map(([sql, n]) => `${fmt(n, 3)} × \`${sql.length > 160 ? `${sql.slice(0, 160)}…` : sql}\``).join('; ')}`);
+      out.push(
+        `- ${SHORT[id]}: ${p[id].topStatements.map(([sql, n]) => `${fmt(n, 3)} × \`${sql.length > 160 ? `${sql.slice(0, 160)}…` : sql}\``).join('; ')}`,
+      );
     }
     out.push('');
     out.push(
@@ -785,31 +916,40 @@ function report(r: Results): string {
     for (const id of VARIANT_IDS) {
       const fns = authFunctions(id);
       if (fns.length === 0) out.push(`| ${SHORT[id]} | (none) | | |`);
-      for (const f of fns) out.push(`| ${SHORT[id]} | \`${f.name}\` | ${f.location.replace(/:\d+$/, '')} | ${fmt(perReq(id, f.ms), 1)} |`);
+      for (const f of fns)
+        out.push(`| ${SHORT[id]} | \`${f.name}\` | ${f.location.replace(/:\d+$/, '')} | ${fmt(perReq(id, f.ms), 1)} |`);
     }
     out.push('');
   }
 
   const v = r.verification;
   const barriers =
-    r.profiles.jws && r.profiles.jwe ? `${fmt(r.profiles.jws.barriersPerRequest, 2)} (JWS) and ${fmt(r.profiles.jwe.barriersPerRequest, 2)} (JWE)` : '';
-  out.push('Token verification, measured in the benchmark process with the environment\'s keys (median):', '');
+    r.profiles.jws && r.profiles.jwe
+      ? `${fmt(r.profiles.jws.barriersPerRequest, 2)} (JWS) and ${fmt(r.profiles.jwe.barriersPerRequest, 2)} (JWE)`
+      : '';
+  out.push("Token verification, measured in the benchmark process with the environment's keys (median):", '');
   out.push('| | JWS | JWE |', '|---|--:|--:|');
   out.push(`| token length (characters) | ${fmt(v.tokenBytes.jws)} | ${fmt(v.tokenBytes.jwe)} |`);
-  out.push(`| full verification, \`verifyAccessToken\` (µs) — once per token and process | ${fmt(v.uncachedUs.jws)} | ${fmt(v.uncachedUs.jwe)} |`);
-  out.push(`| cached path: \`looksLikeJwt\` + Map lookup by token text (µs) — every request | ${fmt(v.cachedUs.jws, 1)} | ${fmt(v.cachedUs.jwe, 1)} |`);
+  out.push(
+    `| full verification, \`verifyAccessToken\` (µs) — once per token and process | ${fmt(v.uncachedUs.jws)} | ${fmt(v.uncachedUs.jwe)} |`,
+  );
+  out.push(
+    `| cached path: \`looksLikeJwt\` + Map lookup by token text (µs) — every request | ${fmt(v.cachedUs.jws, 1)} | ${fmt(v.cachedUs.jwe, 1)} |`,
+  );
   out.push('');
   out.push(
     `Note: a JWS costs one RS256 signature check (RSA public-key operation, ~${fmt(v.uncachedUs.jws)} µs) and a JWE additionally one ` +
       `RSA-OAEP-256 decryption (private-key operation) plus AES-GCM, ~${fmt(v.uncachedUs.jwe)} µs in all — but only the first time a ` +
       'process sees the token (runtime/auth/tokens/token-verifier.ts caches it by its text), and the revocation query against the ' +
       'database runs once per token and LISTEN epoch. Afterwards each request pays the shape test and a Map lookup (V8 hashes the ' +
-      'header\'s new string each time, linear in its length, so the longer JWE costs a little more), the longer Authorization header ' +
+      "header's new string each time, linear in its length, so the longer JWE costs a little more), the longer Authorization header " +
       'to read, the in-memory revocation sets, and `NotificationChannel.barrier()` (runtime/db/notifications.ts, awaited by ' +
       '`AccessTokenVerifier.checkRevocation`): a `SELECT 1` round trip on the LISTEN connection, shared by the requests that arrive ' +
       'while one is in flight' +
-      (barriers ? ` (${barriers} per request under the load above; one per request when requests come one at a time, hence the added unloaded latency)` : '') +
-      '. The API key\'s path (runtime/keys) has no per-request round trip.',
+      (barriers
+        ? ` (${barriers} per request under the load above; one per request when requests come one at a time, hence the added unloaded latency)`
+        : '') +
+      ". The API key's path (runtime/keys) has no per-request round trip.",
     '',
   );
 
@@ -829,10 +969,14 @@ function report(r: Results): string {
   out.push(`| logins/s | **${fmt(l.loginsPerSecond, 1)}** |`);
   out.push(`| logins | ${fmt(l.logins)} |`);
   out.push(`| login latency p50 / p99 (ms) | ${fmt(l.p50)} / ${fmt(l.p99)} |`);
-  out.push(`| bcrypt cost ${BCRYPT_COST} compareSync: wall time, median (min–max) (ms) | ${fmt(b.medianMs, 1)} (${fmt(b.minMs, 1)}–${fmt(b.maxMs, 1)}) |`);
+  out.push(
+    `| bcrypt cost ${BCRYPT_COST} compareSync: wall time, median (min–max) (ms) | ${fmt(b.medianMs, 1)} (${fmt(b.minMs, 1)}–${fmt(b.maxMs, 1)}) |`,
+  );
   out.push(`| … CPU time, median (ms) | ${fmt(b.medianCpuMs, 1)} |`);
   out.push(`| bcrypt limit (${b.cores} cores ÷ wall-time median) (logins/s) | ${fmt(b.limit, 1)} |`);
-  out.push(`| logins/s ÷ limit | **${pct(l.loginsPerSecond, b.limit)}** (aim ≥ ${fmt(100 * AIM_LOGIN)} %: ${l.loginsPerSecond >= AIM_LOGIN * b.limit ? 'met' : '**missed**'}) |`);
+  out.push(
+    `| logins/s ÷ limit | **${pct(l.loginsPerSecond, b.limit)}** (aim ≥ ${fmt(100 * AIM_LOGIN)} %: ${l.loginsPerSecond >= AIM_LOGIN * b.limit ? 'met' : '**missed**'}) |`,
+  );
   if (l.otherLoad !== undefined && l.otherLoad > 0.02) {
     const available = b.limit * (1 - l.otherLoad);
     out.push(
@@ -840,8 +984,12 @@ function report(r: Results): string {
         `${pct(l.loginsPerSecond, available)} |`,
     );
   }
-  out.push(`| server process CPU per login (ms, all threads, bcrypt workers included) | ${fmt(l.serverCpuPerLoginUs / 1000, 1)} |`);
-  out.push(`| PostgreSQL backends CPU per login (ms) | ${l.pgCpuPerLoginUs === undefined ? 'n/a' : fmt(l.pgCpuPerLoginUs / 1000, 1)} |`);
+  out.push(
+    `| server process CPU per login (ms, all threads, bcrypt workers included) | ${fmt(l.serverCpuPerLoginUs / 1000, 1)} |`,
+  );
+  out.push(
+    `| PostgreSQL backends CPU per login (ms) | ${l.pgCpuPerLoginUs === undefined ? 'n/a' : fmt(l.pgCpuPerLoginUs / 1000, 1)} |`,
+  );
   out.push(`| load generator + trickle CPU per login (ms) | ${fmt(l.loadCpuPerLoginUs / 1000, 1)} |`);
   out.push(
     `| bcrypt's share of all that CPU (compare CPU time ÷ the sum of the three above) | ${pct(b.medianCpuMs, totalCpuMs)} |`,
@@ -850,16 +998,17 @@ function report(r: Results): string {
   if (l.threadNice) out.push(`| server threads by nice value (/proc, after the load) | ${l.threadNice} |`);
   out.push('');
   out.push(
-    'The limit assumes every core does nothing but bcrypt. Here the login path\'s other work (HTTP, the RS256 signature of the ' +
+    "The limit assumes every core does nothing but bcrypt. Here the login path's other work (HTTP, the RS256 signature of the " +
       'access token on the main thread, the session INSERTs in PostgreSQL, the load generator) runs on the same cores, and so did ' +
-      'other processes: bcrypt\'s share of the benchmark\'s CPU per login is roughly the ceiling of the ratio on this machine. ' +
-      'The limit is measured at normal priority; if the server\'s hashing threads run at a higher nice value (see the row above; ' +
+      "other processes: bcrypt's share of the benchmark's CPU per login is roughly the ceiling of the ratio on this machine. " +
+      "The limit is measured at normal priority; if the server's hashing threads run at a higher nice value (see the row above; " +
       'runtime/auth/passwords/password-hasher.ts), they give way to every other process that wants a CPU, so on a shared machine ' +
-      'the ratio drops with the other processes\' load — by design, not through lost work (the scaled row, shown when other processes were busy, estimates that).',
+      "the ratio drops with the other processes' load — by design, not through lost work (the scaled row, shown when other processes were busy, estimates that).",
     '',
   );
   const a = r.loginAnswers;
-  const answerRow = (label: string, xs: number[]) => `| ${label} | ${fmt(median(xs), 1)} | ${fmt(percentile(xs, 90), 1)} | ${fmt(median(xs) / median(a.wrongPassword), 2)} |`;
+  const answerRow = (label: string, xs: number[]) =>
+    `| ${label} | ${fmt(median(xs), 1)} | ${fmt(percentile(xs, 90), 1)} | ${fmt(median(xs) / median(a.wrongPassword), 2)} |`;
   out.push('### Login answers: unknown e-mail, wrong and right password', '');
   out.push(
     `POST /auth/login against the idle jws server, one request at a time, ${ANSWER_ROUNDS} rounds of the three in turn (after ${ANSWER_WARMUP} left out). ` +
@@ -888,7 +1037,7 @@ function report(r: Results): string {
   out.push(`| during the login load | ${trickleRow(l.trickle).join(' | ')} | ${delay(l.loopDelay)} |`);
   out.push('');
   out.push(
-    'Event loop delay: the time between runs of a 1 ms timer on the server\'s main thread (perf_hooks monitorEventLoopDelay in ' +
+    "Event loop delay: the time between runs of a 1 ms timer on the server's main thread (perf_hooks monitorEventLoopDelay in " +
       'the child harness; about 1 ms on an idle loop). bcrypt runs in worker threads, so a stalled loop would show here as a large maximum; a trickle latency well ' +
       'above the loop delay is time the process waited for a CPU (the bcrypt workers keep both cores busy) or PostgreSQL.',
     '',
@@ -931,34 +1080,67 @@ async function main(): Promise<void> {
 
     await expectStatus(
       'POST /auth/signup',
-      send(`${servers.jws.url}/auth/signup`, { method: 'POST', headers: { 'x-project-id': fixture.projectId }, body: { ...USER, roleId: READER_ROLE } }),
+      send(`${servers.jws.url}/auth/signup`, {
+        method: 'POST',
+        headers: { 'x-project-id': fixture.projectId },
+        body: { ...USER, roleId: READER_ROLE },
+      }),
       201,
     );
     const tokens = { jws: await login(servers.jws, fixture), jwe: await login(servers.jwe, fixture) };
     if (tokens.jws.split('.').length !== 3) throw new Error('the jws server did not issue a JWS (3 parts)');
     if (tokens.jwe.split('.').length !== 5) throw new Error('the jwe server did not issue a JWE (5 parts)');
-    log(`signed up ${USER.email} (role ${READER_ROLE}); tokens: JWS ${tokens.jws.length} characters, JWE ${tokens.jwe.length}`);
+    log(
+      `signed up ${USER.email} (role ${READER_ROLE}); tokens: JWS ${tokens.jws.length} characters, JWE ${tokens.jwe.length}`,
+    );
 
     const variants: Record<VariantId, Variant> = {
-      apiKey: { id: 'apiKey', label: `${LABEL.apiKey} → jws server`, server: servers.jws, authorization: `Bearer ${fixture.apiKey}` },
-      jws: { id: 'jws', label: `${LABEL.jws} → jws server`, server: servers.jws, authorization: `Bearer ${tokens.jws}` },
-      jwe: { id: 'jwe', label: `${LABEL.jwe} → jwe server`, server: servers.jwe, authorization: `Bearer ${tokens.jwe}` },
+      apiKey: {
+        id: 'apiKey',
+        label: `${LABEL.apiKey} → jws server`,
+        server: servers.jws,
+        authorization: `Bearer ${fixture.apiKey}`,
+      },
+      jws: {
+        id: 'jws',
+        label: `${LABEL.jws} → jws server`,
+        server: servers.jws,
+        authorization: `Bearer ${tokens.jws}`,
+      },
+      jwe: {
+        id: 'jwe',
+        label: `${LABEL.jwe} → jwe server`,
+        server: servers.jwe,
+        authorization: `Bearer ${tokens.jwe}`,
+      },
     };
     // Same answer with every credential (and the user may read orders).
     const samplePath = readOne.sample(fixture).path;
     const answers = await Promise.all(
-      VARIANT_IDS.map((id) => expectStatus(`GET ${samplePath} with ${LABEL[id]}`, send(`${variants[id].server.url}${samplePath}`, { headers: dataHeaders(fixture, variants[id].authorization) }), 200)),
+      VARIANT_IDS.map((id) =>
+        expectStatus(
+          `GET ${samplePath} with ${LABEL[id]}`,
+          send(`${variants[id].server.url}${samplePath}`, {
+            headers: dataHeaders(fixture, variants[id].authorization),
+          }),
+          200,
+        ),
+      ),
     );
     for (const [i, answer] of answers.entries()) {
       if (!isDeepStrictEqual(answer.body, answers[0]!.body)) {
-        throw new Error(`GET ${samplePath}: ${LABEL[VARIANT_IDS[i]!]} got another answer than the API key:\n  ${answer.text.slice(0, 400)}\n  ${answers[0]!.text.slice(0, 400)}`);
+        throw new Error(
+          `GET ${samplePath}: ${LABEL[VARIANT_IDS[i]!]} got another answer than the API key:\n  ${answer.text.slice(0, 400)}\n  ${answers[0]!.text.slice(0, 400)}`,
+        );
       }
     }
     log('all three credentials read the same order');
 
     const runs: ReadRun[] = [];
     for (const [i, id] of ORDER.entries()) {
-      log(`run ${i + 1}/${ORDER.length}: GET /Order/<id>, ${variants[id].label}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
+      log(
+        `run ${i + 1}/${ORDER.length}: GET /Order/<id>, ${variants[id].label}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`,
+      );
       const run = await measureReads(variants[id], fixture, backends);
       runs.push(run);
       log(
@@ -966,7 +1148,9 @@ async function main(): Promise<void> {
           `machine busy ${share(run.machineBusy)}, other processes ${share(run.otherLoad)}`,
       );
     }
-    const summaries = Object.fromEntries(VARIANT_IDS.map((id) => [id, summarize(runs.filter((r) => r.variant === id))])) as Record<VariantId, VariantSummary>;
+    const summaries = Object.fromEntries(
+      VARIANT_IDS.map((id) => [id, summarize(runs.filter((r) => r.variant === id))]),
+    ) as Record<VariantId, VariantSummary>;
 
     const profiles: Partial<Record<VariantId, VariantProfile>> = {};
     if (PROFILE_S > 0) {
@@ -987,7 +1171,9 @@ async function main(): Promise<void> {
 
     log(`bcrypt: ${BCRYPT_SAMPLES} × compareSync, cost ${BCRYPT_COST}`);
     const bcryptLimit = measureBcrypt();
-    log(`  median ${fmt(bcryptLimit.medianMs, 1)} ms → limit ${fmt(bcryptLimit.limit, 1)} logins/s on ${bcryptLimit.cores} cores`);
+    log(
+      `  median ${fmt(bcryptLimit.medianMs, 1)} ms → limit ${fmt(bcryptLimit.limit, 1)} logins/s on ${bcryptLimit.cores} cores`,
+    );
 
     log(`trickle of GET /Order/<id> on the idle jws server (${IDLE_TRICKLE_S} s)`);
     await servers.jws.startLoopDelay();
@@ -995,16 +1181,24 @@ async function main(): Promise<void> {
     await sleep(IDLE_TRICKLE_S * 1000);
     const idleTrickle = await idle.stop();
     const idleLoopDelay = await servers.jws.stopLoopDelay();
-    if (idleTrickle.failures.length) throw new Error(`the idle trickle failed: ${idleTrickle.failures.slice(0, 3).join('; ')}`);
+    if (idleTrickle.failures.length)
+      throw new Error(`the idle trickle failed: ${idleTrickle.failures.slice(0, 3).join('; ')}`);
 
-    log(`POST /auth/login, ${LOGIN_CONNECTIONS} connections: ${WARMUP_S} s warm-up, ${DURATION_S} s measured, with the trickle`);
+    log(
+      `POST /auth/login, ${LOGIN_CONNECTIONS} connections: ${WARMUP_S} s warm-up, ${DURATION_S} s measured, with the trickle`,
+    );
     const logins = await measureLogins(servers.jws, fixture, backends);
-    if (logins.trickle.failures.length) throw new Error(`the trickle during the login load failed: ${logins.trickle.failures.slice(0, 3).join('; ')}`);
-    log(`  ${fmt(logins.loginsPerSecond, 1)} logins/s (${pct(logins.loginsPerSecond, bcryptLimit.limit)} of the limit), p99 ${logins.p99} ms`);
+    if (logins.trickle.failures.length)
+      throw new Error(`the trickle during the login load failed: ${logins.trickle.failures.slice(0, 3).join('; ')}`);
+    log(
+      `  ${fmt(logins.loginsPerSecond, 1)} logins/s (${pct(logins.loginsPerSecond, bcryptLimit.limit)} of the limit), p99 ${logins.p99} ms`,
+    );
 
     log(`login answers: unknown e-mail, wrong and right password, ${ANSWER_ROUNDS} rounds one at a time`);
     const loginAnswers = await measureLoginAnswers(servers.jws, fixture);
-    log(`  medians ${fmt(median(loginAnswers.unknownEmail), 1)} / ${fmt(median(loginAnswers.wrongPassword), 1)} / ${fmt(median(loginAnswers.rightPassword), 1)} ms`);
+    log(
+      `  medians ${fmt(median(loginAnswers.unknownEmail), 1)} / ${fmt(median(loginAnswers.wrongPassword), 1)} / ${fmt(median(loginAnswers.rightPassword), 1)} ms`,
+    );
 
     const env: Environment = {
       date: reportDate(),
@@ -1016,7 +1210,20 @@ async function main(): Promise<void> {
       postgres: await serverVersion(database.url),
       databaseServer: dbServer.origin,
     };
-    const section = report({ env, variants, runs, summaries, profiles, verification, bcrypt: bcryptLimit, idleTrickle, idleLoopDelay, logins, loginAnswers, unloaded });
+    const section = report({
+      env,
+      variants,
+      runs,
+      summaries,
+      profiles,
+      verification,
+      bcrypt: bcryptLimit,
+      idleTrickle,
+      idleLoopDelay,
+      logins,
+      loginAnswers,
+      unloaded,
+    });
     writeSection(RESULTS_FILE, SECTION, section);
     log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
     console.log(section);

@@ -39,7 +39,12 @@ async function rows(text: string, values: unknown[]): Promise<unknown[][]> {
 }
 
 function send(res: ServerResponse, status: number, body: string, location?: string): void {
-  res.writeHead(status, location ? { 'content-type': 'application/json; charset=utf-8', location } : { 'content-type': 'application/json; charset=utf-8' });
+  res.writeHead(
+    status,
+    location
+      ? { 'content-type': 'application/json; charset=utf-8', location }
+      : { 'content-type': 'application/json; charset=utf-8' },
+  );
   res.end(body);
 }
 
@@ -95,7 +100,8 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   let work: Promise<void>;
-  if (path === ORDERS_PATH) work = req.method === 'POST' ? create(req, res) : list(res, new URLSearchParams(q === -1 ? '' : url.slice(q + 1)));
+  if (path === ORDERS_PATH)
+    work = req.method === 'POST' ? create(req, res) : list(res, new URLSearchParams(q === -1 ? '' : url.slice(q + 1)));
   else if (path.startsWith(`${ORDERS_PATH}/`)) work = readOne(res, path.slice(ORDERS_PATH.length + 1));
   else work = Promise.resolve(send(res, 404, '{"status":404}'));
   work.catch((error: unknown) => {

@@ -44,7 +44,12 @@ const types = {
     return pg.types.getTypeParser(oid, format as 'text');
   },
 };
-const pool = new pg.Pool({ connectionString: databaseUrl, max: 10, types: types as pg.CustomTypesConfig, options: '-c TimeZone=UTC' });
+const pool = new pg.Pool({
+  connectionString: databaseUrl,
+  max: 10,
+  types: types as pg.CustomTypesConfig,
+  options: '-c TimeZone=UTC',
+});
 pool.on('error', () => {});
 
 class HttpError extends Error {
@@ -123,7 +128,11 @@ interface Reply {
 async function readOrder(id: string): Promise<Reply> {
   const n = /^\d{1,10}$/.test(id) ? Number(id) : NaN;
   if (!(n <= 2147483647)) throw new HttpError(404, `no Order record with id ${JSON.stringify(id)}`);
-  const { rows } = await pool.query<OrderRow>({ name: 'order_by_id', text: `SELECT ${ORDER_COLUMNS} FROM env_master."Order" WHERE id = $1`, values: [n] });
+  const { rows } = await pool.query<OrderRow>({
+    name: 'order_by_id',
+    text: `SELECT ${ORDER_COLUMNS} FROM env_master."Order" WHERE id = $1`,
+    values: [n],
+  });
   if (rows.length === 0) throw new HttpError(404, `no Order record with id ${JSON.stringify(id)}`);
   return { status: 200, body: { data: orderRecord(rows[0]!) } };
 }
@@ -131,7 +140,8 @@ async function readOrder(id: string): Promise<Reply> {
 function integerParam(query: URLSearchParams, name: string, fallback: number, max: number): number {
   const raw = query.get(name);
   if (raw === null) return fallback;
-  if (!/^\d{1,9}$/.test(raw) || Number(raw) > max) throw new HttpError(400, `${name}: must be a whole number from 0 to ${max}`);
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) > max)
+    throw new HttpError(400, `${name}: must be a whole number from 0 to ${max}`);
   return Number(raw);
 }
 
@@ -201,7 +211,8 @@ async function listOrders(query: URLSearchParams): Promise<Reply> {
   if (after !== null && offset > 0) throw new HttpError(400, 'after: a cursor and an offset cannot be combined');
 
   const sort = query.get('sort');
-  if (sort !== null && sort !== '-total' && sort !== 'id') throw new HttpError(400, 'sort: orders sort by id or -total');
+  if (sort !== null && sort !== '-total' && sort !== 'id')
+    throw new HttpError(400, 'sort: orders sort by id or -total');
   const byTotal = sort === '-total';
 
   const values: unknown[] = [];
@@ -224,7 +235,8 @@ async function listOrders(query: URLSearchParams): Promise<Reply> {
   if (after !== null) {
     const v = decodeCursor(cursorQuery, after);
     if (byTotal) {
-      if (v.length !== 2 || typeof v[0] !== 'number' || typeof v[1] !== 'number') throw new HttpError(400, 'after: not a cursor of this query');
+      if (v.length !== 2 || typeof v[0] !== 'number' || typeof v[1] !== 'number')
+        throw new HttpError(400, 'after: not a cursor of this query');
       const t = param(v[0]);
       where.push(`(o.total < ${t} OR (o.total = ${t} AND o.id > ${param(v[1])}))`);
     } else {
@@ -240,11 +252,16 @@ async function listOrders(query: URLSearchParams): Promise<Reply> {
   const select = query.get('select');
   let records: { id: number; total: number }[];
   if (select === null) {
-    const columns = ORDER_COLUMNS.split(', ').map((c) => `o.${c}`).join(', ');
-    const { rows } = await pool.query<OrderRow>(prepared(`SELECT ${columns} FROM env_master."Order" o${whereSql} ORDER BY ${orderBy}${paging}`, values));
+    const columns = ORDER_COLUMNS.split(', ')
+      .map((c) => `o.${c}`)
+      .join(', ');
+    const { rows } = await pool.query<OrderRow>(
+      prepared(`SELECT ${columns} FROM env_master."Order" o${whereSql} ORDER BY ${orderBy}${paging}`, values),
+    );
     records = rows.map(orderRecord);
   } else {
-    if (select !== CUSTOMER_CITY_SELECT) throw new HttpError(400, `select: orders can be read whole or as ${CUSTOMER_CITY_SELECT}`);
+    if (select !== CUSTOMER_CITY_SELECT)
+      throw new HttpError(400, `select: orders can be read whole or as ${CUSTOMER_CITY_SELECT}`);
     const { rows } = await pool.query<CustomerCityRow>(
       prepared(
         `SELECT o.id, o.total, c.name AS customer_name, ci.id AS city_id, ci.name AS city_name
@@ -255,7 +272,11 @@ async function listOrders(query: URLSearchParams): Promise<Reply> {
         values,
       ),
     );
-    records = rows.map((r) => ({ id: r.id, total: r.total, customer: { name: r.customer_name, city: r.city_id === null ? null : { name: r.city_name } } }));
+    records = rows.map((r) => ({
+      id: r.id,
+      total: r.total,
+      customer: { name: r.customer_name, city: r.city_id === null ? null : { name: r.city_name } },
+    }));
   }
   const hasNextPage = records.length > limit;
   const page = hasNextPage ? records.slice(0, limit) : records;
@@ -270,7 +291,8 @@ async function listOrders(query: URLSearchParams): Promise<Reply> {
           offset,
           hasNextPage,
           hasPreviousPage: offset > 0 || after !== null,
-          nextCursor: hasNextPage && last ? encodeCursor(cursorQuery, byTotal ? [last.total, last.id] : [last.id]) : null,
+          nextCursor:
+            hasNextPage && last ? encodeCursor(cursorQuery, byTotal ? [last.total, last.id] : [last.id]) : null,
         },
       },
     },
@@ -300,7 +322,8 @@ async function aggregateOrders(query: URLSearchParams): Promise<Reply> {
   const select: string[] = [];
   for (const fn of fns) {
     const expr = AGGREGATE_FUNCTIONS[fn];
-    if (expr === undefined || aliases.includes(fn.replace(':', '_'))) throw new HttpError(400, `fn: "${fn}" must be count or sum|avg|min|max:total, once each`);
+    if (expr === undefined || aliases.includes(fn.replace(':', '_')))
+      throw new HttpError(400, `fn: "${fn}" must be count or sum|avg|min|max:total, once each`);
     aliases.push(fn.replace(':', '_'));
     select.push(`${expr} AS ${aliases[aliases.length - 1]}`);
   }
@@ -310,7 +333,8 @@ async function aggregateOrders(query: URLSearchParams): Promise<Reply> {
   const orderBy: string[] = [];
   if (sort !== null) {
     const name = sort.replace(/^-/, '');
-    if (!aliases.includes(name) && name !== groupBy) throw new HttpError(400, `sort: sort by an aggregate or the group, not "${name}"`);
+    if (!aliases.includes(name) && name !== groupBy)
+      throw new HttpError(400, `sort: sort by an aggregate or the group, not "${name}"`);
     orderBy.push(`${name} ${sort.startsWith('-') ? 'DESC' : 'ASC'}`);
   }
   if (groupBy && sort?.replace(/^-/, '') !== groupBy) orderBy.push('status');
@@ -352,12 +376,14 @@ async function createOrder(req: IncomingMessage): Promise<Reply> {
     if (error instanceof HttpError) throw error;
     throw new HttpError(400, 'the body is not valid JSON');
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(422, 'the body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new HttpError(422, 'the body must be a JSON object');
   const { total, customerId, ...rest } = body as Record<string, unknown>;
   const unknown = Object.keys(rest);
   if (unknown.length) throw new HttpError(422, `unknown fields: ${unknown.join(', ')}`);
   if (typeof total !== 'number' || !Number.isFinite(total)) throw new HttpError(422, 'total: a number is required');
-  if (typeof customerId !== 'string' || !UUID.test(customerId)) throw new HttpError(422, 'customerId: a UUID is required');
+  if (typeof customerId !== 'string' || !UUID.test(customerId))
+    throw new HttpError(422, 'customerId: a UUID is required');
   let rows: OrderRow[];
   try {
     ({ rows } = await pool.query<OrderRow>({
@@ -378,7 +404,8 @@ async function route(req: IncomingMessage): Promise<Reply> {
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
-  if (path !== ORDERS_PATH && !path.startsWith(`${ORDERS_PATH}/`)) throw new HttpError(404, `nothing is served at ${req.method} ${path}`);
+  if (path !== ORDERS_PATH && !path.startsWith(`${ORDERS_PATH}/`))
+    throw new HttpError(404, `nothing is served at ${req.method} ${path}`);
 
   const project = req.headers['x-project-id'];
   if (!project) throw new HttpError(400, 'send the project id in the X-Project-Id header');

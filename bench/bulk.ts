@@ -40,10 +40,17 @@ const MODES = ['ALL_OR_NOTHING', 'BEST_EFFORT'] as const;
 const log = (message: string) => console.error(`[bench:bulk] ${message}`);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-function send(base: string, method: string, target: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: any; text: string }> {
+function send(
+  base: string,
+  method: string,
+  target: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; body: any; text: string }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const all: Record<string, string | number> = { ...headers };
-  if (payload !== undefined) Object.assign(all, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+  if (payload !== undefined)
+    Object.assign(all, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
   return new Promise((resolve, reject) => {
     const req = http.request(new URL(target, base), { method, headers: all, agent }, (res) => {
       const chunks: Buffer[] = [];
@@ -66,9 +73,13 @@ async function load(server: ServerChild, f: Fixture, mode: string, count: number
   const lane = async () => {
     while (next < count) {
       next++;
-      const items = Array.from({ length: ITEMS }, () => ({ total: randomInt(100, 99_999) / 100, customerId: f.customerIds[randomInt(0, f.customerIds.length)] }));
+      const items = Array.from({ length: ITEMS }, () => ({
+        total: randomInt(100, 99_999) / 100,
+        customerId: f.customerIds[randomInt(0, f.customerIds.length)],
+      }));
       const res = await send(server.url, 'POST', `${API}/Order/_bulk`, headers, { items, transactionMode: mode });
-      if (res.status !== 201 || res.body?.data?.items?.length !== ITEMS) throw new Error(`${server.name}: POST /Order/_bulk answered ${res.status} ${res.text.slice(0, 300)}`);
+      if (res.status !== 201 || res.body?.data?.items?.length !== ITEMS)
+        throw new Error(`${server.name}: POST /Order/_bulk answered ${res.status} ${res.text.slice(0, 300)}`);
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
@@ -96,7 +107,10 @@ async function main() {
     cleanups.add(() => new Promise((resolve) => receiver.close(() => resolve())));
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
-    const env = { BENCH_DATABASE_URL: database.url, BENCH_CONFIG_PATCH: JSON.stringify({ webhooks: { allowHttp: true, allowPrivateTargets: true } }) };
+    const env = {
+      BENCH_DATABASE_URL: database.url,
+      BENCH_CONFIG_PATCH: JSON.stringify({ webhooks: { allowHttp: true, allowPrivateTargets: true } }),
+    };
     const builds: { name: string; env: Record<string, string> }[] = [];
     if (process.env.BENCH_BEFORE) {
       const before = checkoutSvcgen(process.env.BENCH_BEFORE, cleanups.add);
@@ -109,9 +123,14 @@ async function main() {
       return child;
     };
     const withWorker = async () => Promise.all(builds.map((b) => start(b.name, b.env)));
-    const writeOnly = async () => Promise.all(builds.map((b) => start(`${b.name} without worker`, { ...b.env, BENCH_SVCGEN_WORKER: 'false' })));
+    const writeOnly = async () =>
+      Promise.all(builds.map((b) => start(`${b.name} without worker`, { ...b.env, BENCH_SVCGEN_WORKER: 'false' })));
 
-    const manage = { 'x-project-id': fixture.projectId, environment: 'master', authorization: `Bearer ${managementToken}` };
+    const manage = {
+      'x-project-id': fixture.projectId,
+      environment: 'master',
+      authorization: `Bearer ${managementToken}`,
+    };
     const figures: string[] = [];
     // The servers with a worker stop before the write-only ones start: no worker drains their queue meanwhile.
     const plans = [
@@ -127,7 +146,12 @@ async function main() {
       if (subscribed) {
         for (const server of servers) {
           const res = await send(server.url, 'POST', `${API}/_webhooks`, manage, {
-            projectId: fixture.projectId, environment: 'master', table: 'Order', events: ['INSERT'], url: `${receiverUrl}/hook`, secret: 'bench-bulk-secret-0123456789',
+            projectId: fixture.projectId,
+            environment: 'master',
+            table: 'Order',
+            events: ['INSERT'],
+            url: `${receiverUrl}/hook`,
+            secret: 'bench-bulk-secret-0123456789',
           });
           if (res.status !== 201) throw new Error(`POST /_webhooks answered ${res.status} ${res.text}`);
           subs.push({ server, id: String(res.body.id) });
@@ -151,7 +175,9 @@ async function main() {
       }
       if (plan.stop) for (const server of servers) await server.stop();
     }
-    console.log(`${REQUESTS} requests of ${ITEMS} orders, ${IN_FLIGHT} in flight, median of ${ROUNDS} rounds\n${figures.join('\n')}`);
+    console.log(
+      `${REQUESTS} requests of ${ITEMS} orders, ${IN_FLIGHT} in flight, median of ${ROUNDS} rounds\n${figures.join('\n')}`,
+    );
   } finally {
     await cleanups.finish();
     agent.destroy();

@@ -149,9 +149,12 @@ export const CASES: BenchCase[] = [
     title: 'GET /Order?status=equals.paid&total=gte.<x>&sort=-total&limit=20',
     description:
       'the 20 largest paid orders of at least x, x uniformly random in [0, 490] in steps of 0.01, whole records; ' +
-      'no index on status or total in the example, so both servers\' statements scan all 100k orders and sort the matches',
+      "no index on status or total in the example, so both servers' statements scan all 100k orders and sort the matches",
     status: 200,
-    next: () => ({ method: 'GET', path: `${API}/Order?status=equals.paid&total=gte.${randomInt(0, 49_000) / 100}&sort=-total&limit=20` }),
+    next: () => ({
+      method: 'GET',
+      path: `${API}/Order?status=equals.paid&total=gte.${randomInt(0, 49_000) / 100}&sort=-total&limit=20`,
+    }),
     sample: () => ({ method: 'GET', path: `${API}/Order?status=equals.paid&total=gte.123.45&sort=-total&limit=20` }),
     compare: 'exact',
     opaque: ['meta.pagination.nextCursor'],
@@ -164,7 +167,10 @@ export const CASES: BenchCase[] = [
       `a page of 20 orders in primary-key order with their customer's name and the customer's city name (two levels ` +
       `of embedded to-one relations; 1 customer in 20 has no city), offset uniformly random in [0, ${LIST_MAX_OFFSET}]`,
     status: 200,
-    next: () => ({ method: 'GET', path: `${API}/Order?select=id,total,customer(name,city(name))&limit=20&offset=${randomInt(0, LIST_MAX_OFFSET)}` }),
+    next: () => ({
+      method: 'GET',
+      path: `${API}/Order?select=id,total,customer(name,city(name))&limit=20&offset=${randomInt(0, LIST_MAX_OFFSET)}`,
+    }),
     // offset 0: the first customer (every 20th one has no city) is among them
     sample: () => ({ method: 'GET', path: `${API}/Order?select=id,total,customer(name,city(name))&limit=20&offset=0` }),
     compare: 'exact',
@@ -175,8 +181,14 @@ export const CASES: BenchCase[] = [
     title: 'GET /Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count',
     description: 'count, sum and average of total per status over all 100k orders (4 groups), by count descending',
     status: 200,
-    next: () => ({ method: 'GET', path: `${API}/Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count` }),
-    sample: () => ({ method: 'GET', path: `${API}/Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count` }),
+    next: () => ({
+      method: 'GET',
+      path: `${API}/Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count`,
+    }),
+    sample: () => ({
+      method: 'GET',
+      path: `${API}/Order/_aggregate?fn=count,sum:total,avg:total&groupBy=status&sort=-count`,
+    }),
     compare: 'exact',
   },
   {

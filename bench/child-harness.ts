@@ -75,7 +75,13 @@ clientPrototype.query = function query(this: unknown, ...args: unknown[]) {
 /** Parameters as they can cross the (JSON) IPC channel: Dates as ISO text, Buffers as hex bytea, BigInts as text. */
 function ipcSafe(values: unknown[]): unknown[] {
   return values.map((v) =>
-    v instanceof Date ? v.toISOString() : Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : typeof v === 'bigint' ? v.toString() : v,
+    v instanceof Date
+      ? v.toISOString()
+      : Buffer.isBuffer(v)
+        ? `\\x${v.toString('hex')}`
+        : typeof v === 'bigint'
+          ? v.toString()
+          : v,
   );
 }
 
@@ -148,7 +154,13 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
         const h = loopDelay;
         loopDelay = undefined;
         const ms = (ns: number) => ns / 1e6;
-        reply({ count: h.count, meanMs: ms(h.mean), p50Ms: ms(h.percentile(50)), p99Ms: ms(h.percentile(99)), maxMs: ms(h.max) } satisfies LoopDelay);
+        reply({
+          count: h.count,
+          meanMs: ms(h.mean),
+          p50Ms: ms(h.percentile(50)),
+          p99Ms: ms(h.percentile(99)),
+          maxMs: ms(h.max),
+        } satisfies LoopDelay);
         break;
       }
       case 'stop':

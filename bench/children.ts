@@ -37,10 +37,14 @@ export function buildSvcgen(): void {
 
 /** Compiles the svcgen in `dir` into its dist/ with this checkout's TypeScript. */
 function compile(dir: string): void {
-  execFileSync(process.execPath, [path.join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
 }
 
-const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+const git = (...args: string[]) =>
+  execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 
 /** svcgen as of another commit, compiled, for ./svcgen-server.ts to serve next to this checkout's. */
 export interface SvcgenCheckout {
@@ -71,12 +75,20 @@ export function checkoutSvcgen(ref: string, addCleanup: (step: () => Promise<voi
   git('worktree', 'add', '--detach', dir, sha);
   fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
   compile(dir);
-  const env = { BENCH_SVCGEN_DIST: path.join(dir, 'dist'), BENCH_SVCGEN_PROJECT: path.join(dir, 'examples/shop'), TSX_TSCONFIG_PATH: path.join(dir, 'tsconfig.json') };
+  const env = {
+    BENCH_SVCGEN_DIST: path.join(dir, 'dist'),
+    BENCH_SVCGEN_PROJECT: path.join(dir, 'examples/shop'),
+    TSX_TSCONFIG_PATH: path.join(dir, 'tsconfig.json'),
+  };
   return { sha, env };
 }
 
 /** Starts `node bin/run-ts.js <script>` with an IPC channel and waits for its `ready` message. */
-export async function startServerChild(name: string, script: string, env: Record<string, string>): Promise<ServerChild> {
+export async function startServerChild(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+): Promise<ServerChild> {
   if (script === 'bench/svcgen-server.ts') buildSvcgen();
   const child: ChildProcess = fork(path.join(REPO, 'bin/run-ts.js'), [script], {
     cwd: REPO,
@@ -96,10 +108,15 @@ export async function startServerChild(name: string, script: string, env: Record
   });
 
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} server did not start within ${STARTUP_TIMEOUT_MS / 1000} s`)), STARTUP_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`${name} server did not start within ${STARTUP_TIMEOUT_MS / 1000} s`)),
+      STARTUP_TIMEOUT_MS,
+    );
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`${name} server exited during startup (${signal ?? `exit code ${code}`}); see its output above`));
+      reject(
+        new Error(`${name} server exited during startup (${signal ?? `exit code ${code}`}); see its output above`),
+      );
     });
     child.on('message', (message: any) => {
       if (message?.type === 'ready') {

@@ -68,7 +68,10 @@ export function machineSample(): MachineSample | undefined {
 }
 
 /** Busy and interrupt shares of all CPUs between two samples, 0..1. */
-export function machineBusy(a: MachineSample | undefined, b: MachineSample | undefined): { busy: number; irq: number } | undefined {
+export function machineBusy(
+  a: MachineSample | undefined,
+  b: MachineSample | undefined,
+): { busy: number; irq: number } | undefined {
   if (!a || !b || b.total === a.total) return undefined;
   return { busy: (b.busy - a.busy) / (b.total - a.total), irq: (b.irq - a.irq) / (b.total - a.total) };
 }

@@ -98,7 +98,10 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
 }
 
 export async function serverVersion(url: string): Promise<string> {
-  return withClient(url, async (c) => (await c.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version);
+  return withClient(
+    url,
+    async (c) => (await c.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version,
+  );
 }
 
 export interface SeedSize {

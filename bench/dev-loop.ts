@@ -67,7 +67,9 @@ function startDev(dir: string, clock: { since: number }): Dev {
   lines(child.stdout!, 'stdout');
   lines(child.stderr!, 'stderr');
   running.add(child);
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code))).finally(() => running.delete(child));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code))).finally(() =>
+    running.delete(child),
+  );
   return {
     child,
     exited,
@@ -88,7 +90,9 @@ async function stop(dev: Dev): Promise<void> {
 function run(args: string[], cwd: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`svcgen ${args.join(' ')}: exit ${code}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`svcgen ${args.join(' ')}: exit ${code}`)),
+    );
   });
 }
 
@@ -142,7 +146,9 @@ for (let round = 1; round <= ROUNDS; round++) {
   }
 }
 const list = (values: number[]) => values.map(seconds).join(', ');
-console.log(`svcgen dev (${BIN}), ${ROUNDS} rounds on ${os.cpus().length} CPUs, ${DATABASE_URL ? 'DEV_BENCH_DATABASE_URL' : 'embedded PostgreSQL'}`);
+console.log(
+  `svcgen dev (${BIN}), ${ROUNDS} rounds on ${os.cpus().length} CPUs, ${DATABASE_URL ? 'DEV_BENCH_DATABASE_URL' : 'embedded PostgreSQL'}`,
+);
 console.log(`  start in a new project      median ${seconds(median(results.start))}  (${list(results.start)})`);
 console.log(`  field added → new server    median ${seconds(median(results.edit))}  (${list(results.edit)})`);
 console.log(`  start again (same project)  median ${seconds(median(results.warm))}  (${list(results.warm)})`);

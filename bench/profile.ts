@@ -47,16 +47,70 @@ export interface ProfileSummary {
 
 export const IDLE = 'idle';
 /** node's stream_base bindings: each one is a write(v) system call on a socket */
-const SOCKET_WRITES = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'writeAsciiString', 'writeUcs2String']);
+const SOCKET_WRITES = new Set([
+  'writev',
+  'writeBuffer',
+  'writeUtf8String',
+  'writeLatin1String',
+  'writeAsciiString',
+  'writeUcs2String',
+]);
 export const SOCKET_WRITE_CATEGORY = 'socket write syscalls (wall time, see note)';
 
 const EXPRESS_PACKAGES = new Set([
-  'express', 'router', 'path-to-regexp', 'finalhandler', 'on-finished', 'parseurl', 'encodeurl', 'escape-html', 'depd',
-  'merge-descriptors', 'utils-merge', 'vary', 'accepts', 'negotiator', 'type-is', 'content-type', 'mime-types', 'mime-db',
-  'send', 'serve-static', 'body-parser', 'qs', 'debug', 'ms', 'statuses', 'http-errors', 'setprototypeof', 'inherits',
-  'is-promise', 'fresh', 'range-parser', 'etag', 'cookie', 'cookie-signature', 'proxy-addr', 'forwarded', 'ipaddr.js',
-  'content-disposition', 'once', 'wrappy', 'ee-first', 'unpipe', 'methods', 'media-typer', 'raw-body', 'iconv-lite',
-  'bytes', 'toidentifier', 'safe-buffer', 'safer-buffer', 'destroy', 'call-bind-apply-helpers', 'function-bind',
+  'express',
+  'router',
+  'path-to-regexp',
+  'finalhandler',
+  'on-finished',
+  'parseurl',
+  'encodeurl',
+  'escape-html',
+  'depd',
+  'merge-descriptors',
+  'utils-merge',
+  'vary',
+  'accepts',
+  'negotiator',
+  'type-is',
+  'content-type',
+  'mime-types',
+  'mime-db',
+  'send',
+  'serve-static',
+  'body-parser',
+  'qs',
+  'debug',
+  'ms',
+  'statuses',
+  'http-errors',
+  'setprototypeof',
+  'inherits',
+  'is-promise',
+  'fresh',
+  'range-parser',
+  'etag',
+  'cookie',
+  'cookie-signature',
+  'proxy-addr',
+  'forwarded',
+  'ipaddr.js',
+  'content-disposition',
+  'once',
+  'wrappy',
+  'ee-first',
+  'unpipe',
+  'methods',
+  'media-typer',
+  'raw-body',
+  'iconv-lite',
+  'bytes',
+  'toidentifier',
+  'safe-buffer',
+  'safer-buffer',
+  'destroy',
+  'call-bind-apply-helpers',
+  'function-bind',
 ]);
 
 function packageOf(url: string): string | undefined {
@@ -81,7 +135,8 @@ function categoryOf(frame: CallFrame): string | undefined {
   const pkg = packageOf(url);
   if (pkg !== undefined) {
     if (EXPRESS_PACKAGES.has(pkg)) return 'express + router';
-    if (pkg === 'pg' || pkg.startsWith('pg-') || pkg.startsWith('postgres-') || pkg === 'pgpass' || pkg === 'split2') return 'pg driver';
+    if (pkg === 'pg' || pkg.startsWith('pg-') || pkg.startsWith('postgres-') || pkg === 'pgpass' || pkg === 'split2')
+      return 'pg driver';
     if (pkg === 'zod') return 'zod';
     if (pkg === 'tsx' || pkg === 'esbuild' || pkg === 'get-tsconfig') return 'tsx loader';
     return `other packages (${pkg})`;

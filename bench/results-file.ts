@@ -29,13 +29,17 @@ export function readSection(file: string, heading: string): string {
   const start = lines.findIndex((line) => line.trim() === heading);
   if (start === -1) return '';
   const end = lines.findIndex((line, i) => i > start && /^## /.test(line));
-  return `\n${lines.slice(start, end === -1 ? undefined : end).join('\n').replace(/\n+$/, '')}\n`;
+  return `\n${lines
+    .slice(start, end === -1 ? undefined : end)
+    .join('\n')
+    .replace(/\n+$/, '')}\n`;
 }
 
 /** The commit measured, and whether runtime/ had uncommitted changes (read before the servers start). */
 export function gitRevision(): string {
   try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const dirty = git('status', '--porcelain', '--', 'runtime').length > 0;
     return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes in runtime/' : ''}`;
   } catch {

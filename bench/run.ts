@@ -74,7 +74,9 @@ const AIM_BARE_MIN = 0.8;
 const AIM_BARE_P99_FACTOR = 1.5;
 const BENCH_DIR = path.join(REPO, 'bench');
 const PROFILE_DIR = path.join(BENCH_DIR, 'profiles');
-const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(BENCH_DIR, 'RESULTS.md');
+const RESULTS_FILE = process.env.BENCH_RESULTS
+  ? path.resolve(process.env.BENCH_RESULTS)
+  : path.join(BENCH_DIR, 'RESULTS.md');
 /** An earlier commit of svcgen to measure against this checkout, as the server 'before' (not profiled). */
 const BEFORE = process.env.BENCH_BEFORE || undefined;
 
@@ -152,16 +154,30 @@ const log = (message: string) => console.error(`[bench] ${message}`);
 
 // ---- load -------------------------------------------------------------------------------------
 
-async function load(server: ServerChild, benchCase: BenchCase, fixture: Fixture, seconds: number): Promise<autocannon.Result> {
+async function load(
+  server: ServerChild,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  seconds: number,
+): Promise<autocannon.Result> {
   const steps = benchCase.sequence ?? 1;
   const requests: autocannon.Request[] = [];
   for (let step = 0; step < steps; step++) {
     requests.push({
       setupRequest: (req, context) => fillRequest(req, benchCase.next(fixture, context, step)),
-      onResponse: benchCase.onResponse ? (status, body, context) => benchCase.onResponse!(status, body, context) : undefined,
+      onResponse: benchCase.onResponse
+        ? (status, body, context) => benchCase.onResponse!(status, body, context)
+        : undefined,
     });
   }
-  return autocannon({ url: server.url, connections: CONNECTIONS, duration: seconds, headers: headersFor(fixture), requests, overallRate: RATE });
+  return autocannon({
+    url: server.url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: headersFor(fixture),
+    requests,
+    overallRate: RATE,
+  });
 }
 
 function statusCounts(result: autocannon.Result): Record<string, number> {
@@ -169,7 +185,13 @@ function statusCounts(result: autocannon.Result): Record<string, number> {
 }
 
 /** Fails the run, with sample bodies, when a response had another status than the case's. */
-async function requireExpectedStatuses(server: ServerChild, benchCase: BenchCase, fixture: Fixture, result: autocannon.Result, phase: string) {
+async function requireExpectedStatuses(
+  server: ServerChild,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  result: autocannon.Result,
+  phase: string,
+) {
   const counts = statusCounts(result);
   const unexpected = Object.entries(counts).filter(([code]) => Number(code) !== benchCase.status);
   if (unexpected.length === 0 && result.errors === 0 && result.non2xx === 0) return;
@@ -179,7 +201,9 @@ async function requireExpectedStatuses(server: ServerChild, benchCase: BenchCase
       const res = await send(server, benchCase.next(fixture, {}, 0), fixture);
       if (res.status !== benchCase.status) samples.push(`${res.status} ${res.text.slice(0, 500)}`);
     } catch (error) {
-      samples.push(`request failed: ${(error as Error).message}${(error as Error).cause ? ` (${String((error as Error).cause)})` : ''}`);
+      samples.push(
+        `request failed: ${(error as Error).message}${(error as Error).cause ? ` (${String((error as Error).cause)})` : ''}`,
+      );
     }
   }
   throw new Error(
@@ -189,15 +213,27 @@ async function requireExpectedStatuses(server: ServerChild, benchCase: BenchCase
   );
 }
 
-async function measure(server: ServerChild, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu, databaseUrl: string): Promise<Measurement> {
+async function measure(
+  server: ServerChild,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  backends: BackendCpu,
+  databaseUrl: string,
+): Promise<Measurement> {
   try {
     return await measureOnce(server, benchCase, fixture, backends);
   } finally {
-    if (benchCase.writes) log(`  restored the seed: deleted ${fmt(await restoreSeed(databaseUrl, fixture))} created orders, vacuumed`);
+    if (benchCase.writes)
+      log(`  restored the seed: deleted ${fmt(await restoreSeed(databaseUrl, fixture))} created orders, vacuumed`);
   }
 }
 
-async function measureOnce(server: ServerChild, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu): Promise<Measurement> {
+async function measureOnce(
+  server: ServerChild,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  backends: BackendCpu,
+): Promise<Measurement> {
   const warm = await load(server, benchCase, fixture, WARMUP_S);
   await requireExpectedStatuses(server, benchCase, fixture, warm, 'warm-up');
   const before = await server.stats();
@@ -218,7 +254,8 @@ async function measureOnce(server: ServerChild, benchCase: BenchCase, fixture: F
   const capacityUs = elapsedUs * os.availableParallelism();
   const oursUs = after.cpuMicros - before.cpuMicros + (pgSpent ?? 0) + loadCpu.user + loadCpu.system;
   return {
-    otherLoad: busy === undefined || pgSpent === undefined ? undefined : Math.max(0, busy.busy - busy.irq - oursUs / capacityUs),
+    otherLoad:
+      busy === undefined || pgSpent === undefined ? undefined : Math.max(0, busy.busy - busy.irq - oursUs / capacityUs),
     pgCpuPerRequestUs: pgSpent === undefined ? undefined : pgSpent / requests,
     loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / requests,
     machineBusy: busy?.busy,
@@ -234,7 +271,12 @@ async function measureOnce(server: ServerChild, benchCase: BenchCase, fixture: F
   };
 }
 
-async function profileCase(server: ServerChild, benchCase: BenchCase, fixture: Fixture, databaseUrl: string): Promise<CaseProfile> {
+async function profileCase(
+  server: ServerChild,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  databaseUrl: string,
+): Promise<CaseProfile> {
   try {
     return await profileOnce(server, benchCase, fixture, databaseUrl);
   } finally {
@@ -242,7 +284,12 @@ async function profileCase(server: ServerChild, benchCase: BenchCase, fixture: F
   }
 }
 
-async function profileOnce(server: ServerChild, benchCase: BenchCase, fixture: Fixture, databaseUrl: string): Promise<CaseProfile> {
+async function profileOnce(
+  server: ServerChild,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  databaseUrl: string,
+): Promise<CaseProfile> {
   const warm = await load(server, benchCase, fixture, Math.min(WARMUP_S, 2));
   await requireExpectedStatuses(server, benchCase, fixture, warm, 'profile warm-up');
   const file = path.join(PROFILE_DIR, `${benchCase.id}-${server.name}.cpuprofile`);
@@ -260,7 +307,13 @@ async function profileOnce(server: ServerChild, benchCase: BenchCase, fixture: F
   const after = await server.stats();
   await requireExpectedStatuses(server, benchCase, fixture, result, 'profile');
   const requests = result.requests.total;
-  return { summary: summarizeProfile(file), requests, cpuPerRequestUs: (after.cpuMicros - before.cpuMicros) / requests, statements, file };
+  return {
+    summary: summarizeProfile(file),
+    requests,
+    cpuPerRequestUs: (after.cpuMicros - before.cpuMicros) / requests,
+    statements,
+    file,
+  };
 }
 
 /**
@@ -290,7 +343,9 @@ async function explain(databaseUrl: string, sql: string, values: unknown[]): Pro
     await waitForIdleDatabase(client);
     await client.query('BEGIN');
     const run = async (options: string) =>
-      (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (${options}) ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (${options}) ${sql}`, values)).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
     await run('ANALYZE'); // warm the caches and the plan
     await run('ANALYZE');
     const plan = await run('ANALYZE, BUFFERS');
@@ -361,7 +416,8 @@ function firstDifference(a: unknown, b: unknown, at = '$'): string {
   if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object') {
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
     for (const k of keys) {
-      if (!isDeepStrictEqual((a as any)[k], (b as any)[k])) return firstDifference((a as any)[k], (b as any)[k], `${at}.${k}`);
+      if (!isDeepStrictEqual((a as any)[k], (b as any)[k]))
+        return firstDifference((a as any)[k], (b as any)[k], `${at}.${k}`);
     }
     return `${at} (key order)`;
   }
@@ -369,14 +425,22 @@ function firstDifference(a: unknown, b: unknown, at = '$'): string {
 }
 
 /** The servers `others` answer as svcgen does: the sample request, and for a walk every step of one sequence. */
-async function checkSameAnswers(benchCase: BenchCase, servers: Record<ServerName, ServerChild>, fixture: Fixture, others: ServerName[]): Promise<void> {
+async function checkSameAnswers(
+  benchCase: BenchCase,
+  servers: Record<ServerName, ServerChild>,
+  fixture: Fixture,
+  others: ServerName[],
+): Promise<void> {
   for (const other of others) {
     const contexts: Record<string, Record<string, unknown>> = { svcgen: {}, [other]: {} };
     for (let step = 0; step < (benchCase.sequence ?? 1); step++) {
-      const request = (name: string) => (step === 0 ? benchCase.sample(fixture) : benchCase.next(fixture, contexts[name]!, step));
+      const request = (name: string) =>
+        step === 0 ? benchCase.sample(fixture) : benchCase.next(fixture, contexts[name]!, step);
       const requests: [BenchRequest, BenchRequest] = [request('svcgen'), request(other)];
       if (requests[0].path.replace(/after=[^&]*/, 'after=…') !== requests[1].path.replace(/after=[^&]*/, 'after=…')) {
-        throw new Error(`${benchCase.title}, step ${step}: the walks diverged: ${requests[0].path} vs ${requests[1].path}`);
+        throw new Error(
+          `${benchCase.title}, step ${step}: the walks diverged: ${requests[0].path} vs ${requests[1].path}`,
+        );
       }
       const [a, b] = await checkSameAnswer(benchCase, [servers.svcgen, servers[other]], fixture, requests, step);
       benchCase.onResponse?.(a.status, a.text, contexts.svcgen!);
@@ -394,29 +458,40 @@ async function checkSameAnswer(
 ): Promise<[Sent, Sent]> {
   const [a, b] = [await send(servers[0], requests[0], fixture), await send(servers[1], requests[1], fixture)];
   const problems: string[] = [];
-  for (const [name, r] of [[servers[0].name, a], [servers[1].name, b]] as const) {
-    if (r.status !== benchCase.status) problems.push(`${name} answered ${r.status}, expected ${benchCase.status}: ${r.text.slice(0, 300)}`);
+  for (const [name, r] of [
+    [servers[0].name, a],
+    [servers[1].name, b],
+  ] as const) {
+    if (r.status !== benchCase.status)
+      problems.push(`${name} answered ${r.status}, expected ${benchCase.status}: ${r.text.slice(0, 300)}`);
   }
   if (a.headers.get('content-type') !== b.headers.get('content-type')) {
     problems.push(`content-type differs: ${a.headers.get('content-type')} vs ${b.headers.get('content-type')}`);
   }
-  if ((a.headers.get('location') === null) !== (b.headers.get('location') === null)) problems.push('only one of them sends Location');
-  const comparable = (body: unknown) => (benchCase.compare === 'exact' ? withOpaque(body, benchCase.opaque ?? []) : shape(body));
+  if ((a.headers.get('location') === null) !== (b.headers.get('location') === null))
+    problems.push('only one of them sends Location');
+  const comparable = (body: unknown) =>
+    benchCase.compare === 'exact' ? withOpaque(body, benchCase.opaque ?? []) : shape(body);
   const [ca, cb] = [comparable(a.body), comparable(b.body)];
   if (!isDeepStrictEqual(ca, cb)) {
     const where = firstDifference(ca, cb);
-    problems.push(`bodies differ (${benchCase.compare}) at ${where}:\n  ${servers[0].name}: ${a.text.slice(0, 600)}\n  ${servers[1].name}: ${b.text.slice(0, 600)}`);
+    problems.push(
+      `bodies differ (${benchCase.compare}) at ${where}:\n  ${servers[0].name}: ${a.text.slice(0, 600)}\n  ${servers[1].name}: ${b.text.slice(0, 600)}`,
+    );
   }
   if (problems.length) {
     const where = benchCase.sequence ? ` (step ${step} of the walk, ${requests[0].path})` : '';
-    throw new Error(`${benchCase.title}${where}: ${servers[0].name} and ${servers[1].name} do not answer alike:\n${problems.join('\n')}`);
+    throw new Error(
+      `${benchCase.title}${where}: ${servers[0].name} and ${servers[1].name} do not answer alike:\n${problems.join('\n')}`,
+    );
   }
   return [a, b];
 }
 
 // ---- report -----------------------------------------------------------------------------------
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => (b === 0 ? 'n/a' : `${fmt((100 * a) / b)} %`);
 
 const signed = (n: number) => `${n >= 0 ? '+' : '−'}${fmt(Math.abs(n))}`;
@@ -427,7 +502,10 @@ function glanceCategories(p: CaseProfile): Map<string, number> {
   const out = new Map<string, number>();
   for (const c of p.summary.categories) {
     if (c.name === IDLE || c.name === SOCKET_WRITE_CATEGORY) continue;
-    const name = c.name.startsWith('svcgen ') || c.name === 'benchmark server code' ? 'application code (svcgen runtime / baseline handlers)' : c.name;
+    const name =
+      c.name.startsWith('svcgen ') || c.name === 'benchmark server code'
+        ? 'application code (svcgen runtime / baseline handlers)'
+        : c.name;
     out.set(name, (out.get(name) ?? 0) + (1000 * c.ms) / p.requests);
   }
   return out;
@@ -470,7 +548,7 @@ function report(env: Environment, results: CaseResult[]): string {
       'should in production, where the bench wants throughput; the budget itself (5 expensive reads at a time) stays on. ' +
       '**bare** = bench/bare-server.ts, the physical limit of this design for the five core requests: node:http + pg, the record JSON ' +
       'built by PostgreSQL with one prepared statement, no key lookup, no X-Project-Id, no validation, no rate limit, no request log, ' +
-      'no headers beyond Content-Type (and Location); its answers must equal svcgen\'s too.',
+      "no headers beyond Content-Type (and Location); its answers must equal svcgen's too.",
   );
   out.push(
     `- Load: autocannon 9 (programmatic, in the parent process), ${CONNECTIONS} connections, ${WARMUP_S} s warm-up then ${DURATION_S} s measured ` +
@@ -481,14 +559,16 @@ function report(env: Environment, results: CaseResult[]): string {
   );
   out.push(
     `- The load generator, both servers and PostgreSQL share the same ${env.cpus} CPUs, so absolute figures are low and the ` +
-      'ratio is the number to watch. CPU per request: the server process\'s user + system time (all threads); the PostgreSQL ' +
+      "ratio is the number to watch. CPU per request: the server process's user + system time (all threads); the PostgreSQL " +
       "backends connected to the benchmark database and its parallel query workers (from /proc, local server only); the load generator's. " +
       '"SQL statements" counts what the server\'s pg clients sent, background work (rate-limit sync, last-used flush) included.',
   );
   out.push('');
 
   const disturbed = results.flatMap((r) =>
-    serversOf(r.benchCase).filter((n) => (r.measured[n]?.otherLoad ?? 0) > 0.1).map((n) => `${r.benchCase.title} / ${n}: ${fmt(100 * r.measured[n]!.otherLoad!)} %`),
+    serversOf(r.benchCase)
+      .filter((n) => (r.measured[n]?.otherLoad ?? 0) > 0.1)
+      .map((n) => `${r.benchCase.title} / ${n}: ${fmt(100 * r.measured[n]!.otherLoad!)} %`),
   );
   if (disturbed.length) {
     out.push(
@@ -503,14 +583,20 @@ function report(env: Environment, results: CaseResult[]): string {
       `${fmt(AIM_P99_FACTOR)}× the baseline's, on every case.`,
     '',
   );
-  out.push('| case | svcgen req/s | baseline req/s | svcgen / baseline | svcgen p99 (ms) | baseline p99 (ms) | p99 svcgen / baseline | aim |');
+  out.push(
+    '| case | svcgen req/s | baseline req/s | svcgen / baseline | svcgen p99 (ms) | baseline p99 (ms) | p99 svcgen / baseline | aim |',
+  );
   out.push('|---|--:|--:|--:|--:|--:|--:|:-:|');
   for (const r of results) {
     const s = r.measured.svcgen;
     const b = r.measured.baseline;
-    const misses = [s.rps < AIM_RPS_SHARE * b.rps ? 'req/s' : '', s.p99 > AIM_P99_FACTOR * b.p99 ? 'p99' : ''].filter(Boolean);
+    const misses = [s.rps < AIM_RPS_SHARE * b.rps ? 'req/s' : '', s.p99 > AIM_P99_FACTOR * b.p99 ? 'p99' : ''].filter(
+      Boolean,
+    );
     const aim = misses.length ? `missed (${misses.join(', ')})` : 'met';
-    out.push(`| ${r.benchCase.title} | ${fmt(s.rps)} | ${fmt(b.rps)} | **${pct(s.rps, b.rps)}** | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} | ${aim} |`);
+    out.push(
+      `| ${r.benchCase.title} | ${fmt(s.rps)} | ${fmt(b.rps)} | **${pct(s.rps, b.rps)}** | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} | ${aim} |`,
+    );
   }
   out.push('');
   out.push(...bareSummary(results));
@@ -525,32 +611,63 @@ function report(env: Environment, results: CaseResult[]): string {
     const x = r.measured.bare;
     const bare = (cell: (m: Measurement) => string, ratio?: (m: Measurement) => number) =>
       x ? ` ${cell(x)} |${ratio ? ` ${pct(ratio(s), ratio(x))}` : ''} |` : '';
-    out.push(`| | svcgen | baseline | svcgen / baseline |${x ? ' bare | svcgen / bare |' : ''}`, `|---|--:|--:|--:|${x ? '--:|--:|' : ''}`);
-    out.push(`| requests/s (median round) | ${fmt(s.rps)} | ${fmt(b.rps)} | ${pct(s.rps, b.rps)} |${bare((m) => fmt(m.rps), (m) => m.rps)}`);
+    out.push(
+      `| | svcgen | baseline | svcgen / baseline |${x ? ' bare | svcgen / bare |' : ''}`,
+      `|---|--:|--:|--:|${x ? '--:|--:|' : ''}`,
+    );
+    out.push(
+      `| requests/s (median round) | ${fmt(s.rps)} | ${fmt(b.rps)} | ${pct(s.rps, b.rps)} |${bare(
+        (m) => fmt(m.rps),
+        (m) => m.rps,
+      )}`,
+    );
     const each = (m: Measurement) => (m.roundsRps ?? [m.rps]).map((v) => fmt(v)).join(' / ');
     out.push(`| requests/s, each round | ${each(s)} | ${each(b)} | |${bare(each)}`);
-    out.push(`| latency p50 (ms) | ${fmt(s.p50)} | ${fmt(b.p50)} | ${pct(s.p50, b.p50)} |${bare((m) => fmt(m.p50), (m) => m.p50)}`);
-    out.push(`| latency p99 (ms) | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} |${bare((m) => fmt(m.p99), (m) => m.p99)}`);
+    out.push(
+      `| latency p50 (ms) | ${fmt(s.p50)} | ${fmt(b.p50)} | ${pct(s.p50, b.p50)} |${bare(
+        (m) => fmt(m.p50),
+        (m) => m.p50,
+      )}`,
+    );
+    out.push(
+      `| latency p99 (ms) | ${fmt(s.p99)} | ${fmt(b.p99)} | ${pct(s.p99, b.p99)} |${bare(
+        (m) => fmt(m.p99),
+        (m) => m.p99,
+      )}`,
+    );
     out.push(`| responses | ${fmt(s.requests)} | ${fmt(b.requests)} | |${bare((m) => fmt(m.requests))}`);
     out.push(`| non-2xx | ${s.non2xx} | ${b.non2xx} | |${bare((m) => String(m.non2xx))}`);
     out.push(
       `| server process CPU per request (µs) | ${fmt(s.cpuPerRequestUs)} | ${fmt(b.cpuPerRequestUs)} | ${pct(s.cpuPerRequestUs, b.cpuPerRequestUs)} |` +
-        bare((m) => fmt(m.cpuPerRequestUs), (m) => m.cpuPerRequestUs),
+        bare(
+          (m) => fmt(m.cpuPerRequestUs),
+          (m) => m.cpuPerRequestUs,
+        ),
     );
     const pgCpu = (m: Measurement) => (m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs));
     const pgRatio = (m: Measurement, n: Measurement) =>
-      m.pgCpuPerRequestUs === undefined || n.pgCpuPerRequestUs === undefined ? 'n/a' : pct(m.pgCpuPerRequestUs, n.pgCpuPerRequestUs);
-    out.push(`| PostgreSQL backends CPU per request (µs) | ${pgCpu(s)} | ${pgCpu(b)} | ${pgRatio(s, b)} |${x ? ` ${pgCpu(x)} | ${pgRatio(s, x)} |` : ''}`);
-    out.push(`| load generator CPU per request (µs) | ${fmt(s.loadCpuPerRequestUs)} | ${fmt(b.loadCpuPerRequestUs)} | |${bare((m) => fmt(m.loadCpuPerRequestUs))}`);
+      m.pgCpuPerRequestUs === undefined || n.pgCpuPerRequestUs === undefined
+        ? 'n/a'
+        : pct(m.pgCpuPerRequestUs, n.pgCpuPerRequestUs);
+    out.push(
+      `| PostgreSQL backends CPU per request (µs) | ${pgCpu(s)} | ${pgCpu(b)} | ${pgRatio(s, b)} |${x ? ` ${pgCpu(x)} | ${pgRatio(s, x)} |` : ''}`,
+    );
+    out.push(
+      `| load generator CPU per request (µs) | ${fmt(s.loadCpuPerRequestUs)} | ${fmt(b.loadCpuPerRequestUs)} | |${bare((m) => fmt(m.loadCpuPerRequestUs))}`,
+    );
     const busy = (m: Measurement) => (m.machineBusy === undefined ? 'n/a' : `${fmt(100 * m.machineBusy)} %`);
     out.push(`| machine CPU busy (all ${os.availableParallelism()} CPUs) | ${busy(s)} | ${busy(b)} | |${bare(busy)}`);
     const share = (v: number | undefined) => (v === undefined ? 'n/a' : `${fmt(100 * v)} %`);
-    out.push(`| … of which interrupts (loopback networking) | ${share(s.machineIrq)} | ${share(b.machineIrq)} | |${bare((m) => share(m.machineIrq))}`);
+    out.push(
+      `| … of which interrupts (loopback networking) | ${share(s.machineIrq)} | ${share(b.machineIrq)} | |${bare((m) => share(m.machineIrq))}`,
+    );
     out.push(
       `| … of which everything else (other processes, PostgreSQL's own background processes) | ${share(s.otherLoad)} | ${share(b.otherLoad)} | |` +
         bare((m) => share(m.otherLoad)),
     );
-    out.push(`| SQL statements per request | ${fmt(s.queriesPerRequest, 2)} | ${fmt(b.queriesPerRequest, 2)} | |${bare((m) => fmt(m.queriesPerRequest, 2))}`);
+    out.push(
+      `| SQL statements per request | ${fmt(s.queriesPerRequest, 2)} | ${fmt(b.queriesPerRequest, 2)} | |${bare((m) => fmt(m.queriesPerRequest, 2))}`,
+    );
     out.push('');
   }
 
@@ -558,7 +675,7 @@ function report(env: Environment, results: CaseResult[]): string {
   out.push(
     `Each server was profiled afterwards under the same load for ${PROFILE_S} s per case with V8's CPU profiler (the one behind ` +
       '`--cpu-prof`, started in the child through node:inspector), which slows it down somewhat. Self time of the main thread, in µs ' +
-      'per request; native builtins are charged to their JavaScript caller\'s category except JSON.parse/stringify and socket ' +
+      "per request; native builtins are charged to their JavaScript caller's category except JSON.parse/stringify and socket " +
       'writes; "program" is V8/libuv work outside JavaScript. Note: the profiler samples wall time, so a sample taken while the ' +
       'thread sits in a write system call counts as busy even when the thread is not running — on loopback the kernel delivers ' +
       'the data to the receiver (PostgreSQL, the load generator) inside that call, and on a saturated machine the thread then ' +
@@ -572,7 +689,9 @@ function report(env: Environment, results: CaseResult[]): string {
     const pb = r.profiles.baseline;
     const s = r.measured.svcgen;
     const b = r.measured.baseline;
-    const parts = [`server process CPU ${signed(s.cpuPerRequestUs - b.cpuPerRequestUs)} µs (${fmt(s.cpuPerRequestUs)} vs ${fmt(b.cpuPerRequestUs)})`];
+    const parts = [
+      `server process CPU ${signed(s.cpuPerRequestUs - b.cpuPerRequestUs)} µs (${fmt(s.cpuPerRequestUs)} vs ${fmt(b.cpuPerRequestUs)})`,
+    ];
     if (s.pgCpuPerRequestUs !== undefined && b.pgCpuPerRequestUs !== undefined) {
       const times = s.pgCpuPerRequestUs / b.pgCpuPerRequestUs;
       parts.push(
@@ -582,8 +701,14 @@ function report(env: Environment, results: CaseResult[]): string {
     }
     let line = `- **${r.benchCase.title}** (${pct(s.rps, b.rps)} of the baseline): ${parts.join('; ')}.`;
     if (ps && pb) {
-      const diffs = [...glanceCategories(ps)].map(([name, us]) => ({ name, us: us - (glanceCategories(pb).get(name) ?? 0) }));
-      const top = diffs.filter((d) => d.us >= 3).sort((x, y) => y.us - x.us).slice(0, 5);
+      const diffs = [...glanceCategories(ps)].map(([name, us]) => ({
+        name,
+        us: us - (glanceCategories(pb).get(name) ?? 0),
+      }));
+      const top = diffs
+        .filter((d) => d.us >= 3)
+        .sort((x, y) => y.us - x.us)
+        .slice(0, 5);
       if (top.length) line += ` Main thread (profile): ${top.map((d) => `${d.name} ${signed(d.us)} µs`).join(', ')}.`;
     }
     out.push(line);
@@ -607,7 +732,9 @@ function report(env: Environment, results: CaseResult[]): string {
       out.push(`| ${name} | ${fmt(a)} | ${fmt(b)} |`);
     }
     const writes = (p: CaseProfile) => get(p, SOCKET_WRITE_CATEGORY);
-    out.push(`| **total (busy)** | **${fmt(perReq(ps, ps.summary.busyMs))}** | **${fmt(perReq(pb, pb.summary.busyMs))}** |`);
+    out.push(
+      `| **total (busy)** | **${fmt(perReq(ps, ps.summary.busyMs))}** | **${fmt(perReq(pb, pb.summary.busyMs))}** |`,
+    );
     out.push(
       `| total without socket write syscalls | ${fmt(perReq(ps, ps.summary.busyMs - writes(ps)))} | ${fmt(perReq(pb, pb.summary.busyMs - writes(pb)))} |`,
       `| server process CPU time (all threads, for comparison) | ${fmt(ps.cpuPerRequestUs)} | ${fmt(pb.cpuPerRequestUs)} |`,
@@ -618,21 +745,28 @@ function report(env: Environment, results: CaseResult[]): string {
     out.push('Top svcgen functions by self time:', '');
     out.push('| function | where | category | µs/request | % of busy |', '|---|---|---|--:|--:|');
     for (const f of ps.summary.top) {
-      out.push(`| \`${f.name}\` | ${f.location} | ${f.category} | ${fmt(perReq(ps, f.ms), 1)} | ${fmt((100 * f.ms) / ps.summary.busyMs, 1)} |`);
+      out.push(
+        `| \`${f.name}\` | ${f.location} | ${f.category} | ${fmt(perReq(ps, f.ms), 1)} | ${fmt((100 * f.ms) / ps.summary.busyMs, 1)} |`,
+      );
     }
     out.push('');
     out.push('SQL statements per request while profiled:', '');
-    for (const [server, p] of [['svcgen', ps], ['baseline', pb]] as const) {
+    for (const [server, p] of [
+      ['svcgen', ps],
+      ['baseline', pb],
+    ] as const) {
       const total = p.statements.reduce((n, [, c]) => n + c, 0);
       out.push(`- ${server}: ${fmt(total / p.requests, 2)} per request`);
       for (const [sql, count] of p.statements.slice(0, 4)) {
-        out.push(`  - ${fmt(count / p.requests, 2)} × \`${sql.replace(/\s+/g, ' ').slice(0, 400)}${sql.length > 400 ? '…' : ''}\``);
+        out.push(
+          `  - ${fmt(count / p.requests, 2)} × \`${sql.replace(/\s+/g, ' ').slice(0, 400)}${sql.length > 400 ? '…' : ''}\``,
+        );
       }
     }
     out.push('');
     if (ps.plan || pb.plan) {
       out.push(
-        "The main statement of each server (the first above), run afterwards on the idle database with the parameters it had " +
+        'The main statement of each server (the first above), run afterwards on the idle database with the parameters it had ' +
           "for the case's sample request (the same request for both servers): execution time (median of 9 " +
           '`EXPLAIN (ANALYZE, TIMING OFF)`; single runs vary by ±10 %) and plan (`EXPLAIN (ANALYZE, BUFFERS)`).',
         '',
@@ -641,9 +775,25 @@ function report(env: Environment, results: CaseResult[]): string {
       const ms = (p: CaseProfile, key: 'executionMs' | 'planningMs') => (p.plan ? fmt(p.plan[key], 3) : 'n/a');
       out.push(`| execution (ms) | ${ms(ps, 'executionMs')} | ${ms(pb, 'executionMs')} |`);
       out.push(`| planning (ms) | ${ms(ps, 'planningMs')} | ${ms(pb, 'planningMs')} |`, '');
-      for (const [server, p] of [['svcgen', ps], ['baseline', pb]] as const) {
+      for (const [server, p] of [
+        ['svcgen', ps],
+        ['baseline', pb],
+      ] as const) {
         if (!p.plan) continue;
-        out.push(`<details><summary>${server}: statement and plan</summary>`, '', '```sql', p.plan.sql.trim(), '```', '', '```', p.plan.plan, '```', '', '</details>', '');
+        out.push(
+          `<details><summary>${server}: statement and plan</summary>`,
+          '',
+          '```sql',
+          p.plan.sql.trim(),
+          '```',
+          '',
+          '```',
+          p.plan.plan,
+          '```',
+          '',
+          '</details>',
+          '',
+        );
       }
     }
   }
@@ -661,20 +811,29 @@ function bareSummary(results: CaseResult[]): string[] {
       `at most ${fmt(AIM_BARE_P99_FACTOR, 1)}× the bare server's.`,
     '',
   );
-  out.push('| case | svcgen req/s | bare req/s | svcgen / bare | svcgen p99 (ms) | bare p99 (ms) | p99 svcgen / bare | aim |', '|---|--:|--:|--:|--:|--:|--:|:-:|');
+  out.push(
+    '| case | svcgen req/s | bare req/s | svcgen / bare | svcgen p99 (ms) | bare p99 (ms) | p99 svcgen / bare | aim |',
+    '|---|--:|--:|--:|--:|--:|--:|:-:|',
+  );
   let logSum = 0;
   for (const r of rows) {
     const s = r.measured.svcgen;
     const x = r.measured.bare!;
     logSum += Math.log(s.rps / x.rps);
-    const misses = [s.rps < AIM_BARE_MIN * x.rps ? 'req/s' : '', s.p99 > AIM_BARE_P99_FACTOR * x.p99 ? 'p99' : ''].filter(Boolean);
+    const misses = [
+      s.rps < AIM_BARE_MIN * x.rps ? 'req/s' : '',
+      s.p99 > AIM_BARE_P99_FACTOR * x.p99 ? 'p99' : '',
+    ].filter(Boolean);
     out.push(
       `| ${r.benchCase.title} | ${fmt(s.rps)} | ${fmt(x.rps)} | **${pct(s.rps, x.rps)}** | ${fmt(s.p99)} | ${fmt(x.p99)} | ${pct(s.p99, x.p99)} | ` +
         `${misses.length ? `missed (${misses.join(', ')})` : 'met'} |`,
     );
   }
   const geomean = Math.exp(logSum / rows.length);
-  out.push(`| **geometric mean** | | | **${fmt(100 * geomean)} %** | | | | ${geomean >= AIM_BARE_GEOMEAN ? 'met' : 'missed'} |`, '');
+  out.push(
+    `| **geometric mean** | | | **${fmt(100 * geomean)} %** | | | | ${geomean >= AIM_BARE_GEOMEAN ? 'met' : 'missed'} |`,
+    '',
+  );
   return out;
 }
 
@@ -692,17 +851,28 @@ function beforeAndAfter(env: Environment, results: CaseResult[]): string[] {
     `Command: \`${commandLine()}\``,
     '',
   );
-  out.push('| case | after req/s | before req/s | after / before | after p50 (ms) | before p50 (ms) | after p99 (ms) | before p99 (ms) |');
+  out.push(
+    '| case | after req/s | before req/s | after / before | after p50 (ms) | before p50 (ms) | after p99 (ms) | before p99 (ms) |',
+  );
   out.push('|---|--:|--:|--:|--:|--:|--:|--:|');
   for (const r of results) {
     const a = r.measured.svcgen;
     const x = r.measured.before;
-    const cells = x ? [fmt(x.rps), `**${pct(a.rps, x.rps)}**`, fmt(a.p50), fmt(x.p50), fmt(a.p99), fmt(x.p99)] : ['not measured', 'answers differ', fmt(a.p50), '', fmt(a.p99), ''];
+    const cells = x
+      ? [fmt(x.rps), `**${pct(a.rps, x.rps)}**`, fmt(a.p50), fmt(x.p50), fmt(a.p99), fmt(x.p99)]
+      : ['not measured', 'answers differ', fmt(a.p50), '', fmt(a.p99), ''];
     out.push(`| ${r.benchCase.title} | ${fmt(a.rps)} | ${cells.join(' | ')} |`);
   }
   out.push('');
   for (const r of results.filter((r) => r.beforeDiffers)) {
-    out.push(`Not measured for before: ${r.benchCase.title}, whose answers differ:`, '', '```', r.beforeDiffers!, '```', '');
+    out.push(
+      `Not measured for before: ${r.benchCase.title}, whose answers differ:`,
+      '',
+      '```',
+      r.beforeDiffers!,
+      '```',
+      '',
+    );
   }
   return out;
 }
@@ -714,15 +884,20 @@ function commandLine(): string {
     .filter(([name]) => name.startsWith('BENCH_') || name === 'SVCGEN_BENCH_DATABASE_URL')
     .map(([name, value]) => `${name}=${quote(name === 'SVCGEN_BENCH_DATABASE_URL' ? redact(value!) : value!)}`)
     .sort();
-  const script = process.env.npm_lifecycle_event ? `npm run ${process.env.npm_lifecycle_event}` : 'node bin/run-ts.js bench/run.ts';
+  const script = process.env.npm_lifecycle_event
+    ? `npm run ${process.env.npm_lifecycle_event}`
+    : 'node bin/run-ts.js bench/run.ts';
   return [...vars, script].join(' ');
 }
 
 // ---- main -------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const selected = process.env.BENCH_CASES ? CASES.filter((c) => process.env.BENCH_CASES!.split(',').includes(c.id)) : CASES;
-  if (selected.length === 0) throw new Error(`BENCH_CASES matches no case; cases: ${CASES.map((c) => c.id).join(', ')}`);
+  const selected = process.env.BENCH_CASES
+    ? CASES.filter((c) => process.env.BENCH_CASES!.split(',').includes(c.id))
+    : CASES;
+  if (selected.length === 0)
+    throw new Error(`BENCH_CASES matches no case; cases: ${CASES.map((c) => c.id).join(', ')}`);
 
   const cleanups = cleanupOnExit(log);
 
@@ -757,14 +932,23 @@ async function main(): Promise<void> {
     }
     const beforeDiffers = new Map<BenchCase, string>();
     for (const c of selected) {
-      await checkSameAnswers(c, servers, fixture, serversOf(c).filter((name) => name !== 'svcgen' && name !== 'before'));
+      await checkSameAnswers(
+        c,
+        servers,
+        fixture,
+        serversOf(c).filter((name) => name !== 'svcgen' && name !== 'before'),
+      );
       if (!before) continue;
       await checkSameAnswers(c, servers, fixture, ['before']).catch((error: unknown) => {
         beforeDiffers.set(c, (error as Error).message);
         log(`NOT MEASURED for before: ${(error as Error).message}`);
       });
     }
-    log(beforeDiffers.size ? `the servers answer alike, except before on ${beforeDiffers.size} case(s), not measured there` : 'both servers answer alike');
+    log(
+      beforeDiffers.size
+        ? `the servers answer alike, except before on ${beforeDiffers.size} case(s), not measured there`
+        : 'both servers answer alike',
+    );
 
     const results: CaseResult[] = [];
     for (const [i, benchCase] of selected.entries()) {
@@ -775,7 +959,9 @@ async function main(): Promise<void> {
       const rounds = new Map<ServerName, Measurement[]>(names.map((n) => [n, []]));
       for (let round = 0; round < ROUNDS; round++) {
         for (const name of order.map((_, k) => order[(k + round) % order.length]!)) {
-          log(`${benchCase.title} → ${name}, round ${round + 1} of ${ROUNDS}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
+          log(
+            `${benchCase.title} → ${name}, round ${round + 1} of ${ROUNDS}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`,
+          );
           const m = await measure(servers[name], benchCase, fixture, backends, database.url);
           rounds.get(name)!.push(m);
           log(
@@ -831,7 +1017,11 @@ async function main(): Promise<void> {
       results
         .map((r) => {
           const x = r.measured.before;
-          const versus = !before ? '' : x ? `; before ${fmt(x.rps)} req/s → after / before ${pct(r.measured.svcgen.rps, x.rps)}` : '; before: not measured, answers differ';
+          const versus = !before
+            ? ''
+            : x
+              ? `; before ${fmt(x.rps)} req/s → after / before ${pct(r.measured.svcgen.rps, x.rps)}`
+              : '; before: not measured, answers differ';
           return `${r.benchCase.title}: svcgen ${fmt(r.measured.svcgen.rps)} req/s, baseline ${fmt(r.measured.baseline.rps)} req/s → ${pct(r.measured.svcgen.rps, r.measured.baseline.rps)}${versus}`;
         })
         .join('\n'),
@@ -845,4 +1035,3 @@ main().catch((error: unknown) => {
   console.error(`[bench] FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   process.exitCode = 1;
 });
-

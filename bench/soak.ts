@@ -25,7 +25,9 @@ const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
 const MINUTE_S = Number(process.env.SOAK_MINUTE_SECONDS ?? 60);
 const CONNECTIONS = 50;
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
-const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(REPO, 'bench', 'RESULTS.md');
+const RESULTS_FILE = process.env.BENCH_RESULTS
+  ? path.resolve(process.env.BENCH_RESULTS)
+  : path.join(REPO, 'bench', 'RESULTS.md');
 const SECTION = '## Soak';
 /** RSS of the last minute at most this much above the second minute's (the first one warms up). */
 const AIM_RSS_GROWTH = 0.1;
@@ -40,7 +42,8 @@ const MIX: [id: string, weight: number][] = [
 ];
 
 const log = (message: string) => console.error(`[bench:soak] ${message}`);
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function pick(): BenchCase {
   const total = MIX.reduce((n, [, w]) => n + w, 0);
@@ -111,12 +114,17 @@ function report(minutes: Minute[], env: { date: string; postgres: string; revisi
       `rate limit out of reach), ${CONNECTIONS} connections, each request drawn at random: ` +
       `${MIX.map(([id, w]) => `${w} % ${CASES.find((c) => c.id === id)!.title}`).join(', ')}. ` +
       'Between minutes the created orders are deleted again (and the table vacuumed), so every minute reads the same 100,000 orders. ' +
-      'RSS: the server process\'s resident memory (/proc VmRSS) at the end of each minute, and the highest reading of the minute (sampled every second).',
+      "RSS: the server process's resident memory (/proc VmRSS) at the end of each minute, and the highest reading of the minute (sampled every second).",
     '',
   );
-  out.push('| minute | req/s | p50 (ms) | p99 (ms) | responses | non-2xx | RSS at end (MB) | RSS max (MB) |', '|--:|--:|--:|--:|--:|--:|--:|--:|');
+  out.push(
+    '| minute | req/s | p50 (ms) | p99 (ms) | responses | non-2xx | RSS at end (MB) | RSS max (MB) |',
+    '|--:|--:|--:|--:|--:|--:|--:|--:|',
+  );
   for (const m of minutes) {
-    out.push(`| ${m.minute} | ${fmt(m.rps)} | ${fmt(m.p50)} | ${fmt(m.p99)} | ${fmt(m.requests)} | ${m.non2xx + m.errors} | ${fmt(m.rssEndMb)} | ${fmt(m.rssMaxMb)} |`);
+    out.push(
+      `| ${m.minute} | ${fmt(m.rps)} | ${fmt(m.p50)} | ${fmt(m.p99)} | ${fmt(m.requests)} | ${m.non2xx + m.errors} | ${fmt(m.rssEndMb)} | ${fmt(m.rssMaxMb)} |`,
+    );
   }
   out.push('');
   if (minutes.length >= 3) {
@@ -152,9 +160,12 @@ async function main(): Promise<void> {
     const minutes: Minute[] = [];
     for (let minute = 1; minute <= MINUTES; minute++) {
       const m = await oneMinute(server.url, server.pid, fixture, minute);
-      if (m.non2xx || m.errors) throw new Error(`minute ${minute}: ${m.non2xx} non-2xx responses, ${m.errors} connection errors`);
+      if (m.non2xx || m.errors)
+        throw new Error(`minute ${minute}: ${m.non2xx} non-2xx responses, ${m.errors} connection errors`);
       minutes.push(m);
-      log(`minute ${minute}: ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, RSS ${fmt(m.rssEndMb)} MB (max ${fmt(m.rssMaxMb)})`);
+      log(
+        `minute ${minute}: ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, RSS ${fmt(m.rssEndMb)} MB (max ${fmt(m.rssMaxMb)})`,
+      );
       await restoreSeed(database.url, fixture);
     }
     const section = report(minutes, {

@@ -53,7 +53,9 @@ await runChild(async () => {
     host: '127.0.0.1',
     worker: process.env.BENCH_SVCGEN_WORKER !== 'false',
     log: (message) => console.error(`[svcgen] ${message}`),
-    logging: process.env.BENCH_LOG_LEVEL ? { level: process.env.BENCH_LOG_LEVEL as 'info' | 'warn', format: 'json' } : undefined,
+    logging: process.env.BENCH_LOG_LEVEL
+      ? { level: process.env.BENCH_LOG_LEVEL as 'info' | 'warn', format: 'json' }
+      : undefined,
   });
   return { port: server.port, close: () => server.close() };
 });

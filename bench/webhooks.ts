@@ -74,14 +74,17 @@ const DRAIN_TIMEOUT_MS = 180_000;
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
 const AIM = { eventsPerSecond: 1_000, p99Ms: 250, writeShare: 0.8 } as const;
 const API = '/gw/api/rest';
-const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(REPO, 'bench', 'RESULTS.md');
+const RESULTS_FILE = process.env.BENCH_RESULTS
+  ? path.resolve(process.env.BENCH_RESULTS)
+  : path.join(REPO, 'bench', 'RESULTS.md');
 const SECTION = '## Webhooks';
 const PROJECT_DIR = path.join(REPO, 'examples/shop');
 const RATE_LIMIT = 1_000_000_000;
 const SECRET = 'bench-webhook-secret';
 
 const log = (message: string) => console.error(`[bench:webhooks] ${message}`);
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => (b === 0 ? 'n/a' : `${fmt((100 * a) / b)} %`);
 const share = (v: number | undefined) => (v === undefined ? 'n/a' : `${fmt(100 * v)} %`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -129,7 +132,11 @@ async function runReceiver(): Promise<{ port: number; close(): Promise<void> }> 
   let connections = 0;
   const logOf = (name: string) => {
     let l = logs.get(name);
-    if (!l) logs.set(name, (l = { ids: [], orders: [], at: [], seen: new Set(), duplicates: 0, duplicateIds: [], unexpected: 0 }));
+    if (!l)
+      logs.set(
+        name,
+        (l = { ids: [], orders: [], at: [], seen: new Set(), duplicates: 0, duplicateIds: [], unexpected: 0 }),
+      );
     return l;
   };
   const server = http.createServer((req, res) => {
@@ -145,7 +152,11 @@ async function runReceiver(): Promise<{ port: number; close(): Promise<void> }> 
         let order: number | null = null;
         let ok = typeof id === 'string' && req.headers['x-service-event'] === 'INSERT';
         try {
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: string; table?: string; record?: { id?: number } };
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+            id?: string;
+            table?: string;
+            record?: { id?: number };
+          };
           order = typeof body.record?.id === 'number' ? body.record.id : null;
           ok &&= body.id === id && body.table === 'Order' && order !== null;
         } catch {
@@ -174,10 +185,23 @@ async function runReceiver(): Promise<{ port: number; close(): Promise<void> }> 
     const l = logOf(name);
     if (url.pathname === '/control/clock') return reply({ now: now() });
     if (url.pathname === '/control/summary') {
-      return reply({ distinct: l.ids.length, duplicates: l.duplicates, unexpected: l.unexpected, lastAt: l.at[l.at.length - 1] ?? null, connections });
+      return reply({
+        distinct: l.ids.length,
+        duplicates: l.duplicates,
+        unexpected: l.unexpected,
+        lastAt: l.at[l.at.length - 1] ?? null,
+        connections,
+      });
     }
     if (url.pathname === '/control/log') {
-      return reply({ ids: l.ids, orders: l.orders, at: l.at, duplicates: l.duplicates, duplicateIds: l.duplicateIds, unexpected: l.unexpected });
+      return reply({
+        ids: l.ids,
+        orders: l.orders,
+        at: l.at,
+        duplicates: l.duplicates,
+        duplicateIds: l.duplicateIds,
+        unexpected: l.unexpected,
+      });
     }
     res.writeHead(404).end();
   });
@@ -232,7 +256,14 @@ interface Sent {
 }
 
 /** A keep-alive request; resolves once the whole response is in. */
-function request(agent: http.Agent, base: string, method: string, target: string, headers: Record<string, string>, body?: unknown): Promise<Sent> {
+function request(
+  agent: http.Agent,
+  base: string,
+  method: string,
+  target: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<Sent> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const allHeaders: Record<string, string | number> = { ...headers };
   if (payload !== undefined) {
@@ -264,7 +295,8 @@ function request(agent: http.Agent, base: string, method: string, target: string
 
 async function expectStatus(what: string, sent: Promise<Sent>, status: number): Promise<Sent> {
   const res = await sent;
-  if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
+  if (res.status !== status)
+    throw new Error(`${what}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
   return res;
 }
 
@@ -284,9 +316,19 @@ interface Context {
   agent: http.Agent;
 }
 
-const dataHeaders = (ctx: Context) => ({ 'x-project-id': ctx.fixture.projectId, authorization: `Bearer ${ctx.fixture.apiKey}` });
-const manageHeaders = (ctx: Context) => ({ 'x-project-id': ctx.fixture.projectId, environment: 'master', authorization: `Bearer ${ctx.managementToken}` });
-const newOrder = (f: Fixture) => ({ total: randomInt(100, 99_999) / 100, customerId: f.customerIds[randomInt(0, f.customerIds.length)] });
+const dataHeaders = (ctx: Context) => ({
+  'x-project-id': ctx.fixture.projectId,
+  authorization: `Bearer ${ctx.fixture.apiKey}`,
+});
+const manageHeaders = (ctx: Context) => ({
+  'x-project-id': ctx.fixture.projectId,
+  environment: 'master',
+  authorization: `Bearer ${ctx.managementToken}`,
+});
+const newOrder = (f: Fixture) => ({
+  total: randomInt(100, 99_999) / 100,
+  customerId: f.customerIds[randomInt(0, f.customerIds.length)],
+});
 
 interface Subscription {
   id: string;
@@ -309,19 +351,32 @@ async function subscribe(ctx: Context, server: ServerChild, name: string): Promi
   );
   const sub = { id: String(res.body.id), name };
   // One order through the API, awaited at the receiver: the subscription is in force (and the path warm).
-  const created = await expectStatus(`POST ${API}/Order (probe)`, request(ctx.agent, server.url, 'POST', `${API}/Order`, dataHeaders(ctx), newOrder(ctx.fixture)), 201);
+  const created = await expectStatus(
+    `POST ${API}/Order (probe)`,
+    request(ctx.agent, server.url, 'POST', `${API}/Order`, dataHeaders(ctx), newOrder(ctx.fixture)),
+    201,
+  );
   await waitForReceipts(ctx, name, 1, 30_000);
   const first = await receiverLog(ctx, name);
-  if (first.orders[0] !== created.body.data.id) throw new Error(`the probe of ${name} delivered order ${first.orders[0]}, expected ${created.body.data.id}`);
+  if (first.orders[0] !== created.body.data.id)
+    throw new Error(`the probe of ${name} delivered order ${first.orders[0]}, expected ${created.body.data.id}`);
   return sub;
 }
 
 async function unsubscribe(ctx: Context, server: ServerChild, sub: Subscription): Promise<void> {
-  await expectStatus(`DELETE /_webhooks/${sub.id}`, request(ctx.agent, server.url, 'DELETE', `${API}/_webhooks/${sub.id}`, manageHeaders(ctx)), 204);
+  await expectStatus(
+    `DELETE /_webhooks/${sub.id}`,
+    request(ctx.agent, server.url, 'DELETE', `${API}/_webhooks/${sub.id}`, manageHeaders(ctx)),
+    204,
+  );
 }
 
 async function activeSubscriptions(ctx: Context, server: ServerChild): Promise<number> {
-  const res = await expectStatus('GET /_webhooks', request(ctx.agent, server.url, 'GET', `${API}/_webhooks`, manageHeaders(ctx)), 200);
+  const res = await expectStatus(
+    'GET /_webhooks',
+    request(ctx.agent, server.url, 'GET', `${API}/_webhooks`, manageHeaders(ctx)),
+    200,
+  );
   return (res.body.data as { active: boolean }[]).filter((s) => s.active).length;
 }
 
@@ -347,11 +402,23 @@ interface ReceiverLog {
 let clockOffsetMs = 0;
 
 async function receiverSummary(ctx: Context, name: string): Promise<ReceiverSummary> {
-  return (await expectStatus('receiver summary', request(ctx.agent, ctx.receiver.url, 'GET', `/control/summary?path=${name}`, {}), 200)).body;
+  return (
+    await expectStatus(
+      'receiver summary',
+      request(ctx.agent, ctx.receiver.url, 'GET', `/control/summary?path=${name}`, {}),
+      200,
+    )
+  ).body;
 }
 
 async function receiverLog(ctx: Context, name: string): Promise<ReceiverLog> {
-  const body = (await expectStatus('receiver log', request(ctx.agent, ctx.receiver.url, 'GET', `/control/log?path=${name}`, {}), 200)).body as ReceiverLog;
+  const body = (
+    await expectStatus(
+      'receiver log',
+      request(ctx.agent, ctx.receiver.url, 'GET', `/control/log?path=${name}`, {}),
+      200,
+    )
+  ).body as ReceiverLog;
   return { ...body, at: body.at.map((t) => t - clockOffsetMs) };
 }
 
@@ -362,7 +429,11 @@ async function receiverLog(ctx: Context, name: string): Promise<ReceiverLog> {
 async function measureClockOffset(ctx: Context): Promise<{ offsetMs: number; rttMs: number }> {
   let best = { offsetMs: 0, rttMs: Infinity };
   for (let i = 0; i < 50; i++) {
-    const res = await expectStatus('receiver clock', request(ctx.agent, ctx.receiver.url, 'GET', '/control/clock', {}), 200);
+    const res = await expectStatus(
+      'receiver clock',
+      request(ctx.agent, ctx.receiver.url, 'GET', '/control/clock', {}),
+      200,
+    );
     const end = now();
     const rtt = end - res.sentAt;
     if (rtt < best.rttMs) best = { offsetMs: (res.body.now as number) - (res.sentAt + end) / 2, rttMs: rtt };
@@ -374,12 +445,19 @@ async function measureClockOffset(ctx: Context): Promise<{ offsetMs: number; rtt
 async function checkDeliverer(ctx: Context): Promise<void> {
   if (!ctx.deliverer) return;
   await ctx.deliverer.stats().catch((error: unknown) => {
-    throw new Error(`${ctx.deliverer!.name} is gone while deliveries were awaited (see its output above): ${(error as Error).message}`);
+    throw new Error(
+      `${ctx.deliverer!.name} is gone while deliveries were awaited (see its output above): ${(error as Error).message}`,
+    );
   });
 }
 
 /** Waits until `count` distinct events reached the path, or the timeout; answers what arrived. */
-async function waitForReceipts(ctx: Context, name: string, count: number, timeoutMs = DRAIN_TIMEOUT_MS): Promise<ReceiverSummary> {
+async function waitForReceipts(
+  ctx: Context,
+  name: string,
+  count: number,
+  timeoutMs = DRAIN_TIMEOUT_MS,
+): Promise<ReceiverSummary> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const summary = await receiverSummary(ctx, name);
@@ -407,7 +485,10 @@ async function deliveryCounts(ctx: Context, sub: Subscription): Promise<Delivery
 }
 
 /** The events of a subscription in the database: id → created_at (ms) and its delivery's state. */
-async function deliveredEvents(ctx: Context, sub: Subscription): Promise<Map<string, { createdAt: number; status: string; attempts: number }>> {
+async function deliveredEvents(
+  ctx: Context,
+  sub: Subscription,
+): Promise<Map<string, { createdAt: number; status: string; attempts: number }>> {
   const { rows } = await ctx.db.query<{ id: string; created: string; status: string; attempts: number }>(
     `SELECT e.id, (extract(epoch FROM e.created_at) * 1000)::text AS created, d.status, d.attempts
      FROM svcgen.webhook_deliveries d JOIN svcgen.webhook_events e ON e.id = d.event_id WHERE d.webhook_id = $1`,
@@ -420,7 +501,11 @@ async function deliveredEvents(ctx: Context, sub: Subscription): Promise<Map<str
  * Waits until every delivery of the subscription is delivered and has reached the receiver (the
  * database is the reference: writes still in flight when a load stops are counted once they commit).
  */
-async function drain(ctx: Context, sub: Subscription, notBefore = 0): Promise<{ counts: DeliveryCounts; summary: ReceiverSummary; complete: boolean }> {
+async function drain(
+  ctx: Context,
+  sub: Subscription,
+  notBefore = 0,
+): Promise<{ counts: DeliveryCounts; summary: ReceiverSummary; complete: boolean }> {
   const deadline = Date.now() + DRAIN_TIMEOUT_MS;
   for (;;) {
     const counts = await deliveryCounts(ctx, sub);
@@ -434,7 +519,9 @@ async function drain(ctx: Context, sub: Subscription, notBefore = 0): Promise<{ 
 
 /** Deletes the orders beyond the seed and the events no delivery refers to; vacuums. */
 async function restore(ctx: Context): Promise<void> {
-  await ctx.db.query('DELETE FROM svcgen.webhook_events e WHERE NOT EXISTS (SELECT 1 FROM svcgen.webhook_deliveries d WHERE d.event_id = e.id)');
+  await ctx.db.query(
+    'DELETE FROM svcgen.webhook_events e WHERE NOT EXISTS (SELECT 1 FROM svcgen.webhook_deliveries d WHERE d.event_id = e.id)',
+  );
   await restoreSeed(ctx.databaseUrl, ctx.fixture);
   await ctx.db.query('VACUUM ANALYZE svcgen.webhook_events, svcgen.webhook_deliveries');
 }
@@ -464,7 +551,10 @@ interface Usage {
 const WAIT_SAMPLE_MS = 50;
 
 async function commitCount(ctx: Context): Promise<number> {
-  const { rows } = await ctx.monitor.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1', [ctx.databaseName]);
+  const { rows } = await ctx.monitor.query<{ n: string }>(
+    'SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1',
+    [ctx.databaseName],
+  );
   return Number(rows[0]!.n);
 }
 
@@ -494,7 +584,11 @@ function sampleWaits(ctx: Context): { stop(): Promise<{ waits: Record<string, nu
   };
 }
 
-async function accounted<T>(ctx: Context, children: ServerChild[], work: () => Promise<T>): Promise<{ value: T; usage: Usage }> {
+async function accounted<T>(
+  ctx: Context,
+  children: ServerChild[],
+  work: () => Promise<T>,
+): Promise<{ value: T; usage: Usage }> {
   const before = await Promise.all(children.map((c) => c.stats()));
   const pgBefore = await ctx.backends.sample();
   const commitsBefore = await commitCount(ctx);
@@ -520,7 +614,9 @@ async function accounted<T>(ctx: Context, children: ServerChild[], work: () => P
   const loadCpuUs = loadCpu.user + loadCpu.system;
   const oursUs = Object.values(childCpuUs).reduce((a, b) => a + b, 0) + (pgCpuUs ?? 0) + loadCpuUs;
   const otherLoad =
-    machine === undefined || pgCpuUs === undefined ? undefined : Math.max(0, machine.busy - machine.irq - oursUs / (elapsedMs * 1000 * os.availableParallelism()));
+    machine === undefined || pgCpuUs === undefined
+      ? undefined
+      : Math.max(0, machine.busy - machine.irq - oursUs / (elapsedMs * 1000 * os.availableParallelism()));
   // the backends flush their counters when idle, at most once a second: wait for this window's
   await sleep(1_100);
   const commits = (await commitCount(ctx)) - commitsBefore;
@@ -572,7 +668,11 @@ interface ThroughputResult {
 }
 
 /** Creates `count` orders with POST /Order/_bulk, BULK_IN_FLIGHT requests at a time; answers the order ids and times. */
-async function bulkCreate(ctx: Context, server: ServerChild, count: number): Promise<{ orderIds: number[]; firstSent: number; firstCommit: number; lastCommit: number; requests: number }> {
+async function bulkCreate(
+  ctx: Context,
+  server: ServerChild,
+  count: number,
+): Promise<{ orderIds: number[]; firstSent: number; firstCommit: number; lastCommit: number; requests: number }> {
   const requests = Math.ceil(count / BULK_ITEMS);
   const orderIds: number[] = [];
   let next = 0;
@@ -584,9 +684,16 @@ async function bulkCreate(ctx: Context, server: ServerChild, count: number): Pro
       const i = next++;
       const n = Math.min(BULK_ITEMS, count - i * BULK_ITEMS);
       const items = Array.from({ length: n }, () => newOrder(ctx.fixture));
-      const res = await expectStatus(`POST ${API}/Order/_bulk`, request(ctx.agent, server.url, 'POST', `${API}/Order/_bulk`, dataHeaders(ctx), { items }), 201);
+      const res = await expectStatus(
+        `POST ${API}/Order/_bulk`,
+        request(ctx.agent, server.url, 'POST', `${API}/Order/_bulk`, dataHeaders(ctx), { items }),
+        201,
+      );
       const outcome = res.body.data as { totalSucceeded: number; items: { id: number }[] };
-      if (outcome.totalSucceeded !== n) throw new Error(`POST ${API}/Order/_bulk: ${outcome.totalSucceeded} of ${n} items created: ${res.text.slice(0, 500)}`);
+      if (outcome.totalSucceeded !== n)
+        throw new Error(
+          `POST ${API}/Order/_bulk: ${outcome.totalSucceeded} of ${n} items created: ${res.text.slice(0, 500)}`,
+        );
       firstSent = Math.min(firstSent, res.sentAt);
       firstCommit = Math.min(firstCommit, res.at);
       lastCommit = Math.max(lastCommit, res.at);
@@ -601,12 +708,19 @@ async function warmUp(ctx: Context, server: ServerChild): Promise<void> {
   const sub = await subscribe(ctx, server, 'warmup');
   await bulkCreate(ctx, server, WARMUP_EVENTS);
   const { complete, counts } = await drain(ctx, sub);
-  if (!complete) throw new Error(`warm-up: ${counts.delivered} of ${counts.total} deliveries done after ${DRAIN_TIMEOUT_MS / 1000} s`);
+  if (!complete)
+    throw new Error(
+      `warm-up: ${counts.delivered} of ${counts.total} deliveries done after ${DRAIN_TIMEOUT_MS / 1000} s`,
+    );
   await unsubscribe(ctx, server, sub);
   await restore(ctx);
 }
 
-async function measureThroughput(ctx: Context, server: ServerChild, children: ServerChild[]): Promise<ThroughputResult> {
+async function measureThroughput(
+  ctx: Context,
+  server: ServerChild,
+  children: ServerChild[],
+): Promise<ThroughputResult> {
   const sub = await subscribe(ctx, server, 'throughput');
   const probe = await deliveryCounts(ctx, sub);
   const connectionsBefore = (await receiverSummary(ctx, sub.name)).connections;
@@ -616,13 +730,18 @@ async function measureThroughput(ctx: Context, server: ServerChild, children: Se
     return { created, drained };
   });
   const { created, drained } = m.value;
-  if (!drained.complete) log(`  not drained after ${DRAIN_TIMEOUT_MS / 1000} s: ${drained.counts.delivered} of ${drained.counts.total} delivered, ${drained.summary.distinct} received`);
+  if (!drained.complete)
+    log(
+      `  not drained after ${DRAIN_TIMEOUT_MS / 1000} s: ${drained.counts.delivered} of ${drained.counts.total} delivered, ${drained.summary.distinct} received`,
+    );
   const got = await receiverLog(ctx, sub.name);
   const db = await deliveredEvents(ctx, sub);
   const received = new Set(got.ids);
   const orders = new Set(got.orders);
   const createdSet = new Set(created.orderIds);
-  const run = got.ids.map((id, i) => ({ id, order: got.orders[i]!, at: got.at[i]! })).filter((r) => createdSet.has(r.order));
+  const run = got.ids
+    .map((id, i) => ({ id, order: got.orders[i]!, at: got.at[i]! }))
+    .filter((r) => createdSet.has(r.order));
   const lagMs = run.filter((r) => db.has(r.id)).map((r) => r.at - db.get(r.id)!.createdAt);
   const result: ThroughputResult = {
     events: created.orderIds.length,
@@ -632,7 +751,11 @@ async function measureThroughput(ctx: Context, server: ServerChild, children: Se
     lastCommit: created.lastCommit,
     firstReceipt: Math.min(...run.map((r) => r.at)),
     lastReceipt: Math.max(...run.map((r) => r.at)),
-    deliveries: { ...drained.counts, total: drained.counts.total - probe.total, delivered: drained.counts.delivered - probe.delivered },
+    deliveries: {
+      ...drained.counts,
+      total: drained.counts.total - probe.total,
+      delivered: drained.counts.delivered - probe.delivered,
+    },
     receivedDistinct: run.length,
     duplicates: got.duplicates,
     duplicateIds: got.duplicateIds,
@@ -686,7 +809,11 @@ async function measureLatency(ctx: Context, server: ServerChild, children: Serve
       const wait = due - now();
       if (wait > 1) await sleep(wait);
       maxSendLagMs = Math.max(maxSendLagMs, now() - due);
-      const post = expectStatus(`POST ${API}/Order`, request(agent, server.url, 'POST', `${API}/Order`, dataHeaders(ctx), newOrder(ctx.fixture)), 201);
+      const post = expectStatus(
+        `POST ${API}/Order`,
+        request(agent, server.url, 'POST', `${API}/Order`, dataHeaders(ctx), newOrder(ctx.fixture)),
+        201,
+      );
       post.catch(() => {}); // reported by Promise.all below
       posts.push(post);
     }
@@ -697,7 +824,10 @@ async function measureLatency(ctx: Context, server: ServerChild, children: Serve
   });
   agent.destroy();
   const { results, maxSendLagMs, seconds, drained } = m.value;
-  if (!drained.complete) log(`  not drained after ${DRAIN_TIMEOUT_MS / 1000} s: ${drained.counts.delivered} of ${drained.counts.total} delivered`);
+  if (!drained.complete)
+    log(
+      `  not drained after ${DRAIN_TIMEOUT_MS / 1000} s: ${drained.counts.delivered} of ${drained.counts.total} delivered`,
+    );
   const got = await receiverLog(ctx, sub.name);
   const db = await deliveredEvents(ctx, sub);
   const byOrder = new Map<number, { at: number; id: string }>();
@@ -728,7 +858,11 @@ async function measureLatency(ctx: Context, server: ServerChild, children: Serve
     received: fromResponseMs.length,
     missing,
     duplicates: got.duplicates,
-    deliveries: { ...drained.counts, total: drained.counts.total - probe.total, delivered: drained.counts.delivered - probe.delivered },
+    deliveries: {
+      ...drained.counts,
+      total: drained.counts.total - probe.total,
+      delivered: drained.counts.delivered - probe.delivered,
+    },
     usage: m.usage,
   };
   await unsubscribe(ctx, server, sub);
@@ -776,10 +910,17 @@ function statusCounts(result: autocannon.Result): Record<string, number> {
 function requireCreated(what: string, result: autocannon.Result): void {
   const counts = statusCounts(result);
   if (Object.keys(counts).every((code) => code === '201') && result.errors === 0 && result.non2xx === 0) return;
-  throw new Error(`${what}: expected every response to be 201, got ${JSON.stringify(counts)}, connection errors ${result.errors}, timeouts ${result.timeouts}`);
+  throw new Error(
+    `${what}: expected every response to be 201, got ${JSON.stringify(counts)}, connection errors ${result.errors}, timeouts ${result.timeouts}`,
+  );
 }
 
-type PostRunId = 'none-inprocess' | 'subscribed-inprocess' | 'none-workerprocess' | 'subscribed-workerprocess' | 'queued-workerprocess';
+type PostRunId =
+  | 'none-inprocess'
+  | 'subscribed-inprocess'
+  | 'none-workerprocess'
+  | 'subscribed-workerprocess'
+  | 'queued-workerprocess';
 type PostMode = 'none' | 'subscribed' | 'queued';
 
 interface PostRun {
@@ -859,7 +1000,8 @@ async function measurePosts(
   let before: DeliveryCounts | undefined;
   if (sub && mode === 'subscribed') {
     const warmDrain = await drain(ctx, sub);
-    if (!warmDrain.complete) throw new Error(`${label}: the warm-up's deliveries did not arrive within ${DRAIN_TIMEOUT_MS / 1000} s`);
+    if (!warmDrain.complete)
+      throw new Error(`${label}: the warm-up's deliveries did not arrive within ${DRAIN_TIMEOUT_MS / 1000} s`);
     before = warmDrain.counts;
   } else if (sub) before = await settledCounts(ctx, sub);
   const m = await accounted(ctx, children, async () => {
@@ -869,7 +1011,16 @@ async function measurePosts(
   });
   const { result, startedAt, endedAt } = m.value;
   requireCreated(`${label} (measurement)`, result);
-  const run: PostRun = { id, mode, label, rps: result.requests.average, requests: result.requests.total, p50: result.latency.p50, p99: result.latency.p99, usage: m.usage };
+  const run: PostRun = {
+    id,
+    mode,
+    label,
+    rps: result.requests.average,
+    requests: result.requests.total,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    usage: m.usage,
+  };
   if (sub) {
     let drained: Awaited<ReturnType<typeof drain>>;
     if (mode === 'queued') {
@@ -899,7 +1050,8 @@ async function measurePosts(
       receivedDuringLoad: measured.filter((r) => r.at <= endedAt).length,
       drainS: (lastAt - endedAt) / 1000,
       complete: drained.complete,
-      lagMs: mode === 'subscribed' ? measured.filter((r) => db.has(r.id)).map((r) => r.at - db.get(r.id)!.createdAt) : [],
+      lagMs:
+        mode === 'subscribed' ? measured.filter((r) => db.has(r.id)).map((r) => r.at - db.get(r.id)!.createdAt) : [],
       duplicates: got.duplicates,
       missing: [...db.keys()].filter((eid) => !received.has(eid)).length,
       retried: drained.counts.retried,
@@ -948,7 +1100,12 @@ interface Profiles {
  * somewhat): PROFILE_S s of POST /Order with a subscription and no worker running, profiling the
  * server; then a new worker process delivering that backlog, profiled from its start to the last receipt.
  */
-async function profileBothSides(ctx: Context, server: ServerChild, workerControl: WorkerControl, dir: string): Promise<Profiles> {
+async function profileBothSides(
+  ctx: Context,
+  server: ServerChild,
+  workerControl: WorkerControl,
+  dir: string,
+): Promise<Profiles> {
   const sub = await subscribe(ctx, server, 'profile');
   await workerControl.stop();
   const serverFile = path.join(dir, 'server-subscribed-writes.cpuprofile');
@@ -1006,24 +1163,45 @@ function profileReport(p: Profiles): string[] {
     '',
   );
   const unit = (x: ProcessProfile, ms: number) => (1000 * ms) / x.units;
-  const names = [...new Set([...p.server.summary.categories, ...p.worker.summary.categories].map((c) => c.name))].filter((n) => n !== IDLE);
+  const names = [
+    ...new Set([...p.server.summary.categories, ...p.worker.summary.categories].map((c) => c.name)),
+  ].filter((n) => n !== IDLE);
   const get = (x: ProcessProfile, name: string) => x.summary.categories.find((c) => c.name === name)?.ms ?? 0;
-  names.sort((a, b) => unit(p.server, get(p.server, b)) + unit(p.worker, get(p.worker, b)) - unit(p.server, get(p.server, a)) - unit(p.worker, get(p.worker, a)));
-  out.push('| main thread, µs | server, per request (subscribed writes) | worker process, per event delivered |', '|---|--:|--:|');
+  names.sort(
+    (a, b) =>
+      unit(p.server, get(p.server, b)) +
+      unit(p.worker, get(p.worker, b)) -
+      unit(p.server, get(p.server, a)) -
+      unit(p.worker, get(p.worker, a)),
+  );
+  out.push(
+    '| main thread, µs | server, per request (subscribed writes) | worker process, per event delivered |',
+    '|---|--:|--:|',
+  );
   for (const name of names) {
     const a = unit(p.server, get(p.server, name));
     const b = unit(p.worker, get(p.worker, name));
     if (a < 1 && b < 1) continue;
     out.push(`| ${name} | ${fmt(a)} | ${fmt(b)} |`);
   }
-  out.push(`| **total (busy)** | **${fmt(unit(p.server, p.server.summary.busyMs))}** | **${fmt(unit(p.worker, p.worker.summary.busyMs))}** |`);
-  out.push(`| process CPU time (all threads, for comparison) | ${fmt(p.server.cpuPerUnitUs)} | ${fmt(p.worker.cpuPerUnitUs)} |`, '');
-  for (const [name, x, per] of [['Server', p.server, 'request'], ['Worker process', p.worker, 'event']] as const) {
+  out.push(
+    `| **total (busy)** | **${fmt(unit(p.server, p.server.summary.busyMs))}** | **${fmt(unit(p.worker, p.worker.summary.busyMs))}** |`,
+  );
+  out.push(
+    `| process CPU time (all threads, for comparison) | ${fmt(p.server.cpuPerUnitUs)} | ${fmt(p.worker.cpuPerUnitUs)} |`,
+    '',
+  );
+  for (const [name, x, per] of [
+    ['Server', p.server, 'request'],
+    ['Worker process', p.worker, 'event'],
+  ] as const) {
     out.push(`${name}: top functions by self time, and its SQL statements per ${per}:`, '');
     out.push(`| function | where | category | µs/${per} |`, '|---|---|---|--:|');
-    for (const f of x.summary.top.slice(0, 8)) out.push(`| \`${f.name}\` | ${f.location} | ${f.category} | ${fmt(unit(x, f.ms), 1)} |`);
+    for (const f of x.summary.top.slice(0, 8))
+      out.push(`| \`${f.name}\` | ${f.location} | ${f.category} | ${fmt(unit(x, f.ms), 1)} |`);
     out.push('');
-    for (const [sql, n] of x.statements) out.push(`- ${fmt(n, 2)} × \`${sql.slice(0, 300)}${sql.length > 300 ? '…' : ''}\``);
+    for (const [sql, n] of x.statements)
+      out.push(`- ${fmt(n, 2)} × \`${sql.slice(0, 300)}${sql.length > 300 ? '…' : ''}\``);
     out.push('');
   }
   return out;
@@ -1057,7 +1235,11 @@ const met = (ok: boolean) => (ok ? 'met' : '**missed**');
 function cpuCells(u: Usage, per: number): Record<string, string> {
   const cell = (us: number | undefined) => (us === undefined ? 'n/a' : fmt(us / per));
   return {
-    server: cell(Object.entries(u.childCpuUs).filter(([n]) => n.includes('server')).reduce((s, [, v]) => s + v, 0)),
+    server: cell(
+      Object.entries(u.childCpuUs)
+        .filter(([n]) => n.includes('server'))
+        .reduce((s, [, v]) => s + v, 0),
+    ),
     worker: cell(u.childCpuUs[WORKER]),
     receiver: cell(u.childCpuUs.receiver),
     pg: cell(u.pgCpuUs),
@@ -1069,12 +1251,17 @@ function report(r: Results): string {
   const { env, throughput: t, latency: l, posts } = r;
   const out: string[] = [];
   out.push(SECTION, '');
-  out.push(`Written by \`npm run bench:webhooks\` (bench/webhooks.ts) on ${env.date}. Rerun it rather than editing this section.`, '');
+  out.push(
+    `Written by \`npm run bench:webhooks\` (bench/webhooks.ts) on ${env.date}. Rerun it rather than editing this section.`,
+    '',
+  );
   out.push(
     `- Command: \`npm run bench:webhooks\` (BENCH_WEBHOOK_EVENTS=${EVENTS}, BENCH_WEBHOOK_RATE=${RATE}, BENCH_WEBHOOK_SECONDS=${LATENCY_S}, ` +
       `BENCH_WARMUP=${WARMUP_S}, BENCH_DURATION=${DURATION_S}); commit ${env.revision}`,
   );
-  out.push(`- Machine: ${env.cpus} CPUs (os.availableParallelism(); ${env.cpuModel}), ${env.os}; Node.js ${env.node}; PostgreSQL ${env.postgres} (${env.databaseServer})`);
+  out.push(
+    `- Machine: ${env.cpus} CPUs (os.availableParallelism(); ${env.cpuModel}), ${env.os}; Node.js ${env.node}; PostgreSQL ${env.postgres} (${env.databaseServer})`,
+  );
   out.push(
     `- Data: a fresh database seeded as for \`npm run bench\` (${fmt(SEED.orders)} orders of ${fmt(SEED.customers)} customers); the orders a measurement ` +
       'creates, and the events no delivery refers to any more, are deleted (and the tables vacuumed) after it.',
@@ -1086,7 +1273,7 @@ function report(r: Results): string {
       `the defaults (delivery \`concurrency\` ${env.concurrency}, \`timeoutMs\` 5000); the **in-process worker** is the one \`startServer\` runs by default ` +
       '(`svcgen serve`); the **worker process** is runtime `startWorkerProcess` (`svcgen worker`) next to a server started with `worker: false` ' +
       '(`svcgen serve --no-worker`), never together with the first server, as both would take jobs from the same queue. **receiver** = a node:http ' +
-      'server answering 200 as soon as a request\'s body is in, recording the `x-service-delivery` header, the record\'s id and the arrival of the request\'s head.',
+      "server answering 200 as soon as a request's body is in, recording the `x-service-delivery` header, the record's id and the arrival of the request's head.",
   );
   out.push(
     '- Subscriptions: table Order, events [INSERT], one receiver path each, made with POST /_webhooks (management token) and removed with DELETE ' +
@@ -1102,7 +1289,12 @@ function report(r: Results): string {
     `- Noise: the load generator (this process), the server, the worker, the receiver and PostgreSQL share ${env.cpus} CPUs: absolute figures are low; ` +
       'compare the ratios, and treat differences of a few per cent as noise.',
   );
-  const windows = [t.usage, l.usage, ...posts.map((p) => p.usage), ...posts.flatMap((p) => (p.backlog ? [p.backlog.usage] : []))];
+  const windows = [
+    t.usage,
+    l.usage,
+    ...posts.map((p) => p.usage),
+    ...posts.flatMap((p) => (p.backlog ? [p.backlog.usage] : [])),
+  ];
   const disturbed = windows.filter((u) => (u.otherLoad ?? 0) > 0.1).length;
   if (disturbed) {
     out.push(
@@ -1124,22 +1316,36 @@ function report(r: Results): string {
   const workerProcess = ratio('subscribed-workerprocess', 'none-workerprocess');
   out.push('### Summary', '');
   out.push('| measure | result | aim | |', '|---|--:|--:|:-:|');
-  out.push(`| delivery throughput, first commit → last receipt (events/s) | **${fmt(throughput)}** | ≥ ${fmt(AIM.eventsPerSecond)} | ${met(throughput >= AIM.eventsPerSecond)} |`);
-  out.push(`| latency at ${RATE} events/s, 201 → receipt, p99 (ms) | **${fmt(p99, 1)}** | ≤ ${AIM.p99Ms} | ${met(p99 <= AIM.p99Ms)} |`);
-  out.push(`| POST /Order req/s, subscribed ÷ unsubscribed, in-process worker | **${fmt(100 * inProcess)} %** | ≥ ${fmt(100 * AIM.writeShare)} % | ${met(inProcess >= AIM.writeShare)} |`);
-  out.push(`| POST /Order req/s, subscribed ÷ unsubscribed, worker process (server \`worker: false\`) | **${fmt(100 * workerProcess)} %** | ≥ ${fmt(100 * AIM.writeShare)} % | ${met(workerProcess >= AIM.writeShare)} |`);
+  out.push(
+    `| delivery throughput, first commit → last receipt (events/s) | **${fmt(throughput)}** | ≥ ${fmt(AIM.eventsPerSecond)} | ${met(throughput >= AIM.eventsPerSecond)} |`,
+  );
+  out.push(
+    `| latency at ${RATE} events/s, 201 → receipt, p99 (ms) | **${fmt(p99, 1)}** | ≤ ${AIM.p99Ms} | ${met(p99 <= AIM.p99Ms)} |`,
+  );
+  out.push(
+    `| POST /Order req/s, subscribed ÷ unsubscribed, in-process worker | **${fmt(100 * inProcess)} %** | ≥ ${fmt(100 * AIM.writeShare)} % | ${met(inProcess >= AIM.writeShare)} |`,
+  );
+  out.push(
+    `| POST /Order req/s, subscribed ÷ unsubscribed, worker process (server \`worker: false\`) | **${fmt(100 * workerProcess)} %** | ≥ ${fmt(100 * AIM.writeShare)} % | ${met(workerProcess >= AIM.writeShare)} |`,
+  );
   const lost = t.missing + t.ordersMissing + l.missing + posts.reduce((s, p) => s + (p.delivery?.missing ?? 0), 0);
   const dups = t.duplicates + l.duplicates + posts.reduce((s, p) => s + (p.delivery?.duplicates ?? 0), 0);
   const queuedRun = posts.find((p) => p.id === 'queued-workerprocess');
   const queuedBase = posts.find((p) => p.id === 'none-workerprocess');
   if (queuedRun && queuedBase) {
-    out.push(`| diagnostic: POST /Order req/s with a subscription but no worker running (capture and queueing alone) ÷ unsubscribed | ${pct(queuedRun.rps, queuedBase.rps)} | | |`);
+    out.push(
+      `| diagnostic: POST /Order req/s with a subscription but no worker running (capture and queueing alone) ÷ unsubscribed | ${pct(queuedRun.rps, queuedBase.rps)} | | |`,
+    );
   }
   if (queuedRun?.backlog) {
     const b = queuedRun.backlog;
-    out.push(`| diagnostic: delivery alone, a backlog of ${fmt(b.events)} events, no writes (events/s) | ${fmt(b.events / (b.lastS - b.firstS))} | | |`);
+    out.push(
+      `| diagnostic: delivery alone, a backlog of ${fmt(b.events)} events, no writes (events/s) | ${fmt(b.events / (b.lastS - b.firstS))} | | |`,
+    );
   }
-  out.push(`| events not delivered / delivered twice, all measurements | ${fmt(lost)} / ${fmt(dups)} | 0 / 0 | ${met(lost === 0 && dups === 0)} |`);
+  out.push(
+    `| events not delivered / delivered twice, all measurements | ${fmt(lost)} / ${fmt(dups)} | 0 / 0 | ${met(lost === 0 && dups === 0)} |`,
+  );
   out.push('');
 
   out.push('### Delivery throughput', '');
@@ -1154,31 +1360,55 @@ function report(r: Results): string {
   out.push('| | |', '|---|--:|');
   out.push(`| events delivered / s, first commit → last receipt | **${fmt(throughput)}** |`);
   out.push(`| … first request sent → last receipt | ${fmt(t.events / span(t.firstSent, t.lastReceipt))} |`);
-  out.push(`| writes: orders committed / s (first request sent → last 201) | ${fmt(t.events / span(t.firstSent, t.lastCommit))} |`);
-  out.push(`| time: first commit → last commit / → first receipt / → last receipt (s) | ${fmt(span(t.firstCommit, t.lastCommit), 2)} / ${fmt(span(t.firstCommit, t.firstReceipt), 3)} / ${fmt(span(t.firstCommit, t.lastReceipt), 2)} |`);
+  out.push(
+    `| writes: orders committed / s (first request sent → last 201) | ${fmt(t.events / span(t.firstSent, t.lastCommit))} |`,
+  );
+  out.push(
+    `| time: first commit → last commit / → first receipt / → last receipt (s) | ${fmt(span(t.firstCommit, t.lastCommit), 2)} / ${fmt(span(t.firstCommit, t.firstReceipt), 3)} / ${fmt(span(t.firstCommit, t.lastReceipt), 2)} |`,
+  );
   out.push(`| last commit → last receipt (s) | ${fmt(span(t.lastCommit, t.lastReceipt), 2)} |`);
-  out.push(`| event created → receipt, p50 / p99 / max (ms) | ${fmt(percentile(t.lagMs, 50))} / ${fmt(percentile(t.lagMs, 99))} / ${fmt(Math.max(...t.lagMs))} |`);
-  out.push(`| deliveries in the database / \`delivered\` / needing more than one attempt | ${fmt(t.deliveries.total)} / ${fmt(t.deliveries.delivered)} / ${fmt(t.deliveries.retried)} |`);
-  out.push(`| distinct event ids received / duplicates / not an Order INSERT | ${fmt(t.receivedDistinct)} / ${fmt(t.duplicates)} / ${fmt(t.unexpected)} |`);
-  out.push(`| event ids never received / orders without an event received / received ids unknown to the database | ${fmt(t.missing)} / ${fmt(t.ordersMissing)} / ${fmt(t.foreign)} |`);
-  out.push(`| TCP connections the receiver accepted meanwhile (the sender keeps connections alive: ≤ concurrency expected) | ${fmt(t.connections)} |`);
+  out.push(
+    `| event created → receipt, p50 / p99 / max (ms) | ${fmt(percentile(t.lagMs, 50))} / ${fmt(percentile(t.lagMs, 99))} / ${fmt(Math.max(...t.lagMs))} |`,
+  );
+  out.push(
+    `| deliveries in the database / \`delivered\` / needing more than one attempt | ${fmt(t.deliveries.total)} / ${fmt(t.deliveries.delivered)} / ${fmt(t.deliveries.retried)} |`,
+  );
+  out.push(
+    `| distinct event ids received / duplicates / not an Order INSERT | ${fmt(t.receivedDistinct)} / ${fmt(t.duplicates)} / ${fmt(t.unexpected)} |`,
+  );
+  out.push(
+    `| event ids never received / orders without an event received / received ids unknown to the database | ${fmt(t.missing)} / ${fmt(t.ordersMissing)} / ${fmt(t.foreign)} |`,
+  );
+  out.push(
+    `| TCP connections the receiver accepted meanwhile (the sender keeps connections alive: ≤ concurrency expected) | ${fmt(t.connections)} |`,
+  );
   const tc = cpuCells(t.usage, t.events);
-  out.push(`| CPU per event (µs): server (API + worker) / receiver / PostgreSQL / load generator | ${tc.server} / ${tc.receiver} / ${tc.pg} / ${tc.load} |`);
-  out.push(`| SQL statements per event (server process, writes and deliveries) | ${fmt((t.usage.childQueries['server (in-process worker)'] ?? 0) / t.events, 2)} |`);
-  out.push(`| transactions committed per event (pg_stat_database, approximate) | ${fmt(t.usage.commits / t.events, 2)} |`);
+  out.push(
+    `| CPU per event (µs): server (API + worker) / receiver / PostgreSQL / load generator | ${tc.server} / ${tc.receiver} / ${tc.pg} / ${tc.load} |`,
+  );
+  out.push(
+    `| SQL statements per event (server process, writes and deliveries) | ${fmt((t.usage.childQueries['server (in-process worker)'] ?? 0) / t.events, 2)} |`,
+  );
+  out.push(
+    `| transactions committed per event (pg_stat_database, approximate) | ${fmt(t.usage.commits / t.events, 2)} |`,
+  );
   out.push(`| PostgreSQL active backends (mean): wait events (see below) | ${waitSummary(t.usage)} |`);
-  out.push(`| machine CPU busy / … interrupts / … other processes | ${share(t.usage.machineBusy)} / ${share(t.usage.machineIrq)} / ${share(t.usage.otherLoad)} |`);
-  if (t.duplicateIds.length) out.push(`| duplicated event ids (first ${t.duplicateIds.length}) | ${t.duplicateIds.join(', ')} |`);
+  out.push(
+    `| machine CPU busy / … interrupts / … other processes | ${share(t.usage.machineBusy)} / ${share(t.usage.machineIrq)} / ${share(t.usage.otherLoad)} |`,
+  );
+  if (t.duplicateIds.length)
+    out.push(`| duplicated event ids (first ${t.duplicateIds.length}) | ${t.duplicateIds.join(', ')} |`);
   out.push('');
 
   out.push(`### Latency at ${RATE} events/s`, '');
   out.push(
     `One subscription, server with its in-process worker. Single POST /Order requests sent on a fixed schedule (one every ${fmt(1000 / RATE, 1)} ms, ` +
       `whatever the responses do; up to 64 keep-alive connections) for ${fmt(LATENCY_S)} s. Each receipt is matched to its POST by the order id in ` +
-      'the event\'s record.',
+      "the event's record.",
     '',
   );
-  const row = (name: string, v: number[]) => `| ${name} | ${fmt(percentile(v, 50), 1)} | ${fmt(percentile(v, 99), 1)} | ${fmt(Math.max(...v), 1)} |`;
+  const row = (name: string, v: number[]) =>
+    `| ${name} | ${fmt(percentile(v, 50), 1)} | ${fmt(percentile(v, 99), 1)} | ${fmt(Math.max(...v), 1)} |`;
   out.push('| latency (ms) | p50 | p99 | max |', '|---|--:|--:|--:|');
   out.push(row('**201 arrived → receipt**', l.fromResponseMs));
   out.push(row('POST sent → receipt', l.fromSendMs));
@@ -1198,7 +1428,7 @@ function report(r: Results): string {
     `autocannon (in this process), ${CONNECTIONS} connections, ${WARMUP_S} s warm-up then ${DURATION_S} s measured, the requests of \`npm run bench\`'s ` +
       'POST /Order case ({ total, customerId }). First the server with its in-process worker: without, then with a subscription; then that ' +
       'server stopped, the server with `worker: false` and the worker process started: without, then with a subscription (the worker process ' +
-      'runs in both, idle in the first). In a subscribed run the warm-up\'s deliveries are awaited before the measured load; after it, the ' +
+      "runs in both, idle in the first). In a subscribed run the warm-up's deliveries are awaited before the measured load; after it, the " +
       'remaining deliveries (the backlog) are awaited and timed. Last, as a diagnostic, the write side alone: a subscription with the worker ' +
       'process stopped during the load (events are captured and queued, nothing is delivered), then a new worker process started to deliver ' +
       `the backlog (see "Delivery alone" below). Aim: subscribed ≥ ${fmt(100 * AIM.writeShare)} % of unsubscribed requests/s.`,
@@ -1208,13 +1438,16 @@ function report(r: Results): string {
     '| run | req/s | ÷ unsubscribed | p50 (ms) | p99 (ms) | responses | events received during the load | backlog drained after (s) | event created → receipt p50 / p99 (ms) |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   );
-  const baseOf = (p: PostRun) => (p.mode === 'none' ? undefined : posts.find((q) => q.id === `none-${p.id.split('-')[1]}`));
+  const baseOf = (p: PostRun) =>
+    p.mode === 'none' ? undefined : posts.find((q) => q.id === `none-${p.id.split('-')[1]}`);
   for (const p of posts) {
     const base = baseOf(p);
     const d = p.delivery;
-    const received = !d ? `(events recorded: ${fmt(p.eventsRecorded ?? 0)})` : `${fmt(d.receivedDuringLoad)} of ${fmt(d.events)}`;
+    const received = !d
+      ? `(events recorded: ${fmt(p.eventsRecorded ?? 0)})`
+      : `${fmt(d.receivedDuringLoad)} of ${fmt(d.events)}`;
     const drained = !d ? '' : p.backlog ? 'see below' : `${fmt(d.drainS, 1)}${d.complete ? '' : ' (**not drained**)'}`;
-    const lag = d && d.lagMs.length ? `${fmt(percentile(d.lagMs, 50))} / ${fmt(percentile(d.lagMs, 99))}` : '';
+    const lag = d?.lagMs.length ? `${fmt(percentile(d.lagMs, 50))} / ${fmt(percentile(d.lagMs, 99))}` : '';
     out.push(
       `| ${p.label} | ${fmt(p.rps)} | ${base ? `**${pct(p.rps, base.rps)}**` : ''} | ${fmt(p.p50)} | ${fmt(p.p99)} | ${fmt(p.requests)} | ${received} | ${drained} | ${lag} |`,
     );
@@ -1222,7 +1455,7 @@ function report(r: Results): string {
   out.push('');
   out.push(
     'CPU time per request (µs) during the measured load, SQL statements the server and worker sent and transactions PostgreSQL committed ' +
-      '(pg_stat_database, approximate) per request, and what PostgreSQL\'s active backends were doing (pg_stat_activity sampled every ' +
+      "(pg_stat_database, approximate) per request, and what PostgreSQL's active backends were doing (pg_stat_activity sampled every " +
       `${WAIT_SAMPLE_MS} ms: mean active backends, then the most frequent wait events as a share of those backend samples; "CPU" = no wait event):`,
     '',
   );
@@ -1238,8 +1471,16 @@ function report(r: Results): string {
       'transactions (draining the outbox into jobs, claiming a job\'s deliveries with their lease, recording the outcomes, completing the job; see the SQL statements and commits columns), and on this 2-CPU machine it delivers and the receiver receives on the same CPUs that serve the writes. "CPU" is a backend running.',
     '',
   );
-  const detail = posts.filter((p) => p.delivery).map((p) => `${p.label}: ${fmt(p.delivery!.missing)} never received, ${fmt(p.delivery!.duplicates)} duplicates, ${fmt(p.delivery!.retried)} retried`);
-  out.push(`Deliveries: ${detail.join('; ')}. The unsubscribed runs recorded no event (checked: svcgen.webhook_events unchanged).`, '');
+  const detail = posts
+    .filter((p) => p.delivery)
+    .map(
+      (p) =>
+        `${p.label}: ${fmt(p.delivery!.missing)} never received, ${fmt(p.delivery!.duplicates)} duplicates, ${fmt(p.delivery!.retried)} retried`,
+    );
+  out.push(
+    `Deliveries: ${detail.join('; ')}. The unsubscribed runs recorded no event (checked: svcgen.webhook_events unchanged).`,
+    '',
+  );
 
   const queued = posts.find((p) => p.backlog);
   if (queued?.backlog) {
@@ -1267,7 +1508,10 @@ function report(r: Results): string {
 function usageRow(label: string, u: Usage, per: number): string {
   const c = cpuCells(u, per);
   const all = (Object.values(u.childCpuUs).reduce((a, b) => a + b, 0) + (u.pgCpuUs ?? 0) + u.loadCpuUs) / per;
-  const queries = Object.entries(u.childQueries).filter(([n]) => n !== 'receiver').reduce((sum, [, v]) => sum + v, 0) / per;
+  const queries =
+    Object.entries(u.childQueries)
+      .filter(([n]) => n !== 'receiver')
+      .reduce((sum, [, v]) => sum + v, 0) / per;
   return (
     `| ${label} | ${c.server} | ${c.worker} | ${c.receiver} | ${c.pg} | ${c.load} | ${fmt(all)} | ${fmt(queries, 2)} | ${fmt(u.commits / per, 2)} | ` +
     `${waitSummary(u)} | ${share(u.machineBusy)} / ${share(u.otherLoad)} |`
@@ -1291,8 +1535,12 @@ function logPosts(p: PostRun): void {
   const d = p.delivery;
   log(
     `  ${fmt(p.rps)} req/s, p50 ${p.p50} ms, p99 ${p.p99} ms; machine busy ${share(p.usage.machineBusy)}` +
-      (d ? `; received during the load ${fmt(d.receivedDuringLoad)} of ${fmt(d.events)}, drained ${fmt(d.drainS, 1)} s later` : `; events recorded ${p.eventsRecorded}`) +
-      (p.backlog ? `; backlog of ${fmt(p.backlog.events)} delivered at ${fmt(p.backlog.events / (p.backlog.lastS - p.backlog.firstS))} events/s` : ''),
+      (d
+        ? `; received during the load ${fmt(d.receivedDuringLoad)} of ${fmt(d.events)}, drained ${fmt(d.drainS, 1)} s later`
+        : `; events recorded ${p.eventsRecorded}`) +
+      (p.backlog
+        ? `; backlog of ${fmt(p.backlog.events)} delivered at ${fmt(p.backlog.events / (p.backlog.lastS - p.backlog.firstS))} events/s`
+        : ''),
   );
 }
 
@@ -1320,7 +1568,11 @@ async function main(): Promise<void> {
 
     const managementToken = `bench-${randomBytes(16).toString('hex')}`;
     const self = 'bench/webhooks.ts';
-    const childEnv = (role: Role, extra: Record<string, string> = {}) => ({ BENCH_WEBHOOKS_ROLE: role, BENCH_DATABASE_URL: database.url, ...extra });
+    const childEnv = (role: Role, extra: Record<string, string> = {}) => ({
+      BENCH_WEBHOOKS_ROLE: role,
+      BENCH_DATABASE_URL: database.url,
+      ...extra,
+    });
     const start = async (name: string, role: Role, extra: Record<string, string> = {}) => {
       const child = await startServerChild(name, self, childEnv(role, extra));
       cleanups.add(() => child.stop());
@@ -1369,7 +1621,13 @@ async function main(): Promise<void> {
     );
 
     const posts: PostRun[] = [];
-    const runPosts = async (id: PostRunId, mode: PostMode, server: ServerChild, children: ServerChild[], workerControl?: WorkerControl) => {
+    const runPosts = async (
+      id: PostRunId,
+      mode: PostMode,
+      server: ServerChild,
+      children: ServerChild[],
+      workerControl?: WorkerControl,
+    ) => {
       log(`3. POST /Order, ${POST_LABEL[id].replace(/\*\*|`/g, '')}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured`);
       const run = await measurePosts(ctx, id, POST_LABEL[id], mode, server, children, workerControl);
       posts.push(run);
@@ -1379,7 +1637,10 @@ async function main(): Promise<void> {
     await runPosts('subscribed-inprocess', 'subscribed', serverA, childrenA);
     await serverA.stop();
 
-    const serverB = await start('server (worker: false)', 'server', { BENCH_MANAGEMENT_TOKEN: managementToken, BENCH_WEBHOOKS_WORKER: 'false' });
+    const serverB = await start('server (worker: false)', 'server', {
+      BENCH_MANAGEMENT_TOKEN: managementToken,
+      BENCH_WEBHOOKS_WORKER: 'false',
+    });
     let worker = await start(WORKER, 'worker');
     ctx.deliverer = worker;
     await runPosts('none-workerprocess', 'none', serverB, [serverB, worker, receiver]);
@@ -1393,7 +1654,9 @@ async function main(): Promise<void> {
     let profiles: Profiles | undefined;
     if (PROFILE_S > 0) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svcgen-bench-webhooks-'));
-      log(`4. profiles: the server writing with a subscription, no worker (${PROFILE_S} s), then a worker process delivering the backlog`);
+      log(
+        `4. profiles: the server writing with a subscription, no worker (${PROFILE_S} s), then a worker process delivering the backlog`,
+      );
       profiles = await profileBothSides(ctx, serverB, workerControl, dir);
       log(`  CPU profiles (.cpuprofile) in ${dir}`);
     }
@@ -1425,7 +1688,9 @@ if (role) {
   await runRole(role);
 } else {
   main().catch((error: unknown) => {
-    console.error(`[bench:webhooks] FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    console.error(
+      `[bench:webhooks] FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
     process.exitCode = 1;
   });
 }

@@ -33,11 +33,14 @@ const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
 const CASE_IDS = (process.env.BENCH_CASES ?? 'read-one,list-20,create,list-embed').split(',');
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
-const RESULTS_FILE = process.env.BENCH_RESULTS ? path.resolve(process.env.BENCH_RESULTS) : path.join(REPO, 'bench', 'RESULTS.md');
+const RESULTS_FILE = process.env.BENCH_RESULTS
+  ? path.resolve(process.env.BENCH_RESULTS)
+  : path.join(REPO, 'bench', 'RESULTS.md');
 const SECTION = '## Workers';
 
 const log = (message: string) => console.error(`[bench:workers] ${message}`);
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
 
 interface Measurement {
@@ -59,7 +62,9 @@ function processTree(pid: number): number[] {
     let children: string[] = [];
     try {
       for (const task of fs.readdirSync(`/proc/${out[i]}/task`)) {
-        children = children.concat(fs.readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+        children = children.concat(
+          fs.readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean),
+        );
       }
     } catch {
       // gone meanwhile
@@ -95,15 +100,33 @@ async function serve(projectDir: string, databaseUrl: string, workers: number): 
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [path.join(REPO, 'bin/svcgen.js'), 'serve', '--project', projectDir, '--database-url', databaseUrl, '--port', String(port), '--workers', String(workers), '--no-worker', '--log-level', 'warn'],
+    [
+      path.join(REPO, 'bin/svcgen.js'),
+      'serve',
+      '--project',
+      projectDir,
+      '--database-url',
+      databaseUrl,
+      '--port',
+      String(port),
+      '--workers',
+      String(workers),
+      '--no-worker',
+      '--log-level',
+      'warn',
+    ],
     { cwd: projectDir, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   for (let waited = 0; ; waited += 100) {
-    if (child.exitCode !== null) throw new Error(`svcgen serve --workers ${workers} exited (${child.exitCode}) during start-up`);
+    if (child.exitCode !== null)
+      throw new Error(`svcgen serve --workers ${workers} exited (${child.exitCode}) during start-up`);
     if (waited > 60_000) throw new Error(`svcgen serve --workers ${workers} was not ready within 60 s`);
-    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ready) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -133,9 +156,15 @@ async function load(url: string, benchCase: BenchCase, fixture: Fixture, seconds
   });
 }
 
-async function measure(serving: Serving, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu): Promise<Measurement> {
+async function measure(
+  serving: Serving,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  backends: BackendCpu,
+): Promise<Measurement> {
   const warm = await load(serving.url, benchCase, fixture, WARMUP_S);
-  if (warm.non2xx || warm.errors) throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  if (warm.non2xx || warm.errors)
+    throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
   const svcBefore = treeCpuMicros(serving.pid);
   const pgBefore = await backends.sample();
   const machineBefore = machineSample();
@@ -145,7 +174,8 @@ async function measure(serving: Serving, benchCase: BenchCase, fixture: Fixture,
   const machineAfter = machineSample();
   const pgAfter = await backends.sample();
   const svcAfter = treeCpuMicros(serving.pid);
-  if (result.non2xx || result.errors) throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  if (result.non2xx || result.errors)
+    throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   const requests = result.requests.total;
   let svcgen = 0;
   for (const [pid, cpu] of svcAfter) svcgen += cpu - (svcBefore.get(pid) ?? 0);
@@ -161,7 +191,11 @@ async function measure(serving: Serving, benchCase: BenchCase, fixture: Fixture,
   };
 }
 
-function report(cases: BenchCase[], results: Map<string, Map<number, Measurement>>, env: { date: string; postgres: string; revision: string }): string {
+function report(
+  cases: BenchCase[],
+  results: Map<string, Map<number, Measurement>>,
+  env: { date: string; postgres: string; revision: string },
+): string {
   const out: string[] = [SECTION, ''];
   out.push(
     `Written by \`npm run bench:workers\` (bench/workers.ts) on ${env.date}, commit ${env.revision}; Node.js ${process.version}, ` +
@@ -178,16 +212,23 @@ function report(cases: BenchCase[], results: Map<string, Map<number, Measurement
   );
   const counts = WORKER_COUNTS;
   out.push(
-    `| case | ${counts.map((n) => `req/s, ${n} worker${n > 1 ? 's' : ''}`).join(' | ')} | ${counts.slice(1).map((n) => `${n} / ${counts[0]}`).join(' | ')} | ` +
-      `${counts.map((n) => `p99 (ms), ${n}`).join(' | ')} |`,
-    `|---|${counts.map(() => '--:').join('|')}|${counts.slice(1).map(() => '--:').join('|')}|${counts.map(() => '--:').join('|')}|`,
+    `| case | ${counts.map((n) => `req/s, ${n} worker${n > 1 ? 's' : ''}`).join(' | ')} | ${counts
+      .slice(1)
+      .map((n) => `${n} / ${counts[0]}`)
+      .join(' | ')} | ` + `${counts.map((n) => `p99 (ms), ${n}`).join(' | ')} |`,
+    `|---|${counts.map(() => '--:').join('|')}|${counts
+      .slice(1)
+      .map(() => '--:')
+      .join('|')}|${counts.map(() => '--:').join('|')}|`,
   );
   for (const c of cases) {
     const byCount = results.get(c.id)!;
     const first = byCount.get(counts[0]!)!;
     out.push(
-      `| ${c.title} | ${counts.map((n) => fmt(byCount.get(n)!.rps)).join(' | ')} | ${counts.slice(1).map((n) => `**${fmt(byCount.get(n)!.rps / first.rps, 2)}×**`).join(' | ')} | ` +
-        `${counts.map((n) => fmt(byCount.get(n)!.p99)).join(' | ')} |`,
+      `| ${c.title} | ${counts.map((n) => fmt(byCount.get(n)!.rps)).join(' | ')} | ${counts
+        .slice(1)
+        .map((n) => `**${fmt(byCount.get(n)!.rps / first.rps, 2)}×**`)
+        .join(' | ')} | ` + `${counts.map((n) => fmt(byCount.get(n)!.p99)).join(' | ')} |`,
     );
   }
   out.push('', 'Where the CPUs went (µs per request; machine busy share):', '');
@@ -236,13 +277,17 @@ async function main(): Promise<void> {
     const results = new Map<string, Map<number, Measurement>>(cases.map((c) => [c.id, new Map()]));
     for (const n of WORKER_COUNTS) {
       const serving = await serve(projectDir, database.url, n);
-      log(`svcgen serve --workers ${n}: ${serving.url} (pid ${serving.pid}, ${processTree(serving.pid).length} processes)`);
+      log(
+        `svcgen serve --workers ${n}: ${serving.url} (pid ${serving.pid}, ${processTree(serving.pid).length} processes)`,
+      );
       try {
         for (const c of cases) {
           try {
             const m = await measure(serving, c, fixture, backends);
             results.get(c.id)!.set(n, m);
-            log(`  ${c.title}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request svcgen ${fmt(m.svcgenUs)}, PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}, load ${fmt(m.loadUs)}`);
+            log(
+              `  ${c.title}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request svcgen ${fmt(m.svcgenUs)}, PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}, load ${fmt(m.loadUs)}`,
+            );
           } finally {
             if (c.writes) await restoreSeed(database.url, fixture);
           }

@@ -135,7 +135,10 @@ export function clusterMetricsSource(): () => Promise<MetricsText> {
         if (answer.text) resolve(answer.text);
         else reject(new Error(answer.error));
       };
-      const bound = setTimeout(() => settle({ error: `the primary process did not answer within ${METRICS_ASK_BOUND_MS} ms` }), METRICS_ASK_BOUND_MS);
+      const bound = setTimeout(
+        () => settle({ error: `the primary process did not answer within ${METRICS_ASK_BOUND_MS} ms` }),
+        METRICS_ASK_BOUND_MS,
+      );
       waiting.set(id, settle);
       if (!process.connected) return settle({ error: 'this worker is no longer connected to the primary process' });
       const request: MetricsRequest = { svcgen: 'metrics', id };
@@ -149,7 +152,11 @@ async function sendOwnMetrics(id: number): Promise<void> {
   const { metricsAsJson } = await import('../runtime/observability/index.ts');
   const answer: WorkerMetricsMessage = await metricsAsJson().then(
     (metrics) => ({ svcgen: 'worker-metrics', id, metrics }),
-    (error: unknown) => ({ svcgen: 'worker-metrics', id, error: error instanceof Error ? error.message : String(error) }),
+    (error: unknown) => ({
+      svcgen: 'worker-metrics',
+      id,
+      error: error instanceof Error ? error.message : String(error),
+    }),
   );
   // Gone meanwhile (stopping): the primary's bound answers for it.
   if (process.connected) process.send!(answer, undefined, {}, () => {});
@@ -184,15 +191,22 @@ export interface PrimaryOptions {
 
 /** Applies pending migrations once, before any worker starts (the workers run with migrate: false). */
 async function prepareDatabase(options: PrimaryOptions): Promise<number> {
-  const { openDatabase, ensureSystemSchema, refuseUnservable, applyMigrations } = await import('../runtime/db/index.ts');
+  const { openDatabase, ensureSystemSchema, refuseUnservable, applyMigrations } = await import(
+    '../runtime/db/index.ts'
+  );
   const db = openDatabase(options.directDatabaseUrl ?? options.databaseUrl, { max: 1 });
   try {
     await ensureSystemSchema(db);
     const migrationsDir = path.join(options.projectDir, 'migrations');
     // The same refusals as a single `serve` (runtime/server), said once instead of once per worker.
-    await refuseUnservable(db, migrationsDir, options.config.environments, { hasTables: Object.keys(options.service.tables).length > 0, migrate: options.migrate });
+    await refuseUnservable(db, migrationsDir, options.config.environments, {
+      hasTables: Object.keys(options.service.tables).length > 0,
+      migrate: options.migrate,
+    });
     if (!options.migrate) return 0;
-    const applied = await applyMigrations(db, migrationsDir, options.config.environments, (m) => options.log(`applying migration ${m.name} to ${m.environment}`));
+    const applied = await applyMigrations(db, migrationsDir, options.config.environments, (m) =>
+      options.log(`applying migration ${m.name} to ${m.environment}`),
+    );
     return applied.length;
   } finally {
     await db.close().catch(() => {});
@@ -228,7 +242,12 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
     return 0;
   }
 
-  const slots: Slot[] = Array.from({ length: options.workers }, (_, i) => ({ number: i + 1, startedAt: 0, listening: false, backoffMs: FIRST_BACKOFF_MS }));
+  const slots: Slot[] = Array.from({ length: options.workers }, (_, i) => ({
+    number: i + 1,
+    startedAt: 0,
+    listening: false,
+    backoffMs: FIRST_BACKOFF_MS,
+  }));
   let url = '';
 
   const live = () => slots.filter((s) => s.worker);
@@ -247,7 +266,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
     slot.worker = worker;
     worker.on('message', (message: Partial<ListeningMessage | MetricsRequest | WorkerMetricsMessage>) => {
       if (message?.svcgen === 'metrics') return void answerMetrics(worker, message.id!);
-      if (message?.svcgen === 'worker-metrics') return collections.get(message.id!)?.(slot.number, message as WorkerMetricsMessage);
+      if (message?.svcgen === 'worker-metrics')
+        return collections.get(message.id!)?.(slot.number, message as WorkerMetricsMessage);
       if (message?.svcgen !== 'listening' || typeof message.url !== 'string') return;
       slot.listening = true;
       url ||= message.url;
@@ -256,7 +276,11 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
         options.log(`worker ${slot.number} replaced: pid ${worker.process.pid} listening`);
       } else if (slots.every((s) => s.listening)) {
         announced = true;
-        options.onListening(url, slots.map((s) => s.worker!.process.pid!), applied);
+        options.onListening(
+          url,
+          slots.map((s) => s.worker!.process.pid!),
+          applied,
+        );
       }
     });
     worker.on('exit', (code, signal) => {
@@ -266,13 +290,17 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
       if (stopping) return checkAllExited();
       if (!announced) {
         // A worker that cannot start (port in use, database unreachable) would fail again at once.
-        options.log(`worker ${slot.number} (pid ${worker.process.pid}) stopped before listening (${how}): stopping the others`);
+        options.log(
+          `worker ${slot.number} (pid ${worker.process.pid}) stopped before listening (${how}): stopping the others`,
+        );
         exitCode = 1;
         stop();
         return;
       }
       if (Date.now() - slot.startedAt >= STABLE_AFTER_MS) slot.backoffMs = FIRST_BACKOFF_MS;
-      options.log(`worker ${slot.number} (pid ${worker.process.pid}) exited (${how}); starting a replacement in ${slot.backoffMs} ms`);
+      options.log(
+        `worker ${slot.number} (pid ${worker.process.pid}) exited (${how}); starting a replacement in ${slot.backoffMs} ms`,
+      );
       slot.respawn = setTimeout(() => fork(slot), slot.backoffMs);
       slot.backoffMs = Math.min(slot.backoffMs * 2, MAX_BACKOFF_MS);
     });
@@ -306,7 +334,10 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
         if (error) reject(new Error(error));
         else resolve(reports);
       };
-      const timer = setTimeout(() => finish(`worker ${[...missing].join(', ')} sent no metrics within ${METRICS_COLLECT_BOUND_MS} ms`), METRICS_COLLECT_BOUND_MS);
+      const timer = setTimeout(
+        () => finish(`worker ${[...missing].join(', ')} sent no metrics within ${METRICS_COLLECT_BOUND_MS} ms`),
+        METRICS_COLLECT_BOUND_MS,
+      );
       collections.set(id, (worker, message) => {
         if (!missing.delete(worker)) return;
         if (!message.metrics) return finish(`worker ${worker}: ${message.error}`);
@@ -340,7 +371,9 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
     }
     bound = setTimeout(() => {
       const left = live();
-      options.log(`${left.length} worker(s) still running after ${STOP_BOUND_MS / 1000} s: killing pid ${left.map((s) => s.worker!.process.pid).join(', ')}`);
+      options.log(
+        `${left.length} worker(s) still running after ${STOP_BOUND_MS / 1000} s: killing pid ${left.map((s) => s.worker!.process.pid).join(', ')}`,
+      );
       exitCode = 1;
       for (const slot of left) slot.worker!.process.kill('SIGKILL');
     }, STOP_BOUND_MS);

@@ -42,7 +42,10 @@ export async function openProjectDatabase(
  * Returns the name it created, or undefined when the database was there.
  */
 export async function createDatabaseIfMissing(url: string): Promise<string | undefined> {
-  const [{ default: pg }, { connectionConfig }] = await Promise.all([import('pg'), import('../runtime/db/connection.ts')]);
+  const [{ default: pg }, { connectionConfig }] = await Promise.all([
+    import('pg'),
+    import('../runtime/db/connection.ts'),
+  ]);
   const tryConnect = async (target: string): Promise<InstanceType<typeof pg.Client> | 'missing'> => {
     const client = new pg.Client(connectionConfig(target));
     try {
@@ -61,7 +64,10 @@ export async function createDatabaseIfMissing(url: string): Promise<string | und
     return undefined;
   }
   const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  if (!name) throw new Error('the database URL names no database, and the default one (the user name) does not exist: add /<database> to it');
+  if (!name)
+    throw new Error(
+      'the database URL names no database, and the default one (the user name) does not exist: add /<database> to it',
+    );
   let admin: InstanceType<typeof pg.Client> | 'missing' = 'missing';
   for (const maintenance of ['postgres', 'template1']) {
     if (maintenance === name) continue;
@@ -70,7 +76,10 @@ export async function createDatabaseIfMissing(url: string): Promise<string | und
     admin = await tryConnect(other.href);
     if (admin !== 'missing') break;
   }
-  if (admin === 'missing') throw new Error(`database "${name}" does not exist, and neither does "postgres" or "template1" on that server to create it from`);
+  if (admin === 'missing')
+    throw new Error(
+      `database "${name}" does not exist, and neither does "postgres" or "template1" on that server to create it from`,
+    );
   try {
     await admin.query(`CREATE DATABASE ${quoteIdentifier(name)}`).catch((error: { code?: string }) => {
       // 42P04 duplicate_database: someone else created it meanwhile.

@@ -9,5 +9,7 @@ export function command(args: string): string {
 
 /** ` --project <dir>` for a command shown to the user, or '' for the current folder. */
 export function projectFlag(project: string | undefined): string {
-  return project === undefined || project === '.' || project === '' ? '' : ` --project ${/\s/.test(project) ? JSON.stringify(project) : project}`;
+  return project === undefined || project === '.' || project === ''
+    ? ''
+    : ` --project ${/\s/.test(project) ? JSON.stringify(project) : project}`;
 }

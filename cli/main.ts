@@ -39,7 +39,12 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 0;
+      if (
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
+      )
+        return 0;
       if (error.code === 'commander.executeSubCommandAsync') return error.exitCode;
       process.stderr.write(`svcgen: ${error.message.replace(/^error: /, '')} (see svcgen --help)\n`);
       return 2;

@@ -3,7 +3,13 @@ import path from 'node:path';
 import type { Database } from '../runtime/db/index.ts';
 import { environmentSchema } from '../runtime/db/index.ts';
 import { askYesNo, decideMigration, isInteractive } from './migration-decision.ts';
-import { countForCheck, evaluateMigrationChecks, formatFindings, planMigrationChecks, warningsHeader } from './migration-checks.ts';
+import {
+  countForCheck,
+  evaluateMigrationChecks,
+  formatFindings,
+  planMigrationChecks,
+  warningsHeader,
+} from './migration-checks.ts';
 import { command } from './hints.ts';
 import { modelMigrationState, recordMigratedSchema } from './migration-record.ts';
 import { UsageError } from './usage-error.ts';
@@ -55,7 +61,10 @@ export async function migrateDev(o: MigrateDevOptions): Promise<void> {
     await recordMigratedSchema(migrationsDir, schemaText);
     return;
   }
-  if (o.name === undefined) throw new UsageError(`the model has changes since the last migration: name the new one with --name <name>, e.g. \`${command(`migrate dev --name add_order_note${o.projectFlag}`)}\``);
+  if (o.name === undefined)
+    throw new UsageError(
+      `the model has changes since the last migration: name the new one with --name <name>, e.g. \`${command(`migrate dev --name add_order_note${o.projectFlag}`)}\``,
+    );
 
   const checks = planMigrationChecks(sql);
   const environments = o.environments.map((name) => ({ name, schema: environmentSchema(name) }));
@@ -109,7 +118,11 @@ export async function migrateDev(o: MigrateDevOptions): Promise<void> {
 }
 
 /** The header's cast and enum messages name types and values, which only the database knows. */
-async function headerWithTypes(db: Database, schema: string, checks: ReturnType<typeof planMigrationChecks>): Promise<string> {
+async function headerWithTypes(
+  db: Database,
+  schema: string,
+  checks: ReturnType<typeof planMigrationChecks>,
+): Promise<string> {
   const known = new Map<number, { previousType?: string; removedValues?: string[] }>();
   for (const [index, check] of checks.entries()) {
     if (check.kind !== 'cast' && check.kind !== 'enumValueRemoval') continue;

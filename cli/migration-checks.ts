@@ -47,7 +47,10 @@ export function planMigrationChecks(sql: string): MigrationCheck[] {
         const columns = [...m[3].matchAll(new RegExp(NAME, 'g'))].map((c) => unquote(c[1]));
         checks.push({ kind: 'uniqueAddition', table, columns });
       }
-    } else if ((m = new RegExp(`^CREATE TYPE ${NAME} AS ENUM \\((.*)\\)$`, 's').exec(statement)) && m[1].endsWith('_new')) {
+    } else if (
+      (m = new RegExp(`^CREATE TYPE ${NAME} AS ENUM \\((.*)\\)$`, 's').exec(statement)) &&
+      m[1].endsWith('_new')
+    ) {
       const nextValues = [...m[2].matchAll(/'((?:[^']|'')*)'/g)].map((v) => v[1].replace(/''/g, "'"));
       checks.push({ kind: 'enumValueRemoval', enumName: unquote(m[1]).slice(0, -'_new'.length), nextValues });
     } else if ((m = new RegExp(`^ALTER TABLE ${NAME} (.*)$`, 's').exec(statement))) {
@@ -70,7 +73,11 @@ function alterTableChecks(table: string, clauses: string[]): MigrationCheck[] {
     } else if ((m = new RegExp(`^ADD COLUMN\\s+${NAME}\\s+(.*)$`, 's').exec(clause))) {
       const column = unquote(m[1]);
       const definition = m[2];
-      const required = /\bNOT NULL\b/i.test(definition) && !/\bDEFAULT\b/i.test(definition) && !/^(SMALL|BIG)?SERIAL\b/i.test(definition) && !/\bGENERATED\b/i.test(definition);
+      const required =
+        /\bNOT NULL\b/i.test(definition) &&
+        !/\bDEFAULT\b/i.test(definition) &&
+        !/^(SMALL|BIG)?SERIAL\b/i.test(definition) &&
+        !/\bGENERATED\b/i.test(definition);
       if (dropped.has(column)) {
         dropped.delete(column);
         checks.push({ kind: required ? 'dropAndRecreateRequiredColumn' : 'dropAndRecreateColumn', table, column });
@@ -146,17 +153,23 @@ export function describeCheck(check: MigrationCheck, counts: CheckCounts = {}): 
       if (rows === 0) return {};
       return {
         unexecutable: `Added the required column \`${check.column}\` to the \`${check.table}\` table without a default value. ${
-          rows === undefined ? 'This is not possible if the table is not empty.' : `There are ${rows} rows in this table, it is not possible to execute this step.`
+          rows === undefined
+            ? 'This is not possible if the table is not empty.'
+            : `There are ${rows} rows in this table, it is not possible to execute this step.`
         }`,
       };
     case 'madeRequired': {
       if (rows === 0) return {};
       if (rows === undefined || nonNull === undefined) {
-        return { unexecutable: `Made the column \`${check.column}\` on table \`${check.table}\` required. This step will fail if there are existing NULL values in that column.` };
+        return {
+          unexecutable: `Made the column \`${check.column}\` on table \`${check.table}\` required. This step will fail if there are existing NULL values in that column.`,
+        };
       }
       const nulls = rows - nonNull;
       if (nulls === 0) return {};
-      return { unexecutable: `Made the column \`${check.column}\` on table \`${check.table}\` required, but there are ${nulls} existing NULL values.` };
+      return {
+        unexecutable: `Made the column \`${check.column}\` on table \`${check.table}\` required, but there are ${nulls} existing NULL values.`,
+      };
     }
     case 'cast': {
       if (safe) return {};
@@ -182,7 +195,9 @@ export function describeCheck(check: MigrationCheck, counts: CheckCounts = {}): 
     }
     case 'primaryKeyChange':
       if (rows === 0) return {};
-      return { warning: `The primary key for the \`${check.table}\` table will be changed. If it partially fails, the table could be left without primary key constraint.` };
+      return {
+        warning: `The primary key for the \`${check.table}\` table will be changed. If it partially fails, the table could be left without primary key constraint.`,
+      };
     case 'uniqueAddition':
       return {
         warning: `A unique constraint covering the columns \`[${check.columns.join(',')}]\` on the table \`${check.table}\` will be added. If there are existing duplicate values, this will fail.`,
@@ -284,17 +299,23 @@ export async function countForCheck(db: Queryable, schema: string, check: Migrat
     const [r] = await db.query<{ rows: string }>(`SELECT count(*) AS rows FROM ${table}`);
     return { rows: Number(r.rows) };
   }
-  const [r] = await db.query<{ rows: string; non_null: string; type: string | null }>(
-    `SELECT count(*) AS rows, count(${q(check.column)}) AS non_null,
+  const [r] = await db
+    .query<{ rows: string; non_null: string; type: string | null }>(
+      `SELECT count(*) AS rows, count(${q(check.column)}) AS non_null,
             (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attname = $2 AND NOT a.attisdropped) AS type
        FROM ${table}`,
-    [table, check.column],
-  ).catch(async () => {
-    // The column does not exist in this environment: only the row count means something.
-    const [c] = await db.query<{ rows: string }>(`SELECT count(*) AS rows FROM ${table}`);
-    return [{ rows: c.rows, non_null: '0', type: null }];
-  });
-  return { rows: Number(r.rows), nonNull: Number(r.non_null), previousType: r.type === null ? undefined : prismaTypeName(r.type) };
+      [table, check.column],
+    )
+    .catch(async () => {
+      // The column does not exist in this environment: only the row count means something.
+      const [c] = await db.query<{ rows: string }>(`SELECT count(*) AS rows FROM ${table}`);
+      return [{ rows: c.rows, non_null: '0', type: null }];
+    });
+  return {
+    rows: Number(r.rows),
+    nonNull: Number(r.non_null),
+    previousType: r.type === null ? undefined : prismaTypeName(r.type),
+  };
 }
 
 /** Prisma's warnings for each environment (PostgreSQL schema `env_<name>`), with its row counts. */
@@ -320,7 +341,10 @@ export async function evaluateMigrationChecks(
  * The comment `prisma migrate dev` puts at the top of a migration.sql with warnings: the messages
  * without row counts. Empty when there is nothing to say.
  */
-export function warningsHeader(checks: readonly MigrationCheck[], typeOf: (check: MigrationCheck) => CheckCounts = () => ({})): string {
+export function warningsHeader(
+  checks: readonly MigrationCheck[],
+  typeOf: (check: MigrationCheck) => CheckCounts = () => ({}),
+): string {
   const lines: string[] = [];
   for (const check of checks) {
     const { warning, unexecutable } = describeCheck(check, typeOf(check));
@@ -337,7 +361,9 @@ export function formatFindings(findings: readonly EnvironmentFindings[]): string
       blocks.push(`⚠️  Warnings for environment ${f.environment}:\n\n${f.warnings.map((w) => `  • ${w}`).join('\n')}\n`);
     }
     if (f.unexecutable.length > 0) {
-      blocks.push(`⚠️  We found changes that cannot be executed in environment ${f.environment}:\n\n${f.unexecutable.map((w) => `  • ${w}`).join('\n')}\n`);
+      blocks.push(
+        `⚠️  We found changes that cannot be executed in environment ${f.environment}:\n\n${f.unexecutable.map((w) => `  • ${w}`).join('\n')}\n`,
+      );
     }
   }
   return blocks.join('\n');

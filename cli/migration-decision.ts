@@ -9,7 +9,11 @@ export interface DecisionInput {
   createOnly: boolean;
 }
 
-export type Decision = { action: 'apply' } | { action: 'write-only' } | { action: 'ask' } | { action: 'refuse'; reason: 'data-loss' | 'unexecutable' };
+export type Decision =
+  | { action: 'apply' }
+  | { action: 'write-only' }
+  | { action: 'ask' }
+  | { action: 'refuse'; reason: 'data-loss' | 'unexecutable' };
 
 export function decideMigration(input: DecisionInput): Decision {
   // Nothing runs with --create-only: the file is the user's to edit before it is applied.
@@ -28,7 +32,10 @@ export function isYes(answer: string): boolean {
 /** Asks a y/N question on a terminal; false when the input ends without an answer. */
 export async function askYesNo(
   question: string,
-  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream } = { input: process.stdin, output: process.stderr },
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream } = {
+    input: process.stdin,
+    output: process.stderr,
+  },
 ): Promise<boolean> {
   const rl = createInterface({ input: io.input, output: io.output, terminal: false });
   try {

@@ -48,7 +48,11 @@ export type ModelState = 'no-migrations' | 'recorded' | 'checked' | 'unmigrated'
  * engine found no difference; 'unmigrated': the model has changes no migration holds; 'unknown':
  * the record did not match and `recordOnly` asked for no engine check.
  */
-export async function modelMigrationState(projectDir: string, databaseUrl: string, options: { recordOnly?: boolean } = {}): Promise<ModelState> {
+export async function modelMigrationState(
+  projectDir: string,
+  databaseUrl: string,
+  options: { recordOnly?: boolean } = {},
+): Promise<ModelState> {
   const migrationsDir = path.join(projectDir, 'migrations');
   const names = await migrationNames(migrationsDir);
   if (names.length === 0) return 'no-migrations';
@@ -69,7 +73,11 @@ export function unmigratedModelMessage(projectFlag: string): string {
 }
 
 /** serve's start-up check: throws with the fixing command when the model has unmigrated changes. */
-export async function refuseUnmigratedModel(projectDir: string, databaseUrl: string, projectFlag: string): Promise<void> {
+export async function refuseUnmigratedModel(
+  projectDir: string,
+  databaseUrl: string,
+  projectFlag: string,
+): Promise<void> {
   let state: ModelState;
   try {
     state = await modelMigrationState(projectDir, databaseUrl);
@@ -81,6 +89,8 @@ export async function refuseUnmigratedModel(projectDir: string, databaseUrl: str
   }
   if (state === 'unmigrated') throw new Error(unmigratedModelMessage(projectFlag));
   if (state === 'checked') {
-    console.error(`schema.prisma differs from migrations/${SCHEMA_RECORD_FILE} but has no unmigrated changes; \`${command(`migrate dev${projectFlag}`)}\` records it (faster start-up)`);
+    console.error(
+      `schema.prisma differs from migrations/${SCHEMA_RECORD_FILE} but has no unmigrated changes; \`${command(`migrate dev${projectFlag}`)}\` records it (faster start-up)`,
+    );
   }
 }

@@ -28,13 +28,16 @@ export function projectDir(options: { project?: string }): string {
     isFolder = false;
   }
   if (!isFolder) {
-    throw new UsageError(`no project folder ${dir}: --project names the folder that holds schema.prisma and svcgen.config.json (npx svcgen init <dir> makes one)`);
+    throw new UsageError(
+      `no project folder ${dir}: --project names the folder that holds schema.prisma and svcgen.config.json (npx svcgen init <dir> makes one)`,
+    );
   }
   return dir;
 }
 
 export function parsePort(value: string): number {
-  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('must be a number from 0 to 65535');
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535)
+    throw new InvalidArgumentError('must be a number from 0 to 65535');
   return Number(value);
 }
 

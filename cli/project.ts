@@ -21,7 +21,10 @@ export async function loadService(projectDir: string): Promise<{ service: Servic
   await refuseStaleGenerated(projectDir);
   await ensureTypeScriptLoader();
   const { service } = (await import(pathToFileURL(entry).href)) as { service: ServiceModule };
-  const config = await loadConfig(projectDir, Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])));
+  const config = await loadConfig(
+    projectDir,
+    Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])),
+  );
   return { service, config };
 }
 
@@ -33,7 +36,8 @@ async function refuseStaleGenerated(projectDir: string): Promise<void> {
   if (!made) return;
   const schema = await readFile(path.join(projectDir, 'schema.prisma'), 'utf8').catch(() => undefined);
   if (schema !== undefined && createHash('sha256').update(schema).digest('hex') !== made) {
-    throw new Error(`generated/ is stale: schema.prisma changed since \`svcgen generate\`; run \`${command('generate')}\` (and \`${command('migrate dev --name <change>')}\` for the tables)`);
+    throw new Error(
+      `generated/ is stale: schema.prisma changed since \`svcgen generate\`; run \`${command('generate')}\` (and \`${command('migrate dev --name <change>')}\` for the tables)`,
+    );
   }
 }
-

@@ -43,12 +43,20 @@ export async function readModel(projectDir: string): Promise<{ schemaText: strin
 }
 
 /** Every file `generate` would write, relative to `generated/`, in sorted order. */
-export async function renderProject(projectDir: string, options: { reusePrismaClient?: boolean } = {}): Promise<Map<string, string>> {
+export async function renderProject(
+  projectDir: string,
+  options: { reusePrismaClient?: boolean } = {},
+): Promise<Map<string, string>> {
   const { schemaText, tables } = await readModel(projectDir);
-  const config = await loadConfig(projectDir, Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])));
+  const config = await loadConfig(
+    projectDir,
+    Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])),
+  );
   const schemaSha256 = sha256(schemaText);
   const prismaInput = sha256(`${PRISMA_CLIENT_INPUT_VERSION}\0${schemaText}`);
-  const prisma = (options.reusePrismaClient !== false && (await committedPrismaClient(projectDir, prismaInput))) || (await renderPrismaClient(schemaText));
+  const prisma =
+    (options.reusePrismaClient !== false && (await committedPrismaClient(projectDir, prismaInput))) ||
+    (await renderPrismaClient(schemaText));
   const files = renderFiles(tables, {
     title: `${config.project.id} API`,
     version: '1.0.0',
@@ -69,7 +77,8 @@ function sha256(text: string): string {
 
 function filesSha256(files: ReadonlyMap<string, string>): string {
   const hash = createHash('sha256');
-  for (const [file, content] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) hash.update(`${file}\0${content}\0`);
+  for (const [file, content] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    hash.update(`${file}\0${content}\0`);
   return hash.digest('hex');
 }
 
@@ -94,16 +103,23 @@ async function renderPrismaClient(schemaText: string): Promise<Map<string, strin
 async function committedPrismaClient(projectDir: string, input: string): Promise<Map<string, string> | undefined> {
   const dir = path.join(projectDir, GENERATED_DIR);
   const recorded = await readFile(path.join(dir, 'package.json'), 'utf8')
-    .then((text) => (JSON.parse(text) as { svcgen?: { prismaClient?: { input?: string; files?: string } } }).svcgen?.prismaClient)
+    .then(
+      (text) =>
+        (JSON.parse(text) as { svcgen?: { prismaClient?: { input?: string; files?: string } } }).svcgen?.prismaClient,
+    )
     .catch(() => undefined);
   if (!recorded || recorded.input !== input) return undefined;
   const files = new Map<string, string>();
-  for (const file of await listFiles(path.join(dir, 'prisma'))) files.set(file, await readFile(path.join(dir, 'prisma', file), 'utf8'));
+  for (const file of await listFiles(path.join(dir, 'prisma')))
+    files.set(file, await readFile(path.join(dir, 'prisma', file), 'utf8'));
   return files.size > 0 && filesSha256(files) === recorded.files ? files : undefined;
 }
 
 /** Writes `generated/`, removing files a previous model produced and this one does not. */
-export async function writeProject(projectDir: string, files: Map<string, string>): Promise<{ written: number; removed: string[] }> {
+export async function writeProject(
+  projectDir: string,
+  files: Map<string, string>,
+): Promise<{ written: number; removed: string[] }> {
   const dir = path.join(projectDir, GENERATED_DIR);
   const removed: string[] = [];
   for (const existing of await listFiles(dir)) {

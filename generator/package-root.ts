@@ -16,6 +16,9 @@ function findPackageRoot(from: string): string {
 export const PACKAGE_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
 
 /** svcgen's own package.json: the one place its version is written. */
-export const PACKAGE_MANIFEST = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
+export const PACKAGE_MANIFEST = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  dependencies: Record<string, string>;
+};
 
 export const SVCGEN_VERSION = PACKAGE_MANIFEST.version;

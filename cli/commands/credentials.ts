@@ -50,7 +50,16 @@ export function registerCredentialCommands(program: Command): void {
     .option('--database-url <url>', 'PostgreSQL connection string')
     .option('--json', 'print { id, name, prefix, environment, roles, key } as JSON')
     .action(
-      async (options: { project: string; env: string; name: string; prefix: string; role: string[]; context: string[]; databaseUrl?: string; json?: boolean }) => {
+      async (options: {
+        project: string;
+        env: string;
+        name: string;
+        prefix: string;
+        role: string[];
+        context: string[];
+        databaseUrl?: string;
+        json?: boolean;
+      }) => {
         const dir = projectDir(options);
         const config = await loadConfig(dir);
         if (!config.environments.includes(options.env)) {
@@ -58,14 +67,24 @@ export function registerCredentialCommands(program: Command): void {
         }
         for (const role of options.role) {
           // Own roles only: `toString` or `__proto__` are "in" every object.
-          if (!Object.hasOwn(config.roles, role)) throw new UsageError(`no role "${role}" in svcgen.config.json (roles: ${Object.keys(config.roles).join(', ')})`);
+          if (!Object.hasOwn(config.roles, role))
+            throw new UsageError(
+              `no role "${role}" in svcgen.config.json (roles: ${Object.keys(config.roles).join(', ')})`,
+            );
         }
         if (!KEY_PREFIX.test(options.prefix)) {
           throw new UsageError(`--prefix must be ${KEY_PREFIX_RULE}`);
         }
         const context = parseContext(options.context);
         const key = await withDatabase(dir, options.databaseUrl, async (db) =>
-          (await keysModule()).createApiKey(db, { projectId: config.project.id, environment: options.env, name: options.name, prefix: options.prefix, roles: options.role, context }),
+          (await keysModule()).createApiKey(db, {
+            projectId: config.project.id,
+            environment: options.env,
+            name: options.name,
+            prefix: options.prefix,
+            roles: options.role,
+            context,
+          }),
         );
         if (options.json) {
           const { id, name, prefix, environment, roles } = key;
@@ -85,10 +104,16 @@ export function registerCredentialCommands(program: Command): void {
     .action(async (options: { project: string; env: string; databaseUrl?: string; json?: boolean }) => {
       const dir = projectDir(options);
       const config = await loadConfig(dir);
-      const list = await withDatabase(dir, options.databaseUrl, async (db) => (await keysModule()).listApiKeys(db, config.project.id, options.env));
+      const list = await withDatabase(dir, options.databaseUrl, async (db) =>
+        (await keysModule()).listApiKeys(db, config.project.id, options.env),
+      );
       if (options.json) console.log(JSON.stringify(list));
       else if (list.length === 0) console.log(`no API keys in ${options.env}`);
-      else for (const k of list) console.log(`${k.id}\t${k.name}\t${k.prefix}\t${k.roles.join(',')}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}`);
+      else
+        for (const k of list)
+          console.log(
+            `${k.id}\t${k.name}\t${k.prefix}\t${k.roles.join(',')}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}`,
+          );
     });
 
   withProject(keys.command('revoke').description('revoke an API key').argument('<id>', 'the key id'))
@@ -96,7 +121,9 @@ export function registerCredentialCommands(program: Command): void {
     .action(async (id: string, options: { project: string; databaseUrl?: string }) => {
       const dir = projectDir(options);
       const config = await loadConfig(dir);
-      const revoked = await withDatabase(dir, options.databaseUrl, async (db) => (await keysModule()).revokeApiKey(db, config.project.id, id));
+      const revoked = await withDatabase(dir, options.databaseUrl, async (db) =>
+        (await keysModule()).revokeApiKey(db, config.project.id, id),
+      );
       if (revoked === undefined) {
         console.error(`no active API key with id ${id}`);
         process.exitCode = 1;
@@ -112,7 +139,9 @@ export function registerCredentialCommands(program: Command): void {
     .action(async (options: { project: string; name: string; databaseUrl?: string }) => {
       const dir = projectDir(options);
       await loadConfig(dir);
-      const created = await withDatabase(dir, options.databaseUrl, async (db) => (await keysModule()).createManagementToken(db, options.name));
+      const created = await withDatabase(dir, options.databaseUrl, async (db) =>
+        (await keysModule()).createManagementToken(db, options.name),
+      );
       console.log(`created management token ${created.id} (${created.name})`);
       console.log(`token (shown only now): ${created.token}`);
     });

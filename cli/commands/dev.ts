@@ -40,11 +40,22 @@ interface DevOptions {
 }
 
 export function registerDevCommand(program: Command): void {
-  withDatabase(withProject(program.command('dev').description('serve and watch: an edit of schema.prisma, svcgen.config.json or migrations/ regenerates, migrates the dev database and restarts')))
+  withDatabase(
+    withProject(
+      program
+        .command('dev')
+        .description(
+          'serve and watch: an edit of schema.prisma, svcgen.config.json or migrations/ regenerates, migrates the dev database and restarts',
+        ),
+    ),
+  )
     .option('--port <n>', 'port to listen on (0: a free one, kept across restarts)', parsePort, 3000)
     .option('--host <h>', 'address to listen on', '127.0.0.1')
     .addOption(
-      new Option('--log-level <level>', 'passed to serve: info logs a line per request on stdout; debug also shows the embedded PostgreSQL\'s own log')
+      new Option(
+        '--log-level <level>',
+        "passed to serve: info logs a line per request on stdout; debug also shows the embedded PostgreSQL's own log",
+      )
         .choices(['debug', 'info', 'warn'])
         .default('info'),
     )
@@ -80,7 +91,10 @@ async function migrationsFingerprint(dir: string): Promise<string> {
   const folder = path.join(dir, 'migrations');
   const entries = await readdir(folder, { withFileTypes: true }).catch(() => []);
   const hash = createHash('sha256');
-  for (const name of entries.filter((e) => e.isDirectory()).map((e) => e.name).sort()) {
+  for (const name of entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort()) {
     const sql = await readFile(path.join(folder, name, 'migration.sql'), 'utf8').catch(() => '\0missing');
     hash.update(`${name}\0${sql}\0`);
   }
@@ -89,18 +103,27 @@ async function migrationsFingerprint(dir: string): Promise<string> {
 
 async function runDev(dir: string, options: DevOptions): Promise<void> {
   const startedAt = performance.now();
-  const [{ readModel, renderProject, writeProject }, { loadConfig }, { diffModels }, { diffConfigs }, { reportLines }, { openProjectDatabase }, { describeError }, { PACKAGE_ROOT }, serve] =
-    await Promise.all([
-      import('../../generator/generate.ts'),
-      import('../../runtime/config/index.ts'),
-      import('../../generator/diff/diff-models.ts'),
-      import('../../generator/diff/diff-config.ts'),
-      import('../../generator/diff/report.ts'),
-      import('../database.ts'),
-      import('../errors.ts'),
-      import('../../generator/package-root.ts'),
-      import('./serve.ts'),
-    ]);
+  const [
+    { readModel, renderProject, writeProject },
+    { loadConfig },
+    { diffModels },
+    { diffConfigs },
+    { reportLines },
+    { openProjectDatabase },
+    { describeError },
+    { PACKAGE_ROOT },
+    serve,
+  ] = await Promise.all([
+    import('../../generator/generate.ts'),
+    import('../../runtime/config/index.ts'),
+    import('../../generator/diff/diff-models.ts'),
+    import('../../generator/diff/diff-config.ts'),
+    import('../../generator/diff/report.ts'),
+    import('../database.ts'),
+    import('../errors.ts'),
+    import('../../generator/package-root.ts'),
+    import('./serve.ts'),
+  ]);
   // The CLI that runs this very code, so that children match it (checkout or installed package).
   const cli = path.join(PACKAGE_ROOT, 'bin', 'svcgen.js');
   const say = (line: string): void => {
@@ -196,7 +219,10 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     return taken;
   };
 
-  const logs = options.logLevel === 'debug' ? { status: (line: string) => say(`database: ${line}`), server: (line: string) => say(`database: ${line}`) } : {};
+  const logs =
+    options.logLevel === 'debug'
+      ? { status: (line: string) => say(`database: ${line}`), server: (line: string) => say(`database: ${line}`) }
+      : {};
   let database: Awaited<ReturnType<typeof openProjectDatabase>>;
   try {
     database = await openProjectDatabase(dir, options.databaseUrl, logs.status, options.directDatabaseUrl, logs.server);
@@ -240,7 +266,11 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
   ];
 
   /** migrate dev, in this process: the schema engine stays warm between edits. */
-  const migrate = async (name: string, environments: string[], migratedSchema: string | undefined): Promise<boolean> => {
+  const migrate = async (
+    name: string,
+    environments: string[],
+    migratedSchema: string | undefined,
+  ): Promise<boolean> => {
     try {
       const { runMigrateDev } = await import('./migrate.ts');
       await runMigrateDev({
@@ -294,7 +324,12 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     next.send({ type: 'listen' });
     const listening = await next.next('listening');
     if (!listening) return undefined;
-    const started: Server = { child: next.child, url: listening.url, closed: next.closed.then(() => {}), stopping: false };
+    const started: Server = {
+      child: next.child,
+      url: listening.url,
+      closed: next.closed.then(() => {}),
+      stopping: false,
+    };
     void next.closed.then((code) => {
       if (started.stopping || shuttingDown) return;
       if (server === started) server = undefined;
@@ -306,13 +341,18 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
 
   const fail = (message: string | undefined) => {
     if (message) say(message);
-    say(server ? `keeping the last good server running (${server.url})` : 'no server running: waiting for the next edit of schema.prisma or svcgen.config.json');
+    say(
+      server
+        ? `keeping the last good server running (${server.url})`
+        : 'no server running: waiting for the next edit of schema.prisma or svcgen.config.json',
+    );
   };
 
   /** One pass: render, migrate when the schema or migrations moved, write generated/, restart. `trigger` is undefined at start. */
   const cycle = async (trigger?: Set<string>, since = performance.now()): Promise<void> => {
     const inputs = await readInputs();
-    const migrationsCurrent = migrated?.schema === inputs['schema.prisma'] && migrated?.migrations === inputs.migrations;
+    const migrationsCurrent =
+      migrated?.schema === inputs['schema.prisma'] && migrated?.migrations === inputs.migrations;
     const runsThis = server && good && migrationsCurrent && changedIn(inputs, good.inputs).length === 0;
     if (trigger) {
       const changed = changedIn(inputs, seen);
@@ -333,10 +373,15 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     } catch (error) {
       return fail(describeError(error).message);
     }
-    const changes = good && inputs['schema.prisma'] !== good.inputs['schema.prisma'] ? diffModels(good.tables, tables) : undefined;
+    const changes =
+      good && inputs['schema.prisma'] !== good.inputs['schema.prisma'] ? diffModels(good.tables, tables) : undefined;
     // Permission and setting changes too, as `svcgen diff` lists them (WIDENS ACCESS, BREAKING).
-    const configChanges = good && inputs['svcgen.config.json'] !== good.inputs['svcgen.config.json'] ? diffConfigs(good.config, config, tables) : undefined;
-    if (changes || configChanges) for (const line of reportLines([...(changes ?? []), ...(configChanges ?? [])])) say(line);
+    const configChanges =
+      good && inputs['svcgen.config.json'] !== good.inputs['svcgen.config.json']
+        ? diffConfigs(good.config, config, tables)
+        : undefined;
+    if (changes || configChanges)
+      for (const line of reportLines([...(changes ?? []), ...(configChanges ?? [])])) say(line);
 
     const rendering = timed('render generated/', renderProject(dir)).then(
       (files) => ({ files }),
@@ -344,8 +389,11 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     );
     // While migrations/ is as dev's last migrate left it, the new migration is a diff from the schema
     // that migrate saw; otherwise the engine replays the folder.
-    const known = migrated?.schema !== undefined && migrated.migrations === inputs.migrations ? migrated.schema : undefined;
-    const migrating = migrationsCurrent ? Promise.resolve(true) : timed('migrate dev', migrate(changes ? migrationName(changes) : 'dev', config.environments, known));
+    const known =
+      migrated?.schema !== undefined && migrated.migrations === inputs.migrations ? migrated.schema : undefined;
+    const migrating = migrationsCurrent
+      ? Promise.resolve(true)
+      : timed('migrate dev', migrate(changes ? migrationName(changes) : 'dev', config.environments, known));
     const [rendered, ok] = await Promise.all([rendering, migrating]);
     // The fingerprint after this migration (dev's own new folder included), so that its watch event is a no-op.
     if (ok && !migrationsCurrent) {
@@ -354,12 +402,16 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     }
     if (shuttingDown) return;
     if ('error' in rendered) return fail(describeError(rendered.error).message);
-    if (!ok) return fail('migrate dev failed (see above): fix schema.prisma, or run the command it names, then save schema.prisma again');
+    if (!ok)
+      return fail(
+        'migrate dev failed (see above): fix schema.prisma, or run the command it names, then save schema.prisma again',
+      );
     const { files } = rendered;
 
     try {
       const { written, removed } = await writeProject(dir, files);
-      if (written + removed.length > 0) say(`generated/: ${written} file${written === 1 ? '' : 's'} written, ${removed.length} removed`);
+      if (written + removed.length > 0)
+        say(`generated/: ${written} file${written === 1 ? '' : 's'} written, ${removed.length} removed`);
     } catch (error) {
       return fail(`could not write generated/: ${describeError(error).message}`);
     }
@@ -377,7 +429,11 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     // --port 0 picks a free port once; restarts keep it so that the URL stays put.
     port = Number(new URL(next.url).port) || port;
     const seconds = ((performance.now() - since) / 1000).toFixed(1);
-    say(trigger ? `restarted: serving ${next.url} ${seconds} s after the change` : `started: serving ${next.url} ${seconds} s after svcgen dev started`);
+    say(
+      trigger
+        ? `restarted: serving ${next.url} ${seconds} s after the change`
+        : `started: serving ${next.url} ${seconds} s after svcgen dev started`,
+    );
     // The next restart's process, started now that this one is up (not competing with it).
     if (!shuttingDown) standby ??= spawnServe();
   };
@@ -393,7 +449,8 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     running = undefined;
     watchMigrations();
     // The events of dev's own migration are not a change (nor the start of the next one's clock).
-    if (pending.has(MIGRATIONS) && seen && (await migrationsFingerprint(dir)) === seen.migrations) pending.delete(MIGRATIONS);
+    if (pending.has(MIGRATIONS) && seen && (await migrationsFingerprint(dir)) === seen.migrations)
+      pending.delete(MIGRATIONS);
     if (pending.size > 0) schedule();
   };
   const schedule = () => {
@@ -474,9 +531,18 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
       void (async () => {
         await running;
         await stopServer();
-        await Promise.all([...children].map((child) => new Promise((done) => (child.exitCode !== null || child.signalCode !== null ? done(undefined) : child.once('close', done)))));
+        await Promise.all(
+          [...children].map(
+            (child) =>
+              new Promise((done) =>
+                child.exitCode !== null || child.signalCode !== null ? done(undefined) : child.once('close', done),
+              ),
+          ),
+        );
         clearTimeout(killer);
-        await database.release().catch((error: unknown) => say(`stopping the database failed: ${describeError(error).message}`));
+        await database
+          .release()
+          .catch((error: unknown) => say(`stopping the database failed: ${describeError(error).message}`));
         process.off('SIGINT', onSigint);
         process.off('SIGTERM', onSigterm);
         say('dev stopped');
@@ -492,6 +558,9 @@ export function migrationName(changes: readonly ApiChange[]): string {
   if (changes.length !== 1) return 'dev';
   const [change] = changes;
   const verb = change.kind.endsWith('added') ? 'add' : change.kind.endsWith('removed') ? 'remove' : 'change';
-  const subject = change.subject.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '');
+  const subject = change.subject
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
   return `${verb}_${subject}`.slice(0, 80);
 }

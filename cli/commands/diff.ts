@@ -21,7 +21,11 @@ interface Text {
   label: string;
 }
 
-const exists = (file: string) => access(file).then(() => true, () => false);
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );
 
 async function gitShow(dir: string, spec: string): Promise<Text | undefined> {
   try {
@@ -43,7 +47,11 @@ function splitSpec(source: string): [string, string | undefined] {
  * svcgen.config.json beside the file. A git ref: the project's schema.prisma and svcgen.config.json
  * at that ref (`<ref>:<path>`: that schema, and the config in its folder at that ref).
  */
-async function readFrom(dir: string, source: string, configSource: string | undefined): Promise<{ schema: Text; config: Text | undefined; configWhere: string }> {
+async function readFrom(
+  dir: string,
+  source: string,
+  configSource: string | undefined,
+): Promise<{ schema: Text; config: Text | undefined; configWhere: string }> {
   const file = path.resolve(dir, source);
   let schema: Text | undefined;
   let configSpec: string | undefined;
@@ -54,20 +62,27 @@ async function readFrom(dir: string, source: string, configSource: string | unde
   } else {
     const [ref, explicit] = splitSpec(source);
     let prefix = '';
-    if (explicit === undefined) prefix = (await run('git', ['rev-parse', '--show-prefix'], { cwd: dir }).catch(() => ({ stdout: '' }))).stdout.trim();
+    if (explicit === undefined)
+      prefix = (
+        await run('git', ['rev-parse', '--show-prefix'], { cwd: dir }).catch(() => ({ stdout: '' }))
+      ).stdout.trim();
     const schemaPath = explicit ?? `${prefix}schema.prisma`;
     schema = await gitShow(dir, `${ref}:${schemaPath}`);
     const folder = path.posix.dirname(schemaPath);
     configSpec = `${ref}:${folder === '.' ? '' : `${folder}/`}${CONFIG}`;
   }
-  if (!schema) throw new UsageError(`--from "${source}" is neither a file nor a git ref with a schema.prisma in this project`);
+  if (!schema)
+    throw new UsageError(`--from "${source}" is neither a file nor a git ref with a schema.prisma in this project`);
   if (configSource !== undefined) {
     const config = await readConfigSource(dir, configSource);
-    if (!config) throw new UsageError(`--from-config "${configSource}" is neither a file nor <git ref>:<path> of a file`);
+    if (!config)
+      throw new UsageError(`--from-config "${configSource}" is neither a file nor <git ref>:<path> of a file`);
     return { schema, config, configWhere: configSource };
   }
   if (configFile !== undefined) {
-    const config = (await exists(configFile)) ? { text: await readFile(configFile, 'utf8'), label: configFile } : undefined;
+    const config = (await exists(configFile))
+      ? { text: await readFile(configFile, 'utf8'), label: configFile }
+      : undefined;
     return { schema, config, configWhere: configFile };
   }
   return { schema, config: await gitShow(dir, configSpec!), configWhere: configSpec! };
@@ -89,7 +104,9 @@ async function parseConfigText(config: Text, tables: readonly TableSpec[]): Prom
     raw = JSON.parse(config.text);
   } catch (error) {
     const { line, column } = jsonErrorLocation(config.text);
-    throw new UsageError(`${config.label}: line ${line}, column ${column}: not valid JSON (${(error as Error).message.split('\n')[0]})`);
+    throw new UsageError(
+      `${config.label}: line ${line}, column ${column}: not valid JSON (${(error as Error).message.split('\n')[0]})`,
+    );
   }
   try {
     return parseConfig(raw, config.label, Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])));
@@ -113,12 +130,20 @@ export function registerDiffCommand(program: Command): void {
   withProject(
     program
       .command('diff')
-      .description('list API, permission and configuration changes between two versions of a project; exit 1 when any is breaking'),
+      .description(
+        'list API, permission and configuration changes between two versions of a project; exit 1 when any is breaking',
+      ),
   )
-    .requiredOption('--from <schema>', 'the earlier version: a schema file or a git ref (e.g. main, HEAD~1, main:path/schema.prisma); its svcgen.config.json is read beside it')
-    .option('--to <file>', 'the later model (default: the project\'s schema.prisma)')
-    .option('--from-config <file>', 'the earlier svcgen.config.json, a file or <git ref>:<path> (default: beside --from)')
-    .option('--to-config <file>', 'the later svcgen.config.json (default: beside --to, i.e. the project\'s)')
+    .requiredOption(
+      '--from <schema>',
+      'the earlier version: a schema file or a git ref (e.g. main, HEAD~1, main:path/schema.prisma); its svcgen.config.json is read beside it',
+    )
+    .option('--to <file>', "the later model (default: the project's schema.prisma)")
+    .option(
+      '--from-config <file>',
+      'the earlier svcgen.config.json, a file or <git ref>:<path> (default: beside --from)',
+    )
+    .option('--to-config <file>', "the later svcgen.config.json (default: beside --to, i.e. the project's)")
     .option('--allow-breaking', 'exit 0 even when a change is breaking')
     .option('--fail-on-widen', 'exit 1 also when a change widens access')
     .option('--json', 'print the changes as JSON')
@@ -130,25 +155,36 @@ export function registerDiffCommand(program: Command): void {
         throw new UsageError(`--to ${toFile} not found`);
       });
       const toConfigWhere = options.toConfig ?? path.join(path.dirname(toFile), CONFIG);
-      const toConfig = options.toConfig !== undefined ? await readConfigSource(dir, options.toConfig) : (await exists(toConfigWhere)) ? { text: await readFile(toConfigWhere, 'utf8'), label: toConfigWhere } : undefined;
-      if (options.toConfig !== undefined && !toConfig) throw new UsageError(`--to-config "${options.toConfig}" is neither a file nor <git ref>:<path> of a file`);
+      const toConfig =
+        options.toConfig !== undefined
+          ? await readConfigSource(dir, options.toConfig)
+          : (await exists(toConfigWhere))
+            ? { text: await readFile(toConfigWhere, 'utf8'), label: toConfigWhere }
+            : undefined;
+      if (options.toConfig !== undefined && !toConfig)
+        throw new UsageError(`--to-config "${options.toConfig}" is neither a file nor <git ref>:<path> of a file`);
 
-      const [{ diffModels }, { diffConfigs }, { reportLines, summarize }, { describeModel }, { readDmmf }] = await Promise.all([
-        import('../../generator/diff/diff-models.ts'),
-        import('../../generator/diff/diff-config.ts'),
-        import('../../generator/diff/report.ts'),
-        import('../../generator/model/describe-model.ts'),
-        import('../../generator/prisma/index.ts'),
-      ]);
+      const [{ diffModels }, { diffConfigs }, { reportLines, summarize }, { describeModel }, { readDmmf }] =
+        await Promise.all([
+          import('../../generator/diff/diff-models.ts'),
+          import('../../generator/diff/diff-config.ts'),
+          import('../../generator/diff/report.ts'),
+          import('../../generator/model/describe-model.ts'),
+          import('../../generator/prisma/index.ts'),
+        ]);
       const before = describeModel(await readDmmf(from.schema.text, from.schema.label));
       const after = describeModel(await readDmmf(toText, toFile));
       const changes: Change[] = diffModels(before, after);
       let compared: { from: string; to: string } | null = null;
       if (from.config && toConfig) {
-        changes.push(...diffConfigs(await parseConfigText(from.config, before), await parseConfigText(toConfig, after), after));
+        changes.push(
+          ...diffConfigs(await parseConfigText(from.config, before), await parseConfigText(toConfig, after), after),
+        );
         compared = { from: from.config.label, to: toConfig.label };
       } else {
-        const missing = from.config ? `${toConfigWhere} not found` : `no ${from.configWhere}${options.fromConfig === undefined ? ' (name the earlier config with --from-config)' : ''}`;
+        const missing = from.config
+          ? `${toConfigWhere} not found`
+          : `no ${from.configWhere}${options.fromConfig === undefined ? ' (name the earlier config with --from-config)' : ''}`;
         process.stderr.write(`svcgen: permissions and settings not compared: ${missing}\n`);
       }
       const { breaking, widens } = summarize(changes);

@@ -27,15 +27,25 @@ type Loaded = Awaited<ReturnType<typeof load>>;
 /** The project's environments and an open database (embedded or not), released by `work`'s end. */
 async function withProjectDatabase<T>(
   options: { project: string; databaseUrl?: string; directDatabaseUrl?: string; createDatabase?: boolean },
-  work: (context: { dir: string; loaded: Loaded; environments: string[]; url: string; db: import('../../runtime/db/index.ts').Database }) => Promise<T>,
+  work: (context: {
+    dir: string;
+    loaded: Loaded;
+    environments: string[];
+    url: string;
+    db: import('../../runtime/db/index.ts').Database;
+  }) => Promise<T>,
 ): Promise<T> {
   const dir = projectDir(options);
   const loaded = await load();
   const { tables } = await loaded.readModel(dir);
-  const config = await loaded.loadConfig(dir, tables.map((t) => t.name));
+  const config = await loaded.loadConfig(
+    dir,
+    tables.map((t) => t.name),
+  );
   const database = await loaded.openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
   try {
-    if (options.createDatabase && !database.embedded) await createMissingDatabase(database.directUrl, (line) => console.error(line));
+    if (options.createDatabase && !database.embedded)
+      await createMissingDatabase(database.directUrl, (line) => console.error(line));
     // Migrations hold an advisory lock and set session state: a session connection, never a transaction pooler.
     const db = loaded.db.openDatabase(database.directUrl, { max: 2 });
     try {
@@ -92,7 +102,11 @@ export interface MigrateDevRun {
 }
 
 /** `migrate dev` on a database that is already open: the command, and dev in its own process. */
-export async function runMigrateDev(run: MigrateDevRun, loaded?: Loaded, open?: import('../../runtime/db/index.ts').Database): Promise<void> {
+export async function runMigrateDev(
+  run: MigrateDevRun,
+  loaded?: Loaded,
+  open?: import('../../runtime/db/index.ts').Database,
+): Promise<void> {
   loaded ??= await load();
   const db = open ?? loaded.db.openDatabase(run.url, { max: 2 });
   try {
@@ -116,7 +130,11 @@ export async function runMigrateDev(run: MigrateDevRun, loaded?: Loaded, open?: 
       migrationSql: (schemaText) =>
         run.migratedSchema !== undefined
           ? loaded.prisma.migrationSqlBetween(run.migratedSchema, schemaText)
-          : loaded.prisma.migrationSqlFromMigrations({ migrationsDir: path.join(dir, 'migrations'), schemaText, shadowDatabaseUrl: url }),
+          : loaded.prisma.migrationSqlFromMigrations({
+              migrationsDir: path.join(dir, 'migrations'),
+              schemaText,
+              shadowDatabaseUrl: url,
+            }),
       readSchema: async () => (await loaded.readModel(dir)).schemaText,
       writeMigration: async (folderName, sql) => {
         const migrationsDir = path.join(dir, 'migrations');
@@ -132,7 +150,6 @@ export async function runMigrateDev(run: MigrateDevRun, loaded?: Loaded, open?: 
     if (!open) await db.close();
   }
 }
-
 
 const DEV_HELP = `
 Before writing the migration, svcgen checks it against the rows of every environment, as
@@ -159,61 +176,128 @@ tables (API keys, management tokens, user accounts, webhooks) are kept. Asks y/N
 --force otherwise.`;
 
 export function registerMigrateCommands(program: Command): void {
-  const migrate = program.command('migrate').description('create and apply SQL migrations (Prisma layout); see docs/migrations.md');
+  const migrate = program
+    .command('migrate')
+    .description('create and apply SQL migrations (Prisma layout); see docs/migrations.md');
 
-  withDatabase(withProject(migrate.command('dev').description('apply pending migrations, write a migration for the model changes since the last one, then apply it')))
+  withDatabase(
+    withProject(
+      migrate
+        .command('dev')
+        .description(
+          'apply pending migrations, write a migration for the model changes since the last one, then apply it',
+        ),
+    ),
+  )
     .option('--name <name>', 'a short name for the migration, e.g. add_order_note (needed when the model changed)')
-    .option('--accept-data-loss', 'write and apply the migration despite data-loss warnings (never for steps that cannot be executed)')
+    .option(
+      '--accept-data-loss',
+      'write and apply the migration despite data-loss warnings (never for steps that cannot be executed)',
+    )
     .option('--create-only', 'write the migration file but do not apply it (edit it, then `npx svcgen migrate deploy`)')
     .addHelpText('after', DEV_HELP)
-    .action(async (options: { project: string; name?: string; acceptDataLoss?: boolean; createOnly?: boolean; databaseUrl?: string; directDatabaseUrl?: string }) => {
-      if (options.name !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(options.name)) throw new UsageError('--name may use letters, digits, _ and - only');
-      await withProjectDatabase({ ...options, createDatabase: true }, ({ dir, loaded, environments, url, db }) =>
-        runMigrateDev(
-          { dir, environments, url, name: options.name, acceptDataLoss: options.acceptDataLoss === true, createOnly: options.createOnly === true, project: options.project },
-          loaded,
-          db,
-        ),
-      );
-    });
+    .action(
+      async (options: {
+        project: string;
+        name?: string;
+        acceptDataLoss?: boolean;
+        createOnly?: boolean;
+        databaseUrl?: string;
+        directDatabaseUrl?: string;
+      }) => {
+        if (options.name !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(options.name))
+          throw new UsageError('--name may use letters, digits, _ and - only');
+        await withProjectDatabase({ ...options, createDatabase: true }, ({ dir, loaded, environments, url, db }) =>
+          runMigrateDev(
+            {
+              dir,
+              environments,
+              url,
+              name: options.name,
+              acceptDataLoss: options.acceptDataLoss === true,
+              createOnly: options.createOnly === true,
+              project: options.project,
+            },
+            loaded,
+            db,
+          ),
+        );
+      },
+    );
 
-  withDatabase(withProject(migrate.command('deploy').description('apply pending migrations to every environment; never prompts')))
-    .action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
-      await withProjectDatabase(options, ({ dir, loaded, environments, db }) => applyAll(loaded, db, dir, environments));
-    });
+  withDatabase(
+    withProject(migrate.command('deploy').description('apply pending migrations to every environment; never prompts')),
+  ).action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
+    await withProjectDatabase(options, ({ dir, loaded, environments, db }) => applyAll(loaded, db, dir, environments));
+  });
 
-  withDatabase(withProject(migrate.command('resolve').description('resolve a failed migration: mark it rolled back (to apply it again) or applied')))
+  withDatabase(
+    withProject(
+      migrate
+        .command('resolve')
+        .description('resolve a failed migration: mark it rolled back (to apply it again) or applied'),
+    ),
+  )
     .option('--rolled-back <name>', 'the failed migration, e.g. 20260101120000_add_note')
     .option('--applied <name>', 'a migration whose changes were made by hand')
     .addHelpText('after', RESOLVE_HELP)
-    .action(async (options: { project: string; rolledBack?: string; applied?: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
-      if ((options.rolledBack === undefined) === (options.applied === undefined)) throw new UsageError('migrate resolve needs one of --rolled-back <name> or --applied <name>');
-      await withProjectDatabase(options, async ({ dir, loaded, environments, db }) => {
-        const migrationsDir = path.join(dir, 'migrations');
-        if (options.rolledBack !== undefined) {
-          for (const r of await loaded.db.markMigrationRolledBack(db, migrationsDir, environments, options.rolledBack)) {
-            console.log(`marked ${r.name} rolled back in ${r.environment}: \`${command(`migrate deploy${projectFlag(options.project)}`)}\` applies it again`);
+    .action(
+      async (options: {
+        project: string;
+        rolledBack?: string;
+        applied?: string;
+        databaseUrl?: string;
+        directDatabaseUrl?: string;
+      }) => {
+        if ((options.rolledBack === undefined) === (options.applied === undefined))
+          throw new UsageError('migrate resolve needs one of --rolled-back <name> or --applied <name>');
+        await withProjectDatabase(options, async ({ dir, loaded, environments, db }) => {
+          const migrationsDir = path.join(dir, 'migrations');
+          if (options.rolledBack !== undefined) {
+            for (const r of await loaded.db.markMigrationRolledBack(
+              db,
+              migrationsDir,
+              environments,
+              options.rolledBack,
+            )) {
+              console.log(
+                `marked ${r.name} rolled back in ${r.environment}: \`${command(`migrate deploy${projectFlag(options.project)}`)}\` applies it again`,
+              );
+            }
+          } else {
+            for (const r of await loaded.db.markMigrationApplied(db, migrationsDir, environments, options.applied!)) {
+              console.log(`marked ${r.name} applied in ${r.environment}`);
+            }
           }
-        } else {
-          for (const r of await loaded.db.markMigrationApplied(db, migrationsDir, environments, options.applied!)) {
-            console.log(`marked ${r.name} applied in ${r.environment}`);
-          }
-        }
-      });
-    });
+        });
+      },
+    );
 
-  withDatabase(withProject(migrate.command('reset').description('development only: drop every environment\'s data and apply all migrations again')))
+  withDatabase(
+    withProject(
+      migrate
+        .command('reset')
+        .description("development only: drop every environment's data and apply all migrations again"),
+    ),
+  )
     .option('--force', 'do not ask (needed when not on a terminal)')
     .addHelpText('after', RESET_HELP)
     .action(async (options: { project: string; force?: boolean; databaseUrl?: string; directDatabaseUrl?: string }) => {
       if (process.env.NODE_ENV === 'production') {
-        throw new Error('migrate reset drops every environment\'s data, and NODE_ENV=production: refusing (resolve a failed migration with `npx svcgen migrate resolve` instead)');
+        throw new Error(
+          "migrate reset drops every environment's data, and NODE_ENV=production: refusing (resolve a failed migration with `npx svcgen migrate resolve` instead)",
+        );
       }
       const { askYesNo, isInteractive } = await import('../migration-decision.ts');
       await withProjectDatabase(options, async ({ dir, loaded, environments, db }) => {
         if (!options.force) {
-          if (!isInteractive()) throw new Error('migrate reset drops every environment\'s data: pass --force to do it without a terminal to ask on');
-          const yes = await askYesNo(`Drop all data of environments ${environments.join(', ')} and apply all migrations again?`);
+          if (!isInteractive())
+            throw new Error(
+              "migrate reset drops every environment's data: pass --force to do it without a terminal to ask on",
+            );
+          const yes = await askYesNo(
+            `Drop all data of environments ${environments.join(', ')} and apply all migrations again?`,
+          );
           if (!yes) throw new Error('migrate reset cancelled: nothing was dropped');
         }
         await loaded.db.dropEnvironmentSchemas(db, environments);

@@ -10,7 +10,10 @@ const EXAMPLES = path.join(PACKAGE_ROOT, 'examples');
 
 /** A project id from a folder name: lower case letters, digits, - and _. */
 function idFromFolder(folder: string): string {
-  const id = folder.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
+  const id = folder
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   return id || 'app';
 }
 
@@ -38,22 +41,35 @@ const EMPTY_ROLES = { roles: { admin: { tables: { '*': { read: true, create: tru
 export function registerProjectCommands(program: Command): void {
   program
     .command('init')
-    .description('scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore, package.json) from an example, or empty')
+    .description(
+      'scaffold a project folder (schema.prisma, svcgen.config.json, .gitignore, package.json) from an example, or empty',
+    )
     .argument('<dir>', 'folder to create (or an existing folder without schema.prisma and svcgen.config.json)')
     .option('--example <name>', 'example to start from (default: shop)')
     .option('--empty', 'start from a schema.prisma without models and a config with only an admin role')
     .option('--id <id>', 'the project id (X-Project-Id); default: from the folder name')
     .action(async (dir: string, options: { example?: string; empty?: boolean; id?: string }) => {
-      if (options.empty && options.example !== undefined) throw new UsageError('--empty and --example exclude each other: pick one');
+      if (options.empty && options.example !== undefined)
+        throw new UsageError('--empty and --example exclude each other: pick one');
       const example = options.empty ? undefined : (options.example ?? 'shop');
-      const examples = (await readdir(EXAMPLES, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+      const examples = (await readdir(EXAMPLES, { withFileTypes: true }))
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
       if (example !== undefined && !examples.includes(example)) {
-        throw new UsageError(`no example "${example}" (examples: ${examples.join(', ')}; or --empty for a project without models)`);
+        throw new UsageError(
+          `no example "${example}" (examples: ${examples.join(', ')}; or --empty for a project without models)`,
+        );
       }
       const target = path.resolve(dir);
       for (const file of ['schema.prisma', 'svcgen.config.json']) {
-        const exists = await access(path.join(target, file)).then(() => true, () => false);
-        if (exists) throw new UsageError(`${path.join(target, file)} already exists; init writes only into a new or empty project folder`);
+        const exists = await access(path.join(target, file)).then(
+          () => true,
+          () => false,
+        );
+        if (exists)
+          throw new UsageError(
+            `${path.join(target, file)} already exists; init writes only into a new or empty project folder`,
+          );
       }
       if (options.id !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(options.id)) {
         throw new UsageError(`--id "${options.id}": use letters, digits, - and _`);
@@ -67,7 +83,9 @@ export function registerProjectCommands(program: Command): void {
         config = { project: { id }, ...EMPTY_ROLES };
       } else {
         await copyFile(path.join(EXAMPLES, example, 'schema.prisma'), path.join(target, 'schema.prisma'));
-        config = JSON.parse(await readFile(path.join(EXAMPLES, example, 'svcgen.config.json'), 'utf8')) as { project: { id: string } };
+        config = JSON.parse(await readFile(path.join(EXAMPLES, example, 'svcgen.config.json'), 'utf8')) as {
+          project: { id: string };
+        };
         config.project.id = id;
       }
       await writeFile(path.join(target, 'svcgen.config.json'), `${JSON.stringify(config, null, 2)}\n`);
@@ -75,13 +93,21 @@ export function registerProjectCommands(program: Command): void {
       const gitignore = path.join(target, '.gitignore');
       const present = await readFile(gitignore, 'utf8').catch(() => '');
       const missing = IGNORED.filter((line) => !present.split(/\r?\n/).includes(line));
-      if (missing.length) await writeFile(gitignore, `${present}${present && !present.endsWith('\n') ? '\n' : ''}${missing.join('\n')}\n`);
+      if (missing.length)
+        await writeFile(
+          gitignore,
+          `${present}${present && !present.endsWith('\n') ? '\n' : ''}${missing.join('\n')}\n`,
+        );
       const added = await addScripts(path.join(target, 'package.json'), id);
-      console.log(`created ${target} ${example === undefined ? 'without models' : `from example ${example}`} (project id "${id}")`);
+      console.log(
+        `created ${target} ${example === undefined ? 'without models' : `from example ${example}`} (project id "${id}")`,
+      );
       if (added.length) console.log(`package.json scripts added: ${added.join(', ')}`);
       // The npm script runs in the project folder; npx from here finds the svcgen that ran this.
       const here = path.resolve(dir) === process.cwd();
-      console.log(`next: ${command(`dev${projectFlag(dir)}`)}${here && added.includes('dev') ? ' (or: npm run dev)' : ''}`);
+      console.log(
+        `next: ${command(`dev${projectFlag(dir)}`)}${here && added.includes('dev') ? ' (or: npm run dev)' : ''}`,
+      );
     });
 }
 
@@ -100,7 +126,10 @@ const SCRIPTS: Readonly<Record<string, string>> = {
 async function addScripts(manifest: string, id: string): Promise<string[]> {
   const text = await readFile(manifest, 'utf8').catch(() => undefined);
   if (text === undefined) {
-    await writeFile(manifest, `${JSON.stringify({ name: id, private: true, scripts: SCRIPTS, devDependencies: { svcgen: `^${SVCGEN_VERSION}` } }, null, 2)}\n`);
+    await writeFile(
+      manifest,
+      `${JSON.stringify({ name: id, private: true, scripts: SCRIPTS, devDependencies: { svcgen: `^${SVCGEN_VERSION}` } }, null, 2)}\n`,
+    );
     return Object.keys(SCRIPTS);
   }
   let pkg: { scripts?: Record<string, string> };

@@ -27,7 +27,10 @@ export const LOG_LEVELS = ['debug', 'info', 'warn'];
  * PostgreSQL's log (whose `listening on IPv4 address …` a script waiting for the server's own
  * `listening on <url>` could mistake for it) only with debug.
  */
-function databaseLogs(level: ServeOptions['logLevel']): { status?: (line: string) => void; server?: (line: string) => void } {
+function databaseLogs(level: ServeOptions['logLevel']): {
+  status?: (line: string) => void;
+  server?: (line: string) => void;
+} {
   const print = (line: string) => console.error(`database: ${line}`);
   return { status: level === 'warn' ? undefined : print, server: level === 'debug' ? print : undefined };
 }
@@ -35,12 +38,18 @@ function databaseLogs(level: ServeOptions['logLevel']): { status?: (line: string
 /** --workers: a count, or `auto` for one per CPU the process may use. */
 export function parseWorkers(value: string): number {
   if (value === 'auto') return os.availableParallelism();
-  if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1024) throw new InvalidArgumentError('must be a number from 1 to 1024, or auto');
+  if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1024)
+    throw new InvalidArgumentError('must be a number from 1 to 1024, or auto');
   return Number(value);
 }
 
 /** What every serving process of a project passes to startServer (one `serve`, or each of its workers). */
-function serverOptions(dir: string, service: ServiceModule, config: Config, options: ServeOptions): Omit<ServerOptions, 'databaseUrl' | 'migrate' | 'worker'> {
+function serverOptions(
+  dir: string,
+  service: ServiceModule,
+  config: Config,
+  options: ServeOptions,
+): Omit<ServerOptions, 'databaseUrl' | 'migrate' | 'worker'> {
   return {
     projectDir: dir,
     service,
@@ -53,7 +62,10 @@ function serverOptions(dir: string, service: ServiceModule, config: Config, opti
     metricsToken: process.env.SVCGEN_METRICS_TOKEN || undefined,
     log: (m) => console.error(m),
     // JSON lines for collectors when stdout is a pipe or file, a short line per request on a terminal.
-    logging: { level: options.logLevel, format: options.logFormat === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : options.logFormat },
+    logging: {
+      level: options.logLevel,
+      format: options.logFormat === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : options.logFormat,
+    },
   };
 }
 
@@ -63,9 +75,25 @@ export function registerServeCommands(program: Command): void {
     .option('--host <h>', 'address to listen on', '127.0.0.1')
     .option('--no-migrate', 'do not apply pending migrations')
     .option('--no-worker', 'do not deliver webhooks in this process (run `npx svcgen worker` for that)')
-    .addOption(new Option('--log-level <level>', 'info: an entry per request (reqId, method, path, status, durationMs, caller) on stdout; warn: problems only; debug: info and the embedded PostgreSQL\'s own log on stderr').choices(LOG_LEVELS).default('info'))
-    .addOption(new Option('--log-format <format>', 'auto: JSON lines, or a short line per request when stdout is a terminal').choices(['auto', 'json', 'pretty']).default('auto'))
-    .option('--workers <n|auto>', 'serve from n processes sharing the port, each with its own database pool (auto: one per CPU)', parseWorkers, 1)
+    .addOption(
+      new Option(
+        '--log-level <level>',
+        "info: an entry per request (reqId, method, path, status, durationMs, caller) on stdout; warn: problems only; debug: info and the embedded PostgreSQL's own log on stderr",
+      )
+        .choices(LOG_LEVELS)
+        .default('info'),
+    )
+    .addOption(
+      new Option('--log-format <format>', 'auto: JSON lines, or a short line per request when stdout is a terminal')
+        .choices(['auto', 'json', 'pretty'])
+        .default('auto'),
+    )
+    .option(
+      '--workers <n|auto>',
+      'serve from n processes sharing the port, each with its own database pool (auto: one per CPU)',
+      parseWorkers,
+      1,
+    )
     .action(async (options: ServeOptions) => {
       const dir = projectDir(options);
       const { isClusterWorker } = await import('../cluster.ts');
@@ -77,7 +105,13 @@ export function registerServeCommands(program: Command): void {
       const { openProjectDatabase } = await import('../database.ts');
       const { service, config } = await loadService(dir);
       const logs = databaseLogs(options.logLevel);
-      const database = await openProjectDatabase(dir, options.databaseUrl, logs.status, options.directDatabaseUrl, logs.server);
+      const database = await openProjectDatabase(
+        dir,
+        options.databaseUrl,
+        logs.status,
+        options.directDatabaseUrl,
+        logs.server,
+      );
       if (options.workers > 1) return serveAsPrimary(dir, service, config, database, stopSignal, options);
       const { startServer } = await import('../../runtime/index.ts');
       let server;
@@ -103,34 +137,39 @@ export function registerServeCommands(program: Command): void {
       console.error('stopped');
     });
 
-  withDatabase(withProject(program.command('worker').description('deliver webhooks without serving HTTP (scale delivery apart from the API)')))
-    .action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
-      const dir = projectDir(options);
-      const stopSignal = nextStopSignal();
-      const { loadService } = await import('../project.ts');
-      const { openProjectDatabase } = await import('../database.ts');
-      const { startWorkerProcess } = await import('../../runtime/index.ts');
-      const { config } = await loadService(dir);
-      const database = await openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
-      let worker;
-      try {
-        worker = await startWorkerProcess({
-          config,
-          databaseUrl: database.url,
-          directDatabaseUrl: database.directUrl,
-          secret: process.env.SVCGEN_SECRET || undefined,
-          log: (m) => console.error(m),
-        });
-      } catch (error) {
-        await database.release();
-        throw error;
-      }
-      console.log('delivering webhooks');
-      const signal = await stopSignal;
-      console.error(`${signal}: finishing in-flight deliveries and stopping`);
-      await worker.stop().finally(() => database.release());
-      console.error('stopped');
-    });
+  withDatabase(
+    withProject(
+      program
+        .command('worker')
+        .description('deliver webhooks without serving HTTP (scale delivery apart from the API)'),
+    ),
+  ).action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
+    const dir = projectDir(options);
+    const stopSignal = nextStopSignal();
+    const { loadService } = await import('../project.ts');
+    const { openProjectDatabase } = await import('../database.ts');
+    const { startWorkerProcess } = await import('../../runtime/index.ts');
+    const { config } = await loadService(dir);
+    const database = await openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
+    let worker;
+    try {
+      worker = await startWorkerProcess({
+        config,
+        databaseUrl: database.url,
+        directDatabaseUrl: database.directUrl,
+        secret: process.env.SVCGEN_SECRET || undefined,
+        log: (m) => console.error(m),
+      });
+    } catch (error) {
+      await database.release();
+      throw error;
+    }
+    console.log('delivering webhooks');
+    const signal = await stopSignal;
+    console.error(`${signal}: finishing in-flight deliveries and stopping`);
+    await worker.stop().finally(() => database.release());
+    console.error('stopped');
+  });
 }
 
 /** What a started `serve` prints: the URL on stdout (tests and scripts wait for it), the rest on stderr. */
@@ -177,7 +216,9 @@ async function serveAsPrimary(
       log: (line) => console.error(line),
       onListening: (url, pids, applied) => {
         announce(url, applied, service, config, options);
-        console.error(`  workers    ${pids.length} processes on one port (pids ${pids.join(', ')})${options.worker ? '; worker 1 also delivers webhooks' : ''}`);
+        console.error(
+          `  workers    ${pids.length} processes on one port (pids ${pids.join(', ')})${options.worker ? '; worker 1 also delivers webhooks' : ''}`,
+        );
       },
     });
   } finally {
@@ -189,7 +230,9 @@ async function serveAsPrimary(
 
 /** One of the primary's workers: a whole server on the primary's database, which the primary migrated. */
 async function serveAsWorker(dir: string, options: ServeOptions): Promise<void> {
-  const { clusterMetricsSource, leaveCluster, nextStopRequest, reportListening, workerSettings } = await import('../cluster.ts');
+  const { clusterMetricsSource, leaveCluster, nextStopRequest, reportListening, workerSettings } = await import(
+    '../cluster.ts'
+  );
   const stopRequest = nextStopRequest();
   try {
     const { databaseUrl, delivery } = workerSettings();
@@ -251,7 +294,9 @@ function isDevChild(): boolean {
 }
 
 export type DevChildMessage = { type: 'standby' } | { type: 'ready' } | { type: 'listening'; url: string };
-export type DevParentMessage = { type: 'start'; port: number; databaseUrl: string; directDatabaseUrl: string } | { type: 'listen' };
+export type DevParentMessage =
+  | { type: 'start'; port: number; databaseUrl: string; directDatabaseUrl: string }
+  | { type: 'listen' };
 
 async function serveForDev(dir: string, options: ServeOptions): Promise<void> {
   const stopSignal = nextStopSignal();
@@ -299,7 +344,9 @@ async function serveForDev(dir: string, options: ServeOptions): Promise<void> {
     announce(server.url, server.applied.length, service, config, serveOptions);
     send({ type: 'listening', url: server.url });
     const signal = await stopped;
-    console.error(`${signal === 'disconnect' ? 'svcgen dev is gone' : signal}: finishing in-flight requests and stopping`);
+    console.error(
+      `${signal === 'disconnect' ? 'svcgen dev is gone' : signal}: finishing in-flight requests and stopping`,
+    );
     await server.close();
     console.error('stopped');
   } finally {

@@ -70,7 +70,8 @@ function effective(role: Config['roles'][string] | undefined, table: string, act
 
 function describeRule(rule: Effective, action: Action): string {
   const rows = rule.filter ? `rows where ${canonical(rule.filter)}` : 'all rows';
-  const fields = rule.fields === null ? 'all fields' : rule.fields.length ? `fields ${rule.fields.join(', ')}` : 'no fields';
+  const fields =
+    rule.fields === null ? 'all fields' : rule.fields.length ? `fields ${rule.fields.join(', ')}` : 'no fields';
   // Delete takes no body: its field list decides nothing.
   return `${rows}${action === 'delete' ? '' : `, ${fields}`}${rule.viaWildcard ? ' (via *)' : ''}`;
 }
@@ -80,7 +81,8 @@ function presets(filter: Readonly<Record<string, unknown>> | undefined): Map<str
   const out = new Map<string, string>();
   for (const [field, raw] of Object.entries(filter ?? {})) {
     if (field.includes('.')) continue;
-    const value = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).equals : raw;
+    const value =
+      raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).equals : raw;
     if (typeof value === 'string' && value.startsWith('$')) out.set(field, value);
   }
   return out;
@@ -91,7 +93,10 @@ function presets(filter: Readonly<Record<string, unknown>> | undefined): Map<str
  * through no more rows: provably narrower. Anything else counts as wider (an operator's values
  * are not compared), which errs towards flagging.
  */
-function strictlyNarrower(after: Readonly<Record<string, unknown>>, before: Readonly<Record<string, unknown>>): boolean {
+function strictlyNarrower(
+  after: Readonly<Record<string, unknown>>,
+  before: Readonly<Record<string, unknown>>,
+): boolean {
   const beforeKeys = Object.keys(before);
   return (
     Object.keys(after).length > beforeKeys.length &&
@@ -99,11 +104,24 @@ function strictlyNarrower(after: Readonly<Record<string, unknown>>, before: Read
   );
 }
 
-function change(kind: ConfigChange['kind'], subject: string, detail: string, access: AccessEffect, breaking = access === 'narrows'): ConfigChange {
+function change(
+  kind: ConfigChange['kind'],
+  subject: string,
+  detail: string,
+  access: AccessEffect,
+  breaking = access === 'narrows',
+): ConfigChange {
   return { kind, subject, detail, breaking, access };
 }
 
-function compareRule(subject: string, action: Action, was: Effective | null, now: Effective | null, tableFields: readonly string[], out: ConfigChange[]): void {
+function compareRule(
+  subject: string,
+  action: Action,
+  was: Effective | null,
+  now: Effective | null,
+  tableFields: readonly string[],
+  out: ConfigChange[],
+): void {
   if (!was && !now) return;
   if (!was) return void out.push(change('grant added', subject, describeRule(now!, action), 'widens'));
   if (!now) return void out.push(change('grant removed', subject, describeRule(was, action), 'narrows'));
@@ -119,18 +137,38 @@ function compareRule(subject: string, action: Action, was: Effective | null, now
   const [a, b] = [was.filter, now.filter];
   if (canonical(a) === canonical(b)) return;
   if (!a) out.push(change('row filter added', subject, `rows where ${canonical(b)}`, 'narrows'));
-  else if (!b) out.push(change('row filter removed', subject, `was rows where ${canonical(a)}: now all rows`, 'widens'));
-  else out.push(change('row filter changed', subject, `${canonical(a)} → ${canonical(b)}`, strictlyNarrower(b, a) ? 'narrows' : 'widens'));
+  else if (!b)
+    out.push(change('row filter removed', subject, `was rows where ${canonical(a)}: now all rows`, 'widens'));
+  else
+    out.push(
+      change(
+        'row filter changed',
+        subject,
+        `${canonical(a)} → ${canonical(b)}`,
+        strictlyNarrower(b, a) ? 'narrows' : 'widens',
+      ),
+    );
   if (action !== 'create') return;
   const [pa, pb] = [presets(a), presets(b)];
   for (const [field, variable] of pb) {
     const old = pa.get(field);
     // A client that leaves the field out now gets another value: it may break.
-    if (old === undefined) out.push(change('preset added', subject, `${field} = ${variable} when a create leaves it out`, 'neutral'));
-    else if (old !== variable) out.push(change('preset changed', subject, `${field}: ${old} → ${variable}`, 'neutral', true));
+    if (old === undefined)
+      out.push(change('preset added', subject, `${field} = ${variable} when a create leaves it out`, 'neutral'));
+    else if (old !== variable)
+      out.push(change('preset changed', subject, `${field}: ${old} → ${variable}`, 'neutral', true));
   }
   for (const [field, variable] of pa) {
-    if (!pb.has(field)) out.push(change('preset removed', subject, `${field} (was ${variable}): a create that leaves it out no longer gets it filled`, 'neutral', true));
+    if (!pb.has(field))
+      out.push(
+        change(
+          'preset removed',
+          subject,
+          `${field} (was ${variable}): a create that leaves it out no longer gets it filled`,
+          'neutral',
+          true,
+        ),
+      );
   }
 }
 
@@ -144,7 +182,10 @@ function describeRole(role: Config['roles'][string]): string {
 }
 
 function grantsAnything(role: Config['roles'][string]): boolean {
-  return role.signup || Object.values(role.tables).some((perms) => ACTIONS.some((a) => perms[a] !== undefined && perms[a] !== false));
+  return (
+    role.signup ||
+    Object.values(role.tables).some((perms) => ACTIONS.some((a) => perms[a] !== undefined && perms[a] !== false))
+  );
 }
 
 function compareRoles(before: Config, after: Config, tables: readonly TableSpec[], out: ConfigChange[]): void {
@@ -153,20 +194,48 @@ function compareRoles(before: Config, after: Config, tables: readonly TableSpec[
     const was = Object.hasOwn(before.roles, name) ? before.roles[name] : undefined;
     const now = Object.hasOwn(after.roles, name) ? after.roles[name] : undefined;
     if (!was) {
-      out.push(change('role added', `role ${name}`, `grants ${describeRole(now!)}`, grantsAnything(now!) ? 'widens' : 'neutral'));
+      out.push(
+        change(
+          'role added',
+          `role ${name}`,
+          `grants ${describeRole(now!)}`,
+          grantsAnything(now!) ? 'widens' : 'neutral',
+        ),
+      );
       continue;
     }
     if (!now) {
-      out.push(change('role removed', `role ${name}`, `granted ${describeRole(was)}`, grantsAnything(was) ? 'narrows' : 'neutral'));
+      out.push(
+        change(
+          'role removed',
+          `role ${name}`,
+          `granted ${describeRole(was)}`,
+          grantsAnything(was) ? 'narrows' : 'neutral',
+        ),
+      );
       continue;
     }
     if (was.signup !== now.signup) {
-      out.push(change('role signup changed', `role ${name}`, now.signup ? 'now open to signup (roleId)' : 'no longer open to signup', now.signup ? 'widens' : 'narrows'));
+      out.push(
+        change(
+          'role signup changed',
+          `role ${name}`,
+          now.signup ? 'now open to signup (roleId)' : 'no longer open to signup',
+          now.signup ? 'widens' : 'narrows',
+        ),
+      );
     }
     for (const table of tables) {
       const fields = table.fields.map((f) => f.name);
       for (const action of ACTIONS) {
-        compareRule(`${name}: ${table.name}.${action}`, action, effective(was, table.name, action), effective(now, table.name, action), fields, out);
+        compareRule(
+          `${name}: ${table.name}.${action}`,
+          action,
+          effective(was, table.name, action),
+          effective(now, table.name, action),
+          fields,
+          out,
+        );
       }
     }
   }
@@ -193,13 +262,20 @@ const gainsLosses = (before: readonly unknown[], after: readonly unknown[]) => (
   losses: before.filter((v) => !after.some((w) => canonical(w) === canonical(v))),
 });
 
-const onOff = (before: unknown, after: unknown, on: AccessEffect, off: AccessEffect): AccessEffect => (after === true && before !== true ? on : before === true && after !== true ? off : 'neutral');
+const onOff = (before: unknown, after: unknown, on: AccessEffect, off: AccessEffect): AccessEffect =>
+  after === true && before !== true ? on : before === true && after !== true ? off : 'neutral';
 
 /**
  * Settings that decide who gets in or what reaches the server. Every other setting (rate limits,
  * timeouts, TTLs, pool sizes...) is listed as neutral: it changes no one's access.
  */
-function settingAccess(path: string, before: unknown, after: unknown, old: Config, now: Config): { access: AccessEffect; breaking?: boolean } {
+function settingAccess(
+  path: string,
+  before: unknown,
+  after: unknown,
+  old: Config,
+  now: Config,
+): { access: AccessEffect; breaking?: boolean } {
   switch (path) {
     case 'auth.enabled':
       return { access: onOff(before, after, 'widens', 'narrows') };
@@ -209,12 +285,19 @@ function settingAccess(path: string, before: unknown, after: unknown, old: Confi
     case 'auth.defaultRole':
       return { access: after === undefined ? 'narrows' : 'widens' };
     case 'auth.environments': {
-      const { gains, losses } = gainsLosses((before as string[] | undefined) ?? old.environments, (after as string[] | undefined) ?? now.environments);
-      return gains.length ? { access: 'widens', breaking: losses.length > 0 } : { access: losses.length ? 'narrows' : 'neutral' };
+      const { gains, losses } = gainsLosses(
+        (before as string[] | undefined) ?? old.environments,
+        (after as string[] | undefined) ?? now.environments,
+      );
+      return gains.length
+        ? { access: 'widens', breaking: losses.length > 0 }
+        : { access: losses.length ? 'narrows' : 'neutral' };
     }
     case 'cors.origins': {
       const { gains, losses } = gainsLosses(before as unknown[], after as unknown[]);
-      return gains.length ? { access: 'widens', breaking: losses.length > 0 } : { access: losses.length ? 'narrows' : 'neutral' };
+      return gains.length
+        ? { access: 'widens', breaking: losses.length > 0 }
+        : { access: losses.length ? 'narrows' : 'neutral' };
     }
     case 'cors.credentials':
       return { access: onOff(before, after, 'widens', 'narrows') };
@@ -239,7 +322,10 @@ function compareSettings(before: Config, after: Config, out: ConfigChange[]): vo
   for (const path of [...new Set([...was.keys(), ...now.keys()])]) {
     const [a, b] = [was.get(path), now.get(path)];
     if (canonical(a) === canonical(b)) continue;
-    const detail = SECRET.has(path) && a !== undefined && b !== undefined ? '(set) → (set, changed)' : `${show(path, a)} → ${show(path, b)}`;
+    const detail =
+      SECRET.has(path) && a !== undefined && b !== undefined
+        ? '(set) → (set, changed)'
+        : `${show(path, a)} → ${show(path, b)}`;
     const { access, breaking } = settingAccess(path, a, b, before, after);
     out.push(change('setting changed', path, detail, access, breaking ?? access === 'narrows'));
   }
@@ -252,7 +338,12 @@ function compareSettings(before: Config, after: Config, out: ConfigChange[]): vo
  */
 export function diffConfigs(before: Config, after: Config, tables: readonly TableSpec[]): ConfigChange[] {
   const out: ConfigChange[] = [];
-  compareRoles(before, after, [...tables].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)), out);
+  compareRoles(
+    before,
+    after,
+    [...tables].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)),
+    out,
+  );
   compareSettings(before, after, out);
   return out;
 }

@@ -31,7 +31,9 @@ export interface ApiChange {
  */
 export function typeName(field: FieldSpec, nullable = field.nullable): string {
   const base = field.type === 'Enum' ? `enum(${field.enumDbName ?? ''})` : field.type;
-  const native = field.nativeType ? ` @db.${field.nativeType[0]}${field.nativeType[1].length ? `(${field.nativeType[1].join(', ')})` : ''}` : '';
+  const native = field.nativeType
+    ? ` @db.${field.nativeType[0]}${field.nativeType[1].length ? `(${field.nativeType[1].join(', ')})` : ''}`
+    : '';
   return `${base}${field.list ? '[]' : ''}${nullable ? '?' : ''}${native}`;
 }
 
@@ -47,8 +49,10 @@ function compareFields(table: string, before: FieldSpec, after: FieldSpec, out: 
   } else if (before.type === 'Enum') {
     const was = new Set(before.enumValues);
     const now = new Set(after.enumValues);
-    for (const v of after.enumValues ?? []) if (!was.has(v)) out.push({ kind: 'enum value added', subject, detail: v, breaking: false });
-    for (const v of before.enumValues ?? []) if (!now.has(v)) out.push({ kind: 'enum value removed', subject, detail: v, breaking: true });
+    for (const v of after.enumValues ?? [])
+      if (!was.has(v)) out.push({ kind: 'enum value added', subject, detail: v, breaking: false });
+    for (const v of before.enumValues ?? [])
+      if (!now.has(v)) out.push({ kind: 'enum value removed', subject, detail: v, breaking: true });
   }
   if (before.nullable !== after.nullable) {
     // Either way a client breaks: required → nullable hands readers nulls; nullable → required
@@ -60,7 +64,12 @@ function compareFields(table: string, before: FieldSpec, after: FieldSpec, out: 
       breaking: true,
     });
   } else if (optionalOnCreate(before) && !optionalOnCreate(after)) {
-    out.push({ kind: 'nullability changed', subject, detail: `${typeName(after)}: default removed, now required on create`, breaking: true });
+    out.push({
+      kind: 'nullability changed',
+      subject,
+      detail: `${typeName(after)}: default removed, now required on create`,
+      breaking: true,
+    });
   }
 }
 
@@ -81,7 +90,12 @@ export function diffModels(before: readonly TableSpec[], after: readonly TableSp
       continue;
     }
     if (a.primaryKey.join(',') !== b.primaryKey.join(',')) {
-      out.push({ kind: 'primary key changed', subject: name, detail: `(${a.primaryKey.join(', ')}) → (${b.primaryKey.join(', ')})`, breaking: true });
+      out.push({
+        kind: 'primary key changed',
+        subject: name,
+        detail: `(${a.primaryKey.join(', ')}) → (${b.primaryKey.join(', ')})`,
+        breaking: true,
+      });
     }
     const fieldsBefore = new Map(a.fields.map((f) => [f.name, f]));
     const fieldsAfter = new Map(b.fields.map((f) => [f.name, f]));
@@ -100,12 +114,17 @@ export function diffModels(before: readonly TableSpec[], after: readonly TableSp
       }
     }
     for (const field of a.fields) {
-      if (!fieldsAfter.has(field.name)) out.push({ kind: 'field removed', subject: `${name}.${field.name}`, detail: typeName(field), breaking: true });
+      if (!fieldsAfter.has(field.name))
+        out.push({ kind: 'field removed', subject: `${name}.${field.name}`, detail: typeName(field), breaking: true });
     }
     const relationsAfter = new Set(b.relations.map((r) => r.name));
     const relationsBefore = new Set(a.relations.map((r) => r.name));
-    for (const r of b.relations) if (!relationsBefore.has(r.name)) out.push({ kind: 'relation added', subject: `${name}.${r.name}`, detail: `→ ${r.target}`, breaking: false });
-    for (const r of a.relations) if (!relationsAfter.has(r.name)) out.push({ kind: 'relation removed', subject: `${name}.${r.name}`, detail: `→ ${r.target}`, breaking: true });
+    for (const r of b.relations)
+      if (!relationsBefore.has(r.name))
+        out.push({ kind: 'relation added', subject: `${name}.${r.name}`, detail: `→ ${r.target}`, breaking: false });
+    for (const r of a.relations)
+      if (!relationsAfter.has(r.name))
+        out.push({ kind: 'relation removed', subject: `${name}.${r.name}`, detail: `→ ${r.target}`, breaking: true });
   }
   return out;
 }

@@ -22,8 +22,12 @@ export function reportLines(changes: readonly Change[]): string[] {
   if (changes.length === 0) return ['no API changes'];
   const markerWidth = Math.max('BREAKING'.length, ...changes.map((c) => marker(c).length));
   const kindWidth = Math.max(...changes.map((c) => c.kind.length));
-  const lines = changes.map((c) => `${marker(c).padEnd(markerWidth)}  ${c.kind.padEnd(kindWidth)}  ${c.subject}  ${c.detail}`);
+  const lines = changes.map(
+    (c) => `${marker(c).padEnd(markerWidth)}  ${c.kind.padEnd(kindWidth)}  ${c.subject}  ${c.detail}`,
+  );
   const { breaking, widens } = summarize(changes);
-  lines.push(`${changes.length} change${changes.length === 1 ? '' : 's'}, ${breaking} breaking, ${widens} widening access`);
+  lines.push(
+    `${changes.length} change${changes.length === 1 ? '' : 's'}, ${breaking} breaking, ${widens} widening access`,
+  );
   return lines;
 }

@@ -3,7 +3,15 @@
  * `runtime/model`. Everything the later stages know about the data model comes from here.
  */
 import type { DMMF } from '../prisma/index.ts';
-import { RESERVED_PATH_NAMES, type ClientDefault, type FieldSpec, type IndexSpec, type RelationSpec, type ScalarType, type TableSpec } from '../../runtime/model/index.ts';
+import {
+  RESERVED_PATH_NAMES,
+  type ClientDefault,
+  type FieldSpec,
+  type IndexSpec,
+  type RelationSpec,
+  type ScalarType,
+  type TableSpec,
+} from '../../runtime/model/index.ts';
 
 export class ModelError extends Error {
   constructor(readonly problems: string[]) {
@@ -12,8 +20,17 @@ export class ModelError extends Error {
   }
 }
 
-const SCALARS = new Set<string>(['String', 'Int', 'BigInt', 'Float', 'Decimal', 'Boolean', 'DateTime', 'Json', 'Bytes']);
-
+const SCALARS = new Set<string>([
+  'String',
+  'Int',
+  'BigInt',
+  'Float',
+  'Decimal',
+  'Boolean',
+  'DateTime',
+  'Json',
+  'Bytes',
+]);
 
 function clientDefault(field: DMMF.Field): ClientDefault | undefined {
   const d = field.default as { name?: string; args?: unknown[] } | undefined;
@@ -73,7 +90,10 @@ function describeRelation(model: DMMF.Model, field: DMMF.Field, models: Map<stri
   // The foreign key sits on the other side: find the opposite field of the same relation.
   const target = models.get(field.type)!;
   const opposite = target.fields.find(
-    (f) => f.relationName === field.relationName && f.kind === 'object' && !(target.name === model.name && f.name === field.name),
+    (f) =>
+      f.relationName === field.relationName &&
+      f.kind === 'object' &&
+      !(target.name === model.name && f.name === field.name),
   );
   const oppositeFrom = opposite?.relationFromFields ?? [];
   return {
@@ -94,7 +114,12 @@ function describeIndexes(model: DMMF.Model, all: readonly DMMF.Index[], primaryK
   const out: IndexSpec[] = [{ fields: primaryKey, unique: true }];
   const seen = new Set([primaryKey.join(',')]);
   for (const index of all) {
-    if (index.model !== model.name || index.type === 'fulltext' || (index.algorithm !== undefined && index.algorithm !== 'BTree')) continue;
+    if (
+      index.model !== model.name ||
+      index.type === 'fulltext' ||
+      (index.algorithm !== undefined && index.algorithm !== 'BTree')
+    )
+      continue;
     const fields = index.fields.map((f) => (f.sortOrder === 'desc' ? `-${f.name}` : f.name));
     const key = fields.join(',');
     if (seen.has(key)) continue;
@@ -120,12 +145,14 @@ export function describeModel(dmmf: DMMF.Document): TableSpec[] {
     const createdAt = byName.get('createdAt');
     const updatedAt = byName.get('updatedAt');
     const createdDefault = createdAt?.default as { name?: string } | undefined;
-    if (!createdAt || createdAt.type !== 'DateTime' || createdDefault?.name !== 'now') {
+    if (createdAt?.type !== 'DateTime' || createdDefault?.name !== 'now') {
       missing.push('createdAt DateTime @default(now())');
     }
-    if (!updatedAt || updatedAt.type !== 'DateTime' || !updatedAt.isUpdatedAt) missing.push('updatedAt DateTime @updatedAt');
+    if (updatedAt?.type !== 'DateTime' || !updatedAt.isUpdatedAt) missing.push('updatedAt DateTime @updatedAt');
     if (missing.length > 0) {
-      problems.push(`model ${model.name} is missing ${missing.join(' and ')}; add ${missing.length > 1 ? 'them' : 'it'} to the model`);
+      problems.push(
+        `model ${model.name} is missing ${missing.join(' and ')}; add ${missing.length > 1 ? 'them' : 'it'} to the model`,
+      );
     }
 
     const primaryKey = model.primaryKey?.fields ?? model.fields.filter((f) => f.isId).map((f) => f.name);

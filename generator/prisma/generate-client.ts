@@ -31,7 +31,11 @@ export async function generatePrismaClient(opts: GeneratePrismaClientOptions): P
   // nothing is read from that path.)
   const virtualSchemaPath = path.join(outputDir, 'schema.prisma');
   const schemaContext = await internals.processSchemaResult({
-    schemaResult: { schemaPath: virtualSchemaPath, schemaRootDir: outputDir, schemas: [[virtualSchemaPath, schemaText]] },
+    schemaResult: {
+      schemaPath: virtualSchemaPath,
+      schemaRootDir: outputDir,
+      schemas: [[virtualSchemaPath, schemaText]],
+    },
     printLoadMessage: false,
   });
 

@@ -27,7 +27,10 @@ async function freshDatabase(to: string): Promise<DiffTarget> {
   const datasource = (await readSchemaConfig(to)).datasources[0];
   // Without a datasource the engine reports the problem itself ("There is no datasource in the schema").
   if (datasource === undefined) return { tag: 'empty' };
-  return datamodel('fresh-database.prisma', `datasource ${datasource.name} {\n  provider = "${datasource.provider}"\n}\n`);
+  return datamodel(
+    'fresh-database.prisma',
+    `datasource ${datasource.name} {\n  provider = "${datasource.provider}"\n}\n`,
+  );
 }
 
 // exitCode: true makes the engine say whether there is a difference (2) or not (0), as `migrate diff --exit-code`.

@@ -73,7 +73,8 @@ export async function readMigrationList(migrationsDir: string, lockProviderIfMis
     baseDir,
     lockfile: {
       path: MIGRATION_LOCK_FILE,
-      content: lockContent ?? (lockProviderIfMissing === undefined ? null : migrationLockContent(lockProviderIfMissing)),
+      content:
+        lockContent ?? (lockProviderIfMissing === undefined ? null : migrationLockContent(lockProviderIfMissing)),
     },
     shadowDbInitScript: '',
     migrationDirectories,

@@ -7,7 +7,11 @@
 // is closed, even when the engine failed or panicked.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory, SqlQueryable } from '@prisma/driver-adapter-utils';
+import type {
+  SqlDriverAdapter,
+  SqlMigrationAwareDriverAdapterFactory,
+  SqlQueryable,
+} from '@prisma/driver-adapter-utils';
 import { loadAdapterPg, loadDriverAdapterUtils } from './prisma-packages.ts';
 import { probeOnlyAdapterFactory, type PostgresServerInfo } from './probe-adapter.ts';
 
@@ -69,6 +73,7 @@ class CharAsTextClient extends pg.Client {
     this.on('error', () => {});
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: overrides every overload of pg's Client.query
   override query(...args: any[]): any {
     const callbackIndex = args.findIndex((arg) => typeof arg === 'function');
     if (callbackIndex >= 0) {
@@ -176,7 +181,9 @@ export async function openShadowDatabaseSession(serverUrl: string): Promise<Shad
     const failures: unknown[] = [];
     for (const pool of pools) await endPool(pool).catch((error: unknown) => failures.push(error));
     for (const name of created) {
-      await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`).catch((e: unknown) => failures.push(e));
+      await admin
+        .query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`)
+        .catch((e: unknown) => failures.push(e));
     }
     await admin.end().catch((error: unknown) => failures.push(error));
     if (failures.length > 0) throw new AggregateError(failures, 'svcgen: cleaning up the shadow database failed');

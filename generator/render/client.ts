@@ -6,7 +6,18 @@
  * files or import them from the project. Members follow the model's order, like types.ts.
  */
 import type Handlebars from 'handlebars';
-import { aggregateMismatch, DATA_BASE_PATH, FILTER_GROUPS, OPERATORS, operatorMismatch, RESERVED_PARAMETERS, TABLE_SUB_PATHS, type FieldSpec, type Operator, type TableSpec } from '../../runtime/model/index.ts';
+import {
+  aggregateMismatch,
+  DATA_BASE_PATH,
+  FILTER_GROUPS,
+  OPERATORS,
+  operatorMismatch,
+  RESERVED_PARAMETERS,
+  TABLE_SUB_PATHS,
+  type FieldSpec,
+  type Operator,
+  type TableSpec,
+} from '../../runtime/model/index.ts';
 import { literal } from './literal.ts';
 import { recordScalar, renderRecordTypes } from './record-types.ts';
 import { writableFields, zodExpression } from './zod-expressions.ts';
@@ -15,7 +26,9 @@ import { writableFields, zodExpression } from './zod-expressions.ts';
  * Names that a top-level filter must write as `col.<name>` (docs/api.md §5.5 "Reserved names"):
  * the list's and the aggregate's reserved parameters and the groups.
  */
-const RESERVED_NAMES = [...new Set([...RESERVED_PARAMETERS.list, ...RESERVED_PARAMETERS.aggregate, ...FILTER_GROUPS])].sort();
+const RESERVED_NAMES = [
+  ...new Set([...RESERVED_PARAMETERS.list, ...RESERVED_PARAMETERS.aggregate, ...FILTER_GROUPS]),
+].sort();
 
 const union = (names: readonly string[]) => (names.length ? names.map((n) => `'${n}'`).join(' | ') : 'never');
 
@@ -137,7 +150,11 @@ function tableSection(table: TableSpec, sets: Map<string, string>): string {
   ].join('\n');
 }
 
-export function renderClient(tables: readonly TableSpec[], header: string, template: Handlebars.TemplateDelegate): string {
+export function renderClient(
+  tables: readonly TableSpec[],
+  header: string,
+  template: Handlebars.TemplateDelegate,
+): string {
   const sets = new Map<string, string>();
   const sections = tables.map((t) => tableSection(t, sets));
   const records = renderRecordTypes(tables, '').trimEnd();
@@ -145,13 +162,22 @@ export function renderClient(tables: readonly TableSpec[], header: string, templ
     basePath: DATA_BASE_PATH,
     subPaths: { bulk: TABLE_SUB_PATHS.bulk, aggregate: TABLE_SUB_PATHS.aggregate },
     tables: Object.fromEntries(
-      tables.map((t) => [t.name, { keyed: t.primaryKey.length === 1, relations: Object.fromEntries(t.relations.map((r) => [r.name, r.target])) }]),
+      tables.map((t) => [
+        t.name,
+        { keyed: t.primaryKey.length === 1, relations: Object.fromEntries(t.relations.map((r) => [r.name, r.target])) },
+      ]),
     ),
     reserved: RESERVED_NAMES,
   };
   const clients = tables.map((t) => (t.primaryKey.length === 1 ? 'KeyedTableClient' : 'TableClient'));
   // Only what client.ts uses: one or both kinds of table client.
-  const imports = ['createTableClients', 'type ClientOptions', 'type ClientSchema', 'type FieldFilter', ...[...new Set(clients)].sort().map((c) => `type ${c}`)];
+  const imports = [
+    'createTableClients',
+    'type ClientOptions',
+    'type ClientSchema',
+    'type FieldFilter',
+    ...[...new Set(clients)].sort().map((c) => `type ${c}`),
+  ];
   return template({
     header,
     imports: imports.join(', '),

@@ -6,14 +6,21 @@ export function literal(value: unknown, indent = ''): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) {
     if (value.length === 0) return '[]';
-    if (value.every((v) => typeof v !== 'object' || v === null || (Array.isArray(v) && v.every((x) => typeof x !== 'object')))) return `[${value.map((v) => literal(v)).join(', ')}]`;
+    if (
+      value.every(
+        (v) => typeof v !== 'object' || v === null || (Array.isArray(v) && v.every((x) => typeof x !== 'object')),
+      )
+    )
+      return `[${value.map((v) => literal(v)).join(', ')}]`;
     return `[\n${value.map((v) => `${next}${literal(v, next)},`).join('\n')}\n${indent}]`;
   }
   if (typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
     if (entries.length === 0) return '{}';
     const key = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : literal(k));
-    const flat = entries.every(([, v]) => typeof v !== 'object' || v === null || (Array.isArray(v) && v.every((x) => typeof x !== 'object')));
+    const flat = entries.every(
+      ([, v]) => typeof v !== 'object' || v === null || (Array.isArray(v) && v.every((x) => typeof x !== 'object')),
+    );
     if (flat) {
       const oneLine = `{ ${entries.map(([k, v]) => `${key(k)}: ${literal(v)}`).join(', ')} }`;
       if (oneLine.length + indent.length <= 160) return oneLine;

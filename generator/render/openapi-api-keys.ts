@@ -40,7 +40,10 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
         },
       },
       responses: {
-        '201': { description: 'The new key', content: dataEnvelope({ type: 'object', properties: { ...keyFields, key: { type: 'string' } } }) },
+        '201': {
+          description: 'The new key',
+          content: dataEnvelope({ type: 'object', properties: { ...keyFields, key: { type: 'string' } } }),
+        },
         ...managementErrors([...BODY, 'validation']),
       },
     },
@@ -78,7 +81,10 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
       operationId: 'revokeApiKey',
       summary: 'Revoke an API key',
       security,
-      responses: { '204': { description: 'Revoked' }, ...managementErrors(['not-found'], { 'not-found': 'no API key with this id, or it was already revoked' }) },
+      responses: {
+        '204': { description: 'Revoked' },
+        ...managementErrors(['not-found'], { 'not-found': 'no API key with this id, or it was already revoked' }),
+      },
     },
   });
 }

@@ -21,14 +21,23 @@ function authError(description: string, codes: AuthErrorCode[], headers?: Respon
 }
 
 const json = (schema: SchemaObject | { $ref: string }) => ({ 'application/json': { schema } });
-const ok = (description: string, schema: SchemaObject | { $ref: string }): ResponseObject => ({ description, content: json(schema) });
+const ok = (description: string, schema: SchemaObject | { $ref: string }): ResponseObject => ({
+  description,
+  content: json(schema),
+});
 const body = (required: string[], properties: Record<string, SchemaObject>) => ({
   required: true,
   content: json({ type: 'object', required, properties }),
 });
 
-const NOT_CONFIGURED = authError('Auth is not enabled for this project and environment, or the project or environment is unknown', ['AUTH_NOT_CONFIGURED']);
-const INVALID_REQUEST = authError('X-Project-Id missing, or the body is not valid JSON of this shape; violations name the fields', ['VALIDATION_ERROR']);
+const NOT_CONFIGURED = authError(
+  'Auth is not enabled for this project and environment, or the project or environment is unknown',
+  ['AUTH_NOT_CONFIGURED'],
+);
+const INVALID_REQUEST = authError(
+  'X-Project-Id missing, or the body is not valid JSON of this shape; violations name the fields',
+  ['VALIDATION_ERROR'],
+);
 const RATE_LIMITED = authError('Too many requests', ['RATE_LIMIT_EXCEEDED'], {
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
 });
@@ -49,9 +58,17 @@ export function authPaths(builder: OpenApiBuilder): void {
       violations: {
         type: 'array',
         description: 'With VALIDATION_ERROR: what is wrong, field by field',
-        items: { type: 'object', required: ['field', 'rule', 'message'], properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } } },
+        items: {
+          type: 'object',
+          required: ['field', 'rule', 'message'],
+          properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } },
+        },
       },
-      lockedUntil: { type: 'string', format: 'date-time', description: 'With AUTH_ACCOUNT_LOCKED: when login is possible again' },
+      lockedUntil: {
+        type: 'string',
+        format: 'date-time',
+        description: 'With AUTH_ACCOUNT_LOCKED: when login is possible again',
+      },
     },
   });
   builder.addSchema('User', {
@@ -130,7 +147,10 @@ export function authPaths(builder: OpenApiBuilder): void {
           required: ['userId', 'message'],
           properties: { userId: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
         }),
-        '400': authError('Invalid body, a password that breaks the rule, a role not open to signup, or X-Project-Id missing', ['VALIDATION_ERROR']),
+        '400': authError(
+          'Invalid body, a password that breaks the rule, a role not open to signup, or X-Project-Id missing',
+          ['VALIDATION_ERROR'],
+        ),
         '404': NOT_CONFIGURED,
         '409': authError('An account with this e-mail already exists', ['AUTH_EMAIL_EXISTS']),
         '429': RATE_LIMITED,
@@ -147,7 +167,10 @@ export function authPaths(builder: OpenApiBuilder): void {
       requestBody: body(['email', 'code'], { email: EMAIL, code: CODE }),
       responses: {
         '200': ok('Confirmed and logged in', ref('Session')),
-        '400': authError('Wrong, expired or used-up code, or an invalid request', ['AUTH_INVALID_CODE', 'VALIDATION_ERROR']),
+        '400': authError('Wrong, expired or used-up code, or an invalid request', [
+          'AUTH_INVALID_CODE',
+          'VALIDATION_ERROR',
+        ]),
         '404': NOT_CONFIGURED,
       },
     },
@@ -194,10 +217,17 @@ export function authPaths(builder: OpenApiBuilder): void {
       operationId: 'authResetPassword',
       summary: 'Set a new password with the reset code (ends every session of the user)',
       security: anonymous,
-      requestBody: body(['email', 'newPassword', 'code'], { email: EMAIL, newPassword: { type: 'string', description: PASSWORD_RULE }, code: CODE }),
+      requestBody: body(['email', 'newPassword', 'code'], {
+        email: EMAIL,
+        newPassword: { type: 'string', description: PASSWORD_RULE },
+        code: CODE,
+      }),
       responses: {
         '200': ok('Password replaced', ref('Message')),
-        '400': authError('Wrong, expired or used-up code, a password that breaks the rule, or an invalid request', ['AUTH_INVALID_CODE', 'VALIDATION_ERROR']),
+        '400': authError('Wrong, expired or used-up code, a password that breaks the rule, or an invalid request', [
+          'AUTH_INVALID_CODE',
+          'VALIDATION_ERROR',
+        ]),
         '404': NOT_CONFIGURED,
       },
     },
@@ -207,7 +237,8 @@ export function authPaths(builder: OpenApiBuilder): void {
     post: {
       tags: TAGS,
       operationId: 'authRefreshToken',
-      summary: 'Swap a refresh token for a new token pair (a used refresh token presented again revokes the whole session)',
+      summary:
+        'Swap a refresh token for a new token pair (a used refresh token presented again revokes the whole session)',
       security: anonymous,
       requestBody: body(['refreshToken'], { refreshToken: { type: 'string', maxLength: 512 } }),
       responses: {
@@ -228,7 +259,10 @@ export function authPaths(builder: OpenApiBuilder): void {
       responses: {
         '200': ok('Logged out', ref('Message')),
         '400': INVALID_REQUEST,
-        '401': authError('Missing, invalid, revoked or expired access token', ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED']),
+        '401': authError('Missing, invalid, revoked or expired access token', [
+          'AUTH_TOKEN_INVALID',
+          'AUTH_TOKEN_EXPIRED',
+        ]),
         '404': NOT_CONFIGURED,
       },
     },
@@ -246,8 +280,20 @@ export function authPaths(builder: OpenApiBuilder): void {
     parameters: [
       jwksProjectId,
       { $ref: '#/components/parameters/environment' },
-      { name: 'project_id', in: 'query', required: false, description: 'The project, instead of X-Project-Id', schema: { type: 'string' } },
-      { name: 'environment', in: 'query', required: false, description: 'The environment, instead of the environment header', schema: { type: 'string', default: 'master' } },
+      {
+        name: 'project_id',
+        in: 'query',
+        required: false,
+        description: 'The project, instead of X-Project-Id',
+        schema: { type: 'string' },
+      },
+      {
+        name: 'environment',
+        in: 'query',
+        required: false,
+        description: 'The environment, instead of the environment header',
+        schema: { type: 'string', default: 'master' },
+      },
     ],
     get: {
       tags: TAGS,
@@ -268,14 +314,22 @@ export function authPaths(builder: OpenApiBuilder): void {
 }
 
 const SIGNED_IN = [{ bearerJwt: [], projectId: [] }];
-const TOKEN_REJECTED = authError('Missing, invalid, revoked or expired access token', ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED']);
-const WRONG_PASSWORD = authError('currentPassword is wrong (counted as a failed login), or the access token is missing, invalid, revoked or expired', [
-  'AUTH_INVALID_CREDENTIALS',
+const TOKEN_REJECTED = authError('Missing, invalid, revoked or expired access token', [
   'AUTH_TOKEN_INVALID',
   'AUTH_TOKEN_EXPIRED',
 ]);
-const LOCKED = authError('Too many failed logins or wrong current passwords; lockedUntil tells when to try again', ['AUTH_ACCOUNT_LOCKED']);
-const CURRENT_PASSWORD: SchemaObject = { type: 'string', maxLength: 1024, description: 'The password the account has now' };
+const WRONG_PASSWORD = authError(
+  'currentPassword is wrong (counted as a failed login), or the access token is missing, invalid, revoked or expired',
+  ['AUTH_INVALID_CREDENTIALS', 'AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'],
+);
+const LOCKED = authError('Too many failed logins or wrong current passwords; lockedUntil tells when to try again', [
+  'AUTH_ACCOUNT_LOCKED',
+]);
+const CURRENT_PASSWORD: SchemaObject = {
+  type: 'string',
+  maxLength: 1024,
+  description: 'The password the account has now',
+};
 
 /** A signed-in user's own account (docs/api.md §3 "Your account"): every route takes the user's access token. */
 function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): void {
@@ -285,8 +339,16 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
     properties: {
       id: { type: 'string', format: 'uuid', description: 'The sid claim of its access tokens' },
       createdAt: { type: 'string', format: 'date-time', description: 'The login (or confirmation) that started it' },
-      lastUsedAt: { type: 'string', format: 'date-time', description: 'Its latest login or refresh (data requests do not count)' },
-      expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'When its refresh token runs out; null when it has (only the current session is listed then)' },
+      lastUsedAt: {
+        type: 'string',
+        format: 'date-time',
+        description: 'Its latest login or refresh (data requests do not count)',
+      },
+      expiresAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'When its refresh token runs out; null when it has (only the current session is listed then)',
+      },
       current: { type: 'boolean', description: 'The session of the access token that asked' },
     },
   });
@@ -320,7 +382,9 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
       }),
       responses: {
         '200': ok('Password changed', ref('Message')),
-        '400': authError('Invalid body, or a new password that breaks the rule or equals the current one', ['VALIDATION_ERROR']),
+        '400': authError('Invalid body, or a new password that breaks the rule or equals the current one', [
+          'VALIDATION_ERROR',
+        ]),
         '401': WRONG_PASSWORD,
         '404': NOT_CONFIGURED,
         '423': LOCKED,
@@ -333,7 +397,8 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
     post: {
       tags: TAGS,
       operationId: 'authChangeEmail',
-      summary: 'Ask to change the e-mail address (needs the current password): a 6-digit code is mailed to the new address',
+      summary:
+        'Ask to change the e-mail address (needs the current password): a 6-digit code is mailed to the new address',
       security: SIGNED_IN,
       requestBody: body(['newEmail', 'currentPassword'], { newEmail: EMAIL, currentPassword: CURRENT_PASSWORD }),
       responses: {
@@ -352,12 +417,16 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
     post: {
       tags: TAGS,
       operationId: 'authConfirmEmailChange',
-      summary: 'Confirm the new address with the code mailed to it: every session ends and a new one starts (its tokens carry the new address)',
+      summary:
+        'Confirm the new address with the code mailed to it: every session ends and a new one starts (its tokens carry the new address)',
       security: SIGNED_IN,
       requestBody: body(['code'], { code: CODE }),
       responses: {
         '200': ok('Address changed; a new session', ref('Session')),
-        '400': authError('Wrong, expired or used-up code, or an invalid request', ['AUTH_INVALID_CODE', 'VALIDATION_ERROR']),
+        '400': authError('Wrong, expired or used-up code, or an invalid request', [
+          'AUTH_INVALID_CODE',
+          'VALIDATION_ERROR',
+        ]),
         '401': TOKEN_REJECTED,
         '404': NOT_CONFIGURED,
         '409': authError('Another account took the address since the code was sent', ['AUTH_EMAIL_EXISTS']),
@@ -373,7 +442,11 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
       summary: 'The live sessions of the signed-in user, most recently used first (at most 100; no token values)',
       security: SIGNED_IN,
       responses: {
-        '200': ok('The sessions', { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: ref('AccountSession') } } }),
+        '200': ok('The sessions', {
+          type: 'object',
+          required: ['sessions'],
+          properties: { sessions: { type: 'array', items: ref('AccountSession') } },
+        }),
         '400': INVALID_REQUEST,
         '401': TOKEN_REJECTED,
         '404': NOT_CONFIGURED,
@@ -389,7 +462,10 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
         '200': ok('Sessions ended', {
           type: 'object',
           required: ['message', 'ended'],
-          properties: { message: { type: 'string' }, ended: { type: 'integer', minimum: 0, description: 'How many sessions ended' } },
+          properties: {
+            message: { type: 'string' },
+            ended: { type: 'integer', minimum: 0, description: 'How many sessions ended' },
+          },
         }),
         '400': INVALID_REQUEST,
         '401': TOKEN_REJECTED,
@@ -403,17 +479,25 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
     delete: {
       tags: TAGS,
       operationId: 'authEndSession',
-      parameters: [{ name: 'id', in: 'path', required: true, description: 'A session id from GET /auth/sessions', schema: { type: 'string' } }],
+      parameters: [
+        {
+          name: 'id',
+          in: 'path',
+          required: true,
+          description: 'A session id from GET /auth/sessions',
+          schema: { type: 'string' },
+        },
+      ],
       summary: 'End one session of the signed-in user (the current one too: that is a logout)',
       security: SIGNED_IN,
       responses: {
         '200': ok('Session ended', ref('Message')),
         '400': INVALID_REQUEST,
         '401': TOKEN_REJECTED,
-        '404': authError('No live session of this user has this id (unknown, already ended, or another user\'s), or auth is not enabled here', [
-          'AUTH_SESSION_NOT_FOUND',
-          'AUTH_NOT_CONFIGURED',
-        ]),
+        '404': authError(
+          "No live session of this user has this id (unknown, already ended, or another user's), or auth is not enabled here",
+          ['AUTH_SESSION_NOT_FOUND', 'AUTH_NOT_CONFIGURED'],
+        ),
         '429': RATE_LIMITED,
       },
     },
@@ -423,7 +507,8 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
     post: {
       tags: TAGS,
       operationId: 'authDeleteAccount',
-      summary: 'Delete the account (needs the current password): every session ends; rows of the project\'s tables are not touched',
+      summary:
+        "Delete the account (needs the current password): every session ends; rows of the project's tables are not touched",
       security: SIGNED_IN,
       requestBody: body(['currentPassword'], { currentPassword: CURRENT_PASSWORD }),
       responses: {

@@ -4,7 +4,14 @@
  * type them and serialize them as plain `name=value` pairs.
  */
 import type { ParameterObject } from 'openapi3-ts/oas31';
-import { FILTER_GROUPS, RESERVED_PARAMETERS, fieldOperators, type FieldSpec, type FilteringOperation, type TableSpec } from '../../runtime/model/index.ts';
+import {
+  FILTER_GROUPS,
+  RESERVED_PARAMETERS,
+  fieldOperators,
+  type FieldSpec,
+  type FilteringOperation,
+  type TableSpec,
+} from '../../runtime/model/index.ts';
 
 export { MAX_AGGREGATE_ROWS } from '../../runtime/model/index.ts';
 
@@ -31,7 +38,10 @@ function sampleValue(field: FieldSpec): string {
 
 function example(field: FieldSpec, operators: readonly string[]): string {
   // A range or prefix shows the operator syntax best; a UUID is only ever matched whole.
-  const order = field.nativeType?.[0] === 'Uuid' ? ['equals', 'contains', 'is_empty'] : ['starts_with', 'gte', 'equals', 'contains', 'is_empty'];
+  const order =
+    field.nativeType?.[0] === 'Uuid'
+      ? ['equals', 'contains', 'is_empty']
+      : ['starts_with', 'gte', 'equals', 'contains', 'is_empty'];
   const preferred = order.find((op) => operators.includes(op))!;
   return `${preferred}.${preferred === 'is_empty' ? 'true' : sampleValue(field)}`;
 }

@@ -1,9 +1,22 @@
 /** The OpenAPI operation of each generated data route. */
 import type { OperationObject, ParameterObject, ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
-import { FILTER_DESCRIPTION, MAX_AGGREGATE_ROWS, fieldFilterParameters, groupParameterRefs } from './openapi-filters.ts';
+import {
+  FILTER_DESCRIPTION,
+  MAX_AGGREGATE_ROWS,
+  fieldFilterParameters,
+  groupParameterRefs,
+} from './openapi-filters.ts';
 import type { ProblemKind } from '../../runtime/model/problem-kinds.ts';
-import { BODY, CHECKED_REQUEST, dataEnvelope, listResponse, problemResponses, ref, scalarSchema } from './openapi-shared.ts';
+import {
+  BODY,
+  CHECKED_REQUEST,
+  dataEnvelope,
+  listResponse,
+  problemResponses,
+  ref,
+  scalarSchema,
+} from './openapi-shared.ts';
 
 /** What every data request can be answered (docs/api.md §2 "Order of checks"), besides an operation's own kinds. */
 function dataErrors(kinds: readonly ProblemKind[], notes: Partial<Record<ProblemKind, string>> = {}) {
@@ -32,7 +45,12 @@ function bulkOperation(
       required: true,
       content: {
         'application/json': {
-          schema: { type: 'object', additionalProperties: false, ...body, properties: { ...body.properties, transactionMode: ref('TransactionMode') } },
+          schema: {
+            type: 'object',
+            additionalProperties: false,
+            ...body,
+            properties: { ...body.properties, transactionMode: ref('TransactionMode') },
+          },
         },
       },
     },
@@ -79,7 +97,11 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         parameters: [{ $ref: '#/components/parameters/Prefer' }],
         requestBody: { required: true, content: { 'application/json': { schema: ref(`${table.name}Create`) } } },
         responses: {
-          '201': { description: 'Created (no body with Prefer: return=minimal)', headers: { Location: { schema: { type: 'string' } } }, content: dataEnvelope(ref(table.name)) },
+          '201': {
+            description: 'Created (no body with Prefer: return=minimal)',
+            headers: { Location: { schema: { type: 'string' } } },
+            content: dataEnvelope(ref(table.name)),
+          },
           ...dataErrors([...BODY, 'validation', 'conflict'], {
             conflict: `${UNIQUE_TAKEN}, or a request with this Idempotency-Key is still in flight`,
             validation: `${FIELDS_INVALID}; or the Idempotency-Key was used with another body`,
@@ -92,7 +114,10 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         operationId: `get${table.name}`,
         summary: `Read one ${table.name} record`,
         parameters: [idParam, { $ref: '#/components/parameters/select' }],
-        responses: { '200': { description: 'The record', content: dataEnvelope(ref(table.name)) }, ...dataErrors(['invalid-parameter', 'not-found'], { 'not-found': RECORD_NOT_FOUND }) },
+        responses: {
+          '200': { description: 'The record', content: dataEnvelope(ref(table.name)) },
+          ...dataErrors(['invalid-parameter', 'not-found'], { 'not-found': RECORD_NOT_FOUND }),
+        },
       };
     case 'update':
       return {
@@ -102,7 +127,10 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         parameters: [idParam],
         requestBody: {
           required: true,
-          content: { 'application/merge-patch+json': { schema: ref(`${table.name}Update`) }, 'application/json': { schema: ref(`${table.name}Update`) } },
+          content: {
+            'application/merge-patch+json': { schema: ref(`${table.name}Update`) },
+            'application/json': { schema: ref(`${table.name}Update`) },
+          },
         },
         responses: {
           '200': { description: 'The updated record', content: dataEnvelope(ref(table.name)) },
@@ -120,7 +148,13 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         operationId: `delete${table.name}`,
         summary: `Delete a ${table.name} record`,
         parameters: [idParam],
-        responses: { '204': { description: 'Deleted' }, ...dataErrors(['not-found', 'conflict'], { conflict: 'other records still reference it', 'not-found': RECORD_NOT_FOUND }) },
+        responses: {
+          '204': { description: 'Deleted' },
+          ...dataErrors(['not-found', 'conflict'], {
+            conflict: 'other records still reference it',
+            'not-found': RECORD_NOT_FOUND,
+          }),
+        },
       };
     case 'updateMany':
       return {
@@ -131,10 +165,16 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         parameters: [...groupParameterRefs(), ...fieldFilterParameters(table, 'updateMany')],
         requestBody: {
           required: true,
-          content: { 'application/merge-patch+json': { schema: ref(`${table.name}Update`) }, 'application/json': { schema: ref(`${table.name}Update`) } },
+          content: {
+            'application/merge-patch+json': { schema: ref(`${table.name}Update`) },
+            'application/json': { schema: ref(`${table.name}Update`) },
+          },
         },
         responses: {
-          '200': { description: 'How many records matched', content: dataEnvelope({ type: 'object', required: ['count'], properties: { count: { type: 'integer' } } }) },
+          '200': {
+            description: 'How many records matched',
+            content: dataEnvelope({ type: 'object', required: ['count'], properties: { count: { type: 'integer' } } }),
+          },
           ...dataErrors(['invalid-parameter', ...BODY, 'validation', 'conflict'], {
             conflict: UNIQUE_TAKEN,
             validation: `no filter, or ${FIELDS_INVALID}`,
@@ -143,22 +183,36 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         },
       };
     case 'bulkCreate':
-      return bulkOperation(table, 'Create', `Create up to ${LIMITS.maxBulkItems} ${table.name} records`, {
-        required: ['items'],
-        properties: { items: { type: 'array', maxItems: LIMITS.maxBulkItems, items: ref(`${table.name}Create`) } },
-      }, ['201', 'All inserted'], dataErrors(['invalid-parameter', ...BODY, 'validation', 'conflict'], {
-        conflict: 'a request with this Idempotency-Key is still in flight',
-        validation: `ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in \`data\`), more than ${LIMITS.maxBulkItems} items, or the Idempotency-Key was used with another body`,
-      }));
-    case 'bulkDelete':
-      return bulkOperation(table, 'Delete', `Delete up to ${LIMITS.maxBulkItems} ${table.name} records by key`, {
-        properties: {
-          ids: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: ['string', 'integer'] } },
-          filters: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: 'object' } },
+      return bulkOperation(
+        table,
+        'Create',
+        `Create up to ${LIMITS.maxBulkItems} ${table.name} records`,
+        {
+          required: ['items'],
+          properties: { items: { type: 'array', maxItems: LIMITS.maxBulkItems, items: ref(`${table.name}Create`) } },
         },
-      }, ['200', 'All deleted'], dataErrors(['invalid-parameter', ...BODY, 'validation'], {
-        validation: `ALL_OR_NOTHING with a failure (nothing deleted; the envelope is in \`data\`), more than ${LIMITS.maxBulkItems} items, ids and filters mixed, or ids on a composite key`,
-      }));
+        ['201', 'All inserted'],
+        dataErrors(['invalid-parameter', ...BODY, 'validation', 'conflict'], {
+          conflict: 'a request with this Idempotency-Key is still in flight',
+          validation: `ALL_OR_NOTHING with a failure (nothing inserted; the envelope is in \`data\`), more than ${LIMITS.maxBulkItems} items, or the Idempotency-Key was used with another body`,
+        }),
+      );
+    case 'bulkDelete':
+      return bulkOperation(
+        table,
+        'Delete',
+        `Delete up to ${LIMITS.maxBulkItems} ${table.name} records by key`,
+        {
+          properties: {
+            ids: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: ['string', 'integer'] } },
+            filters: { type: 'array', maxItems: LIMITS.maxBulkItems, items: { type: 'object' } },
+          },
+        },
+        ['200', 'All deleted'],
+        dataErrors(['invalid-parameter', ...BODY, 'validation'], {
+          validation: `ALL_OR_NOTHING with a failure (nothing deleted; the envelope is in \`data\`), more than ${LIMITS.maxBulkItems} items, ids and filters mixed, or ids on a composite key`,
+        }),
+      );
     case 'aggregate':
       return {
         tags,
@@ -166,18 +220,37 @@ export function operationFor(route: RouteSpec, table: TableSpec): OperationObjec
         summary: `Aggregate ${table.name} records`,
         description: `Filters apply before aggregation. ${FILTER_DESCRIPTION}`,
         parameters: [
-          { name: 'fn', in: 'query', description: 'count, sum:<field>, avg:<field>, min:<field>, max:<field>, count_distinct:<field>', schema: { type: 'string' } },
+          {
+            name: 'fn',
+            in: 'query',
+            description: 'count, sum:<field>, avg:<field>, min:<field>, max:<field>, count_distinct:<field>',
+            schema: { type: 'string' },
+          },
           { name: 'groupBy', in: 'query', schema: { type: 'string' } },
           { name: 'having', in: 'query', description: 'e.g. count.gt.10', schema: { type: 'string' } },
-          { name: 'sort', in: 'query', description: 'aggregate alias or groupBy field, - for descending', schema: { type: 'string' } },
-          { name: 'limit', in: 'query', description: 'Most rows returned', schema: { type: 'integer', minimum: 1, maximum: MAX_AGGREGATE_ROWS } },
+          {
+            name: 'sort',
+            in: 'query',
+            description: 'aggregate alias or groupBy field, - for descending',
+            schema: { type: 'string' },
+          },
+          {
+            name: 'limit',
+            in: 'query',
+            description: 'Most rows returned',
+            schema: { type: 'integer', minimum: 1, maximum: MAX_AGGREGATE_ROWS },
+          },
           ...groupParameterRefs(),
           ...fieldFilterParameters(table, 'aggregate'),
         ],
         responses: {
           '200': {
             description: 'One row per group: the groupBy fields and the aliases',
-            content: dataEnvelope({ type: 'object', required: ['aggregates'], properties: { aggregates: { type: 'array', items: { type: 'object' } } } }),
+            content: dataEnvelope({
+              type: 'object',
+              required: ['aggregates'],
+              properties: { aggregates: { type: 'array', items: { type: 'object' } } },
+            }),
           },
           ...dataErrors(['invalid-parameter']),
         },

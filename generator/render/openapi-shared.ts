@@ -41,7 +41,10 @@ function fieldSchema(field: FieldSpec, input: boolean): SchemaObject {
   if (field.list) schema = { type: 'array', items: schema };
   if (input && field.type === 'BigInt') schema = { oneOf: [{ type: 'integer' }, schema] };
   if (field.nullable) {
-    schema = schema.type && !Array.isArray(schema.type) && !schema.enum ? { ...schema, type: [schema.type, 'null'] } : { oneOf: [schema, { type: 'null' }] };
+    schema =
+      schema.type && !Array.isArray(schema.type) && !schema.enum
+        ? { ...schema, type: [schema.type, 'null'] }
+        : { oneOf: [schema, { type: 'null' }] };
   }
   return schema;
 }
@@ -58,7 +61,9 @@ export function recordSchemas(table: TableSpec): Record<string, SchemaObject> {
   for (const relation of table.relations) {
     record.properties![relation.name] = {
       description: `Embedded ${relation.target} (only when named in select)`,
-      ...(relation.kind === 'many' ? { type: 'array', items: ref(relation.target) } : { oneOf: [ref(relation.target), { type: 'null' }] }),
+      ...(relation.kind === 'many'
+        ? { type: 'array', items: ref(relation.target) }
+        : { oneOf: [ref(relation.target), { type: 'null' }] }),
     };
   }
   const create = writableFields(table.fields, 'create');
@@ -81,13 +86,20 @@ export function recordSchemas(table: TableSpec): Record<string, SchemaObject> {
 }
 
 /** One Problem response for kinds of one status; the description says when each `type` is answered. */
-function problemResponse(group: readonly ProblemKind[], notes: Partial<Record<ProblemKind, string>> = {}): ResponseObject {
+function problemResponse(
+  group: readonly ProblemKind[],
+  notes: Partial<Record<ProblemKind, string>> = {},
+): ResponseObject {
   const types = group.map((k) => `/errors/${k}`);
   const headers = [...new Set(group.flatMap((k) => PROBLEM_HEADERS[k] ?? []))];
   return {
     description: group.map((k) => `\`/errors/${k}\`: ${notes[k] ?? PROBLEM_KINDS[k].description}`).join('; '),
-    ...(headers.length ? { headers: Object.fromEntries(headers.map((h) => [h, { $ref: `#/components/headers/${h}` }])) } : {}),
-    content: { 'application/problem+json': { schema: { allOf: [ref('Problem'), { properties: { type: { enum: types } } }] } } },
+    ...(headers.length
+      ? { headers: Object.fromEntries(headers.map((h) => [h, { $ref: `#/components/headers/${h}` }])) }
+      : {}),
+    content: {
+      'application/problem+json': { schema: { allOf: [ref('Problem'), { properties: { type: { enum: types } } }] } },
+    },
   };
 }
 
@@ -100,7 +112,10 @@ const RESPONSE_REF = '#/components/responses/';
  * a status without notes refers to a shared response named after its kinds (see problemComponents),
  * which keeps the document small.
  */
-export function problemResponses(kinds: readonly ProblemKind[], notes: Partial<Record<ProblemKind, string>> = {}): Record<string, ResponseObject | ReferenceObject> {
+export function problemResponses(
+  kinds: readonly ProblemKind[],
+  notes: Partial<Record<ProblemKind, string>> = {},
+): Record<string, ResponseObject | ReferenceObject> {
   const byStatus = new Map<number, ProblemKind[]>();
   for (const kind of new Set(kinds)) {
     const { status } = PROBLEM_KINDS[kind];
@@ -108,7 +123,9 @@ export function problemResponses(kinds: readonly ProblemKind[], notes: Partial<R
   }
   const responses: Record<string, ResponseObject | ReferenceObject> = {};
   for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b)) {
-    responses[String(status)] = group.some((k) => notes[k] !== undefined) ? problemResponse(group, notes) : { $ref: `${RESPONSE_REF}${group.join('.')}` };
+    responses[String(status)] = group.some((k) => notes[k] !== undefined)
+      ? problemResponse(group, notes)
+      : { $ref: `${RESPONSE_REF}${group.join('.')}` };
   }
   return responses;
 }
@@ -117,7 +134,8 @@ export function problemResponses(kinds: readonly ProblemKind[], notes: Partial<R
 export function problemComponents(paths: object): Record<string, ResponseObject> {
   const names = new Set<string>();
   JSON.stringify(paths, (key, value: unknown) => {
-    if (key === '$ref' && typeof value === 'string' && value.startsWith(RESPONSE_REF)) names.add(value.slice(RESPONSE_REF.length));
+    if (key === '$ref' && typeof value === 'string' && value.startsWith(RESPONSE_REF))
+      names.add(value.slice(RESPONSE_REF.length));
     return value;
   });
   return Object.fromEntries([...names].sort().map((name) => [name, problemResponse(name.split('.') as ProblemKind[])]));
@@ -125,7 +143,10 @@ export function problemComponents(paths: object): Record<string, ResponseObject>
 
 /** The headers PROBLEM_HEADERS names, for components.headers. */
 export const PROBLEM_HEADER_OBJECTS: Record<string, HeaderObject> = {
-  'Retry-After': { description: 'Seconds to wait before sending the request again', schema: { type: 'integer', minimum: 0 } },
+  'Retry-After': {
+    description: 'Seconds to wait before sending the request again',
+    schema: { type: 'integer', minimum: 0 },
+  },
   'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } },
   'RateLimit-Limit': { description: 'Requests allowed in the current window', schema: { type: 'integer' } },
   'RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
@@ -133,7 +154,12 @@ export const PROBLEM_HEADER_OBJECTS: Record<string, HeaderObject> = {
 };
 
 /** What the server can answer to any request, before it is routed. */
-export const ANY_REQUEST: readonly ProblemKind[] = ['bad-request', 'request-timeout', 'request-header-too-large', 'internal'];
+export const ANY_REQUEST: readonly ProblemKind[] = [
+  'bad-request',
+  'request-timeout',
+  'request-header-too-large',
+  'internal',
+];
 /** Kinds of every request that reaches the database with a checked project and credential. */
 export const CHECKED_REQUEST: readonly ProblemKind[] = [
   ...ANY_REQUEST,
@@ -150,8 +176,14 @@ export const CHECKED_REQUEST: readonly ProblemKind[] = [
 export const BODY: readonly ProblemKind[] = ['invalid-json', 'payload-too-large', 'unsupported-media-type'];
 
 /** The Problem responses of a management (API key, webhook) operation: no table and no rate limit. */
-export function managementErrors(kinds: readonly ProblemKind[] = [], notes: Partial<Record<ProblemKind, string>> = {}): Record<string, ResponseObject | ReferenceObject> {
-  return problemResponses([...CHECKED_REQUEST, ...kinds], { forbidden: 'the credential is not a management token', ...notes });
+export function managementErrors(
+  kinds: readonly ProblemKind[] = [],
+  notes: Partial<Record<ProblemKind, string>> = {},
+): Record<string, ResponseObject | ReferenceObject> {
+  return problemResponses([...CHECKED_REQUEST, ...kinds], {
+    forbidden: 'the credential is not a management token',
+    ...notes,
+  });
 }
 
 export function dataEnvelope(schema: SchemaObject | { $ref: string }): ResponseObject['content'] {
@@ -163,7 +195,11 @@ export function listResponse(table: TableSpec): ResponseObject {
     description: 'A page of records',
     content: {
       'application/json': {
-        schema: { type: 'object', required: ['data', 'meta'], properties: { data: { type: 'array', items: ref(table.name) }, meta: ref('ListMeta') } },
+        schema: {
+          type: 'object',
+          required: ['data', 'meta'],
+          properties: { data: { type: 'array', items: ref(table.name) }, meta: ref('ListMeta') },
+        },
       },
     },
   };

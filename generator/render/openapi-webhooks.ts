@@ -10,20 +10,46 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
     environment: { type: 'string', description: 'must equal the environment header' },
     table: { type: 'string', enum: [...tables] },
     events: { type: 'array', items: { type: 'string', enum: EVENTS }, minItems: 1, uniqueItems: true },
-    url: { type: 'string', format: 'uri', description: 'https (http only with webhooks.allowHttp); not a loopback, private, link-local or metadata address' },
-    secret: { type: 'string', minLength: 1, writeOnly: true, description: 'HMAC-SHA256 key of the delivery signatures; never returned' },
+    url: {
+      type: 'string',
+      format: 'uri',
+      description: 'https (http only with webhooks.allowHttp); not a loopback, private, link-local or metadata address',
+    },
+    secret: {
+      type: 'string',
+      minLength: 1,
+      writeOnly: true,
+      description: 'HMAC-SHA256 key of the delivery signatures; never returned',
+    },
     active: { type: 'boolean', default: true, description: 'false pauses delivery' },
     filter: {
       type: ['object', 'null'],
       additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
       description: 'field → value; only records whose fields all equal these values are delivered',
     },
-    select: { type: ['array', 'null'], items: { type: 'string' }, minItems: 1, description: 'fields kept in record and data' },
+    select: {
+      type: ['array', 'null'],
+      items: { type: 'string' },
+      minItems: 1,
+      description: 'fields kept in record and data',
+    },
   } satisfies Record<string, SchemaObject>;
   const { secret: _secret, ...shown } = writable;
   builder.addSchema('WebhookSubscription', {
     type: 'object',
-    required: ['id', 'projectId', 'environment', 'table', 'events', 'url', 'active', 'filter', 'select', 'createdAt', 'updatedAt'],
+    required: [
+      'id',
+      'projectId',
+      'environment',
+      'table',
+      'events',
+      'url',
+      'active',
+      'filter',
+      'select',
+      'createdAt',
+      'updatedAt',
+    ],
     properties: {
       id: { type: 'string', pattern: '^wh_' },
       ...shown,
@@ -33,7 +59,18 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
   });
   builder.addSchema('WebhookDelivery', {
     type: 'object',
-    required: ['id', 'eventId', 'event', 'status', 'httpStatus', 'attempts', 'lastError', 'nextAttemptAt', 'createdAt', 'updatedAt'],
+    required: [
+      'id',
+      'eventId',
+      'event',
+      'status',
+      'httpStatus',
+      'attempts',
+      'lastError',
+      'nextAttemptAt',
+      'createdAt',
+      'updatedAt',
+    ],
     properties: {
       id: { type: 'string', pattern: '^del_' },
       eventId: { type: 'string', pattern: '^evt_' },
@@ -50,12 +87,22 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
   const subscription = { $ref: '#/components/schemas/WebhookSubscription' };
   const security = [{ managementToken: [], projectId: [] }];
   const headers: ParameterObject[] = [
-    { name: 'environment', in: 'header', required: true, schema: { type: 'string' }, description: 'required on every webhook request' },
+    {
+      name: 'environment',
+      in: 'header',
+      required: true,
+      schema: { type: 'string' },
+      description: 'required on every webhook request',
+    },
   ];
   const id: ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
   const body = (required: string[]) => ({
     required: true,
-    content: { 'application/json': { schema: { type: 'object' as const, additionalProperties: false, required, properties: writable } } },
+    content: {
+      'application/json': {
+        schema: { type: 'object' as const, additionalProperties: false, required, properties: writable },
+      },
+    },
   });
   const json = (schema: SchemaObject | { $ref: string }) => ({ 'application/json': { schema } });
   builder.addPath(`${BASE}/_webhooks`, {
@@ -66,14 +113,20 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
       summary: 'Subscribe a URL to INSERT, UPDATE and DELETE events of a table',
       security,
       requestBody: body(['projectId', 'environment', 'table', 'events', 'url', 'secret']),
-      responses: { '201': { description: 'The subscription (without its secret)', content: json(subscription) }, ...managementErrors([...BODY, 'validation']) },
+      responses: {
+        '201': { description: 'The subscription (without its secret)', content: json(subscription) },
+        ...managementErrors([...BODY, 'validation']),
+      },
     },
     get: {
       tags: ['Webhooks'],
       operationId: 'listWebhooks',
       summary: 'List the subscriptions of the environment',
       security,
-      responses: { '200': { description: 'Subscriptions', content: dataEnvelope({ type: 'array', items: subscription }) }, ...managementErrors() },
+      responses: {
+        '200': { description: 'Subscriptions', content: dataEnvelope({ type: 'array', items: subscription }) },
+        ...managementErrors(),
+      },
     },
   });
   builder.addPath(`${BASE}/_webhooks/{id}`, {
@@ -89,7 +142,10 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
           content: json({
             type: 'object',
             required: ['webhook', 'deliveries'],
-            properties: { webhook: subscription, deliveries: { type: 'array', items: { $ref: '#/components/schemas/WebhookDelivery' } } },
+            properties: {
+              webhook: subscription,
+              deliveries: { type: 'array', items: { $ref: '#/components/schemas/WebhookDelivery' } },
+            },
           }),
         },
         ...managementErrors(['not-found']),
@@ -101,7 +157,10 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
       summary: 'Change any subset of the fields; active false pauses, true resumes',
       security,
       requestBody: body([]),
-      responses: { '200': { description: 'The updated subscription', content: json(subscription) }, ...managementErrors([...BODY, 'validation', 'not-found']) },
+      responses: {
+        '200': { description: 'The updated subscription', content: json(subscription) },
+        ...managementErrors([...BODY, 'validation', 'not-found']),
+      },
     },
     delete: {
       tags: ['Webhooks'],
@@ -116,11 +175,14 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
     post: {
       tags: ['Webhooks'],
       operationId: 'redeliverWebhookDelivery',
-      summary: 'Send a dead-letter (or delivered) delivery again, with the same event id and a fresh schedule of attempts',
+      summary:
+        'Send a dead-letter (or delivered) delivery again, with the same event id and a fresh schedule of attempts',
       security,
       responses: {
         '202': { description: 'Queued again', content: dataEnvelope({ $ref: '#/components/schemas/WebhookDelivery' }) },
-        ...managementErrors(['not-found', 'conflict'], { conflict: 'the delivery is still pending, retrying or deferred' }),
+        ...managementErrors(['not-found', 'conflict'], {
+          conflict: 'the delivery is still pending, retrying or deferred',
+        }),
       },
     },
   });

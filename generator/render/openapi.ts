@@ -9,7 +9,11 @@ import { operationFor } from './openapi-operations.ts';
 import { webhookPaths } from './openapi-webhooks.ts';
 import { BASE, PROBLEM_HEADER_OBJECTS, problemComponents, recordSchemas, ref } from './openapi-shared.ts';
 
-export function buildOpenApi(tables: readonly TableSpec[], routes: readonly RouteSpec[], info: { title: string; version: string }): object {
+export function buildOpenApi(
+  tables: readonly TableSpec[],
+  routes: readonly RouteSpec[],
+  info: { title: string; version: string },
+): object {
   const builder = OpenApiBuilder.create({
     openapi: '3.1.0',
     info: {
@@ -53,15 +57,40 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     in: 'header',
     name: 'X-Project-Id',
     description:
-      'The project id (`project.id` of the server\'s config); every operation but JWKS needs it. Data operations also take it as the `project_id` query parameter. ' +
+      "The project id (`project.id` of the server's config); every operation but JWKS needs it. Data operations also take it as the `project_id` query parameter. " +
       'The reference page of a server fills it in.',
   });
   for (const [name, header] of Object.entries(PROBLEM_HEADER_OBJECTS)) builder.addHeader(name, header);
-  builder.addParameter('environment', { name: 'environment', in: 'header', required: false, schema: { type: 'string', default: 'master' } });
-  builder.addParameter('limit', { name: 'limit', in: 'query', description: 'Page size (alias first)', schema: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize, default: LIMITS.defaultPageSize } });
-  builder.addParameter('offset', { name: 'offset', in: 'query', description: 'Rows to skip (alias skip)', schema: { type: 'integer', minimum: 0, default: 0 } });
-  builder.addParameter('after', { name: 'after', in: 'query', description: 'Cursor from meta.pagination.nextCursor', schema: { type: 'string' } });
-  builder.addParameter('sort', { name: 'sort', in: 'query', description: 'a,-b or a.asc,b.desc', schema: { type: 'string' } });
+  builder.addParameter('environment', {
+    name: 'environment',
+    in: 'header',
+    required: false,
+    schema: { type: 'string', default: 'master' },
+  });
+  builder.addParameter('limit', {
+    name: 'limit',
+    in: 'query',
+    description: 'Page size (alias first)',
+    schema: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize, default: LIMITS.defaultPageSize },
+  });
+  builder.addParameter('offset', {
+    name: 'offset',
+    in: 'query',
+    description: 'Rows to skip (alias skip)',
+    schema: { type: 'integer', minimum: 0, default: 0 },
+  });
+  builder.addParameter('after', {
+    name: 'after',
+    in: 'query',
+    description: 'Cursor from meta.pagination.nextCursor',
+    schema: { type: 'string' },
+  });
+  builder.addParameter('sort', {
+    name: 'sort',
+    in: 'query',
+    description: 'a,-b or a.asc,b.desc',
+    schema: { type: 'string' },
+  });
   builder.addParameter('select', {
     name: 'select',
     in: 'query',
@@ -71,8 +100,18 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
     schema: { type: 'string' },
   });
   for (const [name, parameter] of Object.entries(groupParameters())) builder.addParameter(name, parameter);
-  builder.addParameter('PreferCount', { name: 'Prefer', in: 'header', description: 'count=exact adds meta.pagination.totalCount', schema: { type: 'string' } });
-  builder.addParameter('Prefer', { name: 'Prefer', in: 'header', description: 'return=minimal answers 201 with no body', schema: { type: 'string' } });
+  builder.addParameter('PreferCount', {
+    name: 'Prefer',
+    in: 'header',
+    description: 'count=exact adds meta.pagination.totalCount',
+    schema: { type: 'string' },
+  });
+  builder.addParameter('Prefer', {
+    name: 'Prefer',
+    in: 'header',
+    description: 'return=minimal answers 201 with no body',
+    schema: { type: 'string' },
+  });
   builder.addSchema('Problem', {
     type: 'object',
     description: 'Problem Details (RFC 9457)',
@@ -85,7 +124,11 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
       instance: { type: 'string' },
       errors: {
         type: 'array',
-        items: { type: 'object', required: ['field', 'rule', 'message'], properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } } },
+        items: {
+          type: 'object',
+          required: ['field', 'rule', 'message'],
+          properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } },
+        },
       },
       errorsOmitted: { type: 'integer', description: 'How many more entries `errors` left out' },
     },
@@ -108,7 +151,11 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
       },
     },
   });
-  builder.addSchema('TransactionMode', { type: 'string', enum: ['ALL_OR_NOTHING', 'BEST_EFFORT'], default: 'ALL_OR_NOTHING' });
+  builder.addSchema('TransactionMode', {
+    type: 'string',
+    enum: ['ALL_OR_NOTHING', 'BEST_EFFORT'],
+    default: 'ALL_OR_NOTHING',
+  });
   builder.addSchema('BulkResult', {
     type: 'object',
     required: ['success', 'transactionMode', 'totalRequested', 'totalSucceeded', 'totalFailed', 'items', 'errors'],
@@ -119,21 +166,46 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
       totalSucceeded: { type: 'integer' },
       totalFailed: { type: 'integer' },
       items: { type: 'array', items: { type: 'object' } },
-      errors: { type: 'array', items: { type: 'object', required: ['index', 'message'], properties: { index: { type: 'integer' }, message: { type: 'string' } } } },
+      errors: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['index', 'message'],
+          properties: { index: { type: 'integer' }, message: { type: 'string' } },
+        },
+      },
     },
   });
   const bodyFilter: SchemaObject = {
     type: 'array',
-    items: { type: 'object', required: ['field', 'operator'], properties: { field: { type: 'string' }, operator: { type: 'string' }, value: {} } },
+    items: {
+      type: 'object',
+      required: ['field', 'operator'],
+      properties: { field: { type: 'string' }, operator: { type: 'string' }, value: {} },
+    },
   };
-  const bodySort: SchemaObject = { type: 'array', items: { type: 'object', required: ['field'], properties: { field: { type: 'string' }, direction: { type: 'string', enum: ['asc', 'desc', 'ASC', 'DESC'] } } } };
+  const bodySort: SchemaObject = {
+    type: 'array',
+    items: {
+      type: 'object',
+      required: ['field'],
+      properties: { field: { type: 'string' }, direction: { type: 'string', enum: ['asc', 'desc', 'ASC', 'DESC'] } },
+    },
+  };
   builder.addSchema('QueryBody', {
     type: 'object',
     additionalProperties: false,
     properties: {
       filter: bodyFilter,
       sort: bodySort,
-      pagination: { type: 'object', properties: { first: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize }, skip: { type: 'integer', minimum: 0 }, after: { type: 'string' } } },
+      pagination: {
+        type: 'object',
+        properties: {
+          first: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize },
+          skip: { type: 'integer', minimum: 0 },
+          after: { type: 'string' },
+        },
+      },
       select: { type: 'array', items: ref('SelectItem') },
     },
   });
@@ -149,11 +221,15 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
       pagination: {
         type: 'object',
         description: 'To-many embeds only: without first, every matching record',
-        properties: { first: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize }, skip: { type: 'integer', minimum: 0 } },
+        properties: {
+          first: { type: 'integer', minimum: 1, maximum: LIMITS.maxPageSize },
+          skip: { type: 'integer', minimum: 0 },
+        },
       },
     },
   });
-  for (const table of tables) for (const [name, schema] of Object.entries(recordSchemas(table))) builder.addSchema(name, schema);
+  for (const table of tables)
+    for (const [name, schema] of Object.entries(recordSchemas(table))) builder.addSchema(name, schema);
 
   const byTable = new Map(tables.map((t) => [t.name, t]));
   const paths = new Map<string, Record<string, OperationObject>>();
@@ -172,7 +248,8 @@ export function buildOpenApi(tables: readonly TableSpec[], routes: readonly Rout
   apiKeyPaths(builder);
   webhookPaths(builder, tables.map((t) => t.name).sort());
   authPaths(builder);
-  for (const [name, response] of Object.entries(problemComponents(builder.getSpec().paths ?? {}))) builder.addResponse(name, response);
+  for (const [name, response] of Object.entries(problemComponents(builder.getSpec().paths ?? {})))
+    builder.addResponse(name, response);
   const doc = builder.getSpec();
   doc.security = [
     { apiKey: [], projectId: [] },

@@ -50,7 +50,9 @@ export function renderRecordTypes(tables: readonly TableSpec[], header: string):
         kind: StructureKind.Interface,
         name: `${table.name}Record`,
         isExported: true,
-        docs: [`${/^[AEIOU]/.test(table.name) ? 'An' : 'A'} ${table.name} record as the API returns it (fields a role may not read are left out).`],
+        docs: [
+          `${/^[AEIOU]/.test(table.name) ? 'An' : 'A'} ${table.name} record as the API returns it (fields a role may not read are left out).`,
+        ],
         properties: [
           ...table.fields.map((f) => ({ name: f.name, type: tsType(f) })),
           ...table.relations.map((r) => ({

@@ -28,7 +28,12 @@ export function routesFor(tables: readonly TableSpec[]): RouteSpec[] {
   for (const table of tables) {
     for (const shape of ROUTE_SHAPES) {
       if (shape.byId && table.primaryKey.length !== 1) continue;
-      routes.push({ method: shape.method, path: `/${table.name}${shape.suffix}`, table: table.name, operation: shape.operation });
+      routes.push({
+        method: shape.method,
+        path: `/${table.name}${shape.suffix}`,
+        table: table.name,
+        operation: shape.operation,
+      });
     }
   }
   return routes;

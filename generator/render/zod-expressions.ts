@@ -44,7 +44,8 @@ export function zodExpression(field: FieldSpec, mode: 'create' | 'update'): stri
   if (field.list) expr = `z.array(${expr})`;
   if (field.nullable) expr += '.nullable()';
   // A list left out of a create is stored as an empty list (as Prisma's client does).
-  const optional = mode === 'update' || field.nullable || field.list || field.dbDefault || field.clientDefault !== undefined;
+  const optional =
+    mode === 'update' || field.nullable || field.list || field.dbDefault || field.clientDefault !== undefined;
   if (optional) expr += '.optional()';
   return expr;
 }

@@ -12,7 +12,14 @@ import type { Tenant } from '../tenancy/index.ts';
 import { validationError } from './auth-errors.ts';
 import { checkCurrentPassword } from './login.ts';
 import { listSessions, startSession } from './refresh-tokens.ts';
-import { changeEmailBody, changePasswordBody, confirmEmailChangeBody, deleteAccountBody, readAuthBody, resolveAuthTenant } from './requests.ts';
+import {
+  changeEmailBody,
+  changePasswordBody,
+  confirmEmailChangeBody,
+  deleteAccountBody,
+  readAuthBody,
+  resolveAuthTenant,
+} from './requests.ts';
 import { Revocations, TokenRejected, type AccessClaims } from './tokens/index.ts';
 import type { UserAuth } from './user-auth.ts';
 import * as users from './users.ts';
@@ -37,12 +44,13 @@ export async function authenticate(auth: UserAuth, req: ApiRequest): Promise<Cal
   } catch {
     credential = undefined;
   }
-  if (!credential || !credential.bearer) throw new AuthError('AUTH_TOKEN_INVALID');
+  if (!credential?.bearer) throw new AuthError('AUTH_TOKEN_INVALID');
   try {
     const { claims } = await auth.verifier.verify(credential.token, tenant.environment);
     return { tenant, claims };
   } catch (error) {
-    if (error instanceof TokenRejected) throw new AuthError(error.reason === 'expired' ? 'AUTH_TOKEN_EXPIRED' : 'AUTH_TOKEN_INVALID');
+    if (error instanceof TokenRejected)
+      throw new AuthError(error.reason === 'expired' ? 'AUTH_TOKEN_EXPIRED' : 'AUTH_TOKEN_INVALID');
     throw error;
   }
 }
@@ -56,7 +64,8 @@ export function accountHandlers(auth: UserAuth) {
   async function signedIn(req: ApiRequest, budget: 'read' | 'change'): Promise<Caller & { user: users.UserRow }> {
     const caller = await authenticate(auth, req);
     const { tenant, claims } = caller;
-    const perMinute = budget === 'read' ? config.rateLimits.accountPerMinutePerUser : config.rateLimits.accountChangesPerMinutePerUser;
+    const perMinute =
+      budget === 'read' ? config.rateLimits.accountPerMinutePerUser : config.rateLimits.accountChangesPerMinutePerUser;
     await limit(`auth-account-${budget}:${tenant.projectId}:${tenant.environment}:${claims.userId}`, perMinute);
     const user = await users.findUserById(db, claims.userId);
     // Deleting an account ends its sessions, so a live token has a user; a gap here is a race with the delete.
@@ -71,14 +80,27 @@ export function accountHandlers(auth: UserAuth) {
   }
 
   /** Queued, not awaited; the mailer retries and logs its own failures. */
-  function notice(tenant: Tenant, to: string, kind: string, subject: string, text: string, meta: Record<string, string> = {}) {
+  function notice(
+    tenant: Tenant,
+    to: string,
+    kind: string,
+    subject: string,
+    text: string,
+    meta: Record<string, string> = {},
+  ) {
     try {
-      auth.mailer.send({ to, subject, text, meta: { kind, project: tenant.projectId, environment: tenant.environment, ...meta } });
+      auth.mailer.send({
+        to,
+        subject,
+        text,
+        meta: { kind, project: tenant.projectId, environment: tenant.environment, ...meta },
+      });
     } catch (error) {
       auth.log(`the ${kind} mail to ${to} failed: ${(error as Error).message}`);
     }
   }
-  const NOT_YOU = 'If that was not you, reset your password at once (POST /auth/recover-password, then POST /auth/reset-password).';
+  const NOT_YOU =
+    'If that was not you, reset your password at once (POST /auth/recover-password, then POST /auth/reset-password).';
 
   async function me(req: ApiRequest): Promise<Reply> {
     const { user } = await signedIn(req, 'read');
@@ -90,16 +112,25 @@ export function accountHandlers(auth: UserAuth) {
     const body = await readAuthBody(req, passwordSchema);
     await checkCurrentPassword(auth, tenant, user, body.currentPassword);
     if (body.newPassword === body.currentPassword) {
-      throw validationError([{ field: 'newPassword', rule: 'same_password', message: 'newPassword must differ from currentPassword' }]);
+      throw validationError([
+        { field: 'newPassword', rule: 'same_password', message: 'newPassword must differ from currentPassword' },
+      ]);
     }
     const hash = await auth.passwords.hash(body.newPassword);
     const ended = await db.transaction(async (tx) => {
       // Only over the hash that was checked: of two changes racing with one current password, one wins.
-      if (!(await users.setPassword(tx, user.id, user.password_hash, hash))) throw new AuthError('AUTH_INVALID_CREDENTIALS');
+      if (!(await users.setPassword(tx, user.id, user.password_hash, hash)))
+        throw new AuthError('AUTH_INVALID_CREDENTIALS');
       return Revocations.revokeSessions(tx, { userId: user.id, exceptSessionId: claims.sessionId });
     });
     remember(ended);
-    notice(tenant, user.email, 'password-changed', 'Your password was changed', `The password of your account was changed and your other sessions were ended. ${NOT_YOU}`);
+    notice(
+      tenant,
+      user.email,
+      'password-changed',
+      'Your password was changed',
+      `The password of your account was changed and your other sessions were ended. ${NOT_YOU}`,
+    );
     return jsonReply(200, { message: 'password changed; your other sessions have ended' });
   }
 
@@ -108,7 +139,10 @@ export function accountHandlers(auth: UserAuth) {
     const body = await readAuthBody(req, changeEmailBody);
     await checkCurrentPassword(auth, tenant, user, body.currentPassword);
     const newEmail = users.normalizeEmail(body.newEmail);
-    if (newEmail === user.email) throw validationError([{ field: 'newEmail', rule: 'same_email', message: 'newEmail is already the address of this account' }]);
+    if (newEmail === user.email)
+      throw validationError([
+        { field: 'newEmail', rule: 'same_email', message: 'newEmail is already the address of this account' },
+      ]);
     if (await users.emailTaken(db, tenant, newEmail, user.id)) throw new AuthError('AUTH_EMAIL_EXISTS');
     const code = await auth.codes.issue(db, user.id, 'change-email', newEmail);
     notice(
@@ -119,7 +153,9 @@ export function accountHandlers(auth: UserAuth) {
       `Your code to confirm this address for your account is ${code}. It is valid for ${Math.round(config.auth.codeTtl / 60)} minutes. If you did not ask for it, ignore this mail.`,
       { code },
     );
-    return jsonReply(200, { message: `check ${newEmail} for the 6-digit code and confirm it with POST /auth/confirm-email-change` });
+    return jsonReply(200, {
+      message: `check ${newEmail} for the 6-digit code and confirm it with POST /auth/confirm-email-change`,
+    });
   }
 
   async function confirmEmailChange(req: ApiRequest): Promise<Reply> {
@@ -182,12 +218,16 @@ export function accountHandlers(auth: UserAuth) {
       : [];
     if (ended.length === 0) throw new AuthError('AUTH_SESSION_NOT_FOUND');
     remember(ended, current ? claims.tokenId : undefined);
-    return jsonReply(200, { message: current ? 'session ended; this was the current session: you are logged out' : 'session ended' });
+    return jsonReply(200, {
+      message: current ? 'session ended; this was the current session: you are logged out' : 'session ended',
+    });
   }
 
   async function endOtherSessions(req: ApiRequest): Promise<Reply> {
     const { claims, user } = await signedIn(req, 'read');
-    const ended = await db.transaction((tx) => Revocations.revokeSessions(tx, { userId: user.id, exceptSessionId: claims.sessionId }));
+    const ended = await db.transaction((tx) =>
+      Revocations.revokeSessions(tx, { userId: user.id, exceptSessionId: claims.sessionId }),
+    );
     remember(ended);
     return jsonReply(200, { message: 'every other session ended', ended: ended.length });
   }
@@ -204,7 +244,13 @@ export function accountHandlers(auth: UserAuth) {
       return revoked;
     });
     remember(ended, claims.tokenId);
-    notice(tenant, user.email, 'account-deleted', 'Your account was deleted', 'Your account was deleted and all its sessions were ended.');
+    notice(
+      tenant,
+      user.email,
+      'account-deleted',
+      'Your account was deleted',
+      'Your account was deleted and all its sessions were ended.',
+    );
     return jsonReply(200, { message: 'account deleted' });
   }
 

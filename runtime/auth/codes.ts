@@ -50,7 +50,12 @@ export class Codes {
   }
 
   /** As consume; the right code answers its payload (null when it has none), any other undefined. */
-  async take(db: Database, userId: string, purpose: CodePurpose, code: string): Promise<{ payload: string | null } | undefined> {
+  async take(
+    db: Database,
+    userId: string,
+    purpose: CodePurpose,
+    code: string,
+  ): Promise<{ payload: string | null } | undefined> {
     return db.transaction(async (tx) => {
       // The account's wrong codes in the current window (0 once it has passed). The upsert keeps the
       // row locked to the end of the transaction: guesses racing on other processes count one by one.
@@ -91,6 +96,8 @@ export class Codes {
 
   /** Drops windows that have passed: the next wrong code starts a new window, as without a row. */
   async prune(db: Queryable): Promise<void> {
-    await db.query('DELETE FROM svcgen.auth_code_failures WHERE window_start <= now() - make_interval(secs => $1)', [this.ttlSeconds]);
+    await db.query('DELETE FROM svcgen.auth_code_failures WHERE window_start <= now() - make_interval(secs => $1)', [
+      this.ttlSeconds,
+    ]);
   }
 }

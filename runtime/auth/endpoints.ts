@@ -8,7 +8,16 @@ import { accountHandlers, authenticate } from './account.ts';
 import { asAuthError } from './auth-errors.ts';
 import { checkLogin } from './login.ts';
 import { endSession, rotateRefreshToken, startSession } from './refresh-tokens.ts';
-import { confirmBody, loginBody, readAuthBody, recoverBody, refreshBody, resetBody, resolveAuthTenant, signupBody } from './requests.ts';
+import {
+  confirmBody,
+  loginBody,
+  readAuthBody,
+  recoverBody,
+  refreshBody,
+  resetBody,
+  resolveAuthTenant,
+  signupBody,
+} from './requests.ts';
 import { jwks, Revocations } from './tokens/index.ts';
 import type { UserAuth } from './user-auth.ts';
 import * as users from './users.ts';
@@ -65,10 +74,13 @@ export function authHandlers(auth: UserAuth) {
       verified,
     });
     if (!created) throw new AuthError('AUTH_EMAIL_EXISTS');
-    if (!verified) sendCode(tenant, created, 'confirm-signup', await auth.codes.issue(db, created.id, 'confirm-signup'));
+    if (!verified)
+      sendCode(tenant, created, 'confirm-signup', await auth.codes.issue(db, created.id, 'confirm-signup'));
     return jsonReply(201, {
       userId: created.id,
-      message: verified ? 'account created; you can log in now' : `account created; ${CHECK_INBOX} and confirm it with POST /auth/confirm-signup`,
+      message: verified
+        ? 'account created; you can log in now'
+        : `account created; ${CHECK_INBOX} and confirm it with POST /auth/confirm-signup`,
     });
   }
 
@@ -96,7 +108,10 @@ export function authHandlers(auth: UserAuth) {
     const tenant = resolveAuthTenant(req, config);
     const body = await readAuthBody(req, recoverBody);
     const email = users.normalizeEmail(body.email);
-    await limit(`auth-recovery:${tenant.projectId}:${tenant.environment}:${email}`, config.rateLimits.recoveryPerMinutePerEmail);
+    await limit(
+      `auth-recovery:${tenant.projectId}:${tenant.environment}:${email}`,
+      config.rateLimits.recoveryPerMinutePerEmail,
+    );
     // The answer does not wait for the lookup: known and unknown e-mails take the same time.
     void (async () => {
       const user = await users.findUser(db, tenant, email);
@@ -110,7 +125,8 @@ export function authHandlers(auth: UserAuth) {
     await limitCodes(req, tenant);
     const body = await readAuthBody(req, resetSchema);
     const user = await users.findUser(db, tenant, body.email);
-    if (!user || !(await auth.codes.consume(db, user.id, 'reset-password', body.code))) throw new AuthError('AUTH_INVALID_CODE');
+    if (!user || !(await auth.codes.consume(db, user.id, 'reset-password', body.code)))
+      throw new AuthError('AUTH_INVALID_CODE');
     const hash = await auth.passwords.hash(body.newPassword);
     // A new password ends every session the old one opened.
     const ended = await db.transaction(async (tx) => {
@@ -131,7 +147,10 @@ export function authHandlers(auth: UserAuth) {
     }
     const user = await users.findUserById(db, rotation.userId);
     if (!user) throw new AuthError('AUTH_TOKEN_INVALID');
-    return jsonReply(200, { accessToken: await auth.issueAccessToken(tenant, user, rotation.sessionId), refreshToken: rotation.refreshToken });
+    return jsonReply(200, {
+      accessToken: await auth.issueAccessToken(tenant, user, rotation.sessionId),
+      refreshToken: rotation.refreshToken,
+    });
   }
 
   async function logout(req: ApiRequest): Promise<Reply> {
@@ -146,10 +165,9 @@ export function authHandlers(auth: UserAuth) {
     return jsonReply(200, jwks(auth.environmentKeys(tenant.environment)), { 'cache-control': 'public, max-age=300' });
   }
 
-  const account = Object.fromEntries(Object.entries(accountHandlers(auth)).map(([name, handler]) => [name, authRoute(handler)])) as Record<
-    keyof ReturnType<typeof accountHandlers>,
-    Handler
-  >;
+  const account = Object.fromEntries(
+    Object.entries(accountHandlers(auth)).map(([name, handler]) => [name, authRoute(handler)]),
+  ) as Record<keyof ReturnType<typeof accountHandlers>, Handler>;
 
   return {
     signup: authRoute(signup),

@@ -41,9 +41,16 @@ export class Lockout {
 
   /** Counts a failed login of an account; `lockedNow` when this failure locked it (its owner gets a mail). */
   async accountFailed(db: Queryable, userId: string): Promise<FailedLogin> {
-    const rows = await db.query<{ locked_until: Date | null }>(ACCOUNT_FAILED, [userId, this.maxFailures, this.lockSeconds]);
+    const rows = await db.query<{ locked_until: Date | null }>(ACCOUNT_FAILED, [
+      userId,
+      this.maxFailures,
+      this.lockSeconds,
+    ]);
     if (rows.length > 0) return { lockedUntil: rows[0]!.locked_until, lockedNow: rows[0]!.locked_until !== null };
-    const live = await db.query<{ locked_until: Date | null }>('SELECT locked_until FROM svcgen.users WHERE id = $1 AND locked_until > now()', [userId]);
+    const live = await db.query<{ locked_until: Date | null }>(
+      'SELECT locked_until FROM svcgen.users WHERE id = $1 AND locked_until > now()',
+      [userId],
+    );
     return { lockedUntil: live[0]?.locked_until ?? null, lockedNow: false };
   }
 

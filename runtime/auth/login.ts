@@ -13,7 +13,12 @@ import * as users from './users.ts';
 const locked = (lockedUntil: Date) => new AuthError('AUTH_ACCOUNT_LOCKED', { lockedUntil: lockedUntil.toISOString() });
 
 /** The account the credentials log in to; otherwise throws the answer (401, 423 or 403). */
-export async function checkLogin(auth: UserAuth, tenant: Tenant, email: string, password: string): Promise<users.UserRow> {
+export async function checkLogin(
+  auth: UserAuth,
+  tenant: Tenant,
+  email: string,
+  password: string,
+): Promise<users.UserRow> {
   const { db, lockout, passwords } = auth;
   const user = await users.findUser(db, tenant, email);
   if (!user) {
@@ -44,7 +49,12 @@ async function passwordOrThrow(auth: UserAuth, tenant: Tenant, user: users.UserR
  * locked account answers 423 even to the right one, and the right one clears the count. So a
  * stolen access token gives no more guesses at the password than the login form does.
  */
-export async function checkCurrentPassword(auth: UserAuth, tenant: Tenant, user: users.UserRow, password: string): Promise<void> {
+export async function checkCurrentPassword(
+  auth: UserAuth,
+  tenant: Tenant,
+  user: users.UserRow,
+  password: string,
+): Promise<void> {
   await passwordOrThrow(auth, tenant, user, password);
   await users.clearFailedLogins(auth.db, user.id);
 }

@@ -33,11 +33,10 @@ export async function startSession(
   ttlSeconds: number,
 ): Promise<{ sessionId: string; refreshToken: string } | undefined> {
   return db.transaction(async (tx) => {
-    const still = await tx.query('SELECT 1 FROM svcgen.users WHERE id = $1 AND password_hash = $2 AND email = $3 FOR SHARE', [
-      user.id,
-      user.password_hash,
-      user.email,
-    ]);
+    const still = await tx.query(
+      'SELECT 1 FROM svcgen.users WHERE id = $1 AND password_hash = $2 AND email = $3 FOR SHARE',
+      [user.id, user.password_hash, user.email],
+    );
     if (still.length === 0) return undefined;
     const sessionId = randomUUID();
     await tx.query('INSERT INTO svcgen.sessions (id, user_id) VALUES ($1, $2)', [sessionId, user.id]);
@@ -67,7 +66,13 @@ export async function rotateRefreshToken(
       [hash, scope.projectId, scope.environment],
     );
     const row = spent[0];
-    if (row) return { ok: true, userId: row.user_id, sessionId: row.session_id, refreshToken: await addRefreshToken(tx, row.session_id, ttlSeconds) };
+    if (row)
+      return {
+        ok: true,
+        userId: row.user_id,
+        sessionId: row.session_id,
+        refreshToken: await addRefreshToken(tx, row.session_id, ttlSeconds),
+      };
     const reused = await tx.query<{ session_id: string }>(
       `SELECT r.session_id FROM svcgen.refresh_tokens r JOIN svcgen.sessions s ON s.id = r.session_id JOIN svcgen.users u ON u.id = s.user_id
        WHERE r.token_hash = $1 AND r.used_at IS NOT NULL AND u.project_id = $2 AND u.environment = $3`,
@@ -80,7 +85,12 @@ export async function rotateRefreshToken(
 }
 
 /** Logout: the session ends (its refresh token stops) and the access token is denied until it expires. */
-export async function endSession(db: Database, sessionId: string, tokenId: string, expiresAtSeconds: number): Promise<void> {
+export async function endSession(
+  db: Database,
+  sessionId: string,
+  tokenId: string,
+  expiresAtSeconds: number,
+): Promise<void> {
   await db.transaction(async (tx) => {
     await Revocations.revokeSessions(tx, { sessionId });
     await Revocations.denyToken(tx, tokenId, expiresAtSeconds);

@@ -14,16 +14,26 @@ import { passwordViolations } from './password-rule.ts';
 export function resolveAuthTenant(req: ApiRequest, config: Config): Tenant {
   const projectId = header(req, 'x-project-id') || req.query.get('project_id') || undefined;
   if (projectId === undefined) {
-    throw validationError([{ field: 'X-Project-Id', rule: 'required', message: 'send the project id in the X-Project-Id header (or the project_id query parameter)' }]);
+    throw validationError([
+      {
+        field: 'X-Project-Id',
+        rule: 'required',
+        message: 'send the project id in the X-Project-Id header (or the project_id query parameter)',
+      },
+    ]);
   }
-  const environment = header(req, 'environment') || header(req, 'x-environment') || req.query.get('environment') || DEFAULT_ENVIRONMENT;
-  if (projectId !== config.project.id || !authEnabledIn(config, environment)) throw new AuthError('AUTH_NOT_CONFIGURED');
+  const environment =
+    header(req, 'environment') || header(req, 'x-environment') || req.query.get('environment') || DEFAULT_ENVIRONMENT;
+  if (projectId !== config.project.id || !authEnabledIn(config, environment))
+    throw new AuthError('AUTH_NOT_CONFIGURED');
   return { projectId, environment };
 }
 
 export function authEnabledIn(config: Config, environment: string): boolean {
   return (
-    config.auth.enabled && config.environments.includes(environment) && (config.auth.environments ?? config.environments).includes(environment)
+    config.auth.enabled &&
+    config.environments.includes(environment) &&
+    (config.auth.environments ?? config.environments).includes(environment)
   );
 }
 
@@ -31,8 +41,13 @@ function zodViolations(error: z.ZodError): Violation[] {
   return error.issues.map((issue) => {
     const field = issue.path.join('.') || 'body';
     // Our own rules (password, roleId) carry their rule name and a whole message.
-    if (issue.code === 'custom' && typeof issue.params?.rule === 'string') return { field, rule: issue.params.rule, message: issue.message };
-    return { field, rule: issue.code === 'invalid_type' && issue.input === undefined ? 'required' : issue.code, message: `${field}: ${issue.message}` };
+    if (issue.code === 'custom' && typeof issue.params?.rule === 'string')
+      return { field, rule: issue.params.rule, message: issue.message };
+    return {
+      field,
+      rule: issue.code === 'invalid_type' && issue.input === undefined ? 'required' : issue.code,
+      message: `${field}: ${issue.message}`,
+    };
   });
 }
 
@@ -54,13 +69,16 @@ export async function readAuthBody<S extends z.ZodType>(req: ApiRequest, schema:
   }
   const contentType = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (contentType !== 'application/json') {
-    throw validationError([{ field: 'Content-Type', rule: 'media_type', message: 'send the body as application/json' }]);
+    throw validationError([
+      { field: 'Content-Type', rule: 'media_type', message: 'send the body as application/json' },
+    ]);
   }
   let raw: unknown;
   try {
     raw = parseJsonBody(body ?? Buffer.alloc(0));
   } catch (error) {
-    if (error instanceof JsonBodyError) throw validationError([{ field: error.field, rule: error.rule, message: error.message }]);
+    if (error instanceof JsonBodyError)
+      throw validationError([{ field: error.field, rule: error.rule, message: error.message }]);
     throw error;
   }
   const parsed = schema.safeParse(raw);
@@ -73,7 +91,9 @@ const email = z.string().trim().pipe(z.email().max(254));
 
 /** The signup body: the password rule and the roles open to signup come from the config. */
 export function signupBody(config: Config) {
-  const open = Object.entries(config.roles).filter(([, role]) => role.signup).map(([name]) => name);
+  const open = Object.entries(config.roles)
+    .filter(([, role]) => role.signup)
+    .map(([name]) => name);
   return z.object({
     email,
     password: ruled((value) => passwordViolations(value, 'password', config.auth.password.minLength)),
@@ -82,7 +102,15 @@ export function signupBody(config: Config) {
     roleId: ruled((value) =>
       open.includes(value)
         ? []
-        : [{ field: 'roleId', rule: 'signup_role', message: open.length ? `roleId must be one of the roles open to signup: ${open.join(', ')}` : 'no role is open to signup; leave roleId out' }],
+        : [
+            {
+              field: 'roleId',
+              rule: 'signup_role',
+              message: open.length
+                ? `roleId must be one of the roles open to signup: ${open.join(', ')}`
+                : 'no role is open to signup; leave roleId out',
+            },
+          ],
     ).optional(),
   });
 }

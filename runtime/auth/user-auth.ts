@@ -76,12 +76,24 @@ export class UserAuth implements CredentialResolver {
     const keys = new Map<string, EnvironmentKeys>();
     for (const environment of config.environments) {
       if (!authEnabledIn(config, environment)) continue;
-      keys.set(environment, await loadEnvironmentKeys(options.db, options.box, config.project.id, environment, config.auth.jwe));
+      keys.set(
+        environment,
+        await loadEnvironmentKeys(options.db, options.box, config.project.id, environment, config.auth.jwe),
+      );
     }
     const { codeTtl, codeMaxAttempts, codeMaxFailuresPerAccount, lockout: locks } = config.auth;
-    const codes = new Codes(await serverSecret(options.db, 'auth-codes'), codeTtl, codeMaxAttempts, codeMaxFailuresPerAccount);
+    const codes = new Codes(
+      await serverSecret(options.db, 'auth-codes'),
+      codeTtl,
+      codeMaxAttempts,
+      codeMaxFailuresPerAccount,
+    );
     // Its own secret: the keyed hashes of e-mails without an account (never the addresses).
-    const lockout = new Lockout(await serverSecret(options.db, 'auth-login-failures'), locks.maxFailedAttempts, locks.duration);
+    const lockout = new Lockout(
+      await serverSecret(options.db, 'auth-login-failures'),
+      locks.maxFailedAttempts,
+      locks.duration,
+    );
     return new UserAuth(options, keys, codes, lockout);
   }
 
@@ -112,9 +124,19 @@ export class UserAuth implements CredentialResolver {
     return keys;
   }
 
-  async issueAccessToken(tenant: Tenant, user: { id: string; email: string; roles: readonly string[] }, sessionId: string): Promise<string> {
+  async issueAccessToken(
+    tenant: Tenant,
+    user: { id: string; email: string; roles: readonly string[] },
+    sessionId: string,
+  ): Promise<string> {
     const keys = this.environmentKeys(tenant.environment);
-    const { token } = await issueAccessToken(keys, audience(tenant.projectId, tenant.environment), this.config.auth.accessTokenTtl, user, sessionId);
+    const { token } = await issueAccessToken(
+      keys,
+      audience(tenant.projectId, tenant.environment),
+      this.config.auth.accessTokenTtl,
+      user,
+      sessionId,
+    );
     return token;
   }
 

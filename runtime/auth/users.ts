@@ -14,7 +14,13 @@ export interface UserRow {
 }
 
 /** The `user` of login and confirm-signup answers (docs/api.md §3). */
-export function publicUser(row: UserRow): { id: string; email: string; firstName: string; lastName: string; roles: string[] } {
+export function publicUser(row: UserRow): {
+  id: string;
+  email: string;
+  firstName: string;
+  lastName: string;
+  roles: string[];
+} {
   return { id: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name, roles: row.roles };
 }
 
@@ -31,11 +37,10 @@ export interface Scope {
 }
 
 export async function findUser(db: Queryable, scope: Scope, email: string): Promise<UserRow | undefined> {
-  const rows = await db.query<UserRow>(`SELECT ${COLUMNS} FROM svcgen.users WHERE project_id = $1 AND environment = $2 AND email = $3`, [
-    scope.projectId,
-    scope.environment,
-    normalizeEmail(email),
-  ]);
+  const rows = await db.query<UserRow>(
+    `SELECT ${COLUMNS} FROM svcgen.users WHERE project_id = $1 AND environment = $2 AND email = $3`,
+    [scope.projectId, scope.environment, normalizeEmail(email)],
+  );
   return rows[0];
 }
 
@@ -47,24 +52,47 @@ export async function findUserById(db: Queryable, id: string): Promise<UserRow |
 export async function insertUser(
   db: Queryable,
   scope: Scope,
-  user: { email: string; passwordHash: string; firstName: string; lastName: string; roles: string[]; verified: boolean },
+  user: {
+    email: string;
+    passwordHash: string;
+    firstName: string;
+    lastName: string;
+    roles: string[];
+    verified: boolean;
+  },
 ): Promise<UserRow | undefined> {
   const rows = await db.query<UserRow>(
     `INSERT INTO svcgen.users (id, project_id, environment, email, password_hash, first_name, last_name, roles, verified_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $9::boolean THEN now() END)
      ON CONFLICT (project_id, environment, email) DO NOTHING
      RETURNING ${COLUMNS}`,
-    [randomUUID(), scope.projectId, scope.environment, normalizeEmail(user.email), user.passwordHash, user.firstName, user.lastName, user.roles, user.verified],
+    [
+      randomUUID(),
+      scope.projectId,
+      scope.environment,
+      normalizeEmail(user.email),
+      user.passwordHash,
+      user.firstName,
+      user.lastName,
+      user.roles,
+      user.verified,
+    ],
   );
   return rows[0];
 }
 
 export async function clearFailedLogins(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE svcgen.users SET failed_logins = 0, locked_until = NULL WHERE id = $1 AND (failed_logins > 0 OR locked_until IS NOT NULL)`, [id]);
+  await db.query(
+    `UPDATE svcgen.users SET failed_logins = 0, locked_until = NULL WHERE id = $1 AND (failed_logins > 0 OR locked_until IS NOT NULL)`,
+    [id],
+  );
 }
 
 export async function markVerified(db: Queryable, id: string): Promise<void> {
-  await db.query('UPDATE svcgen.users SET verified_at = coalesce(verified_at, now()), updated_at = now() WHERE id = $1', [id]);
+  await db.query(
+    'UPDATE svcgen.users SET verified_at = coalesce(verified_at, now()), updated_at = now() WHERE id = $1',
+    [id],
+  );
 }
 
 /** A reset replaces the password and clears the lockout; the code proved the mailbox, so it verifies too. */
@@ -77,12 +105,16 @@ export async function resetPassword(db: Queryable, id: string, passwordHash: str
 }
 
 /** A password change by the signed-in user, over the hash their current password was checked against. */
-export async function setPassword(db: Queryable, id: string, checkedHash: string, passwordHash: string): Promise<boolean> {
-  const rows = await db.query('UPDATE svcgen.users SET password_hash = $3, updated_at = now() WHERE id = $1 AND password_hash = $2 RETURNING id', [
-    id,
-    checkedHash,
-    passwordHash,
-  ]);
+export async function setPassword(
+  db: Queryable,
+  id: string,
+  checkedHash: string,
+  passwordHash: string,
+): Promise<boolean> {
+  const rows = await db.query(
+    'UPDATE svcgen.users SET password_hash = $3, updated_at = now() WHERE id = $1 AND password_hash = $2 RETURNING id',
+    [id, checkedHash, passwordHash],
+  );
   return rows.length > 0;
 }
 
@@ -108,12 +140,10 @@ export async function setEmail(db: Queryable, id: string, email: string): Promis
 
 /** Whether another account of the scope has the address. */
 export async function emailTaken(db: Queryable, scope: Scope, email: string, exceptId: string): Promise<boolean> {
-  const rows = await db.query(`SELECT 1 FROM svcgen.users WHERE project_id = $1 AND environment = $2 AND email = $3 AND id <> $4`, [
-    scope.projectId,
-    scope.environment,
-    normalizeEmail(email),
-    exceptId,
-  ]);
+  const rows = await db.query(
+    `SELECT 1 FROM svcgen.users WHERE project_id = $1 AND environment = $2 AND email = $3 AND id <> $4`,
+    [scope.projectId, scope.environment, normalizeEmail(email), exceptId],
+  );
   return rows.length > 0;
 }
 

@@ -21,7 +21,12 @@ export class ConfigError extends Error {
 function jsonPath(segments: readonly PropertyKey[]): string {
   let out = '$';
   for (const s of segments) {
-    out += typeof s === 'number' ? `[${s}]` : /^[A-Za-z_$][\w$]*$/.test(String(s)) ? `.${String(s)}` : `[${JSON.stringify(String(s))}]`;
+    out +=
+      typeof s === 'number'
+        ? `[${s}]`
+        : /^[A-Za-z_$][\w$]*$/.test(String(s))
+          ? `.${String(s)}`
+          : `[${JSON.stringify(String(s))}]`;
   }
   return out;
 }
@@ -36,7 +41,9 @@ const ACTIONS = ['read', 'create', 'update', 'delete'];
  * not have. Checked on the raw JSON, so it runs even when other parts are invalid.
  */
 function unknownTables(raw: unknown, model: ModelNames): string[] {
-  const fieldsOf: Readonly<Record<string, readonly string[]>> | undefined = Array.isArray(model) ? undefined : (model as Record<string, readonly string[]>);
+  const fieldsOf: Readonly<Record<string, readonly string[]>> | undefined = Array.isArray(model)
+    ? undefined
+    : (model as Record<string, readonly string[]>);
   const known = new Set(Array.isArray(model) ? model : Object.keys(model));
   const problems: string[] = [];
   const roles = (raw as { roles?: unknown })?.roles;
@@ -57,7 +64,9 @@ function unknownTables(raw: unknown, model: ModelNames): string[] {
         if (!Array.isArray(named)) continue;
         named.forEach((field, i) => {
           if (typeof field === 'string' && !fields.includes(field)) {
-            problems.push(`${jsonPath(['roles', roleName, 'tables', table, action, 'fields', i])}: ${table} has no field "${field}" (fields: ${fields.join(', ')})`);
+            problems.push(
+              `${jsonPath(['roles', roleName, 'tables', table, action, 'fields', i])}: ${table} has no field "${field}" (fields: ${fields.join(', ')})`,
+            );
           }
         });
       }
@@ -82,7 +91,10 @@ function protoKeys(raw: unknown): string[] {
       continue;
     }
     for (const [key, child] of Object.entries(value)) {
-      if (key === '__proto__') problems.push(`${jsonPath([...path, key])}: "__proto__" cannot be used as a name (it is a property every JavaScript object has)`);
+      if (key === '__proto__')
+        problems.push(
+          `${jsonPath([...path, key])}: "__proto__" cannot be used as a name (it is a property every JavaScript object has)`,
+        );
       else pending.push({ value: child, path: [...path, key] });
     }
   }
@@ -97,11 +109,16 @@ export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Co
     for (const issue of parsed.error.issues) {
       if (issue.code === 'unrecognized_keys') {
         const keys = issue.keys.filter((k) => k !== '__proto__'); // reported by protoKeys
-        if (keys.length) problems.push(`${jsonPath(issue.path)}: unknown key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`);
+        if (keys.length)
+          problems.push(
+            `${jsonPath(issue.path)}: unknown key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`,
+          );
       } else if (issue.code === 'invalid_key') {
         // A record key (a role name) that breaks the key rule: say which rule, not "Invalid key in record".
         const name = String(issue.path[issue.path.length - 1]);
-        problems.push(`${jsonPath(issue.path)}: the name "${name}" is not allowed: ${issue.issues.map((i) => i.message).join('; ')}`);
+        problems.push(
+          `${jsonPath(issue.path)}: the name "${name}" is not allowed: ${issue.issues.map((i) => i.message).join('; ')}`,
+        );
       } else {
         problems.push(`${jsonPath(issue.path)}: ${issue.message}`);
       }
@@ -112,11 +129,13 @@ export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Co
     const config = parsed.data;
     const envs = new Set(config.environments);
     for (const [i, env] of (config.auth.environments ?? []).entries()) {
-      if (!envs.has(env)) problems.push(`$.auth.environments[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
+      if (!envs.has(env))
+        problems.push(`$.auth.environments[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
     }
     if (Array.isArray(config.graphql.introspection)) {
       for (const [i, env] of config.graphql.introspection.entries()) {
-        if (!envs.has(env)) problems.push(`$.graphql.introspection[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
+        if (!envs.has(env))
+          problems.push(`$.graphql.introspection[${i}]: "${env}" is not one of environments (${[...envs].join(', ')})`);
       }
     }
     // Own roles only: `toString` or `__proto__` are "in" every object.
@@ -134,14 +153,18 @@ export async function loadConfig(projectDir: string, tables?: ModelNames): Promi
   try {
     text = await readFile(file, 'utf8');
   } catch {
-    throw new ConfigError(file, [`$: file not found (create ${CONFIG_FILE} with at least {"project": {"id": "<id>"}})`]);
+    throw new ConfigError(file, [
+      `$: file not found (create ${CONFIG_FILE} with at least {"project": {"id": "<id>"}})`,
+    ]);
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (error) {
     const { line, column } = jsonErrorLocation(text);
-    throw new ConfigError(file, [`line ${line}, column ${column}: not valid JSON (${(error as Error).message.split('\n')[0]})`]);
+    throw new ConfigError(file, [
+      `line ${line}, column ${column}: not valid JSON (${(error as Error).message.split('\n')[0]})`,
+    ]);
   }
   return parseConfig(raw, file, tables);
 }
@@ -168,4 +191,3 @@ export function jsonErrorLocation(text: string): { line: number; column: number 
   }
   return at(text.length);
 }
-

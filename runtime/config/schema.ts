@@ -4,13 +4,7 @@ import { z } from 'zod';
 const seconds = z.number().int().positive();
 const perMinute = z.number().int().positive();
 
-const filterValue = z.union([
-  z.string(),
-  z.number(),
-  z.boolean(),
-  z.null(),
-  z.record(z.string(), z.unknown()),
-]);
+const filterValue = z.union([z.string(), z.number(), z.boolean(), z.null(), z.record(z.string(), z.unknown())]);
 
 const actionRule = z.union([
   z.boolean(),
@@ -137,7 +131,10 @@ export const configSchema = z
         credentials: z.boolean().default(false),
       })
       .strict()
-      .refine((cors) => !(cors.credentials && cors.origins.includes('*')), 'origins "*" cannot be combined with credentials: list the origins')
+      .refine(
+        (cors) => !(cors.credentials && cors.origins.includes('*')),
+        'origins "*" cannot be combined with credentials: list the origins',
+      )
       .prefault({}),
     /** Whether X-Forwarded-For gives the client address (for per-IP rate limits): true, or the proxies' addresses/subnets. */
     trustProxy: z.union([z.boolean(), z.array(z.string().min(1))]).default(false),
@@ -186,7 +183,8 @@ export const configSchema = z
       })
       .strict()
       .refine((db) => db.expensiveReadConcurrency === undefined || db.expensiveReadConcurrency <= db.poolSize, {
-        message: 'expensiveReadConcurrency cannot be more than poolSize (each running expensive read holds a connection)',
+        message:
+          'expensiveReadConcurrency cannot be more than poolSize (each running expensive read holds a connection)',
         path: ['expensiveReadConcurrency'],
       })
       .prefault({}),
@@ -207,7 +205,18 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    roles: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'letters, digits, _ and -').refine((name) => !Object.hasOwn(Object.prototype, name), 'a name every JavaScript object already has (constructor, toString, valueOf, ...); choose another'), role).default({}),
+    roles: z
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'letters, digits, _ and -')
+          .refine(
+            (name) => !Object.hasOwn(Object.prototype, name),
+            'a name every JavaScript object already has (constructor, toString, valueOf, ...); choose another',
+          ),
+        role,
+      )
+      .default({}),
   })
   .strict();
 
@@ -216,7 +225,10 @@ export type Config = z.output<typeof configSchema>;
 /** The data requests one caller may make a minute (rateLimits.dataPerMinutePerCaller, or a fifth of the project's). */
 export function callerDataLimit(config: Config): number {
   const { dataPerMinutePerCaller, dataPerMinutePerProject } = config.rateLimits;
-  return Math.min(dataPerMinutePerProject, dataPerMinutePerCaller ?? Math.max(1, Math.ceil(dataPerMinutePerProject / 5)));
+  return Math.min(
+    dataPerMinutePerProject,
+    dataPerMinutePerCaller ?? Math.max(1, Math.ceil(dataPerMinutePerProject / 5)),
+  );
 }
 export type RoleConfig = Config['roles'][string];
 export type ActionRule = z.output<typeof actionRule>;

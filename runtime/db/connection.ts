@@ -48,7 +48,9 @@ export function connectionConfig(url: string): pg.ClientConfig {
     try {
       return readFileSync(file, 'utf8');
     } catch (error) {
-      throw new ConnectionStringError(`the database URL's ${name} ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+      throw new ConnectionStringError(
+        `the database URL's ${name} ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      );
     }
   };
   const ssl: ConnectionOptions = {};

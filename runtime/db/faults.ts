@@ -39,7 +39,15 @@ const NETWORK_CODES = new Set([
  * other resource shortages (53xxx), and the whole connection-exception class (08xxx).
  */
 function unavailableSqlState(code: string): boolean {
-  return code.startsWith('08') || code.startsWith('53') || code === '57P01' || code === '57P02' || code === '57P03' || code === '57P04' || code === '57P05';
+  return (
+    code.startsWith('08') ||
+    code.startsWith('53') ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    code === '57P04' ||
+    code === '57P05'
+  );
 }
 
 // pg and pg-pool raise these as plain Errors, without a code.
@@ -57,10 +65,11 @@ export function databaseFault(error: unknown): DatabaseFault | undefined {
     const fault = directFault(e as { code?: unknown; message?: unknown; errors?: unknown });
     if (fault) return fault;
     const nested = (e as { errors?: unknown[] }).errors;
-    if (Array.isArray(nested)) for (const inner of nested) {
-      const f = databaseFault(inner);
-      if (f) return f;
-    }
+    if (Array.isArray(nested))
+      for (const inner of nested) {
+        const f = databaseFault(inner);
+        if (f) return f;
+      }
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;
@@ -72,16 +81,23 @@ function directFault(e: { code?: unknown; message?: unknown }): DatabaseFault | 
   if (code === '57014') {
     // 57014 is also a cancel by pg_cancel_backend(); only statement_timeout's names the timeout.
     return /statement timeout/.test(message)
-      ? { kind: 'statement-timeout', detail: 'the database statement took longer than the statement timeout and was cancelled' }
+      ? {
+          kind: 'statement-timeout',
+          detail: 'the database statement took longer than the statement timeout and was cancelled',
+        }
       : { kind: 'unavailable', detail: 'the database cancelled the statement' };
   }
   if (/^[0-9A-Z]{5}$/.test(code) && unavailableSqlState(code)) {
-    return { kind: 'unavailable', detail: 'the database is not accepting connections (restarting, shutting down or overloaded)' };
+    return {
+      kind: 'unavailable',
+      detail: 'the database is not accepting connections (restarting, shutting down or overloaded)',
+    };
   }
   if (NETWORK_CODES.has(code)) return { kind: 'unavailable', detail: 'the database cannot be reached' };
   if (message === POOL_WAIT_MESSAGE) {
     return { kind: 'pool-timeout', detail: 'every database connection stayed busy past the pool wait timeout' };
   }
-  if (UNAVAILABLE_MESSAGES.some((m) => message.startsWith(m))) return { kind: 'unavailable', detail: 'the connection to the database was lost' };
+  if (UNAVAILABLE_MESSAGES.some((m) => message.startsWith(m)))
+    return { kind: 'unavailable', detail: 'the connection to the database was lost' };
   return undefined;
 }

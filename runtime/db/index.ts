@@ -1,4 +1,15 @@
-export { openDatabase, transactionDatabase, requireUtcSessions, ident, environmentSchema, SYSTEM_SCHEMA, type Database, type DatabaseOptions, type Queryable, type Row } from './pool.ts';
+export {
+  openDatabase,
+  transactionDatabase,
+  requireUtcSessions,
+  ident,
+  environmentSchema,
+  SYSTEM_SCHEMA,
+  type Database,
+  type DatabaseOptions,
+  type Queryable,
+  type Row,
+} from './pool.ts';
 export { ensureSystemSchema } from './system-schema.ts';
 export { connectionConfig, ConnectionStringError } from './connection.ts';
 export {

@@ -105,12 +105,18 @@ export async function refuseFailedMigrations(db: Queryable, environments: readon
  * The migrations of the folder not (successfully) applied yet, per environment; reads only.
  * A failed, unresolved migration throws (MigrationError with the way out): deploying would not help.
  */
-export async function pendingMigrations(db: Database, migrationsDir: string, environments: readonly string[]): Promise<AppliedMigration[]> {
+export async function pendingMigrations(
+  db: Database,
+  migrationsDir: string,
+  environments: readonly string[],
+): Promise<AppliedMigration[]> {
   const migrations = await readMigrations(migrationsDir);
   await refuseFailedMigrations(db, environments);
   const pending: AppliedMigration[] = [];
   for (const environment of environments) {
-    const done = new Set((await migrationRows(db, environment)).filter((r) => r.finished_at !== null).map((r) => r.migration_name));
+    const done = new Set(
+      (await migrationRows(db, environment)).filter((r) => r.finished_at !== null).map((r) => r.migration_name),
+    );
     for (const m of migrations) if (!done.has(m.name)) pending.push({ environment, name: m.name });
   }
   return pending;
@@ -128,7 +134,9 @@ export async function refuseUnservable(
   options: { hasTables: boolean; migrate: boolean },
 ): Promise<void> {
   if (options.hasTables && (await readMigrations(migrationsDir)).length === 0) {
-    throw new MigrationError('the project has no migrations yet, so its tables do not exist: run `npx svcgen migrate dev --name init`, then serve');
+    throw new MigrationError(
+      'the project has no migrations yet, so its tables do not exist: run `npx svcgen migrate dev --name init`, then serve',
+    );
   }
   if (options.migrate) return;
   const pending = await pendingMigrations(db, migrationsDir, environments);
@@ -156,10 +164,14 @@ export async function applyMigrations(
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     for (const environment of environments) {
       const schema = ident(environmentSchema(environment));
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}; ${PRISMA_MIGRATIONS_TABLE}`);
-      const { rows } = await client.query<{ migration_name: string; finished_at: Date | null; rolled_back_at: Date | null }>(
-        `SELECT migration_name, finished_at, rolled_back_at FROM ${schema}."_prisma_migrations"`,
+      await client.query(
+        `CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}; ${PRISMA_MIGRATIONS_TABLE}`,
       );
+      const { rows } = await client.query<{
+        migration_name: string;
+        finished_at: Date | null;
+        rolled_back_at: Date | null;
+      }>(`SELECT migration_name, finished_at, rolled_back_at FROM ${schema}."_prisma_migrations"`);
       const failed = rows.find((r) => r.finished_at === null && r.rolled_back_at === null);
       if (failed) throw new MigrationError(failedMigrationMessage(failed.migration_name, environment));
       const done = new Set(rows.filter((r) => r.finished_at !== null).map((r) => r.migration_name));
@@ -174,7 +186,10 @@ export async function applyMigrations(
             [id, migration.checksum, migration.name],
           );
           await client.query(migration.sql);
-          await client.query(`UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`, [id]);
+          await client.query(
+            `UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
+            [id],
+          );
           await client.query('COMMIT');
         } catch (error) {
           await client.query('ROLLBACK');
@@ -221,7 +236,12 @@ export interface ResolvedMigration {
  * `migrate resolve --rolled-back`: marks the failed attempt of `name` rolled back in every
  * environment where it failed, so that deploy applies (the fixed) migration.sql again.
  */
-export async function markMigrationRolledBack(db: Database, migrationsDir: string, environments: readonly string[], name: string): Promise<ResolvedMigration[]> {
+export async function markMigrationRolledBack(
+  db: Database,
+  migrationsDir: string,
+  environments: readonly string[],
+  name: string,
+): Promise<ResolvedMigration[]> {
   await requireMigration(migrationsDir, name);
   const resolved: ResolvedMigration[] = [];
   for (const environment of environments) {
@@ -231,7 +251,9 @@ export async function markMigrationRolledBack(db: Database, migrationsDir: strin
     resolved.push({ environment, name });
   }
   if (resolved.length === 0) {
-    throw new MigrationError(`migration ${name} is not failed in any environment (${environments.join(', ')}): there is nothing to roll back`);
+    throw new MigrationError(
+      `migration ${name} is not failed in any environment (${environments.join(', ')}): there is nothing to roll back`,
+    );
   }
   return resolved;
 }
@@ -240,16 +262,26 @@ export async function markMigrationRolledBack(db: Database, migrationsDir: strin
  * `migrate resolve --applied`: records `name` as applied without running it (its changes were made
  * by hand), in every environment that has not applied it; a failed attempt is marked rolled back.
  */
-export async function markMigrationApplied(db: Database, migrationsDir: string, environments: readonly string[], name: string): Promise<ResolvedMigration[]> {
+export async function markMigrationApplied(
+  db: Database,
+  migrationsDir: string,
+  environments: readonly string[],
+  name: string,
+): Promise<ResolvedMigration[]> {
   const migration = await requireMigration(migrationsDir, name);
   const resolved: ResolvedMigration[] = [];
   for (const environment of environments) {
     const table = migrationsTable(environment);
-    await db.exec(`CREATE SCHEMA IF NOT EXISTS ${ident(environmentSchema(environment))}; SET search_path TO ${ident(environmentSchema(environment))}; ${PRISMA_MIGRATIONS_TABLE}; RESET search_path`);
+    await db.exec(
+      `CREATE SCHEMA IF NOT EXISTS ${ident(environmentSchema(environment))}; SET search_path TO ${ident(environmentSchema(environment))}; ${PRISMA_MIGRATIONS_TABLE}; RESET search_path`,
+    );
     const rows = await migrationRows(db, environment);
     if (rows.some((r) => r.migration_name === name && r.finished_at !== null)) continue;
     await db.transaction(async (tx) => {
-      await tx.query(`UPDATE ${table} SET rolled_back_at = now() WHERE migration_name = $1 AND finished_at IS NULL AND rolled_back_at IS NULL`, [name]);
+      await tx.query(
+        `UPDATE ${table} SET rolled_back_at = now() WHERE migration_name = $1 AND finished_at IS NULL AND rolled_back_at IS NULL`,
+        [name],
+      );
       await tx.query(
         `INSERT INTO ${table} (id, checksum, migration_name, started_at, finished_at, applied_steps_count) VALUES ($1, $2, $3, now(), now(), 0)`,
         [randomUUID(), migration.checksum, name],
@@ -257,13 +289,19 @@ export async function markMigrationApplied(db: Database, migrationsDir: string, 
     });
     resolved.push({ environment, name });
   }
-  if (resolved.length === 0) throw new MigrationError(`migration ${name} is already recorded as applied in every environment (${environments.join(', ')})`);
+  if (resolved.length === 0)
+    throw new MigrationError(
+      `migration ${name} is already recorded as applied in every environment (${environments.join(', ')})`,
+    );
   return resolved;
 }
 
 async function requireMigration(migrationsDir: string, name: string): Promise<Migration> {
   const migration = (await readMigrations(migrationsDir)).find((m) => m.name === name);
-  if (!migration) throw new MigrationError(`no migration ${name} in ${migrationsDir} (the name of its folder, e.g. 20260101120000_add_note)`);
+  if (!migration)
+    throw new MigrationError(
+      `no migration ${name} in ${migrationsDir} (the name of its folder, e.g. 20260101120000_add_note)`,
+    );
   return migration;
 }
 
@@ -277,7 +315,8 @@ export async function dropEnvironmentSchemas(db: Database, environments: readonl
     // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
     await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    for (const environment of environments) await client.query(`DROP SCHEMA IF EXISTS ${ident(environmentSchema(environment))} CASCADE`);
+    for (const environment of environments)
+      await client.query(`DROP SCHEMA IF EXISTS ${ident(environmentSchema(environment))} CASCADE`);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     await client.query('RESET statement_timeout').catch(() => {});

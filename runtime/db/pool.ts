@@ -44,13 +44,22 @@ class ClientQueries implements Queryable {
 
   async query<R = Row>(text: string, values: readonly unknown[] = []): Promise<R[]> {
     this.onQuery?.(text);
-    const result = await this.client.query<R & pg.QueryResultRow>({ text, values: values as unknown[], name: this.named ? statementName(text) : undefined });
+    const result = await this.client.query<R & pg.QueryResultRow>({
+      text,
+      values: values as unknown[],
+      name: this.named ? statementName(text) : undefined,
+    });
     return result.rows;
   }
 
   async queryArrays(text: string, values: readonly unknown[] = []): Promise<unknown[][]> {
     this.onQuery?.(text);
-    const result = await this.client.query({ text, values: values as unknown[], name: this.named ? statementName(text) : undefined, rowMode: 'array' });
+    const result = await this.client.query({
+      text,
+      values: values as unknown[],
+      name: this.named ? statementName(text) : undefined,
+      rowMode: 'array',
+    });
     return result.rows as unknown[][];
   }
 }
@@ -151,7 +160,9 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     ...connectionConfig(url),
     max: options.max ?? 10,
     types: types as pg.CustomTypesConfig,
-    options: pooler ? undefined : `-c TimeZone=UTC${timeoutMs > 0 && via === 'startup' ? ` -c statement_timeout=${timeoutMs}` : ''}`,
+    options: pooler
+      ? undefined
+      : `-c TimeZone=UTC${timeoutMs > 0 && via === 'startup' ? ` -c statement_timeout=${timeoutMs}` : ''}`,
     // Without a bound, a request waits for a connection for as long as the database is away.
     connectionTimeoutMillis: options.poolWaitTimeoutMs ?? 0,
     // A peer that vanished without closing (host down, network cut) is noticed instead of hanging.

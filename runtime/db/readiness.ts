@@ -68,11 +68,17 @@ export class Readiness {
     if (this.draining) reasons.push('the server is stopping (finishing in-flight requests)');
     if (this.database !== 'ok') reasons.push('the database cannot be reached');
     if (this.migrations === 'pending') reasons.push(`migrations are pending: ${this.pending.join(', ')}`);
-    if (this.migrations === 'unknown' && this.database === 'ok') reasons.push('whether migrations are pending is not known yet');
+    if (this.migrations === 'unknown' && this.database === 'ok')
+      reasons.push('whether migrations are pending is not known yet');
     if (listener !== 'ok') reasons.push('the LISTEN connection to the database is down (reconnecting)');
     return {
       ready: reasons.length === 0,
-      checks: { database: this.database, migrations: this.migrations, listener, server: this.draining ? 'draining' : 'ok' },
+      checks: {
+        database: this.database,
+        migrations: this.migrations,
+        listener,
+        server: this.draining ? 'draining' : 'ok',
+      },
       reasons,
     };
   }

@@ -41,7 +41,8 @@ export function unmarkDecimals(body: string): string {
 
 function define(target: Record<string, unknown>, key: string, value: unknown): void {
   // A Json member may be named __proto__: an own property, as JSON.parse makes it.
-  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   else target[key] = value;
 }
 
@@ -75,7 +76,7 @@ export function parseKeepingNumbers(text: string): unknown {
       i++;
       const out: Record<string, unknown> = {};
       space();
-      if (text[i] === '}') return i++, out;
+      if (text[i] === '}') return (i++, out);
       for (;;) {
         space();
         const key = string();
@@ -90,7 +91,7 @@ export function parseKeepingNumbers(text: string): unknown {
       i++;
       const out: unknown[] = [];
       space();
-      if (text[i] === ']') return i++, out;
+      if (text[i] === ']') return (i++, out);
       for (;;) {
         out.push(value());
         space();
@@ -98,9 +99,9 @@ export function parseKeepingNumbers(text: string): unknown {
       }
     }
     if (c === '"') return string();
-    if (text.startsWith('true', i)) return (i += 4), true;
-    if (text.startsWith('false', i)) return (i += 5), false;
-    if (text.startsWith('null', i)) return (i += 4), null;
+    if (text.startsWith('true', i)) return ((i += 4), true);
+    if (text.startsWith('false', i)) return ((i += 5), false);
+    if (text.startsWith('null', i)) return ((i += 4), null);
     NUMBER.lastIndex = i;
     const match = NUMBER.exec(text);
     if (!match) throw new SyntaxError(`unexpected ${JSON.stringify(text[i] ?? 'end')} in a database record`);

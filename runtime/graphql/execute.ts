@@ -4,16 +4,44 @@
  * same shape; graphql-js then shapes the answer from the finished records, whose members are keyed
  * by response key (so two aliases of one relation with different arguments both work).
  */
-import { defaultFieldResolver, getNamedType, GraphQLError, isScalarType, Kind, responsePathAsArray, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
+import {
+  defaultFieldResolver,
+  getNamedType,
+  GraphQLError,
+  isScalarType,
+  Kind,
+  responsePathAsArray,
+  type GraphQLFieldResolver,
+  type GraphQLResolveInfo,
+} from 'graphql';
 import { parseKeepingNumbers, plainNumber } from './exact-numbers.ts';
 import { databaseFaultProblem, Problem } from '../http/index.ts';
 import { LIMITS } from '../model/index.ts';
-import { compileAggregate, compileRead, CursorError, QueryError, queryFingerprint, type SelectItem } from '../query/index.ts';
+import {
+  compileAggregate,
+  compileRead,
+  CursorError,
+  QueryError,
+  queryFingerprint,
+  type SelectItem,
+} from '../query/index.ts';
 import { budgeted, readScope, type DataContext } from '../rest/context.ts';
 import { AGGREGATE_COST, listCost, readOneCost } from '../rest/cost.ts';
 import { queryProblem } from '../rest/query-problems.ts';
 import { DecimalScalar, type ObjectFieldMeta, type RootFieldMeta } from './schema.ts';
-import { aggregateQuery, bounded, collectFields, keyCondition, MAX_OFFSET, orderTerms, selectItems, unwrap, whereCondition, type Selection, type TranslateContext } from './translate.ts';
+import {
+  aggregateQuery,
+  bounded,
+  collectFields,
+  keyCondition,
+  MAX_OFFSET,
+  orderTerms,
+  selectItems,
+  unwrap,
+  whereCondition,
+  type Selection,
+  type TranslateContext,
+} from './translate.ts';
 
 /** What every resolver of one request shares: the data context of the REST pipeline, without a table. */
 export type GraphQLContext = {
@@ -61,14 +89,19 @@ function dataContext(context: GraphQLContext, tableName: string): DataContext {
 }
 
 function rootSelection(info: GraphQLResolveInfo) {
-  return { kind: Kind.SELECTION_SET, selections: info.fieldNodes.flatMap((n) => n.selectionSet?.selections ?? []) } as const;
+  return {
+    kind: Kind.SELECTION_SET,
+    selections: info.fieldNodes.flatMap((n) => n.selectionSet?.selections ?? []),
+  } as const;
 }
 
 /** Whether a selection holds a Decimal field (whose digits JSON.parse would not keep), at any depth. */
 function selectsDecimal(catalog: DataContext['catalog'], table: string, items: readonly SelectItem[]): boolean {
   const t = catalog.require(table);
   return items.some((item) =>
-    item.kind === 'field' ? t.fields.get(item.field)?.type === 'Decimal' : selectsDecimal(catalog, t.relations.get(item.relation)?.target ?? table, item.items),
+    item.kind === 'field'
+      ? t.fields.get(item.field)?.type === 'Decimal'
+      : selectsDecimal(catalog, t.relations.get(item.relation)?.target ?? table, item.items),
   );
 }
 
@@ -81,7 +114,12 @@ async function rows(ctx: DataContext, cost: string | undefined, sql: string, val
   return budgeted(ctx, cost, () => ctx.db.queryArrays(sql, values));
 }
 
-async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, context: GraphQLContext, info: GraphQLResolveInfo): Promise<unknown> {
+async function resolveRoot(
+  meta: RootFieldMeta,
+  args: Record<string, unknown>,
+  context: GraphQLContext,
+  info: GraphQLResolveInfo,
+): Promise<unknown> {
   const ctx = dataContext(context, meta.table);
   const t: TranslateContext = { catalog: ctx.catalog, access: ctx.access };
   const sel: Selection = { fragments: info.fragments, variables: info.variableValues };
@@ -95,23 +133,47 @@ async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, c
       const limit = bounded(args.limit, 'limit', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
       const offset = bounded(args.offset, 'offset', 0, 0, MAX_OFFSET);
       const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit, offset });
-      const cost = listCost(ctx.catalog, ctx.table, { where: { kind: 'and', items: [where, ctx.grant.rows] }, orderBy, select, limit, offset, count: false });
+      const cost = listCost(ctx.catalog, ctx.table, {
+        where: { kind: 'and', items: [where, ctx.grant.rows] },
+        orderBy,
+        select,
+        limit,
+        offset,
+        count: false,
+      });
       const parse = recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select));
       return (await rows(ctx, cost, compiled.sql, scope.params.values)).map((r) => parse(r[0] as string));
     }
     case 'byKey': {
       const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
-      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where: { kind: 'true' }, key: keyCondition(ctx.table, args), orderBy: [], limit: 1, offset: 0 }, { single: true });
+      const compiled = compileRead(
+        scope,
+        {
+          table: ctx.table.spec.name,
+          select,
+          where: { kind: 'true' },
+          key: keyCondition(ctx.table, args),
+          orderBy: [],
+          limit: 1,
+          offset: 0,
+        },
+        { single: true },
+      );
       const found = await rows(ctx, readOneCost(ctx.catalog, ctx.table, select), compiled.sql, scope.params.values);
-      return found.length ? recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select))(found[0]![0] as string) : null;
+      return found.length
+        ? recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select))(found[0]![0] as string)
+        : null;
     }
     case 'page': {
       const members = [...collectFields(sel, rootType, rootSelection(info))];
       const nodes = members.filter(([, n]) => n[0]!.name.value === 'nodes');
       const count = members.some(([, n]) => n[0]!.name.value === 'totalCount');
-      if (nodes.length > 1) throw new QueryError(`${info.fieldName}.nodes`, 'select nodes once per page (one statement answers it)');
+      if (nodes.length > 1)
+        throw new QueryError(`${info.fieldName}.nodes`, 'select nodes once per page (one statement answers it)');
       const nodesField = rootType.getFields().nodes!;
-      const nodeSet = nodes.length ? { kind: Kind.SELECTION_SET, selections: nodes[0]![1].flatMap((n) => n.selectionSet?.selections ?? []) } : undefined;
+      const nodeSet = nodes.length
+        ? { kind: Kind.SELECTION_SET, selections: nodes[0]![1].flatMap((n) => n.selectionSet?.selections ?? []) }
+        : undefined;
       const select = selectItems(t, sel, ctx.table, unwrap(nodesField), nodeSet as never, `${info.fieldName}.nodes`);
       const where = whereCondition(t, ctx.table, args.where);
       const orderBy = orderTerms(t, ctx.table, args.orderBy);
@@ -127,9 +189,20 @@ async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, c
           throw error;
         }
       }
-      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit: limit + 1, offset: 0, after }, { count });
+      const compiled = compileRead(
+        scope,
+        { table: ctx.table.spec.name, select, where, orderBy, limit: limit + 1, offset: 0, after },
+        { count },
+      );
       if (after && after.length !== compiled.keyColumns) throw new QueryError('after', 'not a cursor of this query');
-      const cost = listCost(ctx.catalog, ctx.table, { where: { kind: 'and', items: [where, ctx.grant.rows] }, orderBy, select, limit, offset: 0, count });
+      const cost = listCost(ctx.catalog, ctx.table, {
+        where: { kind: 'and', items: [where, ctx.grant.rows] },
+        orderBy,
+        select,
+        limit,
+        offset: 0,
+        count,
+      });
       let all = await rows(ctx, cost, compiled.sql, scope.params.values);
       let totalCount: number | undefined;
       if (count) {
@@ -142,14 +215,21 @@ async function resolveRoot(meta: RootFieldMeta, args: Record<string, unknown>, c
       const parse = recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select));
       return {
         nodes: page.map((r) => parse(r[0] as string)),
-        pageInfo: { hasNextPage: all.length > limit, endCursor: last ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[]) : null },
+        pageInfo: {
+          hasNextPage: all.length > limit,
+          endCursor: last
+            ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[])
+            : null,
+        },
         totalCount,
       };
     }
     case 'aggregate': {
       const query = aggregateQuery(t, sel, ctx.table, rootType, rootSelection(info), args);
       const sql = compileAggregate(scope, query);
-      const decimal = [...query.groupBy, ...query.terms.map((term) => term.field)].some((f) => f !== undefined && ctx.table.fields.get(f)?.type === 'Decimal');
+      const decimal = [...query.groupBy, ...query.terms.map((term) => term.field)].some(
+        (f) => f !== undefined && ctx.table.fields.get(f)?.type === 'Decimal',
+      );
       const parse = recordParser(decimal);
       return (await rows(ctx, AGGREGATE_COST, sql, scope.params.values)).map((r) => parse(r[0] as string));
     }
@@ -171,9 +251,10 @@ export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (sou
       throw problemError(problem, info);
     });
   }
-  const value = meta ? ((source as Record<string, unknown> | null)?.[info.path.key as string] ?? null) : defaultFieldResolver(source, args, context, info);
+  const value = meta
+    ? ((source as Record<string, unknown> | null)?.[info.path.key as string] ?? null)
+    : defaultFieldResolver(source, args, context, info);
   // Exact number text is kept for Decimal only; every other scalar (Json members too) reads numbers as usual.
   const type = getNamedType(info.returnType);
   return isScalarType(type) && type !== DecimalScalar ? plainNumber(value) : value;
 };
-

@@ -5,7 +5,15 @@
  * counted with fragments expanded where they are spread, so a fragment spread many times counts
  * many times and the walk stops as soon as the bound is passed.
  */
-import { GraphQLError, Kind, parse, type ASTVisitor, type SelectionSetNode, type ValidationContext, type ValidationRule } from 'graphql';
+import {
+  GraphQLError,
+  Kind,
+  parse,
+  type ASTVisitor,
+  type SelectionSetNode,
+  type ValidationContext,
+  type ValidationRule,
+} from 'graphql';
 
 export const GRAPHQL_LIMITS = {
   /** Tokens of a document: bounds the parser's work and nesting before any rule runs. */
@@ -37,7 +45,8 @@ export function documentNesting(text: string): number {
         while (i < text.length && !text.startsWith('"""', i)) i += text.startsWith('\\"""', i) ? 4 : 1;
         i += 2;
       } else {
-        for (i++; i < text.length && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a; i++) if (text.charCodeAt(i) === 0x5c) i++;
+        for (i++; i < text.length && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a; i++)
+          if (text.charCodeAt(i) === 0x5c) i++;
       }
     } else if (c === 0x7b || c === 0x5b || c === 0x28) {
       if (++depth > deepest) deepest = depth;
@@ -50,9 +59,12 @@ export function documentNesting(text: string): number {
 export function parseBounded(source: string | { body: string }) {
   const text = typeof source === 'string' ? source : source.body;
   if (documentNesting(text) > GRAPHQL_LIMITS.maxNesting) {
-    throw new GraphQLError(`the document nests braces, brackets and parentheses more than ${GRAPHQL_LIMITS.maxNesting} levels deep`, {
-      extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 },
-    });
+    throw new GraphQLError(
+      `the document nests braces, brackets and parentheses more than ${GRAPHQL_LIMITS.maxNesting} levels deep`,
+      {
+        extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 },
+      },
+    );
   }
   return parse(text, { maxTokens: GRAPHQL_LIMITS.maxTokens });
 }
@@ -62,17 +74,25 @@ export const QueriesOnlyRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
     if (operation.operation !== 'query') {
       context.reportError(
-        new GraphQLError(`this API answers queries; ${operation.operation}s are not served (use the REST API to write)`, {
-          nodes: operation,
-          extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
-        }),
+        new GraphQLError(
+          `this API answers queries; ${operation.operation}s are not served (use the REST API to write)`,
+          {
+            nodes: operation,
+            extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
+          },
+        ),
       );
     }
   },
 });
 
 function tooComplex(message: string, context: ValidationContext, node: { loc?: unknown } & object): void {
-  context.reportError(new GraphQLError(message, { nodes: node as never, extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 } }));
+  context.reportError(
+    new GraphQLError(message, {
+      nodes: node as never,
+      extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 },
+    }),
+  );
 }
 
 export const CostRule: ValidationRule = (context) => ({
@@ -84,13 +104,21 @@ export const CostRule: ValidationRule = (context) => ({
       for (const s of set.selections) {
         if (stop) return;
         if (++selections > GRAPHQL_LIMITS.maxSelections) {
-          tooComplex(`the operation selects more than ${GRAPHQL_LIMITS.maxSelections} fields (fragments counted where they are spread); split it`, context, operation);
+          tooComplex(
+            `the operation selects more than ${GRAPHQL_LIMITS.maxSelections} fields (fragments counted where they are spread); split it`,
+            context,
+            operation,
+          );
           stop = true;
           return;
         }
         if (s.kind === Kind.FIELD) {
           if (depth === 0 && ++roots > GRAPHQL_LIMITS.maxRootFields) {
-            tooComplex(`at most ${GRAPHQL_LIMITS.maxRootFields} root fields (aliases included) per operation; each is one database statement`, context, s);
+            tooComplex(
+              `at most ${GRAPHQL_LIMITS.maxRootFields} root fields (aliases included) per operation; each is one database statement`,
+              context,
+              s,
+            );
             stop = true;
             return;
           }
@@ -127,10 +155,13 @@ export const NoIntrospectionRule: ValidationRule = (context): ASTVisitor => ({
   Field(node) {
     if (node.name.value === '__schema' || node.name.value === '__type') {
       context.reportError(
-        new GraphQLError(`introspection is turned off in this environment (graphql.introspection); ${node.name.value} is not answered`, {
-          nodes: node,
-          extensions: { code: 'INTROSPECTION_DISABLED', type: '/errors/forbidden', status: 403 },
-        }),
+        new GraphQLError(
+          `introspection is turned off in this environment (graphql.introspection); ${node.name.value} is not answered`,
+          {
+            nodes: node,
+            extensions: { code: 'INTROSPECTION_DISABLED', type: '/errors/forbidden', status: 403 },
+          },
+        ),
       );
     }
   },

@@ -32,7 +32,15 @@ import {
   type ValueNode,
 } from 'graphql';
 import { decimalMarker, RawNumber } from './exact-numbers.ts';
-import { aggregateMismatch, fieldOperators, type AggregateFunction, type FieldSpec, type Operator, type RelationSpec, type TableSpec } from '../model/index.ts';
+import {
+  aggregateMismatch,
+  fieldOperators,
+  type AggregateFunction,
+  type FieldSpec,
+  type Operator,
+  type RelationSpec,
+  type TableSpec,
+} from '../model/index.ts';
 
 /** What the schema shows: tables and fields a caller may read (a relation shows when both ends and its link fields do). */
 export interface SchemaVisibility {
@@ -71,7 +79,12 @@ export interface AggregateName {
  * Values pass as the JSON forms of docs/api.md §5.2; the query layer checks them as it does for
  * REST. Literals keep their source text (an integer literal past 2^53 keeps its digits).
  */
-function jsonScalar(name: string, description: string, literalKinds: readonly Kind[], valueTypes: readonly string[]): GraphQLScalarType {
+function jsonScalar(
+  name: string,
+  description: string,
+  literalKinds: readonly Kind[],
+  valueTypes: readonly string[],
+): GraphQLScalarType {
   const takes = `${name} takes ${valueTypes.join(' or ')}`;
   return new GraphQLScalarType({
     name,
@@ -88,9 +101,24 @@ function jsonScalar(name: string, description: string, literalKinds: readonly Ki
   });
 }
 
-export const DateTimeScalar = jsonScalar('DateTime', 'An ISO 8601 timestamp in UTC, e.g. 2025-01-31T09:30:00.000Z', [Kind.STRING], ['string']);
-export const BigIntScalar = jsonScalar('BigInt', 'A 64-bit integer, answered as a string of digits (JSON numbers lose precision past 2^53); an integer or such a string as input', [Kind.STRING, Kind.INT], ['string', 'number']);
-export const DecimalScalar = jsonScalar('Decimal', 'A decimal number, answered as a JSON number written as stored (12.50); a number or a decimal string ("12.50") as input', [Kind.STRING, Kind.INT, Kind.FLOAT], ['string', 'number']);
+export const DateTimeScalar = jsonScalar(
+  'DateTime',
+  'An ISO 8601 timestamp in UTC, e.g. 2025-01-31T09:30:00.000Z',
+  [Kind.STRING],
+  ['string'],
+);
+export const BigIntScalar = jsonScalar(
+  'BigInt',
+  'A 64-bit integer, answered as a string of digits (JSON numbers lose precision past 2^53); an integer or such a string as input',
+  [Kind.STRING, Kind.INT],
+  ['string', 'number'],
+);
+export const DecimalScalar = jsonScalar(
+  'Decimal',
+  'A decimal number, answered as a JSON number written as stored (12.50); a number or a decimal string ("12.50") as input',
+  [Kind.STRING, Kind.INT, Kind.FLOAT],
+  ['string', 'number'],
+);
 // A stored value keeps its digits: the HTTP layer writes the marker back as the number's text.
 DecimalScalar.serialize = (value) => (value instanceof RawNumber ? decimalMarker(value) : value);
 export const BytesScalar = jsonScalar('Bytes', 'Binary data as base64 text', [Kind.STRING], ['string']);
@@ -102,7 +130,10 @@ export const JsonScalar = new GraphQLScalarType({
   parseLiteral: (ast, variables) => valueFromASTUntyped(ast, variables),
 });
 
-export const SortDirection = new GraphQLEnumType({ name: 'SortDirection', values: { ASC: { value: 'asc' }, DESC: { value: 'desc' } } });
+export const SortDirection = new GraphQLEnumType({
+  name: 'SortDirection',
+  values: { ASC: { value: 'asc' }, DESC: { value: 'desc' } },
+});
 
 const PageInfo = new GraphQLObjectType({
   name: 'PageInfo',
@@ -113,11 +144,29 @@ const PageInfo = new GraphQLObjectType({
 const HAVING_OPERATORS = ['equals', 'not_equals', 'gt', 'gte', 'lt', 'lte'] as const;
 const HavingFilter = new GraphQLInputObjectType({
   name: 'HavingFilter',
-  description: 'Compares an aggregate with a number (a decimal string or number of at most 30 digits before and after the point)',
+  description:
+    'Compares an aggregate with a number (a decimal string or number of at most 30 digits before and after the point)',
   fields: Object.fromEntries(HAVING_OPERATORS.map((op) => [op, { type: DecimalScalar }])),
 });
 
-const RESERVED_TYPE_NAMES = new Set(['Query', 'Mutation', 'Subscription', 'PageInfo', 'SortDirection', 'HavingFilter', 'DateTime', 'BigInt', 'Decimal', 'Bytes', 'Json', 'String', 'Int', 'Float', 'Boolean', 'ID']);
+const RESERVED_TYPE_NAMES = new Set([
+  'Query',
+  'Mutation',
+  'Subscription',
+  'PageInfo',
+  'SortDirection',
+  'HavingFilter',
+  'DateTime',
+  'BigInt',
+  'Decimal',
+  'Bytes',
+  'Json',
+  'String',
+  'Int',
+  'Float',
+  'Boolean',
+  'ID',
+]);
 
 // --- the builder ---------------------------------------------------------------------------------
 
@@ -129,7 +178,9 @@ function sortable(field: FieldSpec): boolean {
 
 /** Aggregate row members of a field (`sum_total`, ...), in REST's naming. */
 function aggregateMembers(field: FieldSpec): { name: string; fn: Exclude<AggregateFunction, 'count'> }[] {
-  return (['count_distinct', 'sum', 'avg', 'min', 'max'] as const).filter((fn) => aggregateMismatch(field, fn) === undefined).map((fn) => ({ name: `${fn}_${field.name}`, fn }));
+  return (['count_distinct', 'sum', 'avg', 'min', 'max'] as const)
+    .filter((fn) => aggregateMismatch(field, fn) === undefined)
+    .map((fn) => ({ name: `${fn}_${field.name}`, fn }));
 }
 
 /** A table's type names, checked for collisions with each other and the shared types. */
@@ -150,14 +201,21 @@ function typeNames(table: string) {
  * The schema for `tables` as `visible` shows them. `resolveField` reads a table record's member
  * (the server passes one that reads the response key; the generator none).
  */
-export function buildGraphQLSchema(tables: readonly TableSpec[], visible: SchemaVisibility, resolveField?: GraphQLFieldResolver<unknown, unknown>): GraphQLSchema {
+export function buildGraphQLSchema(
+  tables: readonly TableSpec[],
+  visible: SchemaVisibility,
+  resolveField?: GraphQLFieldResolver<unknown, unknown>,
+): GraphQLSchema {
   const byName = new Map(tables.map((t) => [t.name, t]));
   const shown = tables.filter((t) => visible.table(t.name));
   const typeOwners = new Map<string, string>();
   const claim = (name: string, owner: string) => {
     if (!NAME.test(name)) throw new Error(`${owner}: "${name}" is not a GraphQL name`);
     const before = typeOwners.get(name);
-    if (before !== undefined || RESERVED_TYPE_NAMES.has(name)) throw new Error(`GraphQL type name ${name} of ${owner} is also used by ${before ?? 'the schema itself'}; rename the model or enum`);
+    if (before !== undefined || RESERVED_TYPE_NAMES.has(name))
+      throw new Error(
+        `GraphQL type name ${name} of ${owner} is also used by ${before ?? 'the schema itself'}; rename the model or enum`,
+      );
     typeOwners.set(name, owner);
   };
   for (const t of tables) for (const name of Object.values(typeNames(t.name))) claim(name, `table ${t.name}`);
@@ -165,7 +223,12 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
   const fieldVisible = (t: TableSpec, f: string) => visible.table(t.name) && visible.field(t.name, f);
   const relationVisible = (t: TableSpec, r: RelationSpec) => {
     const target = byName.get(r.target);
-    return target !== undefined && visible.table(target.name) && r.fields.every((f) => fieldVisible(t, f)) && r.targetFields.every((f) => fieldVisible(target, f));
+    return (
+      target !== undefined &&
+      visible.table(target.name) &&
+      r.fields.every((f) => fieldVisible(t, f)) &&
+      r.targetFields.every((f) => fieldVisible(target, f))
+    );
   };
   const fieldsOf = (t: TableSpec) => t.fields.filter((f) => fieldVisible(t, f.name));
   const relationsOf = (t: TableSpec) => t.relations.filter((r) => relationVisible(t, r));
@@ -224,7 +287,11 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     claim(name, `filter of ${t.name}.${f.name}`);
     const fields: GraphQLInputFieldConfigMap = {};
     for (const op of ops) fields[op] = { type: operandType(op, scalar) };
-    filter = new GraphQLInputObjectType({ name, description: 'The operators of docs/api.md §5.5; conditions given together must all hold', fields });
+    filter = new GraphQLInputObjectType({
+      name,
+      description: 'The operators of docs/api.md §5.5; conditions given together must all hold',
+      fields,
+    });
     filters.set(key, filter);
     return filter;
   };
@@ -243,7 +310,10 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
           const fields: GraphQLInputFieldConfigMap = {};
           for (const f of fieldsOf(t)) fields[f.name] = { type: filterOf(t, f) };
           for (const r of relationsOf(t)) {
-            fields[r.name] = { type: whereOf(byName.get(r.target)!), description: r.kind === 'many' ? `Some related ${r.target} record matches each condition` : undefined };
+            fields[r.name] = {
+              type: whereOf(byName.get(r.target)!),
+              description: r.kind === 'many' ? `Some related ${r.target} record matches each condition` : undefined,
+            };
           }
           fields.and = { type: new GraphQLList(new GraphQLNonNull(w!)), description: 'Every one holds' };
           fields.or = { type: new GraphQLList(new GraphQLNonNull(w!)), description: 'At least one holds' };
@@ -270,7 +340,11 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     }
     return orderBys.get(t.name);
   };
-  const listArgs = (t: TableSpec, limitName: 'limit' | 'first', limitDescription = 'Page size: default 100, at most 1000') => {
+  const listArgs = (
+    t: TableSpec,
+    limitName: 'limit' | 'first',
+    limitDescription = 'Page size: default 100, at most 1000',
+  ) => {
     const orderBy = orderByOf(t);
     return {
       where: { type: whereOf(t) },
@@ -286,7 +360,12 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
         fields: () => {
           const fields: GraphQLFieldConfigMap<unknown, unknown> = {};
           // Nullable: with several roles, a field may be hidden on some rows (docs/permissions.md).
-          for (const f of fieldsOf(t)) fields[f.name] = { type: valueType(t, f), resolve: resolveField, extensions: { svcgen: { field: f.name } satisfies ObjectFieldMeta } };
+          for (const f of fieldsOf(t))
+            fields[f.name] = {
+              type: valueType(t, f),
+              resolve: resolveField,
+              extensions: { svcgen: { field: f.name } satisfies ObjectFieldMeta },
+            };
           for (const r of relationsOf(t)) {
             const target = byName.get(r.target)!;
             const meta = { svcgen: { relation: r.name } satisfies ObjectFieldMeta };
@@ -295,7 +374,10 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
                 ? { type: objectOf(target), resolve: resolveField, extensions: meta }
                 : {
                     type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(objectOf(target)))),
-                    args: { ...listArgs(target, 'limit', 'At most 1000; every related record when left out'), offset: { type: GraphQLInt } },
+                    args: {
+                      ...listArgs(target, 'limit', 'At most 1000; every related record when left out'),
+                      offset: { type: GraphQLInt },
+                    },
                     resolve: resolveField,
                     extensions: meta,
                   };
@@ -314,7 +396,8 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     const names = rootFieldNames(t.name);
     for (const n of Object.values(names)) {
       const before = rootNames.get(n);
-      if (before) throw new Error(`GraphQL root field ${n} of table ${t.name} is also one of table ${before}; rename a model`);
+      if (before)
+        throw new Error(`GraphQL root field ${n} of table ${t.name} is also one of table ${before}; rename a model`);
       rootNames.set(n, t.name);
     }
     const meta = (kind: RootKind) => ({ svcgen: { kind, table: t.name } satisfies RootFieldMeta });
@@ -329,7 +412,9 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     query[names.byKey] = {
       type: object,
       description: `One ${t.name} record by its primary key, or null`,
-      args: Object.fromEntries(t.primaryKey.map((k) => [k, { type: new GraphQLNonNull(scalarOf(t, t.fields.find((f) => f.name === k)!)) }])),
+      args: Object.fromEntries(
+        t.primaryKey.map((k) => [k, { type: new GraphQLNonNull(scalarOf(t, t.fields.find((f) => f.name === k)!)) }]),
+      ),
       extensions: meta('byKey'),
     };
     query[names.page] = {
@@ -338,7 +423,11 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
         fields: {
           nodes: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(object))) },
           pageInfo: { type: new GraphQLNonNull(PageInfo) },
-          totalCount: { type: new GraphQLNonNull(GraphQLInt), description: "Records matching where, on every page (REST's Prefer: count=exact): counted only when selected" },
+          totalCount: {
+            type: new GraphQLNonNull(GraphQLInt),
+            description:
+              "Records matching where, on every page (REST's Prefer: count=exact): counted only when selected",
+          },
         },
       }),
       description: `A page of ${t.name} records after a cursor (keyset pagination)`,
@@ -349,11 +438,13 @@ export function buildGraphQLSchema(tables: readonly TableSpec[], visible: Schema
     if (aggregate) query[names.aggregate] = { ...aggregate, extensions: meta('aggregate') };
   }
   // A schema needs one query field: a caller who may read nothing still gets a valid, empty one.
-  if (Object.keys(query).length === 0) query._nothingReadable = { type: GraphQLBoolean, description: 'Your roles may read no table', resolve: () => null };
+  if (Object.keys(query).length === 0)
+    query._nothingReadable = { type: GraphQLBoolean, description: 'Your roles may read no table', resolve: () => null };
   const schema = new GraphQLSchema({ query: new GraphQLObjectType({ name: 'Query', fields: query }) });
   // What graphql-js would otherwise find only when it first executes (an enum value named true, ...).
   const invalid = validateSchema(schema);
-  if (invalid.length) throw new Error(`the model has no valid GraphQL schema: ${invalid.map((e) => e.message).join('; ')}`);
+  if (invalid.length)
+    throw new Error(`the model has no valid GraphQL schema: ${invalid.map((e) => e.message).join('; ')}`);
   return schema;
 }
 
@@ -387,7 +478,9 @@ function aggregateField(
   where: GraphQLInputObjectType,
 ): GraphQLFieldConfig<unknown, unknown> | undefined {
   const names = typeNames(t.name);
-  const members: GraphQLFieldConfigMap<unknown, unknown> = { count: { type: new GraphQLNonNull(GraphQLInt), extensions: { svcgen: { fn: 'count' } satisfies AggregateName } } };
+  const members: GraphQLFieldConfigMap<unknown, unknown> = {
+    count: { type: new GraphQLNonNull(GraphQLInt), extensions: { svcgen: { fn: 'count' } satisfies AggregateName } },
+  };
   const numeric: string[] = ['count'];
   for (const f of fields) {
     for (const { name, fn } of aggregateMembers(f)) {
@@ -403,19 +496,45 @@ function aggregateField(
   }
   const aggregateNames = Object.keys(members);
   const groupable = fields.filter((f) => sortable(f) && !Object.hasOwn(members, f.name));
-  for (const f of groupable) members[f.name] = { type: scalarOf(t, f), description: 'The group (with groupBy)', extensions: { svcgen: { field: f.name } } };
+  for (const f of groupable)
+    members[f.name] = {
+      type: scalarOf(t, f),
+      description: 'The group (with groupBy)',
+      extensions: { svcgen: { field: f.name } },
+    };
   const args: Record<string, { type: GraphQLInputType; description?: string }> = {
     where: { type: where },
-    having: { type: new GraphQLInputObjectType({ name: names.having, fields: Object.fromEntries(numeric.map((n) => [n, { type: HavingFilter }])) }) },
+    having: {
+      type: new GraphQLInputObjectType({
+        name: names.having,
+        fields: Object.fromEntries(numeric.map((n) => [n, { type: HavingFilter }])),
+      }),
+    },
     orderBy: {
       type: new GraphQLList(
-        new GraphQLNonNull(new GraphQLInputObjectType({ name: names.aggregateOrderBy, fields: Object.fromEntries([...aggregateNames, ...groupable.map((f) => f.name)].map((n) => [n, { type: SortDirection }])) })),
+        new GraphQLNonNull(
+          new GraphQLInputObjectType({
+            name: names.aggregateOrderBy,
+            fields: Object.fromEntries(
+              [...aggregateNames, ...groupable.map((f) => f.name)].map((n) => [n, { type: SortDirection }]),
+            ),
+          }),
+        ),
       ),
     },
     limit: { type: GraphQLInt, description: 'Most groups answered: at most 10000' },
   };
   if (groupable.length) {
-    args.groupBy = { type: new GraphQLList(new GraphQLNonNull(new GraphQLEnumType({ name: names.groupField, values: Object.fromEntries(groupable.map((f) => [f.name, { value: f.name }])) }))) };
+    args.groupBy = {
+      type: new GraphQLList(
+        new GraphQLNonNull(
+          new GraphQLEnumType({
+            name: names.groupField,
+            values: Object.fromEntries(groupable.map((f) => [f.name, { value: f.name }])),
+          }),
+        ),
+      ),
+    };
   }
   return {
     type: new GraphQLList(new GraphQLNonNull(new GraphQLObjectType({ name: names.aggregate, fields: members }))),

@@ -45,7 +45,13 @@ export interface Selection {
 }
 
 /** The fields of a selection set by response key, fragments flattened, @skip/@include applied (like graphql-js's collectFields). */
-export function collectFields(sel: Selection, type: GraphQLObjectType, set: SelectionSetNode, out = new Map<string, FieldNode[]>(), seen = new Set<string>()): Map<string, FieldNode[]> {
+export function collectFields(
+  sel: Selection,
+  type: GraphQLObjectType,
+  set: SelectionSetNode,
+  out = new Map<string, FieldNode[]>(),
+  seen = new Set<string>(),
+): Map<string, FieldNode[]> {
   for (const s of set.selections) {
     const skip = getDirectiveValues(GraphQLSkipDirective, s, sel.variables as Record<string, unknown>);
     const include = getDirectiveValues(GraphQLIncludeDirective, s, sel.variables as Record<string, unknown>);
@@ -57,7 +63,8 @@ export function collectFields(sel: Selection, type: GraphQLObjectType, set: Sele
       else out.set(key, [s]);
     } else if (s.kind === Kind.INLINE_FRAGMENT) {
       // The schema has object types only: a condition matches when it names this type.
-      if (!s.typeCondition || s.typeCondition.name.value === type.name) collectFields(sel, type, s.selectionSet, out, seen);
+      if (!s.typeCondition || s.typeCondition.name.value === type.name)
+        collectFields(sel, type, s.selectionSet, out, seen);
     } else {
       const name = s.name.value;
       const fragment = sel.fragments[name];
@@ -84,13 +91,26 @@ export interface TranslateContext {
 }
 
 /** `<T>Where` → a condition; paths as REST's `rel.field` (at most 3 relations, 100 conditions, 8 groups). */
-export function whereCondition(ctx: TranslateContext, table: CatalogTable, where: unknown, parameter = 'where'): Condition {
+export function whereCondition(
+  ctx: TranslateContext,
+  table: CatalogTable,
+  where: unknown,
+  parameter = 'where',
+): Condition {
   if (where === undefined || where === null) return { kind: 'true' };
   const count = { n: 0 };
   return whereOf(ctx, table, where as Record<string, unknown>, [], parameter, count, 0);
 }
 
-function whereOf(ctx: TranslateContext, table: CatalogTable, where: Record<string, unknown>, prefix: string[], parameter: string, count: { n: number }, depth: number): Condition {
+function whereOf(
+  ctx: TranslateContext,
+  table: CatalogTable,
+  where: Record<string, unknown>,
+  prefix: string[],
+  parameter: string,
+  count: { n: number },
+  depth: number,
+): Condition {
   if (depth > MAX_GROUP_DEPTH) throw new QueryError(parameter, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
   const items: Condition[] = [];
   for (const [name, value] of Object.entries(where)) {
@@ -98,23 +118,35 @@ function whereOf(ctx: TranslateContext, table: CatalogTable, where: Record<strin
     const at = `${parameter}.${name}`;
     if (name === 'and' || name === 'or') {
       if (value === null) throw new QueryError(at, `${name} takes a list of conditions`);
-      const list = (value as Record<string, unknown>[]).map((w, i) => whereOf(ctx, table, w, prefix, `${at}[${i}]`, count, depth + 1));
+      const list = (value as Record<string, unknown>[]).map((w, i) =>
+        whereOf(ctx, table, w, prefix, `${at}[${i}]`, count, depth + 1),
+      );
       if (list.length === 0) throw new QueryError(at, `${name} needs at least one condition`);
       items.push({ kind: name, items: list });
     } else if (name === 'not') {
       if (value === null) throw new QueryError(at, 'not takes a condition');
-      items.push({ kind: 'not', item: whereOf(ctx, table, value as Record<string, unknown>, prefix, at, count, depth + 1) });
+      items.push({
+        kind: 'not',
+        item: whereOf(ctx, table, value as Record<string, unknown>, prefix, at, count, depth + 1),
+      });
     } else if (table.fields.has(name) && canReadField(ctx.access, table, name)) {
       if (value === null) throw new QueryError(at, 'give operators, e.g. { equals: ... }');
       const field = table.fields.get(name)!;
       for (const [op, operand] of Object.entries(value as Record<string, unknown>)) {
         if (operand === undefined) continue;
-        if (++count.n > MAX_CONDITIONS) throw new QueryError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
+        if (++count.n > MAX_CONDITIONS)
+          throw new QueryError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
         if (!isOperator(op)) throw new QueryError(`${at}.${op}`, `unknown operator "${op}"`);
         const isList = op === 'in' || op === 'not_in' || op === 'between';
-        if (operand === null && op !== 'equals' && op !== 'not_equals') throw new QueryError(`${at}.${op}`, `${op} takes a value, not null`);
+        if (operand === null && op !== 'equals' && op !== 'not_equals')
+          throw new QueryError(`${at}.${op}`, `${op} takes a value, not null`);
         try {
-          const typed = operandValue(field, op, isList ? undefined : operand, isList ? (operand as unknown[]) : undefined);
+          const typed = operandValue(
+            field,
+            op,
+            isList ? undefined : operand,
+            isList ? (operand as unknown[]) : undefined,
+          );
           items.push({ kind: 'compare', path: [...prefix, name], op, value: typed });
         } catch (error) {
           valueError(`${at}.${op}`, error);
@@ -125,21 +157,41 @@ function whereOf(ctx: TranslateContext, table: CatalogTable, where: Record<strin
       if (!relation) throw new QueryError(at, `${table.spec.name} has no field or relation "${name}"`);
       if (prefix.length >= 3) throw new QueryError(at, 'relation filters go at most 3 relations deep');
       if (value === null) throw new QueryError(at, 'give conditions on the related records');
-      items.push(whereOf(ctx, ctx.catalog.require(relation.target), value as Record<string, unknown>, [...prefix, name], at, count, depth));
+      items.push(
+        whereOf(
+          ctx,
+          ctx.catalog.require(relation.target),
+          value as Record<string, unknown>,
+          [...prefix, name],
+          at,
+          count,
+          depth,
+        ),
+      );
     }
   }
   return and(...items);
 }
 
 /** `[<T>OrderBy!]` → order terms: one field per member, as REST's sort. */
-export function orderTerms(ctx: TranslateContext, table: CatalogTable, orderBy: unknown, parameter = 'orderBy'): OrderTerm[] {
+export function orderTerms(
+  ctx: TranslateContext,
+  table: CatalogTable,
+  orderBy: unknown,
+  parameter = 'orderBy',
+): OrderTerm[] {
   if (orderBy === undefined || orderBy === null) return [];
   const terms: OrderTerm[] = [];
   (orderBy as Record<string, 'asc' | 'desc' | null>[]).forEach((member, i) => {
     const entries = Object.entries(member).filter(([, v]) => v !== undefined);
-    if (entries.length !== 1 || entries[0]![1] === null) throw new QueryError(`${parameter}[${i}]`, 'name exactly one field per orderBy member, e.g. [{ createdAt: DESC }, { id: ASC }]');
+    if (entries.length !== 1 || entries[0]![1] === null)
+      throw new QueryError(
+        `${parameter}[${i}]`,
+        'name exactly one field per orderBy member, e.g. [{ createdAt: DESC }, { id: ASC }]',
+      );
     const [field, direction] = entries[0]! as [string, 'asc' | 'desc'];
-    if (!canReadField(ctx.access, table, field)) throw new QueryError(`${parameter}[${i}]`, `${table.spec.name} has no field "${field}" to sort by`);
+    if (!canReadField(ctx.access, table, field))
+      throw new QueryError(`${parameter}[${i}]`, `${table.spec.name} has no field "${field}" to sort by`);
     if (terms.some((t) => t.field === field)) throw new QueryError(`${parameter}[${i}]`, `${field} appears twice`);
     terms.push({ field, direction });
   });
@@ -174,9 +226,22 @@ export function keyCondition(table: CatalogTable, args: Record<string, unknown>)
  * A table type's selection → select items keyed by response key, so two aliases of one relation
  * with different arguments each get their own embed. `__typename` is answered by graphql-js.
  */
-export function selectItems(ctx: TranslateContext, sel: Selection, table: CatalogTable, type: GraphQLObjectType, set: SelectionSetNode | undefined, path: string): SelectItem[] {
+export function selectItems(
+  ctx: TranslateContext,
+  sel: Selection,
+  table: CatalogTable,
+  type: GraphQLObjectType,
+  set: SelectionSetNode | undefined,
+  path: string,
+): SelectItem[] {
   const embeds = { n: 0 };
-  const walk = (t: CatalogTable, objectType: GraphQLObjectType, s: SelectionSetNode | undefined, depth: number, at: string): SelectItem[] => {
+  const walk = (
+    t: CatalogTable,
+    objectType: GraphQLObjectType,
+    s: SelectionSetNode | undefined,
+    depth: number,
+    at: string,
+  ): SelectItem[] => {
     const items: SelectItem[] = [];
     if (!s) return items;
     for (const [key, nodes] of collectFields(sel, objectType, s)) {
@@ -192,8 +257,10 @@ export function selectItems(ctx: TranslateContext, sel: Selection, table: Catalo
       }
       const relation = followable(ctx.access, ctx.catalog, t, meta.relation);
       if (!relation) throw new QueryError(`${at}.${key}`, `${t.spec.name} has no relation "${meta.relation}"`);
-      if (depth + 1 > LIMITS.maxEmbedDepth) throw new QueryError(`${at}.${key}`, `embedded relations nest at most ${LIMITS.maxEmbedDepth} levels`);
-      if (++embeds.n > LIMITS.maxEmbeds) throw new QueryError(`${at}.${key}`, `at most ${LIMITS.maxEmbeds} embedded relations per root field`);
+      if (depth + 1 > LIMITS.maxEmbedDepth)
+        throw new QueryError(`${at}.${key}`, `embedded relations nest at most ${LIMITS.maxEmbedDepth} levels`);
+      if (++embeds.n > LIMITS.maxEmbeds)
+        throw new QueryError(`${at}.${key}`, `at most ${LIMITS.maxEmbeds} embedded relations per root field`);
       const target = ctx.catalog.require(relation.target);
       const targetType = unwrap(def);
       const sub = walk(target, targetType, subSelection(nodes), depth + 1, `${at}.${key}`);
@@ -211,8 +278,12 @@ export function selectItems(ctx: TranslateContext, sel: Selection, table: Catalo
         items: sub,
         ...(where.kind !== 'true' ? { where } : {}),
         ...(orderBy.length ? { orderBy } : {}),
-        ...(args.limit !== undefined && args.limit !== null ? { limit: bounded(args.limit, `${at}.${key}.limit`, LIMITS.defaultPageSize, 1, LIMITS.maxPageSize) } : {}),
-        ...(args.offset !== undefined && args.offset !== null ? { offset: bounded(args.offset, `${at}.${key}.offset`, 0, 0, MAX_OFFSET) } : {}),
+        ...(args.limit !== undefined && args.limit !== null
+          ? { limit: bounded(args.limit, `${at}.${key}.limit`, LIMITS.defaultPageSize, 1, LIMITS.maxPageSize) }
+          : {}),
+        ...(args.offset !== undefined && args.offset !== null
+          ? { offset: bounded(args.offset, `${at}.${key}.offset`, 0, 0, MAX_OFFSET) }
+          : {}),
       });
     }
     return items;
@@ -244,7 +315,8 @@ export function aggregateQuery(
     const meta = fields[name]?.extensions.svcgen as AggregateName | { field: string } | undefined;
     if (!meta) throw new QueryError(parameter, `${name} is not an aggregate of ${table.spec.name}`);
     if (!('fn' in meta)) {
-      if (!groupBy.includes(meta.field)) throw new QueryError(parameter, `${name} is a group field: list it in groupBy`);
+      if (!groupBy.includes(meta.field))
+        throw new QueryError(parameter, `${name} is a group field: list it in groupBy`);
       return;
     }
     if (!terms.has(name)) terms.set(name, { fn: meta.fn, ...(meta.field ? { field: meta.field } : {}), alias: name });
@@ -254,13 +326,19 @@ export function aggregateQuery(
     if (name !== '__typename') term(name, key);
   }
   const having: HavingTerm[] = [];
-  for (const [name, filter] of Object.entries((args.having as Record<string, Record<string, unknown> | null> | undefined) ?? {})) {
+  for (const [name, filter] of Object.entries(
+    (args.having as Record<string, Record<string, unknown> | null> | undefined) ?? {},
+  )) {
     if (!filter) continue;
     term(name, `having.${name}`);
     for (const [op, value] of Object.entries(filter)) {
       if (value === undefined || value === null) continue;
       const text = String(value);
-      if (!/^-?\d{1,30}(\.\d{1,30})?$/.test(text)) throw new QueryError(`having.${name}.${op}`, 'must be a number of at most 30 digits before and after the point');
+      if (!/^-?\d{1,30}(\.\d{1,30})?$/.test(text))
+        throw new QueryError(
+          `having.${name}.${op}`,
+          'must be a number of at most 30 digits before and after the point',
+        );
       having.push({ alias: name, op: op as HavingTerm['op'], value: text });
     }
   }

@@ -9,5 +9,6 @@ import type { ApiRequest } from './request.ts';
 export function clientAddress(trustProxy: boolean | string[]): (req: ApiRequest) => string {
   if (trustProxy === false) return (req) => req.ip;
   const trust = trustProxy === true ? () => true : proxyAddr.compile(trustProxy);
-  return (req) => proxyAddr({ headers: req.headers, socket: { remoteAddress: req.ip } } as unknown as IncomingMessage, trust);
+  return (req) =>
+    proxyAddr({ headers: req.headers, socket: { remoteAddress: req.ip } } as unknown as IncomingMessage, trust);
 }

@@ -28,7 +28,10 @@ function answer(kind: ProblemKind, detail: string): ClientErrorAnswer {
 }
 
 /** What a parser or timeout error from node:http means for the client, or undefined when nothing can be said. */
-export function clientErrorAnswer(error: NodeJS.ErrnoException, limits: ClientErrorLimits): ClientErrorAnswer | undefined {
+export function clientErrorAnswer(
+  error: NodeJS.ErrnoException,
+  limits: ClientErrorLimits,
+): ClientErrorAnswer | undefined {
   switch (error.code) {
     case 'ECONNRESET':
     case 'EPIPE':
@@ -59,7 +62,14 @@ export function clientErrorHandler(limits: ClientErrorLimits): (error: NodeJS.Er
       socket.destroy();
       return;
     }
-    const body = JSON.stringify({ type: answer.type, title: answer.reason, status: answer.status, detail: answer.detail, instance: '', errors: [] });
+    const body = JSON.stringify({
+      type: answer.type,
+      title: answer.reason,
+      status: answer.status,
+      detail: answer.detail,
+      instance: '',
+      errors: [],
+    });
     socket.write(
       `HTTP/1.1 ${answer.status} ${answer.reason}\r\n` +
         `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

@@ -17,7 +17,8 @@ export function drainable(server: Server): Drain {
   const inFlight = new Set<ServerResponse>();
   // A response whose headers left before the drain said keep-alive: once it ends, its connection
   // is idle and must not wait for the keep-alive timeout.
-  const closeWhenDone = (res: ServerResponse) => res.once('finish', () => setImmediate(() => server.closeIdleConnections()));
+  const closeWhenDone = (res: ServerResponse) =>
+    res.once('finish', () => setImmediate(() => server.closeIdleConnections()));
 
   server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
     if (draining) {

@@ -7,6 +7,11 @@ export type { Handler } from './node-adapter.ts';
 
 export function adapt(handler: Handler, options: { bodyLimit: number; log: ErrorLogger }) {
   return (req: Request, res: Response): void => {
-    run(handler, nodeRequest(req, res, req.originalUrl, (req.params ?? {}) as Record<string, string>, options.bodyLimit), res, options.log);
+    run(
+      handler,
+      nodeRequest(req, res, req.originalUrl, (req.params ?? {}) as Record<string, string>, options.bodyLimit),
+      res,
+      options.log,
+    );
   };
 }

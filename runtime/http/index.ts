@@ -1,4 +1,12 @@
-export { Problem, AuthError, PROBLEM_KINDS, AUTH_ERRORS, type ProblemKind, type FieldError, type AuthErrorCode } from './problems.ts';
+export {
+  Problem,
+  AuthError,
+  PROBLEM_KINDS,
+  AUTH_ERRORS,
+  type ProblemKind,
+  type FieldError,
+  type AuthErrorCode,
+} from './problems.ts';
 export { JsonBodyError, MAX_JSON_DEPTH, parseJsonBody, type JsonBodyRule } from './json-body.ts';
 export { header, jsonReply, rawJsonReply, readJson, bodyReader, type ApiRequest, type Reply } from './request.ts';
 export { errorReply, databaseFaultProblem, DATABASE_RETRY_AFTER_SECONDS, type ErrorLogger } from './reply.ts';
@@ -8,4 +16,13 @@ export { clientAddress } from './client-address.ts';
 export { clientErrorHandler, type ClientErrorLimits } from './client-error.ts';
 export { drainable, type Drain } from './drain.ts';
 export { corsStage, type CorsStage } from './cors.ts';
-export { assignRequestId, noteCaller, noteRoute, requestIdOf, requestObserver, type EntryLogger, type RequestObserver, type RequestObservers } from './request-log.ts';
+export {
+  assignRequestId,
+  noteCaller,
+  noteRoute,
+  requestIdOf,
+  requestObserver,
+  type EntryLogger,
+  type RequestObserver,
+  type RequestObservers,
+} from './request-log.ts';

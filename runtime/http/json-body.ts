@@ -85,7 +85,10 @@ export function parseJsonBody(body: Uint8Array): unknown {
     throw new JsonBodyError('utf8', 'the body is not valid UTF-8; send JSON encoded as UTF-8');
   }
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-    throw new JsonBodyError('max_depth', `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})`);
+    throw new JsonBodyError(
+      'max_depth',
+      `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})`,
+    );
   }
   let value: unknown;
   try {
@@ -96,7 +99,11 @@ export function parseJsonBody(body: Uint8Array): unknown {
   if (SURROGATE_ESCAPE.test(text)) {
     const at = loneSurrogateAt(value, '');
     if (at !== undefined) {
-      throw new JsonBodyError('unicode', `${at || 'body'}: a string holds an unpaired surrogate escape (such as \\ud800), which is not valid Unicode`, at || 'body');
+      throw new JsonBodyError(
+        'unicode',
+        `${at || 'body'}: a string holds an unpaired surrogate escape (such as \\ud800), which is not valid Unicode`,
+        at || 'body',
+      );
     }
   }
   return value;

@@ -6,7 +6,13 @@ import { bodyReader, type ApiRequest, type Reply } from './request.ts';
 export type Handler = (req: ApiRequest) => Promise<Reply>;
 
 /** `url` is the request target as received; `params` the route parameters already matched. */
-export function nodeRequest(req: IncomingMessage, res: ServerResponse, url: string, params: Record<string, string>, bodyLimit: number): ApiRequest {
+export function nodeRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: string,
+  params: Record<string, string>,
+  bodyLimit: number,
+): ApiRequest {
   const q = url.indexOf('?');
   return {
     method: req.method ?? 'GET',

@@ -13,7 +13,10 @@ export function errorReply(error: unknown, req: ApiRequest, log: ErrorLogger): R
       body: JSON.stringify({ error: error.code, ...error.extra }),
     };
   }
-  const problem = error instanceof Problem ? error : (databaseFaultProblem(error) ?? new Problem('internal', 'the server could not complete the request'));
+  const problem =
+    error instanceof Problem
+      ? error
+      : (databaseFaultProblem(error) ?? new Problem('internal', 'the server could not complete the request'));
   if (!(error instanceof Problem)) log(error, req);
   return {
     status: problem.status,
@@ -38,5 +41,7 @@ export const DATABASE_RETRY_AFTER_SECONDS = 1;
 export function databaseFaultProblem(error: unknown): Problem | undefined {
   const fault = databaseFault(error);
   if (!fault) return undefined;
-  return new Problem(FAULT_KINDS[fault.kind], fault.detail, [], { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
+  return new Problem(FAULT_KINDS[fault.kind], fault.detail, [], {
+    'retry-after': String(DATABASE_RETRY_AFTER_SECONDS),
+  });
 }

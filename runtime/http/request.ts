@@ -33,7 +33,11 @@ export interface Reply {
 }
 
 export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): Reply {
-  return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers }, body: JSON.stringify(value) };
+  return {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    body: JSON.stringify(value),
+  };
 }
 
 /** Reply from JSON text the database already produced. */
@@ -86,13 +90,19 @@ export async function readJson(req: ApiRequest, types: readonly string[] = ['app
   if (!types.includes(contentType)) {
     throw new Problem(
       'unsupported-media-type',
-      contentType ? `Content-Type ${contentType} is not accepted here; send ${types.join(' or ')}` : `send the body with Content-Type ${types.join(' or ')}`,
+      contentType
+        ? `Content-Type ${contentType} is not accepted here; send ${types.join(' or ')}`
+        : `send the body with Content-Type ${types.join(' or ')}`,
     );
   }
   try {
     return parseJsonBody(body);
   } catch (error) {
     if (!(error instanceof JsonBodyError)) throw error;
-    throw new Problem('invalid-json', error.message, error.rule === 'json' ? [] : [{ field: error.field, rule: error.rule, message: error.message }]);
+    throw new Problem(
+      'invalid-json',
+      error.message,
+      error.rule === 'json' ? [] : [{ field: error.field, rule: error.rule, message: error.message }],
+    );
   }
 }

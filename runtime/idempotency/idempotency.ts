@@ -39,7 +39,10 @@ interface StoredReply {
 
 /** The second advisory-lock key of an idempotency key: 32 bits of a hash of who and where it is. */
 export function idempotencyLockKey(caller: string, projectId: string, environment: string, key: string): number {
-  return createHash('sha256').update(JSON.stringify([caller, projectId, environment, key])).digest().readInt32BE(0);
+  return createHash('sha256')
+    .update(JSON.stringify([caller, projectId, environment, key]))
+    .digest()
+    .readInt32BE(0);
 }
 
 /**
@@ -61,14 +64,18 @@ export async function withIdempotency(
     ]);
   }
   const body = await req.readBody();
-  const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n`).update(body ?? Buffer.alloc(0)).digest('hex');
+  const requestHash = createHash('sha256')
+    .update(`${req.method} ${req.path}\n`)
+    .update(body ?? Buffer.alloc(0))
+    .digest('hex');
   const ids = [caller, tenant.projectId, tenant.environment, key];
   return db.transaction(async (tx) => {
     const [lock] = await tx.query<{ taken: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2) AS taken', [
       IDEMPOTENCY_LOCK_NAMESPACE,
       idempotencyLockKey(caller, tenant.projectId, tenant.environment, key),
     ]);
-    if (!lock!.taken) throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
+    if (!lock!.taken)
+      throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
     const [first] = await tx.query<StoredReply>(
       `SELECT request_hash, status, headers, body FROM svcgen.idempotency
        WHERE caller = $1 AND project_id = $2 AND environment = $3 AND key = $4 AND state = 'done' AND expires_at > now()`,
@@ -76,14 +83,22 @@ export async function withIdempotency(
     );
     if (first) {
       if (first.request_hash !== requestHash) {
-        throw new Problem('validation', 'this Idempotency-Key was already used with a different request; use a new key', [
-          { field: 'Idempotency-Key', rule: 'reused', message: 'the key was used with a different request' },
-        ]);
+        throw new Problem(
+          'validation',
+          'this Idempotency-Key was already used with a different request; use a new key',
+          [{ field: 'Idempotency-Key', rule: 'reused', message: 'the key was used with a different request' }],
+        );
       }
-      return { status: first.status, headers: { ...first.headers, 'idempotency-replayed': 'true' }, body: first.body ?? undefined };
+      return {
+        status: first.status,
+        headers: { ...first.headers, 'idempotency-replayed': 'true' },
+        body: first.body ?? undefined,
+      };
     }
     const reply = await handle(transactionDatabase(db.pool, tx));
-    const kept = Object.fromEntries(Object.entries(reply.headers ?? {}).filter(([k]) => REPLAYED_HEADERS.includes(k.toLowerCase())));
+    const kept = Object.fromEntries(
+      Object.entries(reply.headers ?? {}).filter(([k]) => REPLAYED_HEADERS.includes(k.toLowerCase())),
+    );
     // An expired record not pruned yet, or an older version's 'running' leftover, is replaced. A
     // live record cannot appear while we hold the lock; if one did, this write is refused, not doubled.
     const stored = await tx.query(
@@ -96,7 +111,8 @@ export async function withIdempotency(
        RETURNING 1`,
       [...ids, requestHash, reply.status, JSON.stringify(kept), reply.body ?? null],
     );
-    if (stored.length === 0) throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
+    if (stored.length === 0)
+      throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
     return reply;
   });
 }

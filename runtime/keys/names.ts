@@ -14,6 +14,7 @@ export const CONTEXT_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** Why `key` cannot be an API key context key (a reason, without the key's name), or undefined when it can. */
 export function contextKeyProblem(key: string): string | undefined {
   if (!CONTEXT_KEY.test(key)) return 'a context key is a letter or _, then letters, digits or _, at most 64 characters';
-  if (isObjectPrototypeName(key)) return `"${key}" is the name of a property every JavaScript object has; choose another context key`;
+  if (isObjectPrototypeName(key))
+    return `"${key}" is the name of a property every JavaScript object has; choose another context key`;
   return undefined;
 }

@@ -20,7 +20,10 @@ async function requireManagement(deps: KeyRouteDeps, req: ApiRequest): Promise<T
   const tenant = resolveDataTenant(req, deps.config);
   const principal = await authenticate(req, tenant, deps.resolvers);
   if (principal.kind !== 'management') {
-    throw new Problem('forbidden', 'managing API keys needs a management token (Authorization: Bearer <management token>)');
+    throw new Problem(
+      'forbidden',
+      'managing API keys needs a management token (Authorization: Bearer <management token>)',
+    );
   }
   return tenant;
 }
@@ -34,7 +37,8 @@ function checkContextKeys(value: unknown, ctx: z.RefinementCtx): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
   for (const key of Object.keys(value)) {
     const problem = contextKeyProblem(key);
-    if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem, params: { rule: 'name' }, input: value });
+    if (problem)
+      ctx.addIssue({ code: 'custom', path: [key], message: problem, params: { rule: 'name' }, input: value });
   }
   return value;
 }
@@ -50,15 +54,26 @@ export const newKeySchema = z
   .strict();
 
 /** Checks what the schema cannot: roles and environment exist in this project. */
-export function keyProblems(config: Config, input: z.output<typeof newKeySchema>): { field: string; rule: string; message: string }[] {
+export function keyProblems(
+  config: Config,
+  input: z.output<typeof newKeySchema>,
+): { field: string; rule: string; message: string }[] {
   const problems: { field: string; rule: string; message: string }[] = [];
   if (!config.environments.includes(input.environment)) {
-    problems.push({ field: 'environment', rule: 'enum', message: `environment must be one of ${config.environments.join(', ')}` });
+    problems.push({
+      field: 'environment',
+      rule: 'enum',
+      message: `environment must be one of ${config.environments.join(', ')}`,
+    });
   }
   input.roles.forEach((role, i) => {
     // Own roles only: `toString` or `__proto__` are "in" every object.
     if (!Object.hasOwn(config.roles, role)) {
-      problems.push({ field: `roles[${i}]`, rule: 'enum', message: `no role named "${role}"; roles: ${Object.keys(config.roles).join(', ')}` });
+      problems.push({
+        field: `roles[${i}]`,
+        rule: 'enum',
+        message: `no role named "${role}"; roles: ${Object.keys(config.roles).join(', ')}`,
+      });
     }
   });
   return problems;
@@ -79,7 +94,13 @@ export function keyHandlers(deps: KeyRouteDeps) {
         const errors = parsed.error.issues.flatMap((issue) =>
           issue.code === 'unrecognized_keys'
             ? issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }))
-            : [{ field: issue.path.join('.'), rule: issueRule(issue), message: `${issue.path.join('.') || 'body'}: ${issue.message}` }],
+            : [
+                {
+                  field: issue.path.join('.'),
+                  rule: issueRule(issue),
+                  message: `${issue.path.join('.') || 'body'}: ${issue.message}`,
+                },
+              ],
         );
         throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
       }

@@ -5,10 +5,24 @@
  * revocation committed before the request was heard; while the channel is down nothing is cached.
  */
 import { notify, type Database, type NotificationChannel } from '../db/index.ts';
-import { unauthorized, type ApiKeyPrincipal, type Credential, type CredentialResolver, type ManagementPrincipal, type Principal } from '../principal/index.ts';
+import {
+  unauthorized,
+  type ApiKeyPrincipal,
+  type Credential,
+  type CredentialResolver,
+  type ManagementPrincipal,
+  type Principal,
+} from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import { contextKeyProblem } from './names.ts';
-import { API_KEY_PATTERN, MANAGEMENT_TOKEN_PATTERN, constantTimeEqual, digestSecret, newId, newSecret } from './secrets.ts';
+import {
+  API_KEY_PATTERN,
+  MANAGEMENT_TOKEN_PATTERN,
+  constantTimeEqual,
+  digestSecret,
+  newId,
+  newSecret,
+} from './secrets.ts';
 
 export interface ApiKeyRecord {
   id: string;
@@ -69,7 +83,16 @@ export async function createApiKey(db: Database, input: NewApiKey): Promise<ApiK
     `INSERT INTO svcgen.api_keys (id, project_id, environment, name, prefix, key_hash, roles, context)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      RETURNING id, name, prefix, environment, roles, context, created_at, last_used_at`,
-    [newId('key'), input.projectId, input.environment, input.name, input.prefix, digestSecret(key), input.roles, JSON.stringify(input.context)],
+    [
+      newId('key'),
+      input.projectId,
+      input.environment,
+      input.name,
+      input.prefix,
+      digestSecret(key),
+      input.roles,
+      JSON.stringify(input.context),
+    ],
   );
   return { ...toRecord(rows[0]!), key };
 }
@@ -87,7 +110,12 @@ export async function listApiKeys(db: Database, projectId: string, environment: 
  * Revokes a key and tells every server process (NOTIFY on commit); returns the key's digest, or
  * undefined when no active key has that id.
  */
-export async function revokeApiKey(db: Database, projectId: string, id: string, environment?: string): Promise<string | undefined> {
+export async function revokeApiKey(
+  db: Database,
+  projectId: string,
+  id: string,
+  environment?: string,
+): Promise<string | undefined> {
   return db.transaction(async (tx) => {
     const rows = await tx.query<{ key_hash: string }>(
       `UPDATE svcgen.api_keys SET revoked_at = now()
@@ -101,10 +129,17 @@ export async function revokeApiKey(db: Database, projectId: string, id: string, 
   });
 }
 
-export async function createManagementToken(db: Database, name: string): Promise<{ id: string; name: string; token: string }> {
+export async function createManagementToken(
+  db: Database,
+  name: string,
+): Promise<{ id: string; name: string; token: string }> {
   const token = newSecret('svm');
   const id = newId('mt');
-  await db.query('INSERT INTO svcgen.management_tokens (id, name, token_hash) VALUES ($1, $2, $3)', [id, name, digestSecret(token)]);
+  await db.query('INSERT INTO svcgen.management_tokens (id, name, token_hash) VALUES ($1, $2, $3)', [
+    id,
+    name,
+    digestSecret(token),
+  ]);
   return { id, name, token };
 }
 
@@ -169,7 +204,9 @@ export class CredentialStore implements CredentialResolver {
     }
     if (key.projectId !== tenant.projectId) throw unauthorized('this API key belongs to another project');
     if (key.principal.environment !== tenant.environment) {
-      throw unauthorized(`this API key belongs to environment "${key.principal.environment}", not "${tenant.environment}"`);
+      throw unauthorized(
+        `this API key belongs to environment "${key.principal.environment}", not "${tenant.environment}"`,
+      );
     }
     return key.principal;
   }
@@ -192,7 +229,8 @@ export class CredentialStore implements CredentialResolver {
     // A cached key is trusted once this process has heard every revocation committed before now,
     // unless one removed it meanwhile. A fresher entry of the same key is no reason to look it up
     // again: under load those lookups kept replacing the entry and set each other off.
-    if (cached && (cached.expiresAt < now || !(await this.heardEverything()) || !this.keys.has(hash))) cached = undefined;
+    if (cached && (cached.expiresAt < now || !(await this.heardEverything()) || !this.keys.has(hash)))
+      cached = undefined;
     if (!cached) {
       const generation = this.invalidations;
       const epoch = this.channel.epoch;
@@ -207,13 +245,20 @@ export class CredentialStore implements CredentialResolver {
         return undefined;
       }
       cached = {
-        principal: { kind: 'apiKey', keyId: row.id, environment: row.environment, roles: row.roles, context: row.context },
+        principal: {
+          kind: 'apiKey',
+          keyId: row.id,
+          environment: row.environment,
+          roles: row.roles,
+          context: row.context,
+        },
         projectId: row.project_id,
         prefix: row.prefix,
         expiresAt: now + CACHE_TTL_MS,
       };
       // Without a live listener a cached key could outlive its revocation, so cache only with one.
-      if (this.channel.live && epoch === this.channel.epoch && generation === this.invalidations) this.keys.set(hash, cached);
+      if (this.channel.live && epoch === this.channel.epoch && generation === this.invalidations)
+        this.keys.set(hash, cached);
     }
     this.lastUsed.set(cached.principal.keyId, new Date(now));
     return cached;

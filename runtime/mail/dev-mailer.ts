@@ -51,7 +51,9 @@ export class DevMailer implements Mailer {
       await mkdir(path.dirname(logFile), { recursive: true });
       await appendFile(logFile, line);
     } catch (error) {
-      log(`mail to ${to} could not be written to ${logFile}: ${error instanceof Error ? error.message : String(error)}`);
+      log(
+        `mail to ${to} could not be written to ${logFile}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 }

@@ -102,11 +102,13 @@ export class SmtpMailer implements Mailer {
   #fail(job: Job, error: unknown): void {
     job.failures++;
     const failed = `mail to ${job.message.to} failed (attempt ${job.failures}): ${errorMessage(error)}`;
-    if (this.#closing) return this.#options.log(`${failed}; giving up (mailer closing)`);
     // a 5xx reply (unknown mailbox, refused sender) would only be refused again
-    if (isPermanent(error)) return this.#options.log(`${failed}; giving up (permanent rejection)`);
-    const delay = this.#options.retryDelaysMs[job.failures - 1];
-    if (delay === undefined) return this.#options.log(`${failed}; giving up`);
+    const delay = this.#closing || isPermanent(error) ? undefined : this.#options.retryDelaysMs[job.failures - 1];
+    if (delay === undefined) {
+      const why = this.#closing ? ' (mailer closing)' : isPermanent(error) ? ' (permanent rejection)' : '';
+      this.#options.log(`${failed}; giving up${why}`);
+      return;
+    }
     this.#options.log(`${failed}; retrying in ${delay} ms`);
     this.#retryLater(job, delay);
   }

@@ -25,4 +25,7 @@ export const TABLE_SUB_PATHS = {
 } as const;
 
 /** Names a model may not have: each would collide with one of the paths above. */
-export const RESERVED_PATH_NAMES: ReadonlySet<string> = new Set([...Object.values(SERVICE_PATHS), ...Object.values(TABLE_SUB_PATHS)]);
+export const RESERVED_PATH_NAMES: ReadonlySet<string> = new Set([
+  ...Object.values(SERVICE_PATHS),
+  ...Object.values(TABLE_SUB_PATHS),
+]);

@@ -7,8 +7,27 @@
 import { isTextField, type FieldSpec } from './index.ts';
 
 export const OPERATORS = [
-  'equals', 'not_equals', 'gt', 'gte', 'lt', 'lte', 'contains', 'starts_with', 'ends_with', 'in', 'not_in', 'between',
-  'is_empty', 'is_not_empty', 'today', 'yesterday', 'this_week', 'this_month', 'last_days', 'last_weeks', 'last_months',
+  'equals',
+  'not_equals',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'contains',
+  'starts_with',
+  'ends_with',
+  'in',
+  'not_in',
+  'between',
+  'is_empty',
+  'is_not_empty',
+  'today',
+  'yesterday',
+  'this_week',
+  'this_month',
+  'last_days',
+  'last_weeks',
+  'last_months',
 ] as const;
 
 export type Operator = (typeof OPERATORS)[number];
@@ -38,10 +57,14 @@ const ORDERED = new Set([...NUMERIC, 'DateTime', 'String']);
 export function operatorMismatch(field: FieldSpec, op: Operator): string | undefined {
   const type = field.type;
   if (type === 'Json' || type === 'Bytes') {
-    return op === 'is_empty' || op === 'is_not_empty' ? undefined : `${type} fields only take is_empty and is_not_empty`;
+    return op === 'is_empty' || op === 'is_not_empty'
+      ? undefined
+      : `${type} fields only take is_empty and is_not_empty`;
   }
   if (field.list) {
-    return ['contains', 'is_empty', 'is_not_empty'].includes(op) ? undefined : 'list fields take contains, is_empty and is_not_empty';
+    return ['contains', 'is_empty', 'is_not_empty'].includes(op)
+      ? undefined
+      : 'list fields take contains, is_empty and is_not_empty';
   }
   switch (op) {
     case 'gt':
@@ -53,7 +76,9 @@ export function operatorMismatch(field: FieldSpec, op: Operator): string | undef
     case 'contains':
     case 'starts_with':
     case 'ends_with':
-      return isTextField(field) ? undefined : `${op} needs a text field; ${field.name} is ${field.nativeType?.[0] ?? type}`;
+      return isTextField(field)
+        ? undefined
+        : `${op} needs a text field; ${field.name} is ${field.nativeType?.[0] ?? type}`;
     case 'today':
     case 'yesterday':
     case 'this_week':
@@ -77,7 +102,8 @@ export type AggregateFunction = 'count' | 'count_distinct' | 'sum' | 'avg' | 'mi
 /** Why the aggregate function `fn` cannot use `field`, or undefined when it can. */
 export function aggregateMismatch(field: FieldSpec, fn: Exclude<AggregateFunction, 'count'>): string | undefined {
   if (field.list || field.type === 'Json' || field.type === 'Bytes') return `${fn} cannot use ${field.name}`;
-  if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(field.type)) return `${fn} needs a number field; ${field.name} is ${field.type}`;
+  if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(field.type))
+    return `${fn} needs a number field; ${field.name} is ${field.type}`;
   if ((fn === 'min' || fn === 'max') && !(ORDERED.has(field.type) && (field.type !== 'String' || isTextField(field)))) {
     return `${fn} needs a number, date or text field; ${field.name} is ${field.nativeType?.[0] ?? field.type}`;
   }

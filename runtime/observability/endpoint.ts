@@ -36,7 +36,12 @@ export function metricsHandler(access: MetricsAccess): (req: ApiRequest) => Prom
     const match = /^Bearer +(\S+)$/i.exec(header(req, 'authorization')?.trim() ?? '');
     // Digests of equal length: the comparison takes the same time whatever was sent.
     if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
-      throw new Problem('unauthorized', 'send the metrics token (SVCGEN_METRICS_TOKEN) as "Authorization: Bearer <token>"', [], { 'www-authenticate': 'Bearer' });
+      throw new Problem(
+        'unauthorized',
+        'send the metrics token (SVCGEN_METRICS_TOKEN) as "Authorization: Bearer <token>"',
+        [],
+        { 'www-authenticate': 'Bearer' },
+      );
     }
     const { contentType, body } = clusterMetrics ? await fromCluster(clusterMetrics) : await renderMetrics();
     return { status: 200, headers: { 'content-type': contentType, 'cache-control': 'no-store' }, body };
@@ -48,6 +53,11 @@ async function fromCluster(source: () => Promise<MetricsText>): Promise<MetricsT
   try {
     return await source();
   } catch (error) {
-    throw new Problem('unavailable', `the metrics of every worker could not be gathered: ${error instanceof Error ? error.message : String(error)}`, [], { 'retry-after': '1' });
+    throw new Problem(
+      'unavailable',
+      `the metrics of every worker could not be gathered: ${error instanceof Error ? error.message : String(error)}`,
+      [],
+      { 'retry-after': '1' },
+    );
   }
 }

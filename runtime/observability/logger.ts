@@ -35,10 +35,15 @@ export function defaultLogFormat(stream: { isTTY?: boolean } = process.stdout): 
 }
 
 /** Streams that batch (sonic-boom), by the logger writing to them. */
-const batched = new WeakMap<Logger, { flush(cb: (error?: Error) => void): void; flushSync(): void; destroyed?: boolean }>();
+const batched = new WeakMap<
+  Logger,
+  { flush(cb: (error?: Error) => void): void; flushSync(): void; destroyed?: boolean }
+>();
 
 export function createLogger(options: LoggerOptions): Logger {
-  const stdout = options.destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS });
+  const stdout = options.destination
+    ? undefined
+    : pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS });
   const out = options.destination ?? stdout!;
   const logger = pino(
     {

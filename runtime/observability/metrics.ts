@@ -61,7 +61,11 @@ function poolGauge(name: string, help: string, read: (pool: PoolLike) => number)
 }
 poolGauge('db_pool_connections', 'Connections the pool holds (busy and idle)', (p) => p.totalCount);
 poolGauge('db_pool_idle_connections', 'Connections of the pool waiting for work', (p) => p.idleCount);
-poolGauge('db_pool_waiting_requests', 'Queries waiting for a connection because every connection is busy', (p) => p.waitingCount);
+poolGauge(
+  'db_pool_waiting_requests',
+  'Queries waiting for a connection because every connection is busy',
+  (p) => p.waitingCount,
+);
 
 /** What an expensive-read budget says about itself (runtime/db/admission.ts). */
 export interface ReadBudgetLike {

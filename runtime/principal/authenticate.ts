@@ -36,10 +36,16 @@ export function readCredential(req: ApiRequest): Credential | undefined {
   return { scheme, token: match[2]!, bearer: scheme.toLowerCase() === 'bearer' };
 }
 
-export async function authenticate(req: ApiRequest, tenant: Tenant, resolvers: readonly CredentialResolver[]): Promise<Principal> {
+export async function authenticate(
+  req: ApiRequest,
+  tenant: Tenant,
+  resolvers: readonly CredentialResolver[],
+): Promise<Principal> {
   const credential = readCredential(req);
   if (!credential) {
-    throw unauthorized('send credentials in the Authorization header: "Bearer <access token or API key>" or "<key prefix> <API key>"');
+    throw unauthorized(
+      'send credentials in the Authorization header: "Bearer <access token or API key>" or "<key prefix> <API key>"',
+    );
   }
   for (const resolver of resolvers) {
     const principal = await resolver.resolve(credential, tenant);

@@ -7,4 +7,10 @@ export {
   type ManagementPrincipal,
   type RolePrincipal,
 } from './principal.ts';
-export { authenticate, readCredential, unauthorized, type Credential, type CredentialResolver } from './authenticate.ts';
+export {
+  authenticate,
+  readCredential,
+  unauthorized,
+  type Credential,
+  type CredentialResolver,
+} from './authenticate.ts';

@@ -32,11 +32,19 @@ export function canReadField(access: Access, table: CatalogTable, field: string)
 export function canFollow(access: Access, catalog: Catalog, table: CatalogTable, relation: RelationSpec): boolean {
   const target = catalog.get(relation.target);
   if (!target || access.grant(target.spec.name, 'read') === null) return false;
-  return relation.fields.every((f) => canReadField(access, table, f)) && relation.targetFields.every((f) => canReadField(access, target, f));
+  return (
+    relation.fields.every((f) => canReadField(access, table, f)) &&
+    relation.targetFields.every((f) => canReadField(access, target, f))
+  );
 }
 
 /** The relation of `table` named `name` when the caller may follow it; undefined as if it did not exist. */
-export function followable(access: Access, catalog: Catalog, table: CatalogTable, name: string): RelationSpec | undefined {
+export function followable(
+  access: Access,
+  catalog: Catalog,
+  table: CatalogTable,
+  name: string,
+): RelationSpec | undefined {
   const relation = table.relations.get(name);
   return relation && canFollow(access, catalog, table, relation) ? relation : undefined;
 }

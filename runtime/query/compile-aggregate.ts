@@ -39,9 +39,16 @@ export interface AggregateQuery {
 const HAVING_SQL = { equals: '=', not_equals: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
 /** A field the caller may aggregate or group by, as it sees it (null where hidden on a row). */
-function readable(scope: Scope, table: CatalogTable, alias: string, name: string, parameter: string): { field: FieldSpec; value: string } {
+function readable(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  name: string,
+  parameter: string,
+): { field: FieldSpec; value: string } {
   const field = table.fields.get(name);
-  if (!field || !canReadField(scope.access, table, name)) throw new QueryError(parameter, `${table.spec.name} has no field "${name}"`);
+  if (!field || !canReadField(scope.access, table, name))
+    throw new QueryError(parameter, `${table.spec.name} has no field "${name}"`);
   return { field, value: visibleValue(scope, table, alias, field) };
 }
 
@@ -55,7 +62,9 @@ export function compileAggregate(scope: Scope, query: AggregateQuery): string {
   const groups = query.groupBy.map((name) => readable(scope, table, alias, name, 'groupBy'));
   for (const { field, value } of groups) select.push(`${jsonValue(field, value)} AS ${ident(field.name)}`);
   for (const term of query.terms) {
-    const { field, value: col } = term.field ? readable(scope, table, alias, term.field, 'fn') : { field: undefined, value: '' };
+    const { field, value: col } = term.field
+      ? readable(scope, table, alias, term.field, 'fn')
+      : { field: undefined, value: '' };
     let expr: string;
     switch (term.fn) {
       case 'count':
@@ -70,29 +79,36 @@ export function compileAggregate(scope: Scope, query: AggregateQuery): string {
         break;
       case 'min':
       case 'max':
-        expr = field!.type === 'DateTime' ? `to_char(${term.fn}(${col}), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` : `${term.fn}(${col})`;
+        expr =
+          field!.type === 'DateTime'
+            ? `to_char(${term.fn}(${col}), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+            : `${term.fn}(${col})`;
         if (field!.type === 'BigInt') expr += '::text';
         break;
     }
     expressions.set(term.alias, expr);
-    if ((term.fn !== 'min' && term.fn !== 'max') || ['Int', 'BigInt', 'Float', 'Decimal'].includes(field!.type)) numeric.add(term.alias);
+    if ((term.fn !== 'min' && term.fn !== 'max') || ['Int', 'BigInt', 'Float', 'Decimal'].includes(field!.type))
+      numeric.add(term.alias);
     select.push(`${expr} AS ${ident(term.alias)}`);
   }
   const where = [compileCondition(scope, table, alias, query.where), readableRows(scope, table, alias)].join(' AND ');
   const groupBy = groups.length ? ` GROUP BY ${groups.map((g) => g.value).join(', ')}` : '';
   for (const h of query.having) {
     if (!expressions.has(h.alias)) throw new QueryError('having', `${h.alias} is not one of the aggregates`);
-    if (!numeric.has(h.alias)) throw new QueryError('having', `${h.alias} is not a number, and having compares numbers`);
+    if (!numeric.has(h.alias))
+      throw new QueryError('having', `${h.alias} is not a number, and having compares numbers`);
   }
   const having = query.having.length
     ? ` HAVING ${query.having.map((h) => `${expressions.get(h.alias)} ${HAVING_SQL[h.op]} ${scope.params.add(h.value)}::numeric`).join(' AND ')}`
     : '';
   const orderTerms = query.orderBy.map((o) => {
-    if (!expressions.has(o.name) && !query.groupBy.includes(o.name)) throw new QueryError('sort', `sort by an aggregate or a groupBy field, not "${o.name}"`);
+    if (!expressions.has(o.name) && !query.groupBy.includes(o.name))
+      throw new QueryError('sort', `sort by an aggregate or a groupBy field, not "${o.name}"`);
     return `${ident(o.name)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`;
   });
   // Group fields last, so groups come out in a stable order whatever the requested sort.
-  for (const n of query.groupBy) if (!query.orderBy.some((o) => o.name === n)) orderTerms.push(`${ident(n)} ASC NULLS LAST`);
+  for (const n of query.groupBy)
+    if (!query.orderBy.some((o) => o.name === n)) orderTerms.push(`${ident(n)} ASC NULLS LAST`);
   const orderBy = orderTerms.length ? ` ORDER BY ${orderTerms.join(', ')}` : '';
   return `SELECT row_to_json(r)::text FROM (SELECT ${select.join(', ')}
     FROM ${table.qualified(scope.environment)} ${alias} WHERE ${where}${groupBy}${having}${orderBy} LIMIT ${scope.params.add(query.limit)}) r`;

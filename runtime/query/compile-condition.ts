@@ -169,7 +169,8 @@ function compile(scope: Scope, table: CatalogTable, alias: string, condition: Co
       const targetAlias = newAlias(scope);
       const join = joinCondition(scope, table, alias, head!, targetAlias);
       const inner = compile(scope, join.target, targetAlias, { ...condition, path: rest }, guarded);
-      if (!guarded) return `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${join.sql} AND ${inner})`;
+      if (!guarded)
+        return `EXISTS (SELECT 1 FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${join.sql} AND ${inner})`;
       // Only related rows the caller may read take part, joined on fields it can see: a link hidden
       // on either row links nothing, as a null foreign key would (embeds do the same).
       const linkedOn = [

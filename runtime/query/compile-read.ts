@@ -11,7 +11,17 @@ import { ident } from '../db/index.ts';
 import { LIMITS, type FieldSpec } from '../model/index.ts';
 import { canReadField, followable, QueryError } from './access.ts';
 import type { CatalogTable } from './catalog.ts';
-import { columnRef, compileCondition, compileRoleCondition, fieldVisibility, joinCondition, newAlias, readableRows, visibleValue, type Scope } from './compile-condition.ts';
+import {
+  columnRef,
+  compileCondition,
+  compileRoleCondition,
+  fieldVisibility,
+  joinCondition,
+  newAlias,
+  readableRows,
+  visibleValue,
+  type Scope,
+} from './compile-condition.ts';
 import type { OrderTerm, ReadQuery, SelectItem } from './description.ts';
 import { MAX_EMBED_OFFSET } from './parse-select.ts';
 
@@ -60,14 +70,20 @@ function compactArray(value: string): string {
   return `coalesce('[' || string_agg(${value}::text, ',') || ']', '[]')::json`;
 }
 
-function recordShape(scope: Scope, table: CatalogTable, alias: string, select: readonly SelectItem[] | null): RecordShape {
+function recordShape(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  select: readonly SelectItem[] | null,
+): RecordShape {
   const items = select ?? table.spec.fields.map((f): SelectItem => ({ kind: 'field', field: f.name, alias: f.name }));
   const grant = scope.access.grant(table.spec.name, 'read');
   const parts: { alias: string; value: string; visible?: string }[] = [];
   let jsonb = false;
   for (const item of items) {
     if (item.kind === 'field') {
-      if (!table.fields.has(item.field)) throw new QueryError('select', `${table.spec.name} has no field "${item.field}"`);
+      if (!table.fields.has(item.field))
+        throw new QueryError('select', `${table.spec.name} has no field "${item.field}"`);
       if (!grant || (grant.fields !== null && !grant.fields.has(item.field))) continue;
       const rows = grant.fieldRows.get(item.field);
       const field = table.fields.get(item.field)!;
@@ -84,10 +100,17 @@ function recordShape(scope: Scope, table: CatalogTable, alias: string, select: r
     }
   }
   if (parts.every((p) => p.visible === undefined)) {
-    return { list: parts.map((p) => `${p.value} AS ${ident(p.alias)}`).join(', '), json: (e) => `row_to_json(${e})`, jsonb };
+    return {
+      list: parts.map((p) => `${p.value} AS ${ident(p.alias)}`).join(', '),
+      json: (e) => `row_to_json(${e})`,
+      jsonb,
+    };
   }
   // Key by key, in select order, each present only where visible; the key is written here, once.
-  const rows = parts.map((p, i) => `(${i}, ${scope.params.add(`${JSON.stringify(p.alias)}:`)}::text || coalesce(to_json(${p.value})::text, 'null'), ${p.visible ?? 'TRUE'})`);
+  const rows = parts.map(
+    (p, i) =>
+      `(${i}, ${scope.params.add(`${JSON.stringify(p.alias)}:`)}::text || coalesce(to_json(${p.value})::text, 'null'), ${p.visible ?? 'TRUE'})`,
+  );
   return {
     list: `(SELECT coalesce('{' || string_agg(kv.member, ',' ORDER BY kv.o) || '}', '{}')::json FROM (VALUES ${rows.join(', ')}) kv(o, member, shown) WHERE kv.shown) AS j`,
     json: (e) => `${e}.j`,
@@ -97,15 +120,31 @@ function recordShape(scope: Scope, table: CatalogTable, alias: string, select: r
 
 /** Refuses embed arguments the model or the bounds do not allow, before any SQL is written. */
 function checkEmbedArguments(table: CatalogTable, item: SelectItem & { kind: 'embed' }, toOne: boolean): void {
-  const given = item.where !== undefined || item.orderBy !== undefined || item.limit !== undefined || item.offset !== undefined;
+  const given =
+    item.where !== undefined || item.orderBy !== undefined || item.limit !== undefined || item.offset !== undefined;
   if (toOne && given) {
-    throw new QueryError('select', `${table.spec.name}.${item.relation} is a to-one relation: filter, order and limit apply to to-many embeds`);
+    throw new QueryError(
+      'select',
+      `${table.spec.name}.${item.relation} is a to-one relation: filter, order and limit apply to to-many embeds`,
+    );
   }
-  if (item.limit !== undefined && !(Number.isInteger(item.limit) && item.limit >= 1 && item.limit <= LIMITS.maxPageSize)) {
-    throw new QueryError('select', `the limit of ${item.relation} must be a whole number from 1 to ${LIMITS.maxPageSize}`);
+  if (
+    item.limit !== undefined &&
+    !(Number.isInteger(item.limit) && item.limit >= 1 && item.limit <= LIMITS.maxPageSize)
+  ) {
+    throw new QueryError(
+      'select',
+      `the limit of ${item.relation} must be a whole number from 1 to ${LIMITS.maxPageSize}`,
+    );
   }
-  if (item.offset !== undefined && !(Number.isInteger(item.offset) && item.offset >= 0 && item.offset <= MAX_EMBED_OFFSET)) {
-    throw new QueryError('select', `the offset of ${item.relation} must be a whole number from 0 to ${MAX_EMBED_OFFSET}`);
+  if (
+    item.offset !== undefined &&
+    !(Number.isInteger(item.offset) && item.offset >= 0 && item.offset <= MAX_EMBED_OFFSET)
+  ) {
+    throw new QueryError(
+      'select',
+      `the offset of ${item.relation} must be a whole number from 0 to ${MAX_EMBED_OFFSET}`,
+    );
   }
 }
 
@@ -114,30 +153,47 @@ function checkEmbedArguments(table: CatalogTable, item: SelectItem & { kind: 'em
  * caller may read take part; a to-many embed's own filter, order and limit (held to the read list
  * like a top-level query's) only narrow and arrange those.
  */
-function embedExpression(scope: Scope, table: CatalogTable, alias: string, item: SelectItem & { kind: 'embed' }): { sql: string; jsonb: boolean } {
+function embedExpression(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  item: SelectItem & { kind: 'embed' },
+): { sql: string; jsonb: boolean } {
   const relation = followable(scope.access, scope.catalog, table, item.relation);
   if (!relation) throw new QueryError('select', `${table.spec.name} has no relation "${item.relation}"`);
   checkEmbedArguments(table, item, relation.kind === 'one');
   const targetAlias = newAlias(scope);
   const join = joinCondition(scope, table, alias, item.relation, targetAlias);
-  const linkedOn = [...relation.fields.map((f) => fieldVisibility(scope, table, alias, f)), ...relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f))];
+  const linkedOn = [
+    ...relation.fields.map((f) => fieldVisibility(scope, table, alias, f)),
+    ...relation.targetFields.map((f) => fieldVisibility(scope, join.target, targetAlias, f)),
+  ];
   const filter = item.where && compileCondition(scope, join.target, targetAlias, item.where);
-  const where = [join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn, filter].filter((c) => c !== undefined && c !== 'TRUE').join(' AND ');
+  const where = [join.sql, readableRows(scope, join.target, targetAlias), ...linkedOn, filter]
+    .filter((c) => c !== undefined && c !== 'TRUE')
+    .join(' AND ');
   const shape = recordShape(scope, join.target, targetAlias, item.items);
   const inner = `SELECT ${shape.list} FROM ${join.target.qualified(scope.environment)} ${targetAlias} WHERE ${where}`;
   const e = newAlias(scope);
-  if (relation.kind === 'one') return { sql: `(SELECT ${shape.json(e)} FROM (${inner} LIMIT 1) ${e})`, jsonb: shape.jsonb };
+  if (relation.kind === 'one')
+    return { sql: `(SELECT ${shape.json(e)} FROM (${inner} LIMIT 1) ${e})`, jsonb: shape.jsonb };
   const order = orderBySql(scope, join.target, targetAlias, item.orderBy ?? [], 'select');
   const limit = item.limit !== undefined ? ` LIMIT ${scope.params.add(item.limit)}` : '';
   const offset = item.offset ? ` OFFSET ${scope.params.add(item.offset)}` : '';
   // string_agg keeps the order of the ordered subquery, as json_agg did.
-  return { sql: `(SELECT ${compactArray(shape.json(e))} FROM (${inner} ORDER BY ${order}${limit}${offset}) ${e})`, jsonb: shape.jsonb };
+  return {
+    sql: `(SELECT ${compactArray(shape.json(e))} FROM (${inner} ORDER BY ${order}${limit}${offset}) ${e})`,
+    jsonb: shape.jsonb,
+  };
 }
 
 /** The order terms with the primary key appended as the final tie breaker: the order is total. */
 export function fullOrder(table: CatalogTable, terms: readonly OrderTerm[]): OrderTerm[] {
   const used = new Set(terms.map((t) => t.field));
-  return [...terms, ...table.spec.primaryKey.filter((k) => !used.has(k)).map((field) => ({ field, direction: 'asc' as const }))];
+  return [
+    ...terms,
+    ...table.spec.primaryKey.filter((k) => !used.has(k)).map((field) => ({ field, direction: 'asc' as const })),
+  ];
 }
 
 /** Whether a sort key reads as null on rows where the caller may not see it (several roles, different field lists). */
@@ -149,21 +205,45 @@ function maskedOnSomeRows(scope: Scope, table: CatalogTable, term: OrderTerm): b
  * A sort key as the caller sees it: a field it cannot read is refused, one hidden on a row sorts as
  * null there. Each call compiles it afresh (its parameters belong to the place it is written).
  */
-function orderValue(scope: Scope, table: CatalogTable, alias: string, term: OrderTerm, tieBreaker: boolean, parameter: string): string {
+function orderValue(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  term: OrderTerm,
+  tieBreaker: boolean,
+  parameter: string,
+): string {
   const field = table.fields.get(term.field)!;
   // The key that ends every order only makes it total: it is not the caller's sort.
   if (tieBreaker) return columnRef(alias, field);
-  if (!canReadField(scope.access, table, term.field)) throw new QueryError(parameter, `${table.spec.name} has no field "${term.field}" to sort by`);
-  if (field.list || field.type === 'Json' || field.type === 'Bytes') throw new QueryError(parameter, `${term.field} cannot be sorted`);
+  if (!canReadField(scope.access, table, term.field))
+    throw new QueryError(parameter, `${table.spec.name} has no field "${term.field}" to sort by`);
+  if (field.list || field.type === 'Json' || field.type === 'Bytes')
+    throw new QueryError(parameter, `${term.field} cannot be sorted`);
   return visibleValue(scope, table, alias, field);
 }
 
-function orderColumns(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], parameter = 'sort') {
-  return fullOrder(table, terms).map((term, i) => ({ term, value: () => orderValue(scope, table, alias, term, i >= terms.length, parameter) }));
+function orderColumns(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  terms: readonly OrderTerm[],
+  parameter = 'sort',
+) {
+  return fullOrder(table, terms).map((term, i) => ({
+    term,
+    value: () => orderValue(scope, table, alias, term, i >= terms.length, parameter),
+  }));
 }
 
 /** NULLS LAST ascending, NULLS FIRST descending (PostgreSQL's defaults, written out for keysets). */
-export function orderBySql(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], parameter = 'sort'): string {
+export function orderBySql(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  terms: readonly OrderTerm[],
+  parameter = 'sort',
+): string {
   return orderColumns(scope, table, alias, terms, parameter)
     .map((c) => `${c.value()} ${c.term.direction === 'desc' ? 'DESC NULLS FIRST' : 'ASC NULLS LAST'}`)
     .join(', ');
@@ -173,7 +253,13 @@ export function orderBySql(scope: Scope, table: CatalogTable, alias: string, ter
  * Rows strictly after the keyset position `after` in the order `terms` (nullable values included).
  * A non-nullable leading column also gets a plain range bound, which an index can use.
  */
-function keysetCondition(scope: Scope, table: CatalogTable, alias: string, terms: readonly OrderTerm[], after: readonly (string | null)[]): string {
+function keysetCondition(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  terms: readonly OrderTerm[],
+  after: readonly (string | null)[],
+): string {
   const ors: string[] = [];
   const equals: string[] = [];
   let bound = '';
@@ -183,9 +269,11 @@ function keysetCondition(scope: Scope, table: CatalogTable, alias: string, terms
     const nullable = field.nullable || (i < terms.length && maskedOnSomeRows(scope, table, term));
     const v = after[i] ?? null;
     let later: string;
-    if (term.direction === 'asc') later = v === null ? 'FALSE' : `(${col()} > ${scope.params.add(v)}${nullable ? ` OR ${col()} IS NULL` : ''})`;
+    if (term.direction === 'asc')
+      later = v === null ? 'FALSE' : `(${col()} > ${scope.params.add(v)}${nullable ? ` OR ${col()} IS NULL` : ''})`;
     else later = v === null ? `${col()} IS NOT NULL` : `${col()} < ${scope.params.add(v)}`;
-    if (i === 0 && !nullable && v !== null) bound = `${col()} ${term.direction === 'asc' ? '>=' : '<='} ${scope.params.add(v)} AND `;
+    if (i === 0 && !nullable && v !== null)
+      bound = `${col()} ${term.direction === 'asc' ? '>=' : '<='} ${scope.params.add(v)} AND `;
     ors.push(equals.length ? `(${equals.join(' AND ')} AND ${later})` : later);
     if (i < all.length - 1) equals.push(v === null ? `${col()} IS NULL` : `${col()} = ${scope.params.add(v)}`);
   });
@@ -212,7 +300,11 @@ function rowsWhere(scope: Scope, table: CatalogTable, alias: string, query: Pick
  * text (for the next cursor). With `count`, the statement also carries the total of matching rows
  * (every row repeats it; an empty page still yields one row whose JSON is null).
  */
-export function compileRead(scope: Scope, query: ReadQuery, options: { count?: boolean; single?: boolean } = {}): CompiledRead {
+export function compileRead(
+  scope: Scope,
+  query: ReadQuery,
+  options: { count?: boolean; single?: boolean } = {},
+): CompiledRead {
   const table = scope.catalog.require(query.table);
   const alias = newAlias(scope);
   const x = newAlias(scope);

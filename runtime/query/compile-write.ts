@@ -19,7 +19,12 @@ import { clientDefaultValue, toParameter } from './values.ts';
 
 export type Write =
   /** `values` are validated field values by field name (presets included); `written` the fields the caller sent. */
-  | { readonly kind: 'insert'; readonly table: CatalogTable; readonly values: Readonly<Record<string, unknown>>; readonly written: readonly string[] }
+  | {
+      readonly kind: 'insert';
+      readonly table: CatalogTable;
+      readonly values: Readonly<Record<string, unknown>>;
+      readonly written: readonly string[];
+    }
   /**
    * Several such records in one statement, inserted (and returned, and their events captured) in
    * the order given. The caller groups them so that every record is decided by the same rules
@@ -30,7 +35,13 @@ export type Write =
    * A merge patch (RFC 7396) applied to the rows `where` (the caller's filter) and `key` (an address,
    * such as the id of the path) select; an empty patch changes nothing.
    */
-  | { readonly kind: 'update'; readonly table: CatalogTable; readonly where: Condition; readonly key?: Condition; readonly patch: Readonly<Record<string, unknown>> }
+  | {
+      readonly kind: 'update';
+      readonly table: CatalogTable;
+      readonly where: Condition;
+      readonly key?: Condition;
+      readonly patch: Readonly<Record<string, unknown>>;
+    }
   | { readonly kind: 'delete'; readonly table: CatalogTable; readonly where: Condition; readonly key?: Condition };
 
 export interface InsertRecord {
@@ -71,13 +82,20 @@ export class WriteRefused extends Error {
  * The rules that decide a write of `fields` (docs/permissions.md "Writing"): those of the caller's
  * roles allowing the action with every one of the fields. Refused when there are none.
  */
-export function writeRules(scope: Scope, table: CatalogTable, action: Exclude<Action, 'read'>, fields: readonly string[]): RoleRule[] {
+export function writeRules(
+  scope: Scope,
+  table: CatalogTable,
+  action: Exclude<Action, 'read'>,
+  fields: readonly string[],
+): RoleRule[] {
   const grant = scope.access.grant(table.spec.name, action);
   if (!grant) throw new WriteRefused(`your role may not ${action} ${table.spec.name} records`, []);
   const forbidden = fields.filter((f) => grant.fields !== null && !grant.fields.has(f));
-  if (forbidden.length > 0) throw new WriteRefused(`your role may not write ${forbidden.join(', ')} of ${table.spec.name}`, forbidden);
+  if (forbidden.length > 0)
+    throw new WriteRefused(`your role may not write ${forbidden.join(', ')} of ${table.spec.name}`, forbidden);
   const rules = rulesAllowing(grant, fields);
-  if (rules.length === 0) throw new WriteRefused(`none of your roles may write ${fields.join(', ')} of ${table.spec.name} together`, fields);
+  if (rules.length === 0)
+    throw new WriteRefused(`none of your roles may write ${fields.join(', ')} of ${table.spec.name} together`, fields);
   return rules;
 }
 
@@ -122,7 +140,11 @@ export function sameRules(a: readonly RoleRule[], b: readonly RoleRule[]): boole
  */
 function insertManyColumns(table: CatalogTable, records: readonly InsertRecord[], add: (v: unknown) => string) {
   const fields = table.spec.fields.filter(
-    (f) => (f.managed && f.name === 'updatedAt') || f.clientDefault || (f.list && !f.dbDefault) || records.some((r) => Object.hasOwn(r.values, f.name)),
+    (f) =>
+      (f.managed && f.name === 'updatedAt') ||
+      f.clientDefault ||
+      (f.list && !f.dbDefault) ||
+      records.some((r) => Object.hasOwn(r.values, f.name)),
   );
   if (fields.length === 0) return undefined;
   const rows = records.map(({ values: record }) => {
@@ -140,24 +162,42 @@ function insertManyColumns(table: CatalogTable, records: readonly InsertRecord[]
 
 /** The key fields of the row `alias` as a JSON object, each value as the API writes it. */
 function keyJson(table: CatalogTable, alias: string): string {
-  const pairs = table.spec.primaryKey.map((k) => `'${k.replace(/'/g, "''")}', ${fieldExpression(alias, table.fields.get(k)!)}`);
+  const pairs = table.spec.primaryKey.map(
+    (k) => `'${k.replace(/'/g, "''")}', ${fieldExpression(alias, table.fields.get(k)!)}`,
+  );
   return `json_build_object(${pairs.join(', ')})`;
 }
 
 /** The rows an update or delete may reach: addressed and filtered by the caller, readable to it, allowed by the action's rules. */
-function targetCondition(scope: Scope, table: CatalogTable, alias: string, write: Write & { kind: 'update' | 'delete' }, allowed: Condition): string {
-  const parts = [compileCondition(scope, table, alias, write.where), readableRows(scope, table, alias), compileRoleCondition(scope, table, alias, allowed)];
+function targetCondition(
+  scope: Scope,
+  table: CatalogTable,
+  alias: string,
+  write: Write & { kind: 'update' | 'delete' },
+  allowed: Condition,
+): string {
+  const parts = [
+    compileCondition(scope, table, alias, write.where),
+    readableRows(scope, table, alias),
+    compileRoleCondition(scope, table, alias, allowed),
+  ];
   if (write.key) parts.unshift(compileRoleCondition(scope, table, alias, write.key));
   return parts.filter((p) => p !== 'TRUE').join(' AND ') || 'TRUE';
 }
 
 /** A RETURNING column that fails the statement when the row `alias` does not match `rows` afterwards. */
 function checkColumn(scope: Scope, table: CatalogTable, alias: string, rows: Condition): string {
-  return rows.kind === 'true' ? '' : `, svcgen.row_filter_check(${compileRoleCondition(scope, table, alias, rows)}) AS "svcgen:checked"`;
+  return rows.kind === 'true'
+    ? ''
+    : `, svcgen.row_filter_check(${compileRoleCondition(scope, table, alias, rows)}) AS "svcgen:checked"`;
 }
 
 /** The mutation CTE's body, the event it emits (none for an empty patch, which writes nothing) and the filters it checks. */
-function mutation(scope: Scope, write: Write, capture: boolean): { sql: string; operation: EventOperation | null; rules: readonly RoleRule[] } {
+function mutation(
+  scope: Scope,
+  write: Write,
+  capture: boolean,
+): { sql: string; operation: EventOperation | null; rules: readonly RoleRule[] } {
   const table = write.table;
   const q = table.qualified(scope.environment);
   const add = (v: unknown) => scope.params.add(v);
@@ -166,19 +206,26 @@ function mutation(scope: Scope, write: Write, capture: boolean): { sql: string; 
     const t = newAlias(scope);
     const { columns, values } = insertColumns(table, write.values, add);
     const body = columns.length ? `(${columns.join(', ')}) VALUES (${values.join(', ')})` : 'DEFAULT VALUES';
-    return { sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`, operation: 'INSERT', rules };
+    return {
+      sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`,
+      operation: 'INSERT',
+      rules,
+    };
   }
   if (write.kind === 'insertMany') {
     const [first, ...rest] = write.records;
     if (!first) throw new Error('insertMany needs at least one record');
     const rules = writeRules(scope, table, 'create', first.written);
     for (const r of rest) {
-      if (!sameRules(rules, writeRules(scope, table, 'create', r.written))) throw new Error('insertMany records must be decided by the same rules');
+      if (!sameRules(rules, writeRules(scope, table, 'create', r.written)))
+        throw new Error('insertMany records must be decided by the same rules');
     }
     const t = newAlias(scope);
     const list = insertManyColumns(table, write.records, add);
     // Records that set no column at all: every column takes its default, as DEFAULT VALUES would.
-    const body = list ? `(${list.columns.join(', ')}) VALUES ${list.rows.join(', ')}` : `SELECT FROM generate_series(1, ${write.records.length})`;
+    const body = list
+      ? `(${list.columns.join(', ')}) VALUES ${list.rows.join(', ')}`
+      : `SELECT FROM generate_series(1, ${write.records.length})`;
     return {
       sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`,
       operation: 'INSERT',
@@ -192,11 +239,17 @@ function mutation(scope: Scope, write: Write, capture: boolean): { sql: string; 
     return { sql: `DELETE FROM ${q} AS ${t} WHERE ${where} RETURNING ${t}.*`, operation: 'DELETE', rules: [] };
   }
   const patched = table.spec.fields.filter((f) => Object.hasOwn(write.patch, f.name));
-  const rules = writeRules(scope, table, 'update', patched.map((f) => f.name));
+  const rules = writeRules(
+    scope,
+    table,
+    'update',
+    patched.map((f) => f.name),
+  );
   const allowed = or(...rules.map((r) => r.rows));
   const before = newAlias(scope);
   const condition = targetCondition(scope, table, before, write, allowed);
-  if (patched.length === 0) return { sql: `SELECT ${before}.* FROM ${q} ${before} WHERE ${condition}`, operation: null, rules: [] };
+  if (patched.length === 0)
+    return { sql: `SELECT ${before}.* FROM ${q} ${before} WHERE ${condition}`, operation: null, rules: [] };
   const after = newAlias(scope);
   const sets = patched.map((f) => `${ident(f.column)} = ${add(toParameter(f, write.patch[f.name]))}`);
   const updatedAt = table.spec.fields.find((f) => f.managed && f.name === 'updatedAt');
@@ -212,8 +265,13 @@ function mutation(scope: Scope, write: Write, capture: boolean): { sql: string; 
   // changed fields compare the stored values this statement replaced.
   const changed = patched
     .filter((f) => f !== updatedAt)
-    .map((f) => `CASE WHEN ${after}.${ident(f.column)} IS DISTINCT FROM ${before}.${ident(f.column)} THEN '${f.name.replace(/'/g, "''")}' END`);
-  const join = table.spec.primaryKey.map((k) => `${after}.${ident(table.fields.get(k)!.column)} = ${before}.${ident(table.fields.get(k)!.column)}`);
+    .map(
+      (f) =>
+        `CASE WHEN ${after}.${ident(f.column)} IS DISTINCT FROM ${before}.${ident(f.column)} THEN '${f.name.replace(/'/g, "''")}' END`,
+    );
+  const join = table.spec.primaryKey.map(
+    (k) => `${after}.${ident(table.fields.get(k)!.column)} = ${before}.${ident(table.fields.get(k)!.column)}`,
+  );
   return {
     sql: `UPDATE ${q} AS ${after} SET ${sets.join(', ')}
       FROM (SELECT * FROM ${q} ${before} WHERE ${condition} FOR UPDATE OF ${before}) ${before}
@@ -240,10 +298,12 @@ function resultSelect(scope: Scope, table: CatalogTable, result: WriteResult): s
 export function compileWrite(scope: Scope, write: Write, result: WriteResult, capture: boolean): CompiledWrite {
   const { sql, operation, rules } = mutation(scope, write, capture);
   const ctes = [`w AS (${sql})`];
-  if (operation && capture) ctes.push(...captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }).ctes);
+  if (operation && capture)
+    ctes.push(
+      ...captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }).ctes,
+    );
   return {
     sql: `WITH ${ctes.join(',\n')}\n${resultSelect(scope, write.table, result)}`,
     filterFields: [...new Set(rules.flatMap((r) => r.filterFields))],
   };
 }
-

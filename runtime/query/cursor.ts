@@ -29,7 +29,10 @@ export function cursorCodec(secret: string): CursorCodec {
     encode(fingerprint, values) {
       const nonce = randomBytes(NONCE_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, nonce);
-      const sealed = Buffer.concat([cipher.update(JSON.stringify({ q: fingerprint, v: values }), 'utf8'), cipher.final()]);
+      const sealed = Buffer.concat([
+        cipher.update(JSON.stringify({ q: fingerprint, v: values }), 'utf8'),
+        cipher.final(),
+      ]);
       return Buffer.concat([nonce, cipher.getAuthTag(), sealed]).toString('base64url');
     },
     decode(fingerprint, cursor) {
@@ -45,8 +48,10 @@ export function cursorCodec(secret: string): CursorCodec {
       } catch {
         throw new CursorError('the cursor was altered or comes from elsewhere');
       }
-      if (parsed.q !== fingerprint) throw new CursorError('the cursor belongs to a different sort or filter; start again without after');
-      if (!Array.isArray(parsed.v) || !parsed.v.every((x) => x === null || typeof x === 'string')) throw new CursorError('not a cursor from this API');
+      if (parsed.q !== fingerprint)
+        throw new CursorError('the cursor belongs to a different sort or filter; start again without after');
+      if (!Array.isArray(parsed.v) || !parsed.v.every((x) => x === null || typeof x === 'string'))
+        throw new CursorError('not a cursor from this API');
       return parsed.v as (string | null)[];
     },
   };

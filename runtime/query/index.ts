@@ -6,11 +6,28 @@
  */
 export { canFollow, canReadField, followable, QueryError } from './access.ts';
 export { Catalog, type CatalogTable } from './catalog.ts';
-export { compileAggregate, type AggregateFunction, type AggregateQuery, type AggregateTerm, type HavingTerm } from './compile-aggregate.ts';
+export {
+  compileAggregate,
+  type AggregateFunction,
+  type AggregateQuery,
+  type AggregateTerm,
+  type HavingTerm,
+} from './compile-aggregate.ts';
 export { compileCondition, type Scope } from './compile-condition.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
-export { compileWrite, createPresets, ROW_FILTER_SQLSTATE, sameRules, writeRules, WriteRefused, type CompiledWrite, type InsertRecord, type Write, type WriteResult } from './compile-write.ts';
+export {
+  compileWrite,
+  createPresets,
+  ROW_FILTER_SQLSTATE,
+  sameRules,
+  writeRules,
+  WriteRefused,
+  type CompiledWrite,
+  type InsertRecord,
+  type Write,
+  type WriteResult,
+} from './compile-write.ts';
 export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {
   and,
@@ -26,7 +43,14 @@ export {
   type SelectItem,
 } from './description.ts';
 export { FilterValueError, isOperator, MAX_IN_LIST, operandValue, roleOperand, scalarValue } from './operands.ts';
-export { MAX_CONDITIONS, MAX_GROUP_DEPTH, parentheses, parseFilterParam, resolvePath, type FilterContext } from './parse-filter.ts';
+export {
+  MAX_CONDITIONS,
+  MAX_GROUP_DEPTH,
+  parentheses,
+  parseFilterParam,
+  resolvePath,
+  type FilterContext,
+} from './parse-filter.ts';
 export {
   MAX_EMBED_DEPTH,
   MAX_EMBED_OFFSET,

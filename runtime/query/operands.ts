@@ -19,8 +19,6 @@ export const MAX_IN_LIST = 1000;
 
 export class FilterValueError extends Error {}
 
-
-
 /** PostgreSQL timestamps take years 1 to 9999 here (JSON dates outside that range are refused). */
 function inDateRange(iso: string): boolean {
   const year = new Date(iso).getUTCFullYear();
@@ -49,12 +47,14 @@ export function scalarValue(field: FieldSpec, raw: unknown): unknown {
     case 'String':
       if (typeof raw !== 'string') throw new FilterValueError(`${field.name} takes text`);
       if (field.nativeType?.[0] === 'Uuid' && !UUID.test(raw)) throw new FilterValueError(`${field.name} takes a UUID`);
-      if (raw.length > 10_000) throw new FilterValueError(`the value for ${field.name} is longer than 10000 characters`);
+      if (raw.length > 10_000)
+        throw new FilterValueError(`the value for ${field.name} is longer than 10000 characters`);
       if (raw.includes('\u0000')) throw new FilterValueError(`the value for ${field.name} contains a NUL character`);
       return raw;
     case 'Int': {
       const n = typeof raw === 'number' ? raw : text !== undefined && /^-?\d{1,10}$/.test(text) ? Number(text) : NaN;
-      if (!Number.isInteger(n) || n < -2147483648 || n > 2147483647) throw new FilterValueError(`${field.name} takes a 32-bit integer`);
+      if (!Number.isInteger(n) || n < -2147483648 || n > 2147483647)
+        throw new FilterValueError(`${field.name} takes a 32-bit integer`);
       return n;
     }
     case 'BigInt': {
@@ -66,7 +66,12 @@ export function scalarValue(field: FieldSpec, raw: unknown): unknown {
     }
     case 'Float':
     case 'Decimal': {
-      const n = typeof raw === 'number' ? raw : text !== undefined && /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text) ? Number(text) : NaN;
+      const n =
+        typeof raw === 'number'
+          ? raw
+          : text !== undefined && /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)
+            ? Number(text)
+            : NaN;
       if (!Number.isFinite(n)) throw new FilterValueError(`${field.name} takes a number`);
       return field.type === 'Decimal' && text !== undefined ? text : n;
     }
@@ -75,9 +80,13 @@ export function scalarValue(field: FieldSpec, raw: unknown): unknown {
       if (raw === false || raw === 'false') return false;
       throw new FilterValueError(`${field.name} takes true or false`);
     case 'DateTime': {
-      const match = typeof raw === 'string' ? /^\d{4}-\d{2}-\d{2}(?:[T ]([\d:.]+)(Z|[+-]\d{2}:?\d{2})?)?$/.exec(raw) : null;
+      const match =
+        typeof raw === 'string' ? /^\d{4}-\d{2}-\d{2}(?:[T ]([\d:.]+)(Z|[+-]\d{2}:?\d{2})?)?$/.exec(raw) : null;
       // A date-time without a zone is UTC, like the date helpers, whatever the server's time zone.
-      const utc = match?.[1] !== undefined && match[2] === undefined ? `${match[0].slice(0, 10)}T${match[1]}Z` : (match?.[0] ?? '');
+      const utc =
+        match?.[1] !== undefined && match[2] === undefined
+          ? `${match[0].slice(0, 10)}T${match[1]}Z`
+          : (match?.[0] ?? '');
       if (!match || Number.isNaN(Date.parse(utc)) || !realCalendarDate(utc) || !inDateRange(utc)) {
         throw new FilterValueError(`${field.name} takes an ISO 8601 date or date-time (years 0001 to 9999)`);
       }
@@ -116,7 +125,7 @@ export function operandValue(field: FieldSpec, op: Operator, raw: unknown, list?
       return list.map((v) => scalarValue(field, v));
     }
     case 'between': {
-      if (!list || list.length !== 2) throw new FilterValueError('between takes two values: between.<low>,<high>');
+      if (list?.length !== 2) throw new FilterValueError('between takes two values: between.<low>,<high>');
       return [scalarValue(field, list[0]), scalarValue(field, list[1])];
     }
     case 'is_empty':
@@ -133,7 +142,8 @@ export function operandValue(field: FieldSpec, op: Operator, raw: unknown, list?
     case 'last_weeks':
     case 'last_months': {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,7}$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isInteger(n) || n < 1 || n > LAST_MAX[op]) throw new FilterValueError(`${op} takes a whole number from 1 to ${LAST_MAX[op]}`);
+      if (!Number.isInteger(n) || n < 1 || n > LAST_MAX[op])
+        throw new FilterValueError(`${op} takes a whole number from 1 to ${LAST_MAX[op]}`);
       return n;
     }
     case 'equals':
@@ -153,9 +163,16 @@ export function operandValue(field: FieldSpec, op: Operator, raw: unknown, list?
  * field) from `table`; undefined when the value cannot be one of that field (e.g. `$user.id` against
  * an Int key, a `$context` string against a number): such a filter matches no row.
  */
-export function roleOperand(catalog: Catalog, table: string, path: readonly string[], op: Operator, value: unknown): { value: unknown } | undefined {
+export function roleOperand(
+  catalog: Catalog,
+  table: string,
+  path: readonly string[],
+  op: Operator,
+  value: unknown,
+): { value: unknown } | undefined {
   let current = catalog.get(table);
-  for (const relation of path.slice(0, -1)) current = current && catalog.get(current.relations.get(relation)?.target ?? '');
+  for (const relation of path.slice(0, -1))
+    current = current && catalog.get(current.relations.get(relation)?.target ?? '');
   const field = current?.fields.get(path[path.length - 1] ?? '');
   if (!field) return undefined;
   try {

@@ -86,7 +86,8 @@ function tokenValue(token: Token): unknown {
 
 /** `(a,b,c)` → items; `a,b` (between's short form) also accepted where `bare` is true. */
 function listItems(raw: string, parameter: string, bare: boolean): unknown[] | undefined {
-  if (raw.startsWith('(') && raw.endsWith(')')) return splitTopLevel(raw.slice(1, -1), parameter).map((p) => tokenValue(unquote(p, parameter)));
+  if (raw.startsWith('(') && raw.endsWith(')'))
+    return splitTopLevel(raw.slice(1, -1), parameter).map((p) => tokenValue(unquote(p, parameter)));
   if (bare) return splitTopLevel(raw, parameter).map((p) => tokenValue(unquote(p, parameter)));
   return undefined;
 }
@@ -136,13 +137,22 @@ function buildCompare(
   bareList: boolean,
 ): Condition {
   if (++ctx.count > MAX_CONDITIONS) throw new QueryError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
-  if (op === undefined) throw new QueryError(parameter, `write <field>.<operator>.<value>, e.g. ${resolved.field.name}.equals.x`);
+  if (op === undefined)
+    throw new QueryError(parameter, `write <field>.<operator>.<value>, e.g. ${resolved.field.name}.equals.x`);
   if (!isOperator(op)) throw new QueryError(parameter, `unknown operator "${op}"`);
   const operator: Operator = op;
   try {
-    const list = operator === 'in' || operator === 'not_in' || operator === 'between' ? listItems(valueText, parameter, operator === 'between' || bareList) : undefined;
+    const list =
+      operator === 'in' || operator === 'not_in' || operator === 'between'
+        ? listItems(valueText, parameter, operator === 'between' || bareList)
+        : undefined;
     const single = list === undefined ? tokenValue(unquote(valueText, parameter)) : undefined;
-    return { kind: 'compare', path: resolved.path, op: operator, value: operandValue(resolved.field, operator, single, list) };
+    return {
+      kind: 'compare',
+      path: resolved.path,
+      op: operator,
+      value: operandValue(resolved.field, operator, single, list),
+    };
   } catch (error) {
     if (error instanceof FilterValueError) throw new QueryError(parameter, error.message);
     throw error;
@@ -155,9 +165,16 @@ function groupCondition(ctx: FilterContext, item: string, parameter: string): Co
   return buildCompare(ctx, resolved, rest[0], rest.slice(1).join('.'), parameter, false);
 }
 
-export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body: string, parameter: string, depth: number): Condition {
+export function parseGroup(
+  ctx: FilterContext,
+  kind: 'and' | 'or' | 'not',
+  body: string,
+  parameter: string,
+  depth: number,
+): Condition {
   if (depth > MAX_GROUP_DEPTH) throw new QueryError(parameter, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
-  if (!body.startsWith('(') || !body.endsWith(')')) throw new QueryError(parameter, `write ${kind}=(<condition>,<condition>...)`);
+  if (!body.startsWith('(') || !body.endsWith(')'))
+    throw new QueryError(parameter, `write ${kind}=(<condition>,<condition>...)`);
   const inner = body.slice(1, -1);
   if (inner.trim() === '') throw new QueryError(parameter, `${kind}(...) needs at least one condition`);
   const items = splitTopLevel(inner, parameter).map((item): Condition => {
@@ -173,7 +190,8 @@ export function parseGroup(ctx: FilterContext, kind: 'and' | 'or' | 'not', body:
 export function parseFilterParam(ctx: FilterContext, name: string, value: string): Condition {
   if (name === 'or' || name === 'and' || name === 'not') {
     // Each group adds one level; the innermost may hold an in/between list, one more.
-    if (parentheses(value).depth > MAX_GROUP_DEPTH + 1) throw new QueryError(name, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
+    if (parentheses(value).depth > MAX_GROUP_DEPTH + 1)
+      throw new QueryError(name, `groups nest at most ${MAX_GROUP_DEPTH} levels`);
     return parseGroup(ctx, name, value, name, 1);
   }
   const { rest, ...resolved } = resolvePath(ctx, name.split('.'), name);

@@ -37,7 +37,11 @@ export interface EmbedArguments {
  * Reads a node's embed arguments against the related table (`ctx.table`); `at` names the node: the
  * answer's key path (`buyer.orders`) and its JSON path in a body (`select[1].children[0]`).
  */
-export type EmbedArgumentsReader<N> = (node: N, ctx: FilterContext, at: { path: string; parameter: string }) => EmbedArguments | undefined;
+export type EmbedArgumentsReader<N> = (
+  node: N,
+  ctx: FilterContext,
+  at: { path: string; parameter: string },
+) => EmbedArguments | undefined;
 
 /**
  * Depth and count of embeds in one linear pass, outside quotes. Parentheses after an embed's `;`
@@ -79,7 +83,8 @@ function embedParentheses(input: string): { depth: number; opened: number } {
  */
 export function parseSelectText(text: string, parameter = 'select'): SelectNode[] {
   const { depth, opened } = embedParentheses(text);
-  if (depth > MAX_EMBED_DEPTH) throw new QueryError(parameter, `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`);
+  if (depth > MAX_EMBED_DEPTH)
+    throw new QueryError(parameter, `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`);
   if (opened > MAX_EMBEDS) throw new QueryError(parameter, `at most ${MAX_EMBEDS} embedded relations per select`);
   return parseLevel(text, parameter);
 }
@@ -91,9 +96,14 @@ function parseLevel(text: string, parameter: string): SelectNode[] {
     const open = item.indexOf('(');
     const head = open === -1 ? item : item.slice(0, open);
     if (open !== -1 && !item.endsWith(')')) throw new QueryError(parameter, `"${item}" must end with ")"`);
-    if (head.includes(';')) throw new QueryError(parameter, `"${head}": filters, sort and limit go inside an embed's parentheses, after its fields: relation(a,b;limit=5)`);
+    if (head.includes(';'))
+      throw new QueryError(
+        parameter,
+        `"${head}": filters, sort and limit go inside an embed's parentheses, after its fields: relation(a,b;limit=5)`,
+      );
     const [field, alias, extra] = head.split(':');
-    if (extra !== undefined || field === undefined) throw new QueryError(parameter, `"${head}" must be <field> or <field>:<alias>`);
+    if (extra !== undefined || field === undefined)
+      throw new QueryError(parameter, `"${head}" must be <field> or <field>:<alias>`);
     const node: SelectNode = { field };
     if (alias !== undefined) node.alias = alias;
     if (open !== -1) {
@@ -107,7 +117,11 @@ function parseLevel(text: string, parameter: string): SelectNode[] {
 
 function argumentTerm(term: string, head: string, parameter: string): [string, string] {
   const eq = term.indexOf('=');
-  if (eq <= 0) throw new QueryError(parameter, `in ${head}(...), write <filter>=<operator>.<value>, sort=, limit= or offset= after ";", not "${term}"`);
+  if (eq <= 0)
+    throw new QueryError(
+      parameter,
+      `in ${head}(...), write <filter>=<operator>.<value>, sort=, limit= or offset= after ";", not "${term}"`,
+    );
   return [term.slice(0, eq).trim(), term.slice(eq + 1)];
 }
 
@@ -123,7 +137,11 @@ function wholeNumber(name: string, raw: string, min: number, max: number): numbe
 }
 
 /** The text form's arguments: the terms of a query string (§5.5, §5.6, §5.8) with `;` for `&`. */
-function textArguments(node: SelectNode, ctx: FilterContext, at: { path: string; parameter: string }): EmbedArguments | undefined {
+function textArguments(
+  node: SelectNode,
+  ctx: FilterContext,
+  at: { path: string; parameter: string },
+): EmbedArguments | undefined {
   if (!node.arguments) return undefined;
   const args: EmbedArguments = {};
   const conditions: Condition[] = [];
@@ -132,7 +150,11 @@ function textArguments(node: SelectNode, ctx: FilterContext, at: { path: string;
       const key = name === 'first' ? 'limit' : name === 'skip' ? 'offset' : name;
       if (key === 'sort' || key === 'limit' || key === 'offset') {
         const member = key === 'sort' ? 'orderBy' : key;
-        if (args[member] !== undefined) throw new QueryError(name, key === 'sort' ? 'send sort once' : `send ${key} or ${key === 'limit' ? 'first' : 'skip'} once`);
+        if (args[member] !== undefined)
+          throw new QueryError(
+            name,
+            key === 'sort' ? 'send sort once' : `send ${key} or ${key === 'limit' ? 'first' : 'skip'} once`,
+          );
         if (key === 'sort') args.orderBy = parseSort(ctx, value, name);
         else if (key === 'limit') args.limit = wholeNumber(name, value, 1, LIMITS.maxPageSize);
         else args.offset = wholeNumber(name, value, 0, MAX_EMBED_OFFSET);
@@ -142,7 +164,8 @@ function textArguments(node: SelectNode, ctx: FilterContext, at: { path: string;
         conditions.push(parseFilterParam(ctx, name, value));
       }
     } catch (error) {
-      if (error instanceof QueryError) throw new QueryError(at.parameter, `in ${at.path}(...), ${error.parameter}: ${error.message}`);
+      if (error instanceof QueryError)
+        throw new QueryError(at.parameter, `in ${at.path}(...), ${error.parameter}: ${error.message}`);
       throw error;
     }
   }
@@ -196,14 +219,17 @@ export function resolveSelect<N extends NodeShape<N> = SelectNode>(
       }
       if (!NAME.test(node.field)) throw new QueryError(parameter, `"${node.field}" is not a field name`);
       const alias = node.alias ?? node.field;
-      if (!NAME.test(alias) || alias.length > 63) throw new QueryError(parameter, `"${alias}" is not a valid alias (letters, digits, _)`);
+      if (!NAME.test(alias) || alias.length > 63)
+        throw new QueryError(parameter, `"${alias}" is not a valid alias (letters, digits, _)`);
       if (aliases.has(alias)) throw new QueryError(parameter, `"${alias}" appears twice in one select`);
       aliases.add(alias);
       if (node.children) {
         const relation = followable(access, catalog, t, node.field);
         if (!relation) throw new QueryError(parameter, `${t.spec.name} has no relation "${node.field}"`);
-        if (depth + 1 > MAX_EMBED_DEPTH) throw new QueryError(parameter, `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`);
-        if (++embeds > MAX_EMBEDS) throw new QueryError(parameter, `at most ${MAX_EMBEDS} embedded relations per select`);
+        if (depth + 1 > MAX_EMBED_DEPTH)
+          throw new QueryError(parameter, `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`);
+        if (++embeds > MAX_EMBEDS)
+          throw new QueryError(parameter, `at most ${MAX_EMBEDS} embedded relations per select`);
         const target = catalog.require(relation.target);
         const here = { path: path ? `${path}.${alias}` : alias, parameter: located ? `${at}[${i}]` : parameter };
         const ctx: FilterContext = { catalog, table: target, access, count: counter.count };
@@ -211,7 +237,10 @@ export function resolveSelect<N extends NodeShape<N> = SelectNode>(
         counter.count = ctx.count;
         const given = args && Object.entries(args).filter(([, v]) => v !== undefined);
         if (given?.length && relation.kind === 'one') {
-          throw new QueryError(here.parameter, `${t.spec.name}.${node.field} is a to-one relation: filter, order and limit apply to to-many embeds`);
+          throw new QueryError(
+            here.parameter,
+            `${t.spec.name}.${node.field} is a to-one relation: filter, order and limit apply to to-many embeds`,
+          );
         }
         const children = walk(target, node.children, depth + 1, here.path, `${at}[${i}].children`);
         items.push({ kind: 'embed', relation: node.field, alias, items: children, ...Object.fromEntries(given ?? []) });

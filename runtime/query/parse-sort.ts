@@ -23,7 +23,8 @@ export function parseSort(ctx: FilterContext, text: string | null, parameter = '
       throw new QueryError(parameter, `${ctx.table.spec.name} has no field "${field}" to sort by`);
     }
     const spec = ctx.table.fields.get(field)!;
-    if (spec.list || spec.type === 'Json' || spec.type === 'Bytes') throw new QueryError(parameter, `${field} cannot be sorted`);
+    if (spec.list || spec.type === 'Json' || spec.type === 'Bytes')
+      throw new QueryError(parameter, `${field} cannot be sorted`);
     if (terms.some((t) => t.field === field)) throw new QueryError(parameter, `${field} appears twice`);
     terms.push({ field, direction });
   }

@@ -6,7 +6,16 @@
 import type { ActionRule, Config } from '../config/index.ts';
 import { OPERATORS } from '../model/index.ts';
 import { principalVariables, type Principal, type RolePrincipal } from '../principal/index.ts';
-import { and, or, type Access, type Action, type Condition, type Grant, type Operator, type RoleRule } from './description.ts';
+import {
+  and,
+  or,
+  type Access,
+  type Action,
+  type Condition,
+  type Grant,
+  type Operator,
+  type RoleRule,
+} from './description.ts';
 
 interface CompiledRule {
   /** Row filter with variables (`$user.id`, `$context.x`) still unresolved. */
@@ -27,7 +36,10 @@ function isVariable(value: unknown): value is string {
   return typeof value === 'string' && value.startsWith('$');
 }
 
-function resolveValue(value: unknown, variables: ReadonlyMap<string, unknown>): { ok: true; value: unknown } | { ok: false } {
+function resolveValue(
+  value: unknown,
+  variables: ReadonlyMap<string, unknown>,
+): { ok: true; value: unknown } | { ok: false } {
   if (isVariable(value)) return variables.has(value) ? { ok: true, value: variables.get(value) } : { ok: false };
   if (Array.isArray(value)) {
     const out: unknown[] = [];
@@ -45,25 +57,39 @@ function resolveValue(value: unknown, variables: ReadonlyMap<string, unknown>): 
  * Types a role filter's value for its field: undefined when it cannot be a value of that field,
  * which makes the filter match no row.
  */
-export type RoleOperand = (table: string, path: readonly string[], op: Operator, value: unknown) => { value: unknown } | undefined;
+export type RoleOperand = (
+  table: string,
+  path: readonly string[],
+  op: Operator,
+  value: unknown,
+) => { value: unknown } | undefined;
 
 /**
  * A role filter for one caller: its condition (a variable the caller lacks, or a value that cannot
  * be one of the field's, matches no row: fail closed) and the presets of its variable equalities.
  */
-function resolveRule(table: string, rule: CompiledRule, variables: ReadonlyMap<string, unknown>, operand: RoleOperand): RoleRule {
+function resolveRule(
+  table: string,
+  rule: CompiledRule,
+  variables: ReadonlyMap<string, unknown>,
+  operand: RoleOperand,
+): RoleRule {
   if (rule.filter === undefined) return { rows: { kind: 'true' }, fields: rule.fields, presets: {}, filterFields: [] };
   const items: Condition[] = [];
   const presets: Record<string, unknown> = {};
   let matchesNothing = false;
   for (const [field, raw] of Object.entries(rule.filter)) {
-    const operators = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.entries(raw) : [['equals', raw] as const];
+    const operators =
+      raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.entries(raw) : [['equals', raw] as const];
     // An operator object naming no operator would add no condition: it matches nothing instead.
     if (operators.length === 0) matchesNothing = true;
     for (const [op, value] of operators) {
       const r = resolveValue(value, variables);
       const path = field.split('.');
-      const typed = r.ok && r.value !== undefined && FILTER_OPERATORS.has(op) ? operand(table, path, op as Operator, r.value) : undefined;
+      const typed =
+        r.ok && r.value !== undefined && FILTER_OPERATORS.has(op)
+          ? operand(table, path, op as Operator, r.value)
+          : undefined;
       if (!typed) {
         matchesNothing = true;
         continue;
@@ -82,7 +108,11 @@ function resolveRule(table: string, rule: CompiledRule, variables: ReadonlyMap<s
 }
 
 /** The rows on which each field is visible, for fields that not every rule allows (Grant.fieldRows). */
-function fieldRows(rules: readonly RoleRule[], fields: ReadonlySet<string> | null, allFields: readonly string[]): Map<string, Condition> {
+function fieldRows(
+  rules: readonly RoleRule[],
+  fields: ReadonlySet<string> | null,
+  allFields: readonly string[],
+): Map<string, Condition> {
   const out = new Map<string, Condition>();
   if (rules.every((r) => r.fields === null) || rules.length < 2) return out;
   for (const field of fields ?? allFields) {
@@ -111,7 +141,8 @@ export class Policy {
       const tables = new Map<string, Map<Action, CompiledRule | null>>();
       for (const [table, perms] of Object.entries(role.tables)) {
         const actions = new Map<Action, CompiledRule | null>();
-        for (const action of ['read', 'create', 'update', 'delete'] as const) actions.set(action, compileRule(perms[action]));
+        for (const action of ['read', 'create', 'update', 'delete'] as const)
+          actions.set(action, compileRule(perms[action]));
         tables.set(table, actions);
       }
       this.rules.set(roleName, tables);
@@ -142,7 +173,11 @@ export class Policy {
   /** Principals are immutable and reused while their credential is cached: so are their grants. */
   private grantsOf(principal: RolePrincipal): Record<Action, Map<string, Grant | null>> {
     let byAction = this.grants.get(principal);
-    if (!byAction) this.grants.set(principal, (byAction = { read: new Map(), create: new Map(), update: new Map(), delete: new Map() }));
+    if (!byAction)
+      this.grants.set(
+        principal,
+        (byAction = { read: new Map(), create: new Map(), update: new Map(), delete: new Map() }),
+      );
     return byAction;
   }
 

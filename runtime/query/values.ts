@@ -54,7 +54,9 @@ export function parseKey(field: FieldSpec, raw: string): unknown {
       return raw === 'true' ? true : raw === 'false' ? false : undefined;
     case 'DateTime':
       if (Number.isNaN(Date.parse(raw))) return undefined;
-      return new Date(raw).getUTCFullYear() >= 1 && new Date(raw).getUTCFullYear() <= 9999 ? new Date(raw).toISOString() : undefined;
+      return new Date(raw).getUTCFullYear() >= 1 && new Date(raw).getUTCFullYear() <= 9999
+        ? new Date(raw).toISOString()
+        : undefined;
     case 'Enum':
       return field.enumValues?.includes(raw) ? raw : undefined;
     default:

@@ -147,8 +147,11 @@ export class SharedRateLimiter {
   async prune(now = Date.now()): Promise<void> {
     const current = now - (now % WINDOW_MS);
     for (const [name, bucket] of this.buckets) {
-      if (bucket.window < current && bucket.pending === 0 && bucket.inFlight === 0 && bucket.timer === undefined) this.buckets.delete(name);
+      if (bucket.window < current && bucket.pending === 0 && bucket.inFlight === 0 && bucket.timer === undefined)
+        this.buckets.delete(name);
     }
-    await this.db.query(`DELETE FROM svcgen.rate_limits WHERE window_start < now() - interval '2 minutes'`).catch(() => {});
+    await this.db
+      .query(`DELETE FROM svcgen.rate_limits WHERE window_start < now() - interval '2 minutes'`)
+      .catch(() => {});
   }
 }

@@ -1,7 +1,15 @@
 /** GET /<table>/_aggregate (docs/api.md §5.9). */
 import { rawJsonReply, type Reply } from '../http/index.ts';
 import { aggregateMismatch, MAX_AGGREGATE_ROWS, RESERVED_PARAMETERS } from '../model/index.ts';
-import { canReadField, compileAggregate, QueryError, type AggregateFunction, type AggregateTerm, type FilterContext, type HavingTerm } from '../query/index.ts';
+import {
+  canReadField,
+  compileAggregate,
+  QueryError,
+  type AggregateFunction,
+  type AggregateTerm,
+  type FilterContext,
+  type HavingTerm,
+} from '../query/index.ts';
 import { budgeted, filterContext, readScope, type DataContext } from './context.ts';
 import { AGGREGATE_COST } from './cost.ts';
 import { parseFilters } from './list-params.ts';
@@ -10,7 +18,8 @@ const RESERVED: ReadonlySet<string> = new Set(RESERVED_PARAMETERS.aggregate);
 
 function aggregateField(ctx: FilterContext, name: string, fn: AggregateFunction) {
   const field = ctx.table.fields.get(name);
-  if (!field || !canReadField(ctx.access, ctx.table, name)) throw new QueryError('fn', `${ctx.table.spec.name} has no field "${name}"`);
+  if (!field || !canReadField(ctx.access, ctx.table, name))
+    throw new QueryError('fn', `${ctx.table.spec.name} has no field "${name}"`);
   const mismatch = fn === 'count' ? undefined : aggregateMismatch(field, fn);
   if (mismatch) throw new QueryError('fn', mismatch);
   return field;
@@ -53,27 +62,49 @@ export async function aggregate(ctx: DataContext): Promise<Reply> {
   const groupBy = (q.get('groupBy') ?? '').split(',').filter((s) => s !== '');
   for (const name of groupBy) {
     const field = fctx.table.fields.get(name);
-    if (!field || !canReadField(fctx.access, fctx.table, name)) throw new QueryError('groupBy', `${fctx.table.spec.name} has no field "${name}"`);
-    if (field.list || field.type === 'Json' || field.type === 'Bytes') throw new QueryError('groupBy', `${name} cannot be grouped by`);
-    if (aliases.has(name)) throw new QueryError('groupBy', `${name} is also the name of an aggregate; rename the field in the model or drop the aggregate`);
+    if (!field || !canReadField(fctx.access, fctx.table, name))
+      throw new QueryError('groupBy', `${fctx.table.spec.name} has no field "${name}"`);
+    if (field.list || field.type === 'Json' || field.type === 'Bytes')
+      throw new QueryError('groupBy', `${name} cannot be grouped by`);
+    if (aliases.has(name))
+      throw new QueryError(
+        'groupBy',
+        `${name} is also the name of an aggregate; rename the field in the model or drop the aggregate`,
+      );
   }
   if (new Set(groupBy).size !== groupBy.length) throw new QueryError('groupBy', 'a field appears twice');
-  const having: HavingTerm[] = (q.get('having') ?? '').split(',').filter((s) => s !== '').map((raw) => {
-    const m = /^([A-Za-z_][A-Za-z0-9_]*)\.(equals|not_equals|gt|gte|lt|lte)\.(-?\d{1,30}(\.\d{1,30})?)$/.exec(raw);
-    if (!m) throw new QueryError('having', `"${raw}" must be <alias>.<equals|not_equals|gt|gte|lt|lte>.<number of at most 30 digits before and after the point>, e.g. count.gt.10`);
-    if (!aliases.has(m[1]!)) throw new QueryError('having', `${m[1]} is not one of the aggregates (${[...aliases].join(', ')})`);
-    const term = terms.find((t) => t.alias === m[1])!;
-    if (!numericAggregate(fctx, term)) throw new QueryError('having', `${m[1]} is not a number, and having compares numbers`);
-    return { alias: m[1]!, op: m[2] as HavingTerm['op'], value: m[3]! };
-  });
-  const orderBy = (q.get('sort') ?? '').split(',').filter((s) => s !== '').map((raw) => {
-    const desc = raw.startsWith('-') || raw.endsWith('.desc');
-    const name = raw.replace(/^-/, '').replace(/\.(asc|desc)$/, '');
-    if (!aliases.has(name) && !groupBy.includes(name)) throw new QueryError('sort', `sort by an aggregate or a groupBy field, not "${name}"`);
-    return { name, direction: desc ? ('desc' as const) : ('asc' as const) };
-  });
+  const having: HavingTerm[] = (q.get('having') ?? '')
+    .split(',')
+    .filter((s) => s !== '')
+    .map((raw) => {
+      const m = /^([A-Za-z_][A-Za-z0-9_]*)\.(equals|not_equals|gt|gte|lt|lte)\.(-?\d{1,30}(\.\d{1,30})?)$/.exec(raw);
+      if (!m)
+        throw new QueryError(
+          'having',
+          `"${raw}" must be <alias>.<equals|not_equals|gt|gte|lt|lte>.<number of at most 30 digits before and after the point>, e.g. count.gt.10`,
+        );
+      if (!aliases.has(m[1]!))
+        throw new QueryError('having', `${m[1]} is not one of the aggregates (${[...aliases].join(', ')})`);
+      const term = terms.find((t) => t.alias === m[1])!;
+      if (!numericAggregate(fctx, term))
+        throw new QueryError('having', `${m[1]} is not a number, and having compares numbers`);
+      return { alias: m[1]!, op: m[2] as HavingTerm['op'], value: m[3]! };
+    });
+  const orderBy = (q.get('sort') ?? '')
+    .split(',')
+    .filter((s) => s !== '')
+    .map((raw) => {
+      const desc = raw.startsWith('-') || raw.endsWith('.desc');
+      const name = raw.replace(/^-/, '').replace(/\.(asc|desc)$/, '');
+      if (!aliases.has(name) && !groupBy.includes(name))
+        throw new QueryError('sort', `sort by an aggregate or a groupBy field, not "${name}"`);
+      return { name, direction: desc ? ('desc' as const) : ('asc' as const) };
+    });
   const limitText = q.get('limit');
-  if (limitText !== null && (!/^\d{1,6}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > MAX_AGGREGATE_ROWS)) {
+  if (
+    limitText !== null &&
+    (!/^\d{1,6}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > MAX_AGGREGATE_ROWS)
+  ) {
     throw new QueryError('limit', `must be a whole number from 1 to ${MAX_AGGREGATE_ROWS}`);
   }
   const sql = compileAggregate(scope, {

@@ -5,10 +5,20 @@
  * the valid items as one multi-row INSERT first (insertAll): when the database takes them all,
  * the answer is the one the items one by one would have given, at a fraction of the statements.
  */
-import { type Queryable } from '../db/index.ts';
+import type { Queryable } from '../db/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
-import { and, compileWrite, createPresets, parseKey, sameRules, writeRules, type Condition, type InsertRecord, type RoleRule } from '../query/index.ts';
+import {
+  and,
+  compileWrite,
+  createPresets,
+  parseKey,
+  sameRules,
+  writeRules,
+  type Condition,
+  type InsertRecord,
+  type RoleRule,
+} from '../query/index.ts';
 import { capturesEvents, readScope, type DataContext } from './context.ts';
 import { checkRecord, requireObject } from './validate-body.ts';
 import { advanceKeySequence, runWrite } from './write.ts';
@@ -35,7 +45,9 @@ function mode(ctx: DataContext, body: Record<string, unknown>): TransactionMode 
   const fromQuery = ctx.req.query.get('mode');
   if (fromQuery === null) return 'ALL_OR_NOTHING';
   if (fromQuery !== 'ALL_OR_NOTHING' && fromQuery !== 'BEST_EFFORT') {
-    throw new Problem('invalid-parameter', 'mode must be ALL_OR_NOTHING or BEST_EFFORT', [{ field: 'mode', rule: 'enum', message: 'mode must be ALL_OR_NOTHING or BEST_EFFORT' }]);
+    throw new Problem('invalid-parameter', 'mode must be ALL_OR_NOTHING or BEST_EFFORT', [
+      { field: 'mode', rule: 'enum', message: 'mode must be ALL_OR_NOTHING or BEST_EFFORT' },
+    ]);
   }
   return fromQuery;
 }
@@ -43,8 +55,11 @@ function mode(ctx: DataContext, body: Record<string, unknown>): TransactionMode 
 function rejectUnknownKeys(body: Record<string, unknown>, allowed: readonly string[]): void {
   const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
   if (unknown.length) {
-    throw new Problem('validation', `unknown field ${unknown.map((k) => `"${k}"`).join(', ')}; the body takes ${allowed.join(', ')}`,
-      unknown.map((field) => ({ field, rule: 'unknown_field', message: `unknown field "${field}"` })));
+    throw new Problem(
+      'validation',
+      `unknown field ${unknown.map((k) => `"${k}"`).join(', ')}; the body takes ${allowed.join(', ')}`,
+      unknown.map((field) => ({ field, rule: 'unknown_field', message: `unknown field "${field}"` })),
+    );
   }
 }
 
@@ -67,12 +82,17 @@ function bulkReply(transactionMode: TransactionMode, outcome: BulkOutcome, okSta
   if (data.success) return jsonReply(okStatus, { data });
   if (transactionMode === 'BEST_EFFORT') return jsonReply(207, { data });
   const errors = data.errors.map((e) => ({ field: `items[${e.index}]`, rule: 'item', message: e.message }));
-  throw new Problem('validation', `${outcome.errors.length} of ${outcome.total} items failed; nothing was changed`, errors, {}, { data });
+  throw new Problem(
+    'validation',
+    `${outcome.errors.length} of ${outcome.total} items failed; nothing was changed`,
+    errors,
+    {},
+    { data },
+  );
 }
 
 /** Runs `work` per item under a savepoint; an item's refusal (a Problem: constraint, role filter) is recorded, not thrown. */
 async function eachItem<T>(
-  ctx: DataContext,
   tx: Queryable,
   items: readonly { index: number; value: T }[],
   work: (value: T, index: number) => Promise<Record<string, unknown> | string>,
@@ -107,7 +127,12 @@ function itemMessage(messages: readonly string[]): string {
 
 class RollBack extends Error {}
 
-async function inTransaction(ctx: DataContext, transactionMode: TransactionMode, run: (tx: Queryable) => Promise<void>, outcome: BulkOutcome) {
+async function inTransaction(
+  ctx: DataContext,
+  transactionMode: TransactionMode,
+  run: (tx: Queryable) => Promise<void>,
+  outcome: BulkOutcome,
+) {
   try {
     await ctx.db.transaction(async (tx) => {
       await run(tx);
@@ -145,14 +170,21 @@ async function insertAll(
   const perStatement = Math.max(1, Math.floor(PARAMETER_BUDGET / (ctx.table.spec.fields.length + 1)));
   for (const { value, written } of valid) {
     const rules = writeRules(readScope(ctx), ctx.table, 'create', written);
-    if (runs.length > 0 && sameRules(rules, runRules) && runs.at(-1)!.length < perStatement) runs.at(-1)!.push({ values: value, written });
+    if (runs.length > 0 && sameRules(rules, runRules) && runs.at(-1)!.length < perStatement)
+      runs.at(-1)!.push({ values: value, written });
     else runs.push([{ values: value, written }]);
     runRules = rules;
   }
   const insertRun = async (db: Queryable, records: readonly InsertRecord[]) => {
     const scope = readScope(ctx);
-    const rows = await runWrite(db, ctx.table, compileWrite(scope, { kind: 'insertMany', table: ctx.table, records }, { kind: 'key' }, capture), scope);
-    if (rows.length !== records.length) throw new Error(`a bulk insert of ${records.length} records returned ${rows.length} rows`);
+    const rows = await runWrite(
+      db,
+      ctx.table,
+      compileWrite(scope, { kind: 'insertMany', table: ctx.table, records }, { kind: 'key' }, capture),
+      scope,
+    );
+    if (rows.length !== records.length)
+      throw new Error(`a bulk insert of ${records.length} records returned ${rows.length} rows`);
     return rows.map((row) => keyOf(ctx, JSON.parse(row[0] as string) as Record<string, unknown>));
   };
   const keys: Record<string, unknown>[] = [];
@@ -161,7 +193,10 @@ async function insertAll(
     // transaction, which a refused statement would abort; there it is a savepoint to roll back to.
     await ctx.db.transaction(async (tx) => {
       for (const run of runs) keys.push(...(await insertRun(tx, run)));
-      const highest = highestChosenKey(ctx, valid.map((v) => v.value));
+      const highest = highestChosenKey(
+        ctx,
+        valid.map((v) => v.value),
+      );
       if (highest) await advanceKeySequence(ctx, tx, highest);
     });
   } catch (error) {
@@ -173,7 +208,10 @@ async function insertAll(
 }
 
 /** The item with the highest integer key chosen by the caller, if any (advanceKeySequence moves past it). */
-function highestChosenKey(ctx: DataContext, values: readonly Record<string, unknown>[]): Record<string, unknown> | undefined {
+function highestChosenKey(
+  ctx: DataContext,
+  values: readonly Record<string, unknown>[],
+): Record<string, unknown> | undefined {
   const id = ctx.table.idField;
   if (!id || (id.type !== 'Int' && id.type !== 'BigInt')) return undefined;
   let highest: Record<string, unknown> | undefined;
@@ -190,7 +228,9 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
   const transactionMode = mode(ctx, body);
   const items = body.items;
   if (!Array.isArray(items) || items.length === 0) {
-    throw new Problem('validation', 'items must be a non-empty array of records', [{ field: 'items', rule: 'required', message: 'items must be a non-empty array' }]);
+    throw new Problem('validation', 'items must be a non-empty array of records', [
+      { field: 'items', rule: 'required', message: 'items must be a non-empty array' },
+    ]);
   }
   if (items.length > MAX_BULK_ITEMS) {
     throw new Problem('validation', `at most ${MAX_BULK_ITEMS} items per request; got ${items.length}`, [
@@ -208,21 +248,48 @@ export async function bulkCreate(ctx: DataContext): Promise<Reply> {
     // A field the caller may not write, in any item, refuses the whole request (403).
     const written = Object.keys(item).filter((k) => ctx.table.fields.has(k));
     const presets = createPresets(presetScope, ctx.table, written);
-    const checked = checkRecord(ctx.table, ctx.table.module.validators.create, { ...presets, ...(item as Record<string, unknown>) }, 'create');
-    if (checked.errors.length) outcome.errors.push({ index, message: itemMessage(checked.errors.map((e) => e.message)) });
+    const checked = checkRecord(
+      ctx.table,
+      ctx.table.module.validators.create,
+      { ...presets, ...(item as Record<string, unknown>) },
+      'create',
+    );
+    if (checked.errors.length)
+      outcome.errors.push({ index, message: itemMessage(checked.errors.map((e) => e.message)) });
     else valid.push({ index, value: checked.value, written });
   });
   if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
     const capture = await capturesEvents(ctx);
     // Every item inserted is the same outcome in either mode; only a refusal needs the items one by one.
     if (await insertAll(ctx, valid, capture, outcome)) return bulkReply(transactionMode, outcome, 201);
-    await inTransaction(ctx, transactionMode, (tx) =>
-      eachItem(ctx, tx, valid.map(({ index, value, written }) => ({ index, value: { value, written } })), async ({ value, written }) => {
-        const scope = readScope(ctx);
-        const rows = await runWrite(tx, ctx.table, compileWrite(scope, { kind: 'insert', table: ctx.table, values: value, written }, { kind: 'key' }, capture), scope, value);
-        await advanceKeySequence(ctx, tx, value);
-        return keyOf(ctx, JSON.parse(rows[0]![0] as string) as Record<string, unknown>);
-      }, outcome), outcome);
+    await inTransaction(
+      ctx,
+      transactionMode,
+      (tx) =>
+        eachItem(
+          tx,
+          valid.map(({ index, value, written }) => ({ index, value: { value, written } })),
+          async ({ value, written }) => {
+            const scope = readScope(ctx);
+            const rows = await runWrite(
+              tx,
+              ctx.table,
+              compileWrite(
+                scope,
+                { kind: 'insert', table: ctx.table, values: value, written },
+                { kind: 'key' },
+                capture,
+              ),
+              scope,
+              value,
+            );
+            await advanceKeySequence(ctx, tx, value);
+            return keyOf(ctx, JSON.parse(rows[0]![0] as string) as Record<string, unknown>);
+          },
+          outcome,
+        ),
+      outcome,
+    );
   }
   return bulkReply(transactionMode, outcome, 201);
 }
@@ -233,23 +300,31 @@ export async function bulkDelete(ctx: DataContext): Promise<Reply> {
   const transactionMode = mode(ctx, body);
   const pk = ctx.table.spec.primaryKey;
   if (body.ids !== undefined && body.filters !== undefined) {
-    throw new Problem('validation', 'send either ids or filters, not both', [{ field: 'ids', rule: 'exclusive', message: 'ids and filters cannot be mixed' }]);
+    throw new Problem('validation', 'send either ids or filters, not both', [
+      { field: 'ids', rule: 'exclusive', message: 'ids and filters cannot be mixed' },
+    ]);
   }
   let targets: { index: number; value: Record<string, unknown> }[];
   const outcome: BulkOutcome = { items: [], errors: [], total: 0 };
   const list = (body.ids ?? body.filters) as unknown;
   const field = body.ids !== undefined ? 'ids' : 'filters';
   if (!Array.isArray(list) || list.length === 0) {
-    throw new Problem('validation', 'send ids (an array of keys) or filters (an array of key objects)', [{ field, rule: 'required', message: `${field} must be a non-empty array` }]);
+    throw new Problem('validation', 'send ids (an array of keys) or filters (an array of key objects)', [
+      { field, rule: 'required', message: `${field} must be a non-empty array` },
+    ]);
   }
   if (list.length > MAX_BULK_ITEMS) {
-    throw new Problem('validation', `at most ${MAX_BULK_ITEMS} ${field} per request`, [{ field, rule: 'max_items', message: `at most ${MAX_BULK_ITEMS} ${field}` }]);
+    throw new Problem('validation', `at most ${MAX_BULK_ITEMS} ${field} per request`, [
+      { field, rule: 'max_items', message: `at most ${MAX_BULK_ITEMS} ${field}` },
+    ]);
   }
   outcome.total = list.length;
   if (field === 'ids' && pk.length !== 1) {
-    throw new Problem('validation', `${ctx.table.spec.name} has a composite primary key; send filters: [{ ${pk.join(', ')} }]`, [
-      { field: 'ids', rule: 'composite_key', message: 'composite primary keys require filters' },
-    ]);
+    throw new Problem(
+      'validation',
+      `${ctx.table.spec.name} has a composite primary key; send filters: [{ ${pk.join(', ')} }]`,
+      [{ field: 'ids', rule: 'composite_key', message: 'composite primary keys require filters' }],
+    );
   }
   targets = [];
   list.forEach((entry, index) => {
@@ -262,13 +337,17 @@ export async function bulkDelete(ctx: DataContext): Promise<Reply> {
       problem = `each filter must be an object of the key fields ${pk.join(', ')}`;
     } else {
       const keys = Object.keys(entry);
-      if (keys.length !== pk.length || !pk.every((k) => keys.includes(k))) problem = `each filter must name exactly the key fields ${pk.join(', ')}`;
+      if (keys.length !== pk.length || !pk.every((k) => keys.includes(k)))
+        problem = `each filter must name exactly the key fields ${pk.join(', ')}`;
       else Object.assign(keyValues, entry);
     }
     if (!problem) {
       for (const k of pk) {
         const raw = keyValues[k];
-        const value = parseKey(ctx.table.fields.get(k)!, typeof raw === 'string' || typeof raw === 'number' ? String(raw) : '\u0000');
+        const value = parseKey(
+          ctx.table.fields.get(k)!,
+          typeof raw === 'string' || typeof raw === 'number' ? String(raw) : '\u0000',
+        );
         if (value === undefined) problem = `no ${ctx.table.spec.name} record with ${k} ${JSON.stringify(raw)}`;
         keyValues[k] = value;
       }
@@ -278,14 +357,39 @@ export async function bulkDelete(ctx: DataContext): Promise<Reply> {
   });
   if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && targets.length > 0) {
     const capture = await capturesEvents(ctx);
-    await inTransaction(ctx, transactionMode, (tx) =>
-      eachItem(ctx, tx, targets, async (keyValues, index) => {
-        const scope = readScope(ctx);
-        const key = and(...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })));
-        const rows = await runWrite(tx, ctx.table, compileWrite(scope, { kind: 'delete', table: ctx.table, where: { kind: 'true' }, key }, { kind: 'key' }, capture), scope);
-        if (rows.length === 0) return `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
-        return field === 'ids' ? { id: (list as unknown[])[index] } : { ...((list as unknown[])[index] as Record<string, unknown>) };
-      }, outcome), outcome);
+    await inTransaction(
+      ctx,
+      transactionMode,
+      (tx) =>
+        eachItem(
+          tx,
+          targets,
+          async (keyValues, index) => {
+            const scope = readScope(ctx);
+            const key = and(
+              ...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })),
+            );
+            const rows = await runWrite(
+              tx,
+              ctx.table,
+              compileWrite(
+                scope,
+                { kind: 'delete', table: ctx.table, where: { kind: 'true' }, key },
+                { kind: 'key' },
+                capture,
+              ),
+              scope,
+            );
+            if (rows.length === 0)
+              return `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
+            return field === 'ids'
+              ? { id: (list as unknown[])[index] }
+              : { ...((list as unknown[])[index] as Record<string, unknown>) };
+          },
+          outcome,
+        ),
+      outcome,
+    );
   }
   return bulkReply(transactionMode, outcome, 200);
 }

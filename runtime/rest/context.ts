@@ -2,7 +2,16 @@
 import type { Principal } from '../principal/index.ts';
 import { AdmissionRefused, type Admission, type Database } from '../db/index.ts';
 import { DATABASE_RETRY_AFTER_SECONDS, Problem, type ApiRequest } from '../http/index.ts';
-import { Params, type Access, type Catalog, type CatalogTable, type CursorCodec, type FilterContext, type Grant, type Scope } from '../query/index.ts';
+import {
+  Params,
+  type Access,
+  type Catalog,
+  type CatalogTable,
+  type CursorCodec,
+  type FilterContext,
+  type Grant,
+  type Scope,
+} from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import type { WatchedTables } from '../webhooks/index.ts';
 import { indexedFields, LARGE_PAGE } from './cost.ts';
@@ -29,7 +38,13 @@ export interface DataContext {
 
 /** A fresh statement scope: its parameters, aliases and the caller's access. */
 export function readScope(ctx: DataContext): Scope {
-  return { catalog: ctx.catalog, environment: ctx.tenant.environment, params: new Params(), nextAlias: { n: 0 }, access: ctx.access };
+  return {
+    catalog: ctx.catalog,
+    environment: ctx.tenant.environment,
+    params: new Params(),
+    nextAlias: { n: 0 },
+    access: ctx.access,
+  };
 }
 
 /**
@@ -44,7 +59,10 @@ export async function budgeted<T>(ctx: DataContext, cost: string | undefined, wo
     if (!(error instanceof AdmissionRefused)) throw error;
     const { slots, queue, waitTimeoutMs } = ctx.expensiveReads.options;
     const slotCount = `${slots} slot${slots === 1 ? '' : 's'}`;
-    const why = error.reason === 'queue-full' ? `the queue of expensive reads is full (${queue} waiting for ${slotCount})` : `it waited ${waitTimeoutMs} ms without getting one of the ${slotCount}`;
+    const why =
+      error.reason === 'queue-full'
+        ? `the queue of expensive reads is full (${queue} waiting for ${slotCount})`
+        : `it waited ${waitTimeoutMs} ms without getting one of the ${slotCount}`;
     throw new Problem(
       'database-busy',
       `this read is expensive (${cost}), and expensive reads wait in a budget of their own so that they cannot crowd out cheap ones; ${why}. ` +

@@ -161,7 +161,9 @@ export function listCost(catalog: Catalog, table: CatalogTable, list: ListShape)
   const equal = andedFields(terms, SELECTIVE_OPERATORS);
   if (!indexesOf(table).some((i) => i.unique && prefixIn(i, equal) === i.fields.length)) {
     if (!indexesOf(table).some((i) => prefixIn(i, equal) > 0)) {
-      const unserved = compares(list.where).find((c) => c.path.length !== 1 || !INDEX_OPERATORS.has(c.op) || !leadsAnIndex(table, c.path[0]!));
+      const unserved = compares(list.where).find(
+        (c) => c.path.length !== 1 || !INDEX_OPERATORS.has(c.op) || !leadsAnIndex(table, c.path[0]!),
+      );
       if (unserved) return `a filter on ${unserved.path.join('.')} (${unserved.op}) that no index serves`;
     }
     if (!sortCovered(table, list.orderBy, andedFields(terms, EQUALS))) {
@@ -172,7 +174,11 @@ export function listCost(catalog: Catalog, table: CatalogTable, list: ListShape)
 }
 
 /** Why a GET by id is expensive (only an embed can make it so), or undefined. */
-export function readOneCost(catalog: Catalog, table: CatalogTable, select: readonly SelectItem[] | null): string | undefined {
+export function readOneCost(
+  catalog: Catalog,
+  table: CatalogTable,
+  select: readonly SelectItem[] | null,
+): string | undefined {
   return embedCost(catalog, table, select);
 }
 

@@ -73,7 +73,10 @@ export function databaseProblem(
     case '23503': {
       const referenced = /is (?:still )?referenced from table "(.+?)"/.exec(e.detail ?? '');
       if (referenced) {
-        return new Problem('conflict', `the ${table.spec.name} record is still referenced by ${referenced[1]} records; delete or change those first`);
+        return new Problem(
+          'conflict',
+          `the ${table.spec.name} record is still referenced by ${referenced[1]} records; delete or change those first`,
+        );
       }
       const fields = keyColumns(e.detail).map((c) => fieldName(table, c));
       const target = /not present in table "(.+?)"/.exec(e.detail ?? '')?.[1] ?? 'the related table';
@@ -85,7 +88,9 @@ export function databaseProblem(
     }
     case '23502': {
       const field = e.column ? fieldName(table, e.column) : 'a field';
-      return new Problem('validation', `${field} must not be null`, [{ field, rule: 'required', message: `${field} must not be null` }]);
+      return new Problem('validation', `${field} must not be null`, [
+        { field, rule: 'required', message: `${field} must not be null` },
+      ]);
     }
     case '23514':
       return new Problem('validation', 'the record violates a check constraint of the table');
@@ -134,12 +139,23 @@ function dataProblem(e: PgError, table: CatalogTable, written: Readonly<Record<s
       const value = toParameter(f, written[f.name]);
       return (Array.isArray(value) ? value : [value]).some((v) => v !== null && String(v) === quoted);
     }
-    if (precision) return f.nativeType?.[0] === 'Decimal' && f.nativeType[1][0] === precision[1] && (f.nativeType[1][1] ?? '0') === precision[2];
+    if (precision)
+      return (
+        f.nativeType?.[0] === 'Decimal' &&
+        f.nativeType[1][0] === precision[1] &&
+        (f.nativeType[1][1] ?? '0') === precision[2]
+      );
     return false;
   });
   if (narrowed.length > 0) candidates = narrowed;
   const rule = e.code === '22001' || e.code === '22003' ? 'max' : 'format';
-  const errors = candidates.map((f) => ({ field: f.name, rule, message: `${f.name}: expected ${fieldDescription(f)}` }));
-  const detail = errors.length ? errors.map((x) => x.message).join('; ') : 'a value does not fit its field (too long, out of range or malformed)';
+  const errors = candidates.map((f) => ({
+    field: f.name,
+    rule,
+    message: `${f.name}: expected ${fieldDescription(f)}`,
+  }));
+  const detail = errors.length
+    ? errors.map((x) => x.message).join('; ')
+    : 'a value does not fit its field (too long, out of range or malformed)';
   return new Problem('validation', detail, errors);
 }

@@ -36,7 +36,8 @@ function scalarDescription(field: FieldSpec): string {
   switch (field.type) {
     case 'String':
       if (native === 'Uuid') return 'a UUID such as 123e4567-e89b-12d3-a456-426614174000';
-      if ((native === 'VarChar' || native === 'Char') && args[0]) return `a string of at most ${plural(Number(args[0]), 'character')}`;
+      if ((native === 'VarChar' || native === 'Char') && args[0])
+        return `a string of at most ${plural(Number(args[0]), 'character')}`;
       return 'a string';
     case 'Int': {
       const [low, high] = native === 'SmallInt' ? SMALLINT : INT32;
@@ -45,13 +46,17 @@ function scalarDescription(field: FieldSpec): string {
     case 'BigInt':
       return 'a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)';
     case 'Float':
-      return native === 'Real' ? 'a number that fits a 4-byte float (0, or a magnitude from about 1.2e-38 to 3.4e38)' : 'a number';
+      return native === 'Real'
+        ? 'a number that fits a 4-byte float (0, or a magnitude from about 1.2e-38 to 3.4e38)'
+        : 'a number';
     case 'Decimal': {
       const digits = decimalDigits(field);
       if (!digits) return 'a decimal number such as 12.50 (a JSON number or a string)';
       const whole = digits.precision - digits.scale;
-      const before = whole > 0 ? `at most ${plural(whole, 'digit')} before the decimal point` : 'no digits before the decimal point';
-      const after = digits.scale > 0 ? `stored with ${plural(digits.scale, 'digit')} after it` : 'stored as a whole number';
+      const before =
+        whole > 0 ? `at most ${plural(whole, 'digit')} before the decimal point` : 'no digits before the decimal point';
+      const after =
+        digits.scale > 0 ? `stored with ${plural(digits.scale, 'digit')} after it` : 'stored as a whole number';
       return `a decimal number such as ${decimalExample(digits)} (a JSON number or a string) with ${before} (${after})`;
     }
     case 'Boolean':
@@ -107,7 +112,8 @@ export interface ValueProblem {
 function hasNul(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('\u0000');
   if (Array.isArray(value)) return value.some(hasNul);
-  if (value !== null && typeof value === 'object') return Object.entries(value).some(([k, v]) => k.includes('\u0000') || hasNul(v));
+  if (value !== null && typeof value === 'object')
+    return Object.entries(value).some(([k, v]) => k.includes('\u0000') || hasNul(v));
   return false;
 }
 
@@ -116,11 +122,18 @@ function scalarProblem(field: FieldSpec, value: unknown): Omit<ValueProblem, 'at
   if (value === null || value === undefined) return undefined;
   switch (field.type) {
     case 'String':
-      return hasNul(value) ? { rule: 'format', message: 'expected a string without NUL characters (\\u0000)' } : undefined;
+      return hasNul(value)
+        ? { rule: 'format', message: 'expected a string without NUL characters (\\u0000)' }
+        : undefined;
     case 'Json':
-      return hasNul(value) ? { rule: 'format', message: 'expected JSON whose strings and keys have no NUL characters (\\u0000)' } : undefined;
+      return hasNul(value)
+        ? { rule: 'format', message: 'expected JSON whose strings and keys have no NUL characters (\\u0000)' }
+        : undefined;
     case 'Int':
-      if (field.nativeType?.[0] === 'SmallInt' && ((value as number) < SMALLINT[0] || (value as number) > SMALLINT[1])) {
+      if (
+        field.nativeType?.[0] === 'SmallInt' &&
+        ((value as number) < SMALLINT[0] || (value as number) > SMALLINT[1])
+      ) {
         return { rule: (value as number) < 0 ? 'min' : 'max', message: `expected ${scalarDescription(field)}` };
       }
       return undefined;

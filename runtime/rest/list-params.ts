@@ -4,7 +4,18 @@
  */
 import { Problem } from '../http/index.ts';
 import { LIMITS, RESERVED_PARAMETERS } from '../model/index.ts';
-import { and, parseFilterParam, parseSelectText, parseSort, resolveSelect, type CatalogTable, type Condition, type FilterContext, type OrderTerm, type SelectItem } from '../query/index.ts';
+import {
+  and,
+  parseFilterParam,
+  parseSelectText,
+  parseSort,
+  resolveSelect,
+  type CatalogTable,
+  type Condition,
+  type FilterContext,
+  type OrderTerm,
+  type SelectItem,
+} from '../query/index.ts';
 
 export { MAX_SORT_TERMS, parseSort } from '../query/index.ts';
 
@@ -26,10 +37,17 @@ function invalid(name: string, message: string): Problem {
   return new Problem('invalid-parameter', `${name}: ${message}`, [{ field: name, rule: 'invalid', message }]);
 }
 
-function integerParam(query: URLSearchParams, names: readonly string[], fallback: number, max: number, min = 0): number {
+function integerParam(
+  query: URLSearchParams,
+  names: readonly string[],
+  fallback: number,
+  max: number,
+  min = 0,
+): number {
   const present = names.filter((n) => query.has(n));
   if (present.length === 0) return fallback;
-  if (present.length > 1 || query.getAll(present[0]!).length > 1) throw invalid(present[0]!, `send ${names.join(' or ')} once`);
+  if (present.length > 1 || query.getAll(present[0]!).length > 1)
+    throw invalid(present[0]!, `send ${names.join(' or ')} once`);
   const name = present[0]!;
   const raw = query.get(name)!;
   if (!/^\d{1,10}$/.test(raw)) throw invalid(name, `must be a whole number from ${min} to ${max}`);
@@ -63,7 +81,10 @@ export function parseListParams(ctx: FilterContext, table: CatalogTable, query: 
   return {
     where: parseFilters(ctx, query, LIST_RESERVED),
     orderBy: parseSort(ctx, query.get('sort')),
-    select: selectText === null ? null : resolveSelect(ctx.catalog, table, parseSelectText(selectText), ctx.access, 'select', { conditions: ctx }),
+    select:
+      selectText === null
+        ? null
+        : resolveSelect(ctx.catalog, table, parseSelectText(selectText), ctx.access, 'select', { conditions: ctx }),
     ...paging,
   };
 }

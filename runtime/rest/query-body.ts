@@ -26,8 +26,14 @@ import { DEFAULT_LIMIT, MAX_LIMIT, parseSort } from './list-params.ts';
 import { queryProblem } from './query-problems.ts';
 import { respondWithList } from './read.ts';
 
-const filterSchema = z.array(z.strictObject({ field: z.string().min(1).max(300), operator: z.string().max(40), value: z.unknown().optional() })).max(MAX_CONDITIONS);
-const sortSchema = z.array(z.strictObject({ field: z.string().max(100), direction: z.enum(['asc', 'desc', 'ASC', 'DESC']).optional() })).max(10);
+const filterSchema = z
+  .array(
+    z.strictObject({ field: z.string().min(1).max(300), operator: z.string().max(40), value: z.unknown().optional() }),
+  )
+  .max(MAX_CONDITIONS);
+const sortSchema = z
+  .array(z.strictObject({ field: z.string().max(100), direction: z.enum(['asc', 'desc', 'ASC', 'DESC']).optional() }))
+  .max(10);
 
 type BodyFilter = z.infer<typeof filterSchema>;
 type BodySort = z.infer<typeof sortSchema>;
@@ -49,7 +55,12 @@ const selectNode: z.ZodType<BodySelectNode> = z.lazy(() =>
     children: z.array(selectNode).max(50).optional(),
     filter: filterSchema.optional(),
     sort: sortSchema.optional(),
-    pagination: z.strictObject({ first: z.int().min(1).max(MAX_LIMIT).optional(), skip: z.int().min(0).max(MAX_EMBED_OFFSET).optional() }).optional(),
+    pagination: z
+      .strictObject({
+        first: z.int().min(1).max(MAX_LIMIT).optional(),
+        skip: z.int().min(0).max(MAX_EMBED_OFFSET).optional(),
+      })
+      .optional(),
   }),
 );
 
@@ -57,17 +68,30 @@ const bodySchema = z.strictObject({
   filter: filterSchema.optional(),
   sort: sortSchema.optional(),
   pagination: z
-    .strictObject({ first: z.int().min(1).max(MAX_LIMIT).optional(), skip: z.int().min(0).max(100_000_000).optional(), after: z.string().max(4096).optional() })
+    .strictObject({
+      first: z.int().min(1).max(MAX_LIMIT).optional(),
+      skip: z.int().min(0).max(100_000_000).optional(),
+      after: z.string().max(4096).optional(),
+    })
     .optional(),
   select: z.array(selectNode).max(100).optional(),
 });
 
 /** What each member of the body takes, in words, for messages (never zod's default text or a pattern). */
 const EXPECTED: Record<string, { member: string; item?: string }> = {
-  filter: { member: `a JSON array of at most ${MAX_CONDITIONS} conditions`, item: 'an object { "field", "operator", "value" }' },
+  filter: {
+    member: `a JSON array of at most ${MAX_CONDITIONS} conditions`,
+    item: 'an object { "field", "operator", "value" }',
+  },
   sort: { member: 'a JSON array of at most 10 sort terms', item: 'an object { "field", "direction" }' },
-  select: { member: 'a JSON array of at most 100 fields', item: 'an object { "field", "alias", "children", "filter", "sort", "pagination" }' },
-  children: { member: 'a JSON array of at most 50 fields', item: 'an object { "field", "alias", "children", "filter", "sort", "pagination" }' },
+  select: {
+    member: 'a JSON array of at most 100 fields',
+    item: 'an object { "field", "alias", "children", "filter", "sort", "pagination" }',
+  },
+  children: {
+    member: 'a JSON array of at most 50 fields',
+    item: 'an object { "field", "alias", "children", "filter", "sort", "pagination" }',
+  },
   pagination: { member: 'an object { "first", "skip", "after" }' },
   field: { member: 'a field name (a string of 1 to 300 characters)' },
   operator: { member: 'an operator name such as equals' },
@@ -81,12 +105,18 @@ const EXPECTED: Record<string, { member: string; item?: string }> = {
 /** `['sort', 0, 'direction']` → `sort[0].direction` and what that member takes. */
 function issueProblem(issue: z.core.$ZodIssue): Problem {
   const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
-  const field = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') || 'body';
+  const field =
+    path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') || 'body';
   if (issue.code === 'unrecognized_keys') return bad(field, `unknown member "${issue.keys.join('", "')}"`);
   const last = path.at(-1);
   // An embed's pagination (select[0].pagination) has no cursor.
   const embedPage = last === 'pagination' && path.length > 1;
-  const named = typeof last === 'number' ? EXPECTED[String(path.at(-2))]?.item : embedPage ? 'an object { "first", "skip" }' : EXPECTED[String(last)]?.member;
+  const named =
+    typeof last === 'number'
+      ? EXPECTED[String(path.at(-2))]?.item
+      : embedPage
+        ? 'an object { "first", "skip" }'
+        : EXPECTED[String(last)]?.member;
   return bad(field, `expected ${named ?? 'an object { "filter", "sort", "pagination", "select" }'}`);
 }
 
@@ -107,8 +137,10 @@ function checkSelectBounds(raw: unknown): void {
     for (const node of level.nodes) {
       const children = (node as { children?: unknown } | null)?.children;
       if (!Array.isArray(children)) continue;
-      if (level.depth + 1 > MAX_EMBED_DEPTH) throw queryProblem(new QueryError('select', `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`));
-      if (++embeds > MAX_EMBEDS) throw queryProblem(new QueryError('select', `at most ${MAX_EMBEDS} embedded relations per select`));
+      if (level.depth + 1 > MAX_EMBED_DEPTH)
+        throw queryProblem(new QueryError('select', `embedded relations nest at most ${MAX_EMBED_DEPTH} levels`));
+      if (++embeds > MAX_EMBEDS)
+        throw queryProblem(new QueryError('select', `at most ${MAX_EMBEDS} embedded relations per select`));
       pending.push({ nodes: children, depth: level.depth + 1 });
     }
   }
@@ -124,7 +156,12 @@ function conditionsOf(ctx: FilterContext, filters: BodyFilter, prefix: string): 
     const isList = f.operator === 'in' || f.operator === 'not_in' || f.operator === 'between';
     if (isList && !Array.isArray(f.value)) throw new QueryError(parameter, `${f.operator} takes an array value`);
     try {
-      const value = operandValue(field, f.operator, isList ? undefined : f.value, isList ? (f.value as unknown[]) : undefined);
+      const value = operandValue(
+        field,
+        f.operator,
+        isList ? undefined : f.value,
+        isList ? (f.value as unknown[]) : undefined,
+      );
       return { kind: 'compare', path, op: f.operator, value };
     } catch (error) {
       if (error instanceof FilterValueError) throw new QueryError(parameter, error.message);
@@ -143,7 +180,8 @@ const embedArguments: EmbedArgumentsReader<BodySelectNode> = (node, ctx, at) => 
   if (node.filter === undefined && node.sort === undefined && node.pagination === undefined) return undefined;
   const filters = node.filter ?? [];
   ctx.count += filters.length;
-  if (ctx.count > MAX_CONDITIONS) throw new QueryError(`${at.parameter}.filter`, `at most ${MAX_CONDITIONS} conditions per request`);
+  if (ctx.count > MAX_CONDITIONS)
+    throw new QueryError(`${at.parameter}.filter`, `at most ${MAX_CONDITIONS} conditions per request`);
   const orderBy = sortOf(ctx, node.sort, `${at.parameter}.sort`);
   return {
     where: filters.length ? and(...conditionsOf(ctx, filters, `${at.parameter}.filter`)) : undefined,
@@ -166,13 +204,23 @@ export async function queryBody(ctx: DataContext): Promise<Reply> {
   const orderBy = sortOf(fctx, body.sort, 'sort');
   const counter = { count: conditions.length };
   const pagination = body.pagination ?? {};
-  if (pagination.after !== undefined && (pagination.skip ?? 0) > 0) throw new QueryError('pagination.after', 'a cursor and skip cannot be combined');
-  return respondWithList(ctx, {
-    where: and(...conditions),
-    orderBy,
-    select: body.select ? resolveSelect(ctx.catalog, ctx.table, body.select, ctx.access, 'select', { arguments: embedArguments, conditions: counter }) : null,
-    limit: pagination.first ?? DEFAULT_LIMIT,
-    offset: pagination.skip ?? 0,
-    after: pagination.after,
-  }, 'pagination.after');
+  if (pagination.after !== undefined && (pagination.skip ?? 0) > 0)
+    throw new QueryError('pagination.after', 'a cursor and skip cannot be combined');
+  return respondWithList(
+    ctx,
+    {
+      where: and(...conditions),
+      orderBy,
+      select: body.select
+        ? resolveSelect(ctx.catalog, ctx.table, body.select, ctx.access, 'select', {
+            arguments: embedArguments,
+            conditions: counter,
+          })
+        : null,
+      limit: pagination.first ?? DEFAULT_LIMIT,
+      offset: pagination.skip ?? 0,
+      after: pagination.after,
+    },
+    'pagination.after',
+  );
 }

@@ -3,14 +3,20 @@ import { Problem } from '../http/index.ts';
 import { QueryError, WriteRefused } from '../query/index.ts';
 
 export function queryProblem(error: QueryError): Problem {
-  return new Problem('invalid-parameter', `${error.parameter}: ${error.message}`, [{ field: error.parameter, rule: 'filter', message: error.message }]);
+  return new Problem('invalid-parameter', `${error.parameter}: ${error.message}`, [
+    { field: error.parameter, rule: 'filter', message: error.message },
+  ]);
 }
 
 export function writeRefusedProblem(error: WriteRefused): Problem {
   return new Problem(
     'forbidden',
     error.message,
-    error.fields.map((field) => ({ field, rule: 'forbidden_field', message: `${field} may not be written by your role` })),
+    error.fields.map((field) => ({
+      field,
+      rule: 'forbidden_field',
+      message: `${field} may not be written by your role`,
+    })),
   );
 }
 

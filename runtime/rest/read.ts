@@ -1,6 +1,16 @@
 /** GET /<table>/<id>, GET /<table> and POST /<table>/_query (docs/api.md §5.3, §5.4, §5.10). */
 import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
-import { and, compactJson, compileRead, CursorError, parseKey, queryFingerprint, type Condition, type Grant, type SelectItem } from '../query/index.ts';
+import {
+  and,
+  compactJson,
+  compileRead,
+  CursorError,
+  parseKey,
+  queryFingerprint,
+  type Condition,
+  type Grant,
+  type SelectItem,
+} from '../query/index.ts';
 import { budgeted, readScope, filterContext, type DataContext } from './context.ts';
 import { listCost, readOneCost } from './cost.ts';
 import { parseListParams, type ListParams } from './list-params.ts';
@@ -15,7 +25,10 @@ export function keyCondition(ctx: DataContext): Condition & { kind: 'compare' } 
 }
 
 export function notFound(ctx: DataContext, id: string): Problem {
-  return new Problem('not-found', `no ${ctx.table.spec.name} record with ${ctx.table.idField?.name ?? 'id'} ${JSON.stringify(id)}`);
+  return new Problem(
+    'not-found',
+    `no ${ctx.table.spec.name} record with ${ctx.table.idField?.name ?? 'id'} ${JSON.stringify(id)}`,
+  );
 }
 
 interface OneRead {
@@ -28,7 +41,11 @@ interface OneRead {
 
 function compileOne(ctx: DataContext, key: Condition, select: SelectItem[] | null): OneRead {
   const scope = readScope(ctx);
-  const { sql, jsonb } = compileRead(scope, { table: ctx.table.spec.name, select, where: { kind: 'true' }, key, orderBy: [], limit: 1, offset: 0 }, { single: true });
+  const { sql, jsonb } = compileRead(
+    scope,
+    { table: ctx.table.spec.name, select, where: { kind: 'true' }, key, orderBy: [], limit: 1, offset: 0 },
+    { single: true },
+  );
   return { sql, values: scope.params.values, select, jsonb };
 }
 
@@ -70,7 +87,11 @@ export async function readOne(ctx: DataContext): Promise<Reply> {
   const { sql, values, select, jsonb } =
     selectText === null
       ? (keyedRead(ctx, where) ?? compileOne(ctx, where, null))
-      : compileOne(ctx, where, parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: selectText })).select);
+      : compileOne(
+          ctx,
+          where,
+          parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: selectText })).select,
+        );
   const rows = await budgeted(ctx, readOneCost(ctx.catalog, ctx.table, select), () => ctx.db.queryArrays(sql, values));
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   const record = rows[0]![0] as string;
@@ -99,17 +120,29 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
       after = ctx.cursors.decode(fingerprint, params.after);
     } catch (error) {
       if (!(error instanceof CursorError)) throw error;
-      throw new Problem('invalid-parameter', `${afterName}: ${error.message}`, [{ field: afterName, rule: 'cursor', message: error.message }]);
+      throw new Problem('invalid-parameter', `${afterName}: ${error.message}`, [
+        { field: afterName, rule: 'cursor', message: error.message },
+      ]);
     }
   }
   const scope = readScope(ctx);
   const compiled = compileRead(
     scope,
-    { table: ctx.table.spec.name, select: params.select, where: params.where, orderBy: params.orderBy, limit: params.limit + 1, offset: params.offset, after },
+    {
+      table: ctx.table.spec.name,
+      select: params.select,
+      where: params.where,
+      orderBy: params.orderBy,
+      limit: params.limit + 1,
+      offset: params.offset,
+      after,
+    },
     { count },
   );
   if (after && after.length !== compiled.keyColumns) {
-    throw new Problem('invalid-parameter', `${afterName}: not a cursor of this query`, [{ field: afterName, rule: 'cursor', message: 'not a cursor of this query' }]);
+    throw new Problem('invalid-parameter', `${afterName}: not a cursor of this query`, [
+      { field: afterName, rule: 'cursor', message: 'not a cursor of this query' },
+    ]);
   }
   let rows = await ctx.db.queryArrays(compiled.sql, scope.params.values);
   let totalCount: number | undefined;
@@ -120,7 +153,10 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
   const hasNextPage = rows.length > params.limit;
   const page = hasNextPage ? rows.slice(0, params.limit) : rows;
   const last = page[page.length - 1];
-  const nextCursor = hasNextPage && last ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[]) : null;
+  const nextCursor =
+    hasNextPage && last
+      ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[])
+      : null;
   const pagination = {
     limit: params.limit,
     offset: params.offset,
@@ -131,7 +167,11 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
   };
   const headers: Record<string, string> = count ? { 'preference-applied': 'count=exact' } : {};
   const records = page.map((r) => (compiled.jsonb ? compactJson(r[0] as string) : (r[0] as string)));
-  return rawJsonReply(200, `{"data":[${records.join(',')}],"meta":{"pagination":${JSON.stringify(pagination)}}}`, headers);
+  return rawJsonReply(
+    200,
+    `{"data":[${records.join(',')}],"meta":{"pagination":${JSON.stringify(pagination)}}}`,
+    headers,
+  );
 }
 
 export async function list(ctx: DataContext): Promise<Reply> {

@@ -82,7 +82,11 @@ export function checkRecord(
     } else if (field.managed) {
       errors.push({ field: key, rule: 'read_only', message: `${key} is set by the server and cannot be written` });
     } else if (mode === 'update' && field.id) {
-      errors.push({ field: key, rule: 'read_only', message: `${key} is part of the record's key and cannot be changed` });
+      errors.push({
+        field: key,
+        rule: 'read_only',
+        message: `${key} is part of the record's key and cannot be changed`,
+      });
     } else {
       known[key] = body[key];
     }
@@ -91,7 +95,8 @@ export function checkRecord(
   if (!result.success) {
     for (const issue of result.error.issues) {
       if (issue.code === 'unrecognized_keys') {
-        for (const key of issue.keys) errors.push({ field: key, rule: 'unknown_field', message: `${table.spec.name} has no field "${key}"` });
+        for (const key of issue.keys)
+          errors.push({ field: key, rule: 'unknown_field', message: `${table.spec.name} has no field "${key}"` });
       } else {
         errors.push(issueError(table, issue, known));
       }
@@ -103,7 +108,11 @@ export function checkRecord(
     const field = table.fields.get(key);
     if (!field) continue;
     for (const problem of valueProblems(field, v)) {
-      errors.push({ field: `${key}${problem.at}`, rule: problem.rule, message: `${key}${problem.at}: ${problem.message}` });
+      errors.push({
+        field: `${key}${problem.at}`,
+        rule: problem.rule,
+        message: `${key}${problem.at}: ${problem.message}`,
+      });
     }
   }
   return errors.length > 0 ? { errors, value: {} } : { errors, value };

@@ -6,7 +6,15 @@
 import type { Queryable } from '../db/index.ts';
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
 import { RESERVED_PARAMETERS } from '../model/index.ts';
-import { compactJson, compileWrite, createPresets, writeRules, type CompiledWrite, type CatalogTable, type Scope } from '../query/index.ts';
+import {
+  compactJson,
+  compileWrite,
+  createPresets,
+  writeRules,
+  type CompiledWrite,
+  type CatalogTable,
+  type Scope,
+} from '../query/index.ts';
 import { capturesEvents, filterContext, readScope, type DataContext } from './context.ts';
 import { databaseProblem } from './database-errors.ts';
 import { parseFilters } from './list-params.ts';
@@ -50,10 +58,17 @@ function writtenFields(table: CatalogTable, body: Record<string, unknown>): stri
  * A create body as the statement writes it: refused (403) when the caller may not write its
  * fields, completed with the presets of the deciding roles, then validated (422).
  */
-export function createValues(ctx: DataContext, scope: Scope, body: Record<string, unknown>): { values: Record<string, unknown>; written: string[] } {
+export function createValues(
+  ctx: DataContext,
+  scope: Scope,
+  body: Record<string, unknown>,
+): { values: Record<string, unknown>; written: string[] } {
   const written = writtenFields(ctx.table, body);
   const presets = createPresets(scope, ctx.table, written);
-  return { values: validateRecord(ctx.table, ctx.table.module.validators.create, { ...presets, ...body }, 'create'), written };
+  return {
+    values: validateRecord(ctx.table, ctx.table.module.validators.create, { ...presets, ...body }, 'create'),
+    written,
+  };
 }
 
 /**
@@ -61,9 +76,13 @@ export function createValues(ctx: DataContext, scope: Scope, body: Record<string
  * creates that leave the key to the database do not collide with it (409). Sequences are not
  * transactional: a rolled-back create may leave a gap, never a collision.
  */
-export async function advanceKeySequence(ctx: DataContext, db: Queryable, values: Record<string, unknown>): Promise<void> {
+export async function advanceKeySequence(
+  ctx: DataContext,
+  db: Queryable,
+  values: Record<string, unknown>,
+): Promise<void> {
   const id = ctx.table.idField;
-  if (!id || !id.dbDefault || (id.type !== 'Int' && id.type !== 'BigInt') || !Object.hasOwn(values, id.name)) return;
+  if (!id?.dbDefault || (id.type !== 'Int' && id.type !== 'BigInt') || !Object.hasOwn(values, id.name)) return;
   await db.query(
     `SELECT setval(seq, $3::bigint) FROM (SELECT pg_get_serial_sequence($1, $2)::regclass AS seq) s
      WHERE seq IS NOT NULL AND $3::bigint > coalesce(pg_sequence_last_value(seq), 0)`,
@@ -75,7 +94,12 @@ export async function create(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req));
   const scope = readScope(ctx);
   const { values, written } = createValues(ctx, scope, body);
-  const write = compileWrite(scope, { kind: 'insert', table: ctx.table, values, written }, { kind: 'record' }, await capturesEvents(ctx));
+  const write = compileWrite(
+    scope,
+    { kind: 'insert', table: ctx.table, values, written },
+    { kind: 'record' },
+    await capturesEvents(ctx),
+  );
   const rows = await runWrite(ctx.db, ctx.table, write, scope, values);
   await advanceKeySequence(ctx, ctx.db, values);
   const [json, keyJson] = rows[0] as [string | null, string];
@@ -103,7 +127,12 @@ export async function update(ctx: DataContext): Promise<Reply> {
   const scope = readScope(ctx);
   const patch = patchValues(ctx, scope, body);
   const key = keyCondition(ctx); // existence comes after validation (docs/api.md "Order of checks")
-  const write = compileWrite(scope, { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch }, { kind: 'record' }, await capturesEvents(ctx));
+  const write = compileWrite(
+    scope,
+    { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch },
+    { kind: 'record' },
+    await capturesEvents(ctx),
+  );
   const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return rawJsonReply(200, `{"data":${recordText(ctx, rows[0]![0] as string | null)}}`);
@@ -111,7 +140,12 @@ export async function update(ctx: DataContext): Promise<Reply> {
 
 export async function remove(ctx: DataContext): Promise<Reply> {
   const scope = readScope(ctx);
-  const write = compileWrite(scope, { kind: 'delete', table: ctx.table, where: { kind: 'true' }, key: keyCondition(ctx) }, { kind: 'key' }, await capturesEvents(ctx));
+  const write = compileWrite(
+    scope,
+    { kind: 'delete', table: ctx.table, where: { kind: 'true' }, key: keyCondition(ctx) },
+    { kind: 'key' },
+    await capturesEvents(ctx),
+  );
   const rows = await runWrite(ctx.db, ctx.table, write, scope);
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   return { status: 204 };
@@ -122,13 +156,20 @@ export async function updateMany(ctx: DataContext): Promise<Reply> {
   const where = parseFilters(filterContext(ctx), ctx.req.query, UPDATE_MANY_RESERVED);
   const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
   if (where.kind === 'true') {
-    throw new Problem('validation', 'PATCH on a table needs at least one filter (e.g. ?status=equals.open); to change one record use PATCH /<table>/<id>', [
-      { field: 'filter', rule: 'required', message: 'at least one filter is required' },
-    ]);
+    throw new Problem(
+      'validation',
+      'PATCH on a table needs at least one filter (e.g. ?status=equals.open); to change one record use PATCH /<table>/<id>',
+      [{ field: 'filter', rule: 'required', message: 'at least one filter is required' }],
+    );
   }
   const scope = readScope(ctx);
   const patch = patchValues(ctx, scope, body);
-  const write = compileWrite(scope, { kind: 'update', table: ctx.table, where, patch }, { kind: 'count' }, await capturesEvents(ctx));
+  const write = compileWrite(
+    scope,
+    { kind: 'update', table: ctx.table, where, patch },
+    { kind: 'count' },
+    await capturesEvents(ctx),
+  );
   const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
   return rawJsonReply(200, `{"data":{"count":${Number(rows[0]![0])}}}`);
 }

@@ -28,7 +28,13 @@ export class SecretBox {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.keys[this.current]!, iv);
     const sealed = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return ['v1', this.current, iv.toString('base64url'), sealed.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+    return [
+      'v1',
+      this.current,
+      iv.toString('base64url'),
+      sealed.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+    ].join('.');
   }
 
   unseal(value: string): string {

@@ -6,7 +6,19 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express from 'express';
-import { adapt, assignRequestId, corsStage, nodeRequest, noteRoute, Problem, requestIdOf, requestObserver, run, type ApiRequest, type Handler } from '../http/index.ts';
+import {
+  adapt,
+  assignRequestId,
+  corsStage,
+  nodeRequest,
+  noteRoute,
+  Problem,
+  requestIdOf,
+  requestObserver,
+  run,
+  type ApiRequest,
+  type Handler,
+} from '../http/index.ts';
 import { DATA_BASE_PATH } from '../model/index.ts';
 import { metrics } from '../observability/index.ts';
 import type { Route } from './feature.ts';
@@ -18,7 +30,10 @@ export { DATA_BASE_PATH };
 function errorLogger(services: Services) {
   // pino's err serializer keeps type, message and stack; the request is named by id, never by its headers.
   return (error: unknown, req: ApiRequest) =>
-    services.logger.error({ reqId: requestIdOf(req), method: req.method, path: req.path, err: error }, 'request failed');
+    services.logger.error(
+      { reqId: requestIdOf(req), method: req.method, path: req.path, err: error },
+      'request failed',
+    );
 }
 
 /** Express with the routes the features registered (./features), then a 404 Problem for anything else. */
@@ -55,7 +70,9 @@ export function createApp(services: Services, routes: readonly Route[]): express
 /** First segments under the data API that a feature serves through Express (documents, key and webhook management). */
 function expressSegments(routes: readonly Route[]): ReadonlySet<string> {
   const prefix = `${DATA_BASE_PATH}/`;
-  return new Set(routes.filter((r) => r.path.startsWith(prefix)).map((r) => r.path.slice(prefix.length).split('/')[0]!));
+  return new Set(
+    routes.filter((r) => r.path.startsWith(prefix)).map((r) => r.path.slice(prefix.length).split('/')[0]!),
+  );
 }
 
 /** Data routes by `<METHOD> <table> <shape>`, where shape is '', a literal like `_bulk`, or `:id`. */

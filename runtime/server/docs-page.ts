@@ -128,7 +128,11 @@ function acceptsGzip(req: Request): boolean {
  * Handlers for the page at `<basePath>/_docs` and its files at `<basePath>/_docs/<file>`. The
  * canonical address has no trailing slash; `_docs/` redirects to it.
  */
-export function docsHandlers(options: { basePath: string; openapi: unknown; /** Filled in as X-Project-Id. */ projectId?: string }) {
+export function docsHandlers(options: {
+  basePath: string;
+  openapi: unknown /** Filled in as X-Project-Id. */;
+  projectId?: string;
+}) {
   let assets: Map<string, Asset> | undefined;
   let html: string | undefined;
   // Loaded on the first request: a server whose docs nobody opens never reads the 1.7 MB bundle.

@@ -87,7 +87,9 @@ export class Lifecycle implements Teardown {
       deadline = setTimeout(() => resolve('abandoned'), RELEASE_DEADLINE_MS);
       deadline.unref();
     });
-    return Promise.race([this.release().then(() => 'released' as const), abandoned]).finally(() => clearTimeout(deadline));
+    return Promise.race([this.release().then(() => 'released' as const), abandoned]).finally(() =>
+      clearTimeout(deadline),
+    );
   }
 
   private async release(): Promise<void> {

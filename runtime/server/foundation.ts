@@ -4,10 +4,25 @@
  */
 import path from 'node:path';
 import type { Config } from '../config/index.ts';
-import { applyMigrations, ensureSystemSchema, NotificationChannel, openDatabase, refuseUnservable, requireUtcSessions, type AppliedMigration, type Database } from '../db/index.ts';
+import {
+  applyMigrations,
+  ensureSystemSchema,
+  NotificationChannel,
+  openDatabase,
+  refuseUnservable,
+  requireUtcSessions,
+  type AppliedMigration,
+  type Database,
+} from '../db/index.ts';
 import type { Mailer } from '../mail/index.ts';
 import { DATA_BASE_PATH, type ServiceModule } from '../model/index.ts';
-import { createLogger, silentLogger, type Logger, type LoggerOptions, type MetricsText } from '../observability/index.ts';
+import {
+  createLogger,
+  silentLogger,
+  type Logger,
+  type LoggerOptions,
+  type MetricsText,
+} from '../observability/index.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import type { Teardown } from './feature.ts';
@@ -77,13 +92,21 @@ export async function openFoundation(options: ServerOptions, teardown: Teardown)
   const log = options.log ?? ((m: string) => console.error(m));
   const metricsToken = config.metrics.enabled ? (options.metricsToken ?? config.metrics.token) : undefined;
   if (config.metrics.enabled && !metricsToken) {
-    throw new Error('metrics.enabled is true but there is no metrics token: set SVCGEN_METRICS_TOKEN (or metrics.token in svcgen.config.json), which scrapers send as "Authorization: Bearer <token>"');
+    throw new Error(
+      'metrics.enabled is true but there is no metrics token: set SVCGEN_METRICS_TOKEN (or metrics.token in svcgen.config.json), which scrapers send as "Authorization: Bearer <token>"',
+    );
   }
   const logger = options.logging ? createLogger(options.logging) : silentLogger;
   const { poolSize, statementTimeoutMs, poolWaitTimeoutMs } = config.database;
   const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
   const pooled = directUrl !== options.databaseUrl;
-  const db = openDatabase(options.databaseUrl, { max: poolSize, statementTimeoutMs, poolWaitTimeoutMs, transactionPooler: pooled, onQuery: options.onQuery });
+  const db = openDatabase(options.databaseUrl, {
+    max: poolSize,
+    statementTimeoutMs,
+    poolWaitTimeoutMs,
+    transactionPooler: pooled,
+    onQuery: options.onQuery,
+  });
   teardown.add('database', () => db.close());
   const channel = new NotificationChannel(directUrl, log);
   teardown.add('listen', () => channel.stop());
@@ -117,10 +140,20 @@ export async function openFoundation(options: ServerOptions, teardown: Teardown)
   };
 }
 
-async function migrate(options: ServerOptions, db: Database, direct: Database, migrationsDir: string): Promise<AppliedMigration[]> {
+async function migrate(
+  options: ServerOptions,
+  db: Database,
+  direct: Database,
+  migrationsDir: string,
+): Promise<AppliedMigration[]> {
   const { environments } = options.config;
   const migrate = options.migrate !== false;
-  await refuseUnservable(db, migrationsDir, environments, { hasTables: Object.keys(options.service.tables).length > 0, migrate });
+  await refuseUnservable(db, migrationsDir, environments, {
+    hasTables: Object.keys(options.service.tables).length > 0,
+    migrate,
+  });
   if (!migrate) return [];
-  return applyMigrations(direct, migrationsDir, environments, (m) => options.log?.(`applying migration ${m.name} to ${m.environment}`));
+  return applyMigrations(direct, migrationsDir, environments, (m) =>
+    options.log?.(`applying migration ${m.name} to ${m.environment}`),
+  );
 }

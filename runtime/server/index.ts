@@ -27,7 +27,9 @@ export interface RunningServer {
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? ((m: string) => console.error(m));
-  const lifecycle = new Lifecycle((name, error) => log(`stopping ${name} failed: ${error instanceof Error ? error.message : String(error)}`));
+  const lifecycle = new Lifecycle((name, error) =>
+    log(`stopping ${name} failed: ${error instanceof Error ? error.message : String(error)}`),
+  );
   try {
     const foundation = await openFoundation(options, lifecycle);
     const { services, routes } = await startFeatures(foundation, lifecycle);
@@ -41,7 +43,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const { logger } = services;
     const port = (server.address() as AddressInfo).port;
     const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-    logger.info({ url, migrationsApplied: foundation.applied.length, webhookWorker: options.worker !== false, metrics: services.metricsToken !== undefined }, 'server started');
+    logger.info(
+      {
+        url,
+        migrationsApplied: foundation.applied.length,
+        webhookWorker: options.worker !== false,
+        metrics: services.metricsToken !== undefined,
+      },
+      'server started',
+    );
     // Scripts and process managers watch for this line: not held for a batch.
     await flushLogger(logger);
     let closing: Promise<void> | undefined;
@@ -79,7 +89,13 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
     await ensureSystemSchema(db);
     await installDeliveryQueue(directUrl, log);
     const box = await SecretBox.open(db, options.secret);
-    return await startDeliveryWorker({ databaseUrl: options.databaseUrl, directDatabaseUrl: directUrl, box, config: options.config, log });
+    return await startDeliveryWorker({
+      databaseUrl: options.databaseUrl,
+      directDatabaseUrl: directUrl,
+      box,
+      config: options.config,
+      log,
+    });
   } finally {
     await db.close().catch(() => {});
   }
@@ -99,6 +115,13 @@ function createHttpServer(http: Config['http']): Server {
     connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(http.headersTimeoutMs / 10))),
   });
   server.maxConnections = http.maxConnections;
-  server.on('clientError', clientErrorHandler({ headersTimeoutMs: http.headersTimeoutMs, requestTimeoutMs: http.requestTimeoutMs, maxHeaderSize: MAX_HEADER_SIZE }));
+  server.on(
+    'clientError',
+    clientErrorHandler({
+      headersTimeoutMs: http.headersTimeoutMs,
+      requestTimeoutMs: http.requestTimeoutMs,
+      maxHeaderSize: MAX_HEADER_SIZE,
+    }),
+  );
   return server;
 }

@@ -76,9 +76,11 @@ export function dataLimits(services: Services): DataLimits {
         return await authenticate(req, tenant, services.resolvers);
       } catch (error) {
         if (error instanceof Problem && error.kind === 'unauthorized') {
-          await hit(rateLimiter.hit(`data-unauthenticated:${clientIp(req)}`, unauthenticatedLimit), (reset) =>
-            `${unauthenticatedLimit} requests a minute with missing or invalid credentials are answered from this address, and they are used up; ` +
-            `send a valid API key or access token, or retry in ${reset} s`,
+          await hit(
+            rateLimiter.hit(`data-unauthenticated:${clientIp(req)}`, unauthenticatedLimit),
+            (reset) =>
+              `${unauthenticatedLimit} requests a minute with missing or invalid credentials are answered from this address, and they are used up; ` +
+              `send a valid API key or access token, or retry in ${reset} s`,
           );
         }
         throw error;
@@ -87,11 +89,15 @@ export function dataLimits(services: Services): DataLimits {
     async data(tenant, principal) {
       const scope = `${tenant.projectId}:${tenant.environment}`;
       // The caller's bucket first: a request over the caller's share is not counted in the project's.
-      const caller = await hit(rateLimiter.hit(`data-caller:${scope}:${callerId(principal)}`, callerLimit), (reset) =>
-        `each caller (API key or user) may make ${callerLimit} data requests a minute in this project and environment, and yours are used up; retry in ${reset} s`,
+      const caller = await hit(
+        rateLimiter.hit(`data-caller:${scope}:${callerId(principal)}`, callerLimit),
+        (reset) =>
+          `each caller (API key or user) may make ${callerLimit} data requests a minute in this project and environment, and yours are used up; retry in ${reset} s`,
       );
-      const project = await hit(rateLimiter.hit(`data:${scope}`, projectLimit), (reset) =>
-        `this project and environment may make ${projectLimit} data requests a minute across all its callers, and they are used up; retry in ${reset} s`,
+      const project = await hit(
+        rateLimiter.hit(`data:${scope}`, projectLimit),
+        (reset) =>
+          `this project and environment may make ${projectLimit} data requests a minute across all its callers, and they are used up; retry in ${reset} s`,
       );
       // The headers report the tighter of the two: the one with fewer requests left.
       return caller.remaining <= project.remaining ? caller : project;
@@ -153,5 +159,7 @@ async function authorizeAndRun(
     basePath: services.basePath,
   };
   // A keyed create runs in the transaction that also stores its answer (runtime/idempotency).
-  return IDEMPOTENT.has(operation) ? withIdempotency(services.db, req, callerId(principal), tenant, (db) => op.handle({ ...ctx, db })) : op.handle(ctx);
+  return IDEMPOTENT.has(operation)
+    ? withIdempotency(services.db, req, callerId(principal), tenant, (db) => op.handle({ ...ctx, db }))
+    : op.handle(ctx);
 }

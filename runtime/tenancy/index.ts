@@ -11,12 +11,18 @@ export interface Tenant {
 export const DEFAULT_ENVIRONMENT = 'master';
 
 /** Data and webhook routes: project from `X-Project-Id` or `?project_id`, environment from `environment` / `x-environment`. */
-export function resolveDataTenant(req: ApiRequest, config: Config, options: { requireEnvironment?: boolean } = {}): Tenant {
+export function resolveDataTenant(
+  req: ApiRequest,
+  config: Config,
+  options: { requireEnvironment?: boolean } = {},
+): Tenant {
   const projectId = header(req, 'x-project-id') ?? req.query.get('project_id') ?? undefined;
   if (projectId === undefined || projectId === '') {
-    throw new Problem('missing-project', 'send the project id in the X-Project-Id header (or the project_id query parameter)', [
-      { field: 'X-Project-Id', rule: 'required', message: 'X-Project-Id is required' },
-    ]);
+    throw new Problem(
+      'missing-project',
+      'send the project id in the X-Project-Id header (or the project_id query parameter)',
+      [{ field: 'X-Project-Id', rule: 'required', message: 'X-Project-Id is required' }],
+    );
   }
   if (projectId !== config.project.id) {
     throw new Problem('unknown-project', `no project with id "${projectId}" is served here`);

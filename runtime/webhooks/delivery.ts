@@ -49,7 +49,20 @@ export interface AttemptOutcome {
 }
 
 /** The exact bytes a receiver gets: the payload of docs/api.md §8.2, `record` and `data` trimmed to `select`. */
-export function eventBody(c: Pick<Claimed, 'event_id' | 'event_at' | 'project_id' | 'environment' | 'table_name' | 'operation' | 'record' | 'changed_fields' | 'select_fields'>): string {
+export function eventBody(
+  c: Pick<
+    Claimed,
+    | 'event_id'
+    | 'event_at'
+    | 'project_id'
+    | 'environment'
+    | 'table_name'
+    | 'operation'
+    | 'record'
+    | 'changed_fields'
+    | 'select_fields'
+  >,
+): string {
   let record = JSON.parse(c.record) as Record<string, unknown>;
   if (c.select_fields) {
     const keep = new Set(c.select_fields);
@@ -172,12 +185,23 @@ export class DeliveryAgent {
     const leaseMs = this.settings.timeoutMs + LEASE_MARGIN_MS;
     // Deliveries already finished, paused, removed, or being sent by another worker are not claimed.
     const claimed = await this.db.query<Claimed>(CLAIM, [ids, leaseMs]);
-    const attempted = await Promise.all(claimed.map(async (c) => ((await this.mayAttempt(c, leaseMs)) ? { c, outcome: await this.attempt(c) } : undefined)));
-    const succeeded = attempted.filter((a): a is { c: Claimed; outcome: AttemptOutcome } => a !== undefined && a.outcome.ok);
-    const failed = attempted.filter((a): a is { c: Claimed; outcome: AttemptOutcome } => a !== undefined && !a.outcome.ok);
+    const attempted = await Promise.all(
+      claimed.map(async (c) =>
+        (await this.mayAttempt(c, leaseMs)) ? { c, outcome: await this.attempt(c) } : undefined,
+      ),
+    );
+    const succeeded = attempted.filter((a): a is { c: Claimed; outcome: AttemptOutcome } => a?.outcome.ok === true);
+    const failed = attempted.filter(
+      (a): a is { c: Claimed; outcome: AttemptOutcome } => a !== undefined && !a.outcome.ok,
+    );
     await Promise.all([
       succeeded.length
-        ? this.db.query(SUCCEEDED, [succeeded.map((a) => a.c.id), succeeded.map((a) => a.outcome.httpStatus), succeeded.map((a) => a.c.environment), succeeded.map((a) => a.c.endpoint)])
+        ? this.db.query(SUCCEEDED, [
+            succeeded.map((a) => a.c.id),
+            succeeded.map((a) => a.outcome.httpStatus),
+            succeeded.map((a) => a.c.environment),
+            succeeded.map((a) => a.c.endpoint),
+          ])
         : undefined,
       ...failed.map(({ c, outcome }) => this.recordFailure(c, outcome)),
     ]);
@@ -206,8 +230,16 @@ export class DeliveryAgent {
     // A target refused by the address policy says nothing about the endpoint's health.
     const countsForCircuit = outcome.error === null || !outcome.error.startsWith('target refused');
     const [row] = await this.db.query<{ status: string | null }>(FAILED, [
-      c.id, outcome.httpStatus, outcome.error, delays.length, nextDelay,
-      c.environment, c.endpoint, this.settings.circuit.failureThreshold, this.settings.circuit.cooldownMs, countsForCircuit,
+      c.id,
+      outcome.httpStatus,
+      outcome.error,
+      delays.length,
+      nextDelay,
+      c.environment,
+      c.endpoint,
+      this.settings.circuit.failureThreshold,
+      this.settings.circuit.cooldownMs,
+      countsForCircuit,
     ]);
     if (row?.status === 'dead_letter' || row?.status === 'retrying') metrics.webhookOutcome(row.status);
   }
@@ -251,7 +283,12 @@ function describeFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof TargetRefused) return error.message;
   const e = error as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.cause instanceof TargetRefused) return e.cause.message;
-  if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    e.name === 'TimeoutError' ||
+    e.name === 'AbortError' ||
+    e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e.code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return `no answer within ${timeoutMs} ms`;
   }
   if (e.code === 'ETARGETREFUSED') return e.message ?? 'target refused';

@@ -40,7 +40,10 @@ async function requireManagement(deps: WebhookDeps, req: ApiRequest): Promise<Te
   const tenant = resolveDataTenant(req, deps.config, { requireEnvironment: true });
   const principal = await authenticate(req, tenant, deps.resolvers);
   if (principal.kind !== 'management') {
-    throw new Problem('forbidden', 'managing webhooks needs a management token (Authorization: Bearer <management token>)');
+    throw new Problem(
+      'forbidden',
+      'managing webhooks needs a management token (Authorization: Bearer <management token>)',
+    );
   }
   return tenant;
 }
@@ -53,13 +56,20 @@ function rejectInvalid(errors: FieldError[]): void {
 function requireSameEnvironment(tenant: Tenant, body: unknown): void {
   const named = (body as { environment?: unknown } | null)?.environment;
   if (named !== undefined && named !== tenant.environment) {
-    throw new Problem('bad-request', `the environment header ("${tenant.environment}") and the body's environment (${JSON.stringify(named)}) must be equal`, [
-      { field: 'environment', rule: 'equals_header', message: 'environment must equal the environment header' },
-    ]);
+    throw new Problem(
+      'bad-request',
+      `the environment header ("${tenant.environment}") and the body's environment (${JSON.stringify(named)}) must be equal`,
+      [{ field: 'environment', rule: 'equals_header', message: 'environment must equal the environment header' }],
+    );
   }
 }
 
-async function requireSubscription(deps: WebhookDeps, tenant: Tenant, id: string, forUpdate = false): Promise<Subscription> {
+async function requireSubscription(
+  deps: WebhookDeps,
+  tenant: Tenant,
+  id: string,
+  forUpdate = false,
+): Promise<Subscription> {
   const found = await findSubscription(deps.db, tenant.projectId, tenant.environment, id, forUpdate);
   if (!found) throw new Problem('not-found', `no webhook with id "${id}" in environment "${tenant.environment}"`);
   return found;
@@ -67,7 +77,12 @@ async function requireSubscription(deps: WebhookDeps, tenant: Tenant, id: string
 
 export function webhookHandlers(deps: WebhookDeps) {
   const check = (input: SubscriptionInput, tenant: Tenant) =>
-    checkSubscription(input, { catalog: deps.catalog, config: deps.config, projectId: tenant.projectId, environment: tenant.environment });
+    checkSubscription(input, {
+      catalog: deps.catalog,
+      config: deps.config,
+      projectId: tenant.projectId,
+      environment: tenant.environment,
+    });
   return {
     async create(req: ApiRequest): Promise<Reply> {
       const tenant = await requireManagement(deps, req);
@@ -89,7 +104,10 @@ export function webhookHandlers(deps: WebhookDeps) {
     async get(req: ApiRequest): Promise<Reply> {
       const tenant = await requireManagement(deps, req);
       const webhook = await requireSubscription(deps, tenant, req.params.id ?? '');
-      return jsonReply(200, { webhook, deliveries: await deliveries(deps.db, webhook.id, { limit: DELIVERY_HISTORY_LIMIT }) });
+      return jsonReply(200, {
+        webhook,
+        deliveries: await deliveries(deps.db, webhook.id, { limit: DELIVERY_HISTORY_LIMIT }),
+      });
     },
 
     async update(req: ApiRequest): Promise<Reply> {
@@ -101,7 +119,11 @@ export function webhookHandlers(deps: WebhookDeps) {
       const patch = parsed.data!;
       return deps.db.transaction(async (tx) => {
         const before = await findSubscription(tx, tenant.projectId, tenant.environment, req.params.id ?? '', true);
-        if (!before) throw new Problem('not-found', `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`);
+        if (!before)
+          throw new Problem(
+            'not-found',
+            `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`,
+          );
         const merged: SubscriptionInput = {
           projectId: before.projectId,
           environment: before.environment,
@@ -121,8 +143,11 @@ export function webhookHandlers(deps: WebhookDeps) {
 
     async remove(req: ApiRequest): Promise<Reply> {
       const tenant = await requireManagement(deps, req);
-      const removed = await deps.db.transaction((tx) => deleteSubscription(tx, tenant.projectId, tenant.environment, req.params.id ?? ''));
-      if (!removed) throw new Problem('not-found', `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`);
+      const removed = await deps.db.transaction((tx) =>
+        deleteSubscription(tx, tenant.projectId, tenant.environment, req.params.id ?? ''),
+      );
+      if (!removed)
+        throw new Problem('not-found', `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`);
       return { status: 204 };
     },
 
@@ -132,8 +157,13 @@ export function webhookHandlers(deps: WebhookDeps) {
       const deliveryId = req.params.deliveryId ?? '';
       return deps.db.transaction(async (tx) => {
         const result = await redeliver(tx, webhook.id, deliveryId);
-        if (result === 'missing') throw new Problem('not-found', `webhook ${webhook.id} has no delivery "${deliveryId}"`);
-        if (result === 'busy') throw new Problem('conflict', `delivery ${deliveryId} is still being delivered; only delivered and dead_letter deliveries can be sent again`);
+        if (result === 'missing')
+          throw new Problem('not-found', `webhook ${webhook.id} has no delivery "${deliveryId}"`);
+        if (result === 'busy')
+          throw new Problem(
+            'conflict',
+            `delivery ${deliveryId} is still being delivered; only delivered and dead_letter deliveries can be sent again`,
+          );
         return jsonReply(202, { data: (await deliveries(tx, webhook.id, { id: deliveryId }))[0] });
       });
     },

@@ -5,5 +5,12 @@ export { webhookHandlers, DELIVERY_HISTORY_LIMIT, type WebhookDeps } from './end
 export { QUEUE_SCHEMA, DELIVER_TASK } from './queue.ts';
 export { EVENT_NAMES, newSubscription, subscriptionPatch } from './subscriptions.ts';
 export { refusedAddress, urlProblems, type TargetPolicy } from './targets.ts';
-export { installDeliveryQueue, pruneDeliveryHistory, startDeliveryWorker, sweepStalledDeliveries, webhookQueueDepth, type DeliveryWorker } from './worker.ts';
+export {
+  installDeliveryQueue,
+  pruneDeliveryHistory,
+  startDeliveryWorker,
+  sweepStalledDeliveries,
+  webhookQueueDepth,
+  type DeliveryWorker,
+} from './worker.ts';
 export { announceSubscriptionChange, WatchedTables } from './watched-tables.ts';

@@ -26,7 +26,13 @@ const filterValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
  */
 function refuseProtoKey(value: unknown, ctx: z.RefinementCtx): unknown {
   if (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, '__proto__')) {
-    ctx.addIssue({ code: 'custom', path: ['__proto__'], message: 'no table has a field "__proto__"', params: { rule: 'exists' }, input: value });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['__proto__'],
+      message: 'no table has a field "__proto__"',
+      params: { rule: 'exists' },
+      input: value,
+    });
   }
   return value;
 }
@@ -89,7 +95,8 @@ interface SubscriptionRow {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, project_id, environment, table_name, events, url, active, filter, select_fields, created_at, updated_at';
+const COLUMNS =
+  'id, project_id, environment, table_name, events, url, active, filter, select_fields, created_at, updated_at';
 
 function toSubscription(row: SubscriptionRow): Subscription {
   return {
@@ -110,9 +117,12 @@ function toSubscription(row: SubscriptionRow): Subscription {
 /** zod issues → the field errors of a 422 Problem. */
 export function schemaErrors(error: z.ZodError): FieldError[] {
   return error.issues.flatMap((issue) => {
-    if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }));
-    const field = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('') || 'body';
-    if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return [{ field, rule: 'required', message: `${field} is required` }];
+    if (issue.code === 'unrecognized_keys')
+      return issue.keys.map((k) => ({ field: k, rule: 'unknown_field', message: `unknown field "${k}"` }));
+    const field =
+      issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('') || 'body';
+    if (issue.code === 'invalid_type' && /received undefined/.test(issue.message))
+      return [{ field, rule: 'required', message: `${field} is required` }];
     const rule = issue.code === 'custom' ? (issue.params as { rule?: unknown } | undefined)?.rule : undefined;
     return [{ field, rule: typeof rule === 'string' ? rule : issue.code, message: `${field}: ${issue.message}` }];
   });
@@ -125,7 +135,10 @@ const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+
  * A filter value as the event record writes it, so `record @> filter` compares like with like:
  * timestamps as the API's ISO form, BigInt as a string. Undefined when it can never match.
  */
-function filterOperand(field: FieldSpec, value: string | number | boolean | null): string | number | boolean | null | undefined {
+function filterOperand(
+  field: FieldSpec,
+  value: string | number | boolean | null,
+): string | number | boolean | null | undefined {
   if (value === null) return field.nullable ? null : undefined;
   switch (field.type) {
     case 'String':
@@ -140,7 +153,10 @@ function filterOperand(field: FieldSpec, value: string | number | boolean | null
     case 'Decimal':
       return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
     case 'BigInt':
-      return (typeof value === 'number' && Number.isSafeInteger(value)) || (typeof value === 'string' && /^-?\d{1,19}$/.test(value)) ? String(value) : undefined;
+      return (typeof value === 'number' && Number.isSafeInteger(value)) ||
+        (typeof value === 'string' && /^-?\d{1,19}$/.test(value))
+        ? String(value)
+        : undefined;
     case 'DateTime': {
       if (typeof value !== 'string' || !ISO_DATE_TIME.test(value)) return undefined;
       const time = Date.parse(value);
@@ -158,28 +174,48 @@ export async function checkSubscription(
 ): Promise<FieldError[]> {
   const errors: FieldError[] = [];
   if (input.projectId !== context.projectId) {
-    errors.push({ field: 'projectId', rule: 'equals', message: `projectId must be "${context.projectId}", the X-Project-Id of this request` });
+    errors.push({
+      field: 'projectId',
+      rule: 'equals',
+      message: `projectId must be "${context.projectId}", the X-Project-Id of this request`,
+    });
   }
   const table: CatalogTable | undefined = context.catalog.get(input.table);
   if (!table) {
-    errors.push({ field: 'table', rule: 'exists', message: `no table "${input.table}"; tables: ${context.catalog.names().join(', ')}` });
+    errors.push({
+      field: 'table',
+      rule: 'exists',
+      message: `no table "${input.table}"; tables: ${context.catalog.names().join(', ')}`,
+    });
   } else {
     for (const [name, value] of Object.entries(input.filter ?? {})) {
       const field = table.fields.get(name);
-      if (!field) errors.push({ field: `filter.${name}`, rule: 'exists', message: `${input.table} has no field "${name}"` });
+      if (!field)
+        errors.push({ field: `filter.${name}`, rule: 'exists', message: `${input.table} has no field "${name}"` });
       else if (field.list || field.type === 'Json' || field.type === 'Bytes') {
-        errors.push({ field: `filter.${name}`, rule: 'type', message: `filter compares single values; ${name} is a ${field.list ? 'list' : field.type} field` });
+        errors.push({
+          field: `filter.${name}`,
+          rule: 'type',
+          message: `filter compares single values; ${name} is a ${field.list ? 'list' : field.type} field`,
+        });
       } else {
         const operand = filterOperand(field, value);
-        if (operand === undefined) errors.push({ field: `filter.${name}`, rule: 'type', message: `${JSON.stringify(value)} is not a possible value of ${input.table}.${name} (${field.type})` });
+        if (operand === undefined)
+          errors.push({
+            field: `filter.${name}`,
+            rule: 'type',
+            message: `${JSON.stringify(value)} is not a possible value of ${input.table}.${name} (${field.type})`,
+          });
         else input.filter![name] = operand;
       }
     }
     (input.select ?? []).forEach((name, i) => {
-      if (!table.fields.has(name)) errors.push({ field: `select[${i}]`, rule: 'exists', message: `${input.table} has no field "${name}"` });
+      if (!table.fields.has(name))
+        errors.push({ field: `select[${i}]`, rule: 'exists', message: `${input.table} has no field "${name}"` });
     });
   }
-  for (const message of await urlProblems(input.url, context.config.webhooks)) errors.push({ field: 'url', rule: 'target', message });
+  for (const message of await urlProblems(input.url, context.config.webhooks))
+    errors.push({ field: 'url', rule: 'target', message });
   return errors;
 }
 
@@ -187,18 +223,37 @@ export function newSubscriptionId(): string {
   return `wh_${randomBytes(12).toString('hex')}`;
 }
 
-export async function insertSubscription(db: Queryable, box: SecretBox, input: SubscriptionInput): Promise<Subscription> {
+export async function insertSubscription(
+  db: Queryable,
+  box: SecretBox,
+  input: SubscriptionInput,
+): Promise<Subscription> {
   const rows = await db.query<SubscriptionRow>(
     `INSERT INTO svcgen.webhooks (id, project_id, environment, table_name, events, url, endpoint, secret, active, filter, select_fields)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
-    [newSubscriptionId(), input.projectId, input.environment, input.table, input.events, input.url, new URL(input.url).origin,
-      box.seal(input.secret), input.active, input.filter === null ? null : JSON.stringify(input.filter), input.select],
+    [
+      newSubscriptionId(),
+      input.projectId,
+      input.environment,
+      input.table,
+      input.events,
+      input.url,
+      new URL(input.url).origin,
+      box.seal(input.secret),
+      input.active,
+      input.filter === null ? null : JSON.stringify(input.filter),
+      input.select,
+    ],
   );
   await announceSubscriptionChange(db);
   return toSubscription(rows[0]!);
 }
 
-export async function listSubscriptions(db: Queryable, projectId: string, environment: string): Promise<Subscription[]> {
+export async function listSubscriptions(
+  db: Queryable,
+  projectId: string,
+  environment: string,
+): Promise<Subscription[]> {
   const rows = await db.query<SubscriptionRow>(
     `SELECT ${COLUMNS} FROM svcgen.webhooks WHERE project_id = $1 AND environment = $2 ORDER BY created_at, id`,
     [projectId, environment],
@@ -206,7 +261,13 @@ export async function listSubscriptions(db: Queryable, projectId: string, enviro
   return rows.map(toSubscription);
 }
 
-export async function findSubscription(db: Queryable, projectId: string, environment: string, id: string, forUpdate = false): Promise<Subscription | undefined> {
+export async function findSubscription(
+  db: Queryable,
+  projectId: string,
+  environment: string,
+  id: string,
+  forUpdate = false,
+): Promise<Subscription | undefined> {
   const rows = await db.query<SubscriptionRow>(
     `SELECT ${COLUMNS} FROM svcgen.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3${forUpdate ? ' FOR UPDATE' : ''}`,
     [id, projectId, environment],
@@ -215,13 +276,28 @@ export async function findSubscription(db: Queryable, projectId: string, environ
 }
 
 /** Writes the merged subscription; `secret` only when the patch replaced it. Resuming requeues what waited. */
-export async function updateSubscription(db: Queryable, box: SecretBox, before: Subscription, after: SubscriptionInput, secretChanged: boolean): Promise<Subscription> {
+export async function updateSubscription(
+  db: Queryable,
+  box: SecretBox,
+  before: Subscription,
+  after: SubscriptionInput,
+  secretChanged: boolean,
+): Promise<Subscription> {
   const rows = await db.query<SubscriptionRow>(
     `UPDATE svcgen.webhooks SET table_name = $2, events = $3, url = $4, endpoint = $5, active = $6, filter = $7, select_fields = $8,
        secret = coalesce($9, secret), updated_at = now()
      WHERE id = $1 RETURNING ${COLUMNS}`,
-    [before.id, after.table, after.events, after.url, new URL(after.url).origin, after.active,
-      after.filter === null ? null : JSON.stringify(after.filter), after.select, secretChanged ? box.seal(after.secret) : null],
+    [
+      before.id,
+      after.table,
+      after.events,
+      after.url,
+      new URL(after.url).origin,
+      after.active,
+      after.filter === null ? null : JSON.stringify(after.filter),
+      after.select,
+      secretChanged ? box.seal(after.secret) : null,
+    ],
   );
   await announceSubscriptionChange(db);
   if (!before.active && after.active) {
@@ -236,8 +312,16 @@ export async function updateSubscription(db: Queryable, box: SecretBox, before: 
   return toSubscription(rows[0]!);
 }
 
-export async function deleteSubscription(db: Queryable, projectId: string, environment: string, id: string): Promise<boolean> {
-  const rows = await db.query('DELETE FROM svcgen.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3 RETURNING 1', [id, projectId, environment]);
+export async function deleteSubscription(
+  db: Queryable,
+  projectId: string,
+  environment: string,
+  id: string,
+): Promise<boolean> {
+  const rows = await db.query(
+    'DELETE FROM svcgen.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3 RETURNING 1',
+    [id, projectId, environment],
+  );
   if (rows.length === 0) return false;
   await db.query('DELETE FROM svcgen.webhook_deliveries WHERE webhook_id = $1', [id]);
   await announceSubscriptionChange(db);
@@ -258,10 +342,22 @@ export interface DeliveryRecord {
 }
 
 /** A subscription's deliveries, newest first: the newest `limit`, or the one with `id`. */
-export async function deliveries(db: Queryable, webhookId: string, which: { limit: number } | { id: string }): Promise<DeliveryRecord[]> {
+export async function deliveries(
+  db: Queryable,
+  webhookId: string,
+  which: { limit: number } | { id: string },
+): Promise<DeliveryRecord[]> {
   const rows = await db.query<{
-    id: string; event_id: string; operation: string; status: string; http_status: number | null; attempts: number;
-    last_error: string | null; next_attempt_at: Date; created_at: Date; updated_at: Date;
+    id: string;
+    event_id: string;
+    operation: string;
+    status: string;
+    http_status: number | null;
+    attempts: number;
+    last_error: string | null;
+    next_attempt_at: Date;
+    created_at: Date;
+    updated_at: Date;
   }>(
     `SELECT d.id, d.event_id, e.operation, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.created_at, d.updated_at
      FROM svcgen.webhook_deliveries d JOIN svcgen.webhook_events e ON e.id = d.event_id
@@ -283,8 +379,15 @@ export async function deliveries(db: Queryable, webhookId: string, which: { limi
 }
 
 /** Queues a finished delivery again with a fresh schedule and the same event id; false when there is none. */
-export async function redeliver(db: Queryable, webhookId: string, deliveryId: string): Promise<'queued' | 'missing' | 'busy'> {
-  const rows = await db.query<{ status: string }>('SELECT status FROM svcgen.webhook_deliveries WHERE id = $1 AND webhook_id = $2 FOR UPDATE', [deliveryId, webhookId]);
+export async function redeliver(
+  db: Queryable,
+  webhookId: string,
+  deliveryId: string,
+): Promise<'queued' | 'missing' | 'busy'> {
+  const rows = await db.query<{ status: string }>(
+    'SELECT status FROM svcgen.webhook_deliveries WHERE id = $1 AND webhook_id = $2 FOR UPDATE',
+    [deliveryId, webhookId],
+  );
   if (!rows[0]) return 'missing';
   if (rows[0].status !== 'dead_letter' && rows[0].status !== 'delivered') return 'busy';
   await db.query(

@@ -70,7 +70,11 @@ export async function urlProblems(raw: string, policy: TargetPolicy): Promise<st
     }
   }
   const refused = addresses.map(refusedAddress).filter((r): r is string => r !== undefined);
-  return refused.length ? [`url must reach a public address: ${host} resolves to ${refused.join('; ')} (webhooks.allowPrivateTargets permits it)`] : [];
+  return refused.length
+    ? [
+        `url must reach a public address: ${host} resolves to ${refused.join('; ')} (webhooks.allowPrivateTargets permits it)`,
+      ]
+    : [];
 }
 
 /** Refuses a literal IP host before a delivery is attempted (names are checked in `checkedLookup`). */
@@ -82,14 +86,24 @@ export function checkLiteralHost(url: URL, policy: TargetPolicy): void {
   if (refused) throw new TargetRefused(`target refused: ${refused}`);
 }
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | dns.LookupAddress[],
+  family?: number,
+) => void;
 
 /** A `dns.lookup` for sockets that fails when any address of the name is not public. */
 export function checkedLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
   dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, '');
     const refused = addresses.map((a) => refusedAddress(a.address)).find((r) => r !== undefined);
-    if (refused) return callback(Object.assign(new TargetRefused(`target refused: ${hostname} resolves to ${refused}`), { code: 'ETARGETREFUSED' }), '');
+    if (refused)
+      return callback(
+        Object.assign(new TargetRefused(`target refused: ${hostname} resolves to ${refused}`), {
+          code: 'ETARGETREFUSED',
+        }),
+        '',
+      );
     if (options.all) return callback(null, addresses);
     return callback(null, addresses[0]!.address, addresses[0]!.family);
   });

@@ -28,7 +28,12 @@ const CONNECT_TIMEOUT_MS = 5_000;
 
 /** A pool of ours rather than graphile-worker's connectionString: pg alone would read sslmode its own way. */
 function queuePool(url: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ ...connectionConfig(url), max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+  const pool = new pg.Pool({
+    ...connectionConfig(url),
+    max,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+  });
   // Dropped connections are graphile-worker's to notice (the runner restarts); none may crash the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
@@ -48,7 +53,11 @@ const QUEUE_MIGRATION_LOCK_KEY = 72707370;
 
 /** Creates or upgrades the job queue's schema; data statements queue jobs, so it precedes serving. */
 export async function installDeliveryQueue(databaseUrl: string, log: (message: string) => void): Promise<void> {
-  const lock = new pg.Client({ ...connectionConfig(databaseUrl), connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+  const lock = new pg.Client({
+    ...connectionConfig(databaseUrl),
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+  });
   lock.on('error', () => {});
   const pgPool = queuePool(databaseUrl, 1);
   try {
@@ -118,10 +127,15 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   // Its own few connections: attempts hold none while they wait on a receiver, and deliveries
   // neither wait behind API requests nor take their connections.
   const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
-  const db = openDatabase(options.databaseUrl, { max: 5, transactionPooler: directUrl !== options.databaseUrl, poolWaitTimeoutMs: CONNECT_TIMEOUT_MS });
+  const db = openDatabase(options.databaseUrl, {
+    max: 5,
+    transactionPooler: directUrl !== options.databaseUrl,
+    poolWaitTimeoutMs: CONNECT_TIMEOUT_MS,
+  });
   const runnerPool = queuePool(directUrl, 4);
   const agent = new DeliveryAgent(db, options.box, settings);
-  const failed = (what: string) => (error: unknown) => options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+  const failed = (what: string) => (error: unknown) =>
+    options.log(`webhook ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
   const start = () =>
     run({
       pgPool: runnerPool,
@@ -208,7 +222,10 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   };
   draining = drain();
   const sweep = setInterval(() => void sweepStalledDeliveries(db).catch(failed('sweep')), SWEEP_INTERVAL_MS);
-  const prune = setInterval(() => void pruneDeliveryHistory(db, settings.historyRetention).catch(failed('history pruning')), PRUNE_INTERVAL_MS);
+  const prune = setInterval(
+    () => void pruneDeliveryHistory(db, settings.historyRetention).catch(failed('history pruning')),
+    PRUNE_INTERVAL_MS,
+  );
   sweep.unref();
   prune.unref();
   void sweepStalledDeliveries(db).catch(failed('sweep'));

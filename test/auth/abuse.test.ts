@@ -47,11 +47,13 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const login = (email: string, password: string, server = t) => server.auth('POST', '/auth/login', { body: { email, password } });
+const login = (email: string, password: string, server = t) =>
+  server.auth('POST', '/auth/login', { body: { email, password } });
 const recover = (email: string, server = t) => server.auth('POST', '/auth/recover-password', { body: { email } });
 const reset = (email: string, code: string, server = t) =>
   server.auth('POST', '/auth/reset-password', { body: { email, code, newPassword: NEW_PASSWORD } });
-const confirm = (email: string, code: string, server = t) => server.auth('POST', '/auth/confirm-signup', { body: { email, code } });
+const confirm = (email: string, code: string, server = t) =>
+  server.auth('POST', '/auth/confirm-signup', { body: { email, code } });
 
 /** A fresh reset code for `email`, read from its mail. */
 async function resetCode(email: string, server = t): Promise<string> {
@@ -80,15 +82,21 @@ async function lockOut(email: string): Promise<{ answers: TestResponse[]; locked
 
 /** The svcgen.login_failures row of an e-mail without an account, found by the keyed hash the server uses. */
 async function unknownRow(email: string) {
-  const [secret] = await t.db.query<{ value: string }>(`select value from svcgen.secrets where name = 'auth-login-failures'`);
+  const [secret] = await t.db.query<{ value: string }>(
+    `select value from svcgen.secrets where name = 'auth-login-failures'`,
+  );
   const hash = createHmac('sha256', secret!.value).update(email.trim().toLowerCase()).digest('base64url');
-  const rows = await t.db.query<Record<string, unknown>>('select * from svcgen.login_failures where email_hash = $1', [hash]);
+  const rows = await t.db.query<Record<string, unknown>>('select * from svcgen.login_failures where email_hash = $1', [
+    hash,
+  ]);
   return rows[0];
 }
 
 /** The mails to `to` whose subject is `subject`, with quoted-printable soft line breaks undone. */
 const mailsTo = (to: string, subject: string) =>
-  t.mail.received.filter((m: ReceivedMail) => m.to === to && m.subject === subject).map((m) => m.raw.replace(/=\r?\n/g, ''));
+  t.mail.received
+    .filter((m: ReceivedMail) => m.to === to && m.subject === subject)
+    .map((m) => m.raw.replace(/=\r?\n/g, ''));
 
 describe('lockout without enumeration', () => {
   it('an e-mail without an account: 4 failures → 401, the 5th → 423 with lockedUntil, then 423 with the same lockedUntil', async () => {
@@ -96,12 +104,22 @@ describe('lockout without enumeration', () => {
     const { lockedUntil } = await lockOut(email);
     expect(Math.abs(Date.parse(lockedUntil) - (Date.now() + 900_000))).toBeLessThan(10_000);
     // further attempts, with any password and in any letter case, meet the same lock
-    for (const [address, password] of [[email, PASSWORD], [email.toUpperCase(), 'wrong-password-5'], [` ${email} `, 'x']]) {
+    for (const [address, password] of [
+      [email, PASSWORD],
+      [email.toUpperCase(), 'wrong-password-5'],
+      [` ${email} `, 'x'],
+    ]) {
       expectAuthError(await login(address!, password!), 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil });
     }
     // the count is kept under a keyed hash of the lower-cased e-mail, never the address
     const row = await unknownRow(email);
-    expect(row).toEqual({ project_id: 'shop', environment: 'master', email_hash: expect.any(String), failed_logins: 5, locked_until: expect.any(Date) });
+    expect(row).toEqual({
+      project_id: 'shop',
+      environment: 'master',
+      email_hash: expect.any(String),
+      failed_logins: 5,
+      locked_until: expect.any(Date),
+    });
     expect((row!.locked_until as Date).toISOString()).toBe(lockedUntil);
     const everything = JSON.stringify(await t.db.query('select * from svcgen.login_failures')).toLowerCase();
     expect(everything).not.toContain(email.split('@')[0]);
@@ -113,21 +131,30 @@ describe('lockout without enumeration', () => {
     await t.signupConfirmed(real);
     const ghost = newEmail('ghost');
     const sequences: Record<string, string[]> = {};
-    for (const [name, email] of [['real', real], ['ghost', ghost]] as const) {
+    for (const [name, email] of [
+      ['real', real],
+      ['ghost', ghost],
+    ] as const) {
       const { answers, lockedUntil } = await lockOut(email);
       const later = [await login(email, 'wrong-password-5'), await login(email, PASSWORD)];
       for (const res of later) expectAuthError(res, 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil });
       sequences[name] = [...answers, ...later].map(shape);
     }
     expect(sequences.ghost).toEqual(sequences.real);
-    expect(sequences.real).toEqual([...Array(4).fill('401 error AUTH_INVALID_CREDENTIALS'), ...Array(3).fill('423 error,lockedUntil AUTH_ACCOUNT_LOCKED')]);
+    expect(sequences.real).toEqual([
+      ...Array(4).fill('401 error AUTH_INVALID_CREDENTIALS'),
+      ...Array(3).fill('423 error,lockedUntil AUTH_ACCOUNT_LOCKED'),
+    ]);
   });
 
   it('once the lock has run out, an e-mail without an account counts from 1 again (4 → 401, the 5th → 423 with a new lockedUntil)', async () => {
     const email = newEmail('ghost-lapsed');
     const first = await lockOut(email);
     const row = await unknownRow(email);
-    await t.db.query(`update svcgen.login_failures set locked_until = now() - interval '1 second' where email_hash = $1`, [row!.email_hash]);
+    await t.db.query(
+      `update svcgen.login_failures set locked_until = now() - interval '1 second' where email_hash = $1`,
+      [row!.email_hash],
+    );
     const second = await lockOut(email);
     expect(second.lockedUntil).not.toBe(first.lockedUntil);
     expectAuthError(await login(email, PASSWORD), 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil: second.lockedUntil });
@@ -141,7 +168,9 @@ describe('lockout without enumeration', () => {
     await lockOut(ghost);
     for (let i = 0; i < 2; i++) {
       expectAuthError(await login(real, `wrong-again-${i}`), 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil });
-      expectAuthError(await login(ghost, `wrong-again-${i}`), 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil: expect.any(String) });
+      expectAuthError(await login(ghost, `wrong-again-${i}`), 423, 'AUTH_ACCOUNT_LOCKED', {
+        lockedUntil: expect.any(String),
+      });
     }
     const mail = await t.mail.nextMail(real);
     expect(mail.subject).toBe(LOCK_SUBJECT);
@@ -163,7 +192,8 @@ describe('lockout without enumeration', () => {
       const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => login(email, `wrong-password-${i}`)));
       expect(answers.map((res) => res.status).sort()).toEqual([401, 401, 401, 401, 423, 423, 423, 423]);
       const locks = answers.filter((res) => res.status === 423);
-      for (const res of locks) expectAuthError(res, 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil: locks[0]!.body.lockedUntil });
+      for (const res of locks)
+        expectAuthError(res, 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil: locks[0]!.body.lockedUntil });
     }
     expect((await t.mail.nextMail(real)).subject).toBe(LOCK_SUBJECT);
     await resetCode(real);
@@ -195,7 +225,9 @@ describe('one password comparison for every login answer', () => {
     verified = newEmail('cost-verified');
     await t.signupConfirmed(verified);
     unverified = newEmail('cost-unverified');
-    expect((await t.auth('POST', '/auth/signup', { body: { email: unverified, password: PASSWORD, ...NAMES } })).status).toBe(201);
+    expect(
+      (await t.auth('POST', '/auth/signup', { body: { email: unverified, password: PASSWORD, ...NAMES } })).status,
+    ).toBe(201);
     locked = newEmail('cost-locked');
     await t.signupConfirmed(locked);
     await lockOut(locked);
@@ -205,28 +237,60 @@ describe('one password comparison for every login answer', () => {
 
   const cases: { name: string; login: () => [string, string]; status: number; error?: string }[] = [
     { name: 'success', login: () => [verified, PASSWORD], status: 200 },
-    { name: 'wrong password', login: () => [verified, 'wrong-password-1'], status: 401, error: 'AUTH_INVALID_CREDENTIALS' },
-    { name: 'unknown e-mail', login: () => [newEmail('cost-nobody'), PASSWORD], status: 401, error: 'AUTH_INVALID_CREDENTIALS' },
+    {
+      name: 'wrong password',
+      login: () => [verified, 'wrong-password-1'],
+      status: 401,
+      error: 'AUTH_INVALID_CREDENTIALS',
+    },
+    {
+      name: 'unknown e-mail',
+      login: () => [newEmail('cost-nobody'), PASSWORD],
+      status: 401,
+      error: 'AUTH_INVALID_CREDENTIALS',
+    },
     { name: 'unknown e-mail, locked', login: () => [lockedGhost, PASSWORD], status: 423, error: 'AUTH_ACCOUNT_LOCKED' },
     { name: 'locked, right password', login: () => [locked, PASSWORD], status: 423, error: 'AUTH_ACCOUNT_LOCKED' },
-    { name: 'locked, wrong password', login: () => [locked, 'wrong-password-9'], status: 423, error: 'AUTH_ACCOUNT_LOCKED' },
-    { name: 'unverified, right password', login: () => [unverified, PASSWORD], status: 403, error: 'AUTH_EMAIL_NOT_VERIFIED' },
-    { name: 'unverified, wrong password', login: () => [unverified, 'wrong-password-1'], status: 401, error: 'AUTH_INVALID_CREDENTIALS' },
+    {
+      name: 'locked, wrong password',
+      login: () => [locked, 'wrong-password-9'],
+      status: 423,
+      error: 'AUTH_ACCOUNT_LOCKED',
+    },
+    {
+      name: 'unverified, right password',
+      login: () => [unverified, PASSWORD],
+      status: 403,
+      error: 'AUTH_EMAIL_NOT_VERIFIED',
+    },
+    {
+      name: 'unverified, wrong password',
+      login: () => [unverified, 'wrong-password-1'],
+      status: 401,
+      error: 'AUTH_INVALID_CREDENTIALS',
+    },
   ];
 
-  it.each(cases)('$name → $status, after exactly one comparison and no hashing', async ({ login: credentials, status, error }) => {
-    const [email, password] = credentials();
-    const before = { ...hasherCalls };
-    const res = await login(email, password);
-    expect(res.status, res.text).toBe(status);
-    if (error) expect(res.body.error).toBe(error);
-    expect({ compare: hasherCalls.compare - before.compare, hash: hasherCalls.hash - before.hash }).toEqual({ compare: 1, hash: 0 });
-  });
+  it.each(cases)(
+    '$name → $status, after exactly one comparison and no hashing',
+    async ({ login: credentials, status, error }) => {
+      const [email, password] = credentials();
+      const before = { ...hasherCalls };
+      const res = await login(email, password);
+      expect(res.status, res.text).toBe(status);
+      if (error) expect(res.body.error).toBe(error);
+      expect({ compare: hasherCalls.compare - before.compare, hash: hasherCalls.hash - before.hash }).toEqual({
+        compare: 1,
+        hash: 0,
+      });
+    },
+  );
 
   it('the failure that reaches the threshold (423, lock mail queued) also costs exactly one comparison', async () => {
     const email = newEmail('cost-threshold');
     await t.signupConfirmed(email);
-    for (let i = 0; i < 4; i++) expectAuthError(await login(email, `wrong-password-${i}`), 401, 'AUTH_INVALID_CREDENTIALS');
+    for (let i = 0; i < 4; i++)
+      expectAuthError(await login(email, `wrong-password-${i}`), 401, 'AUTH_INVALID_CREDENTIALS');
     const before = hasherCalls.compare;
     expect((await login(email, 'wrong-password-4')).status).toBe(423);
     expect(hasherCalls.compare - before).toBe(1);
@@ -239,7 +303,8 @@ describe('wrong codes bounded per account (auth.codeMaxFailuresPerAccount 10 per
   async function guess(email: string, spread: number[]) {
     for (const wrong of spread) {
       const code = await resetCode(email);
-      for (let i = 1; i <= wrong; i++) expectAuthError(await reset(email, wrongCode(code, i)), 400, 'AUTH_INVALID_CODE');
+      for (let i = 1; i <= wrong; i++)
+        expectAuthError(await reset(email, wrongCode(code, i)), 400, 'AUTH_INVALID_CODE');
     }
   }
   const failuresOf = async (email: string) =>
@@ -303,7 +368,9 @@ describe('wrong codes bounded per account (auth.codeMaxFailuresPerAccount 10 per
       const email = newEmail('race');
       await a.signupConfirmed(email);
       const code = await resetCode(email, a);
-      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => reset(email, wrongCode(code, i + 1), i % 2 ? b : a)));
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => reset(email, wrongCode(code, i + 1), i % 2 ? b : a)),
+      );
       for (const res of answers) expectAuthError(res, 400, 'AUTH_INVALID_CODE');
       const [row] = await a.db.query<{ failures: number; attempts: number }>(
         `select f.failures, c.attempts from svcgen.auth_code_failures f join svcgen.auth_codes c using (user_id, purpose)
@@ -319,7 +386,10 @@ describe('wrong codes bounded per account (auth.codeMaxFailuresPerAccount 10 per
 describe('rateLimits.codePerMinutePerIp (default 20): confirm-signup and reset-password per client address', () => {
   let limited: AuthTestServer;
   beforeAll(async () => {
-    limited = await startAuthServer({ passwordCost: 4, configPatch: (raw) => void delete raw.rateLimits.codePerMinutePerIp });
+    limited = await startAuthServer({
+      passwordCost: 4,
+      configPatch: (raw) => void delete raw.rateLimits.codePerMinutePerIp,
+    });
   });
   afterAll(async () => {
     vi.useRealTimers();
@@ -335,7 +405,10 @@ describe('rateLimits.codePerMinutePerIp (default 20): confirm-signup and reset-p
     const { code } = await limited.mail.nextMail(email);
     freshWindow();
     for (let i = 0; i < 20; i++) {
-      const res = i % 2 ? await reset(newEmail('nobody'), '123456', limited) : await confirm(newEmail('nobody'), '123456', limited);
+      const res =
+        i % 2
+          ? await reset(newEmail('nobody'), '123456', limited)
+          : await confirm(newEmail('nobody'), '123456', limited);
       expectAuthError(res, 400, 'AUTH_INVALID_CODE');
     }
     for (const res of [
@@ -372,10 +445,12 @@ describe('pruning (UserAuth.prune, off the request path)', () => {
     );
     await new Lockout('unused', 5, 900).prune(t.db);
     await new Codes('unused', 3600, 5, 10).prune(t.db);
-    const failures = await t.db.query<{ email_hash: string }>(`select email_hash from svcgen.login_failures where email_hash like 'prune-%' order by email_hash`);
+    const failures = await t.db.query<{ email_hash: string }>(
+      `select email_hash from svcgen.login_failures where email_hash like 'prune-%' order by email_hash`,
+    );
     expect(failures.map((r) => r.email_hash)).toEqual(keep.sort());
-    expect(await t.db.query('select purpose, failures from svcgen.auth_code_failures where user_id = $1', [user.id])).toEqual([
-      { purpose: 'reset-password', failures: 4 },
-    ]);
+    expect(
+      await t.db.query('select purpose, failures from svcgen.auth_code_failures where user_id = $1', [user.id]),
+    ).toEqual([{ purpose: 'reset-password', failures: 4 }]);
   });
 });

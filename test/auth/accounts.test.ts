@@ -26,17 +26,20 @@ async function signup(email: string, extra: Record<string, unknown> = {}, server
   expect(res.status, res.text).toBe(201);
   return res;
 }
-const login = (email: string, password: string, server = t) => server.auth('POST', '/auth/login', { body: { email, password } });
+const login = (email: string, password: string, server = t) =>
+  server.auth('POST', '/auth/login', { body: { email, password } });
 const confirm = (email: string, code: string) => t.auth('POST', '/auth/confirm-signup', { body: { email, code } });
 const recover = (email: string, server = t) => server.auth('POST', '/auth/recover-password', { body: { email } });
 const reset = (email: string, code: string, newPassword = NEW_PASSWORD) =>
   t.auth('POST', '/auth/reset-password', { body: { email, code, newPassword } });
 
 async function userRow(email: string) {
-  const rows = await t.db.query<{ id: string; verified_at: Date | null; locked_until: Date | null; failed_logins: number }>(
-    'select id, verified_at, locked_until, failed_logins from svcgen.users where email = $1',
-    [email],
-  );
+  const rows = await t.db.query<{
+    id: string;
+    verified_at: Date | null;
+    locked_until: Date | null;
+    failed_logins: number;
+  }>('select id, verified_at, locked_until, failed_logins from svcgen.users where email = $1', [email]);
   return rows[0];
 }
 
@@ -140,7 +143,9 @@ describe('signup and confirmation (States and transitions)', () => {
     const email = newEmail('expired');
     const { body } = await signup(email);
     const { code } = await t.mail.nextMail(email);
-    await t.db.query(`update svcgen.auth_codes set expires_at = now() - interval '1 second' where user_id = $1`, [body.userId]);
+    await t.db.query(`update svcgen.auth_codes set expires_at = now() - interval '1 second' where user_id = $1`, [
+      body.userId,
+    ]);
     expectAuthError(await confirm(email, code!), 400, 'AUTH_INVALID_CODE');
     expectAuthError(await login(email, PASSWORD), 403, 'AUTH_EMAIL_NOT_VERIFIED');
   });
@@ -169,7 +174,9 @@ describe('e-mail verification disabled (auth.emailVerification false)', () => {
     // A later mail to the same address (a reset code, as its use proves) is the first it gets.
     expect((await recover(email, nv)).status).toBe(200);
     const mail = await nv.mail.nextMail(email);
-    const replaced = await nv.auth('POST', '/auth/reset-password', { body: { email, code: mail.code, newPassword: NEW_PASSWORD } });
+    const replaced = await nv.auth('POST', '/auth/reset-password', {
+      body: { email, code: mail.code, newPassword: NEW_PASSWORD },
+    });
     expect(replaced.status, replaced.text).toBe(200);
     expect(nv.mail.received.filter((m) => m.to === email)).toEqual([mail]);
   });
@@ -178,7 +185,8 @@ describe('e-mail verification disabled (auth.emailVerification false)', () => {
 describe('lockout (docs/api.md §3 "Log in")', () => {
   /** 4 failed logins → 401, the 5th → 423: its body. */
   async function lock(email: string) {
-    for (let i = 0; i < 4; i++) expectAuthError(await login(email, `wrong-password-${i}`), 401, 'AUTH_INVALID_CREDENTIALS');
+    for (let i = 0; i < 4; i++)
+      expectAuthError(await login(email, `wrong-password-${i}`), 401, 'AUTH_INVALID_CREDENTIALS');
     const res = await login(email, 'wrong-password-4');
     expect(res.status, res.text).toBe(423);
     expect(Object.keys(res.body).sort()).toEqual(['error', 'lockedUntil']);
@@ -327,19 +335,22 @@ describe('password recovery', () => {
 });
 
 describe('account error codes with their exact bodies', () => {
-  const signupAgain = (email: string) => t.auth('POST', '/auth/signup', { body: { email, password: PASSWORD, ...NAMES } });
+  const signupAgain = (email: string) =>
+    t.auth('POST', '/auth/signup', { body: { email, password: PASSWORD, ...NAMES } });
 
   it('AUTH_EMAIL_EXISTS: the same e-mail again, also in other case', async () => {
     const email = newEmail('dup');
     await signup(email);
-    for (const again of [email, email.toUpperCase(), email.replace('dup', 'DuP')]) expectAuthError(await signupAgain(again), 409, 'AUTH_EMAIL_EXISTS');
+    for (const again of [email, email.toUpperCase(), email.replace('dup', 'DuP')])
+      expectAuthError(await signupAgain(again), 409, 'AUTH_EMAIL_EXISTS');
     expect(await t.db.query('select 1 from svcgen.users where lower(email) = $1', [email])).toHaveLength(1);
   });
 
   it('AUTH_EMAIL_EXISTS: the same e-mail with surrounding spaces', async () => {
     const email = newEmail('dup-spaces');
     await signup(email);
-    for (const again of [`  ${email}  `, ` ${email.toUpperCase()}`]) expectAuthError(await signupAgain(again), 409, 'AUTH_EMAIL_EXISTS');
+    for (const again of [`  ${email}  `, ` ${email.toUpperCase()}`])
+      expectAuthError(await signupAgain(again), 409, 'AUTH_EMAIL_EXISTS');
     expect(await t.db.query('select 1 from svcgen.users where lower(email) = $1', [email])).toHaveLength(1);
   });
 

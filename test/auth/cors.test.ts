@@ -15,7 +15,13 @@ const CITY = '/gw/api/rest/City';
 let counter = 0;
 const uniqueEmail = (label: string) => `cors-${label}-${++counter}@example.com`;
 
-async function raw(t: AuthTestServer, method: string, p: string, headers: Record<string, string>, body?: unknown): Promise<TestResponse> {
+async function raw(
+  t: AuthTestServer,
+  method: string,
+  p: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<TestResponse> {
   const h = { ...headers };
   let text: string | undefined;
   if (body !== undefined) {
@@ -25,7 +31,13 @@ async function raw(t: AuthTestServer, method: string, p: string, headers: Record
   return readResponse(await fetch(`${t.url}${p}`, { method, headers: h, body: text }));
 }
 
-function preflight(t: AuthTestServer, p: string, origin: string, method: string, requestHeaders: string): Promise<TestResponse> {
+function preflight(
+  t: AuthTestServer,
+  p: string,
+  origin: string,
+  method: string,
+  requestHeaders: string,
+): Promise<TestResponse> {
   return raw(t, 'OPTIONS', p, {
     origin,
     'access-control-request-method': method,
@@ -53,11 +65,21 @@ describe('default config (no cors.origins)', () => {
   afterAll(() => t?.close());
 
   it('a request with an Origin gets no Access-Control-Allow-Origin', async () => {
-    const login = await raw(t, 'POST', '/auth/login', { origin: APP, 'x-project-id': 'shop' }, { email: uniqueEmail('none'), password: PASSWORD });
+    const login = await raw(
+      t,
+      'POST',
+      '/auth/login',
+      { origin: APP, 'x-project-id': 'shop' },
+      { email: uniqueEmail('none'), password: PASSWORD },
+    );
     expect(login.status, login.text).toBe(401);
     expect(corsHeaderNames(login)).toEqual([]);
 
-    const data = await raw(t, 'GET', CITY, { origin: APP, 'x-project-id': 'shop', authorization: `Bearer ${t.adminKey}` });
+    const data = await raw(t, 'GET', CITY, {
+      origin: APP,
+      'x-project-id': 'shop',
+      authorization: `Bearer ${t.adminKey}`,
+    });
     expect(data.status, data.text).toBe(200);
     expect(corsHeaderNames(data)).toEqual([]);
   });
@@ -107,34 +129,58 @@ describe('cors.origins ["https://app.example"]', () => {
     const patch = await preflight(t, `${CITY}/1`, APP, 'PATCH', 'authorization,content-type,x-project-id');
     expect(patch.status, patch.text).toBe(204);
     expect(patch.headers.get('access-control-allow-origin')).toBe(APP);
-    expect(list(patch.headers.get('access-control-allow-methods'))).toEqual(expect.arrayContaining(['patch', 'delete', 'post', 'get']));
+    expect(list(patch.headers.get('access-control-allow-methods'))).toEqual(
+      expect.arrayContaining(['patch', 'delete', 'post', 'get']),
+    );
   });
 
   it('an actual POST /auth/login from the origin carries Access-Control-Allow-Origin and Vary: Origin', async () => {
     const email = uniqueEmail('login');
     await t.signupConfirmed(email);
-    const res = await raw(t, 'POST', '/auth/login', { origin: APP, 'x-project-id': 'shop' }, { email, password: PASSWORD });
+    const res = await raw(
+      t,
+      'POST',
+      '/auth/login',
+      { origin: APP, 'x-project-id': 'shop' },
+      { email, password: PASSWORD },
+    );
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(APP);
     expect(list(res.headers.get('vary'))).toContain('origin');
     expect(res.headers.get('access-control-allow-credentials')).toBeNull();
 
     // an error answer is readable by the app too
-    const bad = await raw(t, 'POST', '/auth/login', { origin: APP, 'x-project-id': 'shop' }, { email, password: 'wrong-password-1' });
+    const bad = await raw(
+      t,
+      'POST',
+      '/auth/login',
+      { origin: APP, 'x-project-id': 'shop' },
+      { email, password: 'wrong-password-1' },
+    );
     expect(bad.status, bad.text).toBe(401);
     expect(bad.body).toEqual({ error: 'AUTH_INVALID_CREDENTIALS' });
     expect(bad.headers.get('access-control-allow-origin')).toBe(APP);
   });
 
   it('an actual GET on a data route carries Access-Control-Allow-Origin and exposes Location and RateLimit-Remaining', async () => {
-    const res = await raw(t, 'GET', CITY, { origin: APP, 'x-project-id': 'shop', authorization: `Bearer ${t.adminKey}` });
+    const res = await raw(t, 'GET', CITY, {
+      origin: APP,
+      'x-project-id': 'shop',
+      authorization: `Bearer ${t.adminKey}`,
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(APP);
     expect(list(res.headers.get('vary'))).toContain('origin');
-    expect(list(res.headers.get('access-control-expose-headers'))).toEqual(expect.arrayContaining(['location', 'ratelimit-remaining']));
+    expect(list(res.headers.get('access-control-expose-headers'))).toEqual(
+      expect.arrayContaining(['location', 'ratelimit-remaining']),
+    );
 
     // a 401 Problem from the data API is readable by the app as well
-    const denied = await raw(t, 'GET', CITY, { origin: APP, 'x-project-id': 'shop', authorization: 'Bearer not-a-key' });
+    const denied = await raw(t, 'GET', CITY, {
+      origin: APP,
+      'x-project-id': 'shop',
+      authorization: 'Bearer not-a-key',
+    });
     expect(denied.status, denied.text).toBe(401);
     expect(denied.headers.get('access-control-allow-origin')).toBe(APP);
   });
@@ -144,11 +190,21 @@ describe('cors.origins ["https://app.example"]', () => {
     expect(pre.headers.get('access-control-allow-origin')).toBeNull();
     expect(pre.headers.get('access-control-allow-credentials')).toBeNull();
 
-    const login = await raw(t, 'POST', '/auth/login', { origin: EVIL, 'x-project-id': 'shop' }, { email: uniqueEmail('evil'), password: PASSWORD });
+    const login = await raw(
+      t,
+      'POST',
+      '/auth/login',
+      { origin: EVIL, 'x-project-id': 'shop' },
+      { email: uniqueEmail('evil'), password: PASSWORD },
+    );
     expect(login.status, login.text).toBe(401);
     expect(login.headers.get('access-control-allow-origin')).toBeNull();
 
-    const data = await raw(t, 'GET', CITY, { origin: EVIL, 'x-project-id': 'shop', authorization: `Bearer ${t.adminKey}` });
+    const data = await raw(t, 'GET', CITY, {
+      origin: EVIL,
+      'x-project-id': 'shop',
+      authorization: `Bearer ${t.adminKey}`,
+    });
     expect(data.status, data.text).toBe(200);
     expect(data.headers.get('access-control-allow-origin')).toBeNull();
     expect(data.headers.get('access-control-allow-credentials')).toBeNull();
@@ -178,11 +234,21 @@ describe('cors.origins ["*"]', () => {
     expect(pre.headers.get('access-control-allow-origin')).toBe('*');
     expect(pre.headers.get('access-control-allow-credentials')).toBeNull();
 
-    const login = await raw(t, 'POST', '/auth/login', { origin: APP, 'x-project-id': 'shop' }, { email: uniqueEmail('star'), password: PASSWORD });
+    const login = await raw(
+      t,
+      'POST',
+      '/auth/login',
+      { origin: APP, 'x-project-id': 'shop' },
+      { email: uniqueEmail('star'), password: PASSWORD },
+    );
     expect(login.status, login.text).toBe(401);
     expect(login.headers.get('access-control-allow-origin')).toBe('*');
 
-    const data = await raw(t, 'GET', CITY, { origin: EVIL, 'x-project-id': 'shop', authorization: `Bearer ${t.adminKey}` });
+    const data = await raw(t, 'GET', CITY, {
+      origin: EVIL,
+      'x-project-id': 'shop',
+      authorization: `Bearer ${t.adminKey}`,
+    });
     expect(data.status, data.text).toBe(200);
     expect(data.headers.get('access-control-allow-origin')).toBe('*');
     expect(data.headers.get('access-control-allow-credentials')).toBeNull();
@@ -206,12 +272,20 @@ describe('cors.credentials', () => {
     expect(pre.headers.get('access-control-allow-origin')).toBe(APP);
     expect(pre.headers.get('access-control-allow-credentials')).toBe('true');
 
-    const data = await raw(t, 'GET', CITY, { origin: APP, 'x-project-id': 'shop', authorization: `Bearer ${t.adminKey}` });
+    const data = await raw(t, 'GET', CITY, {
+      origin: APP,
+      'x-project-id': 'shop',
+      authorization: `Bearer ${t.adminKey}`,
+    });
     expect(data.status, data.text).toBe(200);
     expect(data.headers.get('access-control-allow-origin')).toBe(APP);
     expect(data.headers.get('access-control-allow-credentials')).toBe('true');
 
-    const evil = await raw(t, 'GET', CITY, { origin: EVIL, 'x-project-id': 'shop', authorization: `Bearer ${t.adminKey}` });
+    const evil = await raw(t, 'GET', CITY, {
+      origin: EVIL,
+      'x-project-id': 'shop',
+      authorization: `Bearer ${t.adminKey}`,
+    });
     expect(evil.headers.get('access-control-allow-origin')).toBeNull();
   });
 
@@ -229,7 +303,11 @@ describe('cors.credentials', () => {
     expect(problems[0]).toMatch(/^\$\.cors\b/);
     expect((error as ConfigError).message).toContain('cors');
     // each part alone is fine
-    expect(() => parseConfig({ project: { id: 'shop' }, cors: { origins: ['*'] } }, 'svcgen.config.json')).not.toThrow();
-    expect(() => parseConfig({ project: { id: 'shop' }, cors: { origins: [APP], credentials: true } }, 'svcgen.config.json')).not.toThrow();
+    expect(() =>
+      parseConfig({ project: { id: 'shop' }, cors: { origins: ['*'] } }, 'svcgen.config.json'),
+    ).not.toThrow();
+    expect(() =>
+      parseConfig({ project: { id: 'shop' }, cors: { origins: [APP], credentials: true } }, 'svcgen.config.json'),
+    ).not.toThrow();
   });
 });

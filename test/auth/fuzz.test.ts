@@ -10,11 +10,33 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const VALUES: unknown[] = [
-  null, true, 0, -1, 1e308, '', ' ', 'a'.repeat(10_000), '\u0000', '\ud800', '<script>', "' OR 1=1 --", '000000', '12345',
-  'x@y', 'ann@example.com', [], ['a'], {}, { $ne: null }, 'eyJhbGciOiJub25lIn0.e30.', 'eyJ.eyJ.eyJ.eyJ.eyJ',
+  null,
+  true,
+  0,
+  -1,
+  1e308,
+  '',
+  ' ',
+  'a'.repeat(10_000),
+  '\u0000',
+  '\ud800',
+  '<script>',
+  "' OR 1=1 --",
+  '000000',
+  '12345',
+  'x@y',
+  'ann@example.com',
+  [],
+  ['a'],
+  {},
+  { $ne: null },
+  'eyJhbGciOiJub25lIn0.e30.',
+  'eyJ.eyJ.eyJ.eyJ.eyJ',
 ];
 /** What fetch lets through as a header value. */
-const HEADER_SAFE = VALUES.filter((v): v is string => typeof v === 'string' && /^[\x21-\x7e][\x20-\x7e]*$/.test(v) && v.length < 8000);
+const HEADER_SAFE = VALUES.filter(
+  (v): v is string => typeof v === 'string' && /^[\x21-\x7e][\x20-\x7e]*$/.test(v) && v.length < 8000,
+);
 const FIELDS = ['email', 'password', 'firstName', 'lastName', 'roleId', 'code', 'newPassword', 'refreshToken'];
 const POSTS = ['signup', 'confirm-signup', 'login', 'recover-password', 'reset-password', 'refresh-token', 'logout'];
 
@@ -47,7 +69,8 @@ it('600 hostile /auth requests: no 5xx, every error is { error } JSON', async ()
     });
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
     expect(res.status, `${endpoint} ${raw.slice(0, 200)} → ${res.text}`).toBeLessThan(500);
-    if (res.status >= 400) expect(typeof res.body?.error, `${endpoint} ${raw.slice(0, 200)} → ${res.text}`).toBe('string');
+    if (res.status >= 400)
+      expect(typeof res.body?.error, `${endpoint} ${raw.slice(0, 200)} → ${res.text}`).toBe('string');
   }
   console.log('statuses', JSON.stringify(statuses));
   expect((await t.request('GET', '/readyz', { key: false })).status).toBe(200);

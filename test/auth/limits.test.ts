@@ -9,7 +9,14 @@
 // (vi.setSystemTime; timers stay real) to 30 s into a minute of its own, as test/rate-limit/rate-limit.test.ts
 // does: its windows start empty, Retry-After is exactly 30, and no test straddles a minute boundary.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { expectAuthError, expectViolations, PASSWORD, startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
+import {
+  expectAuthError,
+  expectViolations,
+  PASSWORD,
+  startAuthServer,
+  type AuthTestServer,
+  type Session,
+} from '../support/auth.ts';
 import type { TestResponse } from '../support/server.ts';
 import { freshWindows } from '../support/clock.ts';
 
@@ -20,7 +27,8 @@ const newEmail = (tag: string) => `${tag}-${++counter}@example.com`;
 
 /** The product's rate limits: the three /auth keys left to their defaults. */
 function defaultAuthLimits(raw: any): void {
-  for (const key of ['signupPerMinutePerIp', 'loginPerMinutePerIp', 'recoveryPerMinutePerEmail']) delete raw.rateLimits[key];
+  for (const key of ['signupPerMinutePerIp', 'loginPerMinutePerIp', 'recoveryPerMinutePerEmail'])
+    delete raw.rateLimits[key];
 }
 
 let t: AuthTestServer; // relaxed limits; auth only in master (staging → AUTH_NOT_CONFIGURED)
@@ -30,11 +38,16 @@ let proxied: AuthTestServer; // default limits, trustProxy true
 let listed: AuthTestServer; // default limits, trustProxy lists the proxy's address (loopback)
 beforeAll(async () => {
   [t, off, limited, proxied, listed] = await Promise.all([
-    startAuthServer({ configPatch: (raw) => ((raw.environments = ['master', 'staging']), (raw.auth.environments = ['master'])) }),
+    startAuthServer({
+      configPatch: (raw) => ((raw.environments = ['master', 'staging']), (raw.auth.environments = ['master'])),
+    }),
     startAuthServer({ configPatch: (raw) => void (raw.auth.enabled = false) }),
     startAuthServer({ passwordCost: 4, configPatch: defaultAuthLimits }),
     startAuthServer({ passwordCost: 4, configPatch: (raw) => (defaultAuthLimits(raw), (raw.trustProxy = true)) }),
-    startAuthServer({ passwordCost: 4, configPatch: (raw) => (defaultAuthLimits(raw), (raw.trustProxy = ['127.0.0.1/8'])) }),
+    startAuthServer({
+      passwordCost: 4,
+      configPatch: (raw) => (defaultAuthLimits(raw), (raw.trustProxy = ['127.0.0.1/8'])),
+    }),
   ]);
 });
 afterAll(async () => {
@@ -81,12 +94,19 @@ describe('rate limits (defaults: 10 signups and 20 logins a minute per IP, 5 rec
 
   it('login: 20 from one IP pass (wrong or right), the 21st → 429 even with the right password', async () => {
     freshWindow();
-    for (let i = 0; i < 19; i++) expectAuthError(await limited.auth('POST', '/auth/login', { body: { email: newEmail('nobody'), password: PASSWORD } }), 401, 'AUTH_INVALID_CREDENTIALS');
+    for (let i = 0; i < 19; i++)
+      expectAuthError(
+        await limited.auth('POST', '/auth/login', { body: { email: newEmail('nobody'), password: PASSWORD } }),
+        401,
+        'AUTH_INVALID_CREDENTIALS',
+      );
     const twentieth = await limited.auth('POST', '/auth/login', { body: { email: accountEmail, password: PASSWORD } });
     expect(twentieth.status, twentieth.text).toBe(200);
     expect(twentieth.body.user.id).toBe(account.user.id);
     expectRateLimited(await limited.auth('POST', '/auth/login', { body: { email: accountEmail, password: PASSWORD } }));
-    expectRateLimited(await limited.auth('POST', '/auth/login', { body: { email: newEmail('nobody'), password: PASSWORD } }));
+    expectRateLimited(
+      await limited.auth('POST', '/auth/login', { body: { email: newEmail('nobody'), password: PASSWORD } }),
+    );
   });
 
   it('recover-password: 5 per e-mail pass, the 6th → 429 (in any letter case); another e-mail still 200', async () => {
@@ -106,9 +126,14 @@ describe('rate limits (defaults: 10 signups and 20 logins a minute per IP, 5 rec
     const unknown = newEmail('unknown');
     const answers: Record<string, string[]> = { known: [], unknown: [] };
     for (let i = 0; i < 6; i++) {
-      for (const [name, email] of [['known', known], ['unknown', unknown]] as const) {
+      for (const [name, email] of [
+        ['known', known],
+        ['unknown', unknown],
+      ] as const) {
         const res = await limited.auth('POST', '/auth/recover-password', { body: { email } });
-        answers[name]!.push(`${res.status} ${res.headers.get('retry-after') ?? '-'} ${res.text.replaceAll(email, '<email>')}`);
+        answers[name]!.push(
+          `${res.status} ${res.headers.get('retry-after') ?? '-'} ${res.text.replaceAll(email, '<email>')}`,
+        );
         if (i === 5) expectRateLimited(res);
       }
     }
@@ -118,7 +143,8 @@ describe('rate limits (defaults: 10 signups and 20 logins a minute per IP, 5 rec
 
   it('trustProxy false (default): X-Forwarded-For is ignored, the 11th signup → 429 whatever it says', async () => {
     freshWindow();
-    for (let i = 0; i < 10; i++) expect((await signupFrom(limited, newEmail('xff-ignored'), `203.0.113.${i + 1}`)).status).toBe(201);
+    for (let i = 0; i < 10; i++)
+      expect((await signupFrom(limited, newEmail('xff-ignored'), `203.0.113.${i + 1}`)).status).toBe(201);
     const refused = newEmail('xff-ignored-11th');
     expectRateLimited(await signupFrom(limited, refused, '203.0.113.99'));
     expectRateLimited(await signupFrom(limited, newEmail('xff-ignored-12th'), '198.51.100.7, 203.0.113.98'));
@@ -132,7 +158,8 @@ describe('rate limits (defaults: 10 signups and 20 logins a minute per IP, 5 rec
       expect(res.status, `signup from 203.0.113.${i + 1}: ${res.text}`).toBe(201);
     }
     // one address is still held to 10: 9 more from 203.0.113.1 pass, the next is refused
-    for (let i = 0; i < 9; i++) expect((await signupFrom(proxied, newEmail('xff-same'), '203.0.113.1')).status).toBe(201);
+    for (let i = 0; i < 9; i++)
+      expect((await signupFrom(proxied, newEmail('xff-same'), '203.0.113.1')).status).toBe(201);
     expectRateLimited(await signupFrom(proxied, newEmail('xff-same-11th'), '203.0.113.1'));
     // the proxy's own address (no header) is yet another bucket
     expect((await signupFrom(proxied, newEmail('xff-none'))).status).toBe(201);
@@ -176,7 +203,9 @@ describe('AUTH_NOT_CONFIGURED (404)', () => {
     const confirmed = await t.auth('POST', '/auth/confirm-signup', { body: { email, code } });
     expect(confirmed.status, confirmed.text).toBe(200);
     expect((await t.auth('GET', '/auth/.well-known/jwks.json')).status).toBe(200);
-    expect(await t.db.query('select environment from svcgen.users where id = $1', [res.body.userId])).toEqual([{ environment: 'master' }]);
+    expect(await t.db.query('select environment from svcgen.users where id = $1', [res.body.userId])).toEqual([
+      { environment: 'master' },
+    ]);
     expect(await t.db.query(`select 1 from svcgen.users where environment = 'staging'`)).toHaveLength(0);
   });
 
@@ -187,8 +216,16 @@ describe('AUTH_NOT_CONFIGURED (404)', () => {
 
   it('jwks by query parameters: unknown project or environment → 404 AUTH_NOT_CONFIGURED', async () => {
     const path = '/auth/.well-known/jwks.json';
-    expectAuthError(await t.auth('GET', `${path}?project_id=other-shop`, { project: false }), 404, 'AUTH_NOT_CONFIGURED');
-    expectAuthError(await t.auth('GET', `${path}?project_id=shop&environment=staging`, { project: false }), 404, 'AUTH_NOT_CONFIGURED');
+    expectAuthError(
+      await t.auth('GET', `${path}?project_id=other-shop`, { project: false }),
+      404,
+      'AUTH_NOT_CONFIGURED',
+    );
+    expectAuthError(
+      await t.auth('GET', `${path}?project_id=shop&environment=staging`, { project: false }),
+      404,
+      'AUTH_NOT_CONFIGURED',
+    );
     expect((await t.auth('GET', `${path}?project_id=shop&environment=master`, { project: false })).status).toBe(200);
   });
 });
@@ -266,15 +303,26 @@ describe('VALIDATION_ERROR (400)', () => {
     const raw = JSON.stringify(valid());
     const plain = await t.auth('POST', '/auth/signup', { headers: { 'content-type': 'text/plain' } });
     expectViolations(plain, ['Content-Type']);
-    const asText = await t.request('POST', '/auth/signup', { key: false, raw, headers: { 'content-type': 'text/plain' } });
+    const asText = await t.request('POST', '/auth/signup', {
+      key: false,
+      raw,
+      headers: { 'content-type': 'text/plain' },
+    });
     expectViolations(asText, ['Content-Type']);
-    const broken = await t.request('POST', '/auth/login', { key: false, raw: '{"email": "a@b.c",', headers: { 'content-type': 'application/json' } });
+    const broken = await t.request('POST', '/auth/login', {
+      key: false,
+      raw: '{"email": "a@b.c",',
+      headers: { 'content-type': 'application/json' },
+    });
     expectViolations(broken, ['body']);
   });
 
   it('login, confirm-signup and reset-password name their missing fields', async () => {
     expectViolations(await t.auth('POST', '/auth/login', { body: { email: 'x@example.com' } }), ['password']);
     expectViolations(await t.auth('POST', '/auth/confirm-signup', { body: { code: '123456' } }), ['email']);
-    expectViolations(await t.auth('POST', '/auth/reset-password', { body: { email: 'x@example.com' } }), ['code', 'newPassword']);
+    expectViolations(await t.auth('POST', '/auth/reset-password', { body: { email: 'x@example.com' } }), [
+      'code',
+      'newPassword',
+    ]);
   });
 });

@@ -2,7 +2,6 @@
 // responsive while bcrypt runs, parallelism, crash recovery, and an idle pool not keeping the
 // process alive.
 import { spawn } from 'node:child_process';
-import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createPasswordHasher, type PasswordHasher } from '../../runtime/auth/passwords/index.ts';
@@ -56,9 +55,9 @@ describe('hash and verify', () => {
     const garbage = [
       '',
       'not a hash',
-      '$2b$04$' + '!'.repeat(53), // right length, invalid salt characters
-      '$9z$04$' + valid.slice(7), // unknown version
-      '$2b$xx$' + valid.slice(7), // rounds not a number
+      `$2b$04$${'!'.repeat(53)}`, // right length, invalid salt characters
+      `$9z$04$${valid.slice(7)}`, // unknown version
+      `$2b$xx$${valid.slice(7)}`, // rounds not a number
       valid.slice(0, -1), // truncated
       null as unknown as string,
     ];

@@ -62,8 +62,10 @@ async function adminPost(table: string, body: Record<string, unknown>): Promise<
 }
 
 /** A Customer row with the user's id and e-mail (the usual way to tie a user to data). */
-const customerOf = (u: User, extra: Record<string, unknown> = {}) => adminPost('Customer', { id: u.id, email: u.email, name: unique('Cust'), ...extra });
-const order = (customerId: string, extra: Record<string, unknown> = {}) => adminPost('Order', { total: 1, customerId, ...extra });
+const customerOf = (u: User, extra: Record<string, unknown> = {}) =>
+  adminPost('Customer', { id: u.id, email: u.email, name: unique('Cust'), ...extra });
+const order = (customerId: string, extra: Record<string, unknown> = {}) =>
+  adminPost('Order', { total: 1, customerId, ...extra });
 
 /** Every row of a table as the admin sees it (the oracle: a role sees a subset of these). */
 async function adminAll(table: string): Promise<any[]> {
@@ -82,7 +84,11 @@ interface Req {
 }
 
 const send = (u: User, r: Req) =>
-  t.request(r.method, r.path, { key: false, body: r.body, headers: { ...r.headers, authorization: `Bearer ${u.token}` } });
+  t.request(r.method, r.path, {
+    key: false,
+    body: r.body,
+    headers: { ...r.headers, authorization: `Bearer ${u.token}` },
+  });
 const get = (path: string): Req => ({ method: 'GET', path });
 
 type Want<F> =
@@ -108,7 +114,11 @@ async function expectWant<F>(res: TestResponse, req: Req, want: Want<F>, f: F): 
   } else {
     expectProblemAt(res, want.problem, req.path, want.kind);
     for (const field of want.fields ?? []) expect(problemFields(res), res.text).toContain(field);
-    if (want.fieldPattern) expect(problemFields(res).some((x) => want.fieldPattern!.test(x)), res.text).toBe(true);
+    if (want.fieldPattern)
+      expect(
+        problemFields(res).some((x) => want.fieldPattern!.test(x)),
+        res.text,
+      ).toBe(true);
   }
 }
 
@@ -121,20 +131,38 @@ beforeAll(async () => {
     configPatch: (raw) => {
       raw.roles.self = {
         signup: true,
-        tables: { Customer: { read: { filter: { email: '$user.email' } }, update: { filter: { id: '$user.id' }, fields: ['name'] } } },
+        tables: {
+          Customer: {
+            read: { filter: { email: '$user.email' } },
+            update: { filter: { id: '$user.id' }, fields: ['name'] },
+          },
+        },
       };
-      raw.roles.vipReader = { signup: true, tables: { Customer: { read: { filter: { vip: true }, fields: VIP_FIELDS } } } };
-      raw.roles.openPaid = { signup: true, tables: { Order: { read: { filter: { status: { in: ['open', 'paid'] } }, fields: OPEN_PAID_FIELDS } } } };
+      raw.roles.vipReader = {
+        signup: true,
+        tables: { Customer: { read: { filter: { vip: true }, fields: VIP_FIELDS } } },
+      };
+      raw.roles.openPaid = {
+        signup: true,
+        tables: { Order: { read: { filter: { status: { in: ['open', 'paid'] } }, fields: OPEN_PAID_FIELDS } } },
+      };
       raw.roles.tenantScoped = { signup: true, tables: { Order: { read: { filter: { note: '$context.tenant' } } } } };
-      raw.roles.noteReader = { signup: true, tables: { Order: { read: { filter: { customerId: '$user.id' }, fields: ['id', 'note'] } } } };
+      raw.roles.noteReader = {
+        signup: true,
+        tables: { Order: { read: { filter: { customerId: '$user.id' }, fields: ['id', 'note'] } } },
+      };
       raw.roles.ownByOperator = {
         signup: true,
-        tables: { Order: { read: { filter: { customerId: { equals: '$user.id' }, status: { not_equals: 'cancelled' } } } } },
+        tables: {
+          Order: { read: { filter: { customerId: { equals: '$user.id' }, status: { not_equals: 'cancelled' } } } },
+        },
       };
       raw.roles.cityMaker = { signup: true, tables: { City: { read: true, create: true } } };
       raw.roles.ownDeleter = {
         signup: true,
-        tables: { Order: { read: { filter: { customerId: '$user.id' } }, delete: { filter: { customerId: '$user.id' } } } },
+        tables: {
+          Order: { read: { filter: { customerId: '$user.id' } }, delete: { filter: { customerId: '$user.id' } } },
+        },
       };
     },
   });
@@ -160,7 +188,20 @@ interface Fx {
   nora: User; // no roles
   ghost: User; // a role the config does not define
   cust: Record<'bob' | 'alice' | 'carol' | 'dave' | 'sam' | 'nick' | 'otto' | 'vic' | 'stranger', any>;
-  orders: Record<'bOpen' | 'bCancelled' | 'aOpen' | 'aPaid' | 'aShipped' | 'sPaid' | 'sOpen' | 'nOpen' | 'oOpen' | 'oCancelled' | 'vOpen', any>;
+  orders: Record<
+    | 'bOpen'
+    | 'bCancelled'
+    | 'aOpen'
+    | 'aPaid'
+    | 'aShipped'
+    | 'sPaid'
+    | 'sOpen'
+    | 'nOpen'
+    | 'oOpen'
+    | 'oCancelled'
+    | 'vOpen',
+    any
+  >;
   city: any;
   product: any;
 }
@@ -195,7 +236,11 @@ beforeAll(async () => {
     nick: await customerOf(nick),
     otto: await customerOf(otto),
     vic: await customerOf(vic, { vip: false }),
-    stranger: await adminPost('Customer', { email: `${unique('stranger')}@example.com`, name: unique('Stranger'), vip: true }),
+    stranger: await adminPost('Customer', {
+      email: `${unique('stranger')}@example.com`,
+      name: unique('Stranger'),
+      vip: true,
+    }),
   };
   const c = fx.cust;
   fx.orders = {
@@ -220,231 +265,558 @@ const O = (f: Fx) => f.orders;
 const ownOrders = (f: Fx, u: User) => Object.values(f.orders).filter((o) => o.customerId === u.id);
 const qs = (s: string) => s.replace(/[(),]/g, (ch) => encodeURIComponent(ch));
 
-type ReadRow = [string, { user: keyof Omit<Fx, 'cust' | 'orders' | 'city' | 'product'>; request: (f: Fx) => Req; want: Want<Fx> }];
+type ReadRow = [
+  string,
+  { user: keyof Omit<Fx, 'cust' | 'orders' | 'city' | 'product'>; request: (f: Fx) => Req; want: Want<Fx> },
+];
 
 const reads: ReadRow[] = [
   // customer: Order read filter customerId = $user.id, fields list
-  ['customer lists only own orders; fields outside the list (note, placedAt) are left out', {
-    user: 'bob', request: () => get(`${BASE}/Order`),
-    want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => pick(o, ORDER_FIELDS)) },
-  }],
-  ['customer reads an own order: 200 without the omitted fields', {
-    user: 'bob', request: (f) => get(`${BASE}/Order/${O(f).bOpen.id}`),
-    want: { data: (f) => pick(O(f).bOpen, ORDER_FIELDS) },
-  }],
-  ["customer reads another user's order → 404", {
-    user: 'bob', request: (f) => get(`${BASE}/Order/${O(f).aOpen.id}`), want: { problem: 404, kind: 'not-found' },
-  }],
-  ['customer reads an order of a customer with no user → 404', {
-    user: 'bob', request: (f) => get(`${BASE}/Order/${O(f).sPaid.id}`), want: { problem: 404, kind: 'not-found' },
-  }],
-  ['select of readable fields returns just those', {
-    user: 'bob', request: () => get(`${BASE}/Order?select=id,total`),
-    want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => ({ id: o.id, total: o.total })) },
-  }],
-  ['select naming a field outside the list leaves it out silently (200)', {
-    user: 'bob', request: () => get(`${BASE}/Order?select=id,note,total`),
-    want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => ({ id: o.id, total: o.total })) },
-  }],
-  ['a filter on a field outside the list → 400 naming it (as for API keys)', {
-    user: 'bob', request: () => get(`${BASE}/Order?note=equals.${encodeURIComponent('bob note')}`), want: { problem: 400, kind: 'invalid-parameter', fields: ['note'] },
-  }],
-  ['an embed of a table the role cannot read → 400 naming select (as for API keys)', {
-    user: 'bob', request: () => get(`${BASE}/Order?select=id,customer(id)`), want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
-  }],
-  ['sort on a field outside the list → 400 naming sort', {
-    user: 'bob', request: () => get(`${BASE}/Order?sort=note`), want: { problem: 400, kind: 'invalid-parameter', fields: ['sort'] },
-  }],
-  ['an aggregate of a field outside the list → 400 naming fn', {
-    user: 'bob', request: () => get(`${BASE}/Order/_aggregate?fn=count_distinct:note`), want: { problem: 400, kind: 'invalid-parameter', fields: ['fn'] },
-  }],
-  ['groupBy a field outside the list → 400 naming groupBy', {
-    user: 'bob', request: () => get(`${BASE}/Order/_aggregate?groupBy=note&fn=count`), want: { problem: 400, kind: 'invalid-parameter', fields: ['groupBy'] },
-  }],
-  ['_query filtering on a field outside the list → 400 naming filter[0]', {
-    user: 'bob',
-    request: () => ({ method: 'POST', path: `${BASE}/Order/_query`, body: { filter: [{ field: 'note', operator: 'is_empty', value: true }] } }),
-    want: { problem: 400, kind: 'invalid-parameter', fieldPattern: /^filter(\[0\]|\.0)/ },
-  }],
-  ['Prefer: count=exact counts only own rows', {
-    user: 'bob', request: () => ({ method: 'GET', path: `${BASE}/Order?limit=1`, headers: { prefer: 'count=exact' } }),
-    want: { list: (f) => [pick(O(f).bOpen, ORDER_FIELDS)], pagination: { limit: 1, hasNextPage: true, totalCount: 2 } },
-  }],
-  ["a filter on another user's id cannot widen the rows: empty list", {
-    user: 'bob', request: (f) => get(`${BASE}/Order?customerId=equals.${f.alice.id}`), want: { list: () => [] },
-  }],
-  ['an or= filter cannot widen the rows past the role filter', {
-    user: 'bob', request: (f) => get(`${BASE}/Order?or=${qs(`(customerId.equals.${f.alice.id},total.gt.0)`)}`),
-    want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => pick(o, ORDER_FIELDS)) },
-  }],
-  ['aggregates count only own rows', {
-    user: 'bob', request: () => get(`${BASE}/Order/_aggregate?fn=count,sum:total`), want: { aggregates: () => [{ count: 2, sum_total: 70 }] },
-  }],
-  ['aggregates grouped by customerId show only the own group', {
-    user: 'bob', request: () => get(`${BASE}/Order/_aggregate?groupBy=customerId&fn=count`),
-    want: { aggregates: (f) => [{ customerId: f.bob.id, count: 2 }] },
-  }],
-  ['_query returns only own rows, without the omitted fields', {
-    user: 'bob', request: () => ({ method: 'POST', path: `${BASE}/Order/_query`, body: {} }),
-    want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => pick(o, ORDER_FIELDS)) },
-  }],
-  ["_query filtering on another user's orders: empty list", {
-    user: 'bob',
-    request: (f) => ({ method: 'POST', path: `${BASE}/Order/_query`, body: { filter: [{ field: 'customerId', operator: 'equals', value: f.alice.id }] } }),
-    want: { list: () => [] },
-  }],
-  ['customer reads City (read: true): every row', {
-    user: 'bob', request: () => get(`${BASE}/City`), want: { list: () => adminAll('City') },
-  }],
-  ['customer reads a Product (read: true)', {
-    user: 'bob', request: (f) => get(`${BASE}/Product/${f.product.id}`), want: { data: (f) => f.product },
-  }],
-  ['customer lists Customer (a table the role does not name) → 403', {
-    user: 'bob', request: () => get(`${BASE}/Customer`), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer reads its own Customer row (table not named) → 403', {
-    user: 'bob', request: (f) => get(`${BASE}/Customer/${f.bob.id}`), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer aggregates Customer → 403', {
-    user: 'bob', request: () => get(`${BASE}/Customer/_aggregate?fn=count`), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer _query on Customer → 403', {
-    user: 'bob', request: () => ({ method: 'POST', path: `${BASE}/Customer/_query`, body: {} }), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer lists OrderItem (not named) → 403', {
-    user: 'bob', request: () => get(`${BASE}/OrderItem`), want: { problem: 403, kind: 'forbidden' },
-  }],
+  [
+    'customer lists only own orders; fields outside the list (note, placedAt) are left out',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order`),
+      want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => pick(o, ORDER_FIELDS)) },
+    },
+  ],
+  [
+    'customer reads an own order: 200 without the omitted fields',
+    {
+      user: 'bob',
+      request: (f) => get(`${BASE}/Order/${O(f).bOpen.id}`),
+      want: { data: (f) => pick(O(f).bOpen, ORDER_FIELDS) },
+    },
+  ],
+  [
+    "customer reads another user's order → 404",
+    {
+      user: 'bob',
+      request: (f) => get(`${BASE}/Order/${O(f).aOpen.id}`),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'customer reads an order of a customer with no user → 404',
+    {
+      user: 'bob',
+      request: (f) => get(`${BASE}/Order/${O(f).sPaid.id}`),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'select of readable fields returns just those',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order?select=id,total`),
+      want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => ({ id: o.id, total: o.total })) },
+    },
+  ],
+  [
+    'select naming a field outside the list leaves it out silently (200)',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order?select=id,note,total`),
+      want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => ({ id: o.id, total: o.total })) },
+    },
+  ],
+  [
+    'a filter on a field outside the list → 400 naming it (as for API keys)',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order?note=equals.${encodeURIComponent('bob note')}`),
+      want: { problem: 400, kind: 'invalid-parameter', fields: ['note'] },
+    },
+  ],
+  [
+    'an embed of a table the role cannot read → 400 naming select (as for API keys)',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order?select=id,customer(id)`),
+      want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
+    },
+  ],
+  [
+    'sort on a field outside the list → 400 naming sort',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order?sort=note`),
+      want: { problem: 400, kind: 'invalid-parameter', fields: ['sort'] },
+    },
+  ],
+  [
+    'an aggregate of a field outside the list → 400 naming fn',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order/_aggregate?fn=count_distinct:note`),
+      want: { problem: 400, kind: 'invalid-parameter', fields: ['fn'] },
+    },
+  ],
+  [
+    'groupBy a field outside the list → 400 naming groupBy',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order/_aggregate?groupBy=note&fn=count`),
+      want: { problem: 400, kind: 'invalid-parameter', fields: ['groupBy'] },
+    },
+  ],
+  [
+    '_query filtering on a field outside the list → 400 naming filter[0]',
+    {
+      user: 'bob',
+      request: () => ({
+        method: 'POST',
+        path: `${BASE}/Order/_query`,
+        body: { filter: [{ field: 'note', operator: 'is_empty', value: true }] },
+      }),
+      want: { problem: 400, kind: 'invalid-parameter', fieldPattern: /^filter(\[0\]|\.0)/ },
+    },
+  ],
+  [
+    'Prefer: count=exact counts only own rows',
+    {
+      user: 'bob',
+      request: () => ({ method: 'GET', path: `${BASE}/Order?limit=1`, headers: { prefer: 'count=exact' } }),
+      want: {
+        list: (f) => [pick(O(f).bOpen, ORDER_FIELDS)],
+        pagination: { limit: 1, hasNextPage: true, totalCount: 2 },
+      },
+    },
+  ],
+  [
+    "a filter on another user's id cannot widen the rows: empty list",
+    {
+      user: 'bob',
+      request: (f) => get(`${BASE}/Order?customerId=equals.${f.alice.id}`),
+      want: { list: () => [] },
+    },
+  ],
+  [
+    'an or= filter cannot widen the rows past the role filter',
+    {
+      user: 'bob',
+      request: (f) => get(`${BASE}/Order?or=${qs(`(customerId.equals.${f.alice.id},total.gt.0)`)}`),
+      want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => pick(o, ORDER_FIELDS)) },
+    },
+  ],
+  [
+    'aggregates count only own rows',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order/_aggregate?fn=count,sum:total`),
+      want: { aggregates: () => [{ count: 2, sum_total: 70 }] },
+    },
+  ],
+  [
+    'aggregates grouped by customerId show only the own group',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Order/_aggregate?groupBy=customerId&fn=count`),
+      want: { aggregates: (f) => [{ customerId: f.bob.id, count: 2 }] },
+    },
+  ],
+  [
+    '_query returns only own rows, without the omitted fields',
+    {
+      user: 'bob',
+      request: () => ({ method: 'POST', path: `${BASE}/Order/_query`, body: {} }),
+      want: { list: (f) => [O(f).bOpen, O(f).bCancelled].map((o) => pick(o, ORDER_FIELDS)) },
+    },
+  ],
+  [
+    "_query filtering on another user's orders: empty list",
+    {
+      user: 'bob',
+      request: (f) => ({
+        method: 'POST',
+        path: `${BASE}/Order/_query`,
+        body: { filter: [{ field: 'customerId', operator: 'equals', value: f.alice.id }] },
+      }),
+      want: { list: () => [] },
+    },
+  ],
+  [
+    'customer reads City (read: true): every row',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/City`),
+      want: { list: () => adminAll('City') },
+    },
+  ],
+  [
+    'customer reads a Product (read: true)',
+    {
+      user: 'bob',
+      request: (f) => get(`${BASE}/Product/${f.product.id}`),
+      want: { data: (f) => f.product },
+    },
+  ],
+  [
+    'customer lists Customer (a table the role does not name) → 403',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Customer`),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer reads its own Customer row (table not named) → 403',
+    {
+      user: 'bob',
+      request: (f) => get(`${BASE}/Customer/${f.bob.id}`),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer aggregates Customer → 403',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/Customer/_aggregate?fn=count`),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer _query on Customer → 403',
+    {
+      user: 'bob',
+      request: () => ({ method: 'POST', path: `${BASE}/Customer/_query`, body: {} }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer lists OrderItem (not named) → 403',
+    {
+      user: 'bob',
+      request: () => get(`${BASE}/OrderItem`),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
 
   // $user.email (self)
-  ['self: Customer read filter email = $user.email → only the own row, every field', {
-    user: 'carol', request: () => get(`${BASE}/Customer`), want: { list: (f) => [f.cust.carol] },
-  }],
-  ['self: own Customer row by id → 200', {
-    user: 'carol', request: (f) => get(`${BASE}/Customer/${f.carol.id}`), want: { data: (f) => f.cust.carol },
-  }],
-  ['self: $user.email matches a row whose id is not the user id', {
-    user: 'dave', request: () => get(`${BASE}/Customer`), want: { list: (f) => [f.cust.dave] },
-  }],
-  ["self: another customer's row → 404", {
-    user: 'carol', request: (f) => get(`${BASE}/Customer/${f.cust.dave.id}`), want: { problem: 404, kind: 'not-found' },
-  }],
-  ['self: Order (not named) → 403', {
-    user: 'carol', request: () => get(`${BASE}/Order`), want: { problem: 403, kind: 'forbidden' },
-  }],
+  [
+    'self: Customer read filter email = $user.email → only the own row, every field',
+    {
+      user: 'carol',
+      request: () => get(`${BASE}/Customer`),
+      want: { list: (f) => [f.cust.carol] },
+    },
+  ],
+  [
+    'self: own Customer row by id → 200',
+    {
+      user: 'carol',
+      request: (f) => get(`${BASE}/Customer/${f.carol.id}`),
+      want: { data: (f) => f.cust.carol },
+    },
+  ],
+  [
+    'self: $user.email matches a row whose id is not the user id',
+    {
+      user: 'dave',
+      request: () => get(`${BASE}/Customer`),
+      want: { list: (f) => [f.cust.dave] },
+    },
+  ],
+  [
+    "self: another customer's row → 404",
+    {
+      user: 'carol',
+      request: (f) => get(`${BASE}/Customer/${f.cust.dave.id}`),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'self: Order (not named) → 403',
+    {
+      user: 'carol',
+      request: () => get(`${BASE}/Order`),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
 
   // literal filter with a field list (vipReader)
-  ['vipReader: only vip customers, fields outside the list (email, cityId) left out', {
-    user: 'vera', request: () => get(`${BASE}/Customer`),
-    want: { list: async () => (await adminAll('Customer')).filter((c) => c.vip).map((c) => pick(c, VIP_FIELDS)) },
-  }],
-  ['vipReader: a non-vip customer → 404', {
-    user: 'vera', request: (f) => get(`${BASE}/Customer/${f.cust.bob.id}`), want: { problem: 404, kind: 'not-found' },
-  }],
-  ['vipReader: aggregate count counts only vip customers', {
-    user: 'vera', request: () => get(`${BASE}/Customer/_aggregate?fn=count`), want: { aggregates: () => [{ count: 2 }] },
-  }],
+  [
+    'vipReader: only vip customers, fields outside the list (email, cityId) left out',
+    {
+      user: 'vera',
+      request: () => get(`${BASE}/Customer`),
+      want: { list: async () => (await adminAll('Customer')).filter((c) => c.vip).map((c) => pick(c, VIP_FIELDS)) },
+    },
+  ],
+  [
+    'vipReader: a non-vip customer → 404',
+    {
+      user: 'vera',
+      request: (f) => get(`${BASE}/Customer/${f.cust.bob.id}`),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'vipReader: aggregate count counts only vip customers',
+    {
+      user: 'vera',
+      request: () => get(`${BASE}/Customer/_aggregate?fn=count`),
+      want: { aggregates: () => [{ count: 2 }] },
+    },
+  ],
 
   // two roles (customer + vipReader): the union
-  ['customer + vipReader: Customer rows of vipReader', {
-    user: 'alice', request: () => get(`${BASE}/Customer`),
-    want: { list: async () => (await adminAll('Customer')).filter((c) => c.vip).map((c) => pick(c, VIP_FIELDS)) },
-  }],
-  ['customer + vipReader: Order rows of customer (own only)', {
-    user: 'alice', request: () => get(`${BASE}/Order`),
-    want: { list: (f) => [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => pick(o, ORDER_FIELDS)) },
-  }],
-  ['embed: own Customer with orders(id,total) → only own orders', {
-    user: 'alice', request: (f) => get(`${BASE}/Customer/${f.alice.id}?select=id,orders(id,total)`),
-    want: { data: (f) => ({ id: f.alice.id, orders: [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id, total: o.total })) }) },
-  }],
-  ["embed: another vip customer's orders are left out → []", {
-    user: 'alice', request: (f) => get(`${BASE}/Customer/${f.cust.stranger.id}?select=id,orders(id,total)`),
-    want: { data: (f) => ({ id: f.cust.stranger.id, orders: [] }) },
-  }],
-  ['embed in a list: each vip customer with only the own orders', {
-    user: 'alice', request: () => get(`${BASE}/Customer?select=id,name,orders(id,status)`),
-    want: {
-      list: async (f) =>
-        (await adminAll('Customer'))
-          .filter((c) => c.vip)
-          .map((c) => ({ id: c.id, name: c.name, orders: c.id === f.alice.id ? [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id, status: o.status })) : [] })),
+  [
+    'customer + vipReader: Customer rows of vipReader',
+    {
+      user: 'alice',
+      request: () => get(`${BASE}/Customer`),
+      want: { list: async () => (await adminAll('Customer')).filter((c) => c.vip).map((c) => pick(c, VIP_FIELDS)) },
     },
-  }],
-  ['embed naming an Order field outside the list (note) leaves it out', {
-    user: 'alice', request: (f) => get(`${BASE}/Customer?select=id,orders(id,note)&id=equals.${f.alice.id}`),
-    want: { list: (f) => [{ id: f.alice.id, orders: [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id })) }] },
-  }],
-  ['embed to-one: own orders with customer(id,name) through the vipReader filter', {
-    user: 'alice', request: () => get(`${BASE}/Order?select=id,customer(id,name)`),
-    want: { list: (f) => [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id, customer: { id: f.alice.id, name: f.cust.alice.name } })) },
-  }],
-  ['embed to-one naming a Customer field outside the list (email) leaves it out', {
-    user: 'alice', request: (f) => get(`${BASE}/Order/${O(f).aPaid.id}?select=id,customer(id,email)`),
-    want: { data: (f) => ({ id: O(f).aPaid.id, customer: { id: f.alice.id } }) },
-  }],
-  ['embed to-one outside the filter of the embedded table → null (customer + vipReader, a non-vip customer)', {
-    user: 'vic', request: (f) => get(`${BASE}/Order/${O(f).vOpen.id}?select=id,customer(id,name)`), want: { data: (f) => ({ id: O(f).vOpen.id, customer: null }) },
-  }],
-  ['a relation filter through the embedded table counts only its readable rows (customer + vipReader, a non-vip customer)', {
-    user: 'vic', request: (f) => get(`${BASE}/Order?customer.id=equals.${f.vic.id}`), want: { list: () => [] },
-  }],
-  ['embed through a link field the role cannot read → 400 (openPaid + vipReader: Order.customerId is not in openPaid\'s list)', {
-    user: 'olive', request: (f) => get(`${BASE}/Order/${O(f).aPaid.id}?select=id,customer(id,name)`), want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
-  }],
-  ['self + vipReader: Customer rows are the union (own by e-mail, and every vip)', {
-    user: 'sam', request: () => get(`${BASE}/Customer?select=id`),
-    want: { list: async (f) => (await adminAll('Customer')).filter((c) => c.vip || c.id === f.sam.id).map((c) => ({ id: c.id })) },
-  }],
-  ['customer + noteReader (same rows): fields are the union (note is back)', {
-    user: 'nick', request: () => get(`${BASE}/Order`), want: { list: (f) => [pick(O(f).nOpen, [...ORDER_FIELDS, 'note'])] },
-  }],
-  ['customer + noteReader: single read shows the union of fields', {
-    user: 'nick', request: (f) => get(`${BASE}/Order/${O(f).nOpen.id}`), want: { data: (f) => pick(O(f).nOpen, [...ORDER_FIELDS, 'note']) },
-  }],
+  ],
+  [
+    'customer + vipReader: Order rows of customer (own only)',
+    {
+      user: 'alice',
+      request: () => get(`${BASE}/Order`),
+      want: { list: (f) => [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => pick(o, ORDER_FIELDS)) },
+    },
+  ],
+  [
+    'embed: own Customer with orders(id,total) → only own orders',
+    {
+      user: 'alice',
+      request: (f) => get(`${BASE}/Customer/${f.alice.id}?select=id,orders(id,total)`),
+      want: {
+        data: (f) => ({
+          id: f.alice.id,
+          orders: [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id, total: o.total })),
+        }),
+      },
+    },
+  ],
+  [
+    "embed: another vip customer's orders are left out → []",
+    {
+      user: 'alice',
+      request: (f) => get(`${BASE}/Customer/${f.cust.stranger.id}?select=id,orders(id,total)`),
+      want: { data: (f) => ({ id: f.cust.stranger.id, orders: [] }) },
+    },
+  ],
+  [
+    'embed in a list: each vip customer with only the own orders',
+    {
+      user: 'alice',
+      request: () => get(`${BASE}/Customer?select=id,name,orders(id,status)`),
+      want: {
+        list: async (f) =>
+          (await adminAll('Customer'))
+            .filter((c) => c.vip)
+            .map((c) => ({
+              id: c.id,
+              name: c.name,
+              orders:
+                c.id === f.alice.id
+                  ? [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id, status: o.status }))
+                  : [],
+            })),
+      },
+    },
+  ],
+  [
+    'embed naming an Order field outside the list (note) leaves it out',
+    {
+      user: 'alice',
+      request: (f) => get(`${BASE}/Customer?select=id,orders(id,note)&id=equals.${f.alice.id}`),
+      want: {
+        list: (f) => [{ id: f.alice.id, orders: [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({ id: o.id })) }],
+      },
+    },
+  ],
+  [
+    'embed to-one: own orders with customer(id,name) through the vipReader filter',
+    {
+      user: 'alice',
+      request: () => get(`${BASE}/Order?select=id,customer(id,name)`),
+      want: {
+        list: (f) =>
+          [O(f).aOpen, O(f).aPaid, O(f).aShipped].map((o) => ({
+            id: o.id,
+            customer: { id: f.alice.id, name: f.cust.alice.name },
+          })),
+      },
+    },
+  ],
+  [
+    'embed to-one naming a Customer field outside the list (email) leaves it out',
+    {
+      user: 'alice',
+      request: (f) => get(`${BASE}/Order/${O(f).aPaid.id}?select=id,customer(id,email)`),
+      want: { data: (f) => ({ id: O(f).aPaid.id, customer: { id: f.alice.id } }) },
+    },
+  ],
+  [
+    'embed to-one outside the filter of the embedded table → null (customer + vipReader, a non-vip customer)',
+    {
+      user: 'vic',
+      request: (f) => get(`${BASE}/Order/${O(f).vOpen.id}?select=id,customer(id,name)`),
+      want: { data: (f) => ({ id: O(f).vOpen.id, customer: null }) },
+    },
+  ],
+  [
+    'a relation filter through the embedded table counts only its readable rows (customer + vipReader, a non-vip customer)',
+    {
+      user: 'vic',
+      request: (f) => get(`${BASE}/Order?customer.id=equals.${f.vic.id}`),
+      want: { list: () => [] },
+    },
+  ],
+  [
+    "embed through a link field the role cannot read → 400 (openPaid + vipReader: Order.customerId is not in openPaid's list)",
+    {
+      user: 'olive',
+      request: (f) => get(`${BASE}/Order/${O(f).aPaid.id}?select=id,customer(id,name)`),
+      want: { problem: 400, kind: 'invalid-parameter', fields: ['select'] },
+    },
+  ],
+  [
+    'self + vipReader: Customer rows are the union (own by e-mail, and every vip)',
+    {
+      user: 'sam',
+      request: () => get(`${BASE}/Customer?select=id`),
+      want: {
+        list: async (f) =>
+          (await adminAll('Customer')).filter((c) => c.vip || c.id === f.sam.id).map((c) => ({ id: c.id })),
+      },
+    },
+  ],
+  [
+    'customer + noteReader (same rows): fields are the union (note is back)',
+    {
+      user: 'nick',
+      request: () => get(`${BASE}/Order`),
+      want: { list: (f) => [pick(O(f).nOpen, [...ORDER_FIELDS, 'note'])] },
+    },
+  ],
+  [
+    'customer + noteReader: single read shows the union of fields',
+    {
+      user: 'nick',
+      request: (f) => get(`${BASE}/Order/${O(f).nOpen.id}`),
+      want: { data: (f) => pick(O(f).nOpen, [...ORDER_FIELDS, 'note']) },
+    },
+  ],
 
   // operator filters
-  ['openPaid: filter { status: { in: [open, paid] } } over every customer, with its field list', {
-    user: 'olga', request: () => get(`${BASE}/Order`),
-    want: { list: async () => (await adminAll('Order')).filter((o) => o.status === 'open' || o.status === 'paid').map((o) => pick(o, OPEN_PAID_FIELDS)) },
-  }],
-  ['openPaid: a cancelled order → 404', {
-    user: 'olga', request: (f) => get(`${BASE}/Order/${O(f).bCancelled.id}`), want: { problem: 404, kind: 'not-found' },
-  }],
-  ['openPaid: a paid order of someone else → 200 with its field list', {
-    user: 'olga', request: (f) => get(`${BASE}/Order/${O(f).sPaid.id}`), want: { data: (f) => pick(O(f).sPaid, OPEN_PAID_FIELDS) },
-  }],
-  ['openPaid: aggregates grouped by status have only open and paid', {
-    user: 'olga', request: () => get(`${BASE}/Order/_aggregate?groupBy=status&fn=count&sort=status`),
-    want: { aggregates: () => [{ status: 'open', count: 6 }, { status: 'paid', count: 2 }] },
-  }],
-  ['ownByOperator: { customerId: { equals: $user.id }, status: { not_equals: cancelled } }', {
-    user: 'otto', request: () => get(`${BASE}/Order`), want: { list: (f) => [O(f).oOpen] },
-  }],
-  ['ownByOperator: own cancelled order → 404', {
-    user: 'otto', request: (f) => get(`${BASE}/Order/${O(f).oCancelled.id}`), want: { problem: 404, kind: 'not-found' },
-  }],
+  [
+    'openPaid: filter { status: { in: [open, paid] } } over every customer, with its field list',
+    {
+      user: 'olga',
+      request: () => get(`${BASE}/Order`),
+      want: {
+        list: async () =>
+          (await adminAll('Order'))
+            .filter((o) => o.status === 'open' || o.status === 'paid')
+            .map((o) => pick(o, OPEN_PAID_FIELDS)),
+      },
+    },
+  ],
+  [
+    'openPaid: a cancelled order → 404',
+    {
+      user: 'olga',
+      request: (f) => get(`${BASE}/Order/${O(f).bCancelled.id}`),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'openPaid: a paid order of someone else → 200 with its field list',
+    {
+      user: 'olga',
+      request: (f) => get(`${BASE}/Order/${O(f).sPaid.id}`),
+      want: { data: (f) => pick(O(f).sPaid, OPEN_PAID_FIELDS) },
+    },
+  ],
+  [
+    'openPaid: aggregates grouped by status have only open and paid',
+    {
+      user: 'olga',
+      request: () => get(`${BASE}/Order/_aggregate?groupBy=status&fn=count&sort=status`),
+      want: {
+        aggregates: () => [
+          { status: 'open', count: 6 },
+          { status: 'paid', count: 2 },
+        ],
+      },
+    },
+  ],
+  [
+    'ownByOperator: { customerId: { equals: $user.id }, status: { not_equals: cancelled } }',
+    {
+      user: 'otto',
+      request: () => get(`${BASE}/Order`),
+      want: { list: (f) => [O(f).oOpen] },
+    },
+  ],
+  [
+    'ownByOperator: own cancelled order → 404',
+    {
+      user: 'otto',
+      request: (f) => get(`${BASE}/Order/${O(f).oCancelled.id}`),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
 
   // $context for users: fail closed
-  ['tenantScoped: $context.tenant for a user (no context) → no rows, 200 empty list', {
-    user: 'tess', request: () => get(`${BASE}/Order`), want: { list: () => [] },
-  }],
-  ['tenantScoped: even the row whose note is the literal "$context.tenant" → 404', {
-    user: 'tess', request: (f) => get(`${BASE}/Order/${O(f).sOpen.id}`), want: { problem: 404, kind: 'not-found' },
-  }],
-  ['tenantScoped: aggregate count is 0', {
-    user: 'tess', request: () => get(`${BASE}/Order/_aggregate?fn=count`), want: { aggregates: () => [{ count: 0 }] },
-  }],
-  ['tenantScoped: _query → empty list', {
-    user: 'tess', request: () => ({ method: 'POST', path: `${BASE}/Order/_query`, body: {} }), want: { list: () => [] },
-  }],
+  [
+    'tenantScoped: $context.tenant for a user (no context) → no rows, 200 empty list',
+    {
+      user: 'tess',
+      request: () => get(`${BASE}/Order`),
+      want: { list: () => [] },
+    },
+  ],
+  [
+    'tenantScoped: even the row whose note is the literal "$context.tenant" → 404',
+    {
+      user: 'tess',
+      request: (f) => get(`${BASE}/Order/${O(f).sOpen.id}`),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'tenantScoped: aggregate count is 0',
+    {
+      user: 'tess',
+      request: () => get(`${BASE}/Order/_aggregate?fn=count`),
+      want: { aggregates: () => [{ count: 0 }] },
+    },
+  ],
+  [
+    'tenantScoped: _query → empty list',
+    {
+      user: 'tess',
+      request: () => ({ method: 'POST', path: `${BASE}/Order/_query`, body: {} }),
+      want: { list: () => [] },
+    },
+  ],
 
   // no roles, unknown roles
-  ['no roles: GET /City → 403', { user: 'nora', request: () => get(`${BASE}/City`), want: { problem: 403, kind: 'forbidden' } }],
-  ['no roles: GET /Order → 403', { user: 'nora', request: () => get(`${BASE}/Order`), want: { problem: 403, kind: 'forbidden' } }],
-  ['no roles: GET /Product/<id> → 403', { user: 'nora', request: (f) => get(`${BASE}/Product/${f.product.id}`), want: { problem: 403, kind: 'forbidden' } }],
-  ['a role the config does not define grants nothing: GET /City → 403', {
-    user: 'ghost', request: () => get(`${BASE}/City`), want: { problem: 403, kind: 'forbidden' },
-  }],
+  [
+    'no roles: GET /City → 403',
+    { user: 'nora', request: () => get(`${BASE}/City`), want: { problem: 403, kind: 'forbidden' } },
+  ],
+  [
+    'no roles: GET /Order → 403',
+    { user: 'nora', request: () => get(`${BASE}/Order`), want: { problem: 403, kind: 'forbidden' } },
+  ],
+  [
+    'no roles: GET /Product/<id> → 403',
+    { user: 'nora', request: (f) => get(`${BASE}/Product/${f.product.id}`), want: { problem: 403, kind: 'forbidden' } },
+  ],
+  [
+    'a role the config does not define grants nothing: GET /City → 403',
+    {
+      user: 'ghost',
+      request: () => get(`${BASE}/City`),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
 ];
 
 describe('reads', () => {
@@ -466,7 +838,12 @@ describe('reads', () => {
     const orders = await adminAll('Order');
     expect(orders.filter((o) => o.status === 'open').length).toBe(6);
     expect(orders.filter((o) => o.status === 'paid').length).toBe(2);
-    expect((await adminAll('Customer')).filter((c) => c.vip).map((c) => c.id).sort()).toEqual([fx.alice.id, fx.cust.stranger.id].sort());
+    expect(
+      (await adminAll('Customer'))
+        .filter((c) => c.vip)
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual([fx.alice.id, fx.cust.stranger.id].sort());
     expect(ownOrders(fx, fx.bob).length).toBe(2);
   });
 
@@ -505,8 +882,10 @@ async function writeFixture(roles: string[]): Promise<W> {
   };
 }
 
-const orderRow = async (id: number) => (await t.db.query<any>(`select total, status, note from env_master."Order" where id = $1`, [id]))[0];
-const customerName = async (id: string) => (await t.db.query<{ name: string }>(`select name from env_master."Customer" where id = $1`, [id]))[0]?.name;
+const orderRow = async (id: number) =>
+  (await t.db.query<any>(`select total, status, note from env_master."Order" where id = $1`, [id]))[0];
+const customerName = async (id: string) =>
+  (await t.db.query<{ name: string }>(`select name from env_master."Customer" where id = $1`, [id]))[0]?.name;
 
 type WriteRow = [
   string,
@@ -521,182 +900,402 @@ type WriteRow = [
 ];
 
 const writes: WriteRow[] = [
-  ['customer creates an Order with the allowed fields → 201, the answer shows what the role may read', {
-    roles: ['customer'],
-    request: (w) => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 7.5, customerId: w.me.id } }),
-    want: {
-      status: 201,
-      data: () => ({ id: expect.any(Number), total: 7.5, status: 'open', customerId: expect.any(String), createdAt: expect.any(String), updatedAt: expect.any(String) }),
-    },
-    after: async (w, res) => {
-      expect(res.body.data.customerId).toBe(w.me.id);
-      expect(res.headers.get('location')).toBe(`${BASE}/Order/${res.body.data.id}`);
-      expect(await orderRow(res.body.data.id)).toEqual({ total: 7.5, status: 'open', note: null });
-    },
-  }],
-  ['customer create naming note → 403 naming note', {
-    roles: ['customer'], request: (w) => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 1, customerId: w.me.id, note: 'hi' } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['note'] },
-  }],
-  ['customer create naming status → 403 naming status', {
-    roles: ['customer'], request: (w) => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 1, customerId: w.me.id, status: 'paid' } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['status'] },
-  }],
-  ['customer create naming note and placedAt → 403 naming both', {
-    roles: ['customer'],
-    request: (w) => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 1, customerId: w.me.id, note: 'x', placedAt: '2024-01-01T00:00:00Z' } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['note', 'placedAt'] },
-  }],
-  ['customer create with a forbidden field and a wrong type → 403 naming only the field (permission before validation)', {
-    roles: ['customer'], request: () => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 'abc', note: 5 } }),
-    want: { check: (res) => { expectProblemAt(res, 403, `${BASE}/Order`, 'forbidden', 'note'); expect(problemFields(res)).toEqual(['note']); } },
-  }],
-  ['customer updates a missing order naming a forbidden field → 403 (permission before existence)', {
-    roles: ['customer'], request: () => ({ method: 'PATCH', path: `${BASE}/Order/999999999`, body: { note: 'x' } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['note'] },
-  }],
-  ['customer updates the allowed field of an own open order → 200', {
-    roles: ['customer'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { total: 99 } }),
-    want: { data: (w) => ({ ...pick(w.open, ORDER_FIELDS), total: 99, updatedAt: expect.any(String) }) },
-    after: async (w) => expect(await orderRow(w.open.id)).toEqual({ total: 99, status: 'open', note: 'my note' }),
-  }],
-  ['customer updates an own order outside the update filter (paid) → 404', {
-    roles: ['customer'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.paid.id}`, body: { total: 50 } }),
-    want: { problem: 404, kind: 'not-found' },
-  }],
-  ['customer updates a forbidden field (note) → 403 naming it', {
-    roles: ['customer'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { note: 'changed' } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['note'] },
-  }],
-  ['customer updates a forbidden field (status) next to an allowed one → 403 naming status', {
-    roles: ['customer'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { total: 3, status: 'paid' } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['status'] },
-  }],
-  ['customer deletes an own order (delete: false) → 403', {
-    roles: ['customer'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/${w.open.id}` }), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer creates a Customer (table not named) → 403', {
-    roles: ['customer'], request: () => ({ method: 'POST', path: `${BASE}/Customer`, body: { email: `${unique('x')}@example.com`, name: 'X' } }),
-    want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer updates its own Customer row (table not named) → 403', {
-    roles: ['customer'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer/${w.me.id}`, body: { name: 'X' } }),
-    want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer deletes its own Customer row (table not named) → 403', {
-    roles: ['customer'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Customer/${w.me.id}` }), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer creates a City (read only) → 403', {
-    roles: ['customer'], request: () => ({ method: 'POST', path: `${BASE}/City`, body: { name: 'No', country: 'NO' } }),
-    want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['self updates the own name (update filter id = $user.id) → 200 with the whole row', {
-    roles: ['self'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer/${w.me.id}`, body: { name: 'Renamed' } }),
-    want: { data: (w) => ({ ...w.mine, name: 'Renamed', updatedAt: expect.any(String) }) },
-    after: async (w) => {
-      expect(await customerName(w.me.id)).toBe('Renamed');
-      expect(await customerName(w.other.id)).toBe(w.other.name);
-    },
-  }],
-  ['self updates a field outside the list (email) → 403 naming it', {
-    roles: ['self'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer/${w.me.id}`, body: { email: `${unique('new')}@example.com` } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['email'] },
-  }],
-  ["self updates another customer's name → 404", {
-    roles: ['self'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer/${w.other.id}`, body: { name: 'Hijacked' } }),
-    want: { problem: 404, kind: 'not-found' },
-  }],
-  ['self updates by filter: only the own row among the matches changes ({ count: 1 })', {
-    roles: ['self'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer?name=equals.${encodeURIComponent(w.mine.name)}`, body: { name: 'Bulk renamed' } }),
-    want: { data: () => ({ count: 1 }) },
-    after: async (w) => {
-      expect(await customerName(w.me.id)).toBe('Bulk renamed');
-      expect(await customerName(w.other.id)).toBe(w.other.name);
-    },
-  }],
-  ['self deletes the own row (no delete rule) → 403', {
-    roles: ['self'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Customer/${w.me.id}` }), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['self creates a Customer (no create rule) → 403', {
-    roles: ['self'], request: () => ({ method: 'POST', path: `${BASE}/Customer`, body: { email: `${unique('x')}@example.com`, name: 'X' } }),
-    want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer bulk create with the allowed fields → 201 envelope, rows inserted', {
-    roles: ['customer'],
-    request: (w) => ({ method: 'POST', path: `${BASE}/Order/_bulk`, body: { items: [{ total: 11, customerId: w.me.id }, { total: 12, customerId: w.me.id }] } }),
-    want: {
-      status: 201,
-      data: () => ({
-        success: true, transactionMode: 'ALL_OR_NOTHING', totalRequested: 2, totalSucceeded: 2, totalFailed: 0,
-        items: [{ id: expect.any(Number) }, { id: expect.any(Number) }], errors: [],
-      }),
-    },
-    after: async (w) => expect(await countRows(t.db, 'Order', 'master', '"customerId" = $1 and total > 10', [w.me.id])).toBe(2),
-  }],
-  ['customer bulk create with a forbidden field in one item → 403 naming it, nothing inserted', {
-    roles: ['customer'],
-    request: (w) => ({ method: 'POST', path: `${BASE}/Order/_bulk`, body: { items: [{ total: 1, customerId: w.me.id }, { total: 2, customerId: w.me.id, status: 'paid' }] } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['status'] },
-  }],
-  ['customer bulk delete (delete: false) → 403', {
-    roles: ['customer'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/_bulk`, body: { ids: [w.open.id] } }), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['customer update by filter outside the update filter (status paid) → { count: 0 }, nothing changed', {
-    roles: ['customer'], request: () => ({ method: 'PATCH', path: `${BASE}/Order?status=equals.paid`, body: { total: 1 } }), want: { data: () => ({ count: 0 }) },
-  }],
-  ['customer update by filter naming a forbidden field → 403 naming it', {
-    roles: ['customer'], request: (w) => ({ method: 'PATCH', path: `${BASE}/Order?id=equals.${w.open.id}`, body: { note: 'x' } }),
-    want: { problem: 403, kind: 'forbidden', fields: ['note'] },
-  }],
-  ['ownDeleter deletes an own order (delete filter customerId = $user.id) → 204', {
-    roles: ['ownDeleter'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/${w.open.id}` }),
-    want: { check: (res) => { expect(res.status, res.text).toBe(204); expect(res.text).toBe(''); } },
-    after: async (w) => {
-      expect(await orderRow(w.open.id)).toBeUndefined();
-      expect(await orderRow(w.otherOpen.id)).toBeDefined();
-    },
-  }],
-  ["ownDeleter deletes another customer's order → 404", {
-    roles: ['ownDeleter'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/${w.otherOpen.id}` }), want: { problem: 404, kind: 'not-found' },
-  }],
-  ['ownDeleter bulk delete own + other, ALL_OR_NOTHING → 422 naming index 1, nothing deleted', {
-    roles: ['ownDeleter'], request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/_bulk`, body: { ids: [w.open.id, w.otherOpen.id] } }),
-    want: {
-      check: (res) => {
-        // docs/api.md §5.15: a validation Problem that also carries the bulk envelope as `data`
-        expect(res.status, res.text).toBe(422);
-        expect(res.headers.get('content-type')).toBe('application/problem+json');
-        expect(Object.keys(res.body).sort()).toEqual(['data', 'detail', 'errors', 'instance', 'status', 'title', 'type']);
-        expect(res.body).toMatchObject({ type: '/errors/validation', status: 422, instance: `${BASE}/Order/_bulk` });
-        expect(res.body.errors).toEqual([{ field: 'items[1]', rule: expect.any(String), message: res.body.data.errors[0].message }]);
-        expect(res.body.data).toEqual({
-          success: false, transactionMode: 'ALL_OR_NOTHING', totalRequested: 2, totalSucceeded: 0, totalFailed: 2, items: [],
-          errors: [{ index: 1, message: expect.any(String) }],
-        });
+  [
+    'customer creates an Order with the allowed fields → 201, the answer shows what the role may read',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 7.5, customerId: w.me.id } }),
+      want: {
+        status: 201,
+        data: () => ({
+          id: expect.any(Number),
+          total: 7.5,
+          status: 'open',
+          customerId: expect.any(String),
+          createdAt: expect.any(String),
+          updatedAt: expect.any(String),
+        }),
+      },
+      after: async (w, res) => {
+        expect(res.body.data.customerId).toBe(w.me.id);
+        expect(res.headers.get('location')).toBe(`${BASE}/Order/${res.body.data.id}`);
+        expect(await orderRow(res.body.data.id)).toEqual({ total: 7.5, status: 'open', note: null });
       },
     },
-  }],
-  ['ownDeleter bulk delete own + other, BEST_EFFORT → 207, only the own row deleted', {
-    roles: ['ownDeleter'],
-    request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/_bulk`, body: { ids: [w.open.id, w.otherOpen.id], transactionMode: 'BEST_EFFORT' } }),
-    want: {
-      status: 207,
-      data: (w) => ({
-        success: false, transactionMode: 'BEST_EFFORT', totalRequested: 2, totalSucceeded: 1, totalFailed: 1,
-        items: [{ id: w.open.id }], errors: [{ index: 1, message: expect.any(String) }],
+  ],
+  [
+    'customer create naming note → 403 naming note',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 1, customerId: w.me.id, note: 'hi' } }),
+      want: { problem: 403, kind: 'forbidden', fields: ['note'] },
+    },
+  ],
+  [
+    'customer create naming status → 403 naming status',
+    {
+      roles: ['customer'],
+      request: (w) => ({
+        method: 'POST',
+        path: `${BASE}/Order`,
+        body: { total: 1, customerId: w.me.id, status: 'paid' },
       }),
+      want: { problem: 403, kind: 'forbidden', fields: ['status'] },
     },
-    after: async (w) => {
-      expect(await orderRow(w.open.id)).toBeUndefined();
-      expect(await orderRow(w.otherOpen.id)).toEqual({ total: 7, status: 'open', note: null });
+  ],
+  [
+    'customer create naming note and placedAt → 403 naming both',
+    {
+      roles: ['customer'],
+      request: (w) => ({
+        method: 'POST',
+        path: `${BASE}/Order`,
+        body: { total: 1, customerId: w.me.id, note: 'x', placedAt: '2024-01-01T00:00:00Z' },
+      }),
+      want: { problem: 403, kind: 'forbidden', fields: ['note', 'placedAt'] },
     },
-  }],
-  ['no roles: POST /City → 403', {
-    roles: [], request: () => ({ method: 'POST', path: `${BASE}/City`, body: { name: 'No', country: 'NO' } }), want: { problem: 403, kind: 'forbidden' },
-  }],
-  ['no roles: PATCH an own order → 403', {
-    roles: [], request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { total: 2 } }), want: { problem: 403, kind: 'forbidden' },
-  }],
+  ],
+  [
+    'customer create with a forbidden field and a wrong type → 403 naming only the field (permission before validation)',
+    {
+      roles: ['customer'],
+      request: () => ({ method: 'POST', path: `${BASE}/Order`, body: { total: 'abc', note: 5 } }),
+      want: {
+        check: (res) => {
+          expectProblemAt(res, 403, `${BASE}/Order`, 'forbidden', 'note');
+          expect(problemFields(res)).toEqual(['note']);
+        },
+      },
+    },
+  ],
+  [
+    'customer updates a missing order naming a forbidden field → 403 (permission before existence)',
+    {
+      roles: ['customer'],
+      request: () => ({ method: 'PATCH', path: `${BASE}/Order/999999999`, body: { note: 'x' } }),
+      want: { problem: 403, kind: 'forbidden', fields: ['note'] },
+    },
+  ],
+  [
+    'customer updates the allowed field of an own open order → 200',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { total: 99 } }),
+      want: { data: (w) => ({ ...pick(w.open, ORDER_FIELDS), total: 99, updatedAt: expect.any(String) }) },
+      after: async (w) => expect(await orderRow(w.open.id)).toEqual({ total: 99, status: 'open', note: 'my note' }),
+    },
+  ],
+  [
+    'customer updates an own order outside the update filter (paid) → 404',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.paid.id}`, body: { total: 50 } }),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'customer updates a forbidden field (note) → 403 naming it',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { note: 'changed' } }),
+      want: { problem: 403, kind: 'forbidden', fields: ['note'] },
+    },
+  ],
+  [
+    'customer updates a forbidden field (status) next to an allowed one → 403 naming status',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { total: 3, status: 'paid' } }),
+      want: { problem: 403, kind: 'forbidden', fields: ['status'] },
+    },
+  ],
+  [
+    'customer deletes an own order (delete: false) → 403',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/${w.open.id}` }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer creates a Customer (table not named) → 403',
+    {
+      roles: ['customer'],
+      request: () => ({
+        method: 'POST',
+        path: `${BASE}/Customer`,
+        body: { email: `${unique('x')}@example.com`, name: 'X' },
+      }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer updates its own Customer row (table not named) → 403',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer/${w.me.id}`, body: { name: 'X' } }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer deletes its own Customer row (table not named) → 403',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'DELETE', path: `${BASE}/Customer/${w.me.id}` }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer creates a City (read only) → 403',
+    {
+      roles: ['customer'],
+      request: () => ({ method: 'POST', path: `${BASE}/City`, body: { name: 'No', country: 'NO' } }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'self updates the own name (update filter id = $user.id) → 200 with the whole row',
+    {
+      roles: ['self'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer/${w.me.id}`, body: { name: 'Renamed' } }),
+      want: { data: (w) => ({ ...w.mine, name: 'Renamed', updatedAt: expect.any(String) }) },
+      after: async (w) => {
+        expect(await customerName(w.me.id)).toBe('Renamed');
+        expect(await customerName(w.other.id)).toBe(w.other.name);
+      },
+    },
+  ],
+  [
+    'self updates a field outside the list (email) → 403 naming it',
+    {
+      roles: ['self'],
+      request: (w) => ({
+        method: 'PATCH',
+        path: `${BASE}/Customer/${w.me.id}`,
+        body: { email: `${unique('new')}@example.com` },
+      }),
+      want: { problem: 403, kind: 'forbidden', fields: ['email'] },
+    },
+  ],
+  [
+    "self updates another customer's name → 404",
+    {
+      roles: ['self'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Customer/${w.other.id}`, body: { name: 'Hijacked' } }),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'self updates by filter: only the own row among the matches changes ({ count: 1 })',
+    {
+      roles: ['self'],
+      request: (w) => ({
+        method: 'PATCH',
+        path: `${BASE}/Customer?name=equals.${encodeURIComponent(w.mine.name)}`,
+        body: { name: 'Bulk renamed' },
+      }),
+      want: { data: () => ({ count: 1 }) },
+      after: async (w) => {
+        expect(await customerName(w.me.id)).toBe('Bulk renamed');
+        expect(await customerName(w.other.id)).toBe(w.other.name);
+      },
+    },
+  ],
+  [
+    'self deletes the own row (no delete rule) → 403',
+    {
+      roles: ['self'],
+      request: (w) => ({ method: 'DELETE', path: `${BASE}/Customer/${w.me.id}` }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'self creates a Customer (no create rule) → 403',
+    {
+      roles: ['self'],
+      request: () => ({
+        method: 'POST',
+        path: `${BASE}/Customer`,
+        body: { email: `${unique('x')}@example.com`, name: 'X' },
+      }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer bulk create with the allowed fields → 201 envelope, rows inserted',
+    {
+      roles: ['customer'],
+      request: (w) => ({
+        method: 'POST',
+        path: `${BASE}/Order/_bulk`,
+        body: {
+          items: [
+            { total: 11, customerId: w.me.id },
+            { total: 12, customerId: w.me.id },
+          ],
+        },
+      }),
+      want: {
+        status: 201,
+        data: () => ({
+          success: true,
+          transactionMode: 'ALL_OR_NOTHING',
+          totalRequested: 2,
+          totalSucceeded: 2,
+          totalFailed: 0,
+          items: [{ id: expect.any(Number) }, { id: expect.any(Number) }],
+          errors: [],
+        }),
+      },
+      after: async (w) =>
+        expect(await countRows(t.db, 'Order', 'master', '"customerId" = $1 and total > 10', [w.me.id])).toBe(2),
+    },
+  ],
+  [
+    'customer bulk create with a forbidden field in one item → 403 naming it, nothing inserted',
+    {
+      roles: ['customer'],
+      request: (w) => ({
+        method: 'POST',
+        path: `${BASE}/Order/_bulk`,
+        body: {
+          items: [
+            { total: 1, customerId: w.me.id },
+            { total: 2, customerId: w.me.id, status: 'paid' },
+          ],
+        },
+      }),
+      want: { problem: 403, kind: 'forbidden', fields: ['status'] },
+    },
+  ],
+  [
+    'customer bulk delete (delete: false) → 403',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/_bulk`, body: { ids: [w.open.id] } }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'customer update by filter outside the update filter (status paid) → { count: 0 }, nothing changed',
+    {
+      roles: ['customer'],
+      request: () => ({ method: 'PATCH', path: `${BASE}/Order?status=equals.paid`, body: { total: 1 } }),
+      want: { data: () => ({ count: 0 }) },
+    },
+  ],
+  [
+    'customer update by filter naming a forbidden field → 403 naming it',
+    {
+      roles: ['customer'],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Order?id=equals.${w.open.id}`, body: { note: 'x' } }),
+      want: { problem: 403, kind: 'forbidden', fields: ['note'] },
+    },
+  ],
+  [
+    'ownDeleter deletes an own order (delete filter customerId = $user.id) → 204',
+    {
+      roles: ['ownDeleter'],
+      request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/${w.open.id}` }),
+      want: {
+        check: (res) => {
+          expect(res.status, res.text).toBe(204);
+          expect(res.text).toBe('');
+        },
+      },
+      after: async (w) => {
+        expect(await orderRow(w.open.id)).toBeUndefined();
+        expect(await orderRow(w.otherOpen.id)).toBeDefined();
+      },
+    },
+  ],
+  [
+    "ownDeleter deletes another customer's order → 404",
+    {
+      roles: ['ownDeleter'],
+      request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/${w.otherOpen.id}` }),
+      want: { problem: 404, kind: 'not-found' },
+    },
+  ],
+  [
+    'ownDeleter bulk delete own + other, ALL_OR_NOTHING → 422 naming index 1, nothing deleted',
+    {
+      roles: ['ownDeleter'],
+      request: (w) => ({ method: 'DELETE', path: `${BASE}/Order/_bulk`, body: { ids: [w.open.id, w.otherOpen.id] } }),
+      want: {
+        check: (res) => {
+          // docs/api.md §5.15: a validation Problem that also carries the bulk envelope as `data`
+          expect(res.status, res.text).toBe(422);
+          expect(res.headers.get('content-type')).toBe('application/problem+json');
+          expect(Object.keys(res.body).sort()).toEqual([
+            'data',
+            'detail',
+            'errors',
+            'instance',
+            'status',
+            'title',
+            'type',
+          ]);
+          expect(res.body).toMatchObject({ type: '/errors/validation', status: 422, instance: `${BASE}/Order/_bulk` });
+          expect(res.body.errors).toEqual([
+            { field: 'items[1]', rule: expect.any(String), message: res.body.data.errors[0].message },
+          ]);
+          expect(res.body.data).toEqual({
+            success: false,
+            transactionMode: 'ALL_OR_NOTHING',
+            totalRequested: 2,
+            totalSucceeded: 0,
+            totalFailed: 2,
+            items: [],
+            errors: [{ index: 1, message: expect.any(String) }],
+          });
+        },
+      },
+    },
+  ],
+  [
+    'ownDeleter bulk delete own + other, BEST_EFFORT → 207, only the own row deleted',
+    {
+      roles: ['ownDeleter'],
+      request: (w) => ({
+        method: 'DELETE',
+        path: `${BASE}/Order/_bulk`,
+        body: { ids: [w.open.id, w.otherOpen.id], transactionMode: 'BEST_EFFORT' },
+      }),
+      want: {
+        status: 207,
+        data: (w) => ({
+          success: false,
+          transactionMode: 'BEST_EFFORT',
+          totalRequested: 2,
+          totalSucceeded: 1,
+          totalFailed: 1,
+          items: [{ id: w.open.id }],
+          errors: [{ index: 1, message: expect.any(String) }],
+        }),
+      },
+      after: async (w) => {
+        expect(await orderRow(w.open.id)).toBeUndefined();
+        expect(await orderRow(w.otherOpen.id)).toEqual({ total: 7, status: 'open', note: null });
+      },
+    },
+  ],
+  [
+    'no roles: POST /City → 403',
+    {
+      roles: [],
+      request: () => ({ method: 'POST', path: `${BASE}/City`, body: { name: 'No', country: 'NO' } }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
+  [
+    'no roles: PATCH an own order → 403',
+    {
+      roles: [],
+      request: (w) => ({ method: 'PATCH', path: `${BASE}/Order/${w.open.id}`, body: { total: 2 } }),
+      want: { problem: 403, kind: 'forbidden' },
+    },
+  ],
 ];
 
 describe('writes', () => {
@@ -724,7 +1323,9 @@ describe('writes', () => {
     const before = await snapshot(t.db);
     const res = await send(w.me, { method: 'POST', path: `${BASE}/Order`, body: { total: 4, customerId: w.other.id } });
     expectProblemAt(res, 403, `${BASE}/Order`, 'forbidden');
-    expect(res.body.errors).toEqual([{ field: 'customerId', rule: 'row_filter', message: "customerId must match your role's filter" }]);
+    expect(res.body.errors).toEqual([
+      { field: 'customerId', rule: 'row_filter', message: "customerId must match your role's filter" },
+    ]);
     expect(await snapshot(t.db)).toEqual(before);
   });
 

@@ -8,7 +8,15 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectAuthError, PASSWORD, startAuthServer, startMailServer, type AuthTestServer, type MailServer, type Session } from '../support/auth.ts';
+import {
+  expectAuthError,
+  PASSWORD,
+  startAuthServer,
+  startMailServer,
+  type AuthTestServer,
+  type MailServer,
+  type Session,
+} from '../support/auth.ts';
 import { cleanupCli, freshDatabase, startCli, type RunningCli } from '../support/cli.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { expectProblem, readResponse, SHOP, type TestResponse } from '../support/server.ts';
@@ -69,7 +77,9 @@ describe('two svcgen serve processes on one database', { timeout: 60_000 }, () =
 
   /** Signs up on `base` (signup + mailed code + confirm): the confirm-signup answer. */
   async function signupConfirmed(base: string, email: string): Promise<Session> {
-    const signup = await call(base, 'POST', '/auth/signup', { body: { email, password: PASSWORD, firstName: 'Proc', lastName: 'Test' } });
+    const signup = await call(base, 'POST', '/auth/signup', {
+      body: { email, password: PASSWORD, firstName: 'Proc', lastName: 'Test' },
+    });
     expect(signup.status, signup.text).toBe(201);
     const { code } = await mail.nextMail(email);
     const confirmed = await call(base, 'POST', '/auth/confirm-signup', { body: { email, code } });
@@ -133,9 +143,17 @@ describe('two svcgen serve processes on one database', { timeout: 60_000 }, () =
       expectUnauthorized(await call(there, 'GET', CITY, { token: session.accessToken }));
       expectUnauthorized(await call(here, 'GET', CITY, { token: session.accessToken }));
       // the session's refresh token is dead on both
-      expectAuthError(await call(there, 'POST', '/auth/refresh-token', { body: { refreshToken: session.refreshToken } }), 401, 'AUTH_TOKEN_INVALID');
+      expectAuthError(
+        await call(there, 'POST', '/auth/refresh-token', { body: { refreshToken: session.refreshToken } }),
+        401,
+        'AUTH_TOKEN_INVALID',
+      );
       // and logout again is refused by the other process
-      expectAuthError(await call(there, 'POST', '/auth/logout', { token: session.accessToken }), 401, 'AUTH_TOKEN_INVALID');
+      expectAuthError(
+        await call(there, 'POST', '/auth/logout', { token: session.accessToken }),
+        401,
+        'AUTH_TOKEN_INVALID',
+      );
     }
   });
 
@@ -145,7 +163,9 @@ describe('two svcgen serve processes on one database', { timeout: 60_000 }, () =
     const rounds = [first, await login(a.url, email)];
     for (const session of rounds) {
       await expectDataOk(b.url, session.accessToken);
-      const refreshed = await call(a.url, 'POST', '/auth/refresh-token', { body: { refreshToken: session.refreshToken } });
+      const refreshed = await call(a.url, 'POST', '/auth/refresh-token', {
+        body: { refreshToken: session.refreshToken },
+      });
       expect(refreshed.status, refreshed.text).toBe(200);
       const newest = refreshed.body as { accessToken: string; refreshToken: string };
       expect(newest.refreshToken).not.toBe(session.refreshToken);
@@ -154,11 +174,19 @@ describe('two svcgen serve processes on one database', { timeout: 60_000 }, () =
       await expectDataOk(b.url, newest.accessToken);
 
       // the used refresh token presented again on A: reuse → the whole session is revoked
-      expectAuthError(await call(a.url, 'POST', '/auth/refresh-token', { body: { refreshToken: session.refreshToken } }), 401, 'AUTH_TOKEN_INVALID');
+      expectAuthError(
+        await call(a.url, 'POST', '/auth/refresh-token', { body: { refreshToken: session.refreshToken } }),
+        401,
+        'AUTH_TOKEN_INVALID',
+      );
       expectUnauthorized(await call(b.url, 'GET', CITY, { token: newest.accessToken }));
       expectUnauthorized(await call(b.url, 'GET', CITY, { token: session.accessToken }));
       expectUnauthorized(await call(a.url, 'GET', CITY, { token: newest.accessToken }));
-      expectAuthError(await call(b.url, 'POST', '/auth/refresh-token', { body: { refreshToken: newest.refreshToken } }), 401, 'AUTH_TOKEN_INVALID');
+      expectAuthError(
+        await call(b.url, 'POST', '/auth/refresh-token', { body: { refreshToken: newest.refreshToken } }),
+        401,
+        'AUTH_TOKEN_INVALID',
+      );
     }
   });
 
@@ -178,7 +206,9 @@ describe('two svcgen serve processes on one database', { timeout: 60_000 }, () =
     const listeners = async () => (await admin.query<{ pid: number }>(`select pid ${LISTEN_CONNECTIONS}`)).rows;
     expect((await listeners()).length, 'each process keeps a LISTEN connection').toBeGreaterThanOrEqual(2);
 
-    const killed = await admin.query<{ terminated: boolean }>(`select pg_terminate_backend(pid) as terminated ${LISTEN_CONNECTIONS}`);
+    const killed = await admin.query<{ terminated: boolean }>(
+      `select pg_terminate_backend(pid) as terminated ${LISTEN_CONNECTIONS}`,
+    );
     expect(killed.rows.length).toBeGreaterThanOrEqual(2);
     expect(killed.rows.every((r) => r.terminated)).toBe(true);
 
@@ -191,7 +221,13 @@ describe('two svcgen serve processes on one database', { timeout: 60_000 }, () =
 
     // the channel comes back by itself; revocations travel over it again
     const deadline = Date.now() + 20_000;
-    while ((await admin.query(`select pid from pg_stat_activity where query ilike 'LISTEN%' and datname = current_database()`)).rows.length < 2) {
+    while (
+      (
+        await admin.query(
+          `select pid from pg_stat_activity where query ilike 'LISTEN%' and datname = current_database()`,
+        )
+      ).rows.length < 2
+    ) {
       if (Date.now() > deadline) throw new Error('the processes did not LISTEN again within 20 s');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

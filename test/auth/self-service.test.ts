@@ -4,7 +4,14 @@
 // what an attacker would try: another user's sessions, a stolen access token without the password,
 // guessing codes, racing a change, a revocation heard by another server process.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { expectAuthError, expectViolations, PASSWORD, startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
+import {
+  expectAuthError,
+  expectViolations,
+  PASSWORD,
+  startAuthServer,
+  type AuthTestServer,
+  type Session,
+} from '../support/auth.ts';
 import { freshWindows } from '../support/clock.ts';
 import { ISO_8601, UUID } from '../support/expect.ts';
 import { expectProblem, type TestResponse } from '../support/server.ts';
@@ -42,15 +49,21 @@ afterAll(async () => {
 });
 
 const me = (token: string, server = t) => server.auth('GET', '/auth/me', { token });
-const login = (email: string, password = PASSWORD, server = t) => server.auth('POST', '/auth/login', { body: { email, password } });
-const refresh = (refreshToken: string, server = t) => server.auth('POST', '/auth/refresh-token', { body: { refreshToken } });
-const changePassword = (token: string, body: unknown, server = t) => server.auth('POST', '/auth/change-password', { token, body });
-const changeEmail = (token: string, body: unknown, server = t) => server.auth('POST', '/auth/change-email', { token, body });
-const confirmEmail = (token: string, code: unknown, server = t) => server.auth('POST', '/auth/confirm-email-change', { token, body: { code } });
+const login = (email: string, password = PASSWORD, server = t) =>
+  server.auth('POST', '/auth/login', { body: { email, password } });
+const refresh = (refreshToken: string, server = t) =>
+  server.auth('POST', '/auth/refresh-token', { body: { refreshToken } });
+const changePassword = (token: string, body: unknown, server = t) =>
+  server.auth('POST', '/auth/change-password', { token, body });
+const changeEmail = (token: string, body: unknown, server = t) =>
+  server.auth('POST', '/auth/change-email', { token, body });
+const confirmEmail = (token: string, code: unknown, server = t) =>
+  server.auth('POST', '/auth/confirm-email-change', { token, body: { code } });
 const listSessions = (token: string, server = t) => server.auth('GET', '/auth/sessions', { token });
 const endSession = (token: string, id: string, server = t) => server.auth('DELETE', `/auth/sessions/${id}`, { token });
 const endOthers = (token: string, server = t) => server.auth('DELETE', '/auth/sessions', { token });
-const deleteAccount = (token: string, body: unknown, server = t) => server.auth('POST', '/auth/delete-account', { token, body });
+const deleteAccount = (token: string, body: unknown, server = t) =>
+  server.auth('POST', '/auth/delete-account', { token, body });
 
 async function loggedIn(email: string, password = PASSWORD, server = t): Promise<Session> {
   const res = await login(email, password, server);
@@ -72,10 +85,12 @@ async function expectDead(session: { accessToken: string; refreshToken?: string 
 }
 
 const userRow = async (id: string) =>
-  (await t.db.query<{ email: string; password_hash: string; failed_logins: number; locked_until: Date | null }>(
-    'select email, password_hash, failed_logins, locked_until from svcgen.users where id = $1',
-    [id],
-  ))[0];
+  (
+    await t.db.query<{ email: string; password_hash: string; failed_logins: number; locked_until: Date | null }>(
+      'select email, password_hash, failed_logins, locked_until from svcgen.users where id = $1',
+      [id],
+    )
+  )[0];
 
 describe('GET /auth/me', () => {
   it('→ 200 the user, exactly as login answers it', async () => {
@@ -96,16 +111,28 @@ describe('GET /auth/me', () => {
     const [h, p, sig] = session.accessToken.split('.');
     expectAuthError(await me(`${h}.${p}.${sig!.slice(0, -4)}AAAA`), 401, 'AUTH_TOKEN_INVALID');
     expectAuthError(await me(t.adminKey), 401, 'AUTH_TOKEN_INVALID');
-    expectAuthError(await t.auth('GET', '/auth/me', { headers: { authorization: `Basic ${session.accessToken}` } }), 401, 'AUTH_TOKEN_INVALID');
+    expectAuthError(
+      await t.auth('GET', '/auth/me', { headers: { authorization: `Basic ${session.accessToken}` } }),
+      401,
+      'AUTH_TOKEN_INVALID',
+    );
     expect((await t.auth('POST', '/auth/logout', { token: session.accessToken })).status).toBe(200);
     expectAuthError(await me(session.accessToken), 401, 'AUTH_TOKEN_INVALID');
   });
 
   it('a token of another environment → 401 AUTH_TOKEN_INVALID; no X-Project-Id → 400 naming it', async () => {
     const session = await t.signupConfirmed(newEmail('me-env'));
-    expectAuthError(await t.auth('GET', '/auth/me', { token: session.accessToken, environment: 'staging' }), 401, 'AUTH_TOKEN_INVALID');
+    expectAuthError(
+      await t.auth('GET', '/auth/me', { token: session.accessToken, environment: 'staging' }),
+      401,
+      'AUTH_TOKEN_INVALID',
+    );
     expectViolations(await t.auth('GET', '/auth/me', { token: session.accessToken, project: false }), ['X-Project-Id']);
-    expectAuthError(await t.auth('GET', '/auth/me', { token: session.accessToken, project: 'other' }), 404, 'AUTH_NOT_CONFIGURED');
+    expectAuthError(
+      await t.auth('GET', '/auth/me', { token: session.accessToken, project: 'other' }),
+      404,
+      'AUTH_NOT_CONFIGURED',
+    );
   });
 
   it('an expired access token → 401 AUTH_TOKEN_EXPIRED on every account route', async () => {
@@ -165,7 +192,9 @@ describe('POST /auth/change-password', () => {
     expect(after).toEqual({ ...before, failed_logins: 1 });
     await expectLive(other.accessToken, session.user.id);
     // The right current password clears the count, as a login does.
-    expect((await changePassword(session.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status).toBe(200);
+    expect(
+      (await changePassword(session.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status,
+    ).toBe(200);
     expect((await userRow(session.user.id))!.failed_logins).toBe(0);
   });
 
@@ -173,15 +202,32 @@ describe('POST /auth/change-password', () => {
     const email = newEmail('pw-lock');
     const session = await t.signupConfirmed(email);
     for (let i = 1; i < 5; i++) {
-      expectAuthError(await changePassword(session.accessToken, { currentPassword: `guess-${i}-x`, newPassword: NEW_PASSWORD }), 401, 'AUTH_INVALID_CREDENTIALS');
+      expectAuthError(
+        await changePassword(session.accessToken, { currentPassword: `guess-${i}-x`, newPassword: NEW_PASSWORD }),
+        401,
+        'AUTH_INVALID_CREDENTIALS',
+      );
     }
-    const locked = await changePassword(session.accessToken, { currentPassword: 'guess-5-x', newPassword: NEW_PASSWORD });
+    const locked = await changePassword(session.accessToken, {
+      currentPassword: 'guess-5-x',
+      newPassword: NEW_PASSWORD,
+    });
     expect(locked.status, locked.text).toBe(423);
     expect(locked.body).toEqual({ error: 'AUTH_ACCOUNT_LOCKED', lockedUntil: expect.stringMatching(ISO_8601) });
-    expectAuthError(await changePassword(session.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }), 423, 'AUTH_ACCOUNT_LOCKED', {
-      lockedUntil: locked.body.lockedUntil,
-    });
-    expectAuthError(await deleteAccount(session.accessToken, { currentPassword: PASSWORD }), 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil: locked.body.lockedUntil });
+    expectAuthError(
+      await changePassword(session.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }),
+      423,
+      'AUTH_ACCOUNT_LOCKED',
+      {
+        lockedUntil: locked.body.lockedUntil,
+      },
+    );
+    expectAuthError(
+      await deleteAccount(session.accessToken, { currentPassword: PASSWORD }),
+      423,
+      'AUTH_ACCOUNT_LOCKED',
+      { lockedUntil: locked.body.lockedUntil },
+    );
     expectAuthError(await login(email), 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil: locked.body.lockedUntil });
     expect((await t.mail.nextMail(email)).subject).toBe('Your account is locked');
     // Reading is not locked: the session itself is fine.
@@ -193,7 +239,9 @@ describe('POST /auth/change-password', () => {
     const session = await t.signupConfirmed(email);
     const token = session.accessToken;
     expectViolations(await changePassword(token, {}), ['currentPassword', 'newPassword']);
-    expectViolations(await changePassword(token, { currentPassword: 42, newPassword: NEW_PASSWORD }), ['currentPassword']);
+    expectViolations(await changePassword(token, { currentPassword: 42, newPassword: NEW_PASSWORD }), [
+      'currentPassword',
+    ]);
     const weak = await changePassword(token, { currentPassword: PASSWORD, newPassword: 'short' });
     expectViolations(weak, ['newPassword']);
     expect(weak.body.violations.map((v: { rule: string }) => v.rule).sort()).toEqual(['digit', 'min_length']);
@@ -203,16 +251,30 @@ describe('POST /auth/change-password', () => {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     });
     expectViolations(truncated, ['body']);
-    expectViolations(await t.auth('POST', '/auth/change-password', { token, headers: { 'content-type': 'text/plain' } }), ['Content-Type']);
+    expectViolations(
+      await t.auth('POST', '/auth/change-password', { token, headers: { 'content-type': 'text/plain' } }),
+      ['Content-Type'],
+    );
     // The same password again, after the current one is proved.
-    expectAuthError(await changePassword(token, { currentPassword: PASSWORD, newPassword: PASSWORD }), 400, 'VALIDATION_ERROR', {
-      violations: [{ field: 'newPassword', rule: 'same_password', message: 'newPassword must differ from currentPassword' }],
-    });
+    expectAuthError(
+      await changePassword(token, { currentPassword: PASSWORD, newPassword: PASSWORD }),
+      400,
+      'VALIDATION_ERROR',
+      {
+        violations: [
+          { field: 'newPassword', rule: 'same_password', message: 'newPassword must differ from currentPassword' },
+        ],
+      },
+    );
     expect((await login(email)).status).toBe(200);
   });
 
   it('the token is checked before the body: no token → 401 AUTH_TOKEN_INVALID, whatever the body', async () => {
-    expectAuthError(await t.auth('POST', '/auth/change-password', { body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } }), 401, 'AUTH_TOKEN_INVALID');
+    expectAuthError(
+      await t.auth('POST', '/auth/change-password', { body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } }),
+      401,
+      'AUTH_TOKEN_INVALID',
+    );
     expectAuthError(await t.auth('POST', '/auth/change-password', { body: 'nonsense' }), 401, 'AUTH_TOKEN_INVALID');
   });
 
@@ -221,12 +283,14 @@ describe('POST /auth/change-password', () => {
     const kept = await t.signupConfirmed(email);
     const ended = await loggedIn(email);
     await expectLive(ended.accessToken, ended.user.id, peer); // the peer has seen (and cached) it
-    expect((await changePassword(kept.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status).toBe(200);
+    expect(
+      (await changePassword(kept.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status,
+    ).toBe(200);
     await expectDead(ended, peer);
     await expectLive(kept.accessToken, kept.user.id, peer);
   });
 
-  it('logins racing with a change: every session they got, other than the changer\'s, is ended afterwards', async () => {
+  it("logins racing with a change: every session they got, other than the changer's, is ended afterwards", async () => {
     const email = newEmail('pw-race');
     const changer = await t.signupConfirmed(email);
     const [change, ...logins] = await Promise.all([
@@ -239,8 +303,12 @@ describe('POST /auth/change-password', () => {
       if (res.status === 200) await expectDead(res.body as Session);
       else expectAuthError(res, 401, 'AUTH_INVALID_CREDENTIALS');
     }
-    const live = await t.db.query('select id from svcgen.sessions where user_id = $1 and revoked_at is null', [changer.user.id]);
-    expect(live.map((r) => r.id)).toEqual([JSON.parse(Buffer.from(changer.accessToken.split('.')[1]!, 'base64url').toString()).sid]);
+    const live = await t.db.query('select id from svcgen.sessions where user_id = $1 and revoked_at is null', [
+      changer.user.id,
+    ]);
+    expect(live.map((r) => r.id)).toEqual([
+      JSON.parse(Buffer.from(changer.accessToken.split('.')[1]!, 'base64url').toString()).sid,
+    ]);
   });
 });
 
@@ -249,7 +317,9 @@ describe('POST /auth/change-email and /auth/confirm-email-change', () => {
   async function requestChange(session: Session, address: string, typed = address): Promise<string> {
     const res = await changeEmail(session.accessToken, { newEmail: typed, currentPassword: PASSWORD });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toEqual({ message: `check ${address} for the 6-digit code and confirm it with POST /auth/confirm-email-change` });
+    expect(res.body).toEqual({
+      message: `check ${address} for the 6-digit code and confirm it with POST /auth/confirm-email-change`,
+    });
     const mail = await t.mail.nextMail(address);
     expect(mail.subject).toBe('Confirm your new e-mail address');
     expect(mail.code).toMatch(/^\d{6}$/);
@@ -292,7 +362,11 @@ describe('POST /auth/change-email and /auth/confirm-email-change', () => {
   it('a wrong current password → 401 AUTH_INVALID_CREDENTIALS and no mail; a stolen token alone cannot ask', async () => {
     const session = await t.signupConfirmed(newEmail('mail-wrong'));
     const address = newEmail('mail-wrong-new');
-    expectAuthError(await changeEmail(session.accessToken, { newEmail: address, currentPassword: 'not-it-123' }), 401, 'AUTH_INVALID_CREDENTIALS');
+    expectAuthError(
+      await changeEmail(session.accessToken, { newEmail: address, currentPassword: 'not-it-123' }),
+      401,
+      'AUTH_INVALID_CREDENTIALS',
+    );
     expectViolations(await changeEmail(session.accessToken, { newEmail: address }), ['currentPassword']);
     expect(t.mail.received.some((m) => m.to === address)).toBe(false);
     expect((await userRow(session.user.id))!.failed_logins).toBe(1);
@@ -302,12 +376,29 @@ describe('POST /auth/change-email and /auth/confirm-email-change', () => {
     const session = await t.signupConfirmed(newEmail('mail-taken'));
     const otherEmail = newEmail('mail-taken-other');
     await t.signupConfirmed(otherEmail);
-    expectAuthError(await changeEmail(session.accessToken, { newEmail: otherEmail.toUpperCase(), currentPassword: PASSWORD }), 409, 'AUTH_EMAIL_EXISTS');
-    expectAuthError(await changeEmail(session.accessToken, { newEmail: session.user.email.toUpperCase(), currentPassword: PASSWORD }), 400, 'VALIDATION_ERROR', {
-      violations: [{ field: 'newEmail', rule: 'same_email', message: 'newEmail is already the address of this account' }],
-    });
-    expectViolations(await changeEmail(session.accessToken, { newEmail: 'not-an-address', currentPassword: PASSWORD }), ['newEmail']);
-    expectViolations(await changeEmail(session.accessToken, { newEmail: `${'a'.repeat(250)}@example.com`, currentPassword: PASSWORD }), ['newEmail']);
+    expectAuthError(
+      await changeEmail(session.accessToken, { newEmail: otherEmail.toUpperCase(), currentPassword: PASSWORD }),
+      409,
+      'AUTH_EMAIL_EXISTS',
+    );
+    expectAuthError(
+      await changeEmail(session.accessToken, { newEmail: session.user.email.toUpperCase(), currentPassword: PASSWORD }),
+      400,
+      'VALIDATION_ERROR',
+      {
+        violations: [
+          { field: 'newEmail', rule: 'same_email', message: 'newEmail is already the address of this account' },
+        ],
+      },
+    );
+    expectViolations(
+      await changeEmail(session.accessToken, { newEmail: 'not-an-address', currentPassword: PASSWORD }),
+      ['newEmail'],
+    );
+    expectViolations(
+      await changeEmail(session.accessToken, { newEmail: `${'a'.repeat(250)}@example.com`, currentPassword: PASSWORD }),
+      ['newEmail'],
+    );
   });
 
   it('the address taken between request and confirmation → 409 AUTH_EMAIL_EXISTS at confirm; nothing changes, no session ends', async () => {
@@ -326,7 +417,8 @@ describe('POST /auth/change-email and /auth/confirm-email-change', () => {
     const session = await t.signupConfirmed(newEmail('mail-code'));
     const address = newEmail('mail-code-new');
     const code = await requestChange(session, address);
-    for (let i = 1; i <= 5; i++) expectAuthError(await confirmEmail(session.accessToken, wrongCode(code, i)), 400, 'AUTH_INVALID_CODE');
+    for (let i = 1; i <= 5; i++)
+      expectAuthError(await confirmEmail(session.accessToken, wrongCode(code, i)), 400, 'AUTH_INVALID_CODE');
     expectAuthError(await confirmEmail(session.accessToken, code), 400, 'AUTH_INVALID_CODE');
     const next = await requestChange(session, address);
     const res = await confirmEmail(session.accessToken, next);
@@ -334,7 +426,7 @@ describe('POST /auth/change-email and /auth/confirm-email-change', () => {
     expect(res.body.user.email).toBe(address);
   });
 
-  it('no pending change, another purpose\'s code, or another user\'s code → 400 AUTH_INVALID_CODE; bad bodies → 400 naming code', async () => {
+  it("no pending change, another purpose's code, or another user's code → 400 AUTH_INVALID_CODE; bad bodies → 400 naming code", async () => {
     const a = await t.signupConfirmed(newEmail('mail-a'));
     const b = await t.signupConfirmed(newEmail('mail-b'));
     expectAuthError(await confirmEmail(a.accessToken, '123456'), 400, 'AUTH_INVALID_CODE');
@@ -358,7 +450,9 @@ describe('POST /auth/change-email and /auth/confirm-email-change', () => {
     const owner = await loggedIn(email);
     const address = newEmail('mail-ended-new');
     const code = await requestChange(thief, address);
-    expect((await changePassword(owner.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status).toBe(200);
+    expect(
+      (await changePassword(owner.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status,
+    ).toBe(200);
     expectAuthError(await confirmEmail(thief.accessToken, code), 401, 'AUTH_TOKEN_INVALID');
     expect((await userRow(owner.user.id))!.email).toBe(email);
   });
@@ -367,7 +461,7 @@ describe('POST /auth/change-email and /auth/confirm-email-change', () => {
 describe('GET /auth/sessions, DELETE /auth/sessions/{id}, DELETE /auth/sessions', () => {
   const sid = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
 
-  it('lists the live sessions, most recently used first, `current` on the caller\'s, no token values', async () => {
+  it("lists the live sessions, most recently used first, `current` on the caller's, no token values", async () => {
     const email = newEmail('list');
     const first = await t.signupConfirmed(email);
     const second = await loggedIn(email);
@@ -380,7 +474,11 @@ describe('GET /auth/sessions, DELETE /auth/sessions/{id}, DELETE /auth/sessions'
     const res = await listSessions(second.accessToken);
     expect(res.status, res.text).toBe(200);
     expect(Object.keys(res.body)).toEqual(['sessions']);
-    expect(res.body.sessions.map((s: { id: string }) => s.id)).toEqual([sid(first.accessToken), sid(third.accessToken), sid(second.accessToken)]);
+    expect(res.body.sessions.map((s: { id: string }) => s.id)).toEqual([
+      sid(first.accessToken),
+      sid(third.accessToken),
+      sid(second.accessToken),
+    ]);
     for (const s of res.body.sessions) {
       expect(s).toEqual({
         id: expect.stringMatching(UUID),
@@ -393,7 +491,8 @@ describe('GET /auth/sessions, DELETE /auth/sessions/{id}, DELETE /auth/sessions'
     }
     const [refreshedOne] = res.body.sessions;
     expect(Date.parse(refreshedOne.lastUsedAt)).toBeGreaterThan(Date.parse(refreshedOne.createdAt));
-    for (const token of [first.refreshToken, refreshed.body.refreshToken, first.accessToken]) expect(res.text).not.toContain(token);
+    for (const token of [first.refreshToken, refreshed.body.refreshToken, first.accessToken])
+      expect(res.text).not.toContain(token);
   });
 
   it('ends one of the own sessions by id → 200; its tokens stop; again → 404 AUTH_SESSION_NOT_FOUND', async () => {
@@ -406,20 +505,30 @@ describe('GET /auth/sessions, DELETE /auth/sessions/{id}, DELETE /auth/sessions'
     await expectDead(drop);
     await expectDead(drop, peer);
     await expectLive(keep.accessToken, keep.user.id);
-    expect((await listSessions(keep.accessToken)).body.sessions.map((s: { id: string }) => s.id)).toEqual([sid(keep.accessToken)]);
+    expect((await listSessions(keep.accessToken)).body.sessions.map((s: { id: string }) => s.id)).toEqual([
+      sid(keep.accessToken),
+    ]);
     expectAuthError(await endSession(keep.accessToken, sid(drop.accessToken)), 404, 'AUTH_SESSION_NOT_FOUND');
   });
 
-  it('another user\'s session id, an unknown one or a malformed one → 404 AUTH_SESSION_NOT_FOUND; the other user\'s session lives on', async () => {
+  it("another user's session id, an unknown one or a malformed one → 404 AUTH_SESSION_NOT_FOUND; the other user's session lives on", async () => {
     const mallory = await t.signupConfirmed(newEmail('mallory'));
     const alice = await t.signupConfirmed(newEmail('alice'));
-    for (const id of [sid(alice.accessToken), '00000000-0000-4000-8000-000000000000', 'not-a-uuid', "1'%20OR%20'1'='1", '%E2%9C%93']) {
+    for (const id of [
+      sid(alice.accessToken),
+      '00000000-0000-4000-8000-000000000000',
+      'not-a-uuid',
+      "1'%20OR%20'1'='1",
+      '%E2%9C%93',
+    ]) {
       expectAuthError(await endSession(mallory.accessToken, id), 404, 'AUTH_SESSION_NOT_FOUND');
     }
     await expectLive(alice.accessToken, alice.user.id);
     expect((await refresh(alice.refreshToken)).status).toBe(200);
     // Nor does Mallory's list show Alice's session.
-    expect((await listSessions(mallory.accessToken)).body.sessions.map((s: { id: string }) => s.id)).toEqual([sid(mallory.accessToken)]);
+    expect((await listSessions(mallory.accessToken)).body.sessions.map((s: { id: string }) => s.id)).toEqual([
+      sid(mallory.accessToken),
+    ]);
   });
 
   it('ending the current session is a logout: 200, then its tokens stop', async () => {
@@ -428,7 +537,11 @@ describe('GET /auth/sessions, DELETE /auth/sessions/{id}, DELETE /auth/sessions'
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ message: 'session ended; this was the current session: you are logged out' });
     await expectDead(session);
-    expect(await t.db.query('select 1 from svcgen.revoked_tokens where jti = $1', [JSON.parse(Buffer.from(session.accessToken.split('.')[1]!, 'base64url').toString()).jti])).toHaveLength(1);
+    expect(
+      await t.db.query('select 1 from svcgen.revoked_tokens where jti = $1', [
+        JSON.parse(Buffer.from(session.accessToken.split('.')[1]!, 'base64url').toString()).jti,
+      ]),
+    ).toHaveLength(1);
   });
 
   it('DELETE /auth/sessions ends every other session → 200 with the count; the current one stays; with none left → 0', async () => {
@@ -447,13 +560,15 @@ describe('GET /auth/sessions, DELETE /auth/sessions/{id}, DELETE /auth/sessions'
 });
 
 describe('POST /auth/delete-account', () => {
-  it('→ 200; the user, its sessions and tokens are gone on every process; rows of the project\'s tables stay; the address is free again', async () => {
+  it("→ 200; the user, its sessions and tokens are gone on every process; rows of the project's tables stay; the address is free again", async () => {
     const email = newEmail('delete');
     const session = await t.signupConfirmed(email);
     const other = await loggedIn(email);
     await expectLive(other.accessToken, other.user.id, peer);
     // A Customer row with the user's id, and an Order whose customerId the customer role fills from $user.id.
-    const customer = await t.request('POST', '/gw/api/rest/Customer', { body: { id: session.user.id, email, name: 'To Delete' } });
+    const customer = await t.request('POST', '/gw/api/rest/Customer', {
+      body: { id: session.user.id, email, name: 'To Delete' },
+    });
     expect(customer.status, customer.text).toBe(201);
     const order = await t.asUser(session.accessToken, 'POST', '/gw/api/rest/Order', { body: { total: 12.5 } });
     expect(order.status, order.text).toBe(201);
@@ -481,7 +596,11 @@ describe('POST /auth/delete-account', () => {
 
   it('a wrong current password → 401 AUTH_INVALID_CREDENTIALS; no password → 400; nothing is deleted', async () => {
     const session = await t.signupConfirmed(newEmail('delete-wrong'));
-    expectAuthError(await deleteAccount(session.accessToken, { currentPassword: 'not-it-123' }), 401, 'AUTH_INVALID_CREDENTIALS');
+    expectAuthError(
+      await deleteAccount(session.accessToken, { currentPassword: 'not-it-123' }),
+      401,
+      'AUTH_INVALID_CREDENTIALS',
+    );
     expectViolations(await deleteAccount(session.accessToken, {}), ['currentPassword']);
     expectViolations(await deleteAccount(session.accessToken, { currentPassword: ['x'] }), ['currentPassword']);
     expectAuthError(await deleteAccount('not-a-token', { currentPassword: PASSWORD }), 401, 'AUTH_TOKEN_INVALID');
@@ -513,10 +632,13 @@ describe('rate limits (defaults: 60 reads and session ends, 5 changes a minute p
     const email = newEmail('limit-change');
     const session = await limited.signupConfirmed(email);
     freshWindow();
-    const wrong = (i: number) => changePassword(session.accessToken, { currentPassword: `wrong-${i}-x`, newPassword: NEW_PASSWORD }, limited);
+    const wrong = (i: number) =>
+      changePassword(session.accessToken, { currentPassword: `wrong-${i}-x`, newPassword: NEW_PASSWORD }, limited);
     for (let i = 1; i <= 4; i++) expectAuthError(await wrong(i), 401, 'AUTH_INVALID_CREDENTIALS');
     expectAuthError(await wrong(5), 423, 'AUTH_ACCOUNT_LOCKED', { lockedUntil: expect.stringMatching(ISO_8601) });
-    expectRateLimited(await changePassword(session.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }, limited));
+    expectRateLimited(
+      await changePassword(session.accessToken, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }, limited),
+    );
     expectRateLimited(await deleteAccount(session.accessToken, { currentPassword: PASSWORD }, limited));
     expect((await limited.db.query('select 1 from svcgen.users where id = $1', [session.user.id])).length).toBe(1);
   });

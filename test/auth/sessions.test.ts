@@ -46,7 +46,10 @@ async function expectRefreshRefused(refreshToken: string): Promise<void> {
 }
 
 /** A successful refresh: exactly {accessToken, refreshToken}, both new. */
-async function refreshed(previous: { accessToken: string; refreshToken: string }): Promise<{ accessToken: string; refreshToken: string }> {
+async function refreshed(previous: {
+  accessToken: string;
+  refreshToken: string;
+}): Promise<{ accessToken: string; refreshToken: string }> {
   const res = await refresh(previous.refreshToken);
   expect(res.status, res.text).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -105,7 +108,10 @@ describe('POST /auth/refresh-token', () => {
     const session = await t.signupConfirmed(newEmail('concurrent'));
     const answers = await Promise.all(Array.from({ length: 20 }, () => refresh(session.refreshToken)));
     const ok = answers.filter((r) => r.status === 200);
-    expect(answers.map((r) => r.status).sort(), answers.map((r) => r.text).join('\n')).toEqual([200, ...Array(19).fill(401)]);
+    expect(answers.map((r) => r.status).sort(), answers.map((r) => r.text).join('\n')).toEqual([
+      200,
+      ...Array(19).fill(401),
+    ]);
     expect(Object.keys(ok[0]!.body).sort()).toEqual(['accessToken', 'refreshToken']);
     for (const res of answers.filter((r) => r.status !== 200)) expectAuthError(res, 401, 'AUTH_TOKEN_INVALID');
   });
@@ -188,7 +194,9 @@ describe('user tokens, management routes and API keys', () => {
     const session = await t.signupConfirmed(newEmail('management'));
     expectProblemAt(await t.asUser(session.accessToken, 'GET', KEYS), 403, KEYS, 'forbidden');
     expectProblemAt(
-      await t.asUser(session.accessToken, 'POST', KEYS, { body: { name: 'mine', prefix: 'Mine', roles: ['admin'], environment: 'master' } }),
+      await t.asUser(session.accessToken, 'POST', KEYS, {
+        body: { name: 'mine', prefix: 'Mine', roles: ['admin'], environment: 'master' },
+      }),
       403,
       KEYS,
       'forbidden',
@@ -202,12 +210,20 @@ describe('user tokens, management routes and API keys', () => {
     const prefixed = await t.createKey(['catalog'], { prefix: 'Catalog' });
     const byAdmin = await t.request('GET', DATA);
     const byCustomerKey = await t.request('GET', DATA, { key: customerKey.key });
-    const byPrefix = await t.request('GET', DATA, { key: false, headers: { authorization: `Catalog ${prefixed.key}` } });
+    const byPrefix = await t.request('GET', DATA, {
+      key: false,
+      headers: { authorization: `Catalog ${prefixed.key}` },
+    });
     const byUser = await t.asUser(session.accessToken, 'GET', DATA);
     for (const res of [byAdmin, byCustomerKey, byPrefix, byUser]) expect(res.status, res.text).toBe(200);
     // An admin key reads what the customer's token may not.
     expect((await t.request('GET', '/gw/api/rest/Customer')).status).toBe(200);
-    expectProblemAt(await t.asUser(session.accessToken, 'GET', '/gw/api/rest/Customer'), 403, '/gw/api/rest/Customer', 'forbidden');
+    expectProblemAt(
+      await t.asUser(session.accessToken, 'GET', '/gw/api/rest/Customer'),
+      403,
+      '/gw/api/rest/Customer',
+      'forbidden',
+    );
     // A management token still manages keys.
     const list = await t.request('GET', KEYS, { key: MANAGEMENT_TOKEN });
     expect(list.status, list.text).toBe(200);
@@ -259,7 +275,9 @@ describe('revocation across processes (two servers on one database)', () => {
       await expectRefreshRefused(session.refreshToken);
       if (await acceptedByB(next.accessToken)) leaked.push(round);
     }
-    expect(leaked, 'rounds in which the other process still accepted an access token of the revoked session').toEqual([]);
+    expect(leaked, 'rounds in which the other process still accepted an access token of the revoked session').toEqual(
+      [],
+    );
   });
 
   it('a password reset on one process: the other refuses the earlier access tokens on its next request', async () => {

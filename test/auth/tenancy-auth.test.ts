@@ -31,7 +31,10 @@ describe('project', () => {
   });
 
   it('?project_id=shop works instead of the header', async () => {
-    const created = await t.request('POST', `${BASE}/City?project_id=shop`, { project: false, body: { name: 'Query', country: 'QP' } });
+    const created = await t.request('POST', `${BASE}/City?project_id=shop`, {
+      project: false,
+      body: { name: 'Query', country: 'QP' },
+    });
     expect(created.status, created.text).toBe(201);
     const read = await t.request('GET', `${BASE}/City/${created.body.data.id}?project_id=shop`, { project: false });
     expect(read.status, read.text).toBe(200);
@@ -63,24 +66,42 @@ describe('environment', () => {
   });
 
   it('x-environment is an alias of environment', async () => {
-    const created = await t.request('POST', `${BASE}/City`, { key: stagingKey, headers: { 'x-environment': 'staging' }, body: { name: 'Alias', country: 'AL' } });
+    const created = await t.request('POST', `${BASE}/City`, {
+      key: stagingKey,
+      headers: { 'x-environment': 'staging' },
+      body: { name: 'Alias', country: 'AL' },
+    });
     expect(created.status, created.text).toBe(201);
     expect(await countRows(t.db, 'City', 'staging', 'id = $1', [created.body.data.id])).toBe(1);
-    const read = await t.request('GET', `${BASE}/City/${created.body.data.id}`, { key: stagingKey, environment: 'staging' });
+    const read = await t.request('GET', `${BASE}/City/${created.body.data.id}`, {
+      key: stagingKey,
+      environment: 'staging',
+    });
     expect(read.status, read.text).toBe(200);
     expect(read.body).toEqual(created.body);
   });
 
   it('environments are isolated, in the API and in their SQL schemas', async () => {
-    const inStaging = await t.request('POST', `${BASE}/City`, { key: stagingKey, environment: 'staging', body: { id: 900001, name: 'Stage', country: 'ST' } });
+    const inStaging = await t.request('POST', `${BASE}/City`, {
+      key: stagingKey,
+      environment: 'staging',
+      body: { id: 900001, name: 'Stage', country: 'ST' },
+    });
     expect(inStaging.status, inStaging.text).toBe(201);
     const inMaster = await t.request('POST', `${BASE}/City`, { body: { id: 900002, name: 'Main', country: 'MA' } });
     expect(inMaster.status, inMaster.text).toBe(201);
 
     expectProblemAt(await t.request('GET', `${BASE}/City/900001`), 404, `${BASE}/City/900001`, 'not-found');
-    expectProblemAt(await t.request('GET', `${BASE}/City/900002`, { key: stagingKey, environment: 'staging' }), 404, `${BASE}/City/900002`, 'not-found');
+    expectProblemAt(
+      await t.request('GET', `${BASE}/City/900002`, { key: stagingKey, environment: 'staging' }),
+      404,
+      `${BASE}/City/900002`,
+      'not-found',
+    );
     const masterIds = (await t.request('GET', `${BASE}/City?limit=1000`)).body.data.map((c: { id: number }) => c.id);
-    const stagingIds = (await t.request('GET', `${BASE}/City?limit=1000`, { key: stagingKey, environment: 'staging' })).body.data.map((c: { id: number }) => c.id);
+    const stagingIds = (
+      await t.request('GET', `${BASE}/City?limit=1000`, { key: stagingKey, environment: 'staging' })
+    ).body.data.map((c: { id: number }) => c.id);
     expect(masterIds).toContain(900002);
     expect(masterIds).not.toContain(900001);
     expect(stagingIds).toContain(900001);
@@ -107,7 +128,9 @@ describe('credentials', () => {
     ['scheme with a colon', 'Bearer: <key>'],
     ['Basic credentials', 'Basic dXNlcjpwYXNz'],
   ])('malformed Authorization (%s) → 401', async (_name, value) => {
-    const res = await t.request('GET', `${BASE}/City`, { headers: { authorization: value.replace('<key>', t.adminKey) } });
+    const res = await t.request('GET', `${BASE}/City`, {
+      headers: { authorization: value.replace('<key>', t.adminKey) },
+    });
     expectProblemAt(res, 401, `${BASE}/City`, 'unauthorized');
   });
 
@@ -115,9 +138,17 @@ describe('credentials', () => {
     ['well-formed unknown key', () => `Bearer ${fakeKey()}`],
     ['random word', () => 'Bearer not-a-key'],
     ['unknown key with a custom prefix', () => `ApiKey ${fakeKey()}`],
-    ['admin key with one character changed', () => `Bearer ${t.adminKey.slice(0, -1)}${t.adminKey.endsWith('A') ? 'B' : 'A'}`],
+    [
+      'admin key with one character changed',
+      () => `Bearer ${t.adminKey.slice(0, -1)}${t.adminKey.endsWith('A') ? 'B' : 'A'}`,
+    ],
   ])('unknown key (%s) → 401', async (_name, value) => {
-    expectProblemAt(await t.request('GET', `${BASE}/City`, { headers: { authorization: value() } }), 401, `${BASE}/City`, 'unauthorized');
+    expectProblemAt(
+      await t.request('GET', `${BASE}/City`, { headers: { authorization: value() } }),
+      401,
+      `${BASE}/City`,
+      'unauthorized',
+    );
   });
 
   it('a revoked key → 401 from then on', async () => {
@@ -127,7 +158,12 @@ describe('credentials', () => {
     expect(revoked.status, revoked.text).toBe(204);
     expect(revoked.text).toBe('');
     expectProblemAt(await t.request('GET', `${BASE}/City`, { key }), 401, `${BASE}/City`, 'unauthorized');
-    expectProblemAt(await t.request('POST', `${BASE}/City`, { key, body: { name: 'X', country: 'XX' } }), 401, `${BASE}/City`, 'unauthorized');
+    expectProblemAt(
+      await t.request('POST', `${BASE}/City`, { key, body: { name: 'X', country: 'XX' } }),
+      401,
+      `${BASE}/City`,
+      'unauthorized',
+    );
   });
 
   it.each([
@@ -145,7 +181,12 @@ describe('credentials', () => {
       expect((await t.request('GET', `${BASE}/City`, { headers: { authorization } })).status, authorization).toBe(200);
     }
     for (const authorization of [`ApiKey ${key}`, `Tokens ${key}`, `Basic ${key}`]) {
-      expectProblemAt(await t.request('GET', `${BASE}/City`, { headers: { authorization } }), 401, `${BASE}/City`, 'unauthorized');
+      expectProblemAt(
+        await t.request('GET', `${BASE}/City`, { headers: { authorization } }),
+        401,
+        `${BASE}/City`,
+        'unauthorized',
+      );
     }
   });
 });
@@ -179,24 +220,94 @@ describe('management token and API keys stay in their lanes', () => {
 describe('order of checks (docs/api.md §2)', () => {
   const P = (p: string) => `${BASE}${p}`;
   it.each([
-    ['missing project beats missing credentials', 'GET', '/City', { project: false, key: false }, 400, 'missing-project'],
+    [
+      'missing project beats missing credentials',
+      'GET',
+      '/City',
+      { project: false, key: false },
+      400,
+      'missing-project',
+    ],
     ['missing project beats an unknown table', 'GET', '/Nope', { project: false, key: false }, 400, 'missing-project'],
-    ['unknown project beats missing credentials', 'GET', '/City', { project: 'other', key: false }, 404, 'unknown-project'],
-    ['unknown environment beats missing credentials', 'GET', '/City', { environment: 'prod', key: false }, 404, 'unknown-environment'],
-    ['unknown environment beats a bad key', 'GET', '/City', { environment: 'prod', headers: { authorization: 'Bearer nope' } }, 404, 'unknown-environment'],
+    [
+      'unknown project beats missing credentials',
+      'GET',
+      '/City',
+      { project: 'other', key: false },
+      404,
+      'unknown-project',
+    ],
+    [
+      'unknown environment beats missing credentials',
+      'GET',
+      '/City',
+      { environment: 'prod', key: false },
+      404,
+      'unknown-environment',
+    ],
+    [
+      'unknown environment beats a bad key',
+      'GET',
+      '/City',
+      { environment: 'prod', headers: { authorization: 'Bearer nope' } },
+      404,
+      'unknown-environment',
+    ],
     ['unknown table without credentials → 401', 'GET', '/Nope', { key: false }, 401, 'unauthorized'],
-    ['unknown table with a bad key → 401', 'POST', '/Nope', { headers: { authorization: 'Bearer nope' }, body: {} }, 401, 'unauthorized'],
+    [
+      'unknown table with a bad key → 401',
+      'POST',
+      '/Nope',
+      { headers: { authorization: 'Bearer nope' }, body: {} },
+      401,
+      'unauthorized',
+    ],
     ['unknown table (wrong case) without credentials → 401', 'GET', '/city/1', { key: false }, 401, 'unauthorized'],
     ['unknown table with credentials → 404', 'GET', '/Nope', {}, 404, 'unknown-table'],
     ['unknown table with credentials, id path → 404', 'DELETE', '/Nope/1', {}, 404, 'unknown-table'],
     ['table names are case-sensitive → 404', 'GET', '/city', {}, 404, 'unknown-table'],
     ['unknown table beats permission', 'GET', '/Nope', { key: 'catalog' }, 404, 'unknown-table'],
     ['unknown table beats the management token 403', 'GET', '/Nope', { key: MANAGEMENT_TOKEN }, 404, 'unknown-table'],
-    ['unknown table beats body validation', 'POST', '/Nope', { raw: '{bad', headers: { 'content-type': 'application/json' } }, 404, 'unknown-table'],
-    ['forbidden table beats invalid JSON', 'POST', '/Order', { key: 'catalog', raw: '{bad', headers: { 'content-type': 'application/json' } }, 403, 'forbidden'],
-    ['forbidden table beats an unknown field', 'POST', '/Order', { key: 'catalog', body: { bogus: 1, total: 'abc' } }, 403, 'forbidden'],
-    ['forbidden table beats a wrong Content-Type', 'POST', '/Order', { key: 'catalog', raw: '{}', headers: { 'content-type': 'text/plain' } }, 403, 'forbidden'],
-    ['forbidden table beats a bad PATCH body', 'PATCH', '/Order/1', { key: 'catalog', body: { createdAt: 'x' } }, 403, 'forbidden'],
+    [
+      'unknown table beats body validation',
+      'POST',
+      '/Nope',
+      { raw: '{bad', headers: { 'content-type': 'application/json' } },
+      404,
+      'unknown-table',
+    ],
+    [
+      'forbidden table beats invalid JSON',
+      'POST',
+      '/Order',
+      { key: 'catalog', raw: '{bad', headers: { 'content-type': 'application/json' } },
+      403,
+      'forbidden',
+    ],
+    [
+      'forbidden table beats an unknown field',
+      'POST',
+      '/Order',
+      { key: 'catalog', body: { bogus: 1, total: 'abc' } },
+      403,
+      'forbidden',
+    ],
+    [
+      'forbidden table beats a wrong Content-Type',
+      'POST',
+      '/Order',
+      { key: 'catalog', raw: '{}', headers: { 'content-type': 'text/plain' } },
+      403,
+      'forbidden',
+    ],
+    [
+      'forbidden table beats a bad PATCH body',
+      'PATCH',
+      '/Order/1',
+      { key: 'catalog', body: { createdAt: 'x' } },
+      403,
+      'forbidden',
+    ],
     ['forbidden table beats bad query parameters', 'GET', '/Order?limit=abc', { key: 'catalog' }, 403, 'forbidden'],
     ['forbidden action beats record existence', 'DELETE', '/Product/987654', { key: 'catalog' }, 403, 'forbidden'],
     ['forbidden table beats record existence', 'GET', '/Order/987654', { key: 'catalog' }, 403, 'forbidden'],

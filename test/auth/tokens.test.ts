@@ -43,7 +43,12 @@ function remoteJwks(s: AuthTestServer) {
 }
 
 /** The token is refused on a data route (401 Problem) and on /auth/logout (401 { error: code }). */
-async function expectRefused(s: AuthTestServer, token: string, code = 'AUTH_TOKEN_INVALID', environment?: string): Promise<void> {
+async function expectRefused(
+  s: AuthTestServer,
+  token: string,
+  code = 'AUTH_TOKEN_INVALID',
+  environment?: string,
+): Promise<void> {
   expectProblemAt(await s.asUser(token, 'GET', DATA, { environment }), 401, DATA, 'unauthorized');
   expectAuthError(await s.auth('POST', '/auth/logout', { token, environment }), 401, code);
 }
@@ -103,11 +108,16 @@ describe('JWS access tokens and the JWKS', () => {
 
   it('an independent verifier (jose createRemoteJWKSet + jwtVerify) accepts it', async () => {
     const session = await t.signupConfirmed(newEmail('remote'));
-    const { payload, protectedHeader } = await jwtVerify(session.accessToken, remoteJwks(t), { issuer: 'svcgen', audience: 'shop/master' });
+    const { payload, protectedHeader } = await jwtVerify(session.accessToken, remoteJwks(t), {
+      issuer: 'svcgen',
+      audience: 'shop/master',
+    });
     expect(payload.sub).toBe(session.user.id);
     expect(protectedHeader.alg).toBe('RS256');
     // ... and it checks what it is told to: another audience is refused.
-    await expect(jwtVerify(session.accessToken, remoteJwks(t), { issuer: 'svcgen', audience: 'shop/staging' })).rejects.toThrow();
+    await expect(
+      jwtVerify(session.accessToken, remoteJwks(t), { issuer: 'svcgen', audience: 'shop/staging' }),
+    ).rejects.toThrow();
   });
 
   it('JWKS: 200, Cache-Control max-age=300, exactly one signing key {kty, kid, use, alg, n, e}', async () => {
@@ -119,7 +129,14 @@ describe('JWS access tokens and the JWKS', () => {
     expect(res.body.keys).toHaveLength(1);
     const [key] = res.body.keys;
     expect(Object.keys(key).sort()).toEqual(['alg', 'e', 'kid', 'kty', 'n', 'use']);
-    expect(key).toEqual({ kty: 'RSA', kid: expect.any(String), use: 'sig', alg: 'RS256', n: expect.any(String), e: 'AQAB' });
+    expect(key).toEqual({
+      kty: 'RSA',
+      kid: expect.any(String),
+      use: 'sig',
+      alg: 'RS256',
+      n: expect.any(String),
+      e: 'AQAB',
+    });
     expect(key.kid.length).toBeGreaterThan(0);
     expect(Buffer.from(key.n, 'base64url').length).toBeGreaterThanOrEqual(256); // RSA-2048 or more
   });
@@ -168,14 +185,33 @@ describe('JWE mode (auth.jwe = true)', () => {
     const sig = keys.find((k) => k.use === 'sig')!;
     const enc = keys.find((k) => k.use === 'enc')!;
     for (const key of keys) expect(Object.keys(key).sort()).toEqual(['alg', 'e', 'kid', 'kty', 'n', 'use']);
-    expect(sig).toEqual({ kty: 'RSA', kid: expect.any(String), use: 'sig', alg: 'RS256', n: expect.any(String), e: 'AQAB' });
-    expect(enc).toEqual({ kty: 'RSA', kid: expect.any(String), use: 'enc', alg: 'RSA-OAEP-256', n: expect.any(String), e: 'AQAB' });
+    expect(sig).toEqual({
+      kty: 'RSA',
+      kid: expect.any(String),
+      use: 'sig',
+      alg: 'RS256',
+      n: expect.any(String),
+      e: 'AQAB',
+    });
+    expect(enc).toEqual({
+      kty: 'RSA',
+      kid: expect.any(String),
+      use: 'enc',
+      alg: 'RSA-OAEP-256',
+      n: expect.any(String),
+      e: 'AQAB',
+    });
     expect(enc.kid).not.toBe(sig.kid);
     expect(enc.n).not.toBe(sig.n);
 
     const session = await j.signupConfirmed(newEmail('jwe'));
     expect(session.accessToken.split('.')).toHaveLength(5);
-    expect(decodeProtectedHeader(session.accessToken)).toEqual({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: enc.kid, cty: 'JWT' });
+    expect(decodeProtectedHeader(session.accessToken)).toEqual({
+      alg: 'RSA-OAEP-256',
+      enc: 'A256GCM',
+      kid: enc.kid,
+      cty: 'JWT',
+    });
     // The refresh token's pair is a JWE as well.
     const refreshed = await j.auth('POST', '/auth/refresh-token', { body: { refreshToken: session.refreshToken } });
     expect(refreshed.status, refreshed.text).toBe(200);
@@ -184,7 +220,9 @@ describe('JWE mode (auth.jwe = true)', () => {
 
   it('a JWS verifier with the public JWKS cannot verify the JWE (it needs the private key)', async () => {
     const session = await j.signupConfirmed(newEmail('jwe-opaque'));
-    await expect(jwtVerify(session.accessToken, remoteJwks(j), { issuer: 'svcgen', audience: 'shop/master' })).rejects.toThrow();
+    await expect(
+      jwtVerify(session.accessToken, remoteJwks(j), { issuer: 'svcgen', audience: 'shop/master' }),
+    ).rejects.toThrow();
   });
 
   it('the server accepts its JWE on data routes and on /auth/logout', async () => {
@@ -200,15 +238,27 @@ describe('JWE mode (auth.jwe = true)', () => {
   it('a tampered JWE, or a JWE around a JWS signed with a key of my own (the enc key is public): 401 / AUTH_TOKEN_INVALID', async () => {
     const session = await j.signupConfirmed(newEmail('jwe-tampered'));
     const parts = session.accessToken.split('.');
-    const flip = (p: string) => p.slice(0, p.length >> 1) + (p[p.length >> 1] === 'A' ? 'B' : 'A') + p.slice((p.length >> 1) + 1);
+    const flip = (p: string) =>
+      p.slice(0, p.length >> 1) + (p[p.length >> 1] === 'A' ? 'B' : 'A') + p.slice((p.length >> 1) + 1);
     for (const i of [1, 3, 4]) await expectRefused(j, parts.map((p, k) => (k === i ? flip(p) : p)).join('.'));
     const { keys } = await jwksOf(j);
     const enc = keys.find((k) => k.use === 'enc')!;
     const sig = keys.find((k) => k.use === 'sig')!;
     const { privateKey } = await generateKeyPair('RS256');
-    const claims = { sub: session.user.id, sid: randomUUID(), jti: randomUUID(), email: 'x@example.com', roles: ['admin'] };
-    const inner = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: sig.kid!, typ: 'JWT' })
-      .setIssuer('svcgen').setAudience('shop/master').setIssuedAt().setExpirationTime('10m').sign(privateKey);
+    const claims = {
+      sub: session.user.id,
+      sid: randomUUID(),
+      jti: randomUUID(),
+      email: 'x@example.com',
+      roles: ['admin'],
+    };
+    const inner = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', kid: sig.kid!, typ: 'JWT' })
+      .setIssuer('svcgen')
+      .setAudience('shop/master')
+      .setIssuedAt()
+      .setExpirationTime('10m')
+      .sign(privateKey);
     const forged = await new CompactEncrypt(new TextEncoder().encode(inner))
       .setProtectedHeader({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: enc.kid!, cty: 'JWT' })
       .encrypt(await importJWK(enc, 'RSA-OAEP-256'));
@@ -280,13 +330,22 @@ describe('keys across processes and restarts (one database)', () => {
     expect(await jwksOf(d)).toEqual(jwksA);
     await expectAccepted(d, fromA.accessToken);
     await expectAccepted(d, fromB.accessToken);
-    const { payload } = await jwtVerify(fromB.accessToken, remoteJwks(d), { issuer: 'svcgen', audience: 'shop/master' });
+    const { payload } = await jwtVerify(fromB.accessToken, remoteJwks(d), {
+      issuer: 'svcgen',
+      audience: 'shop/master',
+    });
     expect(payload.sub).toBe(fromB.user.id);
   });
 
   it('private keys are not stored in clear in svcgen.signing_keys', async () => {
     const s = await start();
-    const rows = await s.db.query<{ environment: string; use: string; kid: string; private_jwk: string; public_jwk: JWK }>(
+    const rows = await s.db.query<{
+      environment: string;
+      use: string;
+      kid: string;
+      private_jwk: string;
+      public_jwk: JWK;
+    }>(
       `select environment, use, kid, private_jwk, public_jwk from svcgen.signing_keys where project_id = 'shop' order by environment, use`,
     );
     expect(rows.map((r) => `${r.environment}/${r.use}`)).toEqual(['master/sig', 'staging/sig']);
@@ -321,7 +380,10 @@ describe('refused tokens', () => {
   let short: AuthTestServer;
   beforeAll(async () => {
     t = await startAuthServer({ passwordCost: 4 });
-    short = await startAuthServer({ passwordCost: 4, configPatch: (raw) => (raw.auth = { ...raw.auth, accessTokenTtl: 1 }) });
+    short = await startAuthServer({
+      passwordCost: 4,
+      configPatch: (raw) => (raw.auth = { ...raw.auth, accessTokenTtl: 1 }),
+    });
   });
   afterAll(async () => {
     await short?.close();
@@ -334,7 +396,11 @@ describe('refused tokens', () => {
     expect(exp).toBe(iat! + 1);
     while (Date.now() < exp! * 1000) await new Promise((resolve) => setTimeout(resolve, 25));
     expectProblemAt(await short.asUser(session.accessToken, 'GET', DATA), 401, DATA, 'unauthorized');
-    expectAuthError(await short.auth('POST', '/auth/logout', { token: session.accessToken }), 401, 'AUTH_TOKEN_EXPIRED');
+    expectAuthError(
+      await short.auth('POST', '/auth/logout', { token: session.accessToken }),
+      401,
+      'AUTH_TOKEN_EXPIRED',
+    );
     // The refresh token still gets a new (working, for a second) pair.
     const refreshed = await short.auth('POST', '/auth/refresh-token', { body: { refreshToken: session.refreshToken } });
     expect(refreshed.status, refreshed.text).toBe(200);
@@ -379,7 +445,9 @@ describe('refused tokens', () => {
     const claims = decodeJwt(session.accessToken);
     const { privateKey } = await generateKeyPair('RS256');
     for (const aud of ['other/master', 'shop/master']) {
-      const forged = await new SignJWT({ ...claims, aud }).setProtectedHeader({ alg: 'RS256', kid: kid!, typ: 'JWT' }).sign(privateKey);
+      const forged = await new SignJWT({ ...claims, aud })
+        .setProtectedHeader({ alg: 'RS256', kid: kid!, typ: 'JWT' })
+        .sign(privateKey);
       await expectRefused(t, forged);
     }
   });
@@ -388,7 +456,8 @@ describe('refused tokens', () => {
     const session = await t.signupConfirmed(newEmail('audience'));
     const claims = decodeJwt(session.accessToken);
     const { kid, key } = await realSigningKey(t);
-    const sign = (aud: string) => new SignJWT({ ...claims, aud }).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(key);
+    const sign = (aud: string) =>
+      new SignJWT({ ...claims, aud }).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(key);
     // The forging is sound: with the real audience the server takes it.
     await expectAccepted(t, await sign('shop/master'));
     await expectRefused(t, await sign('other/master'));
@@ -399,7 +468,9 @@ describe('refused tokens', () => {
   it('a token signed with the real key whose sid is not a uuid: 401 / AUTH_TOKEN_INVALID, not 500', async () => {
     const session = await t.signupConfirmed(newEmail('bad-sid'));
     const { kid, key } = await realSigningKey(t);
-    const token = await new SignJWT({ ...decodeJwt(session.accessToken), sid: 'not-a-uuid' }).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(key);
+    const token = await new SignJWT({ ...decodeJwt(session.accessToken), sid: 'not-a-uuid' })
+      .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
+      .sign(key);
     await expectRefused(t, token);
   });
 

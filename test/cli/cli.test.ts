@@ -7,7 +7,17 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, readTree, runCli, show, startCli, tempDir, type CliResult } from '../support/cli.ts';
+import {
+  cleanupCli,
+  copyExample,
+  freshDatabase,
+  readTree,
+  runCli,
+  show,
+  startCli,
+  tempDir,
+  type CliResult,
+} from '../support/cli.ts';
 import { SHOP } from '../support/server.ts';
 
 afterAll(cleanupCli);
@@ -64,16 +74,22 @@ describe('usage', () => {
     for (const command of new Set(DOCUMENTED_COMMANDS.map((c) => c[0]))) expect(listed, r.stdout).toContain(command);
   });
 
-  it.each(DOCUMENTED_COMMANDS.map((c) => [c.join(' '), c]))('svcgen %s --help exits 0 and shows its usage', async (_, command) => {
-    const r = await runCli([...command, '--help']);
-    expect(r.code, show(r)).toBe(0);
-    expect(r.stdout, show(r)).toContain(`Usage: svcgen ${command.join(' ')}`);
-  });
+  it.each(DOCUMENTED_COMMANDS.map((c) => [c.join(' '), c]))(
+    'svcgen %s --help exits 0 and shows its usage',
+    async (_, command) => {
+      const r = await runCli([...command, '--help']);
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stdout, show(r)).toContain(`Usage: svcgen ${command.join(' ')}`);
+    },
+  );
 
   it.each([
     ['an unknown command', ['frobnicate']],
     ['an unknown option', ['generate', '--bogus']],
-    ['a missing required option (keys create without --env)', ['keys', 'create', '--name', 'ci', '--prefix', 'ApiKey', '--role', 'admin']],
+    [
+      'a missing required option (keys create without --env)',
+      ['keys', 'create', '--name', 'ci', '--prefix', 'ApiKey', '--role', 'admin'],
+    ],
     ['a port that is not a number', ['serve', '--port', 'abc']],
   ])('%s prints one svcgen: line on stderr and exits 2', async (_, args) => {
     expectUsageError(await runCli(args));
@@ -81,7 +97,9 @@ describe('usage', () => {
 });
 
 describe('generate', () => {
-  it('writes exactly the committed examples/shop/generated, and a second run changes nothing', { timeout: 120_000 }, async () => {
+  it('writes exactly the committed examples/shop/generated, and a second run changes nothing', {
+    timeout: 120_000,
+  }, async () => {
     const copy = await copyExample('generate');
     const generated = path.join(copy.dir, 'generated');
     await fs.rm(generated, { recursive: true });
@@ -99,17 +117,23 @@ describe('generate', () => {
     expect(second.code, show(second)).toBe(0);
     const again = await readTree(generated);
     expect([...again.keys()]).toEqual([...written.keys()]);
-    for (const [file, bytes] of written) expect(again.get(file)!.equals(bytes), `generated/${file} changed on the second run`).toBe(true);
+    for (const [file, bytes] of written)
+      expect(again.get(file)!.equals(bytes), `generated/${file} changed on the second run`).toBe(true);
   });
 
-  it('refuses a model without createdAt/updatedAt, naming the model and the missing fields', { timeout: 60_000 }, async () => {
+  it('refuses a model without createdAt/updatedAt, naming the model and the missing fields', {
+    timeout: 60_000,
+  }, async () => {
     const copy = await copyExample('model-error');
     const file = path.join(copy.dir, 'schema.prisma');
     let schema = await fs.readFile(file, 'utf8');
     // City loses both timestamps, Product only updatedAt
     const city = schema.slice(schema.indexOf('model City {'), schema.indexOf('}', schema.indexOf('model City {')));
     schema = schema.replace(city, city.replace(/^ {2}(createdAt|updatedAt) .*\n/gm, ''));
-    const product = schema.slice(schema.indexOf('model Product {'), schema.indexOf('}', schema.indexOf('model Product {')));
+    const product = schema.slice(
+      schema.indexOf('model Product {'),
+      schema.indexOf('}', schema.indexOf('model Product {')),
+    );
     schema = schema.replace(product, product.replace(/^ {2}updatedAt .*\n/m, ''));
     await fs.writeFile(file, schema);
 
@@ -127,7 +151,9 @@ describe('generate', () => {
     expect(await readTree(path.join(copy.dir, 'generated'))).toEqual(await readTree(path.join(SHOP, 'generated')));
   });
 
-  it("reports a syntactically broken schema with Prisma's message and the line number", { timeout: 60_000 }, async () => {
+  it("reports a syntactically broken schema with Prisma's message and the line number", {
+    timeout: 60_000,
+  }, async () => {
     const copy = await copyExample('syntax-error');
     const file = path.join(copy.dir, 'schema.prisma');
     const lines = (await fs.readFile(file, 'utf8')).split('\n');
@@ -181,7 +207,9 @@ describe('check', () => {
     expect(fresh.code, show(fresh)).toBe(0);
   });
 
-  it('a hand edit of the generated Prisma client is reported (the committed client is reused only while it hashes as recorded)', { timeout: 120_000 }, async () => {
+  it('a hand edit of the generated Prisma client is reported (the committed client is reused only while it hashes as recorded)', {
+    timeout: 120_000,
+  }, async () => {
     const copy = await copyExample('check-prisma');
     await fs.appendFile(path.join(copy.dir, 'generated/prisma/enums.ts'), '// edited by hand\n');
     const stale = await runCli(['check', '--project', copy.dir]);
@@ -190,7 +218,9 @@ describe('check', () => {
     expect(stale.stdout, show(stale)).toMatch(/^-\/\/ edited by hand$/m);
     const generate = await runCli(['generate', '--project', copy.dir]);
     expect(generate.code, show(generate)).toBe(0);
-    expect(await fs.readFile(path.join(copy.dir, 'generated/prisma/enums.ts'), 'utf8')).toBe(await fs.readFile(path.join(SHOP, 'generated/prisma/enums.ts'), 'utf8'));
+    expect(await fs.readFile(path.join(copy.dir, 'generated/prisma/enums.ts'), 'utf8')).toBe(
+      await fs.readFile(path.join(SHOP, 'generated/prisma/enums.ts'), 'utf8'),
+    );
   });
 });
 
@@ -204,15 +234,22 @@ describe('openapi', () => {
 });
 
 describe('init', () => {
-  it('scaffolds schema.prisma, svcgen.config.json and .gitignore from the example, and refuses to overwrite', { timeout: 60_000 }, async () => {
+  it('scaffolds schema.prisma, svcgen.config.json and .gitignore from the example, and refuses to overwrite', {
+    timeout: 60_000,
+  }, async () => {
     const root = await tempDir('init');
     const target = path.join(root, 'p');
     const r = await runCli(['init', target, '--example', 'shop']);
     expect(r.code, show(r)).toBe(0);
-    expect(await fs.readFile(path.join(target, 'schema.prisma'), 'utf8')).toBe(await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8'));
+    expect(await fs.readFile(path.join(target, 'schema.prisma'), 'utf8')).toBe(
+      await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8'),
+    );
     const example = JSON.parse(await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8'));
     // the project id comes from the folder name
-    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({ ...example, project: { id: 'p' } });
+    expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({
+      ...example,
+      project: { id: 'p' },
+    });
     expect((await fs.readFile(path.join(target, '.gitignore'), 'utf8')).split('\n')).toContain('.svcgen/');
     const manifest = JSON.parse(await fs.readFile(path.join(target, 'package.json'), 'utf8'));
     expect(manifest).toMatchObject({ name: 'p', private: true });
@@ -237,7 +274,10 @@ describe('init', () => {
     const target = path.join(root, 'My Shop');
     await fs.mkdir(target);
     await fs.writeFile(path.join(target, '.gitignore'), 'dist/\nnode_modules/');
-    await fs.writeFile(path.join(target, 'package.json'), '{\n    "name": "mine",\n    "type": "commonjs",\n    "scripts": { "dev": "vite" },\n    "devDependencies": { "svcgen": "file:../svcgen-0.1.0.tgz" }\n}\n');
+    await fs.writeFile(
+      path.join(target, 'package.json'),
+      '{\n    "name": "mine",\n    "type": "commonjs",\n    "scripts": { "dev": "vite" },\n    "devDependencies": { "svcgen": "file:../svcgen-0.1.0.tgz" }\n}\n',
+    );
     const r = await runCli(['init', target, '--id', 'acme']);
     expect(r.code, show(r)).toBe(0);
     expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).project.id).toBe('acme');
@@ -248,7 +288,13 @@ describe('init', () => {
         {
           name: 'mine',
           type: 'commonjs',
-          scripts: { dev: 'vite', generate: 'svcgen generate', check: 'svcgen check', serve: 'svcgen serve', 'migrate:dev': 'svcgen migrate dev' },
+          scripts: {
+            dev: 'vite',
+            generate: 'svcgen generate',
+            check: 'svcgen check',
+            serve: 'svcgen serve',
+            'migrate:dev': 'svcgen migrate dev',
+          },
           devDependencies: { svcgen: 'file:../svcgen-0.1.0.tgz' },
         },
         null,
@@ -266,7 +312,9 @@ describe('init', () => {
     expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8')).project.id).toBe('my-shop');
   });
 
-  it('--empty: a schema.prisma without models and a config with only an admin role, which generate, migrate dev and serve accept', { timeout: 120_000 }, async () => {
+  it('--empty: a schema.prisma without models and a config with only an admin role, which generate, migrate dev and serve accept', {
+    timeout: 120_000,
+  }, async () => {
     const root = await tempDir('init-empty');
     const r = await runCli(['init', 'blank', '--empty'], { cwd: root });
     expect(r.code, show(r)).toBe(0);
@@ -313,14 +361,25 @@ describe('init', () => {
 describe('migrate', () => {
   const ENV_SCHEMAS = ['env_master', 'env_staging'];
 
-  it('migrate dev writes one migration for a new field, applies it to every environment, and then has nothing to do', { timeout: 120_000 }, async () => {
+  it('migrate dev writes one migration for a new field, applies it to every environment, and then has nothing to do', {
+    timeout: 120_000,
+  }, async () => {
     const database = await freshDatabase();
     const copy = await copyExample('migrate-dev');
     const migrations = path.join(copy.dir, 'migrations');
     await addToModel(copy.dir, 'Customer', 'nickname String?');
     const before = (await fs.readdir(migrations)).sort();
 
-    const r = await runCli(['migrate', 'dev', '--name', 'add_nickname', '--project', copy.dir, '--database-url', database.url]);
+    const r = await runCli([
+      'migrate',
+      'dev',
+      '--name',
+      'add_nickname',
+      '--project',
+      copy.dir,
+      '--database-url',
+      database.url,
+    ]);
     expect(r.code, show(r)).toBe(0);
     const after = (await fs.readdir(migrations)).sort();
     const added = after.filter((f) => !before.includes(f));
@@ -337,13 +396,24 @@ describe('migrate', () => {
     expect(columns.map((c) => c.table_schema)).toEqual(ENV_SCHEMAS);
 
     const tree = await readTree(migrations);
-    const again = await runCli(['migrate', 'dev', '--name', 'add_nickname', '--project', copy.dir, '--database-url', database.url]);
+    const again = await runCli([
+      'migrate',
+      'dev',
+      '--name',
+      'add_nickname',
+      '--project',
+      copy.dir,
+      '--database-url',
+      database.url,
+    ]);
     expect(again.code, show(again)).toBe(0);
     expect(again.stdout, show(again)).toMatch(/no changes/i);
     expect(await readTree(migrations)).toEqual(tree);
   });
 
-  it('migrate dev creates the database the URL names when it does not exist (a name that needs quoting), and says so on stderr', { timeout: 120_000 }, async () => {
+  it('migrate dev creates the database the URL names when it does not exist (a name that needs quoting), and says so on stderr', {
+    timeout: 120_000,
+  }, async () => {
     const server = new URL((await freshDatabase()).url);
     const name = `svcgen_t_new "db" ${Date.now().toString(36)}`;
     const url = new URL(server.href);
@@ -353,8 +423,13 @@ describe('migrate', () => {
       const r = await runCli(['migrate', 'dev', '--project', copy.dir, '--database-url', url.href]);
       expect(r.code, show(r)).toBe(0);
       expect(r.stderr, show(r)).toContain(`created the database "${name}" (it did not exist)\n`);
-      const tables = await query<{ table_name: string }>(url.href, `select table_name from information_schema.tables where table_schema = 'env_master' order by table_name`);
-      expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['City', 'Customer', 'Order', 'OrderItem', 'Product']));
+      const tables = await query<{ table_name: string }>(
+        url.href,
+        `select table_name from information_schema.tables where table_schema = 'env_master' order by table_name`,
+      );
+      expect(tables.map((t) => t.table_name)).toEqual(
+        expect.arrayContaining(['City', 'Customer', 'Order', 'OrderItem', 'Product']),
+      );
       // The second run finds it and says nothing about it.
       const again = await runCli(['migrate', 'dev', '--project', copy.dir, '--database-url', url.href]);
       expect(again.code, show(again)).toBe(0);
@@ -365,7 +440,9 @@ describe('migrate', () => {
     }
   });
 
-  it("migrate deploy applies every migration to every environment with Prisma's bookkeeping, once", { timeout: 90_000 }, async () => {
+  it("migrate deploy applies every migration to every environment with Prisma's bookkeeping, once", {
+    timeout: 90_000,
+  }, async () => {
     const database = await freshDatabase();
     const migrationsDir = path.join(SHOP, 'migrations');
     const expected = [];
@@ -379,7 +456,14 @@ describe('migrate', () => {
     const r = await runCli(['migrate', 'deploy', '--project', SHOP, '--database-url', database.url]);
     expect(r.code, show(r)).toBe(0);
 
-    type Row = { id: string; migration_name: string; checksum: string; finished_at: Date | null; rolled_back_at: Date | null; applied_steps_count: number };
+    type Row = {
+      id: string;
+      migration_name: string;
+      checksum: string;
+      finished_at: Date | null;
+      rolled_back_at: Date | null;
+      applied_steps_count: number;
+    };
     const rowsOf = (schema: string) =>
       query<Row>(
         database.url,
@@ -389,7 +473,10 @@ describe('migrate', () => {
     for (const schema of ENV_SCHEMAS) {
       const rows = await rowsOf(schema);
       applied[schema] = rows;
-      expect(rows.map(({ migration_name, checksum }) => ({ migration_name, checksum })), schema).toEqual(expected);
+      expect(
+        rows.map(({ migration_name, checksum }) => ({ migration_name, checksum })),
+        schema,
+      ).toEqual(expected);
       for (const row of rows) {
         expect(row.finished_at, `${schema} ${row.migration_name}`).toBeInstanceOf(Date);
         expect(row.rolled_back_at).toBeNull();
@@ -400,7 +487,10 @@ describe('migrate', () => {
         `select table_name from information_schema.tables where table_schema = $1 and table_name <> '_prisma_migrations' order by table_name`,
         [schema],
       );
-      expect(tables.map((t) => t.table_name), schema).toEqual(expect.arrayContaining(['City', 'Customer', 'Order', 'OrderItem', 'Product']));
+      expect(
+        tables.map((t) => t.table_name),
+        schema,
+      ).toEqual(expect.arrayContaining(['City', 'Customer', 'Order', 'OrderItem', 'Product']));
     }
 
     const again = await runCli(['migrate', 'deploy', '--project', SHOP, '--database-url', database.url]);
@@ -410,7 +500,9 @@ describe('migrate', () => {
 });
 
 describe('serve on the embedded PostgreSQL', () => {
-  it('prints one "listening on" line (its own URL, on stdout); PostgreSQL\'s own log only with --log-level debug', { timeout: 180_000 }, async () => {
+  it('prints one "listening on" line (its own URL, on stdout); PostgreSQL\'s own log only with --log-level debug', {
+    timeout: 180_000,
+  }, async () => {
     const copy = await copyExample('serve-quiet');
     const serve = startCli(['serve', '--port', '0', '--project', copy.dir]);
     const [, url] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/m, { stream: 'stdout' });

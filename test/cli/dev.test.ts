@@ -7,7 +7,19 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, tempDir, type ProjectCopy, type RunningCli } from '../support/cli.ts';
+import {
+  cleanupCli,
+  copyExample,
+  freshDatabase,
+  portIsOpen,
+  processesMentioning,
+  runCli,
+  show,
+  startCli,
+  tempDir,
+  type ProjectCopy,
+  type RunningCli,
+} from '../support/cli.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { readResponse, type TestResponse } from '../support/server.ts';
 import { until } from '../support/until.ts';
@@ -26,7 +38,6 @@ function count(text: string, line: string): number {
 const LISTENING = 'listening on (http://127\\.0\\.0\\.1:\\d+)';
 const KEEPING = 'keeping the last good server running \\(\\S+\\)';
 
-
 async function edit(file: string, change: (text: string) => string): Promise<void> {
   const before = await fs.readFile(file, 'utf8');
   const after = change(before);
@@ -34,7 +45,8 @@ async function edit(file: string, change: (text: string) => string): Promise<voi
   await fs.writeFile(file, after);
 }
 
-const addField = (model: string, line: string) => (schema: string) => schema.replace(`model ${model} {\n`, `model ${model} {\n  ${line}\n`);
+const addField = (model: string, line: string) => (schema: string) =>
+  schema.replace(`model ${model} {\n`, `model ${model} {\n  ${line}\n`);
 
 describe('svcgen dev', { timeout: 180_000 }, () => {
   let copy: ProjectCopy;
@@ -49,7 +61,9 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
   async function call(method: string, p: string, body?: unknown): Promise<TestResponse> {
     const headers: Record<string, string> = { 'x-project-id': 'shop', authorization: `ApiKey ${key}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    return readResponse(await fetch(`${url}${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+    return readResponse(
+      await fetch(`${url}${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
+    );
   }
 
   /** Waits for the n-th `listening on` line on stdout and returns how long it took. */
@@ -71,7 +85,23 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     dev = startCli(['dev', '--port', '0', '--project', copy.dir, '--database-url', database.url]);
     [, url] = await dev.waitFor(nth(LISTENING, 1), { stream: 'stdout' });
     expect(dev.stderr).toContain(`watching schema.prisma, svcgen.config.json and migrations/ in ${copy.dir}\n`);
-    const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'dev', '--prefix', 'ApiKey', '--role', 'admin', '--json', '--project', copy.dir, '--database-url', database.url]);
+    const r = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'dev',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      '--project',
+      copy.dir,
+      '--database-url',
+      database.url,
+    ]);
     expect(r.code, show(r)).toBe(0);
     key = JSON.parse(r.stdout).key;
   });
@@ -93,12 +123,16 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     expect(stderr).toMatch(/^change detected: schema\.prisma$/m);
     expect(stderr).toMatch(/^ {10}field added {2}City\.population {2}Int\?$/m);
     expect(stderr).toMatch(/^1 change, 0 breaking, 0 widening access$/m);
-    await dev.waitFor(nth(`restarted: serving ${url.replace(/\./g, '\\.')} \\d+\\.\\d s after the change`, 1), { stream: 'stderr' });
+    await dev.waitFor(nth(`restarted: serving ${url.replace(/\./g, '\\.')} \\d+\\.\\d s after the change`, 1), {
+      stream: 'stderr',
+    });
 
     const added = (await fs.readdir(path.join(copy.dir, 'migrations'))).filter((f) => !migrationsBefore.includes(f));
     expect(added).toHaveLength(1);
     expect(added[0]).toMatch(/^\d{14}_add_city_population$/);
-    expect(await fs.readFile(path.join(copy.dir, 'migrations', added[0], 'migration.sql'), 'utf8')).toMatch(/ALTER TABLE "City" ADD COLUMN\s+"population" INTEGER/);
+    expect(await fs.readFile(path.join(copy.dir, 'migrations', added[0], 'migration.sql'), 'utf8')).toMatch(
+      /ALTER TABLE "City" ADD COLUMN\s+"population" INTEGER/,
+    );
     const schema = await fs.readFile(schemaFile(), 'utf8');
     expect(await schemaSha256OfGenerated()).toBe(createHash('sha256').update(schema).digest('hex'));
 
@@ -110,7 +144,7 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     expect(old.body.data).toMatchObject({ id: paris.id, name: 'Paris', population: null });
   });
 
-  it('a syntax error in schema.prisma: prints Prisma\'s error, keeps the server answering, writes nothing; a fix restarts', async () => {
+  it("a syntax error in schema.prisma: prints Prisma's error, keeps the server answering, writes nothing; a fix restarts", async () => {
     const generated = await schemaSha256OfGenerated();
     const migrations = await fs.readdir(path.join(copy.dir, 'migrations'));
     const from = dev.stderr.length;
@@ -131,7 +165,13 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     await edit(schemaFile(), (s) => s.replace('this is not prisma !!', 'note String?'));
     await listening(3);
     expect(dev.stderr.slice(from)).toMatch(/^ {10}field added {2}Product\.note {2}String\?$/m);
-    const product = await call('POST', '/gw/api/rest/Product', { sku: 'MUG-1', title: 'Mug', price: 9.5, tags: [], note: 'blue' });
+    const product = await call('POST', '/gw/api/rest/Product', {
+      sku: 'MUG-1',
+      title: 'Mug',
+      price: 9.5,
+      tags: [],
+      note: 'blue',
+    });
     expect(product.status, product.text).toBe(201);
     expect(product.body.data.note).toBe('blue');
   });
@@ -149,7 +189,10 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     expect((await call('GET', `/gw/api/rest/City/${paris.id}`)).status).toBe(200);
 
     await fs.writeFile(configFile(), original);
-    await dev.waitFor(new RegExp(`^back to what the server runs \\(${url.replace(/\./g, '\\.')}\\): nothing to restart$`, 'm'), { stream: 'stderr' });
+    await dev.waitFor(
+      new RegExp(`^back to what the server runs \\(${url.replace(/\./g, '\\.')}\\): nothing to restart$`, 'm'),
+      { stream: 'stderr' },
+    );
     expect(count(dev.stdout, LISTENING)).toBe(3);
     expect((await call('GET', '/healthz')).status).toBe(200);
   });
@@ -165,7 +208,9 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     const stderr = dev.stderr.slice(from);
     expect(stderr).toMatch(/^BREAKING {2}field removed {2}City\.population {2}Int\?$/m);
     expect(stderr).toContain('--accept-data-loss');
-    expect(stderr).toMatch(/^migrate dev failed \(see above\): fix schema\.prisma, or run the command it names, then save schema\.prisma again$/m);
+    expect(stderr).toMatch(
+      /^migrate dev failed \(see above\): fix schema\.prisma, or run the command it names, then save schema\.prisma again$/m,
+    );
     expect(await fs.readdir(path.join(copy.dir, 'migrations'))).toEqual(migrations);
     expect(await schemaSha256OfGenerated()).toBe(generated);
     const lyon = await call('GET', '/gw/api/rest/City?name=equals.Lyon');
@@ -177,7 +222,7 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     expect(count(dev.stdout, LISTENING)).toBe(3);
   });
 
-  it('a config edit prints its permission and setting changes against the running server\'s config, then restarts', async () => {
+  it("a config edit prints its permission and setting changes against the running server's config, then restarts", async () => {
     const from = dev.stderr.length;
     await edit(configFile(), (text) => {
       const config = JSON.parse(text);
@@ -210,7 +255,10 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     const pid = Number(started![1]);
     expect((await processesMentioning(copy.dir)).filter((p) => p.pid === pid)).toHaveLength(1);
     process.kill(pid, 'SIGKILL');
-    await dev.waitFor(/^the server exited on its own \(killed by SIGKILL\); save schema\.prisma or svcgen\.config\.json to start it again$/m, { stream: 'stderr' });
+    await dev.waitFor(
+      /^the server exited on its own \(killed by SIGKILL\); save schema\.prisma or svcgen\.config\.json to start it again$/m,
+      { stream: 'stderr' },
+    );
     expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
 
     // saving without a change is enough
@@ -225,12 +273,27 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     // Lyon's population would be lost: dev refuses and names the command that goes ahead, runnable as printed.
     await edit(schemaFile(), (s) => s.replace('  population Int?\n', ''));
     await dev.waitFor(nth(KEEPING, 4), { stream: 'stderr' });
-    const [named] = dev.stderr.slice(from).match(/`npx svcgen (migrate dev --name remove_city_population --project \S+) --accept-data-loss`/) ?? [];
+    const [named] =
+      dev.stderr
+        .slice(from)
+        .match(/`npx svcgen (migrate dev --name remove_city_population --project \S+) --accept-data-loss`/) ?? [];
     expect(named, dev.stderr.slice(from)).toBeDefined();
-    const r = await runCli(['migrate', 'dev', '--name', 'remove_city_population', '--project', copy.dir, '--database-url', database.url, '--accept-data-loss']);
+    const r = await runCli([
+      'migrate',
+      'dev',
+      '--name',
+      'remove_city_population',
+      '--project',
+      copy.dir,
+      '--database-url',
+      database.url,
+      '--accept-data-loss',
+    ]);
     expect(r.code, show(r)).toBe(0);
     // No save of schema.prisma: the new migration alone restarts the server on the new tables.
-    await dev.waitFor(nth('restarted: serving \\S+ \\d+\\.\\d s after the change', restartsBefore + 1), { stream: 'stderr' });
+    await dev.waitFor(nth('restarted: serving \\S+ \\d+\\.\\d s after the change', restartsBefore + 1), {
+      stream: 'stderr',
+    });
     expect(dev.stderr.slice(from)).toMatch(/^change detected: migrations\/$/m);
     const lyon = await call('GET', '/gw/api/rest/City?name=equals.Lyon');
     expect(lyon.status, lyon.text).toBe(200);
@@ -242,7 +305,9 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     const result = await dev.stop('SIGTERM');
     expect(result.signal, show(result)).toBeNull();
     expect(result.code, show(result)).toBe(0);
-    expect(result.stderr, show(result)).toMatch(/^SIGTERM: stopping the server and the watcher\n[\s\S]*^dev stopped\n$/m);
+    expect(result.stderr, show(result)).toMatch(
+      /^SIGTERM: stopping the server and the watcher\n[\s\S]*^dev stopped\n$/m,
+    );
     expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
     expect(await processesMentioning(copy.dir)).toEqual([]);
   });
@@ -256,8 +321,12 @@ describe('svcgen dev on a broken project', { timeout: 180_000 }, () => {
     const original = await fs.readFile(config, 'utf8');
     await fs.writeFile(config, '{ "project": ');
     const dev = startCli(['dev', '--port', '0', '--project', project.dir, '--database-url', database.url]);
-    await dev.waitFor(/^no server running: waiting for the next edit of schema\.prisma or svcgen\.config\.json$/m, { stream: 'stderr' });
-    expect(dev.stderr).toContain(`${config} is invalid:\n  - line 1, column 14: not valid JSON (Unexpected end of JSON input)\n`);
+    await dev.waitFor(/^no server running: waiting for the next edit of schema\.prisma or svcgen\.config\.json$/m, {
+      stream: 'stderr',
+    });
+    expect(dev.stderr).toContain(
+      `${config} is invalid:\n  - line 1, column 14: not valid JSON (Unexpected end of JSON input)\n`,
+    );
     expect(dev.stdout).toBe('');
 
     await fs.writeFile(config, original);
@@ -270,10 +339,12 @@ describe('svcgen dev on a broken project', { timeout: 180_000 }, () => {
 });
 
 describe('svcgen dev and Ctrl-C', { timeout: 180_000 }, () => {
-  it('SIGINT to the whole process group (a terminal\'s Ctrl-C): the server drains once, dev exits 0; a second SIGINT exits at once', async () => {
+  it("SIGINT to the whole process group (a terminal's Ctrl-C): the server drains once, dev exits 0; a second SIGINT exits at once", async () => {
     const project = await copyExample('dev-ctrl-c');
     const database = await freshDatabase();
-    const first = startCli(['dev', '--port', '0', '--project', project.dir, '--database-url', database.url], { detached: true });
+    const first = startCli(['dev', '--port', '0', '--project', project.dir, '--database-url', database.url], {
+      detached: true,
+    });
     const [, url] = await first.waitFor(/^started: serving (\S+) /m, { stream: 'stderr' });
     process.kill(-first.child.pid!, 'SIGINT');
     const result = await first.exited;
@@ -287,7 +358,10 @@ describe('svcgen dev and Ctrl-C', { timeout: 180_000 }, () => {
 
     // While the first cycle still renders and migrates (seconds), which a first Ctrl-C waits for.
     const fresh = await copyExample('dev-ctrl-c-twice');
-    const second = startCli(['dev', '--port', '0', '--project', fresh.dir, '--database-url', (await freshDatabase()).url], { detached: true });
+    const second = startCli(
+      ['dev', '--port', '0', '--project', fresh.dir, '--database-url', (await freshDatabase()).url],
+      { detached: true },
+    );
     await second.waitFor(/^watching /m, { stream: 'stderr' });
     process.kill(-second.child.pid!, 'SIGINT');
     await second.waitFor(/^SIGINT: stopping the server and the watcher$/m, { stream: 'stderr' });
@@ -296,7 +370,12 @@ describe('svcgen dev and Ctrl-C', { timeout: 180_000 }, () => {
     expect(impatient.code, show(impatient)).toBe(1);
     expect(impatient.stderr, show(impatient)).toMatch(/^SIGINT again: exiting without waiting$/m);
     expect(impatient.stderr, show(impatient)).not.toMatch(/^dev stopped$/m);
-    await until(() => processesMentioning(fresh.dir), (left) => left.length === 0, 10_000, 'the children of the killed dev gone');
+    await until(
+      () => processesMentioning(fresh.dir),
+      (left) => left.length === 0,
+      10_000,
+      'the children of the killed dev gone',
+    );
   });
 });
 

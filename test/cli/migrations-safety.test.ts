@@ -20,7 +20,10 @@ afterAll(async () => {
 });
 
 async function migrationFolders(dir: string): Promise<string[]> {
-  return (await fs.readdir(path.join(dir, 'migrations'), { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return (await fs.readdir(path.join(dir, 'migrations'), { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 async function editSchema(dir: string, from: string, to: string): Promise<void> {
@@ -85,7 +88,7 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     expect(rows.map((row) => row.note)).toEqual(['gift', 'fragile', null]);
   });
 
-  it('--accept-data-loss writes the migration (with Prisma\'s warning comment) and applies it everywhere', async () => {
+  it("--accept-data-loss writes the migration (with Prisma's warning comment) and applies it everywhere", async () => {
     const r = await runCli(['migrate', 'dev', '--name', 'drop_note', '--accept-data-loss', ...at]);
     expect(r.code, show(r)).toBe(0);
     const [folder] = (await migrationFolders(dir)).filter((name) => name.endsWith('_drop_note'));
@@ -95,7 +98,8 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
         '-- AlterTable\nALTER TABLE "Order" DROP COLUMN "note";\n',
     );
     expect(r.stdout).toContain(`applied ${folder} to master\napplied ${folder} to staging\n`);
-    for (const schema of ['env_master', 'env_staging']) expect(await columns(pool, schema, 'Order')).not.toContain('note');
+    for (const schema of ['env_master', 'env_staging'])
+      expect(await columns(pool, schema, 'Order')).not.toContain('note');
   });
 
   it('a required column without default on tables with rows is refused even with --accept-data-loss, and explained', async () => {
@@ -121,14 +125,25 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     const r = await runCli(['migrate', 'dev', '--name', 'add_priority', '--create-only', ...at]);
     expect(r.code, show(r)).toBe(0);
     const [folder] = (await migrationFolders(dir)).filter((name) => name.endsWith('_add_priority'));
-    expect(r.stdout).toContain(`not applied (--create-only): edit it if needed, then run \`npx svcgen migrate deploy${projectFlag}\``);
+    expect(r.stdout).toContain(
+      `not applied (--create-only): edit it if needed, then run \`npx svcgen migrate deploy${projectFlag}\``,
+    );
     expect(r.stdout).not.toContain('applied 2');
     const file = path.join(dir, 'migrations', folder!, 'migration.sql');
     const sql = await fs.readFile(file, 'utf8');
-    expect(sql).toContain('Added the required column `priority` to the `Order` table without a default value. This is not possible if the table is not empty.');
-    for (const schema of ['env_master', 'env_staging']) expect(await columns(pool, schema, 'Order')).not.toContain('priority');
+    expect(sql).toContain(
+      'Added the required column `priority` to the `Order` table without a default value. This is not possible if the table is not empty.',
+    );
+    for (const schema of ['env_master', 'env_staging'])
+      expect(await columns(pool, schema, 'Order')).not.toContain('priority');
 
-    await fs.writeFile(file, sql.replace('ADD COLUMN     "priority" INTEGER NOT NULL;', 'ADD COLUMN     "priority" INTEGER NOT NULL DEFAULT 0;'));
+    await fs.writeFile(
+      file,
+      sql.replace(
+        'ADD COLUMN     "priority" INTEGER NOT NULL;',
+        'ADD COLUMN     "priority" INTEGER NOT NULL DEFAULT 0;',
+      ),
+    );
     const deployed = await runCli(['migrate', 'deploy', ...at]);
     expect(deployed.code, show(deployed)).toBe(0);
     expect(deployed.stdout).toBe(`applied ${folder} to master\napplied ${folder} to staging\n`);
@@ -140,7 +155,10 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     const name = '29990101000000_bad';
     const file = path.join(dir, 'migrations', name, 'migration.sql');
     await fs.mkdir(path.dirname(file));
-    await fs.writeFile(file, 'ALTER TABLE "Order" ADD COLUMN "flag" BOOLEAN;\nUPDATE "Order" SET "total" = "total" + 1;\nSELECT * FROM "Nope";\n');
+    await fs.writeFile(
+      file,
+      'ALTER TABLE "Order" ADD COLUMN "flag" BOOLEAN;\nUPDATE "Order" SET "total" = "total" + 1;\nSELECT * FROM "Nope";\n',
+    );
     const way = `Fix migrations/${name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${name}\`, then \`npx svcgen migrate deploy\` (docs/migrations.md)`;
 
     const failed = await runCli(['migrate', 'deploy', ...at]);
@@ -150,13 +168,20 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
         'It was rolled back there (a migration that commits its own transaction, e.g. an enum change, may have left part of it applied) and is recorded as failed. ' +
         `${way}\n`,
     );
-    for (const schema of ['env_master', 'env_staging']) expect(await columns(pool, schema, 'Order')).not.toContain('flag');
+    for (const schema of ['env_master', 'env_staging'])
+      expect(await columns(pool, schema, 'Order')).not.toContain('flag');
     const totals = await pool.query('SELECT total FROM env_master."Order" ORDER BY total');
     expect(totals.rows.map((row) => row.total)).toEqual([10, 20, 30]);
-    const recorded = await pool.query(`SELECT finished_at, rolled_back_at, logs FROM env_master."_prisma_migrations" WHERE migration_name = $1`, [name]);
-    expect(recorded.rows).toEqual([{ finished_at: null, rolled_back_at: null, logs: 'relation "Nope" does not exist (SQLSTATE 42P01)' }]);
+    const recorded = await pool.query(
+      `SELECT finished_at, rolled_back_at, logs FROM env_master."_prisma_migrations" WHERE migration_name = $1`,
+      [name],
+    );
+    expect(recorded.rows).toEqual([
+      { finished_at: null, rolled_back_at: null, logs: 'relation "Nope" does not exist (SQLSTATE 42P01)' },
+    ]);
 
-    const blocked = `svcgen: migration ${name} failed in environment master and is not resolved; nothing else is applied until it is. ` +
+    const blocked =
+      `svcgen: migration ${name} failed in environment master and is not resolved; nothing else is applied until it is. ` +
       `Its changes were rolled back: fix migrations/${name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${name}\`, then \`npx svcgen migrate deploy\` (docs/migrations.md)\n`;
     const again = await runCli(['migrate', 'deploy', ...at]);
     expect(again.code, show(again)).toBe(1);
@@ -170,11 +195,15 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
 
     const notFailed = await runCli(['migrate', 'resolve', '--rolled-back', '20261121221921_init', ...at]);
     expect(notFailed.code, show(notFailed)).toBe(1);
-    expect(notFailed.stderr).toBe('svcgen: migration 20261121221921_init is not failed in any environment (master, staging): there is nothing to roll back\n');
+    expect(notFailed.stderr).toBe(
+      'svcgen: migration 20261121221921_init is not failed in any environment (master, staging): there is nothing to roll back\n',
+    );
 
     const resolved = await runCli(['migrate', 'resolve', '--rolled-back', name, ...at]);
     expect(resolved.code, show(resolved)).toBe(0);
-    expect(resolved.stdout).toBe(`marked ${name} rolled back in master: \`npx svcgen migrate deploy${projectFlag}\` applies it again\n`);
+    expect(resolved.stdout).toBe(
+      `marked ${name} rolled back in master: \`npx svcgen migrate deploy${projectFlag}\` applies it again\n`,
+    );
     await fs.writeFile(file, 'UPDATE "Order" SET "total" = "total" + 1;\n');
     const deployed = await runCli(['migrate', 'deploy', ...at]);
     expect(deployed.code, show(deployed)).toBe(0);
@@ -189,16 +218,33 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     expect(none.stderr).toBe('svcgen: migrate resolve needs one of --rolled-back <name> or --applied <name>\n');
     const missing = await runCli(['migrate', 'resolve', '--applied', '20000101000000_nope', ...at]);
     expect(missing.code, show(missing)).toBe(1);
-    expect(missing.stderr).toBe(`svcgen: no migration 20000101000000_nope in ${path.join(dir, 'migrations')} (the name of its folder, e.g. 20260101120000_add_note)\n`);
+    expect(missing.stderr).toBe(
+      `svcgen: no migration 20000101000000_nope in ${path.join(dir, 'migrations')} (the name of its folder, e.g. 20260101120000_add_note)\n`,
+    );
   });
 
   it('migrate reset: refused without --force off a terminal and under NODE_ENV=production; --force drops the data, keeps API keys, reapplies', async () => {
-    const key = await runCli(['keys', 'create', '--env', 'master', '--name', 'k', '--prefix', 'ApiKey', '--role', 'admin', '--json', ...at]);
+    const key = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'k',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      ...at,
+    ]);
     expect(key.code, show(key)).toBe(0);
 
     const unforced = await runCli(['migrate', 'reset', ...at]);
     expect(unforced.code, show(unforced)).toBe(1);
-    expect(unforced.stderr).toBe("svcgen: migrate reset drops every environment's data: pass --force to do it without a terminal to ask on\n");
+    expect(unforced.stderr).toBe(
+      "svcgen: migrate reset drops every environment's data: pass --force to do it without a terminal to ask on\n",
+    );
     const production = await runCli(['migrate', 'reset', '--force', ...at], { env: { NODE_ENV: 'production' } });
     expect(production.code, show(production)).toBe(1);
     expect(production.stderr).toBe(
@@ -210,7 +256,8 @@ describe('migrate dev, deploy, resolve and reset on a project with rows', { time
     expect(reset.code, show(reset)).toBe(0);
     const folders = await migrationFolders(dir);
     expect(reset.stdout).toBe(
-      'dropped the data of master, staging\n' + ['master', 'staging'].flatMap((env) => folders.map((f) => `applied ${f} to ${env}\n`)).join(''),
+      'dropped the data of master, staging\n' +
+        ['master', 'staging'].flatMap((env) => folders.map((f) => `applied ${f} to ${env}\n`)).join(''),
     );
     for (const schema of ['env_master', 'env_staging']) {
       expect((await pool.query(`SELECT count(*)::int AS n FROM ${schema}."Order"`)).rows[0].n).toBe(0);
@@ -225,7 +272,11 @@ describe('serve and a model that no migration holds', { timeout: 180_000 }, () =
     const { dir } = await copyExample('migserve');
     const database = await freshDatabase();
     const at = ['--project', dir, '--database-url', database.url];
-    await editSchema(dir, '  vip       Boolean  @default(false)\n', '  vip       Boolean  @default(false)\n  nickname  String?\n');
+    await editSchema(
+      dir,
+      '  vip       Boolean  @default(false)\n',
+      '  vip       Boolean  @default(false)\n  nickname  String?\n',
+    );
     const generated = await runCli(['generate', '--project', dir]);
     expect(generated.code, show(generated)).toBe(0);
 
@@ -271,12 +322,21 @@ describe('serve and a model that no migration holds', { timeout: 180_000 }, () =
 
 describe('the pieces of migrate dev', () => {
   it('decides: create-only writes, unexecutable refuses whatever the flags, warnings ask on a terminal and refuse elsewhere', () => {
-    const base = { hasWarnings: false, hasUnexecutable: false, interactive: false, acceptDataLoss: false, createOnly: false };
+    const base = {
+      hasWarnings: false,
+      hasUnexecutable: false,
+      interactive: false,
+      acceptDataLoss: false,
+      createOnly: false,
+    };
     expect(decideMigration(base)).toEqual({ action: 'apply' });
     expect(decideMigration({ ...base, hasWarnings: true })).toEqual({ action: 'refuse', reason: 'data-loss' });
     expect(decideMigration({ ...base, hasWarnings: true, interactive: true })).toEqual({ action: 'ask' });
     expect(decideMigration({ ...base, hasWarnings: true, acceptDataLoss: true })).toEqual({ action: 'apply' });
-    expect(decideMigration({ ...base, hasUnexecutable: true, acceptDataLoss: true, interactive: true })).toEqual({ action: 'refuse', reason: 'unexecutable' });
+    expect(decideMigration({ ...base, hasUnexecutable: true, acceptDataLoss: true, interactive: true })).toEqual({
+      action: 'refuse',
+      reason: 'unexecutable',
+    });
     expect(decideMigration({ ...base, hasUnexecutable: true, createOnly: true })).toEqual({ action: 'write-only' });
   });
 
@@ -296,7 +356,7 @@ describe('the pieces of migrate dev', () => {
     expect(await ask(null)).toBe(false);
   });
 
-  it('finds the checks in the SQL of Prisma\'s engine and words them as Prisma does', () => {
+  it("finds the checks in the SQL of Prisma's engine and words them as Prisma does", () => {
     const sql = [
       '-- DropForeignKey',
       'ALTER TABLE "OrderItem" DROP CONSTRAINT "OrderItem_orderId_fkey";',
@@ -313,7 +373,7 @@ describe('the pieces of migrate dev', () => {
       'CREATE UNIQUE INDEX "Product_title_sku_key" ON "Product"("title", "sku");',
       '-- DropTable',
       'DROP TABLE "OrderItem";',
-      'CREATE TYPE "OrderStatus_new" AS ENUM (\'open\', \'paid\');',
+      "CREATE TYPE \"OrderStatus_new\" AS ENUM ('open', 'paid');",
     ].join('\n');
     const checks = planMigrationChecks(sql);
     expect(checks).toEqual([
@@ -325,16 +385,29 @@ describe('the pieces of migrate dev', () => {
       { kind: 'dropTable', table: 'OrderItem' },
       { kind: 'enumValueRemoval', enumName: 'OrderStatus', nextValues: ['open', 'paid'] },
     ]);
-    expect(describeCheck(checks[3]!, { rows: 4, nonNull: 4, previousType: prismaTypeName('double precision') })).toEqual({
-      warning: 'You are about to alter the column `total` on the `Order` table, which contains 4 non-null values. The data in that column will be cast from `DoublePrecision` to `Integer`.',
+    expect(
+      describeCheck(checks[3]!, { rows: 4, nonNull: 4, previousType: prismaTypeName('double precision') }),
+    ).toEqual({
+      warning:
+        'You are about to alter the column `total` on the `Order` table, which contains 4 non-null values. The data in that column will be cast from `DoublePrecision` to `Integer`.',
     });
-    expect(describeCheck(checks[1]!, { rows: 5, nonNull: 3 })).toEqual({ unexecutable: 'Made the column `cityId` on table `Customer` required, but there are 2 existing NULL values.' });
-    expect(describeCheck(checks[5]!, { rows: 7 })).toEqual({ warning: 'You are about to drop the `OrderItem` table, which is not empty (7 rows).' });
+    expect(describeCheck(checks[1]!, { rows: 5, nonNull: 3 })).toEqual({
+      unexecutable: 'Made the column `cityId` on table `Customer` required, but there are 2 existing NULL values.',
+    });
+    expect(describeCheck(checks[5]!, { rows: 7 })).toEqual({
+      warning: 'You are about to drop the `OrderItem` table, which is not empty (7 rows).',
+    });
     expect(describeCheck(checks[5]!, { rows: 0 })).toEqual({});
     expect(describeCheck(checks[6]!, { removedValues: ['shipped', 'cancelled'] })).toEqual({
-      warning: 'The values [shipped,cancelled] on the enum `OrderStatus` will be removed. If these variants are still used in the database, this will fail.',
+      warning:
+        'The values [shipped,cancelled] on the enum `OrderStatus` will be removed. If these variants are still used in the database, this will fail.',
     });
-    expect(describeCheck({ kind: 'cast', table: 'T', column: 'c', nextType: 'BIGINT', castable: true }, { rows: 1, nonNull: 1, previousType: 'Integer' })).toEqual({});
+    expect(
+      describeCheck(
+        { kind: 'cast', table: 'T', column: 'c', nextType: 'BIGINT', castable: true },
+        { rows: 1, nonNull: 1, previousType: 'Integer' },
+      ),
+    ).toEqual({});
     expect(warningsHeader([checks[0]!])).toBe(
       '/*\n  Warnings:\n\n  - You are about to drop the column `name` on the `Customer` table. All the data in the column will be lost.\n\n*/\n',
     );

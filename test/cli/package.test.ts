@@ -35,22 +35,33 @@ async function listFiles(dir: string, prefix = ''): Promise<string[]> {
 
 beforeAll(async () => {
   const root = await tempDir('package');
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', root], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 }).catch((error: { stdout?: string; stderr?: string }) => {
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', root], {
+    cwd: REPO,
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((error: { stdout?: string; stderr?: string }) => {
     throw new Error(`npm pack failed\n${error.stdout}\n${error.stderr}`);
   });
-  const tarball = path.join(root, (JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string }[])[0]!.filename);
+  const tarball = path.join(
+    root,
+    (JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string }[])[0]!.filename,
+  );
   app = path.join(root, 'my-app');
   installed = path.join(app, 'node_modules', 'svcgen');
   await fs.mkdir(path.join(app, 'node_modules'), { recursive: true });
   await run('tar', ['-xzf', tarball, '-C', root]);
   await fs.rename(path.join(root, 'package'), installed);
-  const manifest = JSON.parse(await fs.readFile(path.join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const manifest = JSON.parse(await fs.readFile(path.join(installed, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
   for (const name of Object.keys(manifest.dependencies)) {
     const link = path.join(app, 'node_modules', name);
     await fs.mkdir(path.dirname(link), { recursive: true });
     await fs.symlink(path.join(REPO, 'node_modules', name), link, 'dir');
   }
-  await fs.writeFile(path.join(app, 'package.json'), `${JSON.stringify({ name: 'my-app', version: '1.0.0', type: 'commonjs' }, null, 2)}\n`);
+  await fs.writeFile(
+    path.join(app, 'package.json'),
+    `${JSON.stringify({ name: 'my-app', version: '1.0.0', type: 'commonjs' }, null, 2)}\n`,
+  );
 }, 300_000);
 
 function cli(args: string[], options: CliOptions = {}) {
@@ -88,20 +99,44 @@ describe('the packed tarball, installed into a fresh project', { timeout: 180_00
     expect(generated.code, show(generated)).toBe(0);
     // The client's fixed part ships as a template and is copied next to client.ts, which imports it.
     const clientRuntime = await fs.readFile(path.join(app, 'generated', 'client-runtime.ts'), 'utf8');
-    expect(clientRuntime.endsWith(await fs.readFile(path.join(installed, 'templates', 'client-runtime.ts'), 'utf8'))).toBe(true);
-    expect(await fs.readFile(path.join(app, 'generated', 'client.ts'), 'utf8')).toContain("from './client-runtime.ts';");
+    expect(
+      clientRuntime.endsWith(await fs.readFile(path.join(installed, 'templates', 'client-runtime.ts'), 'utf8')),
+    ).toBe(true);
+    expect(await fs.readFile(path.join(app, 'generated', 'client.ts'), 'utf8')).toContain(
+      "from './client-runtime.ts';",
+    );
     const checked = await cli(['check']);
     expect(checked.code, show(checked)).toBe(0);
     const migrated = await cli(['migrate', 'dev', '--name', 'init']);
     expect(migrated.code, show(migrated)).toBe(0);
     expect(migrated.stdout).toMatch(/^applied \d+_init to master$/m);
 
-    const key = await cli(['keys', 'create', '--env', 'master', '--name', 'k', '--prefix', 'ApiKey', '--role', 'admin', '--json']);
+    const key = await cli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'k',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+    ]);
     expect(key.code, show(key)).toBe(0);
     const server = startCli(['serve', '--port', '0'], { cwd: app, bin: path.join(installed, 'bin', 'svcgen.js') });
     const url = (await server.waitFor(LISTENING, { stream: 'stdout', timeoutMs: 90_000 }))[1]!;
-    const headers = { 'x-project-id': 'my-app', authorization: `Bearer ${JSON.parse(key.stdout).key}`, 'content-type': 'application/json' };
-    const created = await fetch(`${url}/gw/api/rest/City`, { method: 'POST', headers, body: JSON.stringify({ name: 'Lyon', country: 'FR' }) });
+    const headers = {
+      'x-project-id': 'my-app',
+      authorization: `Bearer ${JSON.parse(key.stdout).key}`,
+      'content-type': 'application/json',
+    };
+    const created = await fetch(`${url}/gw/api/rest/City`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Lyon', country: 'FR' }),
+    });
     expect(created.status, await created.clone().text()).toBe(201);
     const docs = await fetch(`${url}/gw/api/rest/_docs`);
     expect(docs.status).toBe(200);
@@ -131,12 +166,21 @@ describe('the packed tarball, installed into a fresh project', { timeout: 180_00
     const deployed = await cli(['migrate', 'deploy'], { env });
     expect(deployed.code, show(deployed)).toBe(0);
     expect(deployed.stdout).toMatch(/^applied \d+_init to master$/m);
-    const key = await cli(['keys', 'create', '--env', 'master', '--name', 'k', '--prefix', 'ApiKey', '--role', 'admin', '--json'], { env });
+    const key = await cli(
+      ['keys', 'create', '--env', 'master', '--name', 'k', '--prefix', 'ApiKey', '--role', 'admin', '--json'],
+      { env },
+    );
     expect(key.code, show(key)).toBe(0);
-    const server = startCli(['serve', '--port', '0', '--no-migrate'], { cwd: app, bin: path.join(installed, 'bin', 'svcgen.js'), env });
+    const server = startCli(['serve', '--port', '0', '--no-migrate'], {
+      cwd: app,
+      bin: path.join(installed, 'bin', 'svcgen.js'),
+      env,
+    });
     const url = (await server.waitFor(LISTENING, { stream: 'stdout', timeoutMs: 90_000 }))[1]!;
     expect(server.stderr).not.toContain('embedded');
-    const listed = await fetch(`${url}/gw/api/rest/City`, { headers: { 'x-project-id': 'my-app', authorization: `Bearer ${JSON.parse(key.stdout).key}` } });
+    const listed = await fetch(`${url}/gw/api/rest/City`, {
+      headers: { 'x-project-id': 'my-app', authorization: `Bearer ${JSON.parse(key.stdout).key}` },
+    });
     expect(listed.status, await listed.clone().text()).toBe(200);
     expect((await listed.json()).data).toEqual([]);
     const stopped = await server.stop('SIGTERM');

@@ -7,7 +7,18 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, processesMentioning, runCli, show, startCli, type ProjectCopy, type RunningCli } from '../support/cli.ts';
+import {
+  cleanupCli,
+  copyExample,
+  freshDatabase,
+  portIsOpen,
+  processesMentioning,
+  runCli,
+  show,
+  startCli,
+  type ProjectCopy,
+  type RunningCli,
+} from '../support/cli.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { expectProblem, readResponse, SHOP, type TestResponse } from '../support/server.ts';
 
@@ -38,8 +49,10 @@ async function call(base: string, method: string, p: string, o: Call = {}): Prom
   return readResponse(await fetch(`${base}${p}`, { method, headers, body }));
 }
 
-
-async function startServe(args: string[], env: Record<string, string | undefined> = {}): Promise<{ serve: RunningCli; url: string; port: number }> {
+async function startServe(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ serve: RunningCli; url: string; port: number }> {
   const serve = startCli(['serve', '--port', '0', ...args], { env });
   const match = await serve.waitFor(LISTENING, { stream: 'stdout' });
   return { serve, url: match[1], port: Number(match[2]) };
@@ -55,7 +68,9 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
 
   beforeAll(async () => {
     database = await freshDatabase();
-    ({ serve, url, port } = await startServe(['--project', SHOP, '--database-url', database.url], { SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN }));
+    ({ serve, url, port } = await startServe(['--project', SHOP, '--database-url', database.url], {
+      SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN,
+    }));
   });
 
   it('prints "listening on http://127.0.0.1:<port>" and answers /healthz and /readyz', async () => {
@@ -65,12 +80,32 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
   });
 
   it('keys create --json prints exactly { id, name, prefix, environment, roles, key }', async () => {
-    const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'ci', '--prefix', 'ApiKey', '--role', 'admin', '--json', ...db()]);
+    const r = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'ci',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      ...db(),
+    ]);
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout.trim().split('\n'), show(r)).toHaveLength(1);
     apiKey = JSON.parse(r.stdout);
     expect(Object.keys(apiKey).sort()).toEqual(['environment', 'id', 'key', 'name', 'prefix', 'roles']);
-    expect(apiKey).toEqual({ id: expect.any(String), name: 'ci', prefix: 'ApiKey', environment: 'master', roles: ['admin'], key: expect.any(String) });
+    expect(apiKey).toEqual({
+      id: expect.any(String),
+      name: 'ci',
+      prefix: 'ApiKey',
+      environment: 'master',
+      roles: ['admin'],
+      key: expect.any(String),
+    });
     expect(apiKey.id).not.toBe('');
     expect(apiKey.key.length).toBeGreaterThanOrEqual(20);
   });
@@ -80,7 +115,13 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
     const created = await call(url, 'POST', '/gw/api/rest/City', { ...auth, body: { name: 'Paris', country: 'FR' } });
     expect(created.status, created.text).toBe(201);
     expect(created.body).toEqual({
-      data: { id: expect.any(Number), name: 'Paris', country: 'FR', createdAt: expect.stringMatching(ISO_8601), updatedAt: expect.stringMatching(ISO_8601) },
+      data: {
+        id: expect.any(Number),
+        name: 'Paris',
+        country: 'FR',
+        createdAt: expect.stringMatching(ISO_8601),
+        updatedAt: expect.stringMatching(ISO_8601),
+      },
     });
     const city = created.body.data;
     expect(created.headers.get('location')).toBe(`/gw/api/rest/City/${city.id}`);
@@ -113,18 +154,35 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
   });
 
   it('logs a JSON entry per request on stdout: reqId, method, path without the query, status, durationMs and the caller', async () => {
-    const res = await call(url, 'GET', '/gw/api/rest/City?limit=1&name=equals.secret-value', { authorization: `ApiKey ${apiKey.key}` });
+    const res = await call(url, 'GET', '/gw/api/rest/City?limit=1&name=equals.secret-value', {
+      authorization: `ApiKey ${apiKey.key}`,
+    });
     expect(res.status).toBe(200);
     const reqId = res.headers.get('x-request-id');
-    const entryOf = (id: string | null) => serve.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((e) => e.reqId === id);
+    const entryOf = (id: string | null) =>
+      serve.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l))
+        .find((e) => e.reqId === id);
     await expect.poll(() => entryOf(reqId), { timeout: 5_000 }).toBeDefined();
     expect(entryOf(reqId)).toEqual({
-      level: 'info', time: expect.stringMatching(ISO_8601), pid: expect.any(Number), msg: 'request',
-      reqId, method: 'GET', path: '/gw/api/rest/City', status: 200, durationMs: expect.any(Number), caller: apiKey.id,
+      level: 'info',
+      time: expect.stringMatching(ISO_8601),
+      pid: expect.any(Number),
+      msg: 'request',
+      reqId,
+      method: 'GET',
+      path: '/gw/api/rest/City',
+      status: 200,
+      durationMs: expect.any(Number),
+      caller: apiKey.id,
     });
     expect(serve.stdout).not.toContain('secret-value');
     const health = await call(url, 'GET', '/healthz');
-    await expect.poll(() => entryOf(health.headers.get('x-request-id')), { timeout: 5_000 }).toMatchObject({ method: 'GET', path: '/healthz', status: 200 });
+    await expect
+      .poll(() => entryOf(health.headers.get('x-request-id')), { timeout: 5_000 })
+      .toMatchObject({ method: 'GET', path: '/healthz', status: 200 });
     expect(entryOf(health.headers.get('x-request-id'))).not.toHaveProperty('caller');
   });
 
@@ -168,7 +226,10 @@ describe('serve --database-url', { timeout: 60_000 }, () => {
     expect(Array.isArray(listed.body.data), listed.text).toBe(true);
     for (const k of listed.body.data) expect(k).not.toHaveProperty('key');
 
-    const viaEnv = await call(url, 'GET', '/gw/api/rest/_apikeys', { authorization: `Bearer ${MANAGEMENT_TOKEN}`, headers });
+    const viaEnv = await call(url, 'GET', '/gw/api/rest/_apikeys', {
+      authorization: `Bearer ${MANAGEMENT_TOKEN}`,
+      headers,
+    });
     expect(viaEnv.status, viaEnv.text).toBe(200);
     expectProblem(await call(url, 'GET', '/gw/api/rest/_apikeys', { authorization: `Bearer ${token}x`, headers }), 401);
   });
@@ -198,14 +259,21 @@ describe('serve stopped while it starts', { timeout: 60_000 }, () => {
 describe('serve --no-migrate', { timeout: 60_000 }, () => {
   it('--no-migrate on a database that lacks migrations refuses to start, names them and the command that fixes it, and creates no table', async () => {
     const database = await freshDatabase();
-    const r = await runCli(['serve', '--port', '0', '--project', SHOP, '--database-url', database.url, '--no-migrate'], { timeoutMs: 60_000 });
+    const r = await runCli(
+      ['serve', '--port', '0', '--project', SHOP, '--database-url', database.url, '--no-migrate'],
+      { timeoutMs: 60_000 },
+    );
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr, show(r)).toMatch(/^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m);
+    expect(r.stderr, show(r)).toMatch(
+      /^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m,
+    );
 
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
-      const { rows } = await client.query(`select 1 from information_schema.tables where table_schema like 'env\\_%' and table_name = 'City'`);
+      const { rows } = await client.query(
+        `select 1 from information_schema.tables where table_schema like 'env\\_%' and table_name = 'City'`,
+      );
       expect(rows).toHaveLength(0);
     } finally {
       await client.end();
@@ -232,46 +300,67 @@ describe('serve with the embedded database', () => {
     if (copy) for (const p of await processesMentioning(path.join(copy.dir, '.svcgen'))) process.kill(p.pid, 'SIGINT');
   });
 
-  it(
-    'runs PostgreSQL in <project>/.svcgen/, shares it with keys create, and stops it on SIGINT',
-    { timeout: 180_000 },
-    async () => {
-      copy = await copyExample('embedded');
-      const { serve, url } = await startServe(['--project', copy.dir], { DATABASE_URL: undefined });
-      expect((await call(url, 'GET', '/readyz')).status).toBe(200);
-      await expect(fs.stat(path.join(copy.dir, '.svcgen'))).resolves.toBeTruthy();
-      // what a person sees, in order: the database starting, each migration, then the addresses
-      const lines = serve.stderr.split('\n');
-      const at = (pattern: RegExp) => lines.findIndex((l) => pattern.test(l));
-      const order = [
-        at(new RegExp(`^database: starting the embedded PostgreSQL in ${copy.dir}/\\.svcgen$`)),
-        at(/^database: Started PostgreSQL on 127\.0\.0\.1:\d+ \(pid \d+\) in \d+ ms$/),
-        at(/^applying migration \d+_init to master$/),
-        at(/^applying migration \d+_init to staging$/),
-        at(/^migrations: 2 applied, all up to date$/),
-        at(/^ {2}docs {7}http:\/\/127\.0\.0\.1:\d+\/gw\/api\/rest\/_docs$/),
-        at(/^ {2}an API key: npx svcgen keys create --env master /),
-      ];
-      expect(order.every((i, n) => i >= 0 && (n === 0 || i > order[n - 1]!)), `${JSON.stringify(order)}\n${serve.stderr}`).toBe(true);
-      const running = await processesMentioning(copy.dir);
-      expect(running.some((p) => /postgres/.test(p.args)), JSON.stringify(running)).toBe(true);
+  it('runs PostgreSQL in <project>/.svcgen/, shares it with keys create, and stops it on SIGINT', {
+    timeout: 180_000,
+  }, async () => {
+    copy = await copyExample('embedded');
+    const { serve, url } = await startServe(['--project', copy.dir], { DATABASE_URL: undefined });
+    expect((await call(url, 'GET', '/readyz')).status).toBe(200);
+    await expect(fs.stat(path.join(copy.dir, '.svcgen'))).resolves.toBeTruthy();
+    // what a person sees, in order: the database starting, each migration, then the addresses
+    const lines = serve.stderr.split('\n');
+    const at = (pattern: RegExp) => lines.findIndex((l) => pattern.test(l));
+    const order = [
+      at(new RegExp(`^database: starting the embedded PostgreSQL in ${copy.dir}/\\.svcgen$`)),
+      at(/^database: Started PostgreSQL on 127\.0\.0\.1:\d+ \(pid \d+\) in \d+ ms$/),
+      at(/^applying migration \d+_init to master$/),
+      at(/^applying migration \d+_init to staging$/),
+      at(/^migrations: 2 applied, all up to date$/),
+      at(/^ {2}docs {7}http:\/\/127\.0\.0\.1:\d+\/gw\/api\/rest\/_docs$/),
+      at(/^ {2}an API key: npx svcgen keys create --env master /),
+    ];
+    expect(
+      order.every((i, n) => i >= 0 && (n === 0 || i > order[n - 1]!)),
+      `${JSON.stringify(order)}\n${serve.stderr}`,
+    ).toBe(true);
+    const running = await processesMentioning(copy.dir);
+    expect(
+      running.some((p) => /postgres/.test(p.args)),
+      JSON.stringify(running),
+    ).toBe(true);
 
-      const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'ci', '--prefix', 'ApiKey', '--role', 'admin', '--json', '--project', copy.dir], {
+    const r = await runCli(
+      [
+        'keys',
+        'create',
+        '--env',
+        'master',
+        '--name',
+        'ci',
+        '--prefix',
+        'ApiKey',
+        '--role',
+        'admin',
+        '--json',
+        '--project',
+        copy.dir,
+      ],
+      {
         env: { DATABASE_URL: undefined },
-      });
-      expect(r.code, show(r)).toBe(0);
-      const { key } = JSON.parse(r.stdout) as { key: string };
-      const list = await call(url, 'GET', '/gw/api/rest/City', { authorization: `ApiKey ${key}` });
-      expect(list.status, list.text).toBe(200);
-      expect(list.body.data).toEqual([]);
-      // keys create reused the server's PostgreSQL rather than stopping it
-      expect((await call(url, 'GET', '/readyz')).status).toBe(200);
+      },
+    );
+    expect(r.code, show(r)).toBe(0);
+    const { key } = JSON.parse(r.stdout) as { key: string };
+    const list = await call(url, 'GET', '/gw/api/rest/City', { authorization: `ApiKey ${key}` });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.data).toEqual([]);
+    // keys create reused the server's PostgreSQL rather than stopping it
+    expect((await call(url, 'GET', '/readyz')).status).toBe(200);
 
-      const result = await serve.stop('SIGINT');
-      expect(result.signal, show(result)).toBeNull();
-      expect(result.code, show(result)).toBe(0);
-      const left = (await processesMentioning(copy.dir)).filter((p) => /postgres/.test(p.args));
-      expect(left, JSON.stringify(left)).toEqual([]);
-    },
-  );
+    const result = await serve.stop('SIGINT');
+    expect(result.signal, show(result)).toBeNull();
+    expect(result.code, show(result)).toBe(0);
+    const left = (await processesMentioning(copy.dir)).filter((p) => /postgres/.test(p.args));
+    expect(left, JSON.stringify(left)).toEqual([]);
+  });
 });

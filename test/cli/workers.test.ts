@@ -15,7 +15,16 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, portIsOpen, runCli, show, startCli, type RunningCli } from '../support/cli.ts';
+import {
+  cleanupCli,
+  copyExample,
+  freshDatabase,
+  portIsOpen,
+  runCli,
+  show,
+  startCli,
+  type RunningCli,
+} from '../support/cli.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { SHOP } from '../support/server.ts';
 
@@ -35,7 +44,12 @@ interface Reply {
 }
 
 /** One HTTP request; with no agent, on a connection of its own (the primary hands each new one to the next worker). */
-function request(port: number, method: string, p: string, o: { headers?: Record<string, string>; body?: unknown; agent?: http.Agent } = {}): Promise<Reply> {
+function request(
+  port: number,
+  method: string,
+  p: string,
+  o: { headers?: Record<string, string>; body?: unknown; agent?: http.Agent } = {},
+): Promise<Reply> {
   const body = o.body === undefined ? undefined : JSON.stringify(o.body);
   const headers: Record<string, string> = { 'x-project-id': 'shop', ...o.headers };
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -106,7 +120,10 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function startWorkers(args: string[], env: Record<string, string> = {}): Promise<{ serve: RunningCli; port: number; pids: number[] }> {
+async function startWorkers(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ serve: RunningCli; port: number; pids: number[] }> {
   const serve = startCli(['serve', '--workers', '2', '--port', '0', ...args], { env });
   const [, , port] = await serve.waitFor(LISTENING, { stream: 'stdout' });
   const [, a, b] = await serve.waitFor(WORKERS_LINE, { stream: 'stderr' });
@@ -125,8 +142,26 @@ describe('serve --workers 2', { timeout: 120_000 }, () => {
   beforeAll(async () => {
     database = await freshDatabase();
     admin = new pg.Pool({ connectionString: database.url, max: 2 });
-    ({ serve, port, pids } = await startWorkers(['--project', SHOP, '--database-url', database.url], { SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN }));
-    const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'workers', '--prefix', 'ApiKey', '--role', 'admin', '--json', '--project', SHOP, '--database-url', database.url]);
+    ({ serve, port, pids } = await startWorkers(['--project', SHOP, '--database-url', database.url], {
+      SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN,
+    }));
+    const r = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'workers',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      '--project',
+      SHOP,
+      '--database-url',
+      database.url,
+    ]);
     expect(r.code, show(r)).toBe(0);
     apiKey = JSON.parse(r.stdout);
   });
@@ -155,12 +190,31 @@ describe('serve --workers 2', { timeout: 120_000 }, () => {
 
   it('an API key revoked through one worker gets 401 at once on every worker', async () => {
     const revocable = JSON.parse(
-      (await runCli(['keys', 'create', '--env', 'master', '--name', 'revoked', '--prefix', 'ApiKey', '--role', 'admin', '--json', '--project', SHOP, '--database-url', database.url])).stdout,
+      (
+        await runCli([
+          'keys',
+          'create',
+          '--env',
+          'master',
+          '--name',
+          'revoked',
+          '--prefix',
+          'ApiKey',
+          '--role',
+          'admin',
+          '--json',
+          '--project',
+          SHOP,
+          '--database-url',
+          database.url,
+        ])
+      ).stdout,
     ) as { id: string; key: string };
     const headers = { authorization: `ApiKey ${revocable.key}` };
     const [here, there] = await oneConnectionPerWorker(port);
     // both workers have looked the key up (the cached case)
-    for (const p of [here, there, here, there]) expect((await request(port, 'GET', CITY, { headers, agent: p.agent })).status).toBe(200);
+    for (const p of [here, there, here, there])
+      expect((await request(port, 'GET', CITY, { headers, agent: p.agent })).status).toBe(200);
 
     const revoked = await request(port, 'DELETE', `/gw/api/rest/_apikeys/${revocable.id}`, {
       headers: { authorization: `Bearer ${MANAGEMENT_TOKEN}`, environment: 'master' },
@@ -186,7 +240,9 @@ describe('serve --workers 2', { timeout: 120_000 }, () => {
     const pinned = await pinnedConnections(port, 8);
     expect(new Set(pinned.map((p) => p.pid)).size).toBe(2);
     const headers = { ...auth(), 'idempotency-key': `workers-${name}` };
-    const replies = await Promise.all(pinned.map((p) => request(port, 'POST', CITY, { headers, body: { name, country: 'ID' }, agent: p.agent })));
+    const replies = await Promise.all(
+      pinned.map((p) => request(port, 'POST', CITY, { headers, body: { name, country: 'ID' }, agent: p.agent })),
+    );
     for (const p of pinned) p.agent.destroy();
 
     const statuses = replies.map((r) => r.status);
@@ -204,10 +260,15 @@ describe('serve --workers 2', { timeout: 120_000 }, () => {
     const [victim, survivor] = pids;
     const from = serve.stderr.length;
     process.kill(victim!, 'SIGKILL');
-    const exited = new RegExp(`^worker (\\d) \\(pid ${victim}\\) exited \\(killed by SIGKILL\\); starting a replacement in 250 ms$`, 'm');
+    const exited = new RegExp(
+      `^worker (\\d) \\(pid ${victim}\\) exited \\(killed by SIGKILL\\); starting a replacement in 250 ms$`,
+      'm',
+    );
     await serve.waitFor(exited, { stream: 'stderr' });
     // between the exit and the replacement the survivor takes every new connection
-    const meanwhile = await Promise.all(Array.from({ length: 10 }, () => request(port, 'GET', CITY, { headers: auth() })));
+    const meanwhile = await Promise.all(
+      Array.from({ length: 10 }, () => request(port, 'GET', CITY, { headers: auth() })),
+    );
     expect(meanwhile.map((r) => r.status)).toEqual(Array(10).fill(200));
 
     const [, replacement] = await serve.waitFor(/^worker \d replaced: pid (\d+) listening$/m, { stream: 'stderr' });
@@ -228,7 +289,9 @@ describe('serve --workers 2', { timeout: 120_000 }, () => {
     const result = await serve.stop('SIGTERM');
     expect(result.signal, show(result)).toBeNull();
     expect(result.code, show(result)).toBe(0);
-    expect(result.stderr.slice(from), show(result)).toMatch(/^SIGTERM: finishing in-flight requests in 2 worker\(s\) and stopping\n(.*\n)*stopped\n$/);
+    expect(result.stderr.slice(from), show(result)).toMatch(
+      /^SIGTERM: finishing in-flight requests in 2 worker\(s\) and stopping\n(.*\n)*stopped\n$/,
+    );
     for (const pid of pids) expect(isAlive(pid), `worker ${pid}`).toBe(false);
     expect(await portIsOpen(port)).toBe(false);
   });
@@ -255,7 +318,8 @@ describe('serve --workers 2: /metrics answers for both workers', { timeout: 120_
   let auth: Record<string, string>;
   let a: Pinned;
   let b: Pinned;
-  const scrape = (agent?: http.Agent) => request(port, 'GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` }, agent });
+  const scrape = (agent?: http.Agent) =>
+    request(port, 'GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` }, agent });
 
   beforeAll(async () => {
     const copy = await copyExample('workers-metrics');
@@ -265,7 +329,20 @@ describe('serve --workers 2: /metrics answers for both workers', { timeout: 120_
     const database = await freshDatabase();
     const at = ['--project', copy.dir, '--database-url', database.url];
     ({ serve, port, pids } = await startWorkers(at, { SVCGEN_METRICS_TOKEN: METRICS_TOKEN }));
-    const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'metrics', '--prefix', 'ApiKey', '--role', 'admin', '--json', ...at]);
+    const r = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'metrics',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      ...at,
+    ]);
     expect(r.code, show(r)).toBe(0);
     auth = { authorization: `ApiKey ${JSON.parse(r.stdout).key}` };
     [a, b] = await oneConnectionPerWorker(port);
@@ -283,7 +360,14 @@ describe('serve --workers 2: /metrics answers for both workers', { timeout: 120_
       const res = await request(port, 'GET', CITY, { headers: auth, agent: (i % 2 === 0 ? a : b).agent });
       expect(res.status, res.text).toBe(200);
     }
-    const scrapes = [await scrape(a.agent), await scrape(b.agent), await scrape(a.agent), await scrape(b.agent), await scrape(), await scrape()];
+    const scrapes = [
+      await scrape(a.agent),
+      await scrape(b.agent),
+      await scrape(a.agent),
+      await scrape(b.agent),
+      await scrape(),
+      await scrape(),
+    ];
     for (const res of scrapes) {
       expect(res.status, res.text).toBe(200);
       expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
@@ -295,7 +379,10 @@ describe('serve --workers 2: /metrics answers for both workers', { timeout: 120_
         expect(sample(res.text, 'process_resident_memory_bytes', { worker }), `worker ${worker}`).toBeGreaterThan(0);
         expect(sample(res.text, 'process_start_time_seconds', { worker }), `worker ${worker}`).toBeGreaterThan(0);
       }
-      expect(sample(res.text, 'process_resident_memory_bytes', {}), 'no process metric without its worker').toBeUndefined();
+      expect(
+        sample(res.text, 'process_resident_memory_bytes', {}),
+        'no process metric without its worker',
+      ).toBeUndefined();
       // Each worker's API pool holds at least the connection that served these requests.
       expect(sample(res.text, 'db_pool_connections', { pool: 'api' })).toBeGreaterThanOrEqual(2);
     }
@@ -320,7 +407,9 @@ describe('serve --workers 2: /metrics answers for both workers', { timeout: 120_
       expect(res.headers['retry-after']).toBe('1');
       const body = JSON.parse(res.text);
       expect(body).toMatchObject({ type: '/errors/unavailable', status: 503 });
-      expect(body.detail).toMatch(/^the metrics of every worker could not be gathered: worker [12] sent no metrics within 1500 ms$/);
+      expect(body.detail).toMatch(
+        /^the metrics of every worker could not be gathered: worker [12] sent no metrics within 1500 ms$/,
+      );
       expect(took).toBeGreaterThanOrEqual(1400);
     } finally {
       process.kill(b.pid, 'SIGCONT');
@@ -337,7 +426,9 @@ describe('serve --workers 2: /metrics answers for both workers', { timeout: 120_
       const res = await scrape(a.agent);
       const took = performance.now() - started;
       expect(res.status, res.text).toBe(503);
-      expect(JSON.parse(res.text).detail).toBe('the metrics of every worker could not be gathered: the primary process did not answer within 2000 ms');
+      expect(JSON.parse(res.text).detail).toBe(
+        'the metrics of every worker could not be gathered: the primary process did not answer within 2000 ms',
+      );
       expect(took).toBeGreaterThanOrEqual(1900);
     } finally {
       process.kill(serve.child.pid!, 'SIGCONT');
@@ -358,7 +449,20 @@ describe('serve --workers 2: the rate limit is shared', { timeout: 120_000 }, ()
     const database = await freshDatabase();
     const at = ['--project', copy.dir, '--database-url', database.url];
     const { serve, port } = await startWorkers(at);
-    const r = await runCli(['keys', 'create', '--env', 'master', '--name', 'rate', '--prefix', 'ApiKey', '--role', 'admin', '--json', ...at]);
+    const r = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'rate',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      ...at,
+    ]);
     expect(r.code, show(r)).toBe(0);
     const headers = { authorization: `ApiKey ${JSON.parse(r.stdout).key}` };
 
@@ -384,14 +488,29 @@ describe('serve --workers: refusals', { timeout: 120_000 }, () => {
   it.each([['0'], ['1025'], ['two'], ['-1']])('--workers %s → exit 2 naming the accepted values', async (value) => {
     const r = await runCli(['serve', '--project', SHOP, '--workers', value]);
     expect(r.code, show(r)).toBe(2);
-    expect(r.stderr).toBe(`svcgen: option '--workers <n|auto>' argument '${value}' is invalid. must be a number from 1 to 1024, or auto (see svcgen --help)\n`);
+    expect(r.stderr).toBe(
+      `svcgen: option '--workers <n|auto>' argument '${value}' is invalid. must be a number from 1 to 1024, or auto (see svcgen --help)\n`,
+    );
   });
 
   it('--no-migrate with pending migrations refuses once, in the primary, before any worker starts', async () => {
     const database = await freshDatabase();
-    const r = await runCli(['serve', '--workers', '2', '--port', '0', '--no-migrate', '--project', SHOP, '--database-url', database.url]);
+    const r = await runCli([
+      'serve',
+      '--workers',
+      '2',
+      '--port',
+      '0',
+      '--no-migrate',
+      '--project',
+      SHOP,
+      '--database-url',
+      database.url,
+    ]);
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr, show(r)).toMatch(/^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `npx svcgen migrate deploy`, or serve without --no-migrate\n$/);
+    expect(r.stderr, show(r)).toMatch(
+      /^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `npx svcgen migrate deploy`, or serve without --no-migrate\n$/,
+    );
     expect(r.stdout).toBe('');
   });
 
@@ -401,10 +520,24 @@ describe('serve --workers: refusals', { timeout: 120_000 }, () => {
     const takenPort = (taken.address() as net.AddressInfo).port;
     try {
       const database = await freshDatabase();
-      const r = await runCli(['serve', '--workers', '2', '--port', String(takenPort), '--project', SHOP, '--database-url', database.url]);
+      const r = await runCli([
+        'serve',
+        '--workers',
+        '2',
+        '--port',
+        String(takenPort),
+        '--project',
+        SHOP,
+        '--database-url',
+        database.url,
+      ]);
       expect(r.code, show(r)).toBe(1);
-      expect(r.stderr, show(r)).toContain(`svcgen: port ${takenPort} on 127.0.0.1 is already in use: pick another with --port <n> (or stop what listens there)\n`);
-      expect(r.stderr, show(r)).toMatch(/^worker \d \(pid \d+\) stopped before listening \(exit code 1\): stopping the others$/m);
+      expect(r.stderr, show(r)).toContain(
+        `svcgen: port ${takenPort} on 127.0.0.1 is already in use: pick another with --port <n> (or stop what listens there)\n`,
+      );
+      expect(r.stderr, show(r)).toMatch(
+        /^worker \d \(pid \d+\) stopped before listening \(exit code 1\): stopping the others$/m,
+      );
       expect(r.stdout).not.toMatch(/listening on/);
     } finally {
       await new Promise((resolve) => taken.close(resolve));

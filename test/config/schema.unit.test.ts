@@ -5,7 +5,14 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { callerDataLimit, ConfigError, jsonErrorLocation, loadConfig, parseConfig, type ModelNames } from '../../runtime/config/index.ts';
+import {
+  callerDataLimit,
+  ConfigError,
+  jsonErrorLocation,
+  loadConfig,
+  parseConfig,
+  type ModelNames,
+} from '../../runtime/config/index.ts';
 
 const MINIMAL = { project: { id: 'p' } };
 
@@ -53,7 +60,13 @@ describe('defaults of a minimal config', () => {
       cors: { origins: [], credentials: false },
       trustProxy: false,
       limits: { bodyBytes: 1_048_576 },
-      http: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5000, maxConnections: 1000, drainTimeoutMs: 10_000 },
+      http: {
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 30_000,
+        keepAliveTimeoutMs: 5000,
+        maxConnections: 1000,
+        drainTimeoutMs: 10_000,
+      },
       // expensiveReadConcurrency stays unset: the server resolves it to half of poolSize at start.
       database: { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 },
       graphql: { introspection: true },
@@ -75,18 +88,34 @@ describe('defaults of a minimal config', () => {
   });
 
   it('fills in a role', () => {
-    expect(parseConfig({ ...MINIMAL, roles: { reader: {} } }, 'svcgen.config.json').roles).toEqual({ reader: { signup: false, tables: {} } });
+    expect(parseConfig({ ...MINIMAL, roles: { reader: {} } }, 'svcgen.config.json').roles).toEqual({
+      reader: { signup: false, tables: {} },
+    });
   });
 
   it('keeps what a section sets and fills in the rest of it', () => {
-    const set = parseConfig({ ...MINIMAL, auth: { lockout: { duration: 60 } }, database: { poolSize: 4, expensiveReadConcurrency: 4, expensiveReadQueue: 0 } }, 'svcgen.config.json');
+    const set = parseConfig(
+      {
+        ...MINIMAL,
+        auth: { lockout: { duration: 60 } },
+        database: { poolSize: 4, expensiveReadConcurrency: 4, expensiveReadQueue: 0 },
+      },
+      'svcgen.config.json',
+    );
     expect(set.auth.lockout).toEqual({ maxFailedAttempts: 5, duration: 60 });
-    expect(set.database).toEqual({ poolSize: 4, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadConcurrency: 4, expensiveReadQueue: 0 });
+    expect(set.database).toEqual({
+      poolSize: 4,
+      statementTimeoutMs: 5000,
+      poolWaitTimeoutMs: 2000,
+      expensiveReadConcurrency: 4,
+      expensiveReadQueue: 0,
+    });
   });
 });
 
 describe('callerDataLimit', () => {
-  const limit = (rateLimits: Record<string, number>) => callerDataLimit(parseConfig({ ...MINIMAL, rateLimits }, 'svcgen.config.json'));
+  const limit = (rateLimits: Record<string, number>) =>
+    callerDataLimit(parseConfig({ ...MINIMAL, rateLimits }, 'svcgen.config.json'));
 
   it.each<[Record<string, number>, number]>([
     [{}, 1200], // a fifth of 6000
@@ -106,11 +135,31 @@ describe('problems of an invalid config', () => {
   it.each<[string, unknown, string[]]>([
     ['no project', {}, ['$.project: Invalid input: expected object, received undefined']],
     ['not an object', [], ['$: Invalid input: expected object, received array']],
-    ['an empty project id', { project: { id: '' } }, ['$.project.id: Too small: expected string to have >=1 characters']],
-    ['bad environment names', { ...MINIMAL, environments: ['Prod', 'ok', '1x'] }, [`$.environments[0]: ${NAME_RULE}`, `$.environments[2]: ${NAME_RULE}`]],
-    ['a repeated environment', { ...MINIMAL, environments: ['a', 'a'] }, ['$.environments: environment names must be unique']],
-    ['no environment', { ...MINIMAL, environments: [] }, ['$.environments: Too small: expected array to have >=1 items']],
-    ['unknown keys', { ...MINIMAL, extra: 1, auth: { foo: 1, bar: 2 } }, ['$.auth: unknown keys "foo", "bar"', '$: unknown key "extra"']],
+    [
+      'an empty project id',
+      { project: { id: '' } },
+      ['$.project.id: Too small: expected string to have >=1 characters'],
+    ],
+    [
+      'bad environment names',
+      { ...MINIMAL, environments: ['Prod', 'ok', '1x'] },
+      [`$.environments[0]: ${NAME_RULE}`, `$.environments[2]: ${NAME_RULE}`],
+    ],
+    [
+      'a repeated environment',
+      { ...MINIMAL, environments: ['a', 'a'] },
+      ['$.environments: environment names must be unique'],
+    ],
+    [
+      'no environment',
+      { ...MINIMAL, environments: [] },
+      ['$.environments: Too small: expected array to have >=1 items'],
+    ],
+    [
+      'unknown keys',
+      { ...MINIMAL, extra: 1, auth: { foo: 1, bar: 2 } },
+      ['$.auth: unknown keys "foo", "bar"', '$: unknown key "extra"'],
+    ],
     [
       '__proto__ keys, wherever they are',
       JSON.parse('{"project":{"id":"p"},"roles":{"__proto__":{}},"auth":{"__proto__":1}}'),
@@ -127,11 +176,18 @@ describe('problems of an invalid config', () => {
     [
       'auth naming what is not defined',
       { ...MINIMAL, auth: { environments: ['prod'], defaultRole: 'toString' } },
-      ['$.auth.environments[0]: "prod" is not one of environments (master)', '$.auth.defaultRole: role "toString" is not defined under roles'],
+      [
+        '$.auth.environments[0]: "prod" is not one of environments (master)',
+        '$.auth.defaultRole: role "toString" is not defined under roles',
+      ],
     ],
     [
       'numbers out of range',
-      { ...MINIMAL, auth: { accessTokenTtl: 0, password: { minLength: 73 } }, webhooks: { retryDelaysMs: [], concurrency: 501 } },
+      {
+        ...MINIMAL,
+        auth: { accessTokenTtl: 0, password: { minLength: 73 } },
+        webhooks: { retryDelaysMs: [], concurrency: 501 },
+      },
       [
         '$.auth.accessTokenTtl: Too small: expected number to be >0',
         '$.auth.password.minLength: Too big: expected number to be <=72',
@@ -139,27 +195,59 @@ describe('problems of an invalid config', () => {
         '$.webhooks.concurrency: Too big: expected number to be <=500',
       ],
     ],
-    ['"*" with credentials', { ...MINIMAL, cors: { origins: ['*'], credentials: true } }, ['$.cors: origins "*" cannot be combined with credentials: list the origins']],
-    ['origins that are not http(s) URLs', { ...MINIMAL, cors: { origins: ['ftp://x.example', 'example.com'] } }, ['$.cors.origins[0]: Invalid URL', '$.cors.origins[1]: Invalid URL']],
+    [
+      '"*" with credentials',
+      { ...MINIMAL, cors: { origins: ['*'], credentials: true } },
+      ['$.cors: origins "*" cannot be combined with credentials: list the origins'],
+    ],
+    [
+      'origins that are not http(s) URLs',
+      { ...MINIMAL, cors: { origins: ['ftp://x.example', 'example.com'] } },
+      ['$.cors.origins[0]: Invalid URL', '$.cors.origins[1]: Invalid URL'],
+    ],
     [
       'headers allowed longer than the request',
       { ...MINIMAL, http: { headersTimeoutMs: 20_000, requestTimeoutMs: 10_000 } },
-      ['$.http.headersTimeoutMs: headersTimeoutMs cannot be more than requestTimeoutMs (the headers are part of the request)'],
+      [
+        '$.http.headersTimeoutMs: headersTimeoutMs cannot be more than requestTimeoutMs (the headers are part of the request)',
+      ],
     ],
-    ['http bounds', { ...MINIMAL, http: { headersTimeoutMs: 50, maxConnections: 0 } }, ['$.http.headersTimeoutMs: Too small: expected number to be >=100', '$.http.maxConnections: Too small: expected number to be >=1']],
+    [
+      'http bounds',
+      { ...MINIMAL, http: { headersTimeoutMs: 50, maxConnections: 0 } },
+      [
+        '$.http.headersTimeoutMs: Too small: expected number to be >=100',
+        '$.http.maxConnections: Too small: expected number to be >=1',
+      ],
+    ],
     [
       'more expensive-read slots than connections',
       { ...MINIMAL, database: { poolSize: 4, expensiveReadConcurrency: 5 } },
-      ['$.database.expensiveReadConcurrency: expensiveReadConcurrency cannot be more than poolSize (each running expensive read holds a connection)'],
+      [
+        '$.database.expensiveReadConcurrency: expensiveReadConcurrency cannot be more than poolSize (each running expensive read holds a connection)',
+      ],
     ],
-    ['a negative expensive-read queue', { ...MINIMAL, database: { expensiveReadQueue: -1 } }, ['$.database.expensiveReadQueue: Too small: expected number to be >=0']],
-    ['a short metrics token', { ...MINIMAL, metrics: { enabled: true, token: 'short' } }, ['$.metrics.token: at least 16 characters']],
+    [
+      'a negative expensive-read queue',
+      { ...MINIMAL, database: { expensiveReadQueue: -1 } },
+      ['$.database.expensiveReadQueue: Too small: expected number to be >=0'],
+    ],
+    [
+      'a short metrics token',
+      { ...MINIMAL, metrics: { enabled: true, token: 'short' } },
+      ['$.metrics.token: at least 16 characters'],
+    ],
   ])('%s', (_name, raw, want) => {
     expect(problems(raw)).toEqual(want);
   });
 
   it('checks role rules against the model: table names, and field names when given', () => {
-    const raw = { ...MINIMAL, roles: { r: { tables: { Nope: { read: true }, City: { read: { fields: ['name', 'nope'] } }, '*': { read: true } } } } };
+    const raw = {
+      ...MINIMAL,
+      roles: {
+        r: { tables: { Nope: { read: true }, City: { read: { fields: ['name', 'nope'] } }, '*': { read: true } } },
+      },
+    };
     expect(problems(raw, { City: ['id', 'name'] })).toEqual([
       '$.roles.r.tables.Nope: no model named "Nope" in schema.prisma',
       '$.roles.r.tables.City.read.fields[1]: City has no field "nope" (fields: id, name)',
@@ -191,7 +279,9 @@ describe('loadConfig', () => {
   }
 
   it('says how to start when there is no file', async () => {
-    expect(await load(undefined)).toEqual(['$: file not found (create svcgen.config.json with at least {"project": {"id": "<id>"}})']);
+    expect(await load(undefined)).toEqual([
+      '$: file not found (create svcgen.config.json with at least {"project": {"id": "<id>"}})',
+    ]);
   });
 
   it('points at the line and column where the JSON goes wrong', async () => {

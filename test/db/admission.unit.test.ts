@@ -37,7 +37,10 @@ describe('Admission', () => {
     await settle();
     expect(started).toEqual([0, 1]);
     expect(state()).toEqual([2, 2]);
-    await expect(admission.run(async () => 'late')).rejects.toMatchObject({ reason: 'queue-full', message: 'the queue of expensive reads is full' });
+    await expect(admission.run(async () => 'late')).rejects.toMatchObject({
+      reason: 'queue-full',
+      message: 'the queue of expensive reads is full',
+    });
     expect(refusals).toEqual(['queue-full']);
     gates[1]!.open();
     await settle();
@@ -105,7 +108,7 @@ describe('Admission', () => {
   it('drops a waiter whose client went away, at once, and stops watching the client once admitted', async () => {
     const { admission, refusals, state } = budget({ slots: 1, queue: 5 });
     const g = gate();
-    const holder = admission.run(() => g.opened);
+    const _holder = admission.run(() => g.opened);
     const listeners: Array<() => void> = [];
     let unwatched = 0;
     const onGone = (listener: () => void) => {
@@ -116,7 +119,10 @@ describe('Admission', () => {
     const stays = admission.run(async () => 'stays', onGone);
     expect(state()).toEqual([1, 2]);
     listeners[0]!(); // the first waiter's client disconnects
-    await expect(gone).rejects.toMatchObject({ reason: 'client-gone', message: 'the client went away while its read waited' });
+    await expect(gone).rejects.toMatchObject({
+      reason: 'client-gone',
+      message: 'the client went away while its read waited',
+    });
     expect(refusals).toEqual(['client-gone']);
     expect(state()).toEqual([1, 1]);
     g.open();

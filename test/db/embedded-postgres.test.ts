@@ -5,7 +5,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { isEmbeddedRunning, startEmbeddedPostgres, type EmbeddedPostgres } from '../../runtime/db/embedded-postgres/index.ts';
+import {
+  isEmbeddedRunning,
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+} from '../../runtime/db/embedded-postgres/index.ts';
 
 const MODULE_URL = pathToFileURL(path.resolve(import.meta.dirname, '../../runtime/db/embedded-postgres/index.ts')).href;
 
@@ -165,7 +169,10 @@ describe('startEmbeddedPostgres', () => {
     await new Promise((resolve) => dead.once('exit', resolve));
     const dataDir = path.join(stateDir, 'pg', 'data');
     const pidFile = path.join(dataDir, 'postmaster.pid');
-    fs.writeFileSync(pidFile, `${dead.pid}\n${dataDir}\n1700000000\n${first.port}\n\n127.0.0.1\n  1234 5678\nready   \n`);
+    fs.writeFileSync(
+      pidFile,
+      `${dead.pid}\n${dataDir}\n1700000000\n${first.port}\n\n127.0.0.1\n  1234 5678\nready   \n`,
+    );
     const st = fs.statSync(dataDir);
     fs.chownSync(pidFile, st.uid, st.gid);
 

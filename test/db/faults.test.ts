@@ -9,7 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseFault, openDatabase, Readiness, type Database } from '../../runtime/db/index.ts';
 import { revokeApiKey } from '../../runtime/keys/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { expectProblem, MANAGEMENT_TOKEN, startTestServer, type TestResponse, type TestServer } from '../support/server.ts';
+import {
+  expectProblem,
+  MANAGEMENT_TOKEN,
+  startTestServer,
+  type TestResponse,
+  type TestServer,
+} from '../support/server.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { until } from '../support/until.ts';
 
@@ -51,7 +57,12 @@ describe('a database outage through a proxy', () => {
   it('answers 503 with Retry-After on every route while the database is away, and 200 again after it is back, without a restart', async () => {
     expect((await readyz()).status).toBe(200);
     proxy.outage();
-    const notReady = await until(readyz, (r) => r.status === 503 && r.body.checks.database === 'unreachable', 1500, '/readyz turns 503');
+    const notReady = await until(
+      readyz,
+      (r) => r.status === 503 && r.body.checks.database === 'unreachable',
+      1500,
+      '/readyz turns 503',
+    );
     expectProblem(notReady, 503, 'unavailable');
     expect(notReady.headers.get('retry-after')).toBe('1');
     expect(notReady.body.checks.database).toBe('unreachable');
@@ -60,17 +71,33 @@ describe('a database outage through a proxy', () => {
     expectUnavailable(await t.request('GET', '/gw/api/rest/City'));
     expectUnavailable(await t.request('POST', '/gw/api/rest/City', { body: { name: 'Oslo', country: 'NO' } }));
     expectUnavailable(await t.request('GET', '/gw/api/rest/_apikeys', { key: MANAGEMENT_TOKEN }));
-    expectUnavailable(await t.request('GET', '/gw/api/rest/_webhooks', { key: MANAGEMENT_TOKEN, headers: { environment: 'master' } }));
-    expectUnavailable(await t.request('POST', '/auth/login', { key: false, body: { email: 'nobody@example.com', password: 'secret123' } }));
+    expectUnavailable(
+      await t.request('GET', '/gw/api/rest/_webhooks', { key: MANAGEMENT_TOKEN, headers: { environment: 'master' } }),
+    );
+    expectUnavailable(
+      await t.request('POST', '/auth/login', {
+        key: false,
+        body: { email: 'nobody@example.com', password: 'secret123' },
+      }),
+    );
 
     proxy.restore();
     const ready = await until(readyz, (r) => r.status === 200, 3000, '/readyz turns 200');
-    expect(ready.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' } });
+    expect(ready.body).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' },
+    });
     expect((await t.request('GET', '/gw/api/rest/City')).status).toBe(200);
     expect((await t.request('POST', '/gw/api/rest/City', { body: { name: 'Oslo', country: 'NO' } })).status).toBe(201);
     expect((await t.request('GET', '/gw/api/rest/_apikeys', { key: MANAGEMENT_TOKEN })).status).toBe(200);
-    expect((await t.request('GET', '/gw/api/rest/_webhooks', { key: MANAGEMENT_TOKEN, headers: { environment: 'master' } })).status).toBe(200);
-    const login = await t.request('POST', '/auth/login', { key: false, body: { email: 'nobody@example.com', password: 'secret123' } });
+    expect(
+      (await t.request('GET', '/gw/api/rest/_webhooks', { key: MANAGEMENT_TOKEN, headers: { environment: 'master' } }))
+        .status,
+    ).toBe(200);
+    const login = await t.request('POST', '/auth/login', {
+      key: false,
+      body: { email: 'nobody@example.com', password: 'secret123' },
+    });
     expect(login.status, login.text).toBe(401);
   }, 20_000);
 
@@ -92,12 +119,27 @@ describe('a database outage through a proxy', () => {
     };
     const writers = Array.from({ length: 8 }, writer);
     try {
-      await until(async () => acknowledged.size, (c) => c >= 50, 10_000, 'creates before the outage');
+      await until(
+        async () => acknowledged.size,
+        (c) => c >= 50,
+        10_000,
+        'creates before the outage',
+      );
       proxy.outage();
-      await until(async () => statuses.get(503) ?? 0, (c) => c >= 20, 10_000, '503s during the outage');
+      await until(
+        async () => statuses.get(503) ?? 0,
+        (c) => c >= 20,
+        10_000,
+        '503s during the outage',
+      );
       proxy.restore();
       const before = acknowledged.size;
-      await until(async () => acknowledged.size, (c) => c >= before + 50, 10_000, 'creates after the outage');
+      await until(
+        async () => acknowledged.size,
+        (c) => c >= before + 50,
+        10_000,
+        'creates after the outage',
+      );
     } finally {
       proxy.restore();
       stop = true;
@@ -108,8 +150,14 @@ describe('a database outage through a proxy', () => {
     const rows = await direct.query<{ name: string }>(`SELECT name FROM env_master."City" WHERE country = 'LD'`);
     const stored = new Set(rows.map((r) => r.name));
     expect(rows.length, 'no name stored twice').toBe(stored.size);
-    expect([...acknowledged].filter((name) => !stored.has(name)), 'acknowledged but missing').toEqual([]);
-    expect([...stored].filter((name) => !attempted.has(name)), 'stored but never sent').toEqual([]);
+    expect(
+      [...acknowledged].filter((name) => !stored.has(name)),
+      'acknowledged but missing',
+    ).toEqual([]);
+    expect(
+      [...stored].filter((name) => !attempted.has(name)),
+      'stored but never sent',
+    ).toEqual([]);
     // A commit whose answer was cut by the outage can land unacknowledged; it is one of the 503s.
     expect(stored.size - acknowledged.size).toBeLessThanOrEqual(statuses.get(503)!);
     expect([...statuses.keys()].sort()).toEqual([201, 503]);
@@ -120,7 +168,12 @@ describe('a database outage through a proxy', () => {
     await until(readyz, (r) => r.status === 503 && r.body.checks.listener === 'down', 1500, 'listener reported down');
     // Longer than the old listener survived (about a second), so its backoff has grown meanwhile.
     const downSince = Date.now();
-    await until(async () => Date.now() - downSince, (ms) => ms >= 2500, 3000, 'outage lasting 2.5 s');
+    await until(
+      async () => Date.now() - downSince,
+      (ms) => ms >= 2500,
+      3000,
+      'outage lasting 2.5 s',
+    );
     proxy.restore();
     await until(readyz, (r) => r.status === 200, 6000, '/readyz turns 200 (listener back)');
     const listening = await direct.query<{ n: number }>(
@@ -130,7 +183,8 @@ describe('a database outage through a proxy', () => {
 
     const key = await t.createKey(['admin']);
     const lookupsBefore = keyLookups;
-    for (let i = 0; i < 20; i++) expect((await t.request('GET', '/gw/api/rest/City?limit=1', { key: key.key })).status).toBe(200);
+    for (let i = 0; i < 20; i++)
+      expect((await t.request('GET', '/gw/api/rest/City?limit=1', { key: key.key })).status).toBe(200);
     expect(keyLookups - lookupsBefore, 'the key is looked up once, then served from the cache').toBe(1);
 
     expect(await revokeApiKey(direct, t.config.project.id, key.id)).toBeDefined();
@@ -143,7 +197,12 @@ describe('a database outage through a proxy', () => {
     // The listener's first retry (100 ms after the drop) is now stalled in the black hole: it must
     // time out rather than wait forever.
     const downAt = Date.now();
-    await until(async () => ({ stalled: proxy.stalled, ms: Date.now() - downAt }), (s) => s.stalled >= 1 && s.ms >= 300, 3000, 'a stalled attempt');
+    await until(
+      async () => ({ stalled: proxy.stalled, ms: Date.now() - downAt }),
+      (s) => s.stalled >= 1 && s.ms >= 300,
+      3000,
+      'a stalled attempt',
+    );
     proxy.restore();
     const ready = await until(readyz, (r) => r.status === 200, 12_000, '/readyz turns 200 (listener back)');
     expect(ready.body.checks.listener).toBe('ok');
@@ -166,13 +225,21 @@ describe('stopping while the database is black-holed', () => {
     let closing: Promise<void> | undefined;
     try {
       // The in-process webhook worker runs (startServer's default): its runner and outbox drain reconnect through the proxy.
-      const t = await startTestServer({ databaseUrl: proxy.url(database.url), configPatch: (raw) => (raw.http = { drainTimeoutMs: DRAIN_MS }) });
+      const t = await startTestServer({
+        databaseUrl: proxy.url(database.url),
+        configPatch: (raw) => (raw.http = { drainTimeoutMs: DRAIN_MS }),
+      });
       expect((await t.request('GET', '/gw/api/rest/City')).status).toBe(200);
       await t.db.close();
       proxy.outage('blackhole');
       // Past the runner's restart (500 ms after it loses its connection) and many outbox drains: attempts are stalled now.
       const since = Date.now();
-      await until(async () => ({ stalled: proxy.stalled, ms: Date.now() - since }), (s) => s.stalled >= 3 && s.ms >= 1500, 5000, 'stalled connection attempts');
+      await until(
+        async () => ({ stalled: proxy.stalled, ms: Date.now() - since }),
+        (s) => s.stalled >= 3 && s.ms >= 1500,
+        5000,
+        'stalled connection attempts',
+      );
       const started = performance.now();
       closing = t.server.close();
       let bound: NodeJS.Timeout | undefined;
@@ -209,7 +276,9 @@ describe('statement and pool-wait timeouts', () => {
     lockHolder.on('error', () => {});
     await lockHolder.connect();
     await lockHolder.query('BEGIN');
-    const { rows } = await lockHolder.query(`INSERT INTO env_master."City" (name, country, "updatedAt") VALUES ('Locked', 'LK', now()) RETURNING id`);
+    const { rows } = await lockHolder.query(
+      `INSERT INTO env_master."City" (name, country, "updatedAt") VALUES ('Locked', 'LK', now()) RETURNING id`,
+    );
     await lockHolder.query('COMMIT');
     await lockHolder.query('BEGIN');
     await lockHolder.query('SELECT 1 FROM env_master."City" WHERE id = $1 FOR UPDATE', [rows[0].id]);
@@ -246,7 +315,10 @@ describe('statement and pool-wait timeouts', () => {
 
   it('rejects an out-of-range database setting with the path named', async () => {
     await expect(
-      startTestServer({ configPatch: (raw) => (raw.database = { poolSize: 0, statementTimeoutMs: -1, poolWaitTimeoutMs: 'a', extra: 1 }) }),
+      startTestServer({
+        configPatch: (raw) =>
+          (raw.database = { poolSize: 0, statementTimeoutMs: -1, poolWaitTimeoutMs: 'a', extra: 1 }),
+      }),
     ).rejects.toThrow(
       [
         'test config is invalid:',
@@ -260,13 +332,18 @@ describe('statement and pool-wait timeouts', () => {
 
   it('answers 503 database-busy within the pool wait timeout when every pool connection is held', async () => {
     await t.close();
-    t = await startTestServer({ configPatch: (raw) => (raw.database = { poolSize: 1, poolWaitTimeoutMs: 300, statementTimeoutMs: 0 }) });
+    t = await startTestServer({
+      configPatch: (raw) => (raw.database = { poolSize: 1, poolWaitTimeoutMs: 300, statementTimeoutMs: 0 }),
+    });
     const lock = await lockCity(t.database.url);
     try {
       // The only pool connection waits on the lock inside this PATCH.
       const held = t.request('PATCH', `/gw/api/rest/City/${lock.id}`, { body: { name: 'Held' } });
       await until(
-        () => t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`),
+        () =>
+          t.db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          ),
         (rows) => rows[0]!.n === 1,
         5000,
         'the PATCH waiting on the lock',
@@ -278,7 +355,9 @@ describe('statement and pool-wait timeouts', () => {
       expect(res.headers.get('retry-after')).toBe('1');
       // Not before the wait bound; the status shows it was the bound (the PATCH holds the connection until later).
       expect(took).toBeGreaterThanOrEqual(250);
-      expect((await t.request('GET', '/readyz', { key: false })).status, 'a busy pool is load, not an outage').toBe(200);
+      expect((await t.request('GET', '/readyz', { key: false })).status, 'a busy pool is load, not an outage').toBe(
+        200,
+      );
       await lock.release();
       expect((await held).status).toBe(200);
     } finally {
@@ -289,7 +368,9 @@ describe('statement and pool-wait timeouts', () => {
 
 describe('readiness state', () => {
   it('is not ready while migrations are pending after the database comes back, and says which', async () => {
-    let fail: Error | undefined = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    let fail: Error | undefined = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), {
+      code: 'ECONNREFUSED',
+    });
     let pending = ['20260101000000_add_stock in master'];
     const readiness = new Readiness({
       probe: async () => {
@@ -314,11 +395,19 @@ describe('readiness state', () => {
     });
     pending = [];
     await readiness.check();
-    expect(readiness.report()).toEqual({ ready: true, checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' }, reasons: [] });
+    expect(readiness.report()).toEqual({
+      ready: true,
+      checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' },
+      reasons: [],
+    });
   });
 
   it('is not ready once the server drains, though the database answers, and stays so', async () => {
-    const readiness = new Readiness({ probe: async () => {}, pendingMigrations: async () => [], listenerLive: () => true });
+    const readiness = new Readiness({
+      probe: async () => {},
+      pendingMigrations: async () => [],
+      listenerLive: () => true,
+    });
     readiness.drain();
     await readiness.check();
     expect(readiness.report()).toEqual({
@@ -350,7 +439,10 @@ describe('database fault classification', () => {
     [{ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' }, 'unavailable'],
     [{ code: 'ECONNRESET', message: 'read ECONNRESET' }, 'unavailable'],
     [new Error('Connection terminated unexpectedly'), 'unavailable'],
-    [new Error('Connection terminated due to connection timeout', { cause: new Error('timeout expired') }), 'unavailable'],
+    [
+      new Error('Connection terminated due to connection timeout', { cause: new Error('timeout expired') }),
+      'unavailable',
+    ],
     [new Error('timeout exceeded when trying to connect'), 'pool-timeout'],
     [{ code: '57014', message: 'canceling statement due to statement timeout' }, 'statement-timeout'],
     [{ code: '57014', message: 'canceling statement due to user request' }, 'unavailable'],

@@ -15,12 +15,25 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadService } from '../../cli/project.ts';
-import { connectionConfig, ConnectionStringError, ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
+import {
+  connectionConfig,
+  ConnectionStringError,
+  ensureSystemSchema,
+  openDatabase,
+  type Database,
+} from '../../runtime/db/index.ts';
 import { createApiKey, revokeApiKey } from '../../runtime/keys/index.ts';
 import { startServer, type RunningServer } from '../../runtime/server/index.ts';
 import { installDeliveryQueue } from '../../runtime/webhooks/index.ts';
 import { createTestDatabase, databaseServerUrl, type TestDatabase } from '../support/database.ts';
-import { expectAuthError, PASSWORD, relaxedLimits, startMailServer, type MailServer, type Session } from '../support/auth.ts';
+import {
+  expectAuthError,
+  PASSWORD,
+  relaxedLimits,
+  startMailServer,
+  type MailServer,
+  type Session,
+} from '../support/auth.ts';
 import { freshWindows } from '../support/clock.ts';
 import { countRows, expectProblemAt } from '../support/expect.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
@@ -41,15 +54,29 @@ describe('libpq TLS parameters', () => {
   afterAll(() => rm(ca, { force: true }));
 
   it('leaves a URL without them to pg', () => {
-    expect(connectionConfig('postgres://u:p@db:5432/app?application_name=x')).toEqual({ connectionString: 'postgres://u:p@db:5432/app?application_name=x' });
+    expect(connectionConfig('postgres://u:p@db:5432/app?application_name=x')).toEqual({
+      connectionString: 'postgres://u:p@db:5432/app?application_name=x',
+    });
   });
   it('disable and allow: no TLS; the parameters leave the string', () => {
-    expect(connectionConfig('postgres://u@db/app?sslmode=disable')).toEqual({ connectionString: 'postgres://u@db/app', ssl: false });
-    expect(connectionConfig('postgres://u@db/app?sslmode=allow&x=1')).toEqual({ connectionString: 'postgres://u@db/app?x=1', ssl: false });
+    expect(connectionConfig('postgres://u@db/app?sslmode=disable')).toEqual({
+      connectionString: 'postgres://u@db/app',
+      ssl: false,
+    });
+    expect(connectionConfig('postgres://u@db/app?sslmode=allow&x=1')).toEqual({
+      connectionString: 'postgres://u@db/app?x=1',
+      ssl: false,
+    });
   });
   it('prefer and require: TLS without verification', () => {
-    expect(connectionConfig('postgres://u@db/app?sslmode=require')).toEqual({ connectionString: 'postgres://u@db/app', ssl: { rejectUnauthorized: false } });
-    expect(connectionConfig('postgres://u@db/app?sslmode=prefer')).toEqual({ connectionString: 'postgres://u@db/app', ssl: { rejectUnauthorized: false } });
+    expect(connectionConfig('postgres://u@db/app?sslmode=require')).toEqual({
+      connectionString: 'postgres://u@db/app',
+      ssl: { rejectUnauthorized: false },
+    });
+    expect(connectionConfig('postgres://u@db/app?sslmode=prefer')).toEqual({
+      connectionString: 'postgres://u@db/app',
+      ssl: { rejectUnauthorized: false },
+    });
   });
   it('require with sslrootcert and verify-ca: the chain against the CA, not the host name', () => {
     for (const mode of ['require', 'verify-ca']) {
@@ -60,13 +87,21 @@ describe('libpq TLS parameters', () => {
       expect(ssl.checkServerIdentity!('db', {} as never)).toBeUndefined();
     }
   });
-  it('verify-full: chain and host name; sslrootcert=system keeps Node\'s CA store', () => {
-    expect(connectionConfig(`postgres://u@db/app?sslmode=verify-full&sslrootcert=${encodeURIComponent(ca)}`)).toEqual({ connectionString: 'postgres://u@db/app', ssl: { ca: 'CA PEM' } });
-    expect(connectionConfig('postgres://u@db/app?sslmode=verify-full&sslrootcert=system')).toEqual({ connectionString: 'postgres://u@db/app', ssl: {} });
+  it("verify-full: chain and host name; sslrootcert=system keeps Node's CA store", () => {
+    expect(connectionConfig(`postgres://u@db/app?sslmode=verify-full&sslrootcert=${encodeURIComponent(ca)}`)).toEqual({
+      connectionString: 'postgres://u@db/app',
+      ssl: { ca: 'CA PEM' },
+    });
+    expect(connectionConfig('postgres://u@db/app?sslmode=verify-full&sslrootcert=system')).toEqual({
+      connectionString: 'postgres://u@db/app',
+      ssl: {},
+    });
   });
   it('refuses an unknown sslmode and an unreadable file', () => {
     expect(() => connectionConfig('postgres://u@db/app?sslmode=sometimes')).toThrow(
-      new ConnectionStringError('the database URL\'s sslmode "sometimes" is not one of disable, allow, prefer, require, verify-ca, verify-full'),
+      new ConnectionStringError(
+        'the database URL\'s sslmode "sometimes" is not one of disable, allow, prefer, require, verify-ca, verify-full',
+      ),
     );
     expect(() => connectionConfig('postgres://u@db/app?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem')).toThrow(
       new ConnectionStringError("the database URL's sslrootcert /nonexistent/ca.pem cannot be read: ENOENT"),
@@ -87,7 +122,7 @@ describe('a role that owns its database but is not superuser', () => {
     // A password, since the embedded PostgreSQL authenticates with SCRAM (the system one may trust).
     await admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '${role}-pw'`);
     await admin.query(`ALTER DATABASE ${database.name} OWNER TO ${role}`);
-    await admin.query('ALTER SCHEMA public OWNER TO ' + role);
+    await admin.query(`ALTER SCHEMA public OWNER TO ${role}`);
   });
   afterAll(async () => {
     await admin?.end();
@@ -107,7 +142,9 @@ describe('a role that owns its database but is not superuser', () => {
       expect(me!.rolsuper).toBe(false);
       await ensureSystemSchema(db);
       await installDeliveryQueue(url.toString(), (m) => expect.fail(m));
-      const [row] = await db.query<{ owner: string }>("SELECT nspowner::regrole::text AS owner FROM pg_namespace WHERE nspname = 'svcgen'");
+      const [row] = await db.query<{ owner: string }>(
+        "SELECT nspowner::regrole::text AS owner FROM pg_namespace WHERE nspname = 'svcgen'",
+      );
       expect(row!.owner).toBe(role);
     } finally {
       await db.close();
@@ -148,11 +185,13 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     const port = await freePort();
     await writeFile(
       path.join(dir, 'pgbouncer.ini'),
-      [
+      `${[
         '[databases]',
         // The server login's user and password (the embedded PostgreSQL wants one; clients are trusted).
         `${database.name} = host=${target.hostname} port=${target.port || 5432} dbname=${database.name}` +
-          (target.password ? ` user=${decodeURIComponent(target.username)} password=${decodeURIComponent(target.password)}` : ''),
+          (target.password
+            ? ` user=${decodeURIComponent(target.username)} password=${decodeURIComponent(target.password)}`
+            : ''),
         '[pgbouncer]',
         'listen_addr = 127.0.0.1',
         `listen_port = ${port}`,
@@ -164,13 +203,18 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
         'default_pool_size = 4',
         'max_client_conn = 200',
         'ignore_startup_parameters = extra_float_digits',
-      ].join('\n') + '\n',
+      ].join('\n')}\n`,
     );
-    await writeFile(path.join(dir, 'users.txt'), `"${decodeURIComponent(target.username) || 'postgres'}" "${decodeURIComponent(target.password)}"\n`);
+    await writeFile(
+      path.join(dir, 'users.txt'),
+      `"${decodeURIComponent(target.username) || 'postgres'}" "${decodeURIComponent(target.password)}"\n`,
+    );
     // PgBouncer refuses to run as root (CI's containers): -u drops to the postgres user Debian's package made.
     const asRoot = process.getuid?.() === 0;
     if (asRoot) await chmod(dir, 0o755);
-    bouncer = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    bouncer = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     bouncer.stderr!.on('data', (d) => logs.push(String(d)));
     bouncer.stdout!.on('data', (d) => logs.push(String(d)));
     const pooled = new URL(database.url);
@@ -182,7 +226,16 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
       if (bouncer.exitCode !== null) throw new Error(`pgbouncer exited: ${logs.join('')}`);
       const c = new pg.Client({ connectionString: pooledUrl });
       c.on('error', () => {});
-      const ok = await c.connect().then(() => c.query('SELECT 1'), () => undefined).then((r) => r !== undefined, () => false);
+      const ok = await c
+        .connect()
+        .then(
+          () => c.query('SELECT 1'),
+          () => undefined,
+        )
+        .then(
+          (r) => r !== undefined,
+          () => false,
+        );
       await c.end().catch(() => {});
       if (ok) break;
       if (Date.now() > deadline) throw new Error(`pgbouncer did not answer within 10 s: ${logs.join('')}`);
@@ -194,7 +247,13 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     const { service, config: loaded } = await loadService(SHOP);
     const config = {
       ...loaded,
-      webhooks: { ...loaded.webhooks, allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0, 100, 100], timeoutMs: 1000 },
+      webhooks: {
+        ...loaded.webhooks,
+        allowHttp: true,
+        allowPrivateTargets: true,
+        retryDelaysMs: [0, 100, 100],
+        timeoutMs: 1000,
+      },
       mail: { ...loaded.mail, smtpUrl: mail.url, from: 'shop <no-reply@shop.test>' },
     };
     relaxedLimits(config);
@@ -218,7 +277,16 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
       database: { ...config.database, statementTimeoutMs: STATEMENT_TIMEOUT_MS },
     });
     direct = openDatabase(database.url, { max: 2 });
-    adminKey = (await createApiKey(direct, { projectId, environment: 'master', name: 'pgb', prefix: 'ApiKey', roles: ['admin'], context: {} })).key;
+    adminKey = (
+      await createApiKey(direct, {
+        projectId,
+        environment: 'master',
+        name: 'pgb',
+        prefix: 'ApiKey',
+        roles: ['admin'],
+        context: {},
+      })
+    ).key;
   }, 60_000);
 
   afterAll(async () => {
@@ -235,7 +303,14 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
   });
 
   /** A request to `base` with `token` as Bearer (none when null). */
-  const call = async (base: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}, token: string | null = adminKey): Promise<TestResponse> =>
+  const call = async (
+    base: string,
+    method: string,
+    p: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    token: string | null = adminKey,
+  ): Promise<TestResponse> =>
     readResponse(
       await fetch(`${base}${p}`, {
         method,
@@ -248,10 +323,12 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
     );
-  const request = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}, key = adminKey) => call(server.url, method, p, body, headers, key);
-  const auth = (p: string, body?: unknown, token: string | null = null) => call(server.url, 'POST', `/auth/${p}`, body, {}, token);
+  const request = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}, key = adminKey) =>
+    call(server.url, method, p, body, headers, key);
+  const auth = (p: string, body?: unknown, token: string | null = null) =>
+    call(server.url, 'POST', `/auth/${p}`, body, {}, token);
 
-  it('serves every request through PgBouncer: the API pool\'s connections are its', async () => {
+  it("serves every request through PgBouncer: the API pool's connections are its", async () => {
     const res = await request('GET', `${REST}/City`);
     expect(res.status, res.text).toBe(200);
     const [row] = await direct.query<{ n: number }>(
@@ -261,7 +338,9 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
   });
 
   it('create, get, list with filters, patch, delete', async () => {
-    const created = await Promise.all(['Lyon', 'Lille', 'Nice'].map((name) => request('POST', `${REST}/City`, { name, country: 'FR' })));
+    const created = await Promise.all(
+      ['Lyon', 'Lille', 'Nice'].map((name) => request('POST', `${REST}/City`, { name, country: 'FR' })),
+    );
     for (const c of created) expect(c.status, c.text).toBe(201);
     const id = created[0]!.body.data.id;
     expect((await request('GET', `${REST}/City/${id}`)).body.data.name).toBe('Lyon');
@@ -279,28 +358,63 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
   });
 
   it('bulk and idempotency', async () => {
-    const bulk = await request('POST', `${REST}/City/_bulk`, { items: [{ name: 'B1', country: 'BB' }, { name: 'B2', country: 'BB' }] });
+    const bulk = await request('POST', `${REST}/City/_bulk`, {
+      items: [
+        { name: 'B1', country: 'BB' },
+        { name: 'B2', country: 'BB' },
+      ],
+    });
     expect(bulk.status, bulk.text).toBe(201);
-    const first = await request('POST', `${REST}/City`, { name: 'Once', country: 'ID' }, { 'idempotency-key': 'pgb-once-1' });
-    const again = await request('POST', `${REST}/City`, { name: 'Once', country: 'ID' }, { 'idempotency-key': 'pgb-once-1' });
+    const first = await request(
+      'POST',
+      `${REST}/City`,
+      { name: 'Once', country: 'ID' },
+      { 'idempotency-key': 'pgb-once-1' },
+    );
+    const again = await request(
+      'POST',
+      `${REST}/City`,
+      { name: 'Once', country: 'ID' },
+      { 'idempotency-key': 'pgb-once-1' },
+    );
     expect(first.status, first.text).toBe(201);
     expect(again.status).toBe(201);
     expect(again.body.data.id).toBe(first.body.data.id);
-    const [row] = await direct.query<{ n: number }>(`SELECT count(*)::int AS n FROM env_master."City" WHERE name = 'Once'`);
+    const [row] = await direct.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM env_master."City" WHERE name = 'Once'`,
+    );
     expect(row!.n).toBe(1);
   });
 
   it('a key revoked elsewhere is refused at once (LISTEN on the direct URL)', async () => {
-    const key = await createApiKey(direct, { projectId, environment: 'master', name: 'gone', prefix: 'ApiKey', roles: ['admin'], context: {} });
+    const key = await createApiKey(direct, {
+      projectId,
+      environment: 'master',
+      name: 'gone',
+      prefix: 'ApiKey',
+      roles: ['admin'],
+      context: {},
+    });
     expect((await request('GET', `${REST}/City`, undefined, {}, key.key)).status).toBe(200);
     await revokeApiKey(direct, projectId, key.id);
     expect((await request('GET', `${REST}/City`, undefined, {}, key.key)).status).toBe(401);
   });
 
   it('a webhook subscription delivers an event (graphile-worker on the direct URL)', async () => {
-    const created = await request('POST', `${REST}/_webhooks`, {
-      projectId, environment: 'master', table: 'City', events: ['INSERT'], url: `${receiver.url}/pgb`, secret: 's3cret',
-    }, { environment: 'master' }, MANAGEMENT_TOKEN);
+    const created = await request(
+      'POST',
+      `${REST}/_webhooks`,
+      {
+        projectId,
+        environment: 'master',
+        table: 'City',
+        events: ['INSERT'],
+        url: `${receiver.url}/pgb`,
+        secret: 's3cret',
+      },
+      { environment: 'master' },
+      MANAGEMENT_TOKEN,
+    );
     expect(created.status, created.text).toBe(201);
     expect((await request('POST', `${REST}/City`, { name: 'Hooked', country: 'WH' })).status).toBe(201);
     const [got] = await receiver.waitFor('/pgb', 1);
@@ -316,13 +430,24 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     const login = await auth('login', { email, password: PASSWORD });
     expect(login.status, login.text).toBe(200);
     expect(Object.keys(login.body).sort()).toEqual(['accessToken', 'refreshToken', 'user']);
-    expect(login.body.user).toEqual({ id: confirmed.body.user.id, email, firstName: 'Pooled', lastName: 'User', roles: ['customer'] });
+    expect(login.body.user).toEqual({
+      id: confirmed.body.user.id,
+      email,
+      firstName: 'Pooled',
+      lastName: 'User',
+      roles: ['customer'],
+    });
     const session = login.body as Session;
 
     // The customer role reads City, may not create one, and does not see Customer at all.
     const asUser = (token: string, method: string, p: string, body?: unknown) => request(method, p, body, {}, token);
     expect((await asUser(session.accessToken, 'GET', `${REST}/City`)).status).toBe(200);
-    expectProblemAt(await asUser(session.accessToken, 'POST', `${REST}/City`, { name: 'Nope', country: 'NO' }), 403, `${REST}/City`, 'forbidden');
+    expectProblemAt(
+      await asUser(session.accessToken, 'POST', `${REST}/City`, { name: 'Nope', country: 'NO' }),
+      403,
+      `${REST}/City`,
+      'forbidden',
+    );
     expectProblemAt(await asUser(session.accessToken, 'GET', `${REST}/Customer`), 403, `${REST}/Customer`, 'forbidden');
     expect(await countRows(direct, 'City', 'master', 'name = $1', ['Nope'])).toBe(0);
 
@@ -333,7 +458,11 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     expect(rotated.body.refreshToken).not.toBe(session.refreshToken);
     expect((await asUser(rotated.body.accessToken, 'GET', `${REST}/City`)).status).toBe(200);
     expectAuthError(await auth('refresh-token', { refreshToken: session.refreshToken }), 401, 'AUTH_TOKEN_INVALID');
-    expectAuthError(await auth('refresh-token', { refreshToken: rotated.body.refreshToken }), 401, 'AUTH_TOKEN_INVALID');
+    expectAuthError(
+      await auth('refresh-token', { refreshToken: rotated.body.refreshToken }),
+      401,
+      'AUTH_TOKEN_INVALID',
+    );
     expectProblemAt(await asUser(rotated.body.accessToken, 'GET', `${REST}/City`), 401, `${REST}/City`, 'unauthorized');
 
     // Logout: the access token lands on the denylist at once, and its refresh token dies with the session.
@@ -366,21 +495,39 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
   it('bulk savepoints: ALL_OR_NOTHING with a database failure rolls back every item; BEST_EFFORT keeps the others', async () => {
     const tag = `pgb-bulk-${process.pid}`;
     const path = `${REST}/Customer/_bulk`;
-    const items = [{ email: `${tag}-a@example.com`, name: 'a' }, { email: `${tag}-dup@example.com`, name: 'b' }, { email: `${tag}-dup@example.com`, name: 'c' }];
+    const items = [
+      { email: `${tag}-a@example.com`, name: 'a' },
+      { email: `${tag}-dup@example.com`, name: 'b' },
+      { email: `${tag}-dup@example.com`, name: 'c' },
+    ];
     const failed = await request('POST', path, { items });
     expect(failed.status, failed.text).toBe(422);
     expect(failed.headers.get('content-type')).toBe('application/problem+json');
     expect(failed.body).toMatchObject({ type: '/errors/validation', status: 422, instance: path });
     expect(failed.body.data).toEqual({
-      success: false, transactionMode: 'ALL_OR_NOTHING', totalRequested: 3, totalSucceeded: 0, totalFailed: 3, items: [],
+      success: false,
+      transactionMode: 'ALL_OR_NOTHING',
+      totalRequested: 3,
+      totalSucceeded: 0,
+      totalFailed: 3,
+      items: [],
       errors: [{ index: 2, message: expect.stringMatching(/email/) }],
     });
     expect(await countRows(direct, 'Customer', 'master', 'email LIKE $1', [`${tag}-%`])).toBe(0);
 
     const partial = await request('POST', `${path}?mode=BEST_EFFORT`, { items });
     expect(partial.status, partial.text).toBe(207);
-    expect(partial.body.data).toMatchObject({ success: false, transactionMode: 'BEST_EFFORT', totalSucceeded: 2, totalFailed: 1, errors: [{ index: 2 }] });
-    const rows = await direct.query<{ name: string }>(`SELECT name FROM env_master."Customer" WHERE email LIKE $1 ORDER BY name`, [`${tag}-%`]);
+    expect(partial.body.data).toMatchObject({
+      success: false,
+      transactionMode: 'BEST_EFFORT',
+      totalSucceeded: 2,
+      totalFailed: 1,
+      errors: [{ index: 2 }],
+    });
+    const rows = await direct.query<{ name: string }>(
+      `SELECT name FROM env_master."Customer" WHERE email LIKE $1 ORDER BY name`,
+      [`${tag}-%`],
+    );
     expect(rows.map((r) => r.name)).toEqual(['a', 'b']);
   });
 
@@ -399,8 +546,11 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
       const over = await call(limited.url, 'POST', path, { name: 'Over', country: 'OV' });
       expectProblemAt(over, 429, path, 'rate-limited');
       expect(over.headers.get('retry-after')).toBe('30');
-      expect({ limit: over.headers.get('ratelimit-limit'), remaining: over.headers.get('ratelimit-remaining'), reset: over.headers.get('ratelimit-reset') })
-        .toEqual({ limit: String(LIMIT), remaining: '0', reset: '30' });
+      expect({
+        limit: over.headers.get('ratelimit-limit'),
+        remaining: over.headers.get('ratelimit-remaining'),
+        reset: over.headers.get('ratelimit-reset'),
+      }).toEqual({ limit: String(LIMIT), remaining: '0', reset: '30' });
       expect(await countRows(direct, 'City', 'master', "name = 'Over'")).toBe(0);
     });
 
@@ -408,7 +558,9 @@ describe.skipIf(!hasPgbouncer)('through PgBouncer in transaction mode', () => {
     // the role's statement_timeout or PgBouncer's query_timeout bound those), so a bulk write it is.
     it('SET LOCAL statement_timeout holds inside a pooled transaction: a bulk write blocked past it → 503 statement-timeout', async () => {
       freshWindow();
-      const [row] = await direct.query<{ id: number }>(`INSERT INTO env_master."City" (name, country, "updatedAt") VALUES ('Locked', 'LK', now()) RETURNING id`);
+      const [row] = await direct.query<{ id: number }>(
+        `INSERT INTO env_master."City" (name, country, "updatedAt") VALUES ('Locked', 'LK', now()) RETURNING id`,
+      );
       const path = `${REST}/City/_bulk`;
       // A row lock held on the direct URL: the bulk delete waits for it until the statement timeout cancels it.
       const holder = new pg.Client({ connectionString: database.url });

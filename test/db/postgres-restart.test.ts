@@ -50,13 +50,31 @@ describe('a real PostgreSQL restart under load', () => {
     const copy = await copyExample('pg-restart');
     const configPath = path.join(copy.dir, 'svcgen.config.json');
     const config = JSON.parse(await fs.readFile(configPath, 'utf8'));
-    config.webhooks = { allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0, 200, 200, 200, 200], timeoutMs: 2000 };
+    config.webhooks = {
+      allowHttp: true,
+      allowPrivateTargets: true,
+      retryDelaysMs: [0, 200, 200, 200, 200],
+      timeoutMs: 2000,
+    };
     await fs.writeFile(configPath, JSON.stringify(config, null, 2));
 
-    serve = startCli(['serve', '--project', copy.dir, '--database-url', databaseUrl, '--port', '0'], { env: { SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN } });
-    base = (await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/m, { stream: 'stdout', timeoutMs: 30_000 }))[1]!;
+    serve = startCli(['serve', '--project', copy.dir, '--database-url', databaseUrl, '--port', '0'], {
+      env: { SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN },
+    });
+    base = (
+      await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/m, { stream: 'stdout', timeoutMs: 30_000 })
+    )[1]!;
     direct = openDatabase(databaseUrl, { max: 2 });
-    adminKey = (await createApiKey(direct, { projectId: 'shop', environment: 'master', name: 'load', prefix: 'ApiKey', roles: ['admin'], context: {} })).key;
+    adminKey = (
+      await createApiKey(direct, {
+        projectId: 'shop',
+        environment: 'master',
+        name: 'load',
+        prefix: 'ApiKey',
+        roles: ['admin'],
+        context: {},
+      })
+    ).key;
   }, 60_000);
 
   afterAll(async () => {
@@ -67,7 +85,11 @@ describe('a real PostgreSQL restart under load', () => {
     await cleanupCli();
   });
 
-  const call = async (method: string, p: string, options: { body?: unknown; key?: string; headers?: Record<string, string> } = {}): Promise<TestResponse> =>
+  const call = async (
+    method: string,
+    p: string,
+    options: { body?: unknown; key?: string; headers?: Record<string, string> } = {},
+  ): Promise<TestResponse> =>
     readResponse(
       await fetch(`${base}${p}`, {
         method,
@@ -86,7 +108,14 @@ describe('a real PostgreSQL restart under load', () => {
     const subscribed = await call('POST', `${REST}/_webhooks`, {
       key: MANAGEMENT_TOKEN,
       headers: { environment: 'master' },
-      body: { projectId: 'shop', environment: 'master', table: 'Product', events: ['INSERT'], url: `${receiver.url}/restart`, secret: 's3cret' },
+      body: {
+        projectId: 'shop',
+        environment: 'master',
+        table: 'Product',
+        events: ['INSERT'],
+        url: `${receiver.url}/restart`,
+        secret: 's3cret',
+      },
     });
     expect(subscribed.status, subscribed.text).toBe(201);
 
@@ -126,10 +155,13 @@ describe('a real PostgreSQL restart under load', () => {
           }
           if (knownId !== undefined) {
             const read = await call('GET', `${REST}/City/${knownId}`);
-            if (record(`GET ${knownId}`, read, 200) && read.body.data.id !== knownId) violations.push(`GET ${knownId} → another row`);
+            if (record(`GET ${knownId}`, read, 200) && read.body.data.id !== knownId)
+              violations.push(`GET ${knownId} → another row`);
           }
         } catch (error) {
-          violations.push(`${name}: ${(error as Error).message} ${String((error as { cause?: { code?: string } }).cause?.code ?? '')}`);
+          violations.push(
+            `${name}: ${(error as Error).message} ${String((error as { cause?: { code?: string } }).cause?.code ?? '')}`,
+          );
         }
       }
     };
@@ -148,18 +180,43 @@ describe('a real PostgreSQL restart under load', () => {
     let stoppedAt = 0;
     let restartedAt = 0;
     try {
-      await until(async () => acknowledged.size, (count) => count >= 50, 15_000, 'creates before the restart');
+      await until(
+        async () => acknowledged.size,
+        (count) => count >= 50,
+        15_000,
+        'creates before the restart',
+      );
       stoppedAt = performance.now();
       await postgres.stop(); // fast shutdown: open sessions end with 57P01
-      await until(async () => unavailable, (count) => count >= CLIENTS, 10_000, '503s while PostgreSQL is down');
-      await until(async () => performance.now() - stoppedAt, (ms) => ms >= OUTAGE_MS, OUTAGE_MS + 1000, 'the outage lasting');
+      await until(
+        async () => unavailable,
+        (count) => count >= CLIENTS,
+        10_000,
+        '503s while PostgreSQL is down',
+      );
+      await until(
+        async () => performance.now() - stoppedAt,
+        (ms) => ms >= OUTAGE_MS,
+        OUTAGE_MS + 1000,
+        'the outage lasting',
+      );
       const port = postgres.port;
       postgres = await startEmbeddedPostgres(stateDir);
       restartedAt = performance.now();
       expect(postgres.port, 'the same port, so the URL the server has still works').toBe(port);
       const before = acknowledged.size;
-      await until(async () => lastOkAt, (at) => at > restartedAt, RECOVERY_BOUND_MS, 'a 2xx after the restart');
-      await until(async () => acknowledged.size, (count) => count >= before + 50, 15_000, 'creates after the restart');
+      await until(
+        async () => lastOkAt,
+        (at) => at > restartedAt,
+        RECOVERY_BOUND_MS,
+        'a 2xx after the restart',
+      );
+      await until(
+        async () => acknowledged.size,
+        (count) => count >= before + 50,
+        15_000,
+        'creates after the restart',
+      );
     } finally {
       stop = true;
       await Promise.allSettled([...clients, poller]);
@@ -168,15 +225,24 @@ describe('a real PostgreSQL restart under load', () => {
     expect(violations).toEqual([]);
     expect(unavailable).toBeGreaterThanOrEqual(CLIENTS);
     const duringOutage = readiness.filter((r) => r.at > stoppedAt && r.at < restartedAt);
-    expect(duringOutage.some((r) => r.status === 503), JSON.stringify(duringOutage.slice(0, 5))).toBe(true);
+    expect(
+      duringOutage.some((r) => r.status === 503),
+      JSON.stringify(duringOutage.slice(0, 5)),
+    ).toBe(true);
     const ready = await until(readyz, (r) => r.status === 200, RECOVERY_BOUND_MS, '/readyz turns 200');
     expect(ready.body).toMatchObject({ status: 'ready', checks: { database: 'ok', migrations: 'ok', listener: 'ok' } });
 
     const rows = await direct.query<{ name: string }>(`SELECT name FROM env_master."City" WHERE country = 'RS'`);
     const stored = new Set(rows.map((r) => r.name));
     expect(rows.length, 'no name stored twice').toBe(stored.size);
-    expect([...acknowledged].filter((name) => !stored.has(name)), 'acknowledged but missing').toEqual([]);
-    expect([...stored].filter((name) => !attempted.has(name)), 'stored but never sent').toEqual([]);
+    expect(
+      [...acknowledged].filter((name) => !stored.has(name)),
+      'acknowledged but missing',
+    ).toEqual([]);
+    expect(
+      [...stored].filter((name) => !attempted.has(name)),
+      'stored but never sent',
+    ).toEqual([]);
     // A commit whose answer the shutdown cut can land unacknowledged; it is one of the 503s.
     expect(stored.size - acknowledged.size).toBeLessThanOrEqual(unavailable);
 
@@ -189,17 +255,31 @@ describe('a real PostgreSQL restart under load', () => {
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svcgen-listen'`,
     );
     expect(listening!.n).toBe(1);
-    const key = await createApiKey(direct, { projectId: 'shop', environment: 'master', name: 'after', prefix: 'ApiKey', roles: ['admin'], context: {} });
+    const key = await createApiKey(direct, {
+      projectId: 'shop',
+      environment: 'master',
+      name: 'after',
+      prefix: 'ApiKey',
+      roles: ['admin'],
+      context: {},
+    });
     // Used twice: cached now (only with a live listener), so only the notification can end it before the cache's 60 s.
     for (let i = 0; i < 2; i++) expect((await call('GET', `${REST}/City?limit=1`, { key: key.key })).status).toBe(200);
     expect(await revokeApiKey(direct, 'shop', key.id)).toBeDefined();
-    const refused = await until(() => call('GET', `${REST}/City?limit=1`, { key: key.key }), (r) => r.status === 401, 1000, 'the revoked key refused');
+    const refused = await until(
+      () => call('GET', `${REST}/City?limit=1`, { key: key.key }),
+      (r) => r.status === 401,
+      1000,
+      'the revoked key refused',
+    );
     expect(refused.headers.get('content-type')).toBe('application/problem+json');
     expect(refused.body.type).toBe('/errors/unauthorized');
   });
 
   it('the webhook runner is back: a create after the restart is delivered', async () => {
-    const created = await call('POST', `${REST}/Product`, { body: { sku: 'RESTART-1', title: 'After the restart', price: 9.5, tags: [] } });
+    const created = await call('POST', `${REST}/Product`, {
+      body: { sku: 'RESTART-1', title: 'After the restart', price: 9.5, tags: [] },
+    });
     expect(created.status, created.text).toBe(201);
     const [delivery] = await receiver.waitFor('/restart', 1, 10_000);
     expect(delivery!.body.record).toMatchObject({ id: created.body.data.id, sku: 'RESTART-1' });

@@ -33,7 +33,8 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const newCustomer = async (name = 'client') => (await db.Customer.create({ email: `${randomUUID()}@example.com`, name })).data;
+const newCustomer = async (name = 'client') =>
+  (await db.Customer.create({ email: `${randomUUID()}@example.com`, name })).data;
 
 /** The ServiceError a call rejects with (the test fails when it resolves or throws something else). */
 async function serviceError(call: Promise<unknown>): Promise<ServiceError> {
@@ -49,7 +50,13 @@ describe('records', () => {
   it('create, get, get with select, update (merge patch), delete, then get is a 404 ServiceError', async () => {
     const customer = await newCustomer('Ann');
     const created = await db.Order.create({ total: 12.5, customerId: customer.id, note: 'first' });
-    expect(created.data).toMatchObject({ total: 12.5, status: 'open', note: 'first', customerId: customer.id, placedAt: null });
+    expect(created.data).toMatchObject({
+      total: 12.5,
+      status: 'open',
+      note: 'first',
+      customerId: customer.id,
+      placedAt: null,
+    });
 
     expect((await db.Order.get(created.data.id)).data).toEqual(created.data);
     const narrow = await db.Order.get(created.data.id, { select: ['id', 'note'] });
@@ -92,26 +99,50 @@ describe('records', () => {
 describe('list', () => {
   it('where (field, operator, relation, or/not), sort, select and limit become the query the server answers', async () => {
     const customer = await newCustomer('Lister');
-    for (const total of [5, 10, 15, 20]) await db.Order.create({ total, customerId: customer.id, note: total === 15 ? 'null' : null });
+    for (const total of [5, 10, 15, 20])
+      await db.Order.create({ total, customerId: customer.id, note: total === 15 ? 'null' : null });
     const mine = { customerId: { equals: customer.id } };
 
-    const page = await db.Order.list({ where: { ...mine, total: { gte: 10 } }, sort: ['-total'], select: ['id', 'total'], limit: 2 });
+    const page = await db.Order.list({
+      where: { ...mine, total: { gte: 10 } },
+      sort: ['-total'],
+      select: ['id', 'total'],
+      limit: 2,
+    });
     expect(page.data.map((o) => o.total)).toEqual([20, 15]);
     expect(Object.keys(page.data[0]!).sort()).toEqual(['id', 'total']);
-    expect(page.meta.pagination).toMatchObject({ limit: 2, offset: 0, hasNextPage: true, hasPreviousPage: false, nextCursor: expect.any(String) });
+    expect(page.meta.pagination).toMatchObject({
+      limit: 2,
+      offset: 0,
+      hasNextPage: true,
+      hasPreviousPage: false,
+      nextCursor: expect.any(String),
+    });
 
     const totals = async (where: Parameters<Client['Order']['list']>[0] & object) =>
       (await db.Order.list({ ...where, sort: ['total'] })).data.map((o) => o.total);
     expect(await totals({ where: { ...mine, total: { between: [10, 15] } } })).toEqual([10, 15]);
     expect(await totals({ where: { ...mine, total: { in: [5, 20] } } })).toEqual([5, 20]);
     expect(await totals({ where: { ...mine, or: [{ total: { lt: 6 } }, { total: { gt: 19 } }] } })).toEqual([5, 20]);
-    expect(await totals({ where: { ...mine, not: { total: { lt: 6 }, note: { is_empty: true } } } })).toEqual([10, 15, 20]);
-    expect(await totals({ where: { ...mine, or: [{ total: { equals: 5 } }, { total: { gte: 10 }, note: { not_equals: null } }] } })).toEqual([5, 15]);
+    expect(await totals({ where: { ...mine, not: { total: { lt: 6 }, note: { is_empty: true } } } })).toEqual([
+      10, 15, 20,
+    ]);
+    expect(
+      await totals({
+        where: { ...mine, or: [{ total: { equals: 5 } }, { total: { gte: 10 }, note: { not_equals: null } }] },
+      }),
+    ).toEqual([5, 15]);
     // null is NULL; the text "null" is the four letters
     expect(await totals({ where: { ...mine, note: { equals: null } } })).toEqual([5, 10, 20]);
     expect(await totals({ where: { ...mine, note: { equals: 'null' } } })).toEqual([15]);
-    expect(await totals({ where: { customer: { email: { equals: customer.email } }, total: { lte: 10 } } })).toEqual([5, 10]);
-    expect(await totals({ where: { ...mine, placedAt: { is_empty: true }, createdAt: { lte: new Date(Date.now() + 60_000) } } })).toEqual([5, 10, 15, 20]);
+    expect(await totals({ where: { customer: { email: { equals: customer.email } }, total: { lte: 10 } } })).toEqual([
+      5, 10,
+    ]);
+    expect(
+      await totals({
+        where: { ...mine, placedAt: { is_empty: true }, createdAt: { lte: new Date(Date.now() + 60_000) } },
+      }),
+    ).toEqual([5, 10, 15, 20]);
 
     const counted = await db.Order.list({ where: mine, limit: 1, count: true });
     expect(counted.meta.pagination.totalCount).toBe(4);
@@ -120,7 +151,8 @@ describe('list', () => {
   it('follows nextCursor through every page; all() yields the same records', async () => {
     const customer = await newCustomer('Pager');
     const created = [];
-    for (let i = 0; i < 7; i++) created.push((await db.Order.create({ total: 100 + i, customerId: customer.id })).data.id);
+    for (let i = 0; i < 7; i++)
+      created.push((await db.Order.create({ total: 100 + i, customerId: customer.id })).data.id);
     const where = { customerId: { equals: customer.id } };
     const pages: number[][] = [];
     let cursor: string | null = null;
@@ -141,25 +173,54 @@ describe('list', () => {
     const customer = await newCustomer();
     for (const total of [1, 2]) await db.Order.create({ total, customerId: customer.id });
     const first = await db.Order.list({ where: { customerId: { equals: customer.id } }, limit: 1 });
-    const error = await serviceError(db.Order.list({ where: { total: { gte: 0 } }, limit: 1, cursor: first.meta.pagination.nextCursor }));
+    const error = await serviceError(
+      db.Order.list({ where: { total: { gte: 0 } }, limit: 1, cursor: first.meta.pagination.nextCursor }),
+    );
     expect(error.status).toBe(400);
     expect(error.problem.errors.map((e) => e.field)).toEqual(['after']);
   });
 
   // Each name is created once and must come back, alone, from an equals filter (top-level and in a
   // group), and all together from one `in` list.
-  const NAMES = ['a,b', 'x(y)z', ')(', 'dot.ted.', 'say "hi"', 'back\\slash', 'null', '', 'ünïcødé ✓ 日本', 'a+b&c=d%20', ' spaced ', 'in.(1,2)', 'or=(x)'];
+  const NAMES = [
+    'a,b',
+    'x(y)z',
+    ')(',
+    'dot.ted.',
+    'say "hi"',
+    'back\\slash',
+    'null',
+    '',
+    'ünïcødé ✓ 日本',
+    'a+b&c=d%20',
+    ' spaced ',
+    'in.(1,2)',
+    'or=(x)',
+  ];
 
   it('string values with commas, parentheses, dots, quotes, backslashes and unicode round-trip', async () => {
     const tag = randomUUID();
     const customers = new Map<string, CustomerRecord>();
-    for (const name of NAMES) customers.set(name, (await db.Customer.create({ email: `${tag}-${String(customers.size).padStart(2, '0')}@example.com`, name })).data);
+    for (const name of NAMES)
+      customers.set(
+        name,
+        (await db.Customer.create({ email: `${tag}-${String(customers.size).padStart(2, '0')}@example.com`, name }))
+          .data,
+      );
     const ours = { email: { starts_with: `${tag}-` } };
     for (const name of NAMES) {
       const top = await db.Customer.list({ where: { ...ours, name: { equals: name } } });
-      expect(top.data.map((c) => c.name), JSON.stringify(name)).toEqual([name]);
-      const grouped = await db.Customer.list({ where: { ...ours, or: [{ name: { equals: name } }, { name: { equals: 'no such name' } }] } });
-      expect(grouped.data.map((c) => c.id), JSON.stringify(name)).toEqual([customers.get(name)!.id]);
+      expect(
+        top.data.map((c) => c.name),
+        JSON.stringify(name),
+      ).toEqual([name]);
+      const grouped = await db.Customer.list({
+        where: { ...ours, or: [{ name: { equals: name } }, { name: { equals: 'no such name' } }] },
+      });
+      expect(
+        grouped.data.map((c) => c.id),
+        JSON.stringify(name),
+      ).toEqual([customers.get(name)!.id]);
     }
     const all = await db.Customer.list({ where: { ...ours, name: { in: NAMES } }, sort: ['email'] });
     expect(all.data.map((c) => c.name)).toEqual(NAMES);
@@ -175,18 +236,38 @@ describe('bulk and update by filter', () => {
       { total: 1, customerId: customer.id },
       { total: 2, customerId: customer.id },
     ]);
-    expect(created.data).toMatchObject({ success: true, transactionMode: 'ALL_OR_NOTHING', totalRequested: 2, totalSucceeded: 2, totalFailed: 0, errors: [] });
+    expect(created.data).toMatchObject({
+      success: true,
+      transactionMode: 'ALL_OR_NOTHING',
+      totalRequested: 2,
+      totalSucceeded: 2,
+      totalFailed: 0,
+      errors: [],
+    });
     const ids = created.data.items.map((i) => i.id);
     expect(ids).toHaveLength(2);
 
     const bad = { total: 3, customerId: randomUUID() }; // no such customer: a foreign-key failure
-    const partial = await db.Order.bulkCreate([{ total: 4, customerId: customer.id }, bad], { transactionMode: 'BEST_EFFORT' });
-    expect(partial.data).toMatchObject({ success: false, transactionMode: 'BEST_EFFORT', totalSucceeded: 1, totalFailed: 1, errors: [{ index: 1 }] });
+    const partial = await db.Order.bulkCreate([{ total: 4, customerId: customer.id }, bad], {
+      transactionMode: 'BEST_EFFORT',
+    });
+    expect(partial.data).toMatchObject({
+      success: false,
+      transactionMode: 'BEST_EFFORT',
+      totalSucceeded: 1,
+      totalFailed: 1,
+      errors: [{ index: 1 }],
+    });
     ids.push(partial.data.items[0]!.id);
 
     const error = await serviceError(db.Order.bulkCreate([{ total: 5, customerId: customer.id }, bad]));
     expect(error.status).toBe(422);
-    expect(error.problem.data).toMatchObject({ success: false, transactionMode: 'ALL_OR_NOTHING', totalSucceeded: 0, errors: [{ index: 1 }] });
+    expect(error.problem.data).toMatchObject({
+      success: false,
+      transactionMode: 'ALL_OR_NOTHING',
+      totalSucceeded: 0,
+      errors: [{ index: 1 }],
+    });
 
     const deleted = await db.Order.bulkDelete({ ids });
     expect(deleted.data).toMatchObject({ success: true, totalSucceeded: 3, items: ids.map((id) => ({ id })) });
@@ -196,10 +277,14 @@ describe('bulk and update by filter', () => {
   it('a composite-key table bulk-creates and bulk-deletes by key filters', async () => {
     const customer = await newCustomer();
     const order = (await db.Order.create({ total: 9, customerId: customer.id })).data;
-    const product = (await db.Product.create({ sku: `SKU-${randomUUID()}`, title: 'Lamp', price: '19.90', tags: ['a,b', 'c'] })).data;
+    const product = (
+      await db.Product.create({ sku: `SKU-${randomUUID()}`, title: 'Lamp', price: '19.90', tags: ['a,b', 'c'] })
+    ).data;
     const created = await db.OrderItem.bulkCreate([{ orderId: order.id, productId: product.id, quantity: 3 }]);
     expect(created.data.items).toEqual([{ orderId: order.id, productId: product.id }]);
-    expect((await db.Product.list({ where: { id: { equals: product.id }, tags: { contains: 'a,b' } } })).data).toHaveLength(1);
+    expect(
+      (await db.Product.list({ where: { id: { equals: product.id }, tags: { contains: 'a,b' } } })).data,
+    ).toHaveLength(1);
 
     const listed = await db.OrderItem.list({ where: { order: { customerId: { equals: customer.id } } } });
     expect(listed.data).toMatchObject([{ orderId: order.id, productId: product.id, quantity: 3 }]);
@@ -212,19 +297,31 @@ describe('bulk and update by filter', () => {
   it('updateWhere patches every match and answers the count; without a filter it is a 422 ServiceError', async () => {
     const customer = await newCustomer();
     for (const total of [1, 2, 30]) await db.Order.create({ total, customerId: customer.id });
-    const result = await db.Order.updateWhere({ customerId: { equals: customer.id }, total: { lt: 10 } }, { status: 'cancelled' });
+    const result = await db.Order.updateWhere(
+      { customerId: { equals: customer.id }, total: { lt: 10 } },
+      { status: 'cancelled' },
+    );
     expect(result).toEqual({ data: { count: 2 } });
-    const statuses = (await db.Order.list({ where: { customerId: { equals: customer.id } }, sort: ['total'], select: ['status'] })).data;
+    const statuses = (
+      await db.Order.list({ where: { customerId: { equals: customer.id } }, sort: ['total'], select: ['status'] })
+    ).data;
     expect(statuses).toEqual([{ status: 'cancelled' }, { status: 'cancelled' }, { status: 'open' }]);
 
     const error = await serviceError(db.Order.updateWhere({}, { status: 'paid' }));
     expect(error.status).toBe(422);
-    expect(error.problem.errors).toEqual([{ field: 'filter', rule: 'required', message: 'at least one filter is required' }]);
+    expect(error.problem.errors).toEqual([
+      { field: 'filter', rule: 'required', message: 'at least one filter is required' },
+    ]);
   });
 
   it('aggregate groups, sums, filters groups by having and sorts by an alias', async () => {
     const customer = await newCustomer();
-    for (const [total, status] of [[1, 'open'], [2, 'open'], [10, 'paid']] as const) await db.Order.create({ total, status, customerId: customer.id });
+    for (const [total, status] of [
+      [1, 'open'],
+      [2, 'open'],
+      [10, 'paid'],
+    ] as const)
+      await db.Order.create({ total, status, customerId: customer.id });
     const result = await db.Order.aggregate({
       fn: ['count', 'sum:total', 'max:total'],
       groupBy: ['status'],
@@ -245,15 +342,31 @@ describe('requests as sent', () => {
     const calls: { url: string; init: RequestInit }[] = [];
     const fetch = async (url: string | URL | Request, init?: RequestInit) => {
       calls.push({ url: String(url), init: init ?? {} });
-      return new Response(status === 204 ? null : body, { status, statusText: status === 502 ? 'Bad Gateway' : '', headers: { 'content-type': contentType } });
+      return new Response(status === 204 ? null : body, {
+        status,
+        statusText: status === 502 ? 'Bad Gateway' : '',
+        headers: { 'content-type': contentType },
+      });
     };
     return { calls, fetch: fetch as typeof globalThis.fetch };
   }
 
   it('writes filters in the query-string syntax of docs/api.md §5.5, with the project, environment and key headers', async () => {
     const r = recorder(200, '{"data":[],"meta":{"pagination":{}}}');
-    const client = createClient({ baseUrl: 'https://api.example.com/', projectId: 'shop', environment: 'staging', apiKey: 'k1', fetch: r.fetch, headers: { 'X-Trace': 't' } });
-    await client.Order.list({ where: { total: { gte: 10 }, status: { in: ['open', 'paid'] }, note: { equals: 'a,b' } }, sort: ['-total', 'id'], select: ['id'], limit: 5 });
+    const client = createClient({
+      baseUrl: 'https://api.example.com/',
+      projectId: 'shop',
+      environment: 'staging',
+      apiKey: 'k1',
+      fetch: r.fetch,
+      headers: { 'X-Trace': 't' },
+    });
+    await client.Order.list({
+      where: { total: { gte: 10 }, status: { in: ['open', 'paid'] }, note: { equals: 'a,b' } },
+      sort: ['-total', 'id'],
+      select: ['id'],
+      limit: 5,
+    });
     const url = new URL(r.calls[0]!.url);
     expect(url.origin + url.pathname).toBe('https://api.example.com/gw/api/rest/Order');
     expect([...url.searchParams]).toEqual([
@@ -264,7 +377,12 @@ describe('requests as sent', () => {
       ['select', 'id'],
       ['limit', '5'],
     ]);
-    expect(r.calls[0]!.init.headers).toMatchObject({ 'x-project-id': 'shop', environment: 'staging', authorization: 'Bearer k1', 'x-trace': 't' });
+    expect(r.calls[0]!.init.headers).toMatchObject({
+      'x-project-id': 'shop',
+      environment: 'staging',
+      authorization: 'Bearer k1',
+      'x-trace': 't',
+    });
   });
 
   it('a field named like a parameter (sort, limit) is written col.<name> (test/fixtures/edge)', async () => {
@@ -278,7 +396,12 @@ describe('requests as sent', () => {
       const edge = await import(pathToFileURL(file).href);
       const r = recorder(200, '{"data":{"count":0}}');
       await edge.createClient({ baseUrl: 'https://x', projectId: 'edge', fetch: r.fetch }).Metric.updateWhere(
-        { sort: { equals: 'z' }, limit: { gt: 10 }, count: { gte: 1 }, or: [{ sort: { equals: 'y' } }, { limit: { is_empty: true } }] },
+        {
+          sort: { equals: 'z' },
+          limit: { gt: 10 },
+          count: { gte: 1 },
+          or: [{ sort: { equals: 'y' } }, { limit: { is_empty: true } }],
+        },
         { ratio: 1 },
       );
       expect([...new URL(r.calls[0]!.url).searchParams]).toEqual([
@@ -287,7 +410,11 @@ describe('requests as sent', () => {
         ['count', 'gte.1'],
         ['or', '(sort.equals.y,limit.is_empty.true)'],
       ]);
-      expect(r.calls[0]!.init).toMatchObject({ method: 'PATCH', body: '{"ratio":1}', headers: { 'content-type': 'application/merge-patch+json' } });
+      expect(r.calls[0]!.init).toMatchObject({
+        method: 'PATCH',
+        body: '{"ratio":1}',
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -295,8 +422,17 @@ describe('requests as sent', () => {
 
   it('a non-Problem error body still throws a ServiceError with an about:blank Problem', async () => {
     const r = recorder(502, '<html>upstream down</html>', 'text/html');
-    const error = await serviceError(createClient({ baseUrl: 'https://x', projectId: 'shop', fetch: r.fetch }).City.get(1));
-    expect(error.problem).toEqual({ type: 'about:blank', title: 'Bad Gateway', status: 502, detail: '<html>upstream down</html>', instance: '/gw/api/rest/City/1', errors: [] });
+    const error = await serviceError(
+      createClient({ baseUrl: 'https://x', projectId: 'shop', fetch: r.fetch }).City.get(1),
+    );
+    expect(error.problem).toEqual({
+      type: 'about:blank',
+      title: 'Bad Gateway',
+      status: 502,
+      detail: '<html>upstream down</html>',
+      instance: '/gw/api/rest/City/1',
+      errors: [],
+    });
   });
 });
 
@@ -305,11 +441,15 @@ describe('client.ts itself', () => {
 
   it('imports only client-runtime.ts, which imports nothing, and the two compile alone under strict browser settings (DOM lib, no Node types)', () => {
     const runtime = path.join(SHOP, 'generated/client-runtime.ts');
-    const imports = (source: string) => [...source.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'|\brequire\(/gm)].map((m) => m[1]);
+    const imports = (source: string) =>
+      [...source.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'|\brequire\(/gm)].map((m) => m[1]);
     expect(imports(readFileSync(file, 'utf8'))).toEqual(['./client-runtime.ts', './client-runtime.ts']);
     expect(imports(readFileSync(runtime, 'utf8'))).toEqual([]);
     // Copied verbatim: only the generated header is added.
-    expect(readFileSync(runtime, 'utf8')).toBe(readFileSync(path.join(REPO, 'templates/header.txt'), 'utf8') + readFileSync(path.join(REPO, 'templates/client-runtime.ts'), 'utf8'));
+    expect(readFileSync(runtime, 'utf8')).toBe(
+      readFileSync(path.join(REPO, 'templates/header.txt'), 'utf8') +
+        readFileSync(path.join(REPO, 'templates/client-runtime.ts'), 'utf8'),
+    );
     const program = ts.createProgram([file], {
       allowImportingTsExtensions: true,
       strict: true,
@@ -342,7 +482,9 @@ function typeTests(db: Client) {
   expectTypeOf<Problem['errors'][number]>().toEqualTypeOf<{ field: string; rule: string; message: string }>();
 
   // operators per field type
-  void db.Order.list({ where: { total: { gte: 10 }, status: { in: ['open', 'paid'] }, note: { equals: null, contains: 'x' } } });
+  void db.Order.list({
+    where: { total: { gte: 10 }, status: { in: ['open', 'paid'] }, note: { equals: null, contains: 'x' } },
+  });
   // @ts-expect-error no gte on a boolean
   void db.Customer.list({ where: { vip: { gte: true } } });
   // @ts-expect-error no contains on a number

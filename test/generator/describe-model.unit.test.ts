@@ -114,7 +114,9 @@ describe('describeModel', () => {
       { name: 'author', target: 'Author', kind: 'one', fields: ['authorId'], targetFields: ['id'], nullable: true },
       { name: 'lines', target: 'Line', kind: 'many', fields: ['id'], targetFields: ['bookId'], nullable: false },
     ]);
-    expect(line!.relations).toEqual([{ name: 'book', target: 'Book', kind: 'one', fields: ['bookId'], targetFields: ['id'], nullable: false }]);
+    expect(line!.relations).toEqual([
+      { name: 'book', target: 'Book', kind: 'one', fields: ['bookId'], targetFields: ['id'], nullable: false },
+    ]);
   });
 
   it.each<[string, string, Partial<FieldSpec>]>([
@@ -131,7 +133,11 @@ describe('describeModel', () => {
   ])('key default %s: made by the client or by the database', async (_name, declaration, want) => {
     const [table] = describeModel(await readDmmf(`${DATASOURCE}model T {\n  id ${declaration}\n${TIMES}}\n`));
     const id = table!.fields[0]!;
-    expect({ dbDefault: id.dbDefault, clientDefault: id.clientDefault }).toEqual({ dbDefault: false, clientDefault: undefined, ...want });
+    expect({ dbDefault: id.dbDefault, clientDefault: id.clientDefault }).toEqual({
+      dbDefault: false,
+      clientDefault: undefined,
+      ...want,
+    });
   });
 
   it('refuses models without createdAt/updatedAt or a primary key, each problem with the fix', async () => {
@@ -164,14 +170,19 @@ ${TIMES}}
   // Prisma's parser accepts neither of these, so they are made by editing a parsed model: the checks
   // still guard what the generator is handed.
   it('refuses a model named like a REST route and a scalar type it cannot serve', async () => {
-    const parsed = await readDmmf(`${DATASOURCE}model Bulk {\n  id Int @id\n${TIMES}}\nmodel Book {\n  id Int @id\n  title String\n${TIMES}}\n`);
+    const parsed = await readDmmf(
+      `${DATASOURCE}model Bulk {\n  id Int @id\n${TIMES}}\nmodel Book {\n  id Int @id\n  title String\n${TIMES}}\n`,
+    );
     const dmmf = structuredClone(parsed) as DMMF.Document;
     const models = dmmf.datamodel.models as DMMF.Model[];
     (models.find((m) => m.name === 'Bulk') as { name: string }).name = '_bulk';
     const title = models.find((m) => m.name === 'Book')!.fields.find((f) => f.name === 'title') as { type: string };
     title.type = 'Geometry';
     expect(describeModel(parsed).map((t) => t.name)).toEqual(['Book', 'Bulk']);
-    expect(await problemsOf(dmmf)).toEqual(['model _bulk: the name is reserved by the REST API', 'model Book: field title has a type svcgen cannot serve (Geometry)']);
+    expect(await problemsOf(dmmf)).toEqual([
+      'model _bulk: the name is reserved by the REST API',
+      'model Book: field title has a type svcgen cannot serve (Geometry)',
+    ]);
   });
 
   it('puts every problem in the error message, one a line', async () => {

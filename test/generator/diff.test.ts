@@ -49,7 +49,11 @@ model Item {
 
 async function changes(after: string): Promise<Pick<ApiChange, 'kind' | 'subject' | 'breaking'>[]> {
   const model = async (text: string) => describeModel(await readDmmf(text));
-  return diffModels(await model(BASE), await model(after)).map(({ kind, subject, breaking }) => ({ kind, subject, breaking }));
+  return diffModels(await model(BASE), await model(after)).map(({ kind, subject, breaking }) => ({
+    kind,
+    subject,
+    breaking,
+  }));
 }
 
 const edit = (from: string, to: string) => {
@@ -60,18 +64,84 @@ const edit = (from: string, to: string) => {
 const CASES: [string, { after: string; want: Pick<ApiChange, 'kind' | 'subject' | 'breaking'>[] }][] = [
   ['no change', { after: BASE, want: [] }],
   // Indexes only decide which reads are expensive (docs/config.md): no change to the API.
-  ['indexes added', { after: edit('  items     Item[]', '  items     Item[]\n  @@index([status, total(sort: Desc)])\n  @@index([note])'), want: [] }],
+  [
+    'indexes added',
+    {
+      after: edit(
+        '  items     Item[]',
+        '  items     Item[]\n  @@index([status, total(sort: Desc)])\n  @@index([note])',
+      ),
+      want: [],
+    },
+  ],
   ['an index removed', { after: edit('  @@index([orderId])\n', ''), want: [] }],
-  ['optional field added', { after: edit('  note      String?', '  note      String?\n  memo      String?'), want: [{ kind: 'field added', subject: 'Order.memo', breaking: false }] }],
-  ['defaulted field added', { after: edit('  note      String?', '  note      String?\n  n Int @default(0)'), want: [{ kind: 'field added', subject: 'Order.n', breaking: false }] }],
-  ['required field added', { after: edit('  note      String?', '  note      String?\n  code      String'), want: [{ kind: 'field added', subject: 'Order.code', breaking: true }] }],
-  ['field removed', { after: edit('  note      String?\n', ''), want: [{ kind: 'field removed', subject: 'Order.note', breaking: true }] }],
-  ['type changed', { after: edit('  total     Float', '  total     Int'), want: [{ kind: 'type changed', subject: 'Order.total', breaking: true }] }],
-  ['nullable → required', { after: edit('  note      String?', '  note      String'), want: [{ kind: 'nullability changed', subject: 'Order.note', breaking: true }] }],
-  ['required → nullable', { after: edit('  total     Float', '  total     Float?'), want: [{ kind: 'nullability changed', subject: 'Order.total', breaking: true }] }],
-  ['default removed', { after: edit('  tag       String   @default("x")', '  tag       String'), want: [{ kind: 'nullability changed', subject: 'Order.tag', breaking: true }] }],
-  ['enum value added', { after: edit('  paid\n', '  paid\n  shipped\n'), want: [{ kind: 'enum value added', subject: 'Order.status', breaking: false }] }],
-  ['enum value removed', { after: edit('  paid\n', ''), want: [{ kind: 'enum value removed', subject: 'Order.status', breaking: true }] }],
+  [
+    'optional field added',
+    {
+      after: edit('  note      String?', '  note      String?\n  memo      String?'),
+      want: [{ kind: 'field added', subject: 'Order.memo', breaking: false }],
+    },
+  ],
+  [
+    'defaulted field added',
+    {
+      after: edit('  note      String?', '  note      String?\n  n Int @default(0)'),
+      want: [{ kind: 'field added', subject: 'Order.n', breaking: false }],
+    },
+  ],
+  [
+    'required field added',
+    {
+      after: edit('  note      String?', '  note      String?\n  code      String'),
+      want: [{ kind: 'field added', subject: 'Order.code', breaking: true }],
+    },
+  ],
+  [
+    'field removed',
+    {
+      after: edit('  note      String?\n', ''),
+      want: [{ kind: 'field removed', subject: 'Order.note', breaking: true }],
+    },
+  ],
+  [
+    'type changed',
+    {
+      after: edit('  total     Float', '  total     Int'),
+      want: [{ kind: 'type changed', subject: 'Order.total', breaking: true }],
+    },
+  ],
+  [
+    'nullable → required',
+    {
+      after: edit('  note      String?', '  note      String'),
+      want: [{ kind: 'nullability changed', subject: 'Order.note', breaking: true }],
+    },
+  ],
+  [
+    'required → nullable',
+    {
+      after: edit('  total     Float', '  total     Float?'),
+      want: [{ kind: 'nullability changed', subject: 'Order.total', breaking: true }],
+    },
+  ],
+  [
+    'default removed',
+    {
+      after: edit('  tag       String   @default("x")', '  tag       String'),
+      want: [{ kind: 'nullability changed', subject: 'Order.tag', breaking: true }],
+    },
+  ],
+  [
+    'enum value added',
+    {
+      after: edit('  paid\n', '  paid\n  shipped\n'),
+      want: [{ kind: 'enum value added', subject: 'Order.status', breaking: false }],
+    },
+  ],
+  [
+    'enum value removed',
+    { after: edit('  paid\n', ''), want: [{ kind: 'enum value removed', subject: 'Order.status', breaking: true }] },
+  ],
   [
     'table added',
     {
@@ -97,23 +167,46 @@ describe('diffModels', () => {
   });
 });
 
-
 describe('diffModels: a field type is printed as the schema spells it, ? and [] included', () => {
   const details = async (after: string) => {
     const model = async (text: string) => describeModel(await readDmmf(text));
-    return diffModels(await model(BASE), await model(after)).map(({ kind, subject, detail }) => ({ kind, subject, detail }));
+    return diffModels(await model(BASE), await model(after)).map(({ kind, subject, detail }) => ({
+      kind,
+      subject,
+      detail,
+    }));
   };
   it.each<[string, string, Pick<ApiChange, 'kind' | 'subject' | 'detail'>[]]>([
-    ['a nullable field removed', edit('  note      String?\n', ''), [{ kind: 'field removed', subject: 'Order.note', detail: 'String?' }]],
-    ['a list field added', edit('  note      String?', '  note      String?\n  labels    String[]'), [{ kind: 'field added', subject: 'Order.labels', detail: 'String[]' }]],
+    [
+      'a nullable field removed',
+      edit('  note      String?\n', ''),
+      [{ kind: 'field removed', subject: 'Order.note', detail: 'String?' }],
+    ],
+    [
+      'a list field added',
+      edit('  note      String?', '  note      String?\n  labels    String[]'),
+      [{ kind: 'field added', subject: 'Order.labels', detail: 'String[]' }],
+    ],
     [
       'a nullable field with a native type added',
       edit('  note      String?', '  note      String?\n  code      String? @db.VarChar(3)'),
       [{ kind: 'field added', subject: 'Order.code', detail: 'String? @db.VarChar(3)' }],
     ],
-    ['a nullable field changes type', edit('  note      String?', '  note      Int?'), [{ kind: 'type changed', subject: 'Order.note', detail: 'String? → Int?' }]],
-    ['nullable → required', edit('  note      String?', '  note      String'), [{ kind: 'nullability changed', subject: 'Order.note', detail: 'String? → String (nullable → required)' }]],
-    ['a required field added', edit('  note      String?', '  note      String?\n  code      Int'), [{ kind: 'field added', subject: 'Order.code', detail: 'Int, required on create' }]],
+    [
+      'a nullable field changes type',
+      edit('  note      String?', '  note      Int?'),
+      [{ kind: 'type changed', subject: 'Order.note', detail: 'String? → Int?' }],
+    ],
+    [
+      'nullable → required',
+      edit('  note      String?', '  note      String'),
+      [{ kind: 'nullability changed', subject: 'Order.note', detail: 'String? → String (nullable → required)' }],
+    ],
+    [
+      'a required field added',
+      edit('  note      String?', '  note      String?\n  code      Int'),
+      [{ kind: 'field added', subject: 'Order.code', detail: 'Int, required on create' }],
+    ],
   ])('%s', async (_, after, want) => {
     expect(await details(after)).toEqual(want);
   });
@@ -138,7 +231,9 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
       after: (c) => {
         c.roles.customer.tables.Order.update.filter = { status: 'open', customerId: '$user.id' };
         c.auth = { jwe: false, defaultRole: 'customer', lockout: { duration: 900 } };
-        c.roles.customer.tables.City = { read: { fields: ['id', 'name', 'country', 'createdAt', 'updatedAt'], filter: {} } };
+        c.roles.customer.tables.City = {
+          read: { fields: ['id', 'name', 'country', 'createdAt', 'updatedAt'], filter: {} },
+        };
         c.roles.catalog.signup = false;
       },
       want: [],
@@ -150,7 +245,13 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
       after: (c) => {
         c.roles.catalog.tables['*'] = { read: true };
       },
-      want: ['Customer', 'Order', 'OrderItem'].map((t) => ({ kind: 'grant added', subject: `catalog: ${t}.read`, detail: 'all rows, all fields (via *)', access: 'widens', breaking: false })),
+      want: ['Customer', 'Order', 'OrderItem'].map((t) => ({
+        kind: 'grant added',
+        subject: `catalog: ${t}.read`,
+        detail: 'all rows, all fields (via *)',
+        access: 'widens',
+        breaking: false,
+      })),
     },
   ],
   [
@@ -160,8 +261,20 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
         c.roles.admin.tables.City = { read: true, update: true };
       },
       want: [
-        { kind: 'grant removed', subject: 'admin: City.create', detail: 'all rows, all fields (via *)', access: 'narrows', breaking: true },
-        { kind: 'grant removed', subject: 'admin: City.delete', detail: 'all rows (via *)', access: 'narrows', breaking: true },
+        {
+          kind: 'grant removed',
+          subject: 'admin: City.create',
+          detail: 'all rows, all fields (via *)',
+          access: 'narrows',
+          breaking: true,
+        },
+        {
+          kind: 'grant removed',
+          subject: 'admin: City.delete',
+          detail: 'all rows (via *)',
+          access: 'narrows',
+          breaking: true,
+        },
       ],
     },
   ],
@@ -206,8 +319,20 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
         c.roles.customer.tables.Order.create.filter = { customerId: { equals: '$context.customer' } };
       },
       want: [
-        { kind: 'row filter changed', subject: 'customer: Order.create', detail: '{"customerId":"$user.id"} → {"customerId":{"equals":"$context.customer"}}', access: 'widens', breaking: false },
-        { kind: 'preset changed', subject: 'customer: Order.create', detail: 'customerId: $user.id → $context.customer', access: 'neutral', breaking: true },
+        {
+          kind: 'row filter changed',
+          subject: 'customer: Order.create',
+          detail: '{"customerId":"$user.id"} → {"customerId":{"equals":"$context.customer"}}',
+          access: 'widens',
+          breaking: false,
+        },
+        {
+          kind: 'preset changed',
+          subject: 'customer: Order.create',
+          detail: 'customerId: $user.id → $context.customer',
+          access: 'neutral',
+          breaking: true,
+        },
       ],
     },
   ],
@@ -218,8 +343,20 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
         c.roles.customer.tables.Order.create.filter.note = '$user.email';
       },
       want: [
-        { kind: 'row filter changed', subject: 'customer: Order.create', detail: '{"customerId":"$user.id"} → {"customerId":"$user.id","note":"$user.email"}', access: 'narrows', breaking: true },
-        { kind: 'preset added', subject: 'customer: Order.create', detail: 'note = $user.email when a create leaves it out', access: 'neutral', breaking: false },
+        {
+          kind: 'row filter changed',
+          subject: 'customer: Order.create',
+          detail: '{"customerId":"$user.id"} → {"customerId":"$user.id","note":"$user.email"}',
+          access: 'narrows',
+          breaking: true,
+        },
+        {
+          kind: 'preset added',
+          subject: 'customer: Order.create',
+          detail: 'note = $user.email when a create leaves it out',
+          access: 'neutral',
+          breaking: false,
+        },
       ],
     },
   ],
@@ -233,7 +370,15 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
         c.roles.customer.tables.Order.delete = { filter: { customerId: '$user.id' } };
         c.roles.catalog.tables.Product.delete = { fields: ['sku'] };
       },
-      want: [{ kind: 'grant added', subject: 'customer: Order.delete', detail: 'rows where {"customerId":"$user.id"}', access: 'widens', breaking: false }],
+      want: [
+        {
+          kind: 'grant added',
+          subject: 'customer: Order.delete',
+          detail: 'rows where {"customerId":"$user.id"}',
+          access: 'widens',
+          breaking: false,
+        },
+      ],
     },
   ],
   [
@@ -249,10 +394,22 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
         c.auth.defaultRole = undefined;
       },
       want: [
-        { kind: 'role signup changed', subject: 'role customer', detail: 'no longer open to signup', access: 'narrows', breaking: true },
+        {
+          kind: 'role signup changed',
+          subject: 'role customer',
+          detail: 'no longer open to signup',
+          access: 'narrows',
+          breaking: true,
+        },
         { kind: 'role added', subject: 'role fresh', detail: 'grants nothing', access: 'neutral', breaking: false },
         { kind: 'role removed', subject: 'role old', detail: 'granted nothing', access: 'neutral', breaking: false },
-        { kind: 'setting changed', subject: 'auth.defaultRole', detail: '"customer" → (unset)', access: 'narrows', breaking: true },
+        {
+          kind: 'setting changed',
+          subject: 'auth.defaultRole',
+          detail: '"customer" → (unset)',
+          access: 'narrows',
+          breaking: true,
+        },
       ],
     },
   ],
@@ -269,8 +426,20 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
       },
       want: [
         { kind: 'setting changed', subject: 'auth.enabled', detail: 'true → false', access: 'narrows', breaking: true },
-        { kind: 'setting changed', subject: 'auth.emailVerification', detail: 'false → true', access: 'narrows', breaking: true },
-        { kind: 'setting changed', subject: 'auth.environments', detail: '(unset) → ["master"]', access: 'narrows', breaking: true },
+        {
+          kind: 'setting changed',
+          subject: 'auth.emailVerification',
+          detail: 'false → true',
+          access: 'narrows',
+          breaking: true,
+        },
+        {
+          kind: 'setting changed',
+          subject: 'auth.environments',
+          detail: '(unset) → ["master"]',
+          access: 'narrows',
+          breaking: true,
+        },
       ],
     },
   ],
@@ -286,9 +455,27 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
         c.mail = { smtpUrl: 'smtp://user:new-password@mail.example' };
       },
       want: [
-        { kind: 'setting changed', subject: 'mail.smtpUrl', detail: '(set) → (set, changed)', access: 'neutral', breaking: false },
-        { kind: 'setting changed', subject: 'cors.origins', detail: '["https://a.example"] → ["https://b.example"]', access: 'widens', breaking: true },
-        { kind: 'setting changed', subject: 'cors.credentials', detail: 'false → true', access: 'widens', breaking: false },
+        {
+          kind: 'setting changed',
+          subject: 'mail.smtpUrl',
+          detail: '(set) → (set, changed)',
+          access: 'neutral',
+          breaking: false,
+        },
+        {
+          kind: 'setting changed',
+          subject: 'cors.origins',
+          detail: '["https://a.example"] → ["https://b.example"]',
+          access: 'widens',
+          breaking: true,
+        },
+        {
+          kind: 'setting changed',
+          subject: 'cors.credentials',
+          detail: 'false → true',
+          access: 'widens',
+          breaking: false,
+        },
       ],
     },
   ],
@@ -303,7 +490,9 @@ describe('diffConfigs', () => {
     before?.(now);
     after(now);
     const got = diffConfigs(parse(JSON.parse(JSON.stringify(was))), parse(JSON.parse(JSON.stringify(now))), tables);
-    expect(got.map(({ kind, subject, detail, access, breaking }) => ({ kind, subject, detail, access, breaking }))).toEqual(want);
+    expect(
+      got.map(({ kind, subject, detail, access, breaking }) => ({ kind, subject, detail, access, breaking })),
+    ).toEqual(want);
   });
 });
 
@@ -311,7 +500,11 @@ describe('svcgen diff', () => {
   afterAll(cleanupCli);
 
   /** `<root>/<name>/` with the example's schema.prisma and svcgen.config.json, each edited. */
-  async function project(root: string, name: string, edits: { config?: Edit; schema?: (text: string) => string } = {}): Promise<string> {
+  async function project(
+    root: string,
+    name: string,
+    edits: { config?: Edit; schema?: (text: string) => string } = {},
+  ): Promise<string> {
     const dir = path.join(root, name);
     await fs.mkdir(dir, { recursive: true });
     const schema = await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8');
@@ -326,11 +519,21 @@ describe('svcgen diff', () => {
     return text.replace(from, to);
   };
   const diff = (args: string[]) => runCli(['diff', ...args]);
-  const json = (stdout: string) => JSON.parse(stdout) as { changes: (ApiChange | ConfigChange)[]; breaking: number; widens: number; config: { from: string; to: string } | null };
+  const json = (stdout: string) =>
+    JSON.parse(stdout) as {
+      changes: (ApiChange | ConfigChange)[];
+      breaking: number;
+      widens: number;
+      config: { from: string; to: string } | null;
+    };
 
-  it('lists every kind of permission and setting change, marked, in text and --json; exit 1 as some are breaking', { timeout: 120_000 }, async () => {
+  it('lists every kind of permission and setting change, marked, in text and --json; exit 1 as some are breaking', {
+    timeout: 120_000,
+  }, async () => {
     const root = await tempDir('diff');
-    const before = await project(root, 'before', { config: (c) => void (c.roles.legacy = { tables: { City: { read: true } } }) });
+    const before = await project(root, 'before', {
+      config: (c) => void (c.roles.legacy = { tables: { City: { read: true } } }),
+    });
     const after = await project(root, 'after', {
       config: (c) => {
         const roles = c.roles;
@@ -397,7 +600,10 @@ describe('svcgen diff', () => {
     const report = json(out.stdout);
     expect(report.breaking).toBe(9);
     expect(report.widens).toBe(11);
-    expect(report.config).toEqual({ from: path.join(before, 'svcgen.config.json'), to: path.join(after, 'svcgen.config.json') });
+    expect(report.config).toEqual({
+      from: path.join(before, 'svcgen.config.json'),
+      to: path.join(after, 'svcgen.config.json'),
+    });
     // The same changes as the text, each with its access effect.
     expect(report.changes.map((c) => [c.kind, c.subject, (c as ConfigChange).access, c.breaking])).toEqual([
       ['grant removed', 'admin: OrderItem.create', 'narrows', true],
@@ -435,10 +641,14 @@ describe('svcgen diff', () => {
     expect(out.stdout).not.toContain('a-secret-token');
   });
 
-  it('widening access exits 0 unless --fail-on-widen; narrowing exits 1 unless --allow-breaking', { timeout: 120_000 }, async () => {
+  it('widening access exits 0 unless --fail-on-widen; narrowing exits 1 unless --allow-breaking', {
+    timeout: 120_000,
+  }, async () => {
     const root = await tempDir('diff');
     const before = path.join(await project(root, 'before'), 'schema.prisma');
-    const widened = await project(root, 'widened', { config: (c) => void (c.roles.customer.tables.Order.delete = { filter: { customerId: '$user.id' } }) });
+    const widened = await project(root, 'widened', {
+      config: (c) => void (c.roles.customer.tables.Order.delete = { filter: { customerId: '$user.id' } }),
+    });
     const widening = await diff(['--project', widened, '--from', before]);
     expect(widening.code, show(widening)).toBe(0);
     expect(widening.stdout).toBe(
@@ -446,28 +656,47 @@ describe('svcgen diff', () => {
     );
     const gated = await diff(['--project', widened, '--from', before, '--fail-on-widen', '--json']);
     expect(gated.code, show(gated)).toBe(1);
-    expect(json(gated.stdout)).toMatchObject({ breaking: 0, widens: 1, changes: [{ kind: 'grant added', access: 'widens', breaking: false }] });
+    expect(json(gated.stdout)).toMatchObject({
+      breaking: 0,
+      widens: 1,
+      changes: [{ kind: 'grant added', access: 'widens', breaking: false }],
+    });
 
-    const narrowed = await project(root, 'narrowed', { config: (c) => void (c.roles.customer.tables.Order.update.fields = []) });
+    const narrowed = await project(root, 'narrowed', {
+      config: (c) => void (c.roles.customer.tables.Order.update.fields = []),
+    });
     const narrowing = await diff(['--project', narrowed, '--from', before]);
     expect(narrowing.code, show(narrowing)).toBe(1);
-    expect(narrowing.stdout).toBe('BREAKING  fields narrowed  customer: Order.update  drops total\n1 change, 1 breaking, 0 widening access\n');
+    expect(narrowing.stdout).toBe(
+      'BREAKING  fields narrowed  customer: Order.update  drops total\n1 change, 1 breaking, 0 widening access\n',
+    );
     expect((await diff(['--project', narrowed, '--from', before, '--allow-breaking'])).code).toBe(0);
     // --fail-on-widen does not let a break through, and --allow-breaking does not let a widening through.
     expect((await diff(['--project', narrowed, '--from', before, '--fail-on-widen'])).code).toBe(1);
     expect((await diff(['--project', widened, '--from', before, '--allow-breaking', '--fail-on-widen'])).code).toBe(1);
   });
 
-  it('prints field types with ? and [] (a removed Int? field is Int?), in text and --json', { timeout: 120_000 }, async () => {
+  it('prints field types with ? and [] (a removed Int? field is Int?), in text and --json', {
+    timeout: 120_000,
+  }, async () => {
     const root = await tempDir('diff');
     const before = await project(root, 'before', {
-      schema: (s) => replacing('  tags      String[]\n', '')(replacing('  note       String?\n', '  note       String?\n  points     Int?\n')(s)),
+      schema: (s) =>
+        replacing(
+          '  tags      String[]\n',
+          '',
+        )(replacing('  note       String?\n', '  note       String?\n  points     Int?\n')(s)),
     });
     const from = path.join(before, 'schema.prisma');
     const text = await diff(['--project', SHOP, '--from', from]);
     expect(text.code, show(text)).toBe(1);
     expect(text.stdout).toBe(
-      ['BREAKING  field removed  Order.points  Int?', '          field added    Product.tags  String[]', '2 changes, 1 breaking, 0 widening access', ''].join('\n'),
+      [
+        'BREAKING  field removed  Order.points  Int?',
+        '          field added    Product.tags  String[]',
+        '2 changes, 1 breaking, 0 widening access',
+        '',
+      ].join('\n'),
     );
     const out = json((await diff(['--project', SHOP, '--from', from, '--json'])).stdout);
     expect(out.changes).toEqual([
@@ -476,11 +705,16 @@ describe('svcgen diff', () => {
     ]);
   });
 
-  it('a schema file without a config beside it: models only, said on stderr; --from-config names one', { timeout: 120_000 }, async () => {
+  it('a schema file without a config beside it: models only, said on stderr; --from-config names one', {
+    timeout: 120_000,
+  }, async () => {
     const root = await tempDir('diff');
     const current = await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8');
     const old = path.join(root, 'old.prisma');
-    await fs.writeFile(old, current.replace('  note       String?\n', '').replace('  vip       Boolean  @default(false)\n', ''));
+    await fs.writeFile(
+      old,
+      current.replace('  note       String?\n', '').replace('  vip       Boolean  @default(false)\n', ''),
+    );
     const additions = await diff(['--project', SHOP, '--from', old]);
     expect(additions.code, show(additions)).toBe(0);
     expect(additions.stdout).toMatch(/^\s+field added\s+Customer\.vip\s+Boolean$/m);
@@ -490,8 +724,18 @@ describe('svcgen diff', () => {
       `svcgen: permissions and settings not compared: no ${path.join(root, 'svcgen.config.json')} (name the earlier config with --from-config)\n`,
     );
 
-    const earlier = await project(root, 'earlier', { config: (c) => void (c.roles.catalog.tables.Product.delete = true) });
-    const withConfig = await diff(['--project', SHOP, '--from', old, '--from-config', path.join(earlier, 'svcgen.config.json'), '--json']);
+    const earlier = await project(root, 'earlier', {
+      config: (c) => void (c.roles.catalog.tables.Product.delete = true),
+    });
+    const withConfig = await diff([
+      '--project',
+      SHOP,
+      '--from',
+      old,
+      '--from-config',
+      path.join(earlier, 'svcgen.config.json'),
+      '--json',
+    ]);
     expect(withConfig.code, show(withConfig)).toBe(1);
     expect(withConfig.stderr).toBe('');
     expect(json(withConfig.stdout)).toMatchObject({
@@ -501,24 +745,41 @@ describe('svcgen diff', () => {
       changes: [
         { kind: 'field added', subject: 'Customer.vip' },
         { kind: 'field added', subject: 'Order.note' },
-        { kind: 'grant removed', subject: 'catalog: Product.delete', detail: 'all rows', access: 'narrows', breaking: true },
+        {
+          kind: 'grant removed',
+          subject: 'catalog: Product.delete',
+          detail: 'all rows',
+          access: 'narrows',
+          breaking: true,
+        },
       ],
     });
 
     await fs.writeFile(old, current.replace('  note       String?\n', '  note       String?\n  memo       String?\n'));
     const removed = await diff(['--project', SHOP, '--from', old, '--json']);
     expect(removed.code).toBe(1);
-    expect(JSON.parse(removed.stdout)).toEqual({ changes: [{ kind: 'field removed', subject: 'Order.memo', detail: 'String?', breaking: true }], breaking: 1, widens: 0, config: null });
+    expect(JSON.parse(removed.stdout)).toEqual({
+      changes: [{ kind: 'field removed', subject: 'Order.memo', detail: 'String?', breaking: true }],
+      breaking: 1,
+      widens: 0,
+      config: null,
+    });
     expect((await diff(['--project', SHOP, '--from', old, '--allow-breaking'])).code).toBe(0);
   });
 
-  it('a config that cannot be read as the server reads it is a usage error (exit 2) naming the problem', { timeout: 120_000 }, async () => {
+  it('a config that cannot be read as the server reads it is a usage error (exit 2) naming the problem', {
+    timeout: 120_000,
+  }, async () => {
     const root = await tempDir('diff');
-    const before = await project(root, 'before', { config: (c) => void (c.roles.customer.tables.Order.read.fields.push('nickname')) });
+    const before = await project(root, 'before', {
+      config: (c) => void c.roles.customer.tables.Order.read.fields.push('nickname'),
+    });
     const bad = await diff(['--project', SHOP, '--from', path.join(before, 'schema.prisma')]);
     expect(bad.code, show(bad)).toBe(2);
     expect(bad.stdout).toBe('');
-    expect(bad.stderr).toContain(`svcgen: cannot compare permissions: ${path.join(before, 'svcgen.config.json')} is invalid:`);
+    expect(bad.stderr).toContain(
+      `svcgen: cannot compare permissions: ${path.join(before, 'svcgen.config.json')} is invalid:`,
+    );
     expect(bad.stderr).toContain('$.roles.customer.tables.Order.read.fields[6]: Order has no field "nickname"');
 
     await fs.writeFile(path.join(before, 'svcgen.config.json'), '{"project": {"id": "shop"},');
@@ -528,13 +789,18 @@ describe('svcgen diff', () => {
 
     const missing = await diff(['--project', SHOP, '--from', 'HEAD', '--to-config', path.join(root, 'nothing.json')]);
     expect(missing.code, show(missing)).toBe(2);
-    expect(missing.stderr).toContain(`--to-config "${path.join(root, 'nothing.json')}" is neither a file nor <git ref>:<path> of a file`);
+    expect(missing.stderr).toContain(
+      `--to-config "${path.join(root, 'nothing.json')}" is neither a file nor <git ref>:<path> of a file`,
+    );
   });
 
-  it('compares with a git ref: the schema and the config at that ref, in a project below the repository root', { timeout: 120_000 }, async () => {
+  it('compares with a git ref: the schema and the config at that ref, in a project below the repository root', {
+    timeout: 120_000,
+  }, async () => {
     const root = await tempDir('diff-git');
     const app = await project(root, 'app');
-    const git = (...args: string[]) => run('git', ['-c', 'user.name=svcgen test', '-c', 'user.email=test@example.com', ...args], { cwd: root });
+    const git = (...args: string[]) =>
+      run('git', ['-c', 'user.name=svcgen test', '-c', 'user.email=test@example.com', ...args], { cwd: root });
     await git('init', '-q');
     await git('add', 'app/schema.prisma');
     await git('commit', '-q', '-m', 'schema only');
@@ -550,12 +816,23 @@ describe('svcgen diff', () => {
     });
     const want = [
       { kind: 'field added', subject: 'Order.memo', detail: 'String?', breaking: false },
-      { kind: 'grant added', subject: 'catalog: City.update', detail: 'all rows, all fields', breaking: false, access: 'widens' },
+      {
+        kind: 'grant added',
+        subject: 'catalog: City.update',
+        detail: 'all rows, all fields',
+        breaking: false,
+        access: 'widens',
+      },
     ];
     for (const from of ['HEAD', 'HEAD:app/schema.prisma']) {
       const changed = await diff(['--project', app, '--from', from, '--json']);
       expect(changed.code, show(changed)).toBe(0);
-      expect(json(changed.stdout)).toEqual({ changes: want, breaking: 0, widens: 1, config: { from: 'HEAD:app/svcgen.config.json', to: path.join(app, 'svcgen.config.json') } });
+      expect(json(changed.stdout)).toEqual({
+        changes: want,
+        breaking: 0,
+        widens: 1,
+        config: { from: 'HEAD:app/svcgen.config.json', to: path.join(app, 'svcgen.config.json') },
+      });
     }
     const text = await diff(['--project', app, '--from', 'HEAD', '--fail-on-widen']);
     expect(text.code, show(text)).toBe(1);
@@ -571,10 +848,25 @@ describe('svcgen diff', () => {
     // No config at that ref: the models alone, and stderr says so; --from-config takes <ref>:<path>.
     const older = await diff(['--project', app, '--from', 'HEAD~1', '--json']);
     expect(older.code, show(older)).toBe(0);
-    expect(older.stderr).toBe('svcgen: permissions and settings not compared: no HEAD~1:app/svcgen.config.json (name the earlier config with --from-config)\n');
+    expect(older.stderr).toBe(
+      'svcgen: permissions and settings not compared: no HEAD~1:app/svcgen.config.json (name the earlier config with --from-config)\n',
+    );
     expect(json(older.stdout)).toEqual({ changes: [want[0]], breaking: 0, widens: 0, config: null });
-    const named = await diff(['--project', app, '--from', 'HEAD~1', '--from-config', 'HEAD:app/svcgen.config.json', '--json']);
-    expect(json(named.stdout)).toEqual({ changes: want, breaking: 0, widens: 1, config: { from: 'HEAD:app/svcgen.config.json', to: path.join(app, 'svcgen.config.json') } });
+    const named = await diff([
+      '--project',
+      app,
+      '--from',
+      'HEAD~1',
+      '--from-config',
+      'HEAD:app/svcgen.config.json',
+      '--json',
+    ]);
+    expect(json(named.stdout)).toEqual({
+      changes: want,
+      breaking: 0,
+      widens: 1,
+      config: { from: 'HEAD:app/svcgen.config.json', to: path.join(app, 'svcgen.config.json') },
+    });
 
     const bad = await diff(['--project', app, '--from', 'no-such-ref-xyz']);
     expect(bad.code).toBe(2);

@@ -12,7 +12,10 @@ describe('examples/shop golden output', () => {
   it('regenerating in memory gives the committed generated/ byte for byte', { timeout: 60_000 }, async () => {
     // Prisma's generator runs for real here, not the reuse of the committed client.
     const diff = await diffProject(SHOP, await renderProject(SHOP, { reusePrismaClient: false }));
-    expect(diff, `examples/shop/generated is stale; run \`svcgen generate --project examples/shop\`. Diff (committed → generator):\n${diff}`).toBe('');
+    expect(
+      diff,
+      `examples/shop/generated is stale; run \`svcgen generate --project examples/shop\`. Diff (committed → generator):\n${diff}`,
+    ).toBe('');
   });
 
   it('tsc --noEmit -p tsconfig.json passes (includes examples/*/generated)', { timeout: 120_000 }, async () => {

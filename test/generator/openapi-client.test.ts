@@ -17,7 +17,11 @@ import { REPO, startTestServer, type TestServer } from '../support/server.ts';
  * The client program. Its `@ts-expect-error` lines fail the type check if the generated types go
  * loose. The server's address and credentials are written in, so it needs no @types/node.
  */
-const program = (inputs: { baseUrl: string; projectId: string; key: string }) => `import createClient from 'openapi-fetch';
+const program = (inputs: {
+  baseUrl: string;
+  projectId: string;
+  key: string;
+}) => `import createClient from 'openapi-fetch';
 import type { paths } from './api.js';
 
 const { baseUrl, projectId, key }: { baseUrl: string; projectId: string; key: string } = ${JSON.stringify(inputs)};
@@ -121,7 +125,10 @@ beforeAll(async () => {
   await fs.symlink(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
   await fs.writeFile(path.join(dir, 'package.json'), '{ "type": "module", "private": true }\n');
   await fs.writeFile(path.join(dir, 'tsconfig.json'), `${JSON.stringify(TSCONFIG, null, 2)}\n`);
-  await fs.writeFile(path.join(dir, 'client.ts'), program({ baseUrl: t.url, projectId: t.config.project.id, key: t.adminKey }));
+  await fs.writeFile(
+    path.join(dir, 'client.ts'),
+    program({ baseUrl: t.url, projectId: t.config.project.id, key: t.adminKey }),
+  );
   const res = await fetch(`${t.url}/gw/api/rest/_openapi`);
   expect(res.status).toBe(200);
   types = astToString(await openapiTS(await res.json(), { silent: true }));
@@ -142,7 +149,11 @@ describe('a generated openapi-fetch client of the served document', () => {
   });
 
   it('type-checks under tsc --noEmit --strict', { timeout: 120_000 }, async () => {
-    const tsc = await run(path.join(REPO, 'node_modules/.bin/tsc'), ['--noEmit', '--strict', '-p', 'tsconfig.json'], dir);
+    const tsc = await run(
+      path.join(REPO, 'node_modules/.bin/tsc'),
+      ['--noEmit', '--strict', '-p', 'tsconfig.json'],
+      dir,
+    );
     expect(tsc.output).toBe('');
     expect(tsc.code).toBe(0);
   });
@@ -156,12 +167,18 @@ describe('a generated openapi-fetch client of the served document', () => {
     // The same program against types whose Order has no `total`: the checks on it must fail.
     await fs.writeFile(path.join(broken, 'api.d.ts'), types.replaceAll(/\btotal\??: /g, 'grandTotal?: '));
     await fs.copyFile(path.join(dir, 'client.ts'), path.join(broken, 'client.ts'));
-    const tsc = await run(path.join(REPO, 'node_modules/.bin/tsc'), ['--noEmit', '--strict', '-p', 'tsconfig.json'], broken);
+    const tsc = await run(
+      path.join(REPO, 'node_modules/.bin/tsc'),
+      ['--noEmit', '--strict', '-p', 'tsconfig.json'],
+      broken,
+    );
     expect(tsc.code).toBe(2);
     expect(tsc.output).toMatch(/client\.ts\(\d+,\d+\): error TS2339: Property 'total' does not exist on type/);
   });
 
-  it('runs create, filtered list, get, patch, patch by filter, aggregate and delete against the server', { timeout: 60_000 }, async () => {
+  it('runs create, filtered list, get, patch, patch by filter, aggregate and delete against the server', {
+    timeout: 60_000,
+  }, async () => {
     const result = await run(process.execPath, ['--import', 'tsx', 'client.ts'], dir);
     expect(result.output.trim()).toBe('client ok');
     expect(result.code).toBe(0);

@@ -8,8 +8,18 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { service } from '../../examples/shop/generated/index.ts';
 import { routes } from '../../examples/shop/generated/routes.ts';
-import { MAX_AGGREGATE_ROWS, fieldFilterParameters, filterParameterName } from '../../generator/render/openapi-filters.ts';
-import { OPERATORS, operatorMismatch, type FieldSpec, type FilteringOperation, type TableSpec } from '../../runtime/model/index.ts';
+import {
+  MAX_AGGREGATE_ROWS,
+  fieldFilterParameters,
+  filterParameterName,
+} from '../../generator/render/openapi-filters.ts';
+import {
+  OPERATORS,
+  operatorMismatch,
+  type FieldSpec,
+  type FilteringOperation,
+  type TableSpec,
+} from '../../runtime/model/index.ts';
 import { PROBLEM_KINDS, type ProblemKind } from '../../runtime/model/problem-kinds.ts';
 import { expectProblem, SHOP, startTestServer, type TestServer } from '../support/server.ts';
 
@@ -21,7 +31,13 @@ const AUTH_OPERATIONS: { method: string; path: string; operationId: string; stat
     method: 'post',
     path: '/auth/signup',
     operationId: 'authSignup',
-    statuses: { '201': [], '400': ['VALIDATION_ERROR'], '404': ['AUTH_NOT_CONFIGURED'], '409': ['AUTH_EMAIL_EXISTS'], '429': ['RATE_LIMIT_EXCEEDED'] },
+    statuses: {
+      '201': [],
+      '400': ['VALIDATION_ERROR'],
+      '404': ['AUTH_NOT_CONFIGURED'],
+      '409': ['AUTH_EMAIL_EXISTS'],
+      '429': ['RATE_LIMIT_EXCEEDED'],
+    },
   },
   {
     method: 'post',
@@ -42,21 +58,36 @@ const AUTH_OPERATIONS: { method: string; path: string; operationId: string; stat
       '429': ['RATE_LIMIT_EXCEEDED'],
     },
   },
-  { method: 'post', path: '/auth/recover-password', operationId: 'authRecoverPassword', statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'], '429': ['RATE_LIMIT_EXCEEDED'] } },
+  {
+    method: 'post',
+    path: '/auth/recover-password',
+    operationId: 'authRecoverPassword',
+    statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'], '429': ['RATE_LIMIT_EXCEEDED'] },
+  },
   {
     method: 'post',
     path: '/auth/reset-password',
     operationId: 'authResetPassword',
     statuses: { '200': [], '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'], '404': ['AUTH_NOT_CONFIGURED'] },
   },
-  { method: 'post', path: '/auth/refresh-token', operationId: 'authRefreshToken', statuses: { '200': [], '401': ['AUTH_TOKEN_INVALID'], '404': ['AUTH_NOT_CONFIGURED'] } },
+  {
+    method: 'post',
+    path: '/auth/refresh-token',
+    operationId: 'authRefreshToken',
+    statuses: { '200': [], '401': ['AUTH_TOKEN_INVALID'], '404': ['AUTH_NOT_CONFIGURED'] },
+  },
   {
     method: 'post',
     path: '/auth/logout',
     operationId: 'authLogout',
     statuses: { '200': [], '401': ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'], '404': ['AUTH_NOT_CONFIGURED'] },
   },
-  { method: 'get', path: '/auth/.well-known/jwks.json', operationId: 'authJwks', statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'] } },
+  {
+    method: 'get',
+    path: '/auth/.well-known/jwks.json',
+    operationId: 'authJwks',
+    statuses: { '200': [], '404': ['AUTH_NOT_CONFIGURED'] },
+  },
   ...SIGNED_IN_AUTH_OPERATIONS(),
 ];
 /** A signed-in user's own account (docs/api.md §3 "Your account"): each takes the user's access token. */
@@ -66,34 +97,93 @@ function SIGNED_IN_AUTH_OPERATIONS(): typeof AUTH_OPERATIONS {
   const common = { '404': ['AUTH_NOT_CONFIGURED'], '429': ['RATE_LIMIT_EXCEEDED'] };
   return [
     { method: 'get', path: '/auth/me', operationId: 'authMe', statuses: { '200': [], '401': token, ...common } },
-    { method: 'post', path: '/auth/change-password', operationId: 'authChangePassword', statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '423': ['AUTH_ACCOUNT_LOCKED'], ...common } },
+    {
+      method: 'post',
+      path: '/auth/change-password',
+      operationId: 'authChangePassword',
+      statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '423': ['AUTH_ACCOUNT_LOCKED'], ...common },
+    },
     {
       method: 'post',
       path: '/auth/change-email',
       operationId: 'authChangeEmail',
-      statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '409': ['AUTH_EMAIL_EXISTS'], '423': ['AUTH_ACCOUNT_LOCKED'], ...common },
+      statuses: {
+        '200': [],
+        '400': ['VALIDATION_ERROR'],
+        '401': password,
+        '409': ['AUTH_EMAIL_EXISTS'],
+        '423': ['AUTH_ACCOUNT_LOCKED'],
+        ...common,
+      },
     },
     {
       method: 'post',
       path: '/auth/confirm-email-change',
       operationId: 'authConfirmEmailChange',
-      statuses: { '200': [], '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'], '401': token, '409': ['AUTH_EMAIL_EXISTS'], ...common },
+      statuses: {
+        '200': [],
+        '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'],
+        '401': token,
+        '409': ['AUTH_EMAIL_EXISTS'],
+        ...common,
+      },
     },
-    { method: 'get', path: '/auth/sessions', operationId: 'authListSessions', statuses: { '200': [], '401': token, ...common } },
-    { method: 'delete', path: '/auth/sessions', operationId: 'authEndOtherSessions', statuses: { '200': [], '401': token, ...common } },
-    { method: 'delete', path: '/auth/sessions/{id}', operationId: 'authEndSession', statuses: { '200': [], '401': token, '404': ['AUTH_SESSION_NOT_FOUND', 'AUTH_NOT_CONFIGURED'], '429': ['RATE_LIMIT_EXCEEDED'] } },
-    { method: 'post', path: '/auth/delete-account', operationId: 'authDeleteAccount', statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '423': ['AUTH_ACCOUNT_LOCKED'], ...common } },
+    {
+      method: 'get',
+      path: '/auth/sessions',
+      operationId: 'authListSessions',
+      statuses: { '200': [], '401': token, ...common },
+    },
+    {
+      method: 'delete',
+      path: '/auth/sessions',
+      operationId: 'authEndOtherSessions',
+      statuses: { '200': [], '401': token, ...common },
+    },
+    {
+      method: 'delete',
+      path: '/auth/sessions/{id}',
+      operationId: 'authEndSession',
+      statuses: {
+        '200': [],
+        '401': token,
+        '404': ['AUTH_SESSION_NOT_FOUND', 'AUTH_NOT_CONFIGURED'],
+        '429': ['RATE_LIMIT_EXCEEDED'],
+      },
+    },
+    {
+      method: 'post',
+      path: '/auth/delete-account',
+      operationId: 'authDeleteAccount',
+      statuses: { '200': [], '400': ['VALIDATION_ERROR'], '401': password, '423': ['AUTH_ACCOUNT_LOCKED'], ...common },
+    },
   ];
 }
 /** Operations that take the user's access token (bearerJwt): logout and the account's. */
 const SIGNED_IN_AUTH = new Set(['/auth/logout', ...SIGNED_IN_AUTH_OPERATIONS().map((o) => o.path)]);
 /** Auth operations that take no credentials (all but the signed-in ones); all but JWKS still need the project. */
-const PUBLIC_AUTH = new Set(AUTH_OPERATIONS.filter((o) => !SIGNED_IN_AUTH.has(o.path)).map((o) => `${o.method.toUpperCase()} ${o.path}`));
+const PUBLIC_AUTH = new Set(
+  AUTH_OPERATIONS.filter((o) => !SIGNED_IN_AUTH.has(o.path)).map((o) => `${o.method.toUpperCase()} ${o.path}`),
+);
 const JWKS = 'GET /auth/.well-known/jwks.json';
 /** The filter parameters of an operation: every query parameter that is not one of its own. */
 /** The value in a filter parameter's "e.g. `<name>=<value>`". */
-const exampleOf = (parameter: { name: string; description: string }) => new RegExp(`e\\.g\\. \`${parameter.name}=([^\`]+)\``).exec(parameter.description)![1]!;
-const OWN_PARAMETERS = new Set(['fn', 'groupBy', 'having', 'sort', 'limit', 'offset', 'after', 'select', 'and', 'or', 'not', 'mode']);
+const exampleOf = (parameter: { name: string; description: string }) =>
+  new RegExp(`e\\.g\\. \`${parameter.name}=([^\`]+)\``).exec(parameter.description)![1]!;
+const OWN_PARAMETERS = new Set([
+  'fn',
+  'groupBy',
+  'having',
+  'sort',
+  'limit',
+  'offset',
+  'after',
+  'select',
+  'and',
+  'or',
+  'not',
+  'mode',
+]);
 
 let doc: any;
 beforeAll(async () => {
@@ -120,7 +210,9 @@ describe('examples/shop/generated/openapi.json', () => {
   });
 
   it('describes no table operation that is not a generated route', () => {
-    const generated = new Set(routes.map((r) => `${r.method.toUpperCase()} ${BASE}${r.path.replace(/:(\w+)/g, '{$1}')}`));
+    const generated = new Set(
+      routes.map((r) => `${r.method.toUpperCase()} ${BASE}${r.path.replace(/:(\w+)/g, '{$1}')}`),
+    );
     const tables = new Set(routes.map((r) => r.table));
     for (const [p, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
       if (p.startsWith('/auth/')) continue; // user authentication, at the server root
@@ -144,7 +236,12 @@ describe('examples/shop/generated/openapi.json', () => {
     for (const [p, methods] of Object.entries(expected)) {
       const item = doc.paths[p];
       expect(item, p).toBeDefined();
-      expect(Object.keys(item).filter((k) => METHODS.includes(k)).sort(), p).toEqual([...methods].sort());
+      expect(
+        Object.keys(item)
+          .filter((k) => METHODS.includes(k))
+          .sort(),
+        p,
+      ).toEqual([...methods].sort());
       const environment = item.parameters.find((x: any) => x.name === 'environment');
       expect(environment, p).toMatchObject({ in: 'header', required: true });
       for (const m of methods) expect(item[m].security, `${m} ${p}`).toEqual([{ managementToken: [], projectId: [] }]);
@@ -152,44 +249,72 @@ describe('examples/shop/generated/openapi.json', () => {
     const subscription = doc.components.schemas.WebhookSubscription;
     expect(subscription.properties.table.enum).toEqual(['City', 'Customer', 'Order', 'OrderItem', 'Product']);
     expect(subscription.properties).not.toHaveProperty('secret');
-    expect(doc.paths[`${BASE}/_webhooks`].post.requestBody.content['application/json'].schema.required).toEqual(['projectId', 'environment', 'table', 'events', 'url', 'secret']);
+    expect(doc.paths[`${BASE}/_webhooks`].post.requestBody.content['application/json'].schema.required).toEqual([
+      'projectId',
+      'environment',
+      'table',
+      'events',
+      'url',
+      'secret',
+    ]);
   });
 
   it('marks the non-null fields of a record required (typed clients get them non-optional)', () => {
-    expect(doc.components.schemas.Order.required).toEqual(['id', 'status', 'total', 'customerId', 'createdAt', 'updatedAt']);
+    expect(doc.components.schemas.Order.required).toEqual([
+      'id',
+      'status',
+      'total',
+      'customerId',
+      'createdAt',
+      'updatedAt',
+    ]);
     expect(doc.components.schemas.Customer.required).not.toContain('cityId');
   });
 
   it('has no /{id} path for the composite-key OrderItem', () => {
-    const orderItem = Object.keys(doc.paths).filter((p) => p === `${BASE}/OrderItem` || p.startsWith(`${BASE}/OrderItem/`));
+    const orderItem = Object.keys(doc.paths).filter(
+      (p) => p === `${BASE}/OrderItem` || p.startsWith(`${BASE}/OrderItem/`),
+    );
     expect(orderItem).toContain(`${BASE}/OrderItem`);
     for (const p of orderItem) expect(p).not.toMatch(/\{/);
-    expect(routes.filter((r) => r.table === 'OrderItem').map((r) => r.path)).not.toContainEqual(expect.stringContaining(':'));
+    expect(routes.filter((r) => r.table === 'OrderItem').map((r) => r.path)).not.toContainEqual(
+      expect.stringContaining(':'),
+    );
   });
 
   it('defines the Problem schema (RFC 9457) and the security schemes it uses', () => {
     const problem = doc.components?.schemas?.Problem;
     expect(problem).toBeDefined();
     expect(problem.type).toBe('object');
-    expect(problem.required).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'instance', 'errors']));
-    for (const field of ['type', 'title', 'status', 'detail', 'instance', 'errors']) expect(problem.properties).toHaveProperty([field]);
+    expect(problem.required).toEqual(
+      expect.arrayContaining(['type', 'title', 'status', 'detail', 'instance', 'errors']),
+    );
+    for (const field of ['type', 'title', 'status', 'detail', 'instance', 'errors'])
+      expect(problem.properties).toHaveProperty([field]);
 
     const schemes: Record<string, any> = doc.components?.securitySchemes ?? {};
 
     // every security requirement names a defined scheme, and every data operation is protected
-    const requirementNames = (reqs: Record<string, unknown>[] | undefined) => (reqs ?? []).flatMap((r) => Object.keys(r));
+    const requirementNames = (reqs: Record<string, unknown>[] | undefined) =>
+      (reqs ?? []).flatMap((r) => Object.keys(r));
     for (const name of requirementNames(doc.security)) expect(schemes, name).toHaveProperty([name]);
     for (const [p, item] of Object.entries<Record<string, any>>(doc.paths)) {
       for (const method of Object.keys(item).filter((k) => METHODS.includes(k))) {
         const op = item[method];
-        for (const name of requirementNames(op.security)) expect(schemes, `${method} ${p}: ${name}`).toHaveProperty([name]);
+        for (const name of requirementNames(op.security))
+          expect(schemes, `${method} ${p}: ${name}`).toHaveProperty([name]);
         if (PUBLIC_AUTH.has(`${method.toUpperCase()} ${p}`)) {
-          expect(op.security, `${method.toUpperCase()} ${p} is public`).toEqual(`${method.toUpperCase()} ${p}` === JWKS ? [] : [{ projectId: [] }]);
+          expect(op.security, `${method.toUpperCase()} ${p} is public`).toEqual(
+            `${method.toUpperCase()} ${p}` === JWKS ? [] : [{ projectId: [] }],
+          );
           continue;
         }
         const effective = op.security ?? doc.security ?? [];
         expect(effective.length, `${method.toUpperCase()} ${p} has no security requirement`).toBeGreaterThan(0);
-        expect(effective.some((r: Record<string, unknown>) => Object.keys(r).length === 0), `${method.toUpperCase()} ${p} allows anonymous access`).toBe(false);
+        expect(
+          effective.some((r: Record<string, unknown>) => Object.keys(r).length === 0),
+          `${method.toUpperCase()} ${p} allows anonymous access`,
+        ).toBe(false);
       }
     }
   });
@@ -216,17 +341,25 @@ describe('examples/shop/generated/openapi.json', () => {
         }
       }
       if (statuses['429']) expect(op.responses['429'].headers).toHaveProperty(['Retry-After']);
-      if (method === 'post' && p !== '/auth/logout') expect(op.requestBody.content).toHaveProperty(['application/json']);
+      if (method === 'post' && p !== '/auth/logout')
+        expect(op.requestBody.content).toHaveProperty(['application/json']);
     }
-    expect(doc.paths['/auth/login'].post.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Session' });
-    expect(doc.components.schemas.AuthError.properties.lockedUntil).toMatchObject({ type: 'string', format: 'date-time' });
-    for (const name of ['User', 'TokenPair', 'Session', 'Message', 'Jwks']) expect(doc.components.schemas).toHaveProperty([name]);
+    expect(doc.paths['/auth/login'].post.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Session',
+    });
+    expect(doc.components.schemas.AuthError.properties.lockedUntil).toMatchObject({
+      type: 'string',
+      format: 'date-time',
+    });
+    for (const name of ['User', 'TokenPair', 'Session', 'Message', 'Jwks'])
+      expect(doc.components.schemas).toHaveProperty([name]);
   });
 
   it('takes X-Project-Id on every /auth operation through the projectId scheme, optional only on JWKS, which also reads project_id and environment from the query', () => {
     for (const { method, path: p } of AUTH_OPERATIONS.filter((o) => o.operationId !== 'authJwks')) {
       expect(doc.paths[p].parameters).toEqual([{ $ref: '#/components/parameters/environment' }]);
-      for (const requirement of doc.paths[p][method].security) expect(requirement, `${method} ${p}`).toHaveProperty(['projectId']);
+      for (const requirement of doc.paths[p][method].security)
+        expect(requirement, `${method} ${p}`).toHaveProperty(['projectId']);
     }
     const jwks = doc.paths['/auth/.well-known/jwks.json'];
     const params = [...(jwks.parameters ?? []), ...(jwks.get.parameters ?? [])];
@@ -251,14 +384,23 @@ describe('examples/shop/generated/openapi.json', () => {
   });
 
   it('defines the bearerJwt scheme, used by logout and accepted by the data operations', () => {
-    expect(doc.components.securitySchemes.bearerJwt).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+    expect(doc.components.securitySchemes.bearerJwt).toMatchObject({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+    });
     expect(doc.security).toContainEqual({ bearerJwt: [], projectId: [] });
     expect(doc.paths['/auth/logout'].post.security).toEqual([{ bearerJwt: [], projectId: [] }]);
-    for (const { method, path: p } of SIGNED_IN_AUTH_OPERATIONS()) expect(doc.paths[p][method].security, `${method} ${p}`).toEqual([{ bearerJwt: [], projectId: [] }]);
+    for (const { method, path: p } of SIGNED_IN_AUTH_OPERATIONS())
+      expect(doc.paths[p][method].security, `${method} ${p}`).toEqual([{ bearerJwt: [], projectId: [] }]);
   });
 
   it('carries X-Project-Id as the projectId security scheme, never as a required parameter, so a client sets it once', () => {
-    expect(doc.components.securitySchemes.projectId).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Project-Id' });
+    expect(doc.components.securitySchemes.projectId).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-Project-Id',
+    });
     expect(doc.security).toEqual([
       { apiKey: [], projectId: [] },
       { bearerJwt: [], projectId: [] },
@@ -286,8 +428,13 @@ describe('examples/shop/generated/openapi.json', () => {
         const op = doc.paths[`${BASE}/${table}${suffix}`][method];
         const filters = op.parameters.filter((x: any) => x.in === 'query' && !OWN_PARAMETERS.has(x.name));
         // every record field and nothing else (relations are described, not enumerated)
-        const scalar = Object.keys(record.properties).filter((f) => !record.properties[f].description?.startsWith('Embedded'));
-        expect(filters.map((x: any) => x.name), `${operation} ${table}`).toEqual(scalar);
+        const scalar = Object.keys(record.properties).filter(
+          (f) => !record.properties[f].description?.startsWith('Embedded'),
+        );
+        expect(
+          filters.map((x: any) => x.name),
+          `${operation} ${table}`,
+        ).toEqual(scalar);
         for (const x of filters) {
           expect(x.schema.type, `${table}.${x.name}`).toBe('string');
           expect(x.required ?? false).toBe(false);
@@ -298,26 +445,44 @@ describe('examples/shop/generated/openapi.json', () => {
           expect(exampleOf(x)).toMatch(new RegExp(x.schema.pattern));
         }
         expect(op.description, `${operation} ${table}`).toContain('`<relation>.<field>=<operator>.<value>`');
-        for (const group of ['and', 'or', 'not']) expect(op.parameters).toContainEqual({ $ref: `#/components/parameters/${group}` });
+        for (const group of ['and', 'or', 'not'])
+          expect(op.parameters).toContainEqual({ $ref: `#/components/parameters/${group}` });
         expect(op.parameters.map((x: any) => x.name)).not.toContain('filter');
       }
     }
-    const byName = (table: string, name: string) => doc.paths[`${BASE}/${table}`].get.parameters.find((x: any) => x.name === name);
+    const byName = (table: string, name: string) =>
+      doc.paths[`${BASE}/${table}`].get.parameters.find((x: any) => x.name === name);
     expect(exampleOf(byName('Order', 'total'))).toBe('gte.10');
-    expect(byName('Order', 'total').description).toContain('Operators: equals, not_equals, gt, gte, lt, lte, in, not_in, between, is_empty, is_not_empty.');
+    expect(byName('Order', 'total').description).toContain(
+      'Operators: equals, not_equals, gt, gte, lt, lte, in, not_in, between, is_empty, is_not_empty.',
+    );
     expect(exampleOf(byName('Customer', 'id'))).toBe('equals.00000000-0000-0000-0000-000000000000');
     expect(exampleOf(byName('Product', 'tags'))).toBe('contains.abc');
     expect(exampleOf(byName('Customer', 'email'))).toBe('starts_with.abc');
-    expect(byName('Order', 'status').description).toContain('Operators: equals, not_equals, in, not_in, is_empty, is_not_empty.');
+    expect(byName('Order', 'status').description).toContain(
+      'Operators: equals, not_equals, in, not_in, is_empty, is_not_empty.',
+    );
     expect(byName('Order', 'createdAt').description).toContain('last_months');
     expect(byName('Product', 'tags').description).toContain('Operators: contains, is_empty, is_not_empty.');
     expect(byName('Customer', 'email').description).toContain('starts_with');
     expect(byName('Customer', 'id').description).not.toContain('starts_with');
-    expect(doc.paths[`${BASE}/Order/_aggregate`].get.parameters).toContainEqual(expect.objectContaining({ name: 'limit', schema: expect.objectContaining({ maximum: MAX_AGGREGATE_ROWS }) }));
+    expect(doc.paths[`${BASE}/Order/_aggregate`].get.parameters).toContainEqual(
+      expect.objectContaining({ name: 'limit', schema: expect.objectContaining({ maximum: MAX_AGGREGATE_ROWS }) }),
+    );
   });
 
   it('names a filter parameter col.<field> where the field name is a reserved parameter of the operation', () => {
-    const field = (name: string): FieldSpec => ({ name, column: name, type: 'Int', list: false, nullable: false, id: false, unique: false, dbDefault: false, managed: false });
+    const field = (name: string): FieldSpec => ({
+      name,
+      column: name,
+      type: 'Int',
+      list: false,
+      nullable: false,
+      id: false,
+      unique: false,
+      dbDefault: false,
+      managed: false,
+    });
     const cases: [field: string, operation: FilteringOperation, parameter: string][] = [
       ['limit', 'list', 'col.limit'],
       ['select', 'list', 'col.select'],
@@ -330,9 +495,13 @@ describe('examples/shop/generated/openapi.json', () => {
       ['offset', 'aggregate', 'offset'],
       ['total', 'list', 'total'],
     ];
-    for (const [name, operation, parameter] of cases) expect(filterParameterName(field(name), operation), `${name} in ${operation}`).toBe(parameter);
+    for (const [name, operation, parameter] of cases)
+      expect(filterParameterName(field(name), operation), `${name} in ${operation}`).toBe(parameter);
     const table = { name: 'T', fields: [field('limit')], relations: [], primaryKey: ['limit'] } as unknown as TableSpec;
-    expect(fieldFilterParameters(table, 'list')[0]).toMatchObject({ name: 'col.limit', description: expect.stringContaining('e.g. `col.limit=gte.10`') });
+    expect(fieldFilterParameters(table, 'list')[0]).toMatchObject({
+      name: 'col.limit',
+      description: expect.stringContaining('e.g. `col.limit=gte.10`'),
+    });
   });
 
   it('references the Problem schema from error responses', () => {
@@ -354,7 +523,8 @@ describe('examples/shop/generated/openapi.json', () => {
       bulkCreate: ['409', '413', '415', '422'],
       bulkDelete: ['413', '415', '422'],
     };
-    const operationOf = (id: string) => /^(list|get|create|update|delete|aggregate|query|bulkCreate|bulkDelete)[A-Z]/.exec(id)![1]!;
+    const operationOf = (id: string) =>
+      /^(list|get|create|update|delete|aggregate|query|bulkCreate|bulkDelete)[A-Z]/.exec(id)![1]!;
     let checked = 0;
     for (const [p, item] of Object.entries<Record<string, any>>(doc.paths)) {
       if (!p.startsWith(`${BASE}/`) || p.slice(BASE.length + 1).startsWith('_')) continue;
@@ -366,13 +536,19 @@ describe('examples/shop/generated/openapi.json', () => {
         const responses = documentedProblems(op);
         const statuses = Object.keys(responses).sort();
         expect(statuses, op.operationId).toEqual([...new Set([...everywhere, ...own[name]!])].sort());
-        expect([...responses['503']!.types].sort(), op.operationId).toEqual(['/errors/database-busy', '/errors/database-unavailable', '/errors/statement-timeout']);
+        expect([...responses['503']!.types].sort(), op.operationId).toEqual([
+          '/errors/database-busy',
+          '/errors/database-unavailable',
+          '/errors/statement-timeout',
+        ]);
         expect(responses['503']!.headers, op.operationId).toContain('Retry-After');
         expect(responses['429']!.types, op.operationId).toEqual(['/errors/rate-limited']);
         expect(responses['429']!.headers, op.operationId).toContain('Retry-After');
         expect(responses['401']!.headers, op.operationId).toContain('WWW-Authenticate');
-        if (['read', 'update', 'delete'].includes(name)) expect(responses['404']!.types, op.operationId).toContain('/errors/not-found');
-        if (own[name]!.includes('413')) expect(responses['400']!.types, op.operationId).toContain('/errors/invalid-json');
+        if (['read', 'update', 'delete'].includes(name))
+          expect(responses['404']!.types, op.operationId).toContain('/errors/not-found');
+        if (own[name]!.includes('413'))
+          expect(responses['400']!.types, op.operationId).toContain('/errors/invalid-json');
         checked++;
       }
     }
@@ -380,10 +556,14 @@ describe('examples/shop/generated/openapi.json', () => {
   });
 
   it('takes every Problem status and type of the management operations from the same table', () => {
-    for (const p of Object.keys(doc.paths).filter((x) => x.startsWith(`${BASE}/_`) && !x.endsWith('_openapi') && !x.endsWith('_docs'))) {
+    for (const p of Object.keys(doc.paths).filter(
+      (x) => x.startsWith(`${BASE}/_`) && !x.endsWith('_openapi') && !x.endsWith('_docs'),
+    )) {
       for (const method of Object.keys(doc.paths[p]).filter((k) => METHODS.includes(k))) {
         const responses = documentedProblems(doc.paths[p][method]);
-        expect(Object.keys(responses), `${method} ${p}`).toEqual(expect.arrayContaining(['400', '401', '403', '404', '500', '503']));
+        expect(Object.keys(responses), `${method} ${p}`).toEqual(
+          expect.arrayContaining(['400', '401', '403', '404', '500', '503']),
+        );
         expect(Object.keys(responses), `${method} ${p}: no rate limit on management routes`).not.toContain('429');
       }
     }
@@ -432,7 +612,9 @@ describe('served by a running server', () => {
         const ok = await t.request('GET', `${p}?${x.name}=${encodeURIComponent(exampleOf(x))}`);
         expect(ok.status, `${table} ${x.name}=${exampleOf(x)}: ${ok.text}`).toBe(200);
         const listed = /Operators: ([a-z_, ]+)\./.exec(x.description)![1]!.split(', ');
-        const field = (service.tables as Record<string, { spec: TableSpec }>)[table]!.spec.fields.find((f) => f.name === x.name)!;
+        const field = (service.tables as Record<string, { spec: TableSpec }>)[table]!.spec.fields.find(
+          (f) => f.name === x.name,
+        )!;
         for (const op of OPERATORS.filter((o) => !listed.includes(o))) {
           const res = await t.request('GET', `${p}?${x.name}=${op}.1`);
           expectProblem(res, 400, 'invalid-parameter', x.name);

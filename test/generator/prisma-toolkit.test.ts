@@ -95,11 +95,18 @@ describe('readDmmf', () => {
   it('returns Prisma DMMF with models, relation, enum and composite id', async () => {
     const dmmf = await readDmmf(SCHEMA);
     expect(dmmf.datamodel.models.map((m) => m.name)).toEqual(['User', 'Post', 'Membership']);
-    expect(dmmf.datamodel.enums.map((e) => [e.name, e.values.map((v) => v.name)])).toEqual([['Role', ['USER', 'ADMIN']]]);
+    expect(dmmf.datamodel.enums.map((e) => [e.name, e.values.map((v) => v.name)])).toEqual([
+      ['Role', ['USER', 'ADMIN']],
+    ]);
 
     const post = dmmf.datamodel.models.find((m) => m.name === 'Post')!;
     const author = post.fields.find((f) => f.name === 'author')!;
-    expect(author).toMatchObject({ kind: 'object', type: 'User', relationFromFields: ['authorId'], relationToFields: ['id'] });
+    expect(author).toMatchObject({
+      kind: 'object',
+      type: 'User',
+      relationFromFields: ['authorId'],
+      relationToFields: ['id'],
+    });
     const user = dmmf.datamodel.models.find((m) => m.name === 'User')!;
     expect(user.fields.find((f) => f.name === 'posts')).toMatchObject({ kind: 'object', isList: true, type: 'Post' });
     expect(user.fields.find((f) => f.name === 'role')).toMatchObject({ kind: 'enum', type: 'Role' });
@@ -117,6 +124,7 @@ describe('readDmmf', () => {
     expect(message).toContain('prisma/schema.prisma:7');
     expect(message).toContain('email Strng');
     // No ANSI colours, no CLI footer.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the ANSI escape character is what is looked for
     expect(message).not.toMatch(/\u001b\[/);
     expect(message).not.toContain('Prisma CLI Version');
     expect(message).not.toContain('[Context:');
@@ -204,7 +212,8 @@ describe('migrations folder', () => {
     await mkdir(path.join(dir, '20250101000000_init'));
     await writeFile(
       path.join(dir, '20250101000000_init', 'migration.sql'),
-      (await migrationSqlBetween(null, SCHEMA)) + 'ALTER TABLE "User" ADD CONSTRAINT "User_email_check" CHECK (email <> \'\');\n',
+      (await migrationSqlBetween(null, SCHEMA)) +
+        'ALTER TABLE "User" ADD CONSTRAINT "User_email_check" CHECK (email <> \'\');\n',
     );
     const opts = { migrationsDir: dir, shadowDatabaseUrl: testDatabaseUrl() };
     // Like `prisma migrate dev`: CHECK constraints are not part of the datamodel and are left alone.
@@ -219,7 +228,8 @@ describe('migrations folder', () => {
     await mkdir(path.join(dir, '20250101000000_init'));
     await writeFile(
       path.join(dir, '20250101000000_init', 'migration.sql'),
-      (await migrationSqlBetween(null, SCHEMA)) + 'ALTER TABLE "User" ADD CONSTRAINT "User_email_check" CHECK (email <> \'\');\n',
+      (await migrationSqlBetween(null, SCHEMA)) +
+        'ALTER TABLE "User" ADD CONSTRAINT "User_email_check" CHECK (email <> \'\');\n',
     );
     const session = await openShadowDatabaseSession(testDatabaseUrl());
     // Sabotage: report "char" columns as text again, which makes the engine
@@ -230,7 +240,10 @@ describe('migrations folder', () => {
       const queryRaw = adapter.queryRaw.bind(adapter);
       adapter.queryRaw = async (query) => {
         const result = await queryRaw(query);
-        return { ...result, columnTypes: result.columnTypes.map((type) => (type === 6 /* Character */ ? 7 /* Text */ : type)) };
+        return {
+          ...result,
+          columnTypes: result.columnTypes.map((type) => (type === 6 /* Character */ ? 7 /* Text */ : type)),
+        };
       };
       return adapter;
     };
@@ -262,14 +275,18 @@ describe('migrations folder', () => {
     }
     // A fresh engine instance takes over.
     expect(
-      await migrationSqlFromMigrations({ migrationsDir: dir, schemaText: SCHEMA_PLUS_FIELD, shadowDatabaseUrl: testDatabaseUrl() }),
+      await migrationSqlFromMigrations({
+        migrationsDir: dir,
+        schemaText: SCHEMA_PLUS_FIELD,
+        shadowDatabaseUrl: testDatabaseUrl(),
+      }),
     ).toBe('-- AlterTable\nALTER TABLE "Post" ADD COLUMN     "body" TEXT;\n');
   });
 
   it('drops its temporary shadow databases', async () => {
     const session = await openShadowDatabaseSession(testDatabaseUrl());
     const adapter = await session.factory.connectToShadowDb();
-    await adapter.executeScript('CREATE TABLE t (x text DEFAULT \'a;b\'); INSERT INTO t DEFAULT VALUES;');
+    await adapter.executeScript("CREATE TABLE t (x text DEFAULT 'a;b'); INSERT INTO t DEFAULT VALUES;");
     await session.close();
     expect(session.createdDatabases).toHaveLength(1);
 
@@ -322,7 +339,9 @@ describe('generatePrismaClient', () => {
 
   it('rejects an invalid schema before generating anything', async () => {
     const outputDir = path.join(tempRoot, 'client-broken');
-    await expect(generatePrismaClient({ schemaText: BROKEN_SCHEMA, outputDir })).rejects.toBeInstanceOf(PrismaSchemaError);
+    await expect(generatePrismaClient({ schemaText: BROKEN_SCHEMA, outputDir })).rejects.toBeInstanceOf(
+      PrismaSchemaError,
+    );
     await expect(readdir(outputDir)).rejects.toThrow(/ENOENT/);
   });
 });

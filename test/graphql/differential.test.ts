@@ -23,7 +23,14 @@ const callers: Record<string, () => Caller> = {
 beforeAll(async () => {
   t = await startAuthServer({
     configPatch: (raw) => {
-      raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total', 'status', 'customerId'] } }, Customer: { read: true }, City: { read: true }, OrderItem: { read: true } } };
+      raw.roles.noteless = {
+        tables: {
+          Order: { read: { fields: ['id', 'total', 'status', 'customerId'] } },
+          Customer: { read: true },
+          City: { read: true },
+          OrderItem: { read: true },
+        },
+      };
       raw.roles.paidnotes = { tables: { Order: { read: { filter: { status: 'paid' }, fields: ['id', 'note'] } } } };
     },
   });
@@ -32,12 +39,17 @@ beforeAll(async () => {
   notelessKey = (await t.createKey(['noteless'])).key;
   customer = await t.signupConfirmed('buyer@example.com');
   // The signed-in customer's own rows: a Customer record with their id, and orders of it among others'.
-  await t.db.query(`insert into env_master."Customer" (id, email, name, "cityId", "updatedAt") values ($1, 'buyer@example.com', 'Buyer', 1, now())`, [customer.user.id]);
+  await t.db.query(
+    `insert into env_master."Customer" (id, email, name, "cityId", "updatedAt") values ($1, 'buyer@example.com', 'Buyer', 1, now())`,
+    [customer.user.id],
+  );
   await t.db.query(
     `insert into env_master."Order" (id, status, total, "customerId", "updatedAt") values (501, 'open', 10.5, $1, now()), (502, 'paid', 99, $1, now()), (503, 'open', 3, $1, now())`,
     [customer.user.id],
   );
-  await t.db.query(`insert into env_master."OrderItem" ("orderId", "productId", quantity, "updatedAt") values (501, 1, 2, now()), (501, 2, 1, now()), (502, 4, 5, now())`);
+  await t.db.query(
+    `insert into env_master."OrderItem" ("orderId", "productId", quantity, "updatedAt") values (501, 1, 2, now()), (501, 2, 1, now()), (502, 4, 5, now())`,
+  );
 });
 afterAll(() => t?.close());
 
@@ -78,19 +90,22 @@ const CASES: Case[] = [
     name: 'filter (in, gt), sort desc, limit',
     callers: [...ORDER_CALLERS],
     rest: `Order?${qs('status=in.(open,paid)&total=gt.5&sort=-total,id&limit=7&select=id,total,status')}`,
-    graphql: '{ orderList(where: { status: { in: [open, paid] }, total: { gt: 5 } }, orderBy: [{ total: DESC }, { id: ASC }], limit: 7) { id total status } }',
+    graphql:
+      '{ orderList(where: { status: { in: [open, paid] }, total: { gt: 5 } }, orderBy: [{ total: DESC }, { id: ASC }], limit: 7) { id total status } }',
   },
   {
     name: 'relation filter two relations deep',
     callers: ['admin', 'noteless'],
     rest: `Order?${qs('customer.city.name=equals.Paris&sort=id&select=id,customerId')}`,
-    graphql: '{ orderList(where: { customer: { city: { name: { equals: "Paris" } } } }, orderBy: [{ id: ASC }]) { id customerId } }',
+    graphql:
+      '{ orderList(where: { customer: { city: { name: { equals: "Paris" } } } }, orderBy: [{ id: ASC }]) { id customerId } }',
   },
   {
     name: 'or / not groups with null',
     callers: ['admin', 'noteless'],
     rest: `Customer?${qs('or=(vip.equals.true,not(cityId.equals.null))&name=contains.a&sort=name&select=id,name,vip')}`,
-    graphql: '{ customerList(where: { or: [{ vip: { equals: true } }, { not: { cityId: { equals: null } } }], name: { contains: "a" } }, orderBy: [{ name: ASC }]) { id name vip } }',
+    graphql:
+      '{ customerList(where: { or: [{ vip: { equals: true } }, { not: { cityId: { equals: null } } }], name: { contains: "a" } }, orderBy: [{ name: ASC }]) { id name vip } }',
   },
   {
     name: 'offset pagination',
@@ -102,7 +117,8 @@ const CASES: Case[] = [
     name: 'embeds two levels deep (to-one and to-many)',
     callers: ['admin', 'noteless'],
     rest: `Order?${qs('sort=id&limit=20&select=id,customer(name,city(name)),items(productId,quantity)')}`,
-    graphql: '{ orderList(orderBy: [{ id: ASC }], limit: 20) { id customer { name city { name } } items { productId quantity } } }',
+    graphql:
+      '{ orderList(orderBy: [{ id: ASC }], limit: 20) { id customer { name city { name } } items { productId quantity } } }',
   },
   {
     name: 'to-many embed with its own filter, sort, limit and offset',
@@ -140,7 +156,8 @@ const CASES: Case[] = [
     name: 'aggregate grouped, with having and sort',
     callers: [...ORDER_CALLERS],
     rest: `Order/_aggregate?${qs('fn=count,sum:total,avg:total,max:total&groupBy=status&having=count.gt.1&sort=-count,status')}`,
-    graphql: '{ orderAggregate(groupBy: [status], having: { count: { gt: 1 } }, orderBy: [{ count: DESC }, { status: ASC }]) { status count sum_total avg_total max_total } }',
+    graphql:
+      '{ orderAggregate(groupBy: [status], having: { count: { gt: 1 } }, orderBy: [{ count: DESC }, { status: ASC }]) { status count sum_total avg_total max_total } }',
     pick: (d) => ({ aggregates: d.orderAggregate }),
   },
   {
@@ -160,7 +177,8 @@ describe('GraphQL data equals the REST answer', () => {
         const expected = await rest(caller, c.rest);
         const data = await graphql(caller, c.graphql);
         expect(c.pick ? c.pick(data) : Object.values(data)[0]).toEqual(expected);
-        if (Array.isArray(expected)) expect(expected.length, 'a case that selects nothing proves nothing').toBeGreaterThan(0);
+        if (Array.isArray(expected))
+          expect(expected.length, 'a case that selects nothing proves nothing').toBeGreaterThan(0);
       });
     }
   }
@@ -178,22 +196,41 @@ describe('GraphQL data equals the REST answer', () => {
     expect(res.status).toBe(404);
     expect(await graphql(callers.customer!(), '{ order(id: 7) { id } }')).toEqual({ order: null });
     // A composite key, which REST has no /<id> route for.
-    expect(await graphql(callers.admin!(), '{ orderItem(orderId: 501, productId: 2) { quantity order { id } } }')).toEqual({ orderItem: { quantity: 1, order: { id: 501 } } });
+    expect(
+      await graphql(callers.admin!(), '{ orderItem(orderId: 501, productId: 2) { quantity order { id } } }'),
+    ).toEqual({ orderItem: { quantity: 1, order: { id: 501 } } });
   });
 
   it('cursor pages: the same opaque cursors as REST, in both directions', async () => {
     for (const who of ['admin', 'customer'] as const) {
       const caller = callers[who]!();
-      const first = await graphql(caller, '{ orderPage(first: 2, orderBy: [{ total: ASC }]) { nodes { id total } pageInfo { endCursor hasNextPage } } }');
+      const first = await graphql(
+        caller,
+        '{ orderPage(first: 2, orderBy: [{ total: ASC }]) { nodes { id total } pageInfo { endCursor hasNextPage } } }',
+      );
       expect(first.orderPage.nodes).toEqual(await rest(caller, `Order?${qs('sort=total&limit=2&select=id,total')}`));
       expect(first.orderPage.pageInfo.hasNextPage).toBe(true);
       // GraphQL's cursor continues the REST list...
-      const next = await rest(caller, `Order?${qs(`sort=total&limit=2&select=id,total&after=${first.orderPage.pageInfo.endCursor}`)}`);
-      const second = await graphql(caller, 'query($a: String) { orderPage(first: 2, after: $a, orderBy: [{ total: ASC }]) { nodes { id total } } }', { a: first.orderPage.pageInfo.endCursor });
+      const next = await rest(
+        caller,
+        `Order?${qs(`sort=total&limit=2&select=id,total&after=${first.orderPage.pageInfo.endCursor}`)}`,
+      );
+      const second = await graphql(
+        caller,
+        'query($a: String) { orderPage(first: 2, after: $a, orderBy: [{ total: ASC }]) { nodes { id total } } }',
+        { a: first.orderPage.pageInfo.endCursor },
+      );
       expect(second.orderPage.nodes).toEqual(next);
       // ...and REST's nextCursor continues the GraphQL page.
-      const restPage = await t.request('GET', `/gw/api/rest/Order?${qs('sort=total&limit=2&select=id,total')}`, { key: false, headers: headers(caller) });
-      const viaRest = await graphql(caller, 'query($a: String) { orderPage(first: 2, after: $a, orderBy: [{ total: ASC }]) { nodes { id total } } }', { a: restPage.body.meta.pagination.nextCursor });
+      const restPage = await t.request('GET', `/gw/api/rest/Order?${qs('sort=total&limit=2&select=id,total')}`, {
+        key: false,
+        headers: headers(caller),
+      });
+      const viaRest = await graphql(
+        caller,
+        'query($a: String) { orderPage(first: 2, after: $a, orderBy: [{ total: ASC }]) { nodes { id total } } }',
+        { a: restPage.body.meta.pagination.nextCursor },
+      );
       expect(viaRest.orderPage.nodes).toEqual(next);
     }
   });
@@ -210,36 +247,77 @@ describe('GraphQL data equals the REST answer', () => {
   it("a page's totalCount is REST's Prefer: count=exact, on the first page and after a cursor, and 0 when nothing matches", async () => {
     for (const who of ['admin', 'customer'] as const) {
       const caller = callers[who]!();
-      const res = await t.request('GET', `/gw/api/rest/Order?${qs('status=equals.open&sort=total&limit=2&select=id')}`, { key: false, headers: { ...headers(caller), prefer: 'count=exact' } });
+      const res = await t.request(
+        'GET',
+        `/gw/api/rest/Order?${qs('status=equals.open&sort=total&limit=2&select=id')}`,
+        { key: false, headers: { ...headers(caller), prefer: 'count=exact' } },
+      );
       expect(res.status, res.text).toBe(200);
-      const first = await graphql(caller, '{ orderPage(first: 2, where: { status: { equals: open } }, orderBy: [{ total: ASC }]) { nodes { id } totalCount pageInfo { endCursor } } }');
+      const first = await graphql(
+        caller,
+        '{ orderPage(first: 2, where: { status: { equals: open } }, orderBy: [{ total: ASC }]) { nodes { id } totalCount pageInfo { endCursor } } }',
+      );
       expect(first.orderPage.nodes).toEqual(res.body.data);
       expect(first.orderPage.totalCount).toBe(res.body.meta.pagination.totalCount);
       expect(first.orderPage.totalCount).toBeGreaterThan(1);
-      const next = await graphql(caller, 'query($a: String) { orderPage(first: 2, after: $a, where: { status: { equals: open } }, orderBy: [{ total: ASC }]) { totalCount } }', { a: first.orderPage.pageInfo.endCursor });
+      const next = await graphql(
+        caller,
+        'query($a: String) { orderPage(first: 2, after: $a, where: { status: { equals: open } }, orderBy: [{ total: ASC }]) { totalCount } }',
+        { a: first.orderPage.pageInfo.endCursor },
+      );
       expect(next.orderPage.totalCount).toBe(first.orderPage.totalCount);
     }
-    expect(await graphql(callers.admin!(), '{ orderPage(where: { id: { equals: -1 } }) { nodes { id } totalCount pageInfo { hasNextPage endCursor } } }')).toEqual({
+    expect(
+      await graphql(
+        callers.admin!(),
+        '{ orderPage(where: { id: { equals: -1 } }) { nodes { id } totalCount pageInfo { hasNextPage endCursor } } }',
+      ),
+    ).toEqual({
       orderPage: { nodes: [], totalCount: 0, pageInfo: { hasNextPage: false, endCursor: null } },
     });
   });
 
   it('Decimal values are written digit for digit as REST writes them (9.90, 19.00), also in aggregates', async () => {
     const caller = callers.catalog!();
-    const restText = (await t.request('GET', `/gw/api/rest/Product?${qs('sort=id&select=id,price')}`, { key: false, headers: headers(caller) })).text;
-    const res = await t.request('POST', '/gw/api/graphql', { key: false, body: { query: '{ productList(orderBy: [{ id: ASC }]) { id price } productAggregate { sum_price max_price } }' }, headers: headers(caller) });
+    const restText = (
+      await t.request('GET', `/gw/api/rest/Product?${qs('sort=id&select=id,price')}`, {
+        key: false,
+        headers: headers(caller),
+      })
+    ).text;
+    const res = await t.request('POST', '/gw/api/graphql', {
+      key: false,
+      body: { query: '{ productList(orderBy: [{ id: ASC }]) { id price } productAggregate { sum_price max_price } }' },
+      headers: headers(caller),
+    });
     expect(res.status, res.text).toBe(200);
     const prices = (text: string) => [...text.matchAll(/"price":(-?[0-9.]+)/g)].map((m) => m[1]);
     expect(prices(restText)).toEqual(['9.90', '19.00', '1.50', '35.00']);
     expect(prices(res.text)).toEqual(prices(restText));
-    const aggregate = (await t.request('GET', `/gw/api/rest/Product/_aggregate?${qs('fn=sum:price,max:price')}`, { key: false, headers: headers(caller) })).text;
+    const aggregate = (
+      await t.request('GET', `/gw/api/rest/Product/_aggregate?${qs('fn=sum:price,max:price')}`, {
+        key: false,
+        headers: headers(caller),
+      })
+    ).text;
     expect(aggregate).toContain('"sum_price":65.40');
     expect(res.text).toContain('"sum_price":65.40');
     expect(res.text).toContain('"max_price":35.00');
     // In an embed too.
     const admin = callers.admin!();
-    const embedded = (await t.request('GET', `/gw/api/rest/OrderItem?${qs('sort=orderId,productId&limit=6&select=product(price)')}`, { key: false, headers: headers(admin) })).text;
-    const viaGraphql = await t.request('POST', '/gw/api/graphql', { key: false, body: { query: '{ orderItemList(orderBy: [{ orderId: ASC }, { productId: ASC }], limit: 6) { product { price } } }' }, headers: headers(admin) });
+    const embedded = (
+      await t.request('GET', `/gw/api/rest/OrderItem?${qs('sort=orderId,productId&limit=6&select=product(price)')}`, {
+        key: false,
+        headers: headers(admin),
+      })
+    ).text;
+    const viaGraphql = await t.request('POST', '/gw/api/graphql', {
+      key: false,
+      body: {
+        query: '{ orderItemList(orderBy: [{ orderId: ASC }, { productId: ASC }], limit: 6) { product { price } } }',
+      },
+      headers: headers(admin),
+    });
     expect(prices(embedded)).toHaveLength(6);
     expect(prices(embedded).some((p) => p!.endsWith('0'))).toBe(true);
     expect(prices(viaGraphql.text)).toEqual(prices(embedded));

@@ -29,7 +29,8 @@ describe('graphql-http server audits', () => {
       if (!audit.name.startsWith('MUST') && !audit.name.startsWith('SHOULD')) continue;
       const result = await audit.fn();
       if (result.status !== 'ok' && !(audit.name in EXPECTED_TO_FAIL)) failures.push(`${audit.name}: ${result.reason}`);
-      if (result.status === 'ok' && audit.name in EXPECTED_TO_FAIL) failures.push(`${audit.name} now passes: drop it from EXPECTED_TO_FAIL`);
+      if (result.status === 'ok' && audit.name in EXPECTED_TO_FAIL)
+        failures.push(`${audit.name} now passes: drop it from EXPECTED_TO_FAIL`);
     }
     expect(failures).toEqual([]);
   });

@@ -37,7 +37,12 @@ async function post(body: unknown, options: { key?: string; environment?: string
   return t.request('POST', '/gw/api/graphql', {
     key: options.key,
     environment: options.environment,
-    ...(options.raw !== undefined ? { raw: options.raw, headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' } } : { body, headers: { accept: 'application/graphql-response+json' } }),
+    ...(options.raw !== undefined
+      ? {
+          raw: options.raw,
+          headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+        }
+      : { body, headers: { accept: 'application/graphql-response+json' } }),
   });
 }
 
@@ -47,7 +52,12 @@ function expectRefused(res: Awaited<ReturnType<typeof post>>, code: string, mess
   expect(res.headers.get('content-type')).toBe('application/graphql-response+json; charset=utf-8');
   expect(res.body.data).toBeUndefined();
   expect(res.body.errors.length).toBeGreaterThan(0);
-  for (const e of res.body.errors) expect(e.extensions, res.text).toMatchObject({ code: expect.any(String), type: expect.stringMatching(/^\/errors\//), status: expect.any(Number) });
+  for (const e of res.body.errors)
+    expect(e.extensions, res.text).toMatchObject({
+      code: expect.any(String),
+      type: expect.stringMatching(/^\/errors\//),
+      status: expect.any(Number),
+    });
   expect(res.body.errors.map((e: any) => e.extensions.code)).toContain(code);
   if (message) expect(res.body.errors.map((e: any) => e.message).join('\n')).toMatch(message);
 }
@@ -58,7 +68,11 @@ function expectFieldError(res: Awaited<ReturnType<typeof post>>, field: string, 
   expect(res.body.data).toEqual({ [field]: null });
   expect(res.body.errors).toHaveLength(1);
   expect(res.body.errors[0].path).toEqual([field]);
-  expect(res.body.errors[0].extensions, res.text).toMatchObject({ code, type: expect.stringMatching(/^\/errors\//), status: expect.any(Number) });
+  expect(res.body.errors[0].extensions, res.text).toMatchObject({
+    code,
+    type: expect.stringMatching(/^\/errors\//),
+    status: expect.any(Number),
+  });
   if (message) expect(res.body.errors[0].message).toMatch(message);
 }
 
@@ -68,9 +82,39 @@ const rootNames = (res: any): string[] => res.body.data.__schema.queryType.field
 describe('per-role schemas', () => {
   it('a role sees only what it may read; the admin sees every table', async () => {
     const admin = await post({ query: ROOTS }, { key: stagingAdminKey, environment: 'staging' });
-    expect(rootNames(admin)).toEqual(['city', 'cityAggregate', 'cityList', 'cityPage', 'customer', 'customerAggregate', 'customerList', 'customerPage', 'order', 'orderAggregate', 'orderItem', 'orderItemAggregate', 'orderItemList', 'orderItemPage', 'orderList', 'orderPage', 'product', 'productAggregate', 'productList', 'productPage']);
+    expect(rootNames(admin)).toEqual([
+      'city',
+      'cityAggregate',
+      'cityList',
+      'cityPage',
+      'customer',
+      'customerAggregate',
+      'customerList',
+      'customerPage',
+      'order',
+      'orderAggregate',
+      'orderItem',
+      'orderItemAggregate',
+      'orderItemList',
+      'orderItemPage',
+      'orderList',
+      'orderPage',
+      'product',
+      'productAggregate',
+      'productList',
+      'productPage',
+    ]);
     const catalogStaging = (await t.createKey(['catalog'], { environment: 'staging' })).key;
-    expect(rootNames(await post({ query: ROOTS }, { key: catalogStaging, environment: 'staging' }))).toEqual(['city', 'cityAggregate', 'cityList', 'cityPage', 'product', 'productAggregate', 'productList', 'productPage']);
+    expect(rootNames(await post({ query: ROOTS }, { key: catalogStaging, environment: 'staging' }))).toEqual([
+      'city',
+      'cityAggregate',
+      'cityList',
+      'cityPage',
+      'product',
+      'productAggregate',
+      'productList',
+      'productPage',
+    ]);
   });
 
   it("the admin's schema, introspected, is generated/schema.graphql", async () => {
@@ -82,18 +126,52 @@ describe('per-role schemas', () => {
   });
 
   it('hidden fields and relations are absent from a type; unreadable types do not exist', async () => {
-    const res = await post({ query: '{ order: __type(name: "Order") { fields { name } } customer: __type(name: "Customer") { name } where: __type(name: "OrderWhere") { inputFields { name } } }' }, { key: customerKey, environment: 'staging' });
+    const res = await post(
+      {
+        query:
+          '{ order: __type(name: "Order") { fields { name } } customer: __type(name: "Customer") { name } where: __type(name: "OrderWhere") { inputFields { name } } }',
+      },
+      { key: customerKey, environment: 'staging' },
+    );
     expect(res.status, res.text).toBe(200);
     // customer reads Order's id, total, status, customerId, createdAt, updatedAt; not Customer nor OrderItem, so no relation either.
-    expect(res.body.data.order.fields.map((f: any) => f.name).sort()).toEqual(['createdAt', 'customerId', 'id', 'status', 'total', 'updatedAt']);
+    expect(res.body.data.order.fields.map((f: any) => f.name).sort()).toEqual([
+      'createdAt',
+      'customerId',
+      'id',
+      'status',
+      'total',
+      'updatedAt',
+    ]);
     expect(res.body.data.customer).toBeNull();
-    expect(res.body.data.where.inputFields.map((f: any) => f.name).sort()).toEqual(['and', 'createdAt', 'customerId', 'id', 'not', 'or', 'status', 'total', 'updatedAt']);
+    expect(res.body.data.where.inputFields.map((f: any) => f.name).sort()).toEqual([
+      'and',
+      'createdAt',
+      'customerId',
+      'id',
+      'not',
+      'or',
+      'status',
+      'total',
+      'updatedAt',
+    ]);
   });
 
   it('asking for a hidden field is a validation error, as for a field that does not exist', async () => {
-    expectRefused(await post({ query: '{ orderList { id note } }' }, { key: notelessKey }), 'GRAPHQL_VALIDATION_FAILED', /Cannot query field "note" on type "Order"/);
-    expectRefused(await post({ query: '{ orderList(where: { note: { equals: "x" } }) { id } }' }, { key: notelessKey }), 'GRAPHQL_VALIDATION_FAILED');
-    expectRefused(await post({ query: '{ orderList { id } }' }, { key: catalogKey }), 'GRAPHQL_VALIDATION_FAILED', /Cannot query field "orderList"/);
+    expectRefused(
+      await post({ query: '{ orderList { id note } }' }, { key: notelessKey }),
+      'GRAPHQL_VALIDATION_FAILED',
+      /Cannot query field "note" on type "Order"/,
+    );
+    expectRefused(
+      await post({ query: '{ orderList(where: { note: { equals: "x" } }) { id } }' }, { key: notelessKey }),
+      'GRAPHQL_VALIDATION_FAILED',
+    );
+    expectRefused(
+      await post({ query: '{ orderList { id } }' }, { key: catalogKey }),
+      'GRAPHQL_VALIDATION_FAILED',
+      /Cannot query field "orderList"/,
+    );
   });
 });
 
@@ -102,7 +180,8 @@ describe('execution', () => {
     await post({ query: '{ __typename }' }); // credentials and rate-limit state warmed up
     statements.length = 0;
     const res = await post({
-      query: '{ a: orderList(limit: 2) { id customer { name city { name } } items { quantity } } b: orderList(limit: 1) { id } orderPage(first: 2) { nodes { id } pageInfo { hasNextPage } } orderAggregate { count } order(id: 3) { id } }',
+      query:
+        '{ a: orderList(limit: 2) { id customer { name city { name } } items { quantity } } b: orderList(limit: 1) { id } orderPage(first: 2) { nodes { id } pageInfo { hasNextPage } } orderAggregate { count } order(id: 3) { id } }',
     });
     expect(res.status, res.text).toBe(200);
     expect(res.body.errors).toBeUndefined();
@@ -119,7 +198,10 @@ describe('execution', () => {
       expect(res.status, res.text).toBe(200);
       expect(res.body.data).toEqual({ orderList: null, cityList: [{ id: 1 }] });
       expect(res.body.errors).toHaveLength(1);
-      expect(res.body.errors[0]).toMatchObject({ path: ['orderList'], extensions: { code: 'STATEMENT_TIMEOUT', type: '/errors/statement-timeout', status: 503, retryAfter: 1 } });
+      expect(res.body.errors[0]).toMatchObject({
+        path: ['orderList'],
+        extensions: { code: 'STATEMENT_TIMEOUT', type: '/errors/statement-timeout', status: 503, retryAfter: 1 },
+      });
       expect(res.headers.get('retry-after')).toBe('1');
     } finally {
       await locker.query('ROLLBACK').catch(() => {});
@@ -142,22 +224,48 @@ describe('introspection switched off per environment', () => {
 describe('hostile documents', () => {
   it('deep nesting: past the selection depth, and a 3000-level document stopped by the parser', async () => {
     expectRefused(
-      await post({ query: '{ cityList { customers { city { customers { city { customers { city { customers { id } } } } } } } } }' }),
+      await post({
+        query: '{ cityList { customers { city { customers { city { customers { city { customers { id } } } } } } } } }',
+      }),
       'QUERY_TOO_COMPLEX',
       /nest at most 8/,
     );
     // Refused by a linear scan before the (recursive) parser: thousands of levels would exhaust its stack.
-    expectRefused(await post({ query: `{ ${'cityList { customers { '.repeat(1500)}id${' }'.repeat(3000)} }` }), 'QUERY_TOO_COMPLEX', /more than 64 levels/);
-    expectRefused(await post({ query: `{ cityList(where: ${'{ not: '.repeat(100)}{ id: { equals: 1 } }${' }'.repeat(100)}) { id } }` }), 'QUERY_TOO_COMPLEX', /more than 64 levels/);
+    expectRefused(
+      await post({ query: `{ ${'cityList { customers { '.repeat(1500)}id${' }'.repeat(3000)} }` }),
+      'QUERY_TOO_COMPLEX',
+      /more than 64 levels/,
+    );
+    expectRefused(
+      await post({
+        query: `{ cityList(where: ${'{ not: '.repeat(100)}{ id: { equals: 1 } }${' }'.repeat(100)}) { id } }`,
+      }),
+      'QUERY_TOO_COMPLEX',
+      /more than 64 levels/,
+    );
     // Within the token bound but many tokens: the parser stops at its bound.
-    expectRefused(await post({ query: `{ cityList { ${Array.from({ length: 6000 }, () => 'id').join(' ')} } }` }), 'GRAPHQL_PARSE_FAILED', /more that 5000 tokens/);
+    expectRefused(
+      await post({ query: `{ cityList { ${Array.from({ length: 6000 }, () => 'id').join(' ')} } }` }),
+      'GRAPHQL_PARSE_FAILED',
+      /more that 5000 tokens/,
+    );
     // Nested variables: bounded as every JSON body is.
-    const nested = await post({ query: 'query($w: CityWhere) { cityList(where: $w) { id } }', variables: { w: JSON.parse(`${'{"not":'.repeat(40)}{}${'}'.repeat(40)}`) } });
+    const nested = await post({
+      query: 'query($w: CityWhere) { cityList(where: $w) { id } }',
+      variables: { w: JSON.parse(`${'{"not":'.repeat(40)}{}${'}'.repeat(40)}`) },
+    });
     expect(nested.status).toBe(400);
-    expect(nested.body.errors[0].extensions).toEqual({ code: 'BAD_REQUEST', type: '/errors/invalid-json', status: 400 });
+    expect(nested.body.errors[0].extensions).toEqual({
+      code: 'BAD_REQUEST',
+      type: '/errors/invalid-json',
+      status: 400,
+    });
     // Group nesting within JSON bounds but past the filter's: the REST limit.
     expectFieldError(
-      await post({ query: 'query($w: CityWhere) { cityList(where: $w) { id } }', variables: { w: JSON.parse(`${'{"not":'.repeat(12)}{"id":{"equals":1}}${'}'.repeat(12)}`) } }),
+      await post({
+        query: 'query($w: CityWhere) { cityList(where: $w) { id } }',
+        variables: { w: JSON.parse(`${'{"not":'.repeat(12)}{"id":{"equals":1}}${'}'.repeat(12)}`) },
+      }),
       'cityList',
       'INVALID_PARAMETER',
       /groups nest at most 8 levels/,
@@ -179,28 +287,77 @@ describe('hostile documents', () => {
 
   it('introspection nested to multiply its answer is refused (graphql-js MaxIntrospectionDepthRule)', async () => {
     expectRefused(
-      await post({ query: '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }' }, { key: stagingAdminKey, environment: 'staging' }),
+      await post(
+        {
+          query:
+            '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }',
+        },
+        { key: stagingAdminKey, environment: 'staging' },
+      ),
       'GRAPHQL_VALIDATION_FAILED',
       /Maximum introspection depth exceeded/,
     );
   });
 
   it('fragment cycles are refused; a fragment bomb is counted as spread', async () => {
-    expectRefused(await post({ query: '{ cityList { ...A } } fragment A on City { id ...B } fragment B on City { name ...A }' }), 'GRAPHQL_VALIDATION_FAILED', /Cannot spread fragment "A" within itself/);
-    const levels = Array.from({ length: 12 }, (_, i) => `fragment F${i} on City { ...F${i + 1} ...F${i + 1} }`).join(' ');
-    expectRefused(await post({ query: `{ cityList { ...F0 } } ${levels} fragment F12 on City { id }` }), 'QUERY_TOO_COMPLEX', /more than 500/);
+    expectRefused(
+      await post({ query: '{ cityList { ...A } } fragment A on City { id ...B } fragment B on City { name ...A }' }),
+      'GRAPHQL_VALIDATION_FAILED',
+      /Cannot spread fragment "A" within itself/,
+    );
+    const levels = Array.from({ length: 12 }, (_, i) => `fragment F${i} on City { ...F${i + 1} ...F${i + 1} }`).join(
+      ' ',
+    );
+    expectRefused(
+      await post({ query: `{ cityList { ...F0 } } ${levels} fragment F12 on City { id }` }),
+      'QUERY_TOO_COMPLEX',
+      /more than 500/,
+    );
   });
 
   it('huge and wrongly typed variables', async () => {
     const many = Array.from({ length: 5000 }, (_, i) => i);
-    expectFieldError(await post({ query: 'query($ids: [Int!]) { cityList(where: { id: { in: $ids } }) { id } }', variables: { ids: many } }), 'cityList', 'INVALID_PARAMETER', /at most 1000 values/);
-    expectRefused(await post({ query: 'query($n: Int) { cityList(limit: $n) { id } }', variables: { n: 'ten' } }), 'BAD_USER_INPUT', /\$n/);
-    expectRefused(await post({ query: 'query($w: CityWhere) { cityList(where: $w) { id } }', variables: { w: { nope: 1 } } }), 'BAD_USER_INPUT', /nope/);
-    expectFieldError(await post({ query: '{ cityList(limit: 5000) { id } }' }), 'cityList', 'INVALID_PARAMETER', /limit: must be a whole number from 1 to 1000/);
-    expectFieldError(await post({ query: '{ orderList(where: { createdAt: { gt: "yesterday-ish" } }) { id } }' }), 'orderList', 'INVALID_PARAMETER', /createdAt/);
-    expectFieldError(await post({ query: '{ orderPage(after: "forged") { nodes { id } } }' }), 'orderPage', 'INVALID_PARAMETER', /after/);
+    expectFieldError(
+      await post({
+        query: 'query($ids: [Int!]) { cityList(where: { id: { in: $ids } }) { id } }',
+        variables: { ids: many },
+      }),
+      'cityList',
+      'INVALID_PARAMETER',
+      /at most 1000 values/,
+    );
+    expectRefused(
+      await post({ query: 'query($n: Int) { cityList(limit: $n) { id } }', variables: { n: 'ten' } }),
+      'BAD_USER_INPUT',
+      /\$n/,
+    );
+    expectRefused(
+      await post({ query: 'query($w: CityWhere) { cityList(where: $w) { id } }', variables: { w: { nope: 1 } } }),
+      'BAD_USER_INPUT',
+      /nope/,
+    );
+    expectFieldError(
+      await post({ query: '{ cityList(limit: 5000) { id } }' }),
+      'cityList',
+      'INVALID_PARAMETER',
+      /limit: must be a whole number from 1 to 1000/,
+    );
+    expectFieldError(
+      await post({ query: '{ orderList(where: { createdAt: { gt: "yesterday-ish" } }) { id } }' }),
+      'orderList',
+      'INVALID_PARAMETER',
+      /createdAt/,
+    );
+    expectFieldError(
+      await post({ query: '{ orderPage(after: "forged") { nodes { id } } }' }),
+      'orderPage',
+      'INVALID_PARAMETER',
+      /after/,
+    );
     // Larger than limits.bodyBytes: the pipeline's 413 Problem, before any GraphQL.
-    const big = await post(undefined, { raw: JSON.stringify({ query: '{ __typename }', variables: { pad: 'x'.repeat(1_100_000) } }) });
+    const big = await post(undefined, {
+      raw: JSON.stringify({ query: '{ __typename }', variables: { pad: 'x'.repeat(1_100_000) } }),
+    });
     expect(big.status).toBe(413);
     expect(big.body.type).toBe('/errors/payload-too-large');
   });
@@ -224,12 +381,19 @@ describe('hostile documents', () => {
   it('browsers: CORS preflight and answers as for the data API', async () => {
     const preflight = await fetch(`${t.url}/gw/api/graphql`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,authorization,x-project-id' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,authorization,x-project-id',
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type,authorization,x-project-id');
-    const res = await t.request('POST', '/gw/api/graphql', { body: { query: '{ __typename }' }, headers: { origin: 'https://app.example' } });
+    const res = await t.request('POST', '/gw/api/graphql', {
+      body: { query: '{ __typename }' },
+      headers: { origin: 'https://app.example' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(res.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining');

@@ -4,7 +4,15 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { bodyReader, JsonBodyError, MAX_JSON_DEPTH, parseJsonBody, Problem, readJson, type ApiRequest } from '../../runtime/http/index.ts';
+import {
+  bodyReader,
+  JsonBodyError,
+  MAX_JSON_DEPTH,
+  parseJsonBody,
+  Problem,
+  readJson,
+  type ApiRequest,
+} from '../../runtime/http/index.ts';
 import { nestsDeeperThan } from '../../runtime/http/json-body.ts';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -30,36 +38,76 @@ function parseMessage(text: string): string {
 }
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
-const SURROGATE = (at: string) => `${at}: a string holds an unpaired surrogate escape (such as \\ud800), which is not valid Unicode`;
+const SURROGATE = (at: string) =>
+  `${at}: a string holds an unpaired surrogate escape (such as \\ud800), which is not valid Unicode`;
 
 describe('parseJsonBody', () => {
   it.each<[string, Uint8Array, unknown]>([
-    ['an object', bytes('{"name":"Lyon","n":1.5,"ok":true,"none":null}'), { value: { name: 'Lyon', n: 1.5, ok: true, none: null } }],
+    [
+      'an object',
+      bytes('{"name":"Lyon","n":1.5,"ok":true,"none":null}'),
+      { value: { name: 'Lyon', n: 1.5, ok: true, none: null } },
+    ],
     ['a bare scalar (the caller checks the shape)', bytes('42'), { value: 42 }],
     ['a well-formed surrogate pair escape', bytes('"\\ud83d\\ude00"'), { value: '😀' }],
     ['UTF-8 text', bytes('{"city":"Zürich"}'), { value: { city: 'Zürich' } }],
-    [`${MAX_JSON_DEPTH} levels, the limit`, bytes(nested(MAX_JSON_DEPTH)), { value: JSON.parse(nested(MAX_JSON_DEPTH)) }],
+    [
+      `${MAX_JSON_DEPTH} levels, the limit`,
+      bytes(nested(MAX_JSON_DEPTH)),
+      { value: JSON.parse(nested(MAX_JSON_DEPTH)) },
+    ],
     ['brackets inside strings do not count', bytes(`["${'['.repeat(100)}"]`), { value: ['['.repeat(100)] }],
     // JSON.parse keeps the last of repeated keys; so does the body reader (nothing merges them).
     ['a repeated key: the last wins', bytes('{"a":1,"a":2}'), { value: { a: 2 } }],
     [
       `${MAX_JSON_DEPTH + 1} levels`,
       bytes(nested(MAX_JSON_DEPTH + 1)),
-      { rule: 'max_depth', field: 'body', message: `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})` },
+      {
+        rule: 'max_depth',
+        field: 'body',
+        message: `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})`,
+      },
     ],
-    ['bytes that are not UTF-8', new Uint8Array([0x7b, 0xff, 0x7d]), { rule: 'utf8', field: 'body', message: 'the body is not valid UTF-8; send JSON encoded as UTF-8' }],
-    ['a lone surrogate in a nested string', bytes('{"a":[{"b":"x\\ud800"}]}'), { rule: 'unicode', field: 'a[0].b', message: SURROGATE('a[0].b') }],
-    ['a lone low surrogate at the top', bytes('"\\udc00"'), { rule: 'unicode', field: 'body', message: SURROGATE('body') }],
+    [
+      'bytes that are not UTF-8',
+      new Uint8Array([0x7b, 0xff, 0x7d]),
+      { rule: 'utf8', field: 'body', message: 'the body is not valid UTF-8; send JSON encoded as UTF-8' },
+    ],
+    [
+      'a lone surrogate in a nested string',
+      bytes('{"a":[{"b":"x\\ud800"}]}'),
+      { rule: 'unicode', field: 'a[0].b', message: SURROGATE('a[0].b') },
+    ],
+    [
+      'a lone low surrogate at the top',
+      bytes('"\\udc00"'),
+      { rule: 'unicode', field: 'body', message: SURROGATE('body') },
+    ],
     // A bad key is reported at its object, so the answer does not echo it.
-    ['a lone surrogate in a top-level key', bytes('{"\\ud800":1}'), { rule: 'unicode', field: 'body', message: SURROGATE('body') }],
-    ['a lone surrogate in a nested key', bytes('{"a":{"\\udc00x":1}}'), { rule: 'unicode', field: 'a', message: SURROGATE('a') }],
+    [
+      'a lone surrogate in a top-level key',
+      bytes('{"\\ud800":1}'),
+      { rule: 'unicode', field: 'body', message: SURROGATE('body') },
+    ],
+    [
+      'a lone surrogate in a nested key',
+      bytes('{"a":{"\\udc00x":1}}'),
+      { rule: 'unicode', field: 'a', message: SURROGATE('a') },
+    ],
   ])('%s', (_name, body, want) => {
     expect(outcome(body)).toEqual(want);
   });
 
-  it.each(['{"a":1,}', '', '{"a":', "{'a':1}", '\ufeff{}', 'NaN', '[1]]'])('refuses %j with JSON.parse\'s message (rule json)', (text) => {
-    expect(outcome(bytes(text))).toEqual({ rule: 'json', field: 'body', message: `the body is not valid JSON: ${parseMessage(text)}` });
-  });
+  it.each(['{"a":1,}', '', '{"a":', "{'a':1}", '\ufeff{}', 'NaN', '[1]]'])(
+    "refuses %j with JSON.parse's message (rule json)",
+    (text) => {
+      expect(outcome(bytes(text))).toEqual({
+        rule: 'json',
+        field: 'body',
+        message: `the body is not valid JSON: ${parseMessage(text)}`,
+      });
+    },
+  );
 
   it('checks the depth before parsing: 100,000 levels are refused as max_depth, not a stack overflow', () => {
     expect(outcome(bytes(nested(100_000)))).toMatchObject({ rule: 'max_depth' });
@@ -97,7 +145,9 @@ function incoming(chunks: string[], headers: Record<string, string> = {}): Incom
   return Object.assign(Readable.from(chunks.map((c) => Buffer.from(c))), { headers }) as unknown as IncomingMessage;
 }
 
-async function problemOf(promise: Promise<unknown>): Promise<{ status: number; kind: string; detail: string; errors: unknown[] }> {
+async function problemOf(
+  promise: Promise<unknown>,
+): Promise<{ status: number; kind: string; detail: string; errors: unknown[] }> {
   const error = await promise.then(
     () => {
       throw new Error('expected a Problem');
@@ -164,16 +214,34 @@ describe('readJson: media types and refusals', () => {
 
   it.each<[string | undefined, string[], string]>([
     ['text/plain', ['application/json'], 'Content-Type text/plain is not accepted here; send application/json'],
-    ['application/merge-patch+json', ['application/json'], 'Content-Type application/merge-patch+json is not accepted here; send application/json'],
-    ['application/x-www-form-urlencoded', ['application/json', 'application/merge-patch+json'], 'Content-Type application/x-www-form-urlencoded is not accepted here; send application/json or application/merge-patch+json'],
+    [
+      'application/merge-patch+json',
+      ['application/json'],
+      'Content-Type application/merge-patch+json is not accepted here; send application/json',
+    ],
+    [
+      'application/x-www-form-urlencoded',
+      ['application/json', 'application/merge-patch+json'],
+      'Content-Type application/x-www-form-urlencoded is not accepted here; send application/json or application/merge-patch+json',
+    ],
     [undefined, ['application/json'], 'send the body with Content-Type application/json'],
     ['', ['application/json'], 'send the body with Content-Type application/json'],
   ])('refuses Content-Type %j (accepting %j) with 415', async (type, types, detail) => {
-    expect(await problemOf(readJson(request('{}', type), types))).toEqual({ status: 415, kind: 'unsupported-media-type', detail, errors: [] });
+    expect(await problemOf(readJson(request('{}', type), types))).toEqual({
+      status: 415,
+      kind: 'unsupported-media-type',
+      detail,
+      errors: [],
+    });
   });
 
   it('refuses a missing body with 400 invalid-json, before looking at the type', async () => {
-    expect(await problemOf(readJson(request(undefined, 'text/plain')))).toEqual({ status: 400, kind: 'invalid-json', detail: 'the request needs a JSON body', errors: [] });
+    expect(await problemOf(readJson(request(undefined, 'text/plain')))).toEqual({
+      status: 400,
+      kind: 'invalid-json',
+      detail: 'the request needs a JSON body',
+      errors: [],
+    });
   });
 
   it('turns malformed JSON into 400 invalid-json without field errors', async () => {

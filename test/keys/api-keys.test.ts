@@ -13,22 +13,42 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const asManager = { key: MANAGEMENT_TOKEN };
-const keyCount = async () => Number((await t.db.query<{ n: string }>('select count(*) as n from svcgen.api_keys'))[0]!.n);
+const keyCount = async () =>
+  Number((await t.db.query<{ n: string }>('select count(*) as n from svcgen.api_keys'))[0]!.n);
 
 async function createKey(body: Record<string, unknown>, environment?: string) {
   const res = await t.request('POST', KEYS, { ...asManager, environment, body });
   expect(res.status, res.text).toBe(201);
-  return res.body.data as { id: string; name: string; prefix: string; roles: string[]; environment: string; createdAt: string; key: string };
+  return res.body.data as {
+    id: string;
+    name: string;
+    prefix: string;
+    roles: string[];
+    environment: string;
+    createdAt: string;
+    key: string;
+  };
 }
 
 describe('POST /_apikeys', () => {
   it('201 { data: { id, name, prefix, roles, environment, createdAt, key } } and nothing else', async () => {
     const started = Date.now();
-    const res = await t.request('POST', KEYS, { ...asManager, body: { name: 'ci deploy', prefix: 'Token', roles: ['catalog'], environment: 'master', context: { team: 'ops' } } });
+    const res = await t.request('POST', KEYS, {
+      ...asManager,
+      body: { name: 'ci deploy', prefix: 'Token', roles: ['catalog'], environment: 'master', context: { team: 'ops' } },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(Object.keys(res.body)).toEqual(['data']);
-    expect(Object.keys(res.body.data).sort()).toEqual(['createdAt', 'environment', 'id', 'key', 'name', 'prefix', 'roles']);
+    expect(Object.keys(res.body.data).sort()).toEqual([
+      'createdAt',
+      'environment',
+      'id',
+      'key',
+      'name',
+      'prefix',
+      'roles',
+    ]);
     expect(res.body.data).toEqual({
       id: expect.any(String),
       name: 'ci deploy',
@@ -45,26 +65,43 @@ describe('POST /_apikeys', () => {
 
   it('the key works at once, with its prefix or as Bearer, and carries its roles', async () => {
     const { key } = await createKey({ name: 'reader', prefix: 'Reader', roles: ['catalog'], environment: 'master' });
-    expect((await t.request('GET', '/gw/api/rest/Product', { headers: { authorization: `Reader ${key}` } })).status).toBe(200);
+    expect(
+      (await t.request('GET', '/gw/api/rest/Product', { headers: { authorization: `Reader ${key}` } })).status,
+    ).toBe(200);
     expect((await t.request('GET', '/gw/api/rest/Product', { key })).status).toBe(200);
     expectProblemAt(await t.request('GET', '/gw/api/rest/Order', { key }), 403, '/gw/api/rest/Order', 'forbidden');
   });
 
   it('a key for staging works in staging only', async () => {
-    const { key, environment } = await createKey({ name: 'staging', prefix: 'Bearer', roles: ['admin'], environment: 'staging' }, 'staging');
+    const { key, environment } = await createKey(
+      { name: 'staging', prefix: 'Bearer', roles: ['admin'], environment: 'staging' },
+      'staging',
+    );
     expect(environment).toBe('staging');
     expect((await t.request('GET', '/gw/api/rest/City', { key, environment: 'staging' })).status).toBe(200);
     expectProblemAt(await t.request('GET', '/gw/api/rest/City', { key }), 401, '/gw/api/rest/City', 'unauthorized');
   });
 
   it('stores the key hashed: no column of its row contains the value', async () => {
-    const { id, key } = await createKey({ name: 'hashed', prefix: 'ApiKey', roles: ['admin'], environment: 'master', context: { a: 'b' } });
-    const [row] = await t.db.query<{ key_hash: string; r: string }>('select key_hash, row_to_json(k)::text as r from svcgen.api_keys k where id = $1', [id]);
+    const { id, key } = await createKey({
+      name: 'hashed',
+      prefix: 'ApiKey',
+      roles: ['admin'],
+      environment: 'master',
+      context: { a: 'b' },
+    });
+    const [row] = await t.db.query<{ key_hash: string; r: string }>(
+      'select key_hash, row_to_json(k)::text as r from svcgen.api_keys k where id = $1',
+      [id],
+    );
     expect(row).toBeDefined();
     expect(row!.key_hash).not.toBe(key);
     expect(row!.r).not.toContain(key);
     expect(row!.r).not.toContain(key.replace(/^[a-z]+_/, ''));
-    const anywhere = await t.db.query<{ n: string }>(`select count(*) as n from svcgen.api_keys k where row_to_json(k)::text like '%' || $1 || '%'`, [key.slice(-24)]);
+    const anywhere = await t.db.query<{ n: string }>(
+      `select count(*) as n from svcgen.api_keys k where row_to_json(k)::text like '%' || $1 || '%'`,
+      [key.slice(-24)],
+    );
     expect(anywhere[0]!.n).toBe('0');
   });
 
@@ -117,15 +154,31 @@ describe('POST /_apikeys', () => {
 });
 
 describe('GET /_apikeys', () => {
-  it('lists the environment\'s keys without any key value or hash', async () => {
-    const master = await createKey({ name: 'listed', prefix: 'Listed', roles: ['catalog', 'customer'], environment: 'master', context: { shop: 'north' } });
-    const staging = await createKey({ name: 'listed-staging', prefix: 'Bearer', roles: ['admin'], environment: 'staging' }, 'staging');
+  it("lists the environment's keys without any key value or hash", async () => {
+    const master = await createKey({
+      name: 'listed',
+      prefix: 'Listed',
+      roles: ['catalog', 'customer'],
+      environment: 'master',
+      context: { shop: 'north' },
+    });
+    const staging = await createKey(
+      { name: 'listed-staging', prefix: 'Bearer', roles: ['admin'], environment: 'staging' },
+      'staging',
+    );
     const res = await t.request('GET', KEYS, asManager);
     expect(res.status, res.text).toBe(200);
     expect(Object.keys(res.body)).toEqual(['data']);
     expect(Array.isArray(res.body.data)).toBe(true);
     const item = res.body.data.find((k: { id: string }) => k.id === master.id);
-    expect(item).toMatchObject({ id: master.id, name: 'listed', prefix: 'Listed', roles: ['catalog', 'customer'], environment: 'master', createdAt: master.createdAt });
+    expect(item).toMatchObject({
+      id: master.id,
+      name: 'listed',
+      prefix: 'Listed',
+      roles: ['catalog', 'customer'],
+      environment: 'master',
+      createdAt: master.createdAt,
+    });
     for (const k of res.body.data) {
       expect(k).not.toHaveProperty('key');
       expect(k).not.toHaveProperty('keyHash');
@@ -161,7 +214,12 @@ describe('DELETE /_apikeys/{id}', () => {
   });
 
   it('an unknown id → 404', async () => {
-    expectProblemAt(await t.request('DELETE', `${KEYS}/key_doesnotexist`, asManager), 404, `${KEYS}/key_doesnotexist`, 'not-found');
+    expectProblemAt(
+      await t.request('DELETE', `${KEYS}/key_doesnotexist`, asManager),
+      404,
+      `${KEYS}/key_doesnotexist`,
+      'not-found',
+    );
   });
 });
 

@@ -5,7 +5,17 @@ import type { Database, NotificationChannel } from '../../runtime/db/index.ts';
 import { CredentialStore } from '../../runtime/keys/index.ts';
 
 const KEY = `svk_${'k'.repeat(43)}`;
-const ROW = { id: 'key_1', project_id: 'shop', name: 'k', prefix: 'ApiKey', environment: 'master', roles: ['admin'], context: {}, created_at: new Date(), last_used_at: null };
+const ROW = {
+  id: 'key_1',
+  project_id: 'shop',
+  name: 'k',
+  prefix: 'ApiKey',
+  environment: 'master',
+  roles: ['admin'],
+  context: {},
+  created_at: new Date(),
+  last_used_at: null,
+};
 
 function deferred() {
   let release!: () => void;
@@ -59,7 +69,10 @@ describe('API key cache', () => {
   it('a request waiting for the barrier looks the key up again when a revocation removed it meanwhile', async () => {
     const h = harness();
     let onRevoked!: (hash: string) => void;
-    (h.store as unknown as { channel: { subscribe: unknown } }).channel.subscribe = (_topic: string, s: { onMessage: (p: string) => void }) => {
+    (h.store as unknown as { channel: { subscribe: unknown } }).channel.subscribe = (
+      _topic: string,
+      s: { onMessage: (p: string) => void },
+    ) => {
       onRevoked = s.onMessage;
       return () => {};
     };

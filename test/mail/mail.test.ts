@@ -84,7 +84,12 @@ describe('dev transport', () => {
     const dev = mailer({ logFile, stdout: (line) => printed.push(line), log: log.log });
 
     dev.send(SIGNUP);
-    dev.send({ to: 'bob@example.com', subject: 'Reset your password', text: 'Your code is 654321', meta: { kind: 'recover-password', code: '654321' } });
+    dev.send({
+      to: 'bob@example.com',
+      subject: 'Reset your password',
+      text: 'Your code is 654321',
+      meta: { kind: 'recover-password', code: '654321' },
+    });
     await dev.idle();
 
     const content = fs.readFileSync(logFile, 'utf8');
@@ -92,9 +97,22 @@ describe('dev transport', () => {
     const lines = content.split('\n');
     expect(lines.pop()).toBe('');
     const [first, second] = lines.map((line) => JSON.parse(line));
-    expect(first).toEqual({ time: expect.any(String), from: FROM, to: 'alice@example.com', subject: 'Confirm your signup', text: 'Your code is 123456', kind: 'confirm-signup', code: '123456' });
+    expect(first).toEqual({
+      time: expect.any(String),
+      from: FROM,
+      to: 'alice@example.com',
+      subject: 'Confirm your signup',
+      text: 'Your code is 123456',
+      kind: 'confirm-signup',
+      code: '123456',
+    });
     expect(new Date(first.time).toISOString()).toBe(first.time);
-    expect(second).toMatchObject({ to: 'bob@example.com', subject: 'Reset your password', kind: 'recover-password', code: '654321' });
+    expect(second).toMatchObject({
+      to: 'bob@example.com',
+      subject: 'Reset your password',
+      kind: 'recover-password',
+      code: '654321',
+    });
     expect(log.lines).toEqual([]);
   });
 
@@ -102,7 +120,11 @@ describe('dev transport', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svcgen-mail-'));
     onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
     const printed: string[] = [];
-    const dev = mailer({ logFile: path.join(dir, 'mail.jsonl'), stdout: (line) => printed.push(line), log: recordLog().log });
+    const dev = mailer({
+      logFile: path.join(dir, 'mail.jsonl'),
+      stdout: (line) => printed.push(line),
+      log: recordLog().log,
+    });
 
     dev.send({ ...SIGNUP, meta: { to: 'mallory@example.com', code: '1' } });
     await dev.idle();
@@ -136,7 +158,9 @@ describe('SMTP transport', () => {
     expect(await server.delivered).toContain('Your code is 123456');
     await smtp.idle();
     expect(server.attempts()).toBe(2);
-    expect(log.lines).toEqual([expect.stringMatching(/^mail to alice@example.com failed \(attempt 1\): .*try later.*; retrying in 50 ms$/)]);
+    expect(log.lines).toEqual([
+      expect.stringMatching(/^mail to alice@example.com failed \(attempt 1\): .*try later.*; retrying in 50 ms$/),
+    ]);
   });
 
   it('gives up after the last delay when nothing listens on the port', async () => {
@@ -180,6 +204,8 @@ describe('SMTP transport', () => {
   });
 
   it('refuses a URL that is not smtp:// or smtps:// when the mailer is created', () => {
-    expect(() => createMailer({ smtpUrl: 'http://mail.example.com', from: FROM, logFile: 'unused', log: () => {} })).toThrow(/smtp:\/\/ or smtps:\/\//);
+    expect(() =>
+      createMailer({ smtpUrl: 'http://mail.example.com', from: FROM, logFile: 'unused', log: () => {} }),
+    ).toThrow(/smtp:\/\/ or smtps:\/\//);
   });
 });

@@ -27,7 +27,12 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const byStatus = (rows: Order[] = S.orders) =>
   STATUSES.map((status) => {
     const group = rows.filter((o) => o.status === status);
-    return { status, count: group.length, sum_total: sum(group.map((o) => o.total)), avg_total: sum(group.map((o) => o.total)) / group.length };
+    return {
+      status,
+      count: group.length,
+      sum_total: sum(group.map((o) => o.total)),
+      avg_total: sum(group.map((o) => o.total)) / group.length,
+    };
   }).filter((g) => g.count > 0);
 
 /** Rows equal to `want` (same keys, exact strings/integers, floats close), in the given order. */
@@ -40,7 +45,8 @@ function expectRows(got: any[], want: Record<string, unknown>[]): void {
     }
   });
 }
-const sortedBy = <T>(rows: T[], key: (r: T) => string) => [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+const sortedBy = <T>(rows: T[], key: (r: T) => string) =>
+  [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
 describe('functions without groups', () => {
   it('fn=count', async () => {
@@ -62,20 +68,31 @@ describe('functions without groups', () => {
   });
 
   it('min/max on a DateTime are ISO 8601 strings; nulls are ignored', async () => {
-    const dates = S.orders.map((o) => o.placedAt).filter((d): d is string => d !== null).sort();
-    expect(await aggregates('fn=min:placedAt,max:placedAt')).toEqual([{ min_placedAt: dates[0], max_placedAt: dates.at(-1) }]);
+    const dates = S.orders
+      .map((o) => o.placedAt)
+      .filter((d): d is string => d !== null)
+      .sort();
+    expect(await aggregates('fn=min:placedAt,max:placedAt')).toEqual([
+      { min_placedAt: dates[0], max_placedAt: dates.at(-1) },
+    ]);
   });
 
   it('count_distinct ignores nulls; count counts rows', async () => {
     const notes = S.orders.map((o) => o.note);
-    expect(await aggregates('fn=count,count_distinct:note')).toEqual([{ count: 60, count_distinct_note: new Set(notes.filter((n) => n !== null)).size }]);
+    expect(await aggregates('fn=count,count_distinct:note')).toEqual([
+      { count: 60, count_distinct_note: new Set(notes.filter((n) => n !== null)).size },
+    ]);
   });
 
   it('filters apply before aggregation, relation filters included', async () => {
     const paidBig = S.orders.filter((o) => o.status === 'paid' && o.total > 10);
-    expectRows(await aggregates('status=equals.paid&total=gt.10&fn=count,sum:total'), [{ count: paidBig.length, sum_total: sum(paidBig.map((o) => o.total)) }]);
+    expectRows(await aggregates('status=equals.paid&total=gt.10&fn=count,sum:total'), [
+      { count: paidBig.length, sum_total: sum(paidBig.map((o) => o.total)) },
+    ]);
     const vip = new Set(S.customers.filter((c) => c.vip).map((c) => c.id));
-    expect(await aggregates('customer.vip=equals.true&fn=count')).toEqual([{ count: S.orders.filter((o) => vip.has(o.customerId)).length }]);
+    expect(await aggregates('customer.vip=equals.true&fn=count')).toEqual([
+      { count: S.orders.filter((o) => vip.has(o.customerId)).length },
+    ]);
     expect(await aggregates('or=(note.is_empty.true,total.gt.1000)&fn=count')).toEqual([
       { count: S.orders.filter((o) => o.note === null || o.note === '' || o.total > 1000).length },
     ]);
@@ -90,13 +107,17 @@ describe('functions without groups', () => {
 describe('groupBy, having, sort', () => {
   it('groupBy=status: rows { status, count, sum_total }', async () => {
     const got = await aggregates('groupBy=status&fn=count,sum:total');
-    expectRows(sortedBy(got, (r) => r.status), sortedBy(byStatus(), (r) => r.status).map(({ status, count, sum_total }) => ({ status, count, sum_total })));
+    expectRows(
+      sortedBy(got, (r) => r.status),
+      sortedBy(byStatus(), (r) => r.status).map(({ status, count, sum_total }) => ({ status, count, sum_total })),
+    );
   });
 
   it('groupBy two fields', async () => {
     const got = await aggregates('groupBy=status,customerId&fn=count');
     const groups = new Map<string, number>();
-    for (const o of S.orders) groups.set(`${o.status}|${o.customerId}`, (groups.get(`${o.status}|${o.customerId}`) ?? 0) + 1);
+    for (const o of S.orders)
+      groups.set(`${o.status}|${o.customerId}`, (groups.get(`${o.status}|${o.customerId}`) ?? 0) + 1);
     const want = [...groups].map(([k, count]) => ({ status: k.split('|')[0], customerId: k.split('|')[1], count }));
     const key = (r: any) => `${r.status}|${r.customerId}`;
     expect(sortedBy(got, key)).toEqual(sortedBy(want, key));
@@ -104,13 +125,20 @@ describe('groupBy, having, sort', () => {
 
   it('filters before grouping: status=in.(open,paid)', async () => {
     const got = await aggregates('status=in.(open,paid)&groupBy=status&fn=count,avg:total');
-    const want = byStatus(S.orders.filter((o) => o.status === 'open' || o.status === 'paid')).map(({ status, count, avg_total }) => ({ status, count, avg_total }));
-    expectRows(sortedBy(got, (r) => r.status), sortedBy(want, (r) => r.status));
+    const want = byStatus(S.orders.filter((o) => o.status === 'open' || o.status === 'paid')).map(
+      ({ status, count, avg_total }) => ({ status, count, avg_total }),
+    );
+    expectRows(
+      sortedBy(got, (r) => r.status),
+      sortedBy(want, (r) => r.status),
+    );
   });
 
   it('having=count.gt.10', async () => {
     const got = await aggregates('groupBy=status&fn=count&having=count.gt.10');
-    const want = byStatus().filter((g) => g.count > 10).map(({ status, count }) => ({ status, count }));
+    const want = byStatus()
+      .filter((g) => g.count > 10)
+      .map(({ status, count }) => ({ status, count }));
     expect(want.length).toBeGreaterThan(0);
     expect(want.length).toBeLessThan(4);
     expect(sortedBy(got, (r) => r.status)).toEqual(sortedBy(want, (r) => r.status));
@@ -118,23 +146,34 @@ describe('groupBy, having, sort', () => {
 
   it('having=count.gt.3000000000: a number beyond the aggregate type compares as a number (no rows, not a 500)', async () => {
     expect(await aggregates('groupBy=status&fn=count&having=count.gt.3000000000')).toEqual([]);
-    expect((await aggregates('groupBy=status&fn=count,max:total&having=max_total.lt.100000000000000000000.5')).length).toBeGreaterThan(0);
+    expect(
+      (await aggregates('groupBy=status&fn=count,max:total&having=max_total.lt.100000000000000000000.5')).length,
+    ).toBeGreaterThan(0);
   });
 
   it('having=sum_total.gte.100', async () => {
     const got = await aggregates('groupBy=status&fn=count,sum:total&having=sum_total.gte.100');
-    const want = byStatus().filter((g) => g.sum_total >= 100).map(({ status, count, sum_total }) => ({ status, count, sum_total }));
+    const want = byStatus()
+      .filter((g) => g.sum_total >= 100)
+      .map(({ status, count, sum_total }) => ({ status, count, sum_total }));
     expect(want.length).toBeGreaterThan(0);
-    expectRows(sortedBy(got, (r) => r.status), sortedBy(want, (r) => r.status));
+    expectRows(
+      sortedBy(got, (r) => r.status),
+      sortedBy(want, (r) => r.status),
+    );
   });
 
   it('sort=-count and sort=sum_total order the groups', async () => {
     const desc = [...byStatus()].sort((a, b) => b.count - a.count);
     expect(new Set(desc.map((g) => g.count)).size).toBe(desc.length);
-    expect((await aggregates('groupBy=status&fn=count&sort=-count')).map((r) => r.status)).toEqual(desc.map((g) => g.status));
+    expect((await aggregates('groupBy=status&fn=count&sort=-count')).map((r) => r.status)).toEqual(
+      desc.map((g) => g.status),
+    );
     const asc = [...byStatus()].sort((a, b) => a.sum_total - b.sum_total);
     expect(new Set(asc.map((g) => g.sum_total)).size).toBe(asc.length);
-    expect((await aggregates('groupBy=status&fn=count,sum:total&sort=sum_total')).map((r) => r.status)).toEqual(asc.map((g) => g.status));
+    expect((await aggregates('groupBy=status&fn=count,sum:total&sort=sum_total')).map((r) => r.status)).toEqual(
+      asc.map((g) => g.status),
+    );
   });
 
   it('sort, having and a filter together', async () => {
@@ -142,10 +181,17 @@ describe('groupBy, having, sort', () => {
     const groups = new Map<string, number>();
     for (const o of open) groups.set(o.customerId, (groups.get(o.customerId) ?? 0) + 1);
     const want = [...groups].filter(([, n]) => n >= 6).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
-    const got = await aggregates('status=not_equals.cancelled&groupBy=customerId&fn=count&having=count.gte.6&sort=-count');
+    const got = await aggregates(
+      'status=not_equals.cancelled&groupBy=customerId&fn=count&having=count.gte.6&sort=-count',
+    );
     expect(want.length).toBeGreaterThan(1);
     expect(got.map((r) => r.count)).toEqual(want.map(([, count]) => count));
-    expect(sortedBy(got, (r) => r.customerId)).toEqual(sortedBy(want.map(([customerId, count]) => ({ customerId, count })), (r) => r.customerId));
+    expect(sortedBy(got, (r) => r.customerId)).toEqual(
+      sortedBy(
+        want.map(([customerId, count]) => ({ customerId, count })),
+        (r) => r.customerId,
+      ),
+    );
   });
 });
 

@@ -32,7 +32,11 @@ const users: Record<string, User> = {};
 const credentials = new Map<Principal, string>();
 
 const send: Send = (p, call) =>
-  t.request(call.method, call.path, { key: false, body: call.body, headers: { ...call.headers, authorization: `Bearer ${credentials.get(p)}` } });
+  t.request(call.method, call.path, {
+    key: false,
+    body: call.body,
+    headers: { ...call.headers, authorization: `Bearer ${credentials.get(p)}` },
+  });
 
 beforeAll(async () => {
   t = await startAuthServer({
@@ -78,37 +82,61 @@ describe.each(SEEDS)('seed %i', (seed) => {
       else if (p.user) credentials.set(p, Object.values(users).find((u) => u.id === p.user!.id)!.token);
       else credentials.set(p, (await t.createKey(p.roles, { context: p.context })).key);
     }
-    ctx = { seed, roles: ROLES, send, sql: t.db, db: loaded, failures: [], shrunk: new Map(), counts: {}, thorough: SEEDS.length === 1 && !!process.env.SVCGEN_AUTHZ_SEED };
+    ctx = {
+      seed,
+      roles: ROLES,
+      send,
+      sql: t.db,
+      db: loaded,
+      failures: [],
+      shrunk: new Map(),
+      counts: {},
+      thorough: SEEDS.length === 1 && !!process.env.SVCGEN_AUTHZ_SEED,
+    };
   });
 
   afterAll(() => {
     const dump = process.env.SVCGEN_AUTHZ_DUMP;
     if (dump) for (const f of ctx?.failures ?? []) fs.appendFileSync(dump, `${JSON.stringify({ seed, ...f })}\n`);
-    console.log(`authorization differential, seed ${seed}: ${JSON.stringify(ctx?.counts)} cases, ${ctx?.failures.length} differ, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `authorization differential, seed ${seed}: ${JSON.stringify(ctx?.counts)} cases, ${ctx?.failures.length} differ, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
   });
 
-  it('reads: lists, single reads, _query, cursor walks and aggregates answer as the model says', async () => {
-    const views = new Map(ps.map((p) => [p, viewFor(p)]));
-    const cases = Array.from({ length: READS }, () => {
-      const p = rng.pick(ps);
-      return { p, req: gen.read(views.get(p)!) };
-    });
-    await runReads(ctx, 'reads', cases);
-    if (ctx.failures.some((f) => f.phase === 'reads')) throw new Error(report(ctx, 'reads'));
-  }, TIMEOUT);
+  it(
+    'reads: lists, single reads, _query, cursor walks and aggregates answer as the model says',
+    async () => {
+      const views = new Map(ps.map((p) => [p, viewFor(p)]));
+      const cases = Array.from({ length: READS }, () => {
+        const p = rng.pick(ps);
+        return { p, req: gen.read(views.get(p)!) };
+      });
+      await runReads(ctx, 'reads', cases);
+      if (ctx.failures.some((f) => f.phase === 'reads')) throw new Error(report(ctx, 'reads'));
+    },
+    TIMEOUT,
+  );
 
-  it('writes: creates, updates, deletes and bulk requests answer and change the database as the model says', async () => {
-    for (let i = 0; i < WRITES; i++) {
-      const p = rng.pick(ps);
-      await runWrite(ctx, 'writes', p, gen.write(viewFor(p)));
-      const q = rng.pick(ps);
-      await runReads(ctx, 'writes', [{ p: q, req: gen.read(viewFor(q)) }], 1);
-    }
-    if (ctx.failures.some((f) => f.phase === 'writes')) throw new Error(report(ctx, 'writes'));
-  }, TIMEOUT);
+  it(
+    'writes: creates, updates, deletes and bulk requests answer and change the database as the model says',
+    async () => {
+      for (let i = 0; i < WRITES; i++) {
+        const p = rng.pick(ps);
+        await runWrite(ctx, 'writes', p, gen.write(viewFor(p)));
+        const q = rng.pick(ps);
+        await runReads(ctx, 'writes', [{ p: q, req: gen.read(viewFor(q)) }], 1);
+      }
+      if (ctx.failures.some((f) => f.phase === 'writes')) throw new Error(report(ctx, 'writes'));
+    },
+    TIMEOUT,
+  );
 
-  it('non-interference: changing only data a principal cannot see changes none of its answers', async () => {
-    for (const p of ps) await runNonInterference(ctx, 'non-interference', p, gen, rng, NI_BATCH);
-    if (ctx.failures.some((f) => f.phase === 'non-interference')) throw new Error(report(ctx, 'non-interference'));
-  }, TIMEOUT);
+  it(
+    'non-interference: changing only data a principal cannot see changes none of its answers',
+    async () => {
+      for (const p of ps) await runNonInterference(ctx, 'non-interference', p, gen, rng, NI_BATCH);
+      if (ctx.failures.some((f) => f.phase === 'non-interference')) throw new Error(report(ctx, 'non-interference'));
+    },
+    TIMEOUT,
+  );
 });

@@ -17,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const query = (body: unknown, table = 'Order', key?: string) => t.request('POST', `${BASE}/${table}/_query`, { body, key });
+const query = (body: unknown, table = 'Order', key?: string) =>
+  t.request('POST', `${BASE}/${table}/_query`, { body, key });
 async function ok(body: unknown, table = 'Order') {
   const res = await query(body, table);
   expect(res.status, `${JSON.stringify(body)}: ${res.text}`).toBe(200);
@@ -39,10 +40,18 @@ describe('same answer as the equivalent GET', () => {
       select: [{ field: 'id' }, { field: 'total' }, { field: 'customer', children: [{ field: 'name' }] }],
     };
     const post = await ok(body);
-    const get = await t.request('GET', `${BASE}/Order?${qs('status=in.(open,paid)&total=gt.5&sort=-total&limit=5&offset=2&select=id,total,customer(name)')}`);
+    const get = await t.request(
+      'GET',
+      `${BASE}/Order?${qs('status=in.(open,paid)&total=gt.5&sort=-total&limit=5&offset=2&select=id,total,customer(name)')}`,
+    );
     expect(get.status, get.text).toBe(200);
-    const want = byTotalDesc(S.orders.filter((o) => (o.status === 'open' || o.status === 'paid') && o.total > 5)).slice(2, 7);
-    expect(post.body.data).toEqual(want.map((o) => ({ id: o.id, total: o.total, customer: { name: customerName(o) } })));
+    const want = byTotalDesc(S.orders.filter((o) => (o.status === 'open' || o.status === 'paid') && o.total > 5)).slice(
+      2,
+      7,
+    );
+    expect(post.body.data).toEqual(
+      want.map((o) => ({ id: o.id, total: o.total, customer: { name: customerName(o) } })),
+    );
     expect(post.body.data).toEqual(get.body.data);
     const { nextCursor: c1, ...p1 } = post.body.meta.pagination;
     const { nextCursor: c2, ...p2 } = get.body.meta.pagination;
@@ -60,30 +69,71 @@ describe('same answer as the equivalent GET', () => {
   });
 
   const cases: [string, unknown[], (o: Order) => boolean][] = [
-    ['between takes a two-element array', [{ field: 'total', operator: 'between', value: [5, 10] }], (o) => o.total >= 5 && o.total <= 10],
-    ['between on DateTimes', [{ field: 'placedAt', operator: 'between', value: ['2024-01-15T10:00:00.000Z', '2024-07-01T00:00:00.000Z'] }],
-      (o) => o.placedAt !== null && o.placedAt >= '2024-01-15T10:00:00.000Z' && o.placedAt <= '2024-07-01T00:00:00.000Z'],
+    [
+      'between takes a two-element array',
+      [{ field: 'total', operator: 'between', value: [5, 10] }],
+      (o) => o.total >= 5 && o.total <= 10,
+    ],
+    [
+      'between on DateTimes',
+      [{ field: 'placedAt', operator: 'between', value: ['2024-01-15T10:00:00.000Z', '2024-07-01T00:00:00.000Z'] }],
+      (o) =>
+        o.placedAt !== null && o.placedAt >= '2024-01-15T10:00:00.000Z' && o.placedAt <= '2024-07-01T00:00:00.000Z',
+    ],
     ['in takes an array', [{ field: 'id', operator: 'in', value: [3, 1, 7, 999] }], (o) => [1, 3, 7].includes(o.id)],
-    ['not_in takes an array and keeps NULLs', [{ field: 'note', operator: 'not_in', value: ['Gift', 'a.b,c'] }], (o) => o.note !== 'Gift' && o.note !== 'a.b,c'],
+    [
+      'not_in takes an array and keeps NULLs',
+      [{ field: 'note', operator: 'not_in', value: ['Gift', 'a.b,c'] }],
+      (o) => o.note !== 'Gift' && o.note !== 'a.b,c',
+    ],
     ['equals null is IS NULL', [{ field: 'note', operator: 'equals', value: null }], (o) => o.note === null],
-    ['not_equals keeps NULL rows', [{ field: 'note', operator: 'not_equals', value: 'Gift' }], (o) => o.note !== 'Gift'],
-    ['values with commas and parentheses need no quoting', [{ field: 'note', operator: 'in', value: ['see (box 2)', 'Fragile, handle with care.'] }],
-      (o) => o.note === 'see (box 2)' || o.note === 'Fragile, handle with care.'],
-    ['contains is case-sensitive', [{ field: 'note', operator: 'contains', value: 'gift' }], (o) => o.note?.includes('gift') === true],
-    ['is_empty takes true', [{ field: 'note', operator: 'is_empty', value: true }], (o) => o.note === null || o.note === ''],
-    ['relation filter with a JSON boolean', [{ field: 'customer.vip', operator: 'equals', value: true }],
-      (o) => S.customers.find((c) => c.id === o.customerId)!.vip],
-    ['two filters are ANDed', [{ field: 'status', operator: 'equals', value: 'paid' }, { field: 'total', operator: 'lte', value: 10 }],
-      (o) => o.status === 'paid' && o.total <= 10],
+    [
+      'not_equals keeps NULL rows',
+      [{ field: 'note', operator: 'not_equals', value: 'Gift' }],
+      (o) => o.note !== 'Gift',
+    ],
+    [
+      'values with commas and parentheses need no quoting',
+      [{ field: 'note', operator: 'in', value: ['see (box 2)', 'Fragile, handle with care.'] }],
+      (o) => o.note === 'see (box 2)' || o.note === 'Fragile, handle with care.',
+    ],
+    [
+      'contains is case-sensitive',
+      [{ field: 'note', operator: 'contains', value: 'gift' }],
+      (o) => o.note?.includes('gift') === true,
+    ],
+    [
+      'is_empty takes true',
+      [{ field: 'note', operator: 'is_empty', value: true }],
+      (o) => o.note === null || o.note === '',
+    ],
+    [
+      'relation filter with a JSON boolean',
+      [{ field: 'customer.vip', operator: 'equals', value: true }],
+      (o) => S.customers.find((c) => c.id === o.customerId)!.vip,
+    ],
+    [
+      'two filters are ANDed',
+      [
+        { field: 'status', operator: 'equals', value: 'paid' },
+        { field: 'total', operator: 'lte', value: 10 },
+      ],
+      (o) => o.status === 'paid' && o.total <= 10,
+    ],
   ];
   it.each(cases)('%s', async (_name, filter, where) => {
     const want = S.orders.filter(where).map((o) => o.id);
     expect(want.length).toBeGreaterThan(0);
-    expect(idsOf(await ok({ filter, sort: [{ field: 'id', direction: 'asc' }], pagination: { first: 1000 } }))).toEqual(want);
+    expect(idsOf(await ok({ filter, sort: [{ field: 'id', direction: 'asc' }], pagination: { first: 1000 } }))).toEqual(
+      want,
+    );
   });
 
   it('Prefer: count=exact works on _query too', async () => {
-    const res = await t.request('POST', `${BASE}/Order/_query`, { body: { filter: [{ field: 'status', operator: 'equals', value: 'shipped' }], pagination: { first: 2 } }, headers: { prefer: 'count=exact' } });
+    const res = await t.request('POST', `${BASE}/Order/_query`, {
+      body: { filter: [{ field: 'status', operator: 'equals', value: 'shipped' }], pagination: { first: 2 } },
+      headers: { prefer: 'count=exact' },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get('preference-applied')).toBe('count=exact');
     expect(res.body.meta.pagination.totalCount).toBe(S.orders.filter((o) => o.status === 'shipped').length);
@@ -92,7 +142,13 @@ describe('same answer as the equivalent GET', () => {
 
 describe('pagination.after', () => {
   it('walks every row once, in the order of one big page, and ends with a null cursor', async () => {
-    const base = { filter: [{ field: 'total', operator: 'gte', value: 2.5 }], sort: [{ field: 'total', direction: 'DESC' }, { field: 'placedAt', direction: 'asc' }] };
+    const base = {
+      filter: [{ field: 'total', operator: 'gte', value: 2.5 }],
+      sort: [
+        { field: 'total', direction: 'DESC' },
+        { field: 'placedAt', direction: 'asc' },
+      ],
+    };
     const big = await ok({ ...base, pagination: { first: 1000 } });
     const seen: unknown[] = [];
     let after: string | null = null;
@@ -110,7 +166,10 @@ describe('pagination.after', () => {
 
   it('a cursor from another sort → 400', async () => {
     const first = await ok({ sort: [{ field: 'total', direction: 'DESC' }], pagination: { first: 5 } });
-    const res = await query({ sort: [{ field: 'total', direction: 'asc' }], pagination: { first: 5, after: first.body.meta.pagination.nextCursor } });
+    const res = await query({
+      sort: [{ field: 'total', direction: 'asc' }],
+      pagination: { first: 5, after: first.body.meta.pagination.nextCursor },
+    });
     expectProblem(res, 400, undefined, 'pagination.after');
   });
 });
@@ -120,16 +179,57 @@ describe('bad bodies → 400 naming the field', () => {
   const cases: [string, unknown, RegExp][] = [
     ['unknown operator', { filter: [{ field: 'total', operator: 'bigger', value: 1 }] }, /^filter(\[0\]|\.0)/],
     ['unknown field', { filter: [{ field: 'nope', operator: 'equals', value: 1 }] }, /^filter(\[0\]|\.0)/],
-    ['unknown relation field', { filter: [{ field: 'customer.nope', operator: 'equals', value: 1 }] }, /^filter(\[0\]|\.0)/],
-    ['the second filter is the bad one', { filter: [{ field: 'total', operator: 'gt', value: 1 }, { field: 'status', operator: 'equals', value: 'lost' }] }, /^filter(\[1\]|\.1)/],
-    ['wrong value type: text for a Float', { filter: [{ field: 'total', operator: 'gt', value: 'abc' }] }, /^filter(\[0\]|\.0)/],
-    ['wrong value type: object', { filter: [{ field: 'total', operator: 'equals', value: { a: 1 } }] }, /^filter(\[0\]|\.0)/],
-    ['wrong value type: number for a String', { filter: [{ field: 'note', operator: 'equals', value: 5 }] }, /^filter(\[0\]|\.0)/],
-    ['wrong value type: bad date', { filter: [{ field: 'placedAt', operator: 'gt', value: 'soon' }] }, /^filter(\[0\]|\.0)/],
+    [
+      'unknown relation field',
+      { filter: [{ field: 'customer.nope', operator: 'equals', value: 1 }] },
+      /^filter(\[0\]|\.0)/,
+    ],
+    [
+      'the second filter is the bad one',
+      {
+        filter: [
+          { field: 'total', operator: 'gt', value: 1 },
+          { field: 'status', operator: 'equals', value: 'lost' },
+        ],
+      },
+      /^filter(\[1\]|\.1)/,
+    ],
+    [
+      'wrong value type: text for a Float',
+      { filter: [{ field: 'total', operator: 'gt', value: 'abc' }] },
+      /^filter(\[0\]|\.0)/,
+    ],
+    [
+      'wrong value type: object',
+      { filter: [{ field: 'total', operator: 'equals', value: { a: 1 } }] },
+      /^filter(\[0\]|\.0)/,
+    ],
+    [
+      'wrong value type: number for a String',
+      { filter: [{ field: 'note', operator: 'equals', value: 5 }] },
+      /^filter(\[0\]|\.0)/,
+    ],
+    [
+      'wrong value type: bad date',
+      { filter: [{ field: 'placedAt', operator: 'gt', value: 'soon' }] },
+      /^filter(\[0\]|\.0)/,
+    ],
     ['in without an array', { filter: [{ field: 'status', operator: 'in', value: 'open' }] }, /^filter(\[0\]|\.0)/],
-    ['between with three values', { filter: [{ field: 'total', operator: 'between', value: [1, 2, 3] }] }, /^filter(\[0\]|\.0)/],
-    ['in with 1001 values', { filter: [{ field: 'id', operator: 'in', value: Array.from({ length: 1001 }, (_, i) => i) }] }, /^filter(\[0\]|\.0)/],
-    ['operator on the wrong type', { filter: [{ field: 'total', operator: 'contains', value: '1' }] }, /^filter(\[0\]|\.0)/],
+    [
+      'between with three values',
+      { filter: [{ field: 'total', operator: 'between', value: [1, 2, 3] }] },
+      /^filter(\[0\]|\.0)/,
+    ],
+    [
+      'in with 1001 values',
+      { filter: [{ field: 'id', operator: 'in', value: Array.from({ length: 1001 }, (_, i) => i) }] },
+      /^filter(\[0\]|\.0)/,
+    ],
+    [
+      'operator on the wrong type',
+      { filter: [{ field: 'total', operator: 'contains', value: '1' }] },
+      /^filter(\[0\]|\.0)/,
+    ],
     ['unknown key in a filter item', { filter: [{ field: 'total', operator: 'gt', value: 1, extra: 1 }] }, /^filter/],
     ['filter is not an array', { filter: { field: 'total' } }, /^filter/],
     ['unknown top-level key', { foo: 1 }, at('foo')],
@@ -142,14 +242,37 @@ describe('bad bodies → 400 naming the field', () => {
     ['pagination.skip negative', { pagination: { skip: -1 } }, at('pagination.skip')],
     ['pagination.after garbage', { pagination: { after: 'garbage' } }, at('pagination.after')],
     ['pagination.after with skip', { pagination: { after: 'garbage', skip: 5 } }, /^pagination/],
-    ['select of an unknown relation', { select: [{ field: 'id' }, { field: 'supplier', children: [{ field: 'name' }] }] }, /^select/],
+    [
+      'select of an unknown relation',
+      { select: [{ field: 'id' }, { field: 'supplier', children: [{ field: 'name' }] }] },
+      /^select/,
+    ],
     ['select of an unknown field', { select: [{ field: 'nope' }] }, /^select/],
-    ['select 4 embeds deep', { select: [{ field: 'customer', children: [{ field: 'city', children: [{ field: 'customers', children: [{ field: 'orders', children: [{ field: 'id' }] }] }] }] }] }, /^select/],
+    [
+      'select 4 embeds deep',
+      {
+        select: [
+          {
+            field: 'customer',
+            children: [
+              {
+                field: 'city',
+                children: [{ field: 'customers', children: [{ field: 'orders', children: [{ field: 'id' }] }] }],
+              },
+            ],
+          },
+        ],
+      },
+      /^select/,
+    ],
   ];
   it.each(cases)('%s', async (_name, body, field) => {
     const res = await query(body);
     expectProblem(res, 400);
-    expect(res.body.errors.map((e: { field: string }) => e.field).some((f: string) => field.test(f)), res.text).toBe(true);
+    expect(
+      res.body.errors.map((e: { field: string }) => e.field).some((f: string) => field.test(f)),
+      res.text,
+    ).toBe(true);
   });
 
   it.each([
@@ -157,7 +280,10 @@ describe('bad bodies → 400 naming the field', () => {
     ['an array body', '[]'],
     ['a string body', '"x"'],
   ])('%s → 400', async (_name, raw) => {
-    const res = await t.request('POST', `${BASE}/Order/_query`, { raw, headers: { 'content-type': 'application/json' } });
+    const res = await t.request('POST', `${BASE}/Order/_query`, {
+      raw,
+      headers: { 'content-type': 'application/json' },
+    });
     expectProblem(res, 400);
   });
 
@@ -166,9 +292,17 @@ describe('bad bodies → 400 naming the field', () => {
     expect((await query({ filter: [{ field: 'total', operator: 'gt', value: 0 }] }, 'Order', key)).status).toBe(200);
     const f = await query({ filter: [{ field: 'note', operator: 'is_empty', value: true }] }, 'Order', key);
     expectProblem(f, 400);
-    expect(f.body.errors.map((e: { field: string }) => e.field).some((x: string) => /^filter(\[0\]|\.0)/.test(x)), f.text).toBe(true);
+    expect(
+      f.body.errors.map((e: { field: string }) => e.field).some((x: string) => /^filter(\[0\]|\.0)/.test(x)),
+      f.text,
+    ).toBe(true);
     expect((await query({ select: [{ field: 'id' }, { field: 'note' }] }, 'Order', key)).status).toBe(200);
-    expectProblem(await query({ select: [{ field: 'id' }, { field: 'notes' }] }, 'Order', key), 400, undefined, 'select');
+    expectProblem(
+      await query({ select: [{ field: 'id' }, { field: 'notes' }] }, 'Order', key),
+      400,
+      undefined,
+      'select',
+    );
   });
 });
 
@@ -179,7 +313,7 @@ describe('read-only', () => {
       {},
       { filter: [{ field: 'status', operator: 'equals', value: 'open' }], select: [{ field: 'id' }] },
       { status: 'cancelled', total: 0 },
-      { filter: [{ field: 'note', operator: 'equals', value: "x'); delete from \"Order\"; --" }] },
+      { filter: [{ field: 'note', operator: 'equals', value: 'x\'); delete from "Order"; --' }] },
       { data: { total: 1 } },
     ];
     for (const body of bodies) await query(body);

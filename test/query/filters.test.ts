@@ -1,7 +1,17 @@
 // Filters of GET /<table> (docs/api.md §5.5): every operator on the types it applies to, quoting,
 // groups, relation filters, and a 400 Problem naming the parameter for every kind of bad filter.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSeed, DAY, qs, startOfUtcDay, uuid, writeSeed, type Customer, type Order, type Seed } from '../support/query-seed.ts';
+import {
+  buildSeed,
+  DAY,
+  qs,
+  startOfUtcDay,
+  uuid,
+  writeSeed,
+  type Customer,
+  type Order,
+  type Seed,
+} from '../support/query-seed.ts';
 import { expectProblem, startTestServer, type TestServer } from '../support/server.ts';
 
 const BASE = '/gw/api/rest';
@@ -38,9 +48,24 @@ function windows() {
     const y = d.getUTCFullYear();
     const m = d.getUTCMonth() - n;
     const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-    return Date.UTC(y, m, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
+    return Date.UTC(
+      y,
+      m,
+      Math.min(d.getUTCDate(), lastDay),
+      d.getUTCHours(),
+      d.getUTCMinutes(),
+      d.getUTCSeconds(),
+      d.getUTCMilliseconds(),
+    );
   };
-  return { now, today, weekStart, monthStart: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), nextMonth: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1), monthsBack };
+  return {
+    now,
+    today,
+    weekStart,
+    monthStart: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
+    nextMonth: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1),
+    monthsBack,
+  };
 }
 
 const orderCases: [string, string, (o: Order) => boolean][] = [
@@ -49,8 +74,16 @@ const orderCases: [string, string, (o: Order) => boolean][] = [
   ['equals.null is SQL NULL', 'note=equals.null', (o) => o.note === null],
   ['a quoted "null" is the text null', 'note=equals."null"', (o) => o.note === 'null'],
   ['equals on a uuid', `customerId=equals.${uuid(3)}`, (o) => o.customerId === uuid(3)],
-  ['equals on a DateTime', 'placedAt=equals.2024-01-15T10:00:00.000Z', (o) => o.placedAt === '2024-01-15T10:00:00.000Z'],
-  ['equals on a DateTime written with an offset', 'placedAt=equals.2024-01-15T11:00:00+01:00', (o) => o.placedAt === '2024-01-15T10:00:00.000Z'],
+  [
+    'equals on a DateTime',
+    'placedAt=equals.2024-01-15T10:00:00.000Z',
+    (o) => o.placedAt === '2024-01-15T10:00:00.000Z',
+  ],
+  [
+    'equals on a DateTime written with an offset',
+    'placedAt=equals.2024-01-15T11:00:00+01:00',
+    (o) => o.placedAt === '2024-01-15T10:00:00.000Z',
+  ],
   ['not_equals on an enum', 'status=not_equals.paid', (o) => o.status !== 'paid'],
   ['not_equals keeps NULL rows', 'note=not_equals.Gift', (o) => o.note !== 'Gift'],
   ['not_equals.null is IS NOT NULL', 'note=not_equals.null', (o) => o.note !== null],
@@ -59,7 +92,11 @@ const orderCases: [string, string, (o: Order) => boolean][] = [
   ['lt on a Float', 'total=lt.5', (o) => o.total < 5],
   ['lte on a Float', 'total=lte.5', (o) => o.total <= 5],
   ['gt on a decimal literal', 'total=gt.1234.5', (o) => o.total > 1234.5],
-  ['gt on a DateTime', 'placedAt=gt.2024-06-30T23:59:59.999Z', placed((ms) => ms > Date.parse('2024-06-30T23:59:59.999Z'))],
+  [
+    'gt on a DateTime',
+    'placedAt=gt.2024-06-30T23:59:59.999Z',
+    placed((ms) => ms > Date.parse('2024-06-30T23:59:59.999Z')),
+  ],
   ['gte on a date without time', 'placedAt=gte.2024-07-01', placed((ms) => ms >= Date.parse('2024-07-01T00:00:00Z'))],
   ['lt on a DateTime', 'placedAt=lt.2024-07-01T00:00:00Z', placed((ms) => ms < Date.parse('2024-07-01T00:00:00Z'))],
   ['lte on a DateTime', 'placedAt=lte.2024-01-15T10:00:00Z', placed((ms) => ms <= Date.parse('2024-01-15T10:00:00Z'))],
@@ -73,36 +110,72 @@ const orderCases: [string, string, (o: Order) => boolean][] = [
   ['not_in on an enum', 'status=not_in.(open,paid)', (o) => o.status === 'shipped' || o.status === 'cancelled'],
   ['not_in keeps NULL rows', 'note=not_in.(Gift,"a.b,c")', (o) => o.note !== 'Gift' && o.note !== 'a.b,c'],
   ['between includes both bounds', 'total=between.5,10', (o) => o.total >= 5 && o.total <= 10],
-  ['between on DateTimes includes both bounds', 'placedAt=between.2024-01-15T10:00:00.000Z,2024-07-01T00:00:00.000Z',
-    placed((ms) => ms >= Date.parse('2024-01-15T10:00:00Z') && ms <= Date.parse('2024-07-01T00:00:00Z'))],
+  [
+    'between on DateTimes includes both bounds',
+    'placedAt=between.2024-01-15T10:00:00.000Z,2024-07-01T00:00:00.000Z',
+    placed((ms) => ms >= Date.parse('2024-01-15T10:00:00Z') && ms <= Date.parse('2024-07-01T00:00:00Z')),
+  ],
   ['is_empty on text: null and ""', 'note=is_empty.true', (o) => empty(o.note)],
   ['is_not_empty on text', 'note=is_not_empty.true', (o) => !empty(o.note)],
   ['is_empty.false is is_not_empty', 'note=is_empty.false', (o) => !empty(o.note)],
   ['is_empty on a DateTime', 'placedAt=is_empty.true', (o) => o.placedAt === null],
   ['is_not_empty on a DateTime', 'placedAt=is_not_empty.true', (o) => o.placedAt !== null],
-  ['quoted value with a comma and a dot', 'note=equals."Fragile, handle with care."', (o) => o.note === 'Fragile, handle with care.'],
+  [
+    'quoted value with a comma and a dot',
+    'note=equals."Fragile, handle with care."',
+    (o) => o.note === 'Fragile, handle with care.',
+  ],
   ['quoted value with parentheses', 'note=equals."see (box 2)"', (o) => o.note === 'see (box 2)'],
   ['quoted value with an escaped quote', 'note=equals."say \\"hi\\""', (o) => o.note === 'say "hi"'],
-  ['quoted values in an in list', 'note=in.("a.b,c","see (box 2)",Gift)', (o) => ['a.b,c', 'see (box 2)', 'Gift'].includes(o.note!)],
+  [
+    'quoted values in an in list',
+    'note=in.("a.b,c","see (box 2)",Gift)',
+    (o) => ['a.b,c', 'see (box 2)', 'Gift'].includes(o.note!),
+  ],
   ['col. prefix', 'col.total=gt.5', (o) => o.total > 5],
   ['col. prefix on a reserved-looking name is a field', 'col.status=equals.open', (o) => o.status === 'open'],
   ['several parameters are ANDed', 'status=equals.open&total=gt.10', (o) => o.status === 'open' && o.total > 10],
   ['or group', 'or=(status.equals.cancelled,total.gt.25)', (o) => o.status === 'cancelled' || o.total > 25],
   ['and group', 'and=(status.equals.open,note.is_empty.true)', (o) => o.status === 'open' && empty(o.note)],
   ['not group', 'not=(status.in.(open,paid))', (o) => o.status === 'shipped' || o.status === 'cancelled'],
-  ['nested and/not inside or', 'or=(status.equals.cancelled,and(total.gte.25,not(note.is_empty.true)))',
-    (o) => o.status === 'cancelled' || (o.total >= 25 && !empty(o.note))],
-  ['between inside a group', 'or=(total.between.(5,10),status.equals.cancelled)', (o) => (o.total >= 5 && o.total <= 10) || o.status === 'cancelled'],
-  ['quoted values inside a group', 'or=(note.equals."see (box 2)",note.equals."a.b,c")', (o) => o.note === 'see (box 2)' || o.note === 'a.b,c'],
-  ['a DateTime with dots inside a group', 'or=(placedAt.lt.2024-01-01T00:00:00.000Z,placedAt.is_empty.true)',
-    (o) => o.placedAt === null || Date.parse(o.placedAt) < Date.parse('2024-01-01T00:00:00Z')],
-  ['a group ANDed with a parameter', 'status=equals.open&or=(total.lt.5,total.gt.25)', (o) => o.status === 'open' && (o.total < 5 || o.total > 25)],
+  [
+    'nested and/not inside or',
+    'or=(status.equals.cancelled,and(total.gte.25,not(note.is_empty.true)))',
+    (o) => o.status === 'cancelled' || (o.total >= 25 && !empty(o.note)),
+  ],
+  [
+    'between inside a group',
+    'or=(total.between.(5,10),status.equals.cancelled)',
+    (o) => (o.total >= 5 && o.total <= 10) || o.status === 'cancelled',
+  ],
+  [
+    'quoted values inside a group',
+    'or=(note.equals."see (box 2)",note.equals."a.b,c")',
+    (o) => o.note === 'see (box 2)' || o.note === 'a.b,c',
+  ],
+  [
+    'a DateTime with dots inside a group',
+    'or=(placedAt.lt.2024-01-01T00:00:00.000Z,placedAt.is_empty.true)',
+    (o) => o.placedAt === null || Date.parse(o.placedAt) < Date.parse('2024-01-01T00:00:00Z'),
+  ],
+  [
+    'a group ANDed with a parameter',
+    'status=equals.open&or=(total.lt.5,total.gt.25)',
+    (o) => o.status === 'open' && (o.total < 5 || o.total > 25),
+  ],
   ['to-one relation filter', 'customer.name=equals.Alice Martin', (o) => customerOf(o).name === 'Alice Martin'],
   ['to-one relation filter on a Boolean', 'customer.vip=equals.true', (o) => customerOf(o).vip],
-  ['to-one relation filter with a quoted value', 'customer.name=equals."Carol, Jr."', (o) => customerOf(o).name === 'Carol, Jr.'],
+  [
+    'to-one relation filter with a quoted value',
+    'customer.name=equals."Carol, Jr."',
+    (o) => customerOf(o).name === 'Carol, Jr.',
+  ],
   ['two-level relation filter', 'customer.city.name=equals.Paris', (o) => cityName(customerOf(o)) === 'Paris'],
-  ['relation filter inside a group', 'or=(customer.name.equals."Dave (Admin)",status.equals.cancelled)',
-    (o) => customerOf(o).name === 'Dave (Admin)' || o.status === 'cancelled'],
+  [
+    'relation filter inside a group',
+    'or=(customer.name.equals."Dave (Admin)",status.equals.cancelled)',
+    (o) => customerOf(o).name === 'Dave (Admin)' || o.status === 'cancelled',
+  ],
 ];
 
 describe('operators on Order', () => {
@@ -138,7 +211,7 @@ describe('date helpers (UTC days, ISO weeks from Monday)', () => {
     const lastMs = S.orders.filter((o) => o.placedAt === new Date(today - 1).toISOString()).map((o) => o.id);
     expect(lastMs.length).toBeGreaterThan(0);
     const [y, td] = [await listIds('Order', 'placedAt=yesterday.true'), await listIds('Order', 'placedAt=today.true')];
-    for (const id of lastMs) (expect(y).toContain(id), expect(td).not.toContain(id));
+    for (const id of lastMs) expect(y).toContain(id), expect(td).not.toContain(id);
   });
 });
 
@@ -152,12 +225,28 @@ describe('other tables and types', () => {
     ['equals on a Boolean', 'vip=equals.true', (c) => c.vip],
     ['not_equals on a Boolean', 'vip=not_equals.true', (c) => !c.vip],
     ['is_empty on a nullable Int', 'cityId=is_empty.true', (c) => c.cityId === null],
-    ['quoted in list with commas, dots, parentheses', 'name=in.("Carol, Jr.","Dave (Admin)","Frank.Ocean")', (c) => ['Carol, Jr.', 'Dave (Admin)', 'Frank.Ocean'].includes(c.name)],
+    [
+      'quoted in list with commas, dots, parentheses',
+      'name=in.("Carol, Jr.","Dave (Admin)","Frank.Ocean")',
+      (c) => ['Carol, Jr.', 'Dave (Admin)', 'Frank.Ocean'].includes(c.name),
+    ],
     ['an unquoted dot inside a top-level value', 'name=equals.Frank.Ocean', (c) => c.name === 'Frank.Ocean'],
     ['in on a uuid', `id=in.(${uuid(2)},${uuid(9)})`, (c) => c.id === uuid(2) || c.id === uuid(9)],
-    ['to-many: some order matches', 'orders.status=equals.cancelled', (c) => S.orders.some((o) => o.customerId === c.id && o.status === 'cancelled')],
-    ['to-many: a single matching order', 'orders.total=gt.1000', (c) => S.orders.some((o) => o.customerId === c.id && o.total > 1000)],
-    ['to-many under not: no order matches', 'not=(orders.status.equals.cancelled)', (c) => !S.orders.some((o) => o.customerId === c.id && o.status === 'cancelled')],
+    [
+      'to-many: some order matches',
+      'orders.status=equals.cancelled',
+      (c) => S.orders.some((o) => o.customerId === c.id && o.status === 'cancelled'),
+    ],
+    [
+      'to-many: a single matching order',
+      'orders.total=gt.1000',
+      (c) => S.orders.some((o) => o.customerId === c.id && o.total > 1000),
+    ],
+    [
+      'to-many under not: no order matches',
+      'not=(orders.status.equals.cancelled)',
+      (c) => !S.orders.some((o) => o.customerId === c.id && o.status === 'cancelled'),
+    ],
     ['to-one relation on Customer', 'city.country=equals.FR', (c) => ['Paris', 'Lyon'].includes(cityName(c) ?? '')],
   ];
   it.each(customerCases)('Customer %s: %s', async (_name, query, where) => {
@@ -167,7 +256,11 @@ describe('other tables and types', () => {
   });
 
   it('City: two-level to-many filter (customers.orders.status) lists each city once', async () => {
-    const want = S.cities.filter((city) => S.customers.some((c) => c.cityId === city.id && S.orders.some((o) => o.customerId === c.id && o.status === 'cancelled')));
+    const want = S.cities.filter((city) =>
+      S.customers.some(
+        (c) => c.cityId === city.id && S.orders.some((o) => o.customerId === c.id && o.status === 'cancelled'),
+      ),
+    );
     expect(await listIds('City', 'customers.orders.status=equals.cancelled')).toEqual(want.map((c) => c.id));
   });
 
@@ -186,14 +279,21 @@ describe('other tables and types', () => {
     expect(res.status, res.text).toBe(200);
     const got = res.body.data.map((i: { orderId: number; productId: number }) => `${i.orderId}/${i.productId}`).sort();
     const paid = new Set(S.orders.filter((o) => o.status === 'paid').map((o) => o.id));
-    expect(got).toEqual(S.items.filter((i) => i.quantity >= 5 && paid.has(i.orderId)).map((i) => `${i.orderId}/${i.productId}`).sort());
+    expect(got).toEqual(
+      S.items
+        .filter((i) => i.quantity >= 5 && paid.has(i.orderId))
+        .map((i) => `${i.orderId}/${i.productId}`)
+        .sort(),
+    );
   });
 });
 
 describe('limits that still pass', () => {
   const nested = (n: number) => `or=(${'and('.repeat(n - 1)}status.equals.cancelled${')'.repeat(n - 1)})`;
   it('groups nested 8 levels deep', async () => {
-    expect(await listIds('Order', nested(8))).toEqual(S.orders.filter((o) => o.status === 'cancelled').map((o) => o.id));
+    expect(await listIds('Order', nested(8))).toEqual(
+      S.orders.filter((o) => o.status === 'cancelled').map((o) => o.id),
+    );
   });
   it('an in list of 1000 values', async () => {
     const list = Array.from({ length: 1000 }, (_, i) => i + 1).join(',');
@@ -251,6 +351,11 @@ describe('bad filters → 400 Problem naming the parameter', () => {
     expect(await listIds('Order', 'total=gt.0', key)).toEqual([]); // readable field: fine (no user → no rows)
     expectProblem(await t.request('GET', `${BASE}/Order?${qs('note=is_empty.true')}`, { key }), 400, undefined, 'note');
     expectProblem(await t.request('GET', `${BASE}/Order?${qs('or=(note.equals.x)')}`, { key }), 400, undefined, 'or');
-    expectProblem(await t.request('GET', `${BASE}/Order?${qs('customer.name=equals.x')}`, { key }), 400, undefined, 'customer.name');
+    expectProblem(
+      await t.request('GET', `${BASE}/Order?${qs('customer.name=equals.x')}`, { key }),
+      400,
+      undefined,
+      'customer.name',
+    );
   });
 });

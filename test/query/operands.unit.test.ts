@@ -2,11 +2,31 @@
 // docs/api.md "Operators"; docs/permissions.md "Cursors ... are encrypted". One row per case.
 import { describe, expect, it } from 'vitest';
 import type { FieldSpec } from '../../runtime/model/index.ts';
-import { CursorError, cursorCodec, FilterValueError, MAX_IN_LIST, operandValue, queryFingerprint, roleOperand, scalarValue, type Operator } from '../../runtime/query/index.ts';
+import {
+  CursorError,
+  cursorCodec,
+  FilterValueError,
+  MAX_IN_LIST,
+  operandValue,
+  queryFingerprint,
+  roleOperand,
+  scalarValue,
+  type Operator,
+} from '../../runtime/query/index.ts';
 import { catalog, table, USER_ID } from '../support/query-unit.ts';
 
 const of = (t: string, name: string): FieldSpec => table(t).fields.get(name)!;
-const synthetic = (type: FieldSpec['type']): FieldSpec => ({ name: `a${type}`, column: `a${type}`, type, list: false, nullable: true, id: false, unique: false, dbDefault: false, managed: false });
+const synthetic = (type: FieldSpec['type']): FieldSpec => ({
+  name: `a${type}`,
+  column: `a${type}`,
+  type,
+  list: false,
+  nullable: true,
+  id: false,
+  unique: false,
+  dbDefault: false,
+  managed: false,
+});
 const F = {
   int: of('Order', 'id'),
   float: of('Order', 'total'),
@@ -42,7 +62,10 @@ describe('operandValue', () => {
     ['Int with a fraction', { given: { field: 'int', raw: '1.5' }, want: /32-bit integer/ }],
     ['Int, JSON fraction', { given: { field: 'int', raw: 3.5 }, want: /32-bit integer/ }],
     ['Int, not a number', { given: { field: 'int', raw: '0x10' }, want: /32-bit integer/ }],
-    ['BigInt highest stays text', { given: { field: 'bigint', raw: '9223372036854775807' }, want: '9223372036854775807' }],
+    [
+      'BigInt highest stays text',
+      { given: { field: 'bigint', raw: '9223372036854775807' }, want: '9223372036854775807' },
+    ],
     ['BigInt lowest', { given: { field: 'bigint', raw: '-9223372036854775808' }, want: '-9223372036854775808' }],
     ['BigInt above the range', { given: { field: 'bigint', raw: '9223372036854775808' }, want: /64-bit integer/ }],
     ['BigInt from JSON', { given: { field: 'bigint', raw: 12 }, want: '12' }],
@@ -61,13 +84,22 @@ describe('operandValue', () => {
     ['String of 10001 characters', { given: { field: 'text', raw: 'x'.repeat(10_001) }, want: /longer than 10000/ }],
     ['UUID', { given: { field: 'uuid', raw: USER_ID.toUpperCase() }, want: USER_ID.toUpperCase() }],
     ['not a UUID', { given: { field: 'uuid', raw: '8d5e2c1a-3b4f-4c6d-9e7f' }, want: /takes a UUID/ }],
-    ['a UUID takes no text operators', { given: { field: 'uuid', op: 'contains', raw: '8d5e' }, want: /contains needs a text field; customerId is Uuid/ }],
+    [
+      'a UUID takes no text operators',
+      {
+        given: { field: 'uuid', op: 'contains', raw: '8d5e' },
+        want: /contains needs a text field; customerId is Uuid/,
+      },
+    ],
     ['VarChar is text', { given: { field: 'varchar', op: 'starts_with', raw: 'N' }, want: 'N' }],
     ['enum', { given: { field: 'enum', raw: 'paid' }, want: 'paid' }],
     ['enum: not a value', { given: { field: 'enum', raw: 'closed' }, want: /one of open, paid, shipped, cancelled/ }],
     ['enum: case matters', { given: { field: 'enum', raw: 'OPEN' }, want: /one of/ }],
     ['date', { given: { field: 'date', raw: '2024-02-29' }, want: '2024-02-29T00:00:00.000Z' }],
-    ['date-time with an offset', { given: { field: 'date', raw: '2024-01-01T10:00:00+02:00' }, want: '2024-01-01T08:00:00.000Z' }],
+    [
+      'date-time with an offset',
+      { given: { field: 'date', raw: '2024-01-01T10:00:00+02:00' }, want: '2024-01-01T08:00:00.000Z' },
+    ],
     ['date-time, Z', { given: { field: 'date', raw: '2024-01-01 10:00:00.5Z' }, want: '2024-01-01T10:00:00.500Z' }],
     ['2024-02-30 does not exist', { given: { field: 'date', raw: '2024-02-30' }, want: /ISO 8601/ }],
     ['2023-02-29 does not exist', { given: { field: 'date', raw: '2023-02-29' }, want: /ISO 8601/ }],
@@ -79,24 +111,54 @@ describe('operandValue', () => {
     ['equals null', { given: { field: 'int', raw: null }, want: null }],
     ['not_equals null', { given: { field: 'date', op: 'not_equals', raw: null }, want: null }],
     ['gt null', { given: { field: 'int', op: 'gt', raw: null }, want: /32-bit integer/ }],
-    ['gt on a Boolean', { given: { field: 'bool', op: 'gt', raw: 'true' }, want: /gt needs a number, date or text field/ }],
-    ['Json only takes is_empty', { given: { field: 'json', op: 'equals', raw: '{}' }, want: /Json fields only take is_empty and is_not_empty/ }],
+    [
+      'gt on a Boolean',
+      { given: { field: 'bool', op: 'gt', raw: 'true' }, want: /gt needs a number, date or text field/ },
+    ],
+    [
+      'Json only takes is_empty',
+      { given: { field: 'json', op: 'equals', raw: '{}' }, want: /Json fields only take is_empty and is_not_empty/ },
+    ],
     ['Json is_empty', { given: { field: 'json', op: 'is_empty', raw: 'true' }, want: true }],
     ['Bytes is_not_empty.false', { given: { field: 'bytes', op: 'is_not_empty', raw: 'false' }, want: false }],
-    ['is_empty takes a flag', { given: { field: 'text', op: 'is_empty', raw: 'maybe' }, want: /is_empty takes true or false/ }],
+    [
+      'is_empty takes a flag',
+      { given: { field: 'text', op: 'is_empty', raw: 'maybe' }, want: /is_empty takes true or false/ },
+    ],
     ['a list contains an element', { given: { field: 'tags', op: 'contains', raw: 'red' }, want: 'red' }],
-    ['a list takes no equals', { given: { field: 'tags', op: 'equals', raw: 'red' }, want: /list fields take contains/ }],
+    [
+      'a list takes no equals',
+      { given: { field: 'tags', op: 'equals', raw: 'red' }, want: /list fields take contains/ },
+    ],
     ['in', { given: { field: 'int', op: 'in', list: ['1', 2] }, want: [1, 2] }],
     ['in without a list', { given: { field: 'int', op: 'in', raw: '1' }, want: /in takes a list/ }],
     ['in with no values', { given: { field: 'int', op: 'not_in', list: [] }, want: /at least one value/ }],
-    [`in with ${MAX_IN_LIST} values`, { given: { field: 'int', op: 'in', list: many(MAX_IN_LIST) }, want: expect.arrayContaining([999]) }],
-    [`in with ${MAX_IN_LIST + 1} values`, { given: { field: 'int', op: 'in', list: many(MAX_IN_LIST + 1) }, want: /at most 1000 values/ }],
+    [
+      `in with ${MAX_IN_LIST} values`,
+      { given: { field: 'int', op: 'in', list: many(MAX_IN_LIST) }, want: expect.arrayContaining([999]) },
+    ],
+    [
+      `in with ${MAX_IN_LIST + 1} values`,
+      { given: { field: 'int', op: 'in', list: many(MAX_IN_LIST + 1) }, want: /at most 1000 values/ },
+    ],
     ['in checks every value', { given: { field: 'enum', op: 'in', list: ['open', 'nope'] }, want: /one of/ }],
-    ['between', { given: { field: 'date', op: 'between', list: ['2024-01-01', '2024-12-31'] }, want: ['2024-01-01T00:00:00.000Z', '2024-12-31T00:00:00.000Z'] }],
-    ['between three values', { given: { field: 'int', op: 'between', list: ['1', '2', '3'] }, want: /between takes two values/ }],
+    [
+      'between',
+      {
+        given: { field: 'date', op: 'between', list: ['2024-01-01', '2024-12-31'] },
+        want: ['2024-01-01T00:00:00.000Z', '2024-12-31T00:00:00.000Z'],
+      },
+    ],
+    [
+      'between three values',
+      { given: { field: 'int', op: 'between', list: ['1', '2', '3'] }, want: /between takes two values/ },
+    ],
     ['today.true', { given: { field: 'date', op: 'today', raw: 'true' }, want: true }],
     ['today.false', { given: { field: 'date', op: 'today', raw: 'false' }, want: /today takes the value true/ }],
-    ['this_month on an Int', { given: { field: 'int', op: 'this_month', raw: 'true' }, want: /this_month needs a DateTime field/ }],
+    [
+      'this_month on an Int',
+      { given: { field: 'int', op: 'this_month', raw: 'true' }, want: /this_month needs a DateTime field/ },
+    ],
     ['last_days 700000', { given: { field: 'date', op: 'last_days', raw: '700000' }, want: 700000 }],
     ['last_days 700001', { given: { field: 'date', op: 'last_days', raw: '700001' }, want: /from 1 to 700000/ }],
     ['last_weeks 100000', { given: { field: 'date', op: 'last_weeks', raw: 100000 }, want: 100000 }],
@@ -135,7 +197,8 @@ describe('operandValue', () => {
     };
     try {
       process.env.TZ = 'America/New_York';
-      for (const raw of ['2024-01-01T10:00', '2024-01-01 10:00:00']) expect(['refused', '2024-01-01T10:00:00.000Z']).toContain(read(raw));
+      for (const raw of ['2024-01-01T10:00', '2024-01-01 10:00:00'])
+        expect(['refused', '2024-01-01T10:00:00.000Z']).toContain(read(raw));
     } finally {
       if (saved === undefined) delete process.env.TZ;
       else process.env.TZ = saved;
@@ -144,13 +207,39 @@ describe('operandValue', () => {
 });
 
 describe('roleOperand', () => {
-  it.each<[string, { given: { table: string; path: string; op: Operator; value: unknown }; want: { value: unknown } | undefined }]>([
-    ['a direct field', { given: { table: 'Order', path: 'customerId', op: 'equals', value: USER_ID }, want: { value: USER_ID } }],
-    ['through a relation the caller need not read', { given: { table: 'OrderItem', path: 'order.customerId', op: 'equals', value: USER_ID }, want: { value: USER_ID } }],
-    ['a text into an Int', { given: { table: 'Customer', path: 'cityId', op: 'equals', value: '3' }, want: { value: 3 } }],
+  it.each<
+    [
+      string,
+      { given: { table: string; path: string; op: Operator; value: unknown }; want: { value: unknown } | undefined },
+    ]
+  >([
+    [
+      'a direct field',
+      { given: { table: 'Order', path: 'customerId', op: 'equals', value: USER_ID }, want: { value: USER_ID } },
+    ],
+    [
+      'through a relation the caller need not read',
+      {
+        given: { table: 'OrderItem', path: 'order.customerId', op: 'equals', value: USER_ID },
+        want: { value: USER_ID },
+      },
+    ],
+    [
+      'a text into an Int',
+      { given: { table: 'Customer', path: 'cityId', op: 'equals', value: '3' }, want: { value: 3 } },
+    ],
     ['a UUID into an Int', { given: { table: 'Order', path: 'id', op: 'equals', value: USER_ID }, want: undefined }],
-    ['an email into a UUID', { given: { table: 'Order', path: 'customerId', op: 'equals', value: 'a@b.c' }, want: undefined }],
-    ['an operator list', { given: { table: 'Order', path: 'status', op: 'in', value: ['open', 'paid'] }, want: { value: ['open', 'paid'] } }],
+    [
+      'an email into a UUID',
+      { given: { table: 'Order', path: 'customerId', op: 'equals', value: 'a@b.c' }, want: undefined },
+    ],
+    [
+      'an operator list',
+      {
+        given: { table: 'Order', path: 'status', op: 'in', value: ['open', 'paid'] },
+        want: { value: ['open', 'paid'] },
+      },
+    ],
     ['an unknown field', { given: { table: 'Order', path: 'nope', op: 'equals', value: 1 }, want: undefined }],
     ['an unknown relation', { given: { table: 'Order', path: 'nope.id', op: 'equals', value: 1 }, want: undefined }],
     ['an unknown table', { given: { table: 'Nope', path: 'id', op: 'equals', value: 1 }, want: undefined }],
@@ -161,7 +250,11 @@ describe('roleOperand', () => {
 
 describe('cursors', () => {
   const codec = cursorCodec('unit-test-secret');
-  const fingerprint = queryFingerprint({ table: 'Order', order: [{ field: 'note', direction: 'asc' }], where: 'status=paid' });
+  const fingerprint = queryFingerprint({
+    table: 'Order',
+    order: [{ field: 'note', direction: 'asc' }],
+    where: 'status=paid',
+  });
   const values = ['hidden note: VIP discount 42', null, '1234567'];
 
   it('round trip', () => {
@@ -176,18 +269,38 @@ describe('cursors', () => {
     const cursor = codec.encode(fingerprint, values);
     const bytes = Buffer.from(cursor, 'base64url');
     for (const text of [bytes.toString('utf8'), bytes.toString('latin1')]) {
-      for (const visible of ['hidden note', 'VIP discount', '1234567', fingerprint, '{"q"', '"v":']) expect(text).not.toContain(visible);
+      for (const visible of ['hidden note', 'VIP discount', '1234567', fingerprint, '{"q"', '"v":'])
+        expect(text).not.toContain(visible);
     }
-    for (const visible of ['hidden', '1234567', fingerprint, Buffer.from(values[0]!).toString('base64url').slice(0, 12)]) expect(cursor).not.toContain(visible);
+    for (const visible of [
+      'hidden',
+      '1234567',
+      fingerprint,
+      Buffer.from(values[0]!).toString('base64url').slice(0, 12),
+    ])
+      expect(cursor).not.toContain(visible);
   });
 
   it.each<[string, { given: (cursor: string) => [string, string]; want: RegExp }]>([
     ...[0, 12, 28, -1].map((at): [string, { given: (c: string) => [string, string]; want: RegExp }] => [
       `a flipped bit at byte ${at} (${at === 0 ? 'nonce' : at === 12 ? 'tag' : 'payload'})`,
-      { given: (c) => { const b = Buffer.from(c, 'base64url'); b[at < 0 ? b.length + at : at]! ^= 1; return [fingerprint, b.toString('base64url')]; }, want: /altered or comes from elsewhere/ },
+      {
+        given: (c) => {
+          const b = Buffer.from(c, 'base64url');
+          b[at < 0 ? b.length + at : at]! ^= 1;
+          return [fingerprint, b.toString('base64url')];
+        },
+        want: /altered or comes from elsewhere/,
+      },
     ]),
     ['another query', { given: (c) => [queryFingerprint({ table: 'Order' }), c], want: /different sort or filter/ }],
-    ['another secret', { given: () => [fingerprint, cursorCodec('another-secret').encode(fingerprint, values)], want: /altered or comes from elsewhere/ }],
+    [
+      'another secret',
+      {
+        given: () => [fingerprint, cursorCodec('another-secret').encode(fingerprint, values)],
+        want: /altered or comes from elsewhere/,
+      },
+    ],
     ['not base64url', { given: (c) => [fingerprint, `${c.slice(0, 10)}+/=`], want: /not a cursor/ }],
     ['too short', { given: () => [fingerprint, 'AAAA'], want: /not a cursor/ }],
     ['too long', { given: (c) => [fingerprint, c.repeat(200)], want: /not a cursor/ }],

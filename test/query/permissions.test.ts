@@ -9,7 +9,12 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 const BASE = '/gw/api/rest';
 const ALL_ROWS = { limit: 100, offset: 0, hasNextPage: false, hasPreviousPage: false };
 let t: TestServer;
-const keys: Record<'catalog' | 'customer' | 'both' | 'customerAdmin', string> = { catalog: '', customer: '', both: '', customerAdmin: '' };
+const keys: Record<'catalog' | 'customer' | 'both' | 'customerAdmin', string> = {
+  catalog: '',
+  customer: '',
+  both: '',
+  customerAdmin: '',
+};
 let customer: { id: string };
 let order: { id: number; note: string | null };
 let product: { id: number };
@@ -36,7 +41,13 @@ afterAll(() => t?.close());
 
 type Op = 'list' | 'read' | 'create' | 'update' | 'delete';
 function call(op: Op, table: string, key: string, body?: unknown) {
-  const id = { City: () => city.id, Customer: () => customer.id, Product: () => product.id, Order: () => order.id, OrderItem: () => 1 }[table]!();
+  const id = {
+    City: () => city.id,
+    Customer: () => customer.id,
+    Product: () => product.id,
+    Order: () => order.id,
+    OrderItem: () => 1,
+  }[table]!();
   const sample: Record<string, unknown> = {
     City: { name: 'Denied', country: 'DN' },
     Customer: { email: `denied-${randomUUID()}@example.com`, name: 'Denied' },
@@ -44,10 +55,21 @@ function call(op: Op, table: string, key: string, body?: unknown) {
     Order: { total: 1, customerId: customer.id },
     OrderItem: { orderId: order.id, productId: product.id },
   };
-  const patch: Record<string, unknown> = { City: { name: 'Patched' }, Customer: { name: 'Patched' }, Product: { title: 'Patched' }, Order: { total: 31 } };
+  const patch: Record<string, unknown> = {
+    City: { name: 'Patched' },
+    Customer: { name: 'Patched' },
+    Product: { title: 'Patched' },
+    Order: { total: 31 },
+  };
   const path = op === 'list' || op === 'create' ? `${BASE}/${table}` : `${BASE}/${table}/${id}`;
   const method = { list: 'GET', read: 'GET', create: 'POST', update: 'PATCH', delete: 'DELETE' }[op];
-  return { path, res: t.request(method, path, { key, body: body ?? (op === 'create' ? sample[table] : op === 'update' ? patch[table] : undefined) }) };
+  return {
+    path,
+    res: t.request(method, path, {
+      key,
+      body: body ?? (op === 'create' ? sample[table] : op === 'update' ? patch[table] : undefined),
+    }),
+  };
 }
 
 const OPS: Op[] = ['list', 'read', 'create', 'update', 'delete'];
@@ -97,7 +119,10 @@ describe('table-level actions', () => {
   });
 
   it('catalog update on Product writes and answers the record', async () => {
-    const res = await t.request('PATCH', `${BASE}/Product/${product.id}`, { key: keys.catalog, body: { title: 'Renamed by catalog', tags: ['new'] } });
+    const res = await t.request('PATCH', `${BASE}/Product/${product.id}`, {
+      key: keys.catalog,
+      body: { title: 'Renamed by catalog', tags: ['new'] },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toMatchObject({ id: product.id, title: 'Renamed by catalog', tags: ['new'] });
   });
@@ -126,7 +151,12 @@ describe('row filters and field lists of the customer role', () => {
     expect(await countRows(t.db, 'Order')).toBeGreaterThan(0);
     for (const key of [keys.customer, keys.both]) {
       expect(expectListEnvelope(await t.request('GET', `${BASE}/Order`, { key }), ALL_ROWS)).toEqual([]);
-      expectProblemAt(await t.request('GET', `${BASE}/Order/${order.id}`, { key }), 404, `${BASE}/Order/${order.id}`, 'not-found');
+      expectProblemAt(
+        await t.request('GET', `${BASE}/Order/${order.id}`, { key }),
+        404,
+        `${BASE}/Order/${order.id}`,
+        'not-found',
+      );
     }
   });
 
@@ -139,18 +169,33 @@ describe('row filters and field lists of the customer role', () => {
 
   it('create filter customerId = $user.id: an API key has no user, so every create is refused (403 row_filter), nothing written', async () => {
     const before = await snapshot(t.db);
-    const res = await t.request('POST', `${BASE}/Order`, { key: keys.customer, body: { total: 7, customerId: customer.id } });
+    const res = await t.request('POST', `${BASE}/Order`, {
+      key: keys.customer,
+      body: { total: 7, customerId: customer.id },
+    });
     expectProblemAt(res, 403, `${BASE}/Order`, 'forbidden');
-    expect(res.body.errors).toEqual([{ field: 'customerId', rule: 'row_filter', message: "customerId must match your role's filter" }]);
+    expect(res.body.errors).toEqual([
+      { field: 'customerId', rule: 'row_filter', message: "customerId must match your role's filter" },
+    ]);
     // no user, so no preset either: the required field is missing
-    expectProblemAt(await t.request('POST', `${BASE}/Order`, { key: keys.customer, body: { total: 7 } }), 422, `${BASE}/Order`, 'validation', 'customerId');
+    expectProblemAt(
+      await t.request('POST', `${BASE}/Order`, { key: keys.customer, body: { total: 7 } }),
+      422,
+      `${BASE}/Order`,
+      'validation',
+      'customerId',
+    );
     expect(await snapshot(t.db)).toEqual(before);
   });
 
   it.each<[string, Record<string, unknown>, string[]]>([
     ['note', { total: 1, customerId: 'x', note: 'hi' }, ['note']],
     ['status', { total: 1, customerId: 'x', status: 'paid' }, ['status']],
-    ['note and placedAt', { total: 1, customerId: 'x', note: 'hi', placedAt: '2024-01-01T00:00:00Z' }, ['note', 'placedAt']],
+    [
+      'note and placedAt',
+      { total: 1, customerId: 'x', note: 'hi', placedAt: '2024-01-01T00:00:00Z' },
+      ['note', 'placedAt'],
+    ],
     ['note with a wrong type (403 before validation)', { total: 'abc', note: 5 }, ['note']],
   ])('create writing %s → 403 naming it, nothing written', async (_name, body, fields) => {
     const before = await snapshot(t.db);
@@ -167,7 +212,12 @@ describe('row filters and field lists of the customer role', () => {
   it('update of an open order: an API key reads no Order rows, so it updates none (404, unchanged); a forbidden field → 403 first', async () => {
     const open = await post('Order', { total: 1, customerId: customer.id });
     const path = `${BASE}/Order/${open.id}`;
-    expectProblemAt(await t.request('PATCH', path, { key: keys.customer, body: { total: 99 } }), 404, path, 'not-found');
+    expectProblemAt(
+      await t.request('PATCH', path, { key: keys.customer, body: { total: 99 } }),
+      404,
+      path,
+      'not-found',
+    );
     expect((await t.request('GET', path)).body).toEqual({ data: open });
     const forbidden = await t.request('PATCH', path, { key: keys.customer, body: { note: 'x' } });
     expectProblemAt(forbidden, 403, path, 'forbidden', 'note');
@@ -176,7 +226,12 @@ describe('row filters and field lists of the customer role', () => {
   it('update of a row outside the filter (status paid) → 404, unchanged', async () => {
     const paid = await post('Order', { total: 1, status: 'paid', customerId: customer.id });
     const path = `${BASE}/Order/${paid.id}`;
-    expectProblemAt(await t.request('PATCH', path, { key: keys.customer, body: { total: 50 } }), 404, path, 'not-found');
+    expectProblemAt(
+      await t.request('PATCH', path, { key: keys.customer, body: { total: 50 } }),
+      404,
+      path,
+      'not-found',
+    );
     expect((await t.request('GET', path)).body).toEqual({ data: paid });
   });
 });
@@ -206,8 +261,18 @@ describe('custom roles: $context filters and read field lists', () => {
     expect(expectListEnvelope(await c.request('GET', `${BASE}/Customer`, { key: noContext }), ALL_ROWS)).toEqual([]);
     expect(expectListEnvelope(await c.request('GET', `${BASE}/Customer`, { key: otherContext }), ALL_ROWS)).toEqual([]);
     expect((await c.request('GET', `${BASE}/Customer/${ann.id}`, { key: annKey })).body).toEqual({ data: ann });
-    expectProblemAt(await c.request('GET', `${BASE}/Customer/${bob.id}`, { key: annKey }), 404, `${BASE}/Customer/${bob.id}`, 'not-found');
-    expectProblemAt(await c.request('POST', `${BASE}/Customer`, { key: annKey, body: { email: 'x@example.com', name: 'Ann' } }), 403, `${BASE}/Customer`, 'forbidden');
+    expectProblemAt(
+      await c.request('GET', `${BASE}/Customer/${bob.id}`, { key: annKey }),
+      404,
+      `${BASE}/Customer/${bob.id}`,
+      'not-found',
+    );
+    expectProblemAt(
+      await c.request('POST', `${BASE}/Customer`, { key: annKey, body: { email: 'x@example.com', name: 'Ann' } }),
+      403,
+      `${BASE}/Customer`,
+      'forbidden',
+    );
   });
 
   it('a read field list leaves the other fields out of lists and single reads', async () => {
@@ -217,6 +282,8 @@ describe('custom roles: $context filters and read field lists', () => {
     const data = expectListEnvelope(await c.request('GET', `${BASE}/Order`, { key }), ALL_ROWS);
     expect(data).toContainEqual({ id: o.id, total: 42.5 });
     for (const row of data) expect(Object.keys(row).sort()).toEqual(['id', 'total']);
-    expect((await c.request('GET', `${BASE}/Order/${o.id}`, { key })).body).toEqual({ data: { id: o.id, total: 42.5 } });
+    expect((await c.request('GET', `${BASE}/Order/${o.id}`, { key })).body).toEqual({
+      data: { id: o.id, total: 42.5 },
+    });
   });
 });

@@ -10,7 +10,11 @@ let t: TestServer;
 let S: Seed;
 
 beforeAll(async () => {
-  t = await startTestServer({ configPatch: (raw) => { raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total'] } } } }; } });
+  t = await startTestServer({
+    configPatch: (raw) => {
+      raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total'] } } } };
+    },
+  });
   S = buildSeed();
   await writeSeed(t.db, S);
 });
@@ -44,7 +48,14 @@ describe('fields and aliases', () => {
     for (const [i, r] of all.entries()) {
       expect(Object.keys(r).sort()).toEqual([...ORDER_FIELDS].sort());
       const o = S.orders[i]!;
-      expect(r).toMatchObject({ id: o.id, status: o.status, total: o.total, note: o.note, placedAt: o.placedAt, customerId: o.customerId });
+      expect(r).toMatchObject({
+        id: o.id,
+        status: o.status,
+        total: o.total,
+        note: o.note,
+        placedAt: o.placedAt,
+        customerId: o.customerId,
+      });
     }
     const withEmbed = await rows(`Order?${qs('select=*,customer(name)&sort=id&limit=1')}`);
     expect(Object.keys(withEmbed[0]).sort()).toEqual([...ORDER_FIELDS, 'customer'].sort());
@@ -62,14 +73,22 @@ describe('embeds', () => {
   it('to-many: items(productId,quantity), [] when there are none', async () => {
     const got = await rows(`Order?${qs('select=id,items(productId,quantity)&sort=id&limit=1000')}`);
     expect(got.map((r) => ({ id: r.id, items: byProduct(r.items) }))).toEqual(
-      S.orders.map((o) => ({ id: o.id, items: itemsOf(o).map((i) => ({ productId: i.productId, quantity: i.quantity })) })),
+      S.orders.map((o) => ({
+        id: o.id,
+        items: itemsOf(o).map((i) => ({ productId: i.productId, quantity: i.quantity })),
+      })),
     );
     expect(got.some((r) => r.items.length === 0)).toBe(true);
   });
 
   it('nested to-one: customer(name,city(name)); a missing city is null', async () => {
     const got = await rows(`Order?${qs('select=id,customer(name,city(name))&sort=id&limit=1000')}`);
-    expect(got).toEqual(S.orders.map((o) => ({ id: o.id, customer: { name: customer(o.customerId).name, city: city(customer(o.customerId)) } })));
+    expect(got).toEqual(
+      S.orders.map((o) => ({
+        id: o.id,
+        customer: { name: customer(o.customerId).name, city: city(customer(o.customerId)) },
+      })),
+    );
     expect(got.some((r) => r.customer.city === null)).toBe(true);
   });
 
@@ -80,22 +99,37 @@ describe('embeds', () => {
         id: c.id,
         customers: [...c.customers]
           .sort((a, b) => (a.name < b.name ? -1 : 1))
-          .map((p) => ({ name: p.name, orders: [...p.orders].sort((a, b) => a.id - b.id).map((o) => ({ id: o.id, items: o.items.map((i: any) => i.quantity).sort() })) })),
+          .map((p) => ({
+            name: p.name,
+            orders: [...p.orders]
+              .sort((a, b) => a.id - b.id)
+              .map((o) => ({ id: o.id, items: o.items.map((i: any) => i.quantity).sort() })),
+          })),
       }));
     const want = S.cities.map((c) => ({
       id: c.id,
-      customers: S.customers.filter((p) => p.cityId === c.id).map((p) => ({
-        name: p.name,
-        orders: S.orders.filter((o) => o.customerId === p.id).map((o) => ({ id: o.id, items: itemsOf(o).map((i) => ({ quantity: i.quantity })) })),
-      })),
+      customers: S.customers
+        .filter((p) => p.cityId === c.id)
+        .map((p) => ({
+          name: p.name,
+          orders: S.orders
+            .filter((o) => o.customerId === p.id)
+            .map((o) => ({ id: o.id, items: itemsOf(o).map((i) => ({ quantity: i.quantity })) })),
+        })),
     }));
     expect(norm(got)).toEqual(norm(want));
   });
 
   it('aliases on embeds: customer:buyer(name), items:lines(quantity)', async () => {
-    const got = await rows(`Order?${qs('select=id,customer:buyer(name:fullName),items:lines(productId,quantity)&sort=id&limit=5')}`);
+    const got = await rows(
+      `Order?${qs('select=id,customer:buyer(name:fullName),items:lines(productId,quantity)&sort=id&limit=5')}`,
+    );
     expect(got.map((r) => ({ ...r, lines: byProduct(r.lines) }))).toEqual(
-      S.orders.slice(0, 5).map((o) => ({ id: o.id, buyer: { fullName: customer(o.customerId).name }, lines: itemsOf(o).map(({ productId, quantity }) => ({ productId, quantity })) })),
+      S.orders.slice(0, 5).map((o) => ({
+        id: o.id,
+        buyer: { fullName: customer(o.customerId).name },
+        lines: itemsOf(o).map(({ productId, quantity }) => ({ productId, quantity })),
+      })),
     );
   });
 
@@ -107,8 +141,15 @@ describe('embeds', () => {
 
   it('to-many from Customer: orders(id,total) and a customer without orders gets []', async () => {
     const got = await rows(`Customer?${qs(`select=id,orders(id,total)&id=in.(${uuid(1)},${uuid(9)})`)}`);
-    const want = [uuid(1), uuid(9)].map((id) => ({ id, orders: S.orders.filter((o) => o.customerId === id).map((o) => ({ id: o.id, total: o.total })) }));
-    expect(got.map((r) => ({ ...r, orders: [...r.orders].sort((a, b) => a.id - b.id) })).sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual(want);
+    const want = [uuid(1), uuid(9)].map((id) => ({
+      id,
+      orders: S.orders.filter((o) => o.customerId === id).map((o) => ({ id: o.id, total: o.total })),
+    }));
+    expect(
+      got
+        .map((r) => ({ ...r, orders: [...r.orders].sort((a, b) => a.id - b.id) }))
+        .sort((a, b) => (a.id < b.id ? -1 : 1)),
+    ).toEqual(want);
     expect(want[1]!.orders).toEqual([]);
   });
 
@@ -116,7 +157,10 @@ describe('embeds', () => {
     const five = Array.from({ length: 5 }, (_, i) => `customer:c${i}(city(name))`).join(',');
     const [r] = await rows(`Order?${qs(`select=id,${five}&sort=id&limit=1`)}`);
     const c = customer(S.orders[0]!.customerId);
-    expect(r).toEqual({ id: 1, ...Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`c${i}`, { city: city(c) }])) });
+    expect(r).toEqual({
+      id: 1,
+      ...Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`c${i}`, { city: city(c) }])),
+    });
     const ten = Array.from({ length: 10 }, (_, i) => `customer:c${i}(name)`).join(',');
     expect(Object.keys((await rows(`Order?${qs(`select=${ten}&limit=1`)}`))[0])).toHaveLength(10);
   });
@@ -125,7 +169,10 @@ describe('embeds', () => {
 describe('single record: GET /<table>/<id>?select=', () => {
   it('fields, aliases and embeds', async () => {
     const o = S.orders[3]!;
-    const res = await t.request('GET', `${BASE}/Order/${o.id}?${qs('select=id,total:amount,customer:buyer(name,city(name)),items(productId,quantity)')}`);
+    const res = await t.request(
+      'GET',
+      `${BASE}/Order/${o.id}?${qs('select=id,total:amount,customer:buyer(name,city(name)),items(productId,quantity)')}`,
+    );
     expect(res.status, res.text).toBe(200);
     const c = customer(o.customerId);
     expect({ ...res.body.data, items: byProduct(res.body.data.items) }).toEqual({
@@ -140,15 +187,21 @@ describe('single record: GET /<table>/<id>?select=', () => {
   it('a customer with its orders', async () => {
     const res = await t.request('GET', `${BASE}/Customer/${uuid(2)}?${qs('select=name,orders(id)')}`);
     expect(res.status, res.text).toBe(200);
-    expect({ ...res.body.data, orders: res.body.data.orders.map((x: any) => x.id).sort((a: number, b: number) => a - b) }).toEqual({
+    expect({
+      ...res.body.data,
+      orders: res.body.data.orders.map((x: any) => x.id).sort((a: number, b: number) => a - b),
+    }).toEqual({
       name: customer(uuid(2)).name,
       orders: S.orders.filter((o) => o.customerId === uuid(2)).map((o) => o.id),
     });
   });
 
-  it.each(['select=nope', 'select=id,supplier(name)', 'select=customer(city(customers(orders(id))))'])('bad select → 400 select: %s', async (query) => {
-    expectProblem(await t.request('GET', `${BASE}/Order/1?${qs(query)}`), 400, undefined, 'select');
-  });
+  it.each(['select=nope', 'select=id,supplier(name)', 'select=customer(city(customers(orders(id))))'])(
+    'bad select → 400 select: %s',
+    async (query) => {
+      expectProblem(await t.request('GET', `${BASE}/Order/1?${qs(query)}`), 400, undefined, 'select');
+    },
+  );
 });
 
 describe('bad selects → 400 naming select', () => {
@@ -178,7 +231,9 @@ describe('bad selects → 400 naming select', () => {
     expect((await t.request('GET', `${BASE}/Order?select=id,note`, { key })).status).toBe(200);
     const { key: reader } = await t.createKey(['noteless']);
     const all = await rows('Order?select=id,note,total&limit=3', t.adminKey);
-    expect(await rows('Order?select=id,note,total&limit=3', reader)).toEqual(all.map((o: any) => ({ id: o.id, total: o.total })));
+    expect(await rows('Order?select=id,note,total&limit=3', reader)).toEqual(
+      all.map((o: any) => ({ id: o.id, total: o.total })),
+    );
     expect(await rows('Order?select=note:n&limit=3', reader)).toEqual(all.map(() => ({})));
     // a name the table does not have is still a 400
     expectProblem(await t.request('GET', `${BASE}/Order?select=id,notes`, { key: reader }), 400, undefined, 'select');

@@ -44,14 +44,39 @@ const idsOf = (res: { body: any }) => res.body.data.map((r: { id: number }) => r
 
 describe('sort', () => {
   it.each<[string, Term[]]>([
-    ['sort=total,-placedAt', [['total', 'asc'], ['placedAt', 'desc']]],
-    ['sort=total.asc,placedAt.desc', [['total', 'asc'], ['placedAt', 'desc']]],
+    [
+      'sort=total,-placedAt',
+      [
+        ['total', 'asc'],
+        ['placedAt', 'desc'],
+      ],
+    ],
+    [
+      'sort=total.asc,placedAt.desc',
+      [
+        ['total', 'asc'],
+        ['placedAt', 'desc'],
+      ],
+    ],
     ['sort=-total', [['total', 'desc']]],
     ['sort=total.desc', [['total', 'desc']]],
-    ['sort=status.asc,-total,placedAt', [['status', 'asc'], ['total', 'desc'], ['placedAt', 'asc']]],
+    [
+      'sort=status.asc,-total,placedAt',
+      [
+        ['status', 'asc'],
+        ['total', 'desc'],
+        ['placedAt', 'asc'],
+      ],
+    ],
     ['sort=placedAt', [['placedAt', 'asc']]],
     ['sort=-placedAt', [['placedAt', 'desc']]],
-    ['sort=-customerId,total', [['customerId', 'desc'], ['total', 'asc']]],
+    [
+      'sort=-customerId,total',
+      [
+        ['customerId', 'desc'],
+        ['total', 'asc'],
+      ],
+    ],
     ['sort=col.total', [['total', 'asc']]],
   ])('%s', async (query, terms) => {
     const rows = query.includes('status') ? S.orders.filter((o) => o.status === 'paid') : S.orders;
@@ -130,8 +155,19 @@ describe('Prefer: count=exact', () => {
   it('adds meta.pagination.totalCount and Preference-Applied', async () => {
     const res = await get('Order?status=equals.paid&sort=id&limit=5', { prefer: 'count=exact' });
     expect(res.headers.get('preference-applied')).toBe('count=exact');
-    expect(idsOf(res)).toEqual(paid().slice(0, 5).map((o) => o.id));
-    expect(res.body.meta.pagination).toEqual({ limit: 5, offset: 0, hasNextPage: true, hasPreviousPage: false, nextCursor: expect.any(String), totalCount: paid().length });
+    expect(idsOf(res)).toEqual(
+      paid()
+        .slice(0, 5)
+        .map((o) => o.id),
+    );
+    expect(res.body.meta.pagination).toEqual({
+      limit: 5,
+      offset: 0,
+      hasNextPage: true,
+      hasPreviousPage: false,
+      nextCursor: expect.any(String),
+      totalCount: paid().length,
+    });
   });
   it('counts every matching row even when the page is empty', async () => {
     const res = await get('Order?status=equals.paid&offset=500', { prefer: 'count=exact' });
@@ -182,14 +218,23 @@ describe('cursor walks: every row once, in the order of one big page', () => {
     expect(got).toEqual(big.body.data);
     if (terms) expect(got.map((r) => r.id)).toEqual(ordered(S.orders, terms));
     if (table === 'Order' && query === 'sort=-total&status=in.(open,paid)') {
-      expect(got.map((r) => r.id)).toEqual(ordered(S.orders.filter((o) => o.status === 'open' || o.status === 'paid'), [['total', 'desc']]));
+      expect(got.map((r) => r.id)).toEqual(
+        ordered(
+          S.orders.filter((o) => o.status === 'open' || o.status === 'paid'),
+          [['total', 'desc']],
+        ),
+      );
     }
   });
 
   it('first=<n> works with after, and the page size may change between pages', async () => {
-    expect((await walk('Order?sort=-placedAt', 9, 'first')).map((r) => r.id)).toEqual(ordered(S.orders, [['placedAt', 'desc']]));
+    expect((await walk('Order?sort=-placedAt', 9, 'first')).map((r) => r.id)).toEqual(
+      ordered(S.orders, [['placedAt', 'desc']]),
+    );
     const first = await get('Order?sort=-total&limit=7');
-    const rest = await get(`Order?sort=-total&limit=1000&after=${encodeURIComponent(first.body.meta.pagination.nextCursor)}`);
+    const rest = await get(
+      `Order?sort=-total&limit=1000&after=${encodeURIComponent(first.body.meta.pagination.nextCursor)}`,
+    );
     expect([...idsOf(first), ...idsOf(rest)]).toEqual(ordered(S.orders, [['total', 'desc']]));
     expect(rest.body.meta.pagination.nextCursor).toBeNull();
   });
@@ -201,7 +246,12 @@ describe('cursor walks: every row once, in the order of one big page', () => {
     seen.push(...idsOf(page1));
     const lastTotal = S.orders[seen.at(-1)! - 1]!.total;
     const add = async (total: number) =>
-      (await t.db.query<{ id: number }>(`insert into env_master."Order" (status, total, "customerId", "updatedAt") values ('open', $1, $2, now()) returning id`, [total, uuid(1)]))[0]!.id;
+      (
+        await t.db.query<{ id: number }>(
+          `insert into env_master."Order" (status, total, "customerId", "updatedAt") values ('open', $1, $2, now()) returning id`,
+          [total, uuid(1)],
+        )
+      )[0]!.id;
     const before = await add(5000); // sorts before the cursor: already passed
     const tie = await add(lastTotal); // same total as the cursor row, larger id: still ahead
     const ahead = await add(1); // in the part not yet visited
@@ -234,9 +284,18 @@ describe('bad cursors → 400 naming after', () => {
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/); // one base64url string
     const bad: [string, string][] = [
       ['a flipped character early on', `Order?sort=-total&after=${encodeURIComponent(flip(cursor, 3))}`],
-      ['a flipped character at the end', `Order?sort=-total&after=${encodeURIComponent(flip(cursor, cursor.length - 2))}`],
-      ['a flipped character in the middle', `Order?sort=-total&after=${encodeURIComponent(flip(cursor, Math.floor(cursor.length / 2)))}`],
-      ['a dot-separated cursor', `Order?sort=-total&after=${encodeURIComponent(`${cursor.slice(0, 20)}.${cursor.slice(20)}`)}`],
+      [
+        'a flipped character at the end',
+        `Order?sort=-total&after=${encodeURIComponent(flip(cursor, cursor.length - 2))}`,
+      ],
+      [
+        'a flipped character in the middle',
+        `Order?sort=-total&after=${encodeURIComponent(flip(cursor, Math.floor(cursor.length / 2)))}`,
+      ],
+      [
+        'a dot-separated cursor',
+        `Order?sort=-total&after=${encodeURIComponent(`${cursor.slice(0, 20)}.${cursor.slice(20)}`)}`,
+      ],
       ['another sort', `Order?sort=total&after=${encodeURIComponent(cursor)}`],
       ['another sort with more terms', `Order?sort=-total,id&after=${encodeURIComponent(cursor)}`],
       ['another filter', `Order?sort=-total&status=equals.paid&after=${encodeURIComponent(cursor)}`],
@@ -258,6 +317,9 @@ describe('bad cursors → 400 naming after', () => {
     const cursor = await cursorOf('Order?sort=-total&limit=7');
     const res = await t.request('GET', `${BASE}/Order?sort=-total&offset=7&after=${encodeURIComponent(cursor)}`);
     expectProblem(res, 400);
-    expect(res.body.errors.map((e: { field: string }) => e.field).some((f: string) => f === 'after' || f === 'offset'), res.text).toBe(true);
+    expect(
+      res.body.errors.map((e: { field: string }) => e.field).some((f: string) => f === 'after' || f === 'offset'),
+      res.text,
+    ).toBe(true);
   });
 });

@@ -55,7 +55,11 @@ async function sharedHits(windowStart: number, n: number, environment = 'master'
 
 function expectLimitHeaders(res: TestResponse, remaining: number) {
   expect(
-    { limit: res.headers.get('ratelimit-limit'), remaining: res.headers.get('ratelimit-remaining'), reset: res.headers.get('ratelimit-reset') },
+    {
+      limit: res.headers.get('ratelimit-limit'),
+      remaining: res.headers.get('ratelimit-remaining'),
+      reset: res.headers.get('ratelimit-reset'),
+    },
     `${res.status} ${res.text}`,
   ).toEqual({ limit: String(LIMIT), remaining: String(remaining), reset: '30' });
 }
@@ -153,12 +157,27 @@ describe('data rate limit (5 a minute)', () => {
 
     it('missing credentials → 401 (not 429); a bad key → 401', async () => {
       expectProblemAt(await a.request('GET', `${BASE}/City`, { key: false }), 401, `${BASE}/City`, 'unauthorized');
-      expectProblemAt(await a.request('GET', `${BASE}/City`, { key: 'not-a-key' }), 401, `${BASE}/City`, 'unauthorized');
+      expectProblemAt(
+        await a.request('GET', `${BASE}/City`, { key: 'not-a-key' }),
+        401,
+        `${BASE}/City`,
+        'unauthorized',
+      );
     });
 
     it('missing project → 400; unknown project → 404 (not 429)', async () => {
-      expectProblemAt(await a.request('GET', `${BASE}/City`, { project: false }), 400, `${BASE}/City`, 'missing-project');
-      expectProblemAt(await a.request('GET', `${BASE}/City`, { project: 'other' }), 404, `${BASE}/City`, 'unknown-project');
+      expectProblemAt(
+        await a.request('GET', `${BASE}/City`, { project: false }),
+        400,
+        `${BASE}/City`,
+        'missing-project',
+      );
+      expectProblemAt(
+        await a.request('GET', `${BASE}/City`, { project: 'other' }),
+        404,
+        `${BASE}/City`,
+        'unknown-project',
+      );
     });
 
     it('a role without permission → 429 (the limit comes before permission)', async () => {
@@ -222,7 +241,11 @@ async function bucketHits(server: TestServer, windowStart: number): Promise<Reco
 
 function expectHeaders(res: TestResponse, limit: number, remaining: number) {
   expect(
-    { limit: res.headers.get('ratelimit-limit'), remaining: res.headers.get('ratelimit-remaining'), reset: res.headers.get('ratelimit-reset') },
+    {
+      limit: res.headers.get('ratelimit-limit'),
+      remaining: res.headers.get('ratelimit-remaining'),
+      reset: res.headers.get('ratelimit-reset'),
+    },
     `${res.status} ${res.text}`,
   ).toEqual({ limit: String(limit), remaining: String(remaining), reset: '30' });
 }
@@ -231,12 +254,19 @@ function expectHeaders(res: TestResponse, limit: number, remaining: number) {
 function expect429(res: TestResponse, path: string, detail: string, limit: number) {
   expect(res.status, res.text).toBe(429);
   expect(res.headers.get('content-type')).toBe('application/problem+json');
-  expect(res.body).toEqual({ type: '/errors/rate-limited', title: 'Too Many Requests', status: 429, detail, instance: path, errors: [] });
+  expect(res.body).toEqual({
+    type: '/errors/rate-limited',
+    title: 'Too Many Requests',
+    status: 429,
+    detail,
+    instance: path,
+    errors: [],
+  });
   expect(res.headers.get('retry-after')).toBe('30');
   expectHeaders(res, limit, 0);
 }
 
-describe('each caller\'s share of the data rate limit (project 8, caller 3 a minute)', () => {
+describe("each caller's share of the data rate limit (project 8, caller 3 a minute)", () => {
   const PROJECT = 8;
   const CALLER = 3;
   const CALLER_DETAIL = `each caller (API key or user) may make ${CALLER} data requests a minute in this project and environment, and yours are used up; retry in 30 s`;
@@ -258,14 +288,23 @@ describe('each caller\'s share of the data rate limit (project 8, caller 3 a min
 
   it('a key that used up its share gets 429 (not counted for the project); other keys still get 200 until the project total', async () => {
     const start = freshWindow();
-    const [one, two, three] = [await c.createKey(['admin']), await c.createKey(['admin']), await c.createKey(['admin'])];
+    const [one, two, three] = [
+      await c.createKey(['admin']),
+      await c.createKey(['admin']),
+      await c.createKey(['admin']),
+    ];
     for (let i = 0; i < CALLER; i++) {
       const res = await c.request('GET', path, { key: one.key });
       expect(res.status, res.text).toBe(200);
       expectHeaders(res, CALLER, CALLER - 1 - i); // the caller's share is the tighter one
     }
     expect429(await c.request('GET', path, { key: one.key }), path, CALLER_DETAIL, CALLER);
-    expect429(await c.request('POST', path, { key: one.key, body: { name: 'Over', country: 'OV' } }), path, CALLER_DETAIL, CALLER);
+    expect429(
+      await c.request('POST', path, { key: one.key, body: { name: 'Over', country: 'OV' } }),
+      path,
+      CALLER_DETAIL,
+      CALLER,
+    );
     expect(await c.db.query(`select 1 from env_master."City" where name = 'Over'`)).toHaveLength(0);
 
     for (let i = 0; i < CALLER; i++) {
@@ -295,7 +334,7 @@ describe('each caller\'s share of the data rate limit (project 8, caller 3 a min
     });
   });
 
-  it('requests refused with 403 use up only the refused key\'s share: the admin key is not affected', async () => {
+  it("requests refused with 403 use up only the refused key's share: the admin key is not affected", async () => {
     const start = freshWindow();
     const catalog = await c.createKey(['catalog']);
     const admin = await c.createKey(['admin']);
@@ -304,7 +343,8 @@ describe('each caller\'s share of the data rate limit (project 8, caller 3 a min
       expectProblemAt(res, 403, `${BASE}/Order`, 'forbidden');
       expectHeaders(res, CALLER, CALLER - 1 - i);
     }
-    for (let i = 0; i < 20; i++) expect429(await c.request('GET', `${BASE}/Order`, { key: catalog.key }), `${BASE}/Order`, CALLER_DETAIL, CALLER);
+    for (let i = 0; i < 20; i++)
+      expect429(await c.request('GET', `${BASE}/Order`, { key: catalog.key }), `${BASE}/Order`, CALLER_DETAIL, CALLER);
     const res = await c.request('GET', `${BASE}/Order`, { key: admin.key });
     expect(res.status, res.text).toBe(200);
     expectHeaders(res, CALLER, CALLER - 1);
@@ -315,7 +355,7 @@ describe('each caller\'s share of the data rate limit (project 8, caller 3 a min
     });
   });
 
-  it('a caller\'s share is shared by the server processes: alternating between two, the fourth request → 429 on either', async () => {
+  it("a caller's share is shared by the server processes: alternating between two, the fourth request → 429 on either", async () => {
     freshWindow();
     const key = (await c.createKey(['admin'])).key;
     const statuses: string[] = [];
@@ -355,12 +395,20 @@ describe('failed credentials per client address (3 a minute)', () => {
     expect(res.status, res.text).toBe(401);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(res.headers.get('www-authenticate')).toBe('Bearer');
-    expect(res.body).toEqual({ type: '/errors/unauthorized', title: 'Unauthorized', status: 401, detail, instance: path, errors: [] });
+    expect(res.body).toEqual({
+      type: '/errors/unauthorized',
+      title: 'Unauthorized',
+      status: 401,
+      detail,
+      instance: path,
+      errors: [],
+    });
     expect(res.headers.get('ratelimit-limit')).toBeNull();
     expect(res.headers.get('retry-after')).toBeNull();
   }
 
-  const MISSING = 'send credentials in the Authorization header: "Bearer <access token or API key>" or "<key prefix> <API key>"';
+  const MISSING =
+    'send credentials in the Authorization header: "Bearer <access token or API key>" or "<key prefix> <API key>"';
   const MALFORMED = 'the Authorization header must be "<scheme> <credential>"';
   const UNKNOWN = 'the credential is not a valid API key or token, or it was revoked';
   const STAGING = 'this API key belongs to environment "staging", not "master"';
@@ -377,7 +425,12 @@ describe('failed credentials per client address (3 a minute)', () => {
     expectHeaders(valid, 1200, 1199);
     expect429(await u.request('GET', path, { key: revoked }), path, DETAIL, FAILURES);
     expect429(await u.request('GET', path, { key: staging }), path, DETAIL, FAILURES);
-    expect429(await u.request('POST', path, { key: false, body: { name: 'Nobody', country: 'NB' } }), path, DETAIL, FAILURES);
+    expect429(
+      await u.request('POST', path, { key: false, body: { name: 'Nobody', country: 'NB' } }),
+      path,
+      DETAIL,
+      FAILURES,
+    );
     for (let i = 0; i < 3; i++) {
       const res = await u.request('GET', path);
       expect(res.status, res.text).toBe(200);
@@ -407,6 +460,10 @@ describe('failed credentials per client address (3 a minute)', () => {
     const ok = await u.request('GET', path, { headers: { 'x-forwarded-for': '203.0.113.7' } });
     expect(ok.status, ok.text).toBe(200);
     const hits = await bucketHits(u, start);
-    expect([hits['data-unauthenticated:203.0.113.7'], hits['data-unauthenticated:203.0.113.8'], hits['data-unauthenticated:127.0.0.1']]).toEqual([FAILURES, 1, 1]);
+    expect([
+      hits['data-unauthenticated:203.0.113.7'],
+      hits['data-unauthenticated:203.0.113.8'],
+      hits['data-unauthenticated:127.0.0.1'],
+    ]).toEqual([FAILURES, 1, 1]);
   });
 });

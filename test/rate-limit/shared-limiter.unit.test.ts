@@ -160,7 +160,7 @@ describe('SharedRateLimiter', () => {
     expect(t.statements.map((s) => s.kind)).toEqual(['claim', 'add', 'prune', 'claim']);
   });
 
-  it('prune keeps the current window\'s buckets', async () => {
+  it("prune keeps the current window's buckets", async () => {
     const t = table();
     const limiter = new SharedRateLimiter(t.db);
     await hit(limiter, 'a', 1000);

@@ -22,7 +22,8 @@ async function post(table: string, body: unknown) {
 }
 let seq = 0;
 const newCustomer = () => post('Customer', { email: `c${++seq}-${randomUUID()}@example.com`, name: `Customer ${seq}` });
-const newOrder = async (extra: Record<string, unknown> = {}) => post('Order', { total: 10, customerId: (await newCustomer()).id, ...extra });
+const newOrder = async (extra: Record<string, unknown> = {}) =>
+  post('Order', { total: 10, customerId: (await newCustomer()).id, ...extra });
 
 describe('POST', () => {
   it('201 { data: record } with a Location of the new record and ISO 8601 timestamps', async () => {
@@ -31,7 +32,13 @@ describe('POST', () => {
     expect(res.status, res.text).toBe(201);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(res.body).toEqual({
-      data: { id: expect.any(Number), name: 'Lyon', country: 'FR', createdAt: expect.stringMatching(ISO_8601), updatedAt: expect.stringMatching(ISO_8601) },
+      data: {
+        id: expect.any(Number),
+        name: 'Lyon',
+        country: 'FR',
+        createdAt: expect.stringMatching(ISO_8601),
+        updatedAt: expect.stringMatching(ISO_8601),
+      },
     });
     const { id, createdAt } = res.body.data;
     expect(res.headers.get('location')).toBe(`${BASE}/City/${id}`);
@@ -42,7 +49,10 @@ describe('POST', () => {
   });
 
   it('Prefer: return=minimal → 201 with no body and a Location', async () => {
-    const res = await t.request('POST', `${BASE}/City`, { body: { name: 'Minimal', country: 'MI' }, headers: { prefer: 'return=minimal' } });
+    const res = await t.request('POST', `${BASE}/City`, {
+      body: { name: 'Minimal', country: 'MI' },
+      headers: { prefer: 'return=minimal' },
+    });
     expect(res.status).toBe(201);
     expect(res.text).toBe('');
     const location = res.headers.get('location')!;
@@ -58,14 +68,22 @@ describe('POST', () => {
     expect(city.body.data.id).toBe(424242);
     expect(city.headers.get('location')).toBe(`${BASE}/City/424242`);
     const id = randomUUID();
-    const customer = await t.request('POST', `${BASE}/Customer`, { body: { id, email: `${id}@example.com`, name: 'Chosen' } });
+    const customer = await t.request('POST', `${BASE}/Customer`, {
+      body: { id, email: `${id}@example.com`, name: 'Chosen' },
+    });
     expect(customer.status, customer.text).toBe(201);
     expect(customer.body.data.id).toBe(id);
     expect(customer.headers.get('location')).toBe(`${BASE}/Customer/${id}`);
   });
 
   it('a client-supplied integer id moves the id sequence past it: later creates without an id do not collide (single and bulk)', async () => {
-    const product = (sku: string, id?: number) => ({ ...(id === undefined ? {} : { id }), sku: `${sku}-${randomUUID()}`, title: sku, price: 1, tags: [] });
+    const product = (sku: string, id?: number) => ({
+      ...(id === undefined ? {} : { id }),
+      sku: `${sku}-${randomUUID()}`,
+      title: sku,
+      price: 1,
+      tags: [],
+    });
     const first = await t.request('POST', `${BASE}/Product`, { body: product('auto') });
     expect(first.status, first.text).toBe(201);
     const chosen = first.body.data.id + 3;
@@ -75,7 +93,9 @@ describe('POST', () => {
       expect(next.status, next.text).toBe(201);
       expect(next.body.data.id).toBe(chosen + i);
     }
-    const bulk = await t.request('POST', `${BASE}/Product/_bulk`, { body: { items: [product('bulk-chosen', chosen + 100), product('bulk-auto')] } });
+    const bulk = await t.request('POST', `${BASE}/Product/_bulk`, {
+      body: { items: [product('bulk-chosen', chosen + 100), product('bulk-auto')] },
+    });
     expect(bulk.status, bulk.text).toBe(201);
     expect(bulk.body.data.items).toEqual([{ id: chosen + 100 }, { id: chosen + 101 }]);
   });
@@ -85,7 +105,15 @@ describe('POST', () => {
     const res = await t.request('POST', `${BASE}/Customer`, { body: { email, name: 'Ann' } });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
-      data: { id: expect.stringMatching(UUID), email, name: 'Ann', vip: false, cityId: null, createdAt: expect.stringMatching(ISO_8601), updatedAt: expect.stringMatching(ISO_8601) },
+      data: {
+        id: expect.stringMatching(UUID),
+        email,
+        name: 'Ann',
+        vip: false,
+        cityId: null,
+        createdAt: expect.stringMatching(ISO_8601),
+        updatedAt: expect.stringMatching(ISO_8601),
+      },
     });
     expect(await countRows(t.db, 'Customer', 'master', 'id = $1', [res.body.data.id])).toBe(1);
   });
@@ -123,17 +151,35 @@ describe('list', () => {
   beforeAll(async () => {
     ids = [];
     for (let i = 0; i < 5; i++) {
-      const res = await t.request('POST', `${BASE}/Product`, { key: stagingKey, environment: 'staging', body: { sku: `PAGE-${i}`, title: `Page ${i}`, price: i, tags: [] } });
+      const res = await t.request('POST', `${BASE}/Product`, {
+        key: stagingKey,
+        environment: 'staging',
+        body: { sku: `PAGE-${i}`, title: `Page ${i}`, price: i, tags: [] },
+      });
       expect(res.status, res.text).toBe(201);
       ids.push(res.body.data.id);
     }
   });
-  const page = (query: string) => t.request('GET', `${BASE}/Product${query}`, { key: stagingKey, environment: 'staging' });
+  const page = (query: string) =>
+    t.request('GET', `${BASE}/Product${query}`, { key: stagingKey, environment: 'staging' });
 
   it('defaults: limit 100, offset 0, every record', async () => {
-    const data = expectListEnvelope(await page(''), { limit: 100, offset: 0, hasNextPage: false, hasPreviousPage: false });
+    const data = expectListEnvelope(await page(''), {
+      limit: 100,
+      offset: 0,
+      hasNextPage: false,
+      hasPreviousPage: false,
+    });
     expect(data.map((p) => p.id).sort((a, b) => a - b)).toEqual(ids);
-    expect(data[0]).toEqual({ id: expect.any(Number), sku: expect.any(String), title: expect.any(String), price: expect.any(Number), tags: [], createdAt: expect.stringMatching(ISO_8601), updatedAt: expect.stringMatching(ISO_8601) });
+    expect(data[0]).toEqual({
+      id: expect.any(Number),
+      sku: expect.any(String),
+      title: expect.any(String),
+      price: expect.any(Number),
+      tags: [],
+      createdAt: expect.stringMatching(ISO_8601),
+      updatedAt: expect.stringMatching(ISO_8601),
+    });
   });
 
   it.each([
@@ -148,14 +194,18 @@ describe('list', () => {
     ['?first=3', 3, 0, 3, true, false],
     ['?skip=3', 100, 3, 2, false, true],
     ['?limit=1000', 1000, 0, 5, false, false],
-  ])('%s → limit %i, offset %i, %i rows, hasNextPage %s, hasPreviousPage %s', async (query, limit, offset, count, hasNextPage, hasPreviousPage) => {
-    const data = expectListEnvelope(await page(query), { limit, offset, hasNextPage, hasPreviousPage });
-    expect(data).toHaveLength(count);
-  });
+  ])(
+    '%s → limit %i, offset %i, %i rows, hasNextPage %s, hasPreviousPage %s',
+    async (query, limit, offset, count, hasNextPage, hasPreviousPage) => {
+      const data = expectListEnvelope(await page(query), { limit, offset, hasNextPage, hasPreviousPage });
+      expect(data).toHaveLength(count);
+    },
+  );
 
   it('offset pages partition the records, in a stable order', async () => {
     const seen: number[] = [];
-    for (const offset of [0, 2, 4]) seen.push(...(await page(`?limit=2&offset=${offset}`)).body.data.map((p: { id: number }) => p.id));
+    for (const offset of [0, 2, 4])
+      seen.push(...(await page(`?limit=2&offset=${offset}`)).body.data.map((p: { id: number }) => p.id));
     expect(seen).toHaveLength(5);
     expect([...seen].sort((a, b) => a - b)).toEqual(ids);
   });
@@ -184,17 +234,28 @@ describe('list', () => {
 
 describe('PATCH', () => {
   const old = '2001-02-03T04:05:06.789Z';
-  it.each(['application/merge-patch+json', 'application/json'])('merge patch (%s): null clears, untouched fields stay, updatedAt moves', async (type) => {
-    const order = await newOrder({ note: 'before', placedAt: '2024-01-02T03:04:05.000Z', total: 12.5 });
-    await t.db.query(`update env_master."Order" set "createdAt" = $1, "updatedAt" = $1 where id = $2`, [old, order.id]);
-    const started = Date.now();
-    const res = await t.request('PATCH', `${BASE}/Order/${order.id}`, { raw: JSON.stringify({ note: null, status: 'paid' }), headers: { 'content-type': type } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body).toEqual({ data: { ...order, note: null, status: 'paid', createdAt: old, updatedAt: expect.stringMatching(ISO_8601) } });
-    expect(Date.parse(res.body.data.updatedAt)).toBeGreaterThan(Date.parse(old));
-    expect(Date.parse(res.body.data.updatedAt)).toBeGreaterThanOrEqual(started - 60_000);
-    expect((await t.request('GET', `${BASE}/Order/${order.id}`)).body).toEqual(res.body);
-  });
+  it.each(['application/merge-patch+json', 'application/json'])(
+    'merge patch (%s): null clears, untouched fields stay, updatedAt moves',
+    async (type) => {
+      const order = await newOrder({ note: 'before', placedAt: '2024-01-02T03:04:05.000Z', total: 12.5 });
+      await t.db.query(`update env_master."Order" set "createdAt" = $1, "updatedAt" = $1 where id = $2`, [
+        old,
+        order.id,
+      ]);
+      const started = Date.now();
+      const res = await t.request('PATCH', `${BASE}/Order/${order.id}`, {
+        raw: JSON.stringify({ note: null, status: 'paid' }),
+        headers: { 'content-type': type },
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual({
+        data: { ...order, note: null, status: 'paid', createdAt: old, updatedAt: expect.stringMatching(ISO_8601) },
+      });
+      expect(Date.parse(res.body.data.updatedAt)).toBeGreaterThan(Date.parse(old));
+      expect(Date.parse(res.body.data.updatedAt)).toBeGreaterThanOrEqual(started - 60_000);
+      expect((await t.request('GET', `${BASE}/Order/${order.id}`)).body).toEqual(res.body);
+    },
+  );
 
   it.each([
     ['an unknown field', { notes: 'x' }, 'notes'],
@@ -210,7 +271,12 @@ describe('PATCH', () => {
   });
 
   it('a missing record → 404', async () => {
-    expectProblemAt(await t.request('PATCH', `${BASE}/City/2000000000`, { body: { name: 'x' } }), 404, `${BASE}/City/2000000000`, 'not-found');
+    expectProblemAt(
+      await t.request('PATCH', `${BASE}/City/2000000000`, { body: { name: 'x' } }),
+      404,
+      `${BASE}/City/2000000000`,
+      'not-found',
+    );
   });
 });
 
@@ -234,11 +300,22 @@ describe('composite key (OrderItem)', () => {
     const res = await t.request('POST', `${BASE}/OrderItem`, { body: { orderId: order.id, productId: product.id } });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
-      data: { orderId: order.id, productId: product.id, quantity: 1, createdAt: expect.stringMatching(ISO_8601), updatedAt: expect.stringMatching(ISO_8601) },
+      data: {
+        orderId: order.id,
+        productId: product.id,
+        quantity: 1,
+        createdAt: expect.stringMatching(ISO_8601),
+        updatedAt: expect.stringMatching(ISO_8601),
+      },
     });
     const location = res.headers.get('location')!;
     expect(location).toBe(`${BASE}/OrderItem?orderId=equals.${order.id}&productId=equals.${product.id}`);
-    const found = expectListEnvelope(await t.request('GET', location), { limit: 100, offset: 0, hasNextPage: false, hasPreviousPage: false });
+    const found = expectListEnvelope(await t.request('GET', location), {
+      limit: 100,
+      offset: 0,
+      hasNextPage: false,
+      hasPreviousPage: false,
+    });
     expect(found).toEqual([res.body.data]);
   });
 
@@ -259,7 +336,9 @@ describe('value round-trips', () => {
     const product = await post('Product', { sku: `DEC-${randomUUID()}`, title: 'Decimal', price, tags: ['x'] });
     expect(product.price).toBe(returned);
     expect((await t.request('GET', `${BASE}/Product/${product.id}`)).body.data.price).toBe(returned);
-    const [row] = await t.db.query<{ p: string }>(`select price::text as p from env_master."Product" where id = $1`, [product.id]);
+    const [row] = await t.db.query<{ p: string }>(`select price::text as p from env_master."Product" where id = $1`, [
+      product.id,
+    ]);
     expect(row!.p).toBe(stored);
   });
 

@@ -31,7 +31,14 @@ afterAll(async () => {
 
 function valid(extra: Record<string, unknown> = {}): Record<string, unknown> {
   serial++;
-  return { series: 'A', number: serial, title: `invoice ${serial}`, total: 12.5, dueDate: '2026-01-31T12:00:00Z', ...extra };
+  return {
+    series: 'A',
+    number: serial,
+    title: `invoice ${serial}`,
+    total: 12.5,
+    dueDate: '2026-01-31T12:00:00Z',
+    ...extra,
+  };
 }
 
 async function create(extra: Record<string, unknown>) {
@@ -48,14 +55,22 @@ async function invoiceRows(): Promise<string[]> {
 }
 
 /** The exact 422 (or other) Problem: status, detail = the messages joined, the errors as given. */
-function expectErrors(res: TestResponse, status: number, path: string, errors: { field: string; rule: string; message: string }[], detail?: string) {
+function expectErrors(
+  res: TestResponse,
+  status: number,
+  path: string,
+  errors: { field: string; rule: string; message: string }[],
+  detail?: string,
+) {
   expectProblemAt(res, status, path, status === 409 ? 'conflict' : 'validation');
   expect(res.body.errors, res.text).toEqual(errors);
   expect(res.body.detail, res.text).toBe(detail ?? errors.map((e) => e.message).join('; '));
 }
 
-const DECIMAL_6_2 = 'expected a decimal number such as 12.50 (a JSON number or a string) with at most 4 digits before the decimal point (stored with 2 digits after it)';
-const DATE_TIME = 'expected a date-time such as 2026-01-31T12:00:00Z (Z or an offset such as +02:00) or a date such as 2026-01-31';
+const DECIMAL_6_2 =
+  'expected a decimal number such as 12.50 (a JSON number or a string) with at most 4 digits before the decimal point (stored with 2 digits after it)';
+const DATE_TIME =
+  'expected a date-time such as 2026-01-31T12:00:00Z (Z or an offset such as +02:00) or a date such as 2026-01-31';
 const UUID_TEXT = 'expected a UUID such as 123e4567-e89b-12d3-a456-426614174000';
 const STATUSES = 'expected one of open, paid, shipped';
 
@@ -63,7 +78,10 @@ const STATUSES = 'expected one of open, paid, shipped';
  * Sends one bad field value through create, PATCH by id, update-by-filter and a bulk item, and
  * expects the same field error from each; nothing is written.
  */
-async function expectEverywhere(patch: Record<string, unknown>, errors: { field: string; rule: string; message: string }[]) {
+async function expectEverywhere(
+  patch: Record<string, unknown>,
+  errors: { field: string; rule: string; message: string }[],
+) {
   const before = await invoiceRows();
   const created = await t.request('POST', BASE, { body: valid(patch) });
   expectErrors(created, 422, BASE, errors);
@@ -82,7 +100,15 @@ async function expectEverywhere(patch: Record<string, unknown>, errors: { field:
     detail: '1 of 2 items failed; nothing was changed',
     instance: `${BASE}/_bulk`,
     errors: [{ field: 'items[1]', rule: 'item', message }],
-    data: { success: false, transactionMode: 'ALL_OR_NOTHING', totalRequested: 2, totalSucceeded: 0, totalFailed: 2, items: [], errors: [{ index: 1, message }] },
+    data: {
+      success: false,
+      transactionMode: 'ALL_OR_NOTHING',
+      totalRequested: 2,
+      totalSucceeded: 0,
+      totalFailed: 2,
+      items: [],
+      errors: [{ index: 1, message }],
+    },
   });
   expect(await invoiceRows()).toEqual(before);
 }
@@ -101,8 +127,9 @@ describe('Decimal digits are checked before the database, in words', () => {
     expect((await create({ total: 1e-7 })).total).toBe(0);
   });
 
-  it('a Decimal without @db.Decimal has PostgreSQL\'s DECIMAL(65,30) digits from Prisma', async () => {
-    const message = 'fee: expected a decimal number such as 12.50 (a JSON number or a string) with at most 35 digits before the decimal point (stored with 30 digits after it)';
+  it("a Decimal without @db.Decimal has PostgreSQL's DECIMAL(65,30) digits from Prisma", async () => {
+    const message =
+      'fee: expected a decimal number such as 12.50 (a JSON number or a string) with at most 35 digits before the decimal point (stored with 30 digits after it)';
     await expectEverywhere({ fee: 1e35 }, [{ field: 'fee', rule: 'max', message }]);
     expect((await create({ fee: `${'9'.repeat(35)}.5` })).fee).toBe(1e35);
   });
@@ -114,10 +141,19 @@ describe('Decimal digits are checked before the database, in words', () => {
   });
 
   it('a composite-key table (no /<id> route): create and bulk', async () => {
-    const message = 'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 5 digits before the decimal point (stored with 3 digits after it)';
+    const message =
+      'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 5 digits before the decimal point (stored with 3 digits after it)';
     const res = await t.request('POST', LINES, { body: { invoiceId: existing.id, position: 1, amount: 123456 } });
     expectErrors(res, 422, LINES, [{ field: 'amount', rule: 'max', message }]);
-    const bulk = await t.request('POST', `${LINES}/_bulk`, { body: { transactionMode: 'BEST_EFFORT', items: [{ invoiceId: existing.id, position: 1, amount: 1.5 }, { invoiceId: existing.id, position: 2, amount: '-123456.1' }] } });
+    const bulk = await t.request('POST', `${LINES}/_bulk`, {
+      body: {
+        transactionMode: 'BEST_EFFORT',
+        items: [
+          { invoiceId: existing.id, position: 1, amount: 1.5 },
+          { invoiceId: existing.id, position: 2, amount: '-123456.1' },
+        ],
+      },
+    });
     expect(bulk.status, bulk.text).toBe(207);
     expect(bulk.body.data.errors).toEqual([{ index: 1, message }]);
   });
@@ -125,9 +161,15 @@ describe('Decimal digits are checked before the database, in words', () => {
 
 describe('dates say which formats they take', () => {
   it('a date-time field: the accepted format in words (was "Invalid input")', async () => {
-    await expectEverywhere({ dueDate: 'tomorrow' }, [{ field: 'dueDate', rule: 'type', message: `dueDate: ${DATE_TIME}` }]);
-    await expectEverywhere({ dueDate: '2026-01-31T12:00:00' }, [{ field: 'dueDate', rule: 'type', message: `dueDate: ${DATE_TIME}` }]);
-    await expectEverywhere({ dueDate: '2026-02-30' }, [{ field: 'dueDate', rule: 'type', message: `dueDate: ${DATE_TIME}` }]);
+    await expectEverywhere({ dueDate: 'tomorrow' }, [
+      { field: 'dueDate', rule: 'type', message: `dueDate: ${DATE_TIME}` },
+    ]);
+    await expectEverywhere({ dueDate: '2026-01-31T12:00:00' }, [
+      { field: 'dueDate', rule: 'type', message: `dueDate: ${DATE_TIME}` },
+    ]);
+    await expectEverywhere({ dueDate: '2026-02-30' }, [
+      { field: 'dueDate', rule: 'type', message: `dueDate: ${DATE_TIME}` },
+    ]);
   });
 
   it('the formats the message names are the ones accepted', async () => {
@@ -137,39 +179,121 @@ describe('dates say which formats they take', () => {
   });
 
   it('a @db.Date field asks for a date', async () => {
-    await expectEverywhere({ issuedOn: '31/01/2026' }, [{ field: 'issuedOn', rule: 'type', message: 'issuedOn: expected a date such as 2026-01-31' }]);
+    await expectEverywhere({ issuedOn: '31/01/2026' }, [
+      { field: 'issuedOn', rule: 'type', message: 'issuedOn: expected a date such as 2026-01-31' },
+    ]);
     expect((await create({ issuedOn: '2026-01-31' })).issuedOn).toMatch(/^2026-01-31/);
   });
 
   it('a year PostgreSQL cannot store → 422 naming the field (was 422 with errors: [])', async () => {
-    await expectEverywhere({ dueDate: '0000-06-01' }, [{ field: 'dueDate', rule: 'min', message: 'dueDate: expected a date-time in the years 0001 to 9999 (in UTC)' }]);
-    await expectEverywhere({ dueDate: '9999-12-31T23:00:00-05:00' }, [{ field: 'dueDate', rule: 'max', message: 'dueDate: expected a date-time in the years 0001 to 9999 (in UTC)' }]);
+    await expectEverywhere({ dueDate: '0000-06-01' }, [
+      { field: 'dueDate', rule: 'min', message: 'dueDate: expected a date-time in the years 0001 to 9999 (in UTC)' },
+    ]);
+    await expectEverywhere({ dueDate: '9999-12-31T23:00:00-05:00' }, [
+      { field: 'dueDate', rule: 'max', message: 'dueDate: expected a date-time in the years 0001 to 9999 (in UTC)' },
+    ]);
   });
 });
 
 describe('every other type is described in words, never by a pattern or a zod default', () => {
   const cases: [string, Record<string, unknown>, { field: string; rule: string; message: string }[]][] = [
     ['enum', { status: 'lost' }, [{ field: 'status', rule: 'enum', message: `status: ${STATUSES}` }]],
-    ['enum list item', { flags: ['open', 'lost'] }, [{ field: 'flags[1]', rule: 'enum', message: `flags[1]: ${STATUSES}` }]],
-    ['list that is not an array', { tags: 'a,b' }, [{ field: 'tags', rule: 'type', message: 'tags: expected a JSON array, each item a string' }]],
-    ['list items of the wrong type', { tags: ['a', 1, 'c', false] }, [
-      { field: 'tags[1]', rule: 'type', message: 'tags[1]: expected a string' },
-      { field: 'tags[3]', rule: 'type', message: 'tags[3]: expected a string' },
-    ]],
+    [
+      'enum list item',
+      { flags: ['open', 'lost'] },
+      [{ field: 'flags[1]', rule: 'enum', message: `flags[1]: ${STATUSES}` }],
+    ],
+    [
+      'list that is not an array',
+      { tags: 'a,b' },
+      [{ field: 'tags', rule: 'type', message: 'tags: expected a JSON array, each item a string' }],
+    ],
+    [
+      'list items of the wrong type',
+      { tags: ['a', 1, 'c', false] },
+      [
+        { field: 'tags[1]', rule: 'type', message: 'tags[1]: expected a string' },
+        { field: 'tags[3]', rule: 'type', message: 'tags[3]: expected a string' },
+      ],
+    ],
     ['UUID', { parentId: 'not-a-uuid' }, [{ field: 'parentId', rule: 'format', message: `parentId: ${UUID_TEXT}` }]],
-    ['BigInt with a fraction (was a 500)', { weight: '12.5' }, [{ field: 'weight', rule: 'type', message: 'weight: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)' }]],
-    ['BigInt past 64 bits', { weight: '9223372036854775808' }, [{ field: 'weight', rule: 'max', message: 'weight: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)' }]],
-    ['Int with a fraction', { number: 1.5 }, [{ field: 'number', rule: 'type', message: 'number: expected a whole number from -2147483648 to 2147483647' }]],
-    ['Int past 32 bits', { number: 2 ** 31 }, [{ field: 'number', rule: 'max', message: 'number: expected a whole number from -2147483648 to 2147483647' }]],
-    ['SmallInt', { copies: 40000 }, [{ field: 'copies', rule: 'max', message: 'copies: expected a whole number from -32768 to 32767' }]],
-    ['Bytes', { scan: 'not base64!' }, [{ field: 'scan', rule: 'format', message: 'scan: expected base64 text such as aGVsbG8=' }]],
-    ['VarChar', { series: 'ABCDE' }, [{ field: 'series', rule: 'max', message: 'series: expected a string of at most 4 characters' }]],
+    [
+      'BigInt with a fraction (was a 500)',
+      { weight: '12.5' },
+      [
+        {
+          field: 'weight',
+          rule: 'type',
+          message:
+            'weight: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)',
+        },
+      ],
+    ],
+    [
+      'BigInt past 64 bits',
+      { weight: '9223372036854775808' },
+      [
+        {
+          field: 'weight',
+          rule: 'max',
+          message:
+            'weight: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)',
+        },
+      ],
+    ],
+    [
+      'Int with a fraction',
+      { number: 1.5 },
+      [{ field: 'number', rule: 'type', message: 'number: expected a whole number from -2147483648 to 2147483647' }],
+    ],
+    [
+      'Int past 32 bits',
+      { number: 2 ** 31 },
+      [{ field: 'number', rule: 'max', message: 'number: expected a whole number from -2147483648 to 2147483647' }],
+    ],
+    [
+      'SmallInt',
+      { copies: 40000 },
+      [{ field: 'copies', rule: 'max', message: 'copies: expected a whole number from -32768 to 32767' }],
+    ],
+    [
+      'Bytes',
+      { scan: 'not base64!' },
+      [{ field: 'scan', rule: 'format', message: 'scan: expected base64 text such as aGVsbG8=' }],
+    ],
+    [
+      'VarChar',
+      { series: 'ABCDE' },
+      [{ field: 'series', rule: 'max', message: 'series: expected a string of at most 4 characters' }],
+    ],
     ['String', { title: 12 }, [{ field: 'title', rule: 'type', message: 'title: expected a string' }]],
-    ['NUL in a string (was 422 with errors: [])', { title: 'a\u0000b' }, [{ field: 'title', rule: 'format', message: 'title: expected a string without NUL characters (\\u0000)' }]],
-    ['NUL in a list item', { tags: ['ok', 'a\u0000'] }, [{ field: 'tags[1]', rule: 'format', message: 'tags[1]: expected a string without NUL characters (\\u0000)' }]],
-    ['NUL in Json (was a 500)', { meta: { a: ['x\u0000'] } }, [{ field: 'meta', rule: 'format', message: 'meta: expected JSON whose strings and keys have no NUL characters (\\u0000)' }]],
+    [
+      'NUL in a string (was 422 with errors: [])',
+      { title: 'a\u0000b' },
+      [{ field: 'title', rule: 'format', message: 'title: expected a string without NUL characters (\\u0000)' }],
+    ],
+    [
+      'NUL in a list item',
+      { tags: ['ok', 'a\u0000'] },
+      [{ field: 'tags[1]', rule: 'format', message: 'tags[1]: expected a string without NUL characters (\\u0000)' }],
+    ],
+    [
+      'NUL in Json (was a 500)',
+      { meta: { a: ['x\u0000'] } },
+      [
+        {
+          field: 'meta',
+          rule: 'format',
+          message: 'meta: expected JSON whose strings and keys have no NUL characters (\\u0000)',
+        },
+      ],
+    ],
     ['enum given a boolean', { status: true }, [{ field: 'status', rule: 'enum', message: `status: ${STATUSES}` }]],
-    ['null for a required field', { title: null }, [{ field: 'title', rule: 'required', message: 'title cannot be null: expected a string' }]],
+    [
+      'null for a required field',
+      { title: null },
+      [{ field: 'title', rule: 'required', message: 'title cannot be null: expected a string' }],
+    ],
   ];
   it.each(cases)('%s', async (_name, patch, errors) => {
     await expectEverywhere(patch, errors);
@@ -178,7 +302,13 @@ describe('every other type is described in words, never by a pattern or a zod de
 
 describe('a value only the database refuses is still named', () => {
   it('a @db.Real past a 4-byte float: PostgreSQL reports 22003 without a column; the field is found by its value', async () => {
-    const errors = [{ field: 'ratio', rule: 'max', message: 'ratio: expected a number that fits a 4-byte float (0, or a magnitude from about 1.2e-38 to 3.4e38)' }];
+    const errors = [
+      {
+        field: 'ratio',
+        rule: 'max',
+        message: 'ratio: expected a number that fits a 4-byte float (0, or a magnitude from about 1.2e-38 to 3.4e38)',
+      },
+    ];
     await expectEverywhere({ ratio: 1e39 }, errors);
     await expectEverywhere({ ratio: -1e-50 }, errors);
     expect((await create({ ratio: 0.25 })).ratio).toBe(0.25);
@@ -198,9 +328,13 @@ describe('UUIDs of any version', () => {
     expect(byFilter.body.data).toEqual([{ id: child.id }]);
     const many = await t.request('PATCH', `${BASE}?id=equals.${ZERO_UUID}`, { body: { parentId: null } });
     expect(many.body).toEqual({ data: { count: 1 } });
-    const bulk = await t.request('POST', `${BASE}/_bulk`, { body: { items: [valid({ id: '00000000-0000-0000-0000-000000000002', parentId: ZERO_UUID })] } });
+    const bulk = await t.request('POST', `${BASE}/_bulk`, {
+      body: { items: [valid({ id: '00000000-0000-0000-0000-000000000002', parentId: ZERO_UUID })] },
+    });
     expect(bulk.status, bulk.text).toBe(201);
-    const removed = await t.request('DELETE', `${BASE}/_bulk`, { body: { ids: ['00000000-0000-0000-0000-000000000002'] } });
+    const removed = await t.request('DELETE', `${BASE}/_bulk`, {
+      body: { ids: ['00000000-0000-0000-0000-000000000002'] },
+    });
     expect(removed.status, removed.text).toBe(200);
   });
 });
@@ -209,9 +343,17 @@ describe('composite unique keys conflict as one', () => {
   it('@@unique([series, number]) taken → 409 with one entry naming both (was two separate field errors)', async () => {
     const other = await create({});
     const before = await invoiceRows();
-    const conflict = [{ field: 'series,number', rule: 'unique', message: 'the combination of series and number is already used' }];
+    const conflict = [
+      { field: 'series,number', rule: 'unique', message: 'the combination of series and number is already used' },
+    ];
     const detail = 'an Invoice record with the same series and number already exists';
-    expectErrors(await t.request('POST', BASE, { body: valid({ series: existing.series, number: existing.number }) }), 409, BASE, conflict, detail);
+    expectErrors(
+      await t.request('POST', BASE, { body: valid({ series: existing.series, number: existing.number }) }),
+      409,
+      BASE,
+      conflict,
+      detail,
+    );
     const path = `${BASE}/${other.id}`;
     expectErrors(await t.request('PATCH', path, { body: { number: existing.number } }), 409, path, conflict, detail);
     const many = `${BASE}?id=equals.${other.id}`;
@@ -224,23 +366,45 @@ describe('composite unique keys conflict as one', () => {
   it('a composite @@id taken → 409 naming both key fields; in a bulk item too', async () => {
     const body = { invoiceId: existing.id, position: 7, amount: 1 };
     expect((await t.request('POST', LINES, { body })).status).toBe(201);
-    expectErrors(await t.request('POST', LINES, { body }), 409, LINES,
-      [{ field: 'invoiceId,position', rule: 'unique', message: 'the combination of invoiceId and position is already used' }],
-      'an InvoiceLine record with the same invoiceId and position already exists');
+    expectErrors(
+      await t.request('POST', LINES, { body }),
+      409,
+      LINES,
+      [
+        {
+          field: 'invoiceId,position',
+          rule: 'unique',
+          message: 'the combination of invoiceId and position is already used',
+        },
+      ],
+      'an InvoiceLine record with the same invoiceId and position already exists',
+    );
     const bulk = await t.request('POST', `${LINES}/_bulk`, { body: { items: [body] } });
-    expect(bulk.body.data.errors).toEqual([{ index: 0, message: 'an InvoiceLine record with the same invoiceId and position already exists' }]);
+    expect(bulk.body.data.errors).toEqual([
+      { index: 0, message: 'an InvoiceLine record with the same invoiceId and position already exists' },
+    ]);
   });
 
   it('a single-field key stays one field error', async () => {
     const res = await t.request('POST', BASE, { body: valid({ id: existing.id }) });
-    expectErrors(res, 409, BASE, [{ field: 'id', rule: 'unique', message: 'id must be unique' }], 'an Invoice record with the same id already exists');
+    expectErrors(
+      res,
+      409,
+      BASE,
+      [{ field: 'id', rule: 'unique', message: 'id must be unique' }],
+      'an Invoice record with the same id already exists',
+    );
   });
 });
 
 describe('missing and unknown fields in one answer', () => {
   const MISSING = [
     { field: 'series', rule: 'required', message: 'series is required: expected a string of at most 4 characters' },
-    { field: 'number', rule: 'required', message: 'number is required: expected a whole number from -2147483648 to 2147483647' },
+    {
+      field: 'number',
+      rule: 'required',
+      message: 'number is required: expected a whole number from -2147483648 to 2147483647',
+    },
     { field: 'title', rule: 'required', message: 'title is required: expected a string' },
     { field: 'total', rule: 'required', message: `total is required: ${DECIMAL_6_2}` },
     { field: 'dueDate', rule: 'required', message: `dueDate is required: ${DATE_TIME}` },
@@ -249,12 +413,18 @@ describe('missing and unknown fields in one answer', () => {
   it('{"titel":"x"} → the unknown field and every missing required one (was only the unknown field)', async () => {
     const before = await invoiceRows();
     const res = await t.request('POST', BASE, { body: { titel: 'x' } });
-    expectErrors(res, 422, BASE, [{ field: 'titel', rule: 'unknown_field', message: 'Invoice has no field "titel"' }, ...MISSING]);
+    expectErrors(res, 422, BASE, [
+      { field: 'titel', rule: 'unknown_field', message: 'Invoice has no field "titel"' },
+      ...MISSING,
+    ]);
     const bulk = await t.request('POST', `${BASE}/_bulk`, { body: { items: [{ titel: 'x', createdAt: 'now' }] } });
-    expect(bulk.body.data.errors).toEqual([{
-      index: 0,
-      message: 'Invoice has no field "titel"; createdAt is set by the server and cannot be written; series is required: expected a string of at most 4 characters; number is required: expected a whole number from -2147483648 to 2147483647; title is required: expected a string; … and 2 more',
-    }]);
+    expect(bulk.body.data.errors).toEqual([
+      {
+        index: 0,
+        message:
+          'Invoice has no field "titel"; createdAt is set by the server and cannot be written; series is required: expected a string of at most 4 characters; number is required: expected a whole number from -2147483648 to 2147483647; title is required: expected a string; … and 2 more',
+      },
+    ]);
     expect(await invoiceRows()).toEqual(before);
   });
 
@@ -273,18 +443,52 @@ describe('missing and unknown fields in one answer', () => {
     expect(res.status, res.text).toBe(422);
     expect(res.body.errors).toHaveLength(20);
     expect(res.body.errorsOmitted).toBe(15);
-    expect(res.body.errors[0]).toEqual({ field: 'extra0', rule: 'unknown_field', message: 'Invoice has no field "extra0"' });
+    expect(res.body.errors[0]).toEqual({
+      field: 'extra0',
+      rule: 'unknown_field',
+      message: 'Invoice has no field "extra0"',
+    });
   });
 });
 
 describe('the _query body says in words what each member takes (was zod text and a pattern)', () => {
   it.each([
-    ['a bad sort direction', { sort: [{ field: 'total', direction: 'sideways' }] }, 'sort[0].direction', 'expected asc or desc'],
-    ['a page size out of range', { pagination: { first: 0 } }, 'pagination.first', 'expected a whole number from 1 to 1000'],
-    ['a skip that is not a number', { pagination: { skip: 'ten' } }, 'pagination.skip', 'expected a whole number from 0 to 100000000'],
-    ['filter not an array', { filter: { field: 'total' } }, 'filter', 'expected a JSON array of at most 100 conditions'],
-    ['a filter item not an object', { filter: ['total=gt.1'] }, 'filter[0]', 'expected an object { "field", "operator", "value" }'],
-    ['a select item without its field', { select: [{ alias: 'x' }] }, 'select[0].field', 'expected a field name (a string of 1 to 300 characters)'],
+    [
+      'a bad sort direction',
+      { sort: [{ field: 'total', direction: 'sideways' }] },
+      'sort[0].direction',
+      'expected asc or desc',
+    ],
+    [
+      'a page size out of range',
+      { pagination: { first: 0 } },
+      'pagination.first',
+      'expected a whole number from 1 to 1000',
+    ],
+    [
+      'a skip that is not a number',
+      { pagination: { skip: 'ten' } },
+      'pagination.skip',
+      'expected a whole number from 0 to 100000000',
+    ],
+    [
+      'filter not an array',
+      { filter: { field: 'total' } },
+      'filter',
+      'expected a JSON array of at most 100 conditions',
+    ],
+    [
+      'a filter item not an object',
+      { filter: ['total=gt.1'] },
+      'filter[0]',
+      'expected an object { "field", "operator", "value" }',
+    ],
+    [
+      'a select item without its field',
+      { select: [{ alias: 'x' }] },
+      'select[0].field',
+      'expected a field name (a string of 1 to 300 characters)',
+    ],
     ['an unknown member', { limit: 5 }, 'limit', 'unknown member "limit"'],
     ['not an object', [1], 'body', 'expected an object { "filter", "sort", "pagination", "select" }'],
   ])('%s → 400 naming the member', async (_name, body, field, message) => {

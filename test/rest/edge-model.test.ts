@@ -21,7 +21,8 @@ let t: TestServer;
 beforeAll(async () => {
   await rm(PROJECT, { recursive: true, force: true });
   await mkdir(PROJECT, { recursive: true });
-  for (const file of ['schema.prisma', 'svcgen.config.json']) await cp(path.join(FIXTURE, file), path.join(PROJECT, file));
+  for (const file of ['schema.prisma', 'svcgen.config.json'])
+    await cp(path.join(FIXTURE, file), path.join(PROJECT, file));
   await writeFile(path.join(PROJECT, 'package.json'), '{ "private": true, "type": "module" }\n');
   await writeProject(PROJECT, await renderProject(PROJECT));
   const sql = await migrationSqlBetween(null, await readFile(path.join(PROJECT, 'schema.prisma'), 'utf8'));
@@ -50,7 +51,16 @@ describe('scalar types round-trip', () => {
       amount: '12.3456',
       labels: ['x', 'y'],
     });
-    expect(row).toMatchObject({ count: 3, sort: 'b', limit: null, payload: { nested: [1, 'two', null] }, blob: 'aGVsbG8=', amount: 12.3456, ratio: 0.5, labels: ['x', 'y'] });
+    expect(row).toMatchObject({
+      count: 3,
+      sort: 'b',
+      limit: null,
+      payload: { nested: [1, 'two', null] },
+      blob: 'aGVsbG8=',
+      amount: 12.3456,
+      ratio: 0.5,
+      labels: ['x', 'y'],
+    });
     expect(row.id).toMatch(/^\d+$/);
     expect(row.code).toMatch(/^c[0-9a-z]{24}$/);
     const again = await t.request('GET', `${BASE}/${row.id}`);
@@ -67,19 +77,31 @@ describe('scalar types round-trip', () => {
 
 describe('JSON output (docs/api.md §5.2)', () => {
   it('is compact: embedded arrays and Json values have no whitespace outside strings; Json comes back as jsonb keeps it, Decimal with its scale', async () => {
-    const parent = await create({ count: 1, sort: 'p', amount: '1', payload: { b: [1, 2, { c: 'x, y: z' }], a: 1.5, big: 2 ** 60 } });
+    const parent = await create({
+      count: 1,
+      sort: 'p',
+      amount: '1',
+      payload: { b: [1, 2, { c: 'x, y: z' }], a: 1.5, big: 2 ** 60 },
+    });
     await create({ count: 2, sort: 'c1', amount: 2, parentId: parent.id, payload: { k: 'v', kk: [true, false] } });
     await create({ count: 3, sort: 'c2', amount: 3.25, parentId: parent.id });
     const one = await t.request('GET', `${BASE}/${parent.id}?select=payload,amount,children(sort,payload,amount)`);
-    const list = await t.request('GET', `${BASE}?col.sort=equals.p&limit=5&select=payload,amount,children(sort,payload,amount)`);
+    const list = await t.request(
+      'GET',
+      `${BASE}?col.sort=equals.p&limit=5&select=payload,amount,children(sort,payload,amount)`,
+    );
     const record =
       // Json numbers are read as JavaScript numbers: 2^60 is written as JSON.stringify writes it.
       '{"payload":{"a":1.5,"b":[1,2,{"c":"x, y: z"}],"big":1152921504606847000},"amount":1.0000,' +
       '"children":[{"sort":"c1","payload":{"k":"v","kk":[true,false]},"amount":2.0000},{"sort":"c2","payload":null,"amount":3.2500}]}';
     expect(one.text).toBe(`{"data":${record}}`);
-    expect(list.text).toBe(`{"data":[${record}],"meta":{"pagination":{"limit":5,"offset":0,"hasNextPage":false,"hasPreviousPage":false,"nextCursor":null}}}`);
+    expect(list.text).toBe(
+      `{"data":[${record}],"meta":{"pagination":{"limit":5,"offset":0,"hasNextPage":false,"hasPreviousPage":false,"nextCursor":null}}}`,
+    );
     // A write answers the record the same way.
-    const patched = await t.request('PATCH', `${BASE}/${parent.id}`, { body: { payload: { z: 'a b', y: [1, { x: null }] } } });
+    const patched = await t.request('PATCH', `${BASE}/${parent.id}`, {
+      body: { payload: { z: 'a b', y: [1, { x: null }] } },
+    });
     expect(patched.status, patched.text).toBe(200);
     expect(patched.text).toContain('"payload":{"y":[1,{"x":null}],"z":"a b"}');
     expect(patched.text).not.toMatch(/[\n]|, |": /);
@@ -98,7 +120,10 @@ describe('reserved names and the col. prefix', () => {
     const byLimit = await t.request('GET', `${BASE}?col.limit=gt.10&select=count`);
     expect(byLimit.body.data).toEqual([{ count: 20 }]);
     const byCount = await t.request('GET', `${BASE}?count=gte.10&sort=-count&select=count,sort`);
-    expect(byCount.body.data).toEqual([{ count: 20, sort: 'y' }, { count: 10, sort: 'z' }]);
+    expect(byCount.body.data).toEqual([
+      { count: 20, sort: 'y' },
+      { count: 10, sort: 'z' },
+    ]);
   });
 
   it('sort=sort sorts by the field named sort', async () => {
@@ -107,9 +132,20 @@ describe('reserved names and the col. prefix', () => {
   });
 
   it('a groupBy field named like an aggregate alias → 400 naming groupBy', async () => {
-    expectProblem(await t.request('GET', `${BASE}/_aggregate?fn=count&groupBy=count`), 400, 'invalid-parameter', 'groupBy');
-    const ok = await t.request('GET', `${BASE}/_aggregate?fn=sum:count&groupBy=sort&sort=sort&col.limit=is_not_empty.true`);
-    expect(ok.body.data.aggregates).toEqual([{ sort: 'y', sum_count: 20 }, { sort: 'z', sum_count: 10 }]);
+    expectProblem(
+      await t.request('GET', `${BASE}/_aggregate?fn=count&groupBy=count`),
+      400,
+      'invalid-parameter',
+      'groupBy',
+    );
+    const ok = await t.request(
+      'GET',
+      `${BASE}/_aggregate?fn=sum:count&groupBy=sort&sort=sort&col.limit=is_not_empty.true`,
+    );
+    expect(ok.body.data.aggregates).toEqual([
+      { sort: 'y', sum_count: 20 },
+      { sort: 'z', sum_count: 10 },
+    ]);
   });
 
   it('Json and Bytes fields take only is_empty / is_not_empty', async () => {
@@ -141,16 +177,48 @@ describe('self relation', () => {
 
 describe('bad values of these types', () => {
   it.each([
-    ['BigInt out of range', { id: '9223372036854775808', count: 1, sort: 'a', amount: 1 }, 'id', 'max',
-      'id: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)'],
-    ['BigInt not digits (was a 500)', { id: '1.5', count: 1, sort: 'a', amount: 1 }, 'id', 'type',
-      'id: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)'],
-    ['Bytes not base64', { count: 1, sort: 'a', amount: 1, blob: '***' }, 'blob', 'format', 'blob: expected base64 text such as aGVsbG8='],
-    ['Decimal not a number', { count: 1, sort: 'a', amount: 'abc' }, 'amount', 'format',
-      'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 8 digits before the decimal point (stored with 4 digits after it)'],
-    ['Decimal(12,4) with 9 digits before the point', { count: 1, sort: 'a', amount: 123456789 }, 'amount', 'max',
-      'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 8 digits before the decimal point (stored with 4 digits after it)'],
-    ['list of the wrong type', { count: 1, sort: 'a', amount: 1, labels: [1] }, 'labels[0]', 'type', 'labels[0]: expected a string'],
+    [
+      'BigInt out of range',
+      { id: '9223372036854775808', count: 1, sort: 'a', amount: 1 },
+      'id',
+      'max',
+      'id: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)',
+    ],
+    [
+      'BigInt not digits (was a 500)',
+      { id: '1.5', count: 1, sort: 'a', amount: 1 },
+      'id',
+      'type',
+      'id: expected a whole number from -9223372036854775808 to 9223372036854775807 (a JSON number or a string of digits)',
+    ],
+    [
+      'Bytes not base64',
+      { count: 1, sort: 'a', amount: 1, blob: '***' },
+      'blob',
+      'format',
+      'blob: expected base64 text such as aGVsbG8=',
+    ],
+    [
+      'Decimal not a number',
+      { count: 1, sort: 'a', amount: 'abc' },
+      'amount',
+      'format',
+      'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 8 digits before the decimal point (stored with 4 digits after it)',
+    ],
+    [
+      'Decimal(12,4) with 9 digits before the point',
+      { count: 1, sort: 'a', amount: 123456789 },
+      'amount',
+      'max',
+      'amount: expected a decimal number such as 12.50 (a JSON number or a string) with at most 8 digits before the decimal point (stored with 4 digits after it)',
+    ],
+    [
+      'list of the wrong type',
+      { count: 1, sort: 'a', amount: 1, labels: [1] },
+      'labels[0]',
+      'type',
+      'labels[0]: expected a string',
+    ],
   ])('%s → 422 naming the field, in words', async (_, body, field, rule, message) => {
     const res = await t.request('POST', BASE, { body });
     expectProblem(res, 422, 'validation', field);
@@ -164,7 +232,9 @@ describe('BigInt keys in Location and bulk items', () => {
     const big = '9007199254740993'; // 2^53 + 1: a JSON number would lose it
     const res = await t.request('POST', BASE, { body: { id: big, count: 1, sort: 'big', amount: 1 } });
     expect(res.headers.get('location')).toBe(`${BASE}/${big}`);
-    const bulk = await t.request('POST', `${BASE}/_bulk`, { body: { items: [{ id: '9007199254740995', count: 1, sort: 'big', amount: 1 }] } });
+    const bulk = await t.request('POST', `${BASE}/_bulk`, {
+      body: { items: [{ id: '9007199254740995', count: 1, sort: 'big', amount: 1 }] },
+    });
     expect(bulk.status, bulk.text).toBe(201);
     expect(bulk.body.data.items).toEqual([{ id: '9007199254740995' }]);
   });

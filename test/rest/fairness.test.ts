@@ -56,15 +56,31 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
   }
 
   const blockedReads = async () =>
-    (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0]!.n;
+    (
+      await t.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      )
+    )[0]!.n;
 
-  const scrape = async () => (await t.request('GET', '/metrics', { key: false, project: false, headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text;
-  const sample = (text: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const scrape = async () =>
+    (
+      await t.request('GET', '/metrics', {
+        key: false,
+        project: false,
+        headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+      })
+    ).text;
+  const sample = (text: string, name: string, labels: string) =>
+    Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
   const budgetState = async () => {
     const text = await scrape();
-    return { running: sample(text, 'db_expensive_reads', 'state="running"'), queued: sample(text, 'db_expensive_reads', 'state="queued"') };
+    return {
+      running: sample(text, 'db_expensive_reads', 'state="running"'),
+      queued: sample(text, 'db_expensive_reads', 'state="queued"'),
+    };
   };
-  const settled = () => until(budgetState, (s) => s.running === 0 && s.queued === 0, 20_000, 'the budget back to 0 running, 0 queued');
+  const settled = () =>
+    until(budgetState, (s) => s.running === 0 && s.queued === 0, 20_000, 'the budget back to 0 running, 0 queued');
 
   /** Heavy reads of every kind the budget takes: aggregates over all orders, large pages, exact counts, unindexed sorts. */
   const EXPENSIVE: Array<[string, string, Record<string, string>?]> = [
@@ -85,7 +101,9 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
   // pool) all 10 would be held, and the cheap GET below would wait poolWaitTimeoutMs for a
   // connection and get a 503 instead of its 200.
   it('answers cheap reads and writes while 40 expensive reads fill the budget and hold their connections', async () => {
-    const customer = (await t.db.query<{ id: string }>('SELECT id FROM env_master."Customer" ORDER BY email LIMIT 1'))[0]!.id;
+    const customer = (
+      await t.db.query<{ id: string }>('SELECT id FROM env_master."Customer" ORDER BY email LIMIT 1')
+    )[0]!.id;
     const statuses = new Map<number, number>();
     const unexpected: string[] = [];
     const count = (res: TestResponse) => {
@@ -99,8 +117,18 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         const [method, path, headers] = EXPENSIVE[i % EXPENSIVE.length]!;
         count(await t.request(method, path, { headers }));
       });
-      await until(budgetState, (s) => s.running === 5 && s.queued === 35, 10_000, 'the burst filling the budget: 5 running, 35 queued');
-      await until(blockedReads, (n) => n === 5, 5000, 'the 5 running reads blocked on the lock, each holding a connection');
+      await until(
+        budgetState,
+        (s) => s.running === 5 && s.queued === 35,
+        10_000,
+        'the burst filling the budget: 5 running, 35 queued',
+      );
+      await until(
+        blockedReads,
+        (n) => n === 5,
+        5000,
+        'the 5 running reads blocked on the lock, each holding a connection',
+      );
       for (let i = 0; i < 10; i++) {
         const read = await t.request('GET', `/gw/api/rest/Customer/${customer}`);
         expect(read.status, read.text).toBe(200);
@@ -173,7 +201,9 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         expectBusy(a.res);
         expect(a.res.body.detail).toContain('(a page of 1000 (more than 100))');
       }
-      const full = refused.filter((a) => a.res.body.detail.includes('the queue of expensive reads is full (50 waiting for 5 slots)'));
+      const full = refused.filter((a) =>
+        a.res.body.detail.includes('the queue of expensive reads is full (50 waiting for 5 slots)'),
+      );
       expect(full.length).toBe(25);
       expect(Math.max(...full.map((a) => a.ms)), 'refused before any read could finish').toBeLessThan(unlockedAt);
       // The 55 admitted run once the lock goes; on a slow machine a waiter may time out instead (2000 ms).
@@ -181,7 +211,9 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
       expect(ok.length + (refused.length - full.length)).toBe(55);
       for (const a of ok) expect(a.res.body.data).toHaveLength(1000);
       const grownMb = (process.memoryUsage().rss - rssBefore) / 1e6;
-      console.log(`fairness: 80 large pages: ${ok.length} answered, ${full.length} refused at once (queue full), ${refused.length - full.length} after waiting; RSS grew ${grownMb.toFixed(0)} MB`);
+      console.log(
+        `fairness: 80 large pages: ${ok.length} answered, ${full.length} refused at once (queue full), ${refused.length - full.length} after waiting; RSS grew ${grownMb.toFixed(0)} MB`,
+      );
       // 55 pages of 1000 records held at once cost about 40 MB here; the operator saw 200 MB with no bound.
       expect(grownMb).toBeLessThan(150);
     } finally {
@@ -198,7 +230,13 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         databaseUrl: t.database.url,
         configPatch: (raw) => {
           metricsConfig(raw);
-          raw.database = { poolSize: 4, expensiveReadConcurrency: 1, expensiveReadQueue: 2, poolWaitTimeoutMs: 800, statementTimeoutMs: 0 };
+          raw.database = {
+            poolSize: 4,
+            expensiveReadConcurrency: 1,
+            expensiveReadQueue: 2,
+            poolWaitTimeoutMs: 800,
+            statementTimeoutMs: 0,
+          };
         },
       });
     });
@@ -212,7 +250,10 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
       try {
         const running = small.request('GET', '/gw/api/rest/Order/_aggregate?fn=count');
         await until(blockedReads, (n) => n === 1, 5000, 'the first aggregate running (blocked on the lock)');
-        const waiting = [small.request('GET', '/gw/api/rest/Order/_aggregate?fn=count'), small.request('GET', '/gw/api/rest/Order?limit=500')];
+        const waiting = [
+          small.request('GET', '/gw/api/rest/Order/_aggregate?fn=count'),
+          small.request('GET', '/gw/api/rest/Order?limit=500'),
+        ];
         await until(budgetState, (s) => s.queued === 2, 5000, 'two reads queued');
         const full = await small.request('GET', '/gw/api/rest/Order?sort=total');
         expect(full.status).toBe(503);
@@ -237,7 +278,9 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         expect(page!.body.detail).toContain('this read is expensive (a page of 500 (more than 100))');
         // A cheap read of another table and a write never wait on the budget.
         expect((await small.request('GET', '/gw/api/rest/City/1')).status).toBe(200);
-        expect((await small.request('POST', '/gw/api/rest/City', { body: { name: 'Fair', country: 'FR' } })).status).toBe(201);
+        expect(
+          (await small.request('POST', '/gw/api/rest/City', { body: { name: 'Fair', country: 'FR' } })).status,
+        ).toBe(201);
         await unlock();
         const first = await running;
         expect(first.status, first.text).toBe(200);
@@ -276,7 +319,9 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         expect(await Promise.all(gone)).toEqual(['AbortError', 'AbortError', 'AbortError']);
         // The running read still waits on the lock; the queued two left when their clients did.
         await until(budgetState, (s) => s.running === 1 && s.queued === 0, 5000, 'the queued reads dropped');
-        expect(sample(await scrape(), 'db_expensive_read_refusals_total', 'reason="client-gone"')).toBeGreaterThanOrEqual(2);
+        expect(
+          sample(await scrape(), 'db_expensive_read_refusals_total', 'reason="client-gone"'),
+        ).toBeGreaterThanOrEqual(2);
         await unlock();
       } finally {
         await locker.query('ROLLBACK').catch(() => {});

@@ -38,14 +38,21 @@ describe('Idempotency-Key after the server is killed (kill -9) mid-request', { t
 
   const serve = async (): Promise<{ cli: RunningCli; base: string }> => {
     const cli = startCli(['serve', '--project', projectDir, '--database-url', databaseUrl, '--port', '0']);
-    const base = (await cli.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/m, { stream: 'stdout', timeoutMs: 60_000 }))[1]!;
+    const base = (
+      await cli.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/m, { stream: 'stdout', timeoutMs: 60_000 })
+    )[1]!;
     return { cli, base };
   };
   const post = async (base: string, key: string, body: unknown): Promise<TestResponse> =>
     readResponse(
       await fetch(`${base}${REST}/Customer`, {
         method: 'POST',
-        headers: { 'x-project-id': 'shop', authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+        headers: {
+          'x-project-id': 'shop',
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': key,
+        },
         body: JSON.stringify(body),
       }),
     );
@@ -82,11 +89,25 @@ describe('Idempotency-Key after the server is killed (kill -9) mid-request', { t
 
   it('each retry answers 201 once: the replay of the writes that committed, a first run of the others; one row per key', async () => {
     const first = await serve();
-    apiKey = (await createApiKey(direct, { projectId: 'shop', environment: 'master', name: 'crash', prefix: 'ApiKey', roles: ['admin'], context: {} })).key;
+    apiKey = (
+      await createApiKey(direct, {
+        projectId: 'shop',
+        environment: 'master',
+        name: 'crash',
+        prefix: 'ApiKey',
+        roles: ['admin'],
+        context: {},
+      })
+    ).key;
     // PostgreSQL 14+ can poll for vanished clients while a statement waits; this test relies on the
     // default (off), under which a COMMIT already received completes.
-    const [check] = await direct.query<{ setting: string | null }>(`select current_setting('client_connection_check_interval', true) as setting`);
-    if (check!.setting !== null) await direct.query(`alter database ${new URL(databaseUrl).pathname.slice(1)} set client_connection_check_interval = 0`);
+    const [check] = await direct.query<{ setting: string | null }>(
+      `select current_setting('client_connection_check_interval', true) as setting`,
+    );
+    if (check!.setting !== null)
+      await direct.query(
+        `alter database ${new URL(databaseUrl).pathname.slice(1)} set client_connection_check_interval = 0`,
+      );
     await direct.exec(`
       CREATE FUNCTION public.crash_test_wait() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -104,8 +125,18 @@ describe('Idempotency-Key after the server is killed (kill -9) mid-request', { t
       key: `crash-${run}-${i}`,
       body: { email: `crash-${run}-${i}@example.com`, name: i % 2 === 0 ? 'at-commit' : 'in-statement' },
     }));
-    const sent = calls.map((c) => post(first.base, c.key, c.body).then((res) => `answered ${res.status}`, () => 'no answer'));
-    await until(() => advisory(HOLD[0]), (l) => l.waiting === KEYS, 30_000, 'every request waits inside PostgreSQL');
+    const sent = calls.map((c) =>
+      post(first.base, c.key, c.body).then(
+        (res) => `answered ${res.status}`,
+        () => 'no answer',
+      ),
+    );
+    await until(
+      () => advisory(HOLD[0]),
+      (l) => l.waiting === KEYS,
+      30_000,
+      'every request waits inside PostgreSQL',
+    );
     expect(await advisory(IDEMPOTENCY_LOCK_NAMESPACE)).toEqual({ held: KEYS, waiting: 0 });
 
     first.cli.child.kill('SIGKILL');
@@ -119,16 +150,27 @@ describe('Idempotency-Key after the server is killed (kill -9) mid-request', { t
       30_000,
       "the killed server's transactions end",
     );
-    const committed = await direct.query<{ email: string }>(`select email from env_master."Customer" where email like $1 order by email`, [`crash-${run}-%`]);
+    const committed = await direct.query<{ email: string }>(
+      `select email from env_master."Customer" where email like $1 order by email`,
+      [`crash-${run}-%`],
+    );
     const atCommit = calls.filter((c) => c.body.name === 'at-commit');
     expect(committed.map((r) => r.email)).toEqual(atCommit.map((c) => c.body.email).sort());
-    const records = await direct.query<{ key: string; status: number }>(`select key, status from svcgen.idempotency where key like $1 order by key`, [`crash-${run}-%`]);
-    expect(records).toEqual(atCommit.map((c) => ({ key: c.key, status: 201 })).sort((a, b) => (a.key < b.key ? -1 : 1)));
+    const records = await direct.query<{ key: string; status: number }>(
+      `select key, status from svcgen.idempotency where key like $1 order by key`,
+      [`crash-${run}-%`],
+    );
+    expect(records).toEqual(
+      atCommit.map((c) => ({ key: c.key, status: 201 })).sort((a, b) => (a.key < b.key ? -1 : 1)),
+    );
 
     const second = await serve();
     const retries = await Promise.all(calls.map((c) => post(second.base, c.key, c.body)));
-    const outcome = (res: TestResponse) => `${res.status} ${res.headers.get('idempotency-replayed') === 'true' ? 'replay' : 'first run'}`;
-    expect(retries.map(outcome)).toEqual(calls.map((c) => (c.body.name === 'at-commit' ? '201 replay' : '201 first run')));
+    const outcome = (res: TestResponse) =>
+      `${res.status} ${res.headers.get('idempotency-replayed') === 'true' ? 'replay' : 'first run'}`;
+    expect(retries.map(outcome)).toEqual(
+      calls.map((c) => (c.body.name === 'at-commit' ? '201 replay' : '201 first run')),
+    );
     for (const [i, res] of retries.entries()) {
       expect(res.body.data.email, res.text).toBe(calls[i]!.body.email);
       expect(res.headers.get('location')).toBe(`${REST}/Customer/${res.body.data.id}`);
@@ -143,7 +185,9 @@ describe('Idempotency-Key after the server is killed (kill -9) mid-request', { t
       `select email, count(*)::int as n from env_master."Customer" where email like $1 group by email order by email`,
       [`crash-${run}-%`],
     );
-    expect(rows).toEqual(calls.map((c) => ({ email: c.body.email, n: 1 })).sort((a, b) => (a.email < b.email ? -1 : 1)));
+    expect(rows).toEqual(
+      calls.map((c) => ({ email: c.body.email, n: 1 })).sort((a, b) => (a.email < b.email ? -1 : 1)),
+    );
     expect(await second.cli.stop('SIGTERM')).toMatchObject({ code: 0 });
   });
 });

@@ -14,7 +14,9 @@ let customerId: string;
 
 beforeAll(async () => {
   t = await startTestServer();
-  const c = await t.request('POST', `${BASE}/Customer`, { body: { email: `idem-${randomUUID()}@example.com`, name: 'Idem' } });
+  const c = await t.request('POST', `${BASE}/Customer`, {
+    body: { email: `idem-${randomUUID()}@example.com`, name: 'Idem' },
+  });
   expect(c.status, c.text).toBe(201);
   customerId = c.body.data.id;
 });
@@ -24,7 +26,11 @@ const newKey = () => `idem-${randomUUID()}`;
 const city = (name = `Idem ${randomUUID()}`) => ({ name, country: 'ID' });
 const cities = (name: string) => countRows(t.db, 'City', 'master', 'name = $1', [name]);
 const post = (path: string, body: unknown, key: string, options: { apiKey?: string; server?: TestServer } = {}) =>
-  (options.server ?? t).request('POST', `${BASE}${path}`, { body, key: options.apiKey, headers: { 'idempotency-key': key } });
+  (options.server ?? t).request('POST', `${BASE}${path}`, {
+    body,
+    key: options.apiKey,
+    headers: { 'idempotency-key': key },
+  });
 
 function expectReplayOf(replay: TestResponse, first: TestResponse) {
   expect(replay.status, replay.text).toBe(first.status);
@@ -55,7 +61,10 @@ describe('Idempotency-Key', () => {
     const first = await post('/City', body, key);
     expect(first.status, first.text).toBe(201);
     const raw = ` { "country": "ID",  "name": ${JSON.stringify(body.name)} } `;
-    const again = await t.request('POST', `${BASE}/City`, { raw, headers: { 'content-type': 'application/json', 'idempotency-key': key } });
+    const again = await t.request('POST', `${BASE}/City`, {
+      raw,
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    });
     expect([201, 422], again.text).toContain(again.status);
     if (again.status === 201) expectReplayOf(again, first);
     expect(await cities(body.name)).toBe(1);
@@ -64,7 +73,8 @@ describe('Idempotency-Key', () => {
   it('Prefer: return=minimal is replayed as sent: 201, Location, no body', async () => {
     const key = newKey();
     const body = city();
-    const send = () => t.request('POST', `${BASE}/City`, { body, headers: { 'idempotency-key': key, prefer: 'return=minimal' } });
+    const send = () =>
+      t.request('POST', `${BASE}/City`, { body, headers: { 'idempotency-key': key, prefer: 'return=minimal' } });
     const first = await send();
     expect(first.status, first.text).toBe(201);
     expect(first.text).toBe('');
@@ -102,7 +112,10 @@ describe('Idempotency-Key', () => {
       const key = newKey();
       const body = city();
       const answers = await Promise.all([post('/City', body, key), post('/City', body, key)]);
-      expect(await cities(body.name), `round ${round}: ${answers.map((a) => `${a.status} ${a.text}`).join(' | ')}`).toBe(1);
+      expect(
+        await cities(body.name),
+        `round ${round}: ${answers.map((a) => `${a.status} ${a.text}`).join(' | ')}`,
+      ).toBe(1);
       const fresh = answers.filter((a) => a.status === 201 && a.headers.get('idempotency-replayed') === null);
       expect(fresh, answers.map((a) => `${a.status} ${a.text}`).join(' | ')).toHaveLength(1);
       const other = answers.find((a) => a !== fresh[0])!;
@@ -137,7 +150,12 @@ describe('Idempotency-Key', () => {
     const body = city();
     const staging = (await t.createKey(['admin'], { environment: 'staging' })).key;
     expect((await post('/City', body, key)).status).toBe(201);
-    const res = await t.request('POST', `${BASE}/City`, { body, key: staging, environment: 'staging', headers: { 'idempotency-key': key } });
+    const res = await t.request('POST', `${BASE}/City`, {
+      body,
+      key: staging,
+      environment: 'staging',
+      headers: { 'idempotency-key': key },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.headers.get('idempotency-replayed')).toBeNull();
     expect(await countRows(t.db, 'City', 'staging', 'name = $1', [body.name])).toBe(1);
@@ -172,7 +190,12 @@ describe('Idempotency-Key', () => {
   it('POST /_bulk: same key, same body → the replay of the envelope, rows inserted once', async () => {
     const key = newKey();
     const name = `Bulk ${randomUUID()}`;
-    const body = { items: [{ name, country: 'B1' }, { name, country: 'B2' }] };
+    const body = {
+      items: [
+        { name, country: 'B1' },
+        { name, country: 'B2' },
+      ],
+    };
     const first = await post('/City/_bulk', body, key);
     expect(first.status, first.text).toBe(201);
     expect(first.body.data).toMatchObject({ success: true, totalSucceeded: 2 });
@@ -183,7 +206,13 @@ describe('Idempotency-Key', () => {
   it('POST /_bulk BEST_EFFORT 207 is stored and replayed', async () => {
     const key = newKey();
     const email = `idem-${randomUUID()}@example.com`;
-    const body = { items: [{ email, name: 'a' }, { email, name: 'dup' }], transactionMode: 'BEST_EFFORT' };
+    const body = {
+      items: [
+        { email, name: 'a' },
+        { email, name: 'dup' },
+      ],
+      transactionMode: 'BEST_EFFORT',
+    };
     const first = await post('/Customer/_bulk', body, key);
     expect(first.status, first.text).toBe(207);
     expectReplayOf(await post('/Customer/_bulk', body, key), first);
@@ -195,7 +224,16 @@ describe('Idempotency-Key', () => {
     const name = `Bulk ${randomUUID()}`;
     const bad = await post('/City/_bulk', { items: [{ name, country: 'OK' }, { name }] }, key);
     expect(bad.status, bad.text).toBe(422);
-    const fixed = await post('/City/_bulk', { items: [{ name, country: 'OK' }, { name, country: 'OK' }] }, key);
+    const fixed = await post(
+      '/City/_bulk',
+      {
+        items: [
+          { name, country: 'OK' },
+          { name, country: 'OK' },
+        ],
+      },
+      key,
+    );
     expect(fixed.status, fixed.text).toBe(201);
     expect(fixed.headers.get('idempotency-replayed')).toBeNull();
     expect(await cities(name)).toBe(2);
@@ -237,7 +275,10 @@ describe('Idempotency-Key', () => {
 
   it('an invalid request never creates (the key check comes with validation, not after a write)', async () => {
     const body = city();
-    const res = await t.request('POST', `${BASE}/City`, { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain', 'idempotency-key': newKey() } });
+    const res = await t.request('POST', `${BASE}/City`, {
+      raw: JSON.stringify(body),
+      headers: { 'content-type': 'text/plain', 'idempotency-key': newKey() },
+    });
     expectProblemAt(res, 415, `${BASE}/City`, 'unsupported-media-type');
     expect(await cities(body.name)).toBe(0);
   });
@@ -248,9 +289,10 @@ describe('Idempotency-Key while the first request runs', () => {
   /** Idempotency keys whose advisory lock is held now (by a request between its lock and its commit). */
   const heldKeys = async () =>
     (
-      await t.db.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and classid = $1 and objsubid = 2 and granted`, [
-        IDEMPOTENCY_LOCK_NAMESPACE,
-      ])
+      await t.db.query<{ n: number }>(
+        `select count(*)::int as n from pg_locks where locktype = 'advisory' and classid = $1 and objsubid = 2 and granted`,
+        [IDEMPOTENCY_LOCK_NAMESPACE],
+      )
     )[0]!.n;
 
   it('the same key while the first holds its lock → 409 (whatever the body); once the first commits → its replay; one row', async () => {
@@ -267,7 +309,14 @@ describe('Idempotency-Key while the first request runs', () => {
       for (const again of [await post('/City', body, key), await post('/City', city(), key)]) {
         expect(again.status, again.text).toBe(409);
         expect(again.headers.get('content-type')).toBe('application/problem+json');
-        expect(again.body).toEqual({ type: '/errors/conflict', title: 'Conflict', status: 409, detail: STILL_RUNNING, instance: `${BASE}/City`, errors: [] });
+        expect(again.body).toEqual({
+          type: '/errors/conflict',
+          title: 'Conflict',
+          status: 409,
+          detail: STILL_RUNNING,
+          instance: `${BASE}/City`,
+          errors: [],
+        });
         expect(again.headers.get('idempotency-replayed')).toBeNull();
       }
       expect(await cities(body.name)).toBe(0);
@@ -297,7 +346,9 @@ describe('Idempotency-Key while the first request runs', () => {
     const body = city();
     const probe = newKey();
     expect((await post('/City', city(), probe)).status).toBe(201);
-    const caller = (await t.db.query<{ id: string }>(`select caller as id from svcgen.idempotency where key = $1`, [probe]))[0]!.id;
+    const caller = (
+      await t.db.query<{ id: string }>(`select caller as id from svcgen.idempotency where key = $1`, [probe])
+    )[0]!.id;
     await t.db.query(
       `insert into svcgen.idempotency (caller, project_id, environment, key, request_hash, state, expires_at)
        values ($1, 'shop', 'master', $2, 'stale', 'running', now() + interval '1 hour')`,
@@ -307,7 +358,9 @@ describe('Idempotency-Key while the first request runs', () => {
     expect(first.status, first.text).toBe(201);
     expect(first.headers.get('idempotency-replayed')).toBeNull();
     expectReplayOf(await post('/City', body, key), first);
-    expect(await t.db.query(`select state, status from svcgen.idempotency where key = $1`, [key])).toEqual([{ state: 'done', status: 201 }]);
+    expect(await t.db.query(`select state, status from svcgen.idempotency where key = $1`, [key])).toEqual([
+      { state: 'done', status: 201 },
+    ]);
     expect(await cities(body.name)).toBe(1);
   });
 
@@ -352,7 +405,13 @@ describe('Idempotency-Key across server processes', () => {
     const key = newKey();
     expect((await post('/City', city(), key)).status).toBe(201);
     const other = city();
-    expectProblemAt(await post('/City', other, key, { apiKey: t.adminKey, server: b }), 422, `${BASE}/City`, 'validation', 'Idempotency-Key');
+    expectProblemAt(
+      await post('/City', other, key, { apiKey: t.adminKey, server: b }),
+      422,
+      `${BASE}/City`,
+      'validation',
+      'Idempotency-Key',
+    );
     expect(await cities(other.name)).toBe(0);
   });
 
@@ -360,10 +419,16 @@ describe('Idempotency-Key across server processes', () => {
     for (let round = 0; round < 10; round++) {
       const key = newKey();
       const body = city();
-      const answers = await Promise.all([post('/City', body, key), post('/City', body, key, { apiKey: t.adminKey, server: b })]);
+      const answers = await Promise.all([
+        post('/City', body, key),
+        post('/City', body, key, { apiKey: t.adminKey, server: b }),
+      ]);
       const detail = answers.map((a) => `${a.status} ${a.headers.get('idempotency-replayed')} ${a.text}`).join(' | ');
       expect(await cities(body.name), detail).toBe(1);
-      expect(answers.filter((a) => a.status === 201 && a.headers.get('idempotency-replayed') === null), detail).toHaveLength(1);
+      expect(
+        answers.filter((a) => a.status === 201 && a.headers.get('idempotency-replayed') === null),
+        detail,
+      ).toHaveLength(1);
       for (const a of answers) expect([201, 409], detail).toContain(a.status);
     }
   });

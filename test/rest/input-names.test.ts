@@ -34,11 +34,16 @@ afterAll(async () => {
 });
 
 const asManager = { key: MANAGEMENT_TOKEN };
-const count = async (table: string) => Number((await t.db.query<{ n: string }>(`select count(*) as n from svcgen.${table}`))[0]!.n);
+const count = async (table: string) =>
+  Number((await t.db.query<{ n: string }>(`select count(*) as n from svcgen.${table}`))[0]!.n);
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 /** The whole 422 validation Problem: exactly these members and values. */
-function expectValidation(res: TestResponse, instance: string, errors: Array<{ field: string; rule: string; message: string }>): void {
+function expectValidation(
+  res: TestResponse,
+  instance: string,
+  errors: Array<{ field: string; rule: string; message: string }>,
+): void {
   expect(res.status, res.text).toBe(422);
   expect(res.headers.get('content-type')).toBe('application/problem+json');
   expect(res.body).toEqual({
@@ -53,19 +58,26 @@ function expectValidation(res: TestResponse, instance: string, errors: Array<{ f
 
 const validKey = { name: 'names', prefix: 'Token', roles: ['admin'], environment: 'master' };
 /** A key body as raw JSON text, so that a `__proto__` member is really sent. */
-const keyJson = (extra: string) => `{"name":"names","prefix":"Token","roles":["admin"],"environment":"master",${extra}}`;
+const keyJson = (extra: string) =>
+  `{"name":"names","prefix":"Token","roles":["admin"],"environment":"master",${extra}}`;
 
 describe('POST /_apikeys: role names are own roles of the config', () => {
-  it.each(['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf'])('roles ["%s"] → 422 naming roles[0], no key stored', async (role) => {
-    const before = await count('api_keys');
-    const res = await t.request('POST', KEYS, { ...asManager, body: { ...validKey, roles: [role] } });
-    const message = `no role named "${role}"; roles: ${ROLES}`;
-    expectValidation(res, KEYS, [{ field: 'roles[0]', rule: 'enum', message }]);
-    expect(await count('api_keys')).toBe(before);
-  });
+  it.each(['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf'])(
+    'roles ["%s"] → 422 naming roles[0], no key stored',
+    async (role) => {
+      const before = await count('api_keys');
+      const res = await t.request('POST', KEYS, { ...asManager, body: { ...validKey, roles: [role] } });
+      const message = `no role named "${role}"; roles: ${ROLES}`;
+      expectValidation(res, KEYS, [{ field: 'roles[0]', rule: 'enum', message }]);
+      expect(await count('api_keys')).toBe(before);
+    },
+  );
 
   it('names the index of each unknown role among known ones', async () => {
-    const res = await t.request('POST', KEYS, { ...asManager, body: { ...validKey, roles: ['admin', 'toString', 'catalog', '__proto__'] } });
+    const res = await t.request('POST', KEYS, {
+      ...asManager,
+      body: { ...validKey, roles: ['admin', 'toString', 'catalog', '__proto__'] },
+    });
     expectValidation(res, KEYS, [
       { field: 'roles[1]', rule: 'enum', message: `no role named "toString"; roles: ${ROLES}` },
       { field: 'roles[3]', rule: 'enum', message: `no role named "__proto__"; roles: ${ROLES}` },
@@ -75,7 +87,8 @@ describe('POST /_apikeys: role names are own roles of the config', () => {
 
 describe('POST /_apikeys: context keys', () => {
   const BAD_NAME = 'a context key is a letter or _, then letters, digits or _, at most 64 characters';
-  const prototypeName = (key: string) => `"${key}" is the name of a property every JavaScript object has; choose another context key`;
+  const prototypeName = (key: string) =>
+    `"${key}" is the name of a property every JavaScript object has; choose another context key`;
 
   it.each([
     ['__proto__', prototypeName('__proto__')],
@@ -91,14 +104,22 @@ describe('POST /_apikeys: context keys', () => {
     ['x'.repeat(65), BAD_NAME],
   ])('context key %j → 422 naming context.<key>, no key stored', async (key, reason) => {
     const before = await count('api_keys');
-    const res = await t.request('POST', KEYS, { ...asManager, raw: keyJson(`"context":{"team":"ops",${JSON.stringify(key)}:"x"}`), headers: JSON_TYPE });
+    const res = await t.request('POST', KEYS, {
+      ...asManager,
+      raw: keyJson(`"context":{"team":"ops",${JSON.stringify(key)}:"x"}`),
+      headers: JSON_TYPE,
+    });
     const field = `context.${key}`;
     expectValidation(res, KEYS, [{ field, rule: 'name', message: `${field}: ${reason}` }]);
     expect(await count('api_keys')).toBe(before);
   });
 
   it('reports every bad key, not only the first', async () => {
-    const res = await t.request('POST', KEYS, { ...asManager, raw: keyJson('"context":{"__proto__":{"team":"ops"},"ok":"1","toString":"x"}'), headers: JSON_TYPE });
+    const res = await t.request('POST', KEYS, {
+      ...asManager,
+      raw: keyJson('"context":{"__proto__":{"team":"ops"},"ok":"1","toString":"x"}'),
+      headers: JSON_TYPE,
+    });
     expectValidation(res, KEYS, [
       { field: 'context.__proto__', rule: 'name', message: `context.__proto__: ${prototypeName('__proto__')}` },
       { field: 'context.toString', rule: 'name', message: `context.toString: ${prototypeName('toString')}` },
@@ -126,25 +147,36 @@ describe('svcgen.config.json: role names', () => {
     }
     throw new Error('the config was accepted');
   };
-  const PROTOTYPE_NAME = 'a name every JavaScript object already has (constructor, toString, valueOf, ...); choose another';
+  const PROTOTYPE_NAME =
+    'a name every JavaScript object already has (constructor, toString, valueOf, ...); choose another';
 
-  it.each(['toString', 'constructor', 'valueOf', 'hasOwnProperty', 'isPrototypeOf'])('a role named %s is a ConfigError naming $.roles.%s', async (name) => {
-    const config = await raw();
-    config.roles[name] = { tables: { City: { read: true } } };
-    expect(problemsOf(config)).toEqual([`$.roles.${name}: the name "${name}" is not allowed: ${PROTOTYPE_NAME}`]);
-  });
+  it.each(['toString', 'constructor', 'valueOf', 'hasOwnProperty', 'isPrototypeOf'])(
+    'a role named %s is a ConfigError naming $.roles.%s',
+    async (name) => {
+      const config = await raw();
+      config.roles[name] = { tables: { City: { read: true } } };
+      expect(problemsOf(config)).toEqual([`$.roles.${name}: the name "${name}" is not allowed: ${PROTOTYPE_NAME}`]);
+    },
+  );
 
   it('a role named __proto__ (an own key of the JSON text) is refused, not dropped', async () => {
-    const text = (await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8')).replace('"roles": {', '"roles": { "__proto__": { "tables": { "City": { "read": true } } },');
+    const text = (await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8')).replace(
+      '"roles": {',
+      '"roles": { "__proto__": { "tables": { "City": { "read": true } } },',
+    );
     const config = JSON.parse(text);
     expect(Object.hasOwn(config.roles, '__proto__')).toBe(true);
-    expect(problemsOf(config)).toEqual(['$.roles.__proto__: "__proto__" cannot be used as a name (it is a property every JavaScript object has)']);
+    expect(problemsOf(config)).toEqual([
+      '$.roles.__proto__: "__proto__" cannot be used as a name (it is a property every JavaScript object has)',
+    ]);
   });
 
   it('a role name that breaks the name rule says which rule', async () => {
     const config = await raw();
     config.roles['no good'] = {};
-    expect(problemsOf(config)).toEqual(['$.roles["no good"]: the name "no good" is not allowed: letters, digits, _ and -']);
+    expect(problemsOf(config)).toEqual([
+      '$.roles["no good"]: the name "no good" is not allowed: letters, digits, _ and -',
+    ]);
   });
 
   it('auth.defaultRole "toString" is not a defined role', async () => {
@@ -165,9 +197,18 @@ describe('webhook filter keys and select entries are fields of the table', () =>
     t.request(method, `${HOOKS}${p}`, { ...asManager, environment: 'master', raw, headers: JSON_TYPE });
 
   it.each([
-    ['{"__proto__":{"status":"paid"}}', [{ field: 'filter.__proto__', rule: 'exists', message: 'filter.__proto__: no table has a field "__proto__"' }]],
-    ['{"constructor":"x"}', [{ field: 'filter.constructor', rule: 'exists', message: 'Order has no field "constructor"' }]],
-    ['{"status":"paid","toString":"x"}', [{ field: 'filter.toString', rule: 'exists', message: 'Order has no field "toString"' }]],
+    [
+      '{"__proto__":{"status":"paid"}}',
+      [{ field: 'filter.__proto__', rule: 'exists', message: 'filter.__proto__: no table has a field "__proto__"' }],
+    ],
+    [
+      '{"constructor":"x"}',
+      [{ field: 'filter.constructor', rule: 'exists', message: 'Order has no field "constructor"' }],
+    ],
+    [
+      '{"status":"paid","toString":"x"}',
+      [{ field: 'filter.toString', rule: 'exists', message: 'Order has no field "toString"' }],
+    ],
     ['{"nosuch":1}', [{ field: 'filter.nosuch', rule: 'exists', message: 'Order has no field "nosuch"' }]],
   ])('POST filter %s → 422 naming the key, nothing stored', async (filter, errors) => {
     const before = await count('webhooks');
@@ -206,10 +247,17 @@ describe('webhook filter keys and select entries are fields of the table', () =>
 
 describe('Problem error lists are capped', () => {
   const unknownFields = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, i]));
-  const unknown = (n: number) => Array.from({ length: n }, (_, i) => ({ field: `f${i}`, rule: 'unknown_field', message: `City has no field "f${i}"` }));
+  const unknown = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      field: `f${i}`,
+      rule: 'unknown_field',
+      message: `City has no field "f${i}"`,
+    }));
 
   it('1,000 unknown fields → 422 with 20 errors, errorsOmitted 980, a short detail and a body under 10 kB', async () => {
-    const res = await t.request('POST', '/gw/api/rest/City', { body: { name: 'Lyon', country: 'FR', ...unknownFields(1000) } });
+    const res = await t.request('POST', '/gw/api/rest/City', {
+      body: { name: 'Lyon', country: 'FR', ...unknownFields(1000) },
+    });
     expect(res.status, res.text).toBe(422);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(res.text.length).toBeLessThan(10_000);
@@ -229,11 +277,15 @@ describe('Problem error lists are capped', () => {
   });
 
   it('21 unknown fields → 20 errors and errorsOmitted 1; 20 → all of them and no errorsOmitted', async () => {
-    const over = await t.request('POST', '/gw/api/rest/City', { body: { name: 'Lyon', country: 'FR', ...unknownFields(21) } });
+    const over = await t.request('POST', '/gw/api/rest/City', {
+      body: { name: 'Lyon', country: 'FR', ...unknownFields(21) },
+    });
     expect(over.status, over.text).toBe(422);
     expect(over.body.errors).toEqual(unknown(20));
     expect(over.body.errorsOmitted).toBe(1);
-    const exact = await t.request('POST', '/gw/api/rest/City', { body: { name: 'Lyon', country: 'FR', ...unknownFields(20) } });
+    const exact = await t.request('POST', '/gw/api/rest/City', {
+      body: { name: 'Lyon', country: 'FR', ...unknownFields(20) },
+    });
     expectValidation(exact, '/gw/api/rest/City', unknown(20));
   });
 
@@ -244,8 +296,16 @@ describe('Problem error lists are capped', () => {
     expect(res.body.errors).toHaveLength(20);
     expect(res.body.errors[19]).toEqual({ field: 'items[19]', rule: 'item', message: expect.any(String) });
     expect(res.body.errorsOmitted).toBe(10);
-    expect(res.body.data).toMatchObject({ success: false, totalRequested: 30, totalSucceeded: 0, totalFailed: 30, items: [] });
-    expect(res.body.data.errors.map((e: { index: number }) => e.index)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    expect(res.body.data).toMatchObject({
+      success: false,
+      totalRequested: 30,
+      totalSucceeded: 0,
+      totalFailed: 30,
+      items: [],
+    });
+    expect(res.body.data.errors.map((e: { index: number }) => e.index)).toEqual(
+      Array.from({ length: 30 }, (_, i) => i),
+    );
   });
 
   it('a BEST_EFFORT bulk of 30 bad items is a 207 envelope with all 30 errors', async () => {
@@ -257,8 +317,13 @@ describe('Problem error lists are capped', () => {
   });
 
   it('a __proto__ member of a data body is an unknown field, not a changed prototype', async () => {
-    const res = await t.request('POST', '/gw/api/rest/City', { raw: '{"name":"Lyon","country":"FR","__proto__":{"id":1}}', headers: JSON_TYPE });
-    expectValidation(res, '/gw/api/rest/City', [{ field: '__proto__', rule: 'unknown_field', message: 'City has no field "__proto__"' }]);
+    const res = await t.request('POST', '/gw/api/rest/City', {
+      raw: '{"name":"Lyon","country":"FR","__proto__":{"id":1}}',
+      headers: JSON_TYPE,
+    });
+    expectValidation(res, '/gw/api/rest/City', [
+      { field: '__proto__', rule: 'unknown_field', message: 'City has no field "__proto__"' },
+    ]);
   });
 });
 
@@ -270,9 +335,12 @@ describe('svcgen keys create', () => {
     expect(result.stdout, show(result)).toBe('');
   }
   const create = (...extra: string[]) =>
-    runCli(['keys', 'create', '--project', SHOP, '--env', 'master', '--name', 'names', '--prefix', 'ApiKey', ...extra], {
-      env: { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
-    });
+    runCli(
+      ['keys', 'create', '--project', SHOP, '--env', 'master', '--name', 'names', '--prefix', 'ApiKey', ...extra],
+      {
+        env: { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+      },
+    );
 
   it.each(['toString', '__proto__', 'constructor'])('--role %s → exit 2, no such role', async (role) => {
     expectUsageError(await create('--role', role), `no role "${role}" in svcgen.config.json (roles: ${ROLES})`);
@@ -283,7 +351,10 @@ describe('svcgen keys create', () => {
     ['__proto__', '"__proto__" is the name of a property every JavaScript object has; choose another context key'],
     ['team-id', 'a context key is a letter or _, then letters, digits or _, at most 64 characters'],
   ])('--context %s=x → exit 2 naming the key', async (key, reason) => {
-    expectUsageError(await create('--role', 'admin', '--context', 'team=ops', '--context', `${key}=x`), `--context "${key}": ${reason}`);
+    expectUsageError(
+      await create('--role', 'admin', '--context', 'team=ops', '--context', `${key}=x`),
+      `--context "${key}": ${reason}`,
+    );
   });
 
   it('a config with a role named toString → exit 1 naming $.roles.toString', async () => {
@@ -292,7 +363,20 @@ describe('svcgen keys create', () => {
     const config = JSON.parse(await fs.readFile(file, 'utf8'));
     config.roles.toString = { tables: {} };
     await fs.writeFile(file, JSON.stringify(config, null, 2));
-    const r = await runCli(['keys', 'create', '--project', copy.dir, '--env', 'master', '--name', 'n', '--prefix', 'ApiKey', '--role', 'admin']);
+    const r = await runCli([
+      'keys',
+      'create',
+      '--project',
+      copy.dir,
+      '--env',
+      'master',
+      '--name',
+      'n',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+    ]);
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr, show(r)).toContain('$.roles.toString: the name "toString" is not allowed');
     expect(r.stdout, show(r)).toBe('');

@@ -23,7 +23,10 @@ beforeAll(async () => {
       // Reads only open and paid orders, updates open ones (total and status).
       raw.roles.opener = {
         tables: {
-          Order: { read: { filter: { status: { in: ['open', 'paid'] } } }, update: { filter: { status: 'open' }, fields: ['total', 'status'] } },
+          Order: {
+            read: { filter: { status: { in: ['open', 'paid'] } } },
+            update: { filter: { status: 'open' }, fields: ['total', 'status'] },
+          },
         },
       };
     },
@@ -47,13 +50,17 @@ interface OrderRow {
 
 /** A customer of its own with orders in the given statuses, so each test has rows no other test touches. */
 async function arrange(statuses: string[]): Promise<{ customerId: string; ids: number[] }> {
-  const c = await t.request('POST', `${BASE}/Customer`, { body: { email: `ubf-${randomUUID()}@example.com`, name: 'UBF' } });
+  const c = await t.request('POST', `${BASE}/Customer`, {
+    body: { email: `ubf-${randomUUID()}@example.com`, name: 'UBF' },
+  });
   expect(c.status, c.text).toBe(201);
   const items = statuses.map((status, i) => ({ status, total: i + 1, note: null, customerId: c.body.data.id }));
   const res = await t.request('POST', `${BASE}/Order/_bulk`, { body: { items } });
   expect(res.status, res.text).toBe(201);
   // push updatedAt into the past so that a write (now()) is certainly later
-  await t.db.query(`update env_master."Order" set "updatedAt" = '2000-01-01T00:00:00Z' where "customerId" = $1`, [c.body.data.id]);
+  await t.db.query(`update env_master."Order" set "updatedAt" = '2000-01-01T00:00:00Z' where "customerId" = $1`, [
+    c.body.data.id,
+  ]);
   return { customerId: c.body.data.id, ids: res.body.data.items.map((i: { id: number }) => i.id) };
 }
 
@@ -96,7 +103,9 @@ describe('PATCH /<table>?<filters>', () => {
   it('matching nothing → 200 { data: { count: 0 } }, nothing changes', async () => {
     const { customerId } = await arrange(['paid']);
     const before = await snapshot(t.db);
-    const res = await t.request('PATCH', `${BASE}/Order?status=equals.cancelled&customerId=equals.${customerId}`, { body: { note: 'none' } });
+    const res = await t.request('PATCH', `${BASE}/Order?status=equals.cancelled&customerId=equals.${customerId}`, {
+      body: { note: 'none' },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ data: { count: 0 } });
     expect(await snapshot(t.db)).toEqual(before);
@@ -106,10 +115,16 @@ describe('PATCH /<table>?<filters>', () => {
     const { customerId } = await arrange(['open', 'open']);
     await t.db.query(`update env_master."Order" set note = 'old' where "customerId" = $1`, [customerId]);
     const path = `${BASE}/Order?customerId=equals.${customerId}`;
-    const res = await t.request('PATCH', path, { raw: JSON.stringify({ note: null, total: 9.5 }), headers: { 'content-type': 'application/merge-patch+json' } });
+    const res = await t.request('PATCH', path, {
+      raw: JSON.stringify({ note: null, total: 9.5 }),
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ data: { count: 2 } });
-    expect((await rows(customerId)).map((r) => [r.note, r.total])).toEqual([[null, 9.5], [null, 9.5]]);
+    expect((await rows(customerId)).map((r) => [r.note, r.total])).toEqual([
+      [null, 9.5],
+      [null, 9.5],
+    ]);
   });
 
   it('or-groups and relation filters select the rows as on GET', async () => {
@@ -175,8 +190,18 @@ describe('PATCH /<table>?<filters>', () => {
     const before = await snapshot(t.db);
     const path = `${BASE}/Order?customerId=equals.${customerId}`;
     expectProblemAt(await t.request('PATCH', path, { body: [{ note: 'x' }] }), 422, path, 'validation');
-    expectProblemAt(await t.request('PATCH', path, { raw: '{"note":', headers: { 'content-type': 'application/json' } }), 400, path, 'invalid-json');
-    expectProblemAt(await t.request('PATCH', path, { raw: '{"note":"x"}', headers: { 'content-type': 'text/plain' } }), 415, path, 'unsupported-media-type');
+    expectProblemAt(
+      await t.request('PATCH', path, { raw: '{"note":', headers: { 'content-type': 'application/json' } }),
+      400,
+      path,
+      'invalid-json',
+    );
+    expectProblemAt(
+      await t.request('PATCH', path, { raw: '{"note":"x"}', headers: { 'content-type': 'text/plain' } }),
+      415,
+      path,
+      'unsupported-media-type',
+    );
     expect(await snapshot(t.db)).toEqual(before);
   });
 
@@ -203,25 +228,43 @@ describe('PATCH /<table>?<filters>', () => {
         expect(row.updatedAt > OLD).toBe(true);
       } else expect(row).toEqual(was);
     }
-    const outside = await t.request('PATCH', `${path}&status=equals.paid`, { key: keys.noter, body: { note: 'sneaky' } });
+    const outside = await t.request('PATCH', `${path}&status=equals.paid`, {
+      key: keys.noter,
+      body: { note: 'sneaky' },
+    });
     expect(outside.status, outside.text).toBe(200);
     expect(outside.body).toEqual({ data: { count: 0 } });
     expect(await rows(customerId)).toEqual(after);
   });
 
-  it('writing a field outside the role\'s list → 403 naming it, nothing changes', async () => {
+  it("writing a field outside the role's list → 403 naming it, nothing changes", async () => {
     const { customerId } = await arrange(['open']);
     const before = await snapshot(t.db);
     const path = `${BASE}/Order?customerId=equals.${customerId}`;
-    expectProblemAt(await t.request('PATCH', path, { key: keys.noter, body: { total: 1 } }), 403, path, 'forbidden', 'total');
-    expectProblemAt(await t.request('PATCH', path, { key: keys.noter, body: { note: 'n', status: 'paid' } }), 403, path, 'forbidden', 'status');
+    expectProblemAt(
+      await t.request('PATCH', path, { key: keys.noter, body: { total: 1 } }),
+      403,
+      path,
+      'forbidden',
+      'total',
+    );
+    expectProblemAt(
+      await t.request('PATCH', path, { key: keys.noter, body: { note: 'n', status: 'paid' } }),
+      403,
+      path,
+      'forbidden',
+      'status',
+    );
     expect(await snapshot(t.db)).toEqual(before);
   });
 
   it('an update filter (status=open) changes only open orders', async () => {
     const { customerId } = await arrange(['open', 'paid']);
     const before = await rows(customerId);
-    const res = await t.request('PATCH', `${BASE}/Order?customerId=equals.${customerId}`, { key: keys.opener, body: { total: 3 } });
+    const res = await t.request('PATCH', `${BASE}/Order?customerId=equals.${customerId}`, {
+      key: keys.opener,
+      body: { total: 3 },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ data: { count: 1 } });
     const after = await rows(customerId);
@@ -249,7 +292,9 @@ describe('PATCH /<table>?<filters>', () => {
     const path = `${BASE}/Order?customerId=equals.${customerId}`;
     const res = await t.request('PATCH', path, { key: keys.opener, body: { status: 'paid' } });
     expectProblemAt(res, 403, path, 'forbidden');
-    expect(res.body.errors).toEqual([{ field: 'status', rule: 'row_filter', message: "status must match your role's filter" }]);
+    expect(res.body.errors).toEqual([
+      { field: 'status', rule: 'row_filter', message: "status must match your role's filter" },
+    ]);
     expect(await rows(customerId)).toEqual(before);
   });
 
@@ -264,14 +309,19 @@ describe('PATCH /<table>?<filters>', () => {
 
   it('composite-key tables can be patched by filter', async () => {
     const { ids } = await arrange(['open']);
-    const p = await t.request('POST', `${BASE}/Product`, { body: { sku: `UBF-${randomUUID()}`, title: 'P', price: 1, tags: [] } });
+    const p = await t.request('POST', `${BASE}/Product`, {
+      body: { sku: `UBF-${randomUUID()}`, title: 'P', price: 1, tags: [] },
+    });
     expect(p.status, p.text).toBe(201);
     const item = await t.request('POST', `${BASE}/OrderItem`, { body: { orderId: ids[0], productId: p.body.data.id } });
     expect(item.status, item.text).toBe(201);
     const res = await t.request('PATCH', `${BASE}/OrderItem?orderId=equals.${ids[0]}`, { body: { quantity: 7 } });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ data: { count: 1 } });
-    const [{ quantity }] = await t.db.query<{ quantity: number }>(`select quantity from env_master."OrderItem" where "orderId" = $1`, [ids[0]]);
+    const [{ quantity }] = await t.db.query<{ quantity: number }>(
+      `select quantity from env_master."OrderItem" where "orderId" = $1`,
+      [ids[0]],
+    );
     expect(quantity).toBe(7);
   });
 });

@@ -62,7 +62,9 @@ describe('the page and its files over HTTP', () => {
     expect(res.headers.get('vary')).toBe('accept-encoding');
     expect((await res.text()).length).toBeGreaterThan(1_000_000);
 
-    const stale = await fetch(`${server.url}${DOCS}/swagger-ui-bundle.js?v=000000000000`, { headers: { 'accept-encoding': 'identity' } });
+    const stale = await fetch(`${server.url}${DOCS}/swagger-ui-bundle.js?v=000000000000`, {
+      headers: { 'accept-encoding': 'identity' },
+    });
     expect(stale.status).toBe(200);
     expect(stale.headers.get('cache-control')).toBe('no-cache');
     expect(stale.headers.get('content-encoding')).toBeNull();
@@ -86,7 +88,9 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
       if (process.env.CI) {
-        throw new Error(`Chromium is not installed at ${CHROMIUM} and CI is set: install it (apt-get install -y chromium) to run the API reference page test`);
+        throw new Error(
+          `Chromium is not installed at ${CHROMIUM} and CI is set: install it (apt-get install -y chromium) to run the API reference page test`,
+        );
       }
       return;
     }
@@ -101,7 +105,10 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
   });
 
   beforeEach((context) => {
-    if (!browser) context.skip(`Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium); set CI=1 to make this a failure`);
+    if (!browser)
+      context.skip(
+        `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium); set CI=1 to make this a failure`,
+      );
   });
 
   test('renders every table, the schemas, the auth and webhook sections, with nothing from another origin', async () => {
@@ -131,13 +138,22 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
     await page.click('.auth-wrapper .authorize');
     const containers = page.locator('.modal-ux .auth-container');
     await containers.first().waitFor();
-    expect(await containers.locator('h4 > code').allTextContents()).toEqual(['apiKey', 'bearerJwt', 'managementToken', 'projectId']);
+    expect(await containers.locator('h4 > code').allTextContents()).toEqual([
+      'apiKey',
+      'bearerJwt',
+      'managementToken',
+      'projectId',
+    ]);
     const apiKey = await scheme(page, 'apiKey').innerText();
     expect(apiKey).toContain('Every key is accepted as Authorization: Bearer <key>, which is what this scheme sends');
-    expect(apiKey).toContain('Authorization: <prefix> <key> with the prefix chosen when the key was created (e.g. Token svk_...)');
+    expect(apiKey).toContain(
+      'Authorization: <prefix> <key> with the prefix chosen when the key was created (e.g. Token svk_...)',
+    );
     expect(apiKey).not.toContain('" "');
     expect(await scheme(page, 'bearerJwt').innerText()).toContain('A user access token (eyJ...) from POST /auth/login');
-    expect(await scheme(page, 'managementToken').innerText()).toContain('A management token (svm_... from svcgen token create');
+    expect(await scheme(page, 'managementToken').innerText()).toContain(
+      'A management token (svm_... from svcgen token create',
+    );
     // Filled in from the server's config: shown as authorized (value hidden, a Logout button), no input.
     const project = scheme(page, 'projectId');
     expect(await project.innerText()).toContain('Name: X-Project-Id');
@@ -156,7 +172,10 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
 
     const sent = await executeListCity(page);
     expect(sent.url().split('?')[0]).toBe(`${server.url}/gw/api/rest/City`);
-    expect(await sent.allHeaders()).toMatchObject({ authorization: `Bearer ${server.adminKey}`, 'x-project-id': projectId });
+    expect(await sent.allHeaders()).toMatchObject({
+      authorization: `Bearer ${server.adminKey}`,
+      'x-project-id': projectId,
+    });
     expect(await liveResponse(page, 'status')).toBe('200');
     expect(await liveResponse(page, 'description')).toContain('Docstown');
 
@@ -204,7 +223,9 @@ async function openPage(browser: Browser, root: string) {
 
 /** The Authorize dialog's entry for a security scheme. */
 function scheme(page: Page, name: string) {
-  return page.locator('.modal-ux .auth-container').filter({ has: page.locator('h4 > code', { hasText: new RegExp(`^${name}$`) }) });
+  return page
+    .locator('.modal-ux .auth-container')
+    .filter({ has: page.locator('h4 > code', { hasText: new RegExp(`^${name}$`) }) });
 }
 
 /** Fills Authorize with the key under the `apiKey` scheme only: the page fills in the project id itself. */
@@ -245,10 +266,14 @@ async function startPrefixProxy(prefix: string, target: string): Promise<{ url: 
       res.writeHead(404).end(`outside ${prefix}/`);
       return;
     }
-    const upstream = http.request(`${target}${req.url.slice(prefix.length)}`, { method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode!, up.headers);
-      up.pipe(res);
-    });
+    const upstream = http.request(
+      `${target}${req.url.slice(prefix.length)}`,
+      { method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode!, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', () => res.writeHead(502).end());
     req.pipe(upstream);
   });

@@ -86,7 +86,11 @@ class RawClient {
         }
         if (this.isClosed) {
           this.waiters.delete(check);
-          reject(new Error(`connection closed before a complete response (errors: ${this.errors.join(', ') || 'none'}); received ${JSON.stringify(this.received)}`));
+          reject(
+            new Error(
+              `connection closed before a complete response (errors: ${this.errors.join(', ') || 'none'}); received ${JSON.stringify(this.received)}`,
+            ),
+          );
         }
       };
       this.waiters.add(check);
@@ -168,7 +172,9 @@ describe('slow clients are cut off with 408 at the configured timeouts', { timeo
   let port: number;
 
   beforeAll(async () => {
-    t = await startTestServer({ configPatch: (raw) => (raw.http = { headersTimeoutMs: 1000, requestTimeoutMs: 1500 }) });
+    t = await startTestServer({
+      configPatch: (raw) => (raw.http = { headersTimeoutMs: 1000, requestTimeoutMs: 1500 }),
+    });
     port = Number(new URL(t.url).port);
   });
   afterAll(() => t?.close());
@@ -198,14 +204,19 @@ describe('slow clients are cut off with 408 at the configured timeouts', { timeo
       const res = takeResponse(c.text)?.response;
       expect(res, c.text).toEqual({
         status: 408,
-        headers: { 'content-type': 'application/problem+json', 'content-length': expect.any(String), connection: 'close' },
+        headers: {
+          'content-type': 'application/problem+json',
+          'content-length': expect.any(String),
+          connection: 'close',
+        },
         body: expect.any(String),
       });
       expect(JSON.parse(res!.body)).toEqual({
         type: '/errors/request-timeout',
         title: 'Request Timeout',
         status: 408,
-        detail: 'the request did not arrive in time: headers are allowed 1000 ms and the whole request 1500 ms; send it again on a new connection',
+        detail:
+          'the request did not arrive in time: headers are allowed 1000 ms and the whole request 1500 ms; send it again on a new connection',
         instance: '',
         errors: [],
       });
@@ -252,7 +263,11 @@ describe('slow clients are cut off with 408 at the configured timeouts', { timeo
     broken.send('GET / HTTP/1.1\r\nHost test\r\n\r\n');
     const bad = await broken.response();
     expect(bad.status).toBe(400);
-    expect(JSON.parse(bad.body)).toMatchObject({ type: '/errors/bad-request', status: 400, detail: 'the request is not valid HTTP/1.1' });
+    expect(JSON.parse(bad.body)).toMatchObject({
+      type: '/errors/bad-request',
+      status: 400,
+      detail: 'the request is not valid HTTP/1.1',
+    });
     await broken.closed;
 
     const huge = new RawClient(port);
@@ -298,13 +313,18 @@ describe('http.maxConnections', { timeout: 60_000 }, () => {
     }
     inside[0]!.socket.destroy();
     await inside[0]!.closed;
-    await expect.poll(async () => {
-      const again = new RawClient(port);
-      again.send(HEALTHZ);
-      const status = await again.response().then((r) => r.status, () => 0);
-      again.socket.destroy();
-      return status;
-    }).toBe(200);
+    await expect
+      .poll(async () => {
+        const again = new RawClient(port);
+        again.send(HEALTHZ);
+        const status = await again.response().then(
+          (r) => r.status,
+          () => 0,
+        );
+        again.socket.destroy();
+        return status;
+      })
+      .toBe(200);
     for (const c of inside) c.socket.destroy();
   });
 });
@@ -313,12 +333,17 @@ describe('http config', () => {
   it('headersTimeoutMs above requestTimeoutMs is refused by path', () => {
     let error: unknown;
     try {
-      parseConfig({ project: { id: 'p' }, http: { headersTimeoutMs: 5000, requestTimeoutMs: 1000 } }, 'svcgen.config.json');
+      parseConfig(
+        { project: { id: 'p' }, http: { headersTimeoutMs: 5000, requestTimeoutMs: 1000 } },
+        'svcgen.config.json',
+      );
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems).toEqual(['$.http.headersTimeoutMs: headersTimeoutMs cannot be more than requestTimeoutMs (the headers are part of the request)']);
+    expect((error as ConfigError).problems).toEqual([
+      '$.http.headersTimeoutMs: headersTimeoutMs cannot be more than requestTimeoutMs (the headers are part of the request)',
+    ]);
   });
 
   it('defaults: headers 10 s, request 30 s, keep-alive 5 s, 1000 connections, drain 10 s', () => {
@@ -348,9 +373,35 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     await fs.writeFile(configFile, JSON.stringify({ ...config, http }, null, 2));
     const database = await freshDatabase();
     databaseUrl = database.url;
-    serve = startCli(['serve', '--port', '0', '--project', copy.dir, '--database-url', database.url, '--log-level', 'warn']);
+    serve = startCli([
+      'serve',
+      '--port',
+      '0',
+      '--project',
+      copy.dir,
+      '--database-url',
+      database.url,
+      '--log-level',
+      'warn',
+    ]);
     port = Number((await serve.waitFor(/^listening on http:\/\/127\.0\.0\.1:(\d+)$/m, { stream: 'stdout' }))[1]);
-    const created = await runCli(['keys', 'create', '--env', 'master', '--name', 'drain', '--prefix', 'ApiKey', '--role', 'admin', '--json', '--project', copy.dir, '--database-url', database.url]);
+    const created = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'drain',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      '--project',
+      copy.dir,
+      '--database-url',
+      database.url,
+    ]);
     expect(created.code, show(created)).toBe(0);
     key = JSON.parse(created.stdout).key;
   }
@@ -374,7 +425,19 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     let releaseBody!: () => void;
     const held = new Promise<{ status: number; connection: string | undefined; text: string }>((resolve, reject) => {
       const req = http.request(
-        { agent, port, host: '127.0.0.1', method: 'POST', path: '/gw/api/rest/City', headers: { 'x-project-id': 'shop', authorization: `ApiKey ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          agent,
+          port,
+          host: '127.0.0.1',
+          method: 'POST',
+          path: '/gw/api/rest/City',
+          headers: {
+            'x-project-id': 'shop',
+            authorization: `ApiKey ${key}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
         (res) => {
           let text = '';
           res.setEncoding('utf8').on('data', (d: string) => (text += d));
@@ -401,7 +464,10 @@ describe('SIGTERM drain of svcgen serve', { timeout: 120_000 }, () => {
     probe.send(READYZ);
     const ready = await probe.response();
     expect(ready.status).toBe(200);
-    expect(JSON.parse(ready.body)).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' } });
+    expect(JSON.parse(ready.body)).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', migrations: 'ok', listener: 'ok', server: 'ok' },
+    });
     probe.send(READYZ.slice(0, 20));
     // The held create must have reached the handler before SIGTERM; its partial body is on the wire once another request has gone round.
     expect((await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { connection: 'close' } })).status).toBe(200);

@@ -73,7 +73,12 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
   let serve: RunningCli;
   let url: string;
   /** Every secret value the server saw, for the final grep of its output. */
-  const secrets: Record<string, string> = { password: PASSWORD, managementToken: MANAGEMENT_TOKEN, metricsToken: METRICS_TOKEN, webhookSecret: WEBHOOK_SECRET };
+  const secrets: Record<string, string> = {
+    password: PASSWORD,
+    managementToken: MANAGEMENT_TOKEN,
+    metricsToken: METRICS_TOKEN,
+    webhookSecret: WEBHOOK_SECRET,
+  };
 
   beforeAll(async () => {
     mail = await startMailServer();
@@ -85,7 +90,11 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     raw.webhooks = { allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0, 60_000] };
     await fs.writeFile(configFile, JSON.stringify(raw));
     serve = startCli(['serve', '--project', copy.dir, '--database-url', database.url, '--port', '0'], {
-      env: { SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN, SVCGEN_METRICS_TOKEN: METRICS_TOKEN, SVCGEN_SMTP_URL: mail.url },
+      env: {
+        SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN,
+        SVCGEN_METRICS_TOKEN: METRICS_TOKEN,
+        SVCGEN_SMTP_URL: mail.url,
+      },
     });
     url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
   });
@@ -100,8 +109,15 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     const reqId = res.headers.get('x-request-id');
     expect(reqId).toMatch(UUID);
     expect(await entryFor(serve, reqId)).toEqual({
-      level: 'info', time: expect.stringMatching(ISO_8601), pid: expect.any(Number), msg: 'request',
-      reqId, method: 'GET', path: '/healthz', status: 200, durationMs: expect.any(Number),
+      level: 'info',
+      time: expect.stringMatching(ISO_8601),
+      pid: expect.any(Number),
+      msg: 'request',
+      reqId,
+      method: 'GET',
+      path: '/healthz',
+      status: 200,
+      durationMs: expect.any(Number),
     });
     expect(serve.stdout).not.toContain('query-value-never-logged');
   });
@@ -110,7 +126,11 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     const res = await call(url, 'GET', '/no/such/path', { headers: { 'x-request-id': 'lb-7f3a.91_c-2' } });
     expectProblem(res, 404);
     expect(res.headers.get('x-request-id')).toBe('lb-7f3a.91_c-2');
-    expect(await entryFor(serve, 'lb-7f3a.91_c-2')).toMatchObject({ method: 'GET', path: '/no/such/path', status: 404 });
+    expect(await entryFor(serve, 'lb-7f3a.91_c-2')).toMatchObject({
+      method: 'GET',
+      path: '/no/such/path',
+      status: 404,
+    });
   });
 
   it.each([
@@ -131,7 +151,11 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     expectProblem(none, 401, 'unauthorized');
     expect(none.body.detail).toBe('send the metrics token (SVCGEN_METRICS_TOKEN) as "Authorization: Bearer <token>"');
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
-    expectProblem(await call(url, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}x` }), 401, 'unauthorized');
+    expectProblem(
+      await call(url, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}x` }),
+      401,
+      'unauthorized',
+    );
   });
 
   it('serves /metrics with the token: request counters and the latency histogram move, pool gauges are there', async () => {
@@ -152,14 +176,26 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     const before = await scrape();
     const countBefore = sample(before, 'http_requests_total', { route: byId, method: 'GET', status: '404' });
     const histogramBefore = sample(before, 'http_request_duration_seconds_count', { route: byId, method: 'GET' });
-    for (let i = 0; i < 3; i++) expectProblem(await call(url, 'GET', '/gw/api/rest/City/999999', { authorization: `ApiKey ${secrets.apiKey}` }), 404);
+    for (let i = 0; i < 3; i++)
+      expectProblem(
+        await call(url, 'GET', '/gw/api/rest/City/999999', { authorization: `ApiKey ${secrets.apiKey}` }),
+        404,
+      );
     const after = await scrape();
     expect(sample(after, 'http_requests_total', { route: byId, method: 'GET', status: '404' })).toBe(countBefore + 3);
-    expect(sample(after, 'http_request_duration_seconds_count', { route: byId, method: 'GET' })).toBe(histogramBefore + 3);
-    expect(sample(after, 'http_request_duration_seconds_bucket', { route: byId, method: 'GET', le: '+Inf' })).toBe(histogramBefore + 3);
+    expect(sample(after, 'http_request_duration_seconds_count', { route: byId, method: 'GET' })).toBe(
+      histogramBefore + 3,
+    );
+    expect(sample(after, 'http_request_duration_seconds_bucket', { route: byId, method: 'GET', le: '+Inf' })).toBe(
+      histogramBefore + 3,
+    );
     // Express routes are labelled by their pattern, a raw path never appears as a label.
-    expect(sample(after, 'http_requests_total', { route: '/healthz', method: 'GET', status: '200' })).toBeGreaterThanOrEqual(1);
-    expect(sample(after, 'http_requests_total', { route: 'unmatched', method: 'GET', status: '404' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(after, 'http_requests_total', { route: '/healthz', method: 'GET', status: '200' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(after, 'http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }),
+    ).toBeGreaterThanOrEqual(1);
     expect(after).not.toMatch(/route="[^"]*\/City\/\d/);
     expect(after).not.toContain('route="/no/such/path"');
     expect(sample(after, 'db_pool_connections', { pool: 'api' })).toBeGreaterThanOrEqual(1);
@@ -174,7 +210,9 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     // loginPerMinutePerIp is 20: the 21st attempt of this minute is refused.
     let refused = 0;
     for (let i = 0; i < 22 && refused === 0; i++) {
-      const res = await call(url, 'POST', '/auth/login', { body: { email: 'nobody@example.com', password: 'wrong-password-1' } });
+      const res = await call(url, 'POST', '/auth/login', {
+        body: { email: 'nobody@example.com', password: 'wrong-password-1' },
+      });
       if (res.status === 429) refused++;
     }
     expect(refused).toBe(1);
@@ -183,7 +221,9 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
 
   it('never writes a password, token, API key or webhook secret to stdout or stderr', async () => {
     const email = `obs-${Date.now().toString(36)}@example.com`;
-    const signup = await call(url, 'POST', '/auth/signup', { body: { email, password: PASSWORD, firstName: 'Obs', lastName: 'Test' } });
+    const signup = await call(url, 'POST', '/auth/signup', {
+      body: { email, password: PASSWORD, firstName: 'Obs', lastName: 'Test' },
+    });
     expect(signup.status, signup.text).toBe(201);
     const { code } = await mail.nextMail(email);
     secrets.confirmationCode = code!;
@@ -197,7 +237,9 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     expect(refreshed.status, refreshed.text).toBe(200);
     secrets.refreshedAccessToken = refreshed.body.accessToken;
     secrets.refreshedRefreshToken = refreshed.body.refreshToken;
-    const asUser = await call(url, 'GET', '/gw/api/rest/City', { authorization: `Bearer ${refreshed.body.accessToken}` });
+    const asUser = await call(url, 'GET', '/gw/api/rest/City', {
+      authorization: `Bearer ${refreshed.body.accessToken}`,
+    });
     expect(asUser.status, asUser.text).toBe(200);
     const userEntry = await entryFor(serve, asUser.headers.get('x-request-id'));
     expect(userEntry.caller).toBe(`user:${session.user.id}`);
@@ -209,34 +251,65 @@ describe('svcgen serve with metrics on, logging JSON', { timeout: 90_000 }, () =
     const hook = await call(url, 'POST', '/gw/api/rest/_webhooks', {
       authorization: `Bearer ${MANAGEMENT_TOKEN}`,
       headers: { environment: 'master' },
-      body: { projectId: 'shop', environment: 'master', table: 'City', events: ['INSERT'], url: 'http://127.0.0.1:9/hook', secret: WEBHOOK_SECRET },
+      body: {
+        projectId: 'shop',
+        environment: 'master',
+        table: 'City',
+        events: ['INSERT'],
+        url: 'http://127.0.0.1:9/hook',
+        secret: WEBHOOK_SECRET,
+      },
     });
     expect(hook.status, hook.text).toBe(201);
     expect((await entryFor(serve, hook.headers.get('x-request-id'))).caller).toMatch(/^management:/);
-    const created = await call(url, 'POST', '/gw/api/rest/City', { authorization: `ApiKey ${secrets.apiKey}`, body: { name: 'Oslo', country: 'NO' } });
+    const created = await call(url, 'POST', '/gw/api/rest/City', {
+      authorization: `ApiKey ${secrets.apiKey}`,
+      body: { name: 'Oslo', country: 'NO' },
+    });
     expect(created.status, created.text).toBe(201);
     const createdEntry = await entryFor(serve, created.headers.get('x-request-id'));
     expect(createdEntry).toMatchObject({ method: 'POST', path: '/gw/api/rest/City', status: 201 });
 
     // The delivery to a closed port fails: its outcome is counted (and the secret signs it, unlogged).
     await expect
-      .poll(async () => sample((await call(url, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}` })).text, 'webhook_delivery_outcomes_total', { outcome: 'retrying' }), { timeout: 10_000 })
+      .poll(
+        async () =>
+          sample(
+            (await call(url, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}` })).text,
+            'webhook_delivery_outcomes_total',
+            { outcome: 'retrying' },
+          ),
+        { timeout: 10_000 },
+      )
       .toBe(1);
 
     const output = `${serve.stdout}\n${serve.stderr}`;
     expect(Object.keys(secrets).sort()).toEqual([
-      'accessToken', 'apiKey', 'confirmationCode', 'managementToken', 'metricsToken', 'password',
-      'refreshToken', 'refreshedAccessToken', 'refreshedRefreshToken', 'webhookSecret',
+      'accessToken',
+      'apiKey',
+      'confirmationCode',
+      'managementToken',
+      'metricsToken',
+      'password',
+      'refreshToken',
+      'refreshedAccessToken',
+      'refreshedRefreshToken',
+      'webhookSecret',
     ]);
     for (const [name, value] of Object.entries(secrets)) {
       expect(value.length, name).toBeGreaterThanOrEqual(6);
-      expect(output.includes(value), `${name} appears in the output:\n${show({ code: null, signal: null, stdout: serve.stdout, stderr: serve.stderr })}`).toBe(false);
+      expect(
+        output.includes(value),
+        `${name} appears in the output:\n${show({ code: null, signal: null, stdout: serve.stdout, stderr: serve.stderr })}`,
+      ).toBe(false);
     }
     const result = await serve.stop('SIGTERM');
     expect(result.code, show(result)).toBe(0);
     const all = `${result.stdout}\n${result.stderr}`;
     for (const [name, value] of Object.entries(secrets)) expect(all.includes(value), name).toBe(false);
-    expect(entries(result.stdout).map((e) => e.msg)).toEqual(expect.arrayContaining(['server started', 'server stopped']));
+    expect(entries(result.stdout).map((e) => e.msg)).toEqual(
+      expect.arrayContaining(['server started', 'server stopped']),
+    );
   });
 });
 
@@ -248,7 +321,9 @@ describe('svcgen serve with metrics off (the default)', { timeout: 60_000 }, () 
   });
 
   it('answers 404 on /metrics, even with a token in the environment', async () => {
-    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0'], { env: { SVCGEN_METRICS_TOKEN: METRICS_TOKEN } });
+    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0'], {
+      env: { SVCGEN_METRICS_TOKEN: METRICS_TOKEN },
+    });
     const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
     const res = await call(url, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}` });
     expectProblem(res, 404, 'not-found');
@@ -263,7 +338,9 @@ describe('svcgen serve with metrics off (the default)', { timeout: 60_000 }, () 
     const raw = JSON.parse(await fs.readFile(configFile, 'utf8'));
     raw.metrics = { enabled: true };
     await fs.writeFile(configFile, JSON.stringify(raw));
-    const serve = startCli(['serve', '--project', copy.dir, '--database-url', database.url, '--port', '0'], { env: { SVCGEN_METRICS_TOKEN: undefined } });
+    const serve = startCli(['serve', '--project', copy.dir, '--database-url', database.url, '--port', '0'], {
+      env: { SVCGEN_METRICS_TOKEN: undefined },
+    });
     const result = await serve.exited;
     expect(result.code, show(result)).toBe(1);
     expect(result.stderr).toContain(
@@ -300,7 +377,12 @@ describe('svcgen serve with default flags and stdout to a pipe: batched request 
     const sent = Date.now();
     // Far below the 8 KiB batch: only the periodic flush writes it. Its timer fires every
     // LOG_FLUSH_INTERVAL_MS; the margin is for a busy test machine.
-    await expect.poll(() => entries(serve.stdout).some((e) => e.reqId === reqId), { timeout: LOG_FLUSH_INTERVAL_MS + 1500, interval: 20 }).toBe(true);
+    await expect
+      .poll(() => entries(serve.stdout).some((e) => e.reqId === reqId), {
+        timeout: LOG_FLUSH_INTERVAL_MS + 1500,
+        interval: 20,
+      })
+      .toBe(true);
     expect(Date.now() - sent).toBeLessThan(LOG_FLUSH_INTERVAL_MS + 1500);
     expect((await serve.stop('SIGTERM')).code).toBe(0);
   });
@@ -328,7 +410,9 @@ describe('svcgen serve with default flags and stdout to a pipe: batched request 
     const result = await serve.stop('SIGTERM');
     expect(result.code, show(result)).toBe(1);
     expect(result.stderr).toContain('SIGTERM again: exiting without waiting');
-    const lines = entries(result.stdout).filter((e) => e.msg === 'request').map((e) => e.reqId);
+    const lines = entries(result.stdout)
+      .filter((e) => e.msg === 'request')
+      .map((e) => e.reqId);
     expect(new Set(lines)).toEqual(new Set(ids));
     expect(lines.length).toBe(100);
   });

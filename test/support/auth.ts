@@ -43,7 +43,12 @@ export async function startMailServer(): Promise<MailServer> {
             to: rcpt.address.toLowerCase(),
             raw,
             subject: /^Subject: (.*)$/m.exec(raw)?.[1]?.trim() ?? '',
-            code: /\b(\d{6})\b/.exec(unfolded.split(/\r?\n\r?\n/).slice(1).join('\n'))?.[1],
+            code: /\b(\d{6})\b/.exec(
+              unfolded
+                .split(/\r?\n\r?\n/)
+                .slice(1)
+                .join('\n'),
+            )?.[1],
           });
         }
         for (const wake of waiters) wake();
@@ -85,11 +90,29 @@ export async function startMailServer(): Promise<MailServer> {
 export interface AuthTestServer extends TestServer {
   mail: MailServer;
   /** A request to /auth (no API key; project header unless `project: false`). */
-  auth(method: string, path: string, options?: { body?: unknown; token?: string; environment?: string; headers?: Record<string, string | undefined>; project?: string | false }): Promise<TestResponse>;
+  auth(
+    method: string,
+    path: string,
+    options?: {
+      body?: unknown;
+      token?: string;
+      environment?: string;
+      headers?: Record<string, string | undefined>;
+      project?: string | false;
+    },
+  ): Promise<TestResponse>;
   /** Signs a user up, reads the code from the mail, confirms: the confirm-signup answer (token pair and user). */
-  signupConfirmed(email: string, options?: { password?: string; roleId?: string; environment?: string }): Promise<Session>;
+  signupConfirmed(
+    email: string,
+    options?: { password?: string; roleId?: string; environment?: string },
+  ): Promise<Session>;
   /** A data request with a user's access token. */
-  asUser(token: string, method: string, path: string, options?: { body?: unknown; environment?: string }): Promise<TestResponse>;
+  asUser(
+    token: string,
+    method: string,
+    path: string,
+    options?: { body?: unknown; environment?: string },
+  ): Promise<TestResponse>;
 }
 
 export interface Session {
@@ -102,10 +125,21 @@ export const PASSWORD = 'correct-horse-42';
 
 /** Rate limits high enough that only tests about them meet them. */
 export function relaxedLimits(raw: any): void {
-  raw.rateLimits = { ...raw.rateLimits, signupPerMinutePerIp: 10_000, loginPerMinutePerIp: 10_000, recoveryPerMinutePerEmail: 10_000, codePerMinutePerIp: 10_000, accountPerMinutePerUser: 10_000, accountChangesPerMinutePerUser: 10_000, dataPerMinutePerCaller: raw.rateLimits?.dataPerMinutePerProject ?? 6000 };
+  raw.rateLimits = {
+    ...raw.rateLimits,
+    signupPerMinutePerIp: 10_000,
+    loginPerMinutePerIp: 10_000,
+    recoveryPerMinutePerEmail: 10_000,
+    codePerMinutePerIp: 10_000,
+    accountPerMinutePerUser: 10_000,
+    accountChangesPerMinutePerUser: 10_000,
+    dataPerMinutePerCaller: raw.rateLimits?.dataPerMinutePerProject ?? 6000,
+  };
 }
 
-export async function startAuthServer(options: TestServerOptions & { mail?: MailServer } = {}): Promise<AuthTestServer> {
+export async function startAuthServer(
+  options: TestServerOptions & { mail?: MailServer } = {},
+): Promise<AuthTestServer> {
   const mail = options.mail ?? (await startMailServer());
   const t = await startTestServer({
     ...options,
@@ -136,7 +170,12 @@ export async function startAuthServer(options: TestServerOptions & { mail?: Mail
     return confirmed.body as Session;
   };
   const asUser: AuthTestServer['asUser'] = (token, method, path, o = {}) =>
-    t.request(method, path, { key: false, body: o.body, environment: o.environment, headers: { authorization: `Bearer ${token}` } });
+    t.request(method, path, {
+      key: false,
+      body: o.body,
+      environment: o.environment,
+      headers: { authorization: `Bearer ${token}` },
+    });
   return {
     ...t,
     mail,
@@ -151,7 +190,12 @@ export async function startAuthServer(options: TestServerOptions & { mail?: Mail
 }
 
 /** An /auth error answer, exactly: status, JSON, `{ error: code }` plus the members given. */
-export function expectAuthError(res: TestResponse, status: number, code: string, extra: Record<string, unknown> = {}): void {
+export function expectAuthError(
+  res: TestResponse,
+  status: number,
+  code: string,
+  extra: Record<string, unknown> = {},
+): void {
   expect(res.status, res.text).toBe(status);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   expect(res.body).toEqual({ error: code, ...extra });

@@ -3,7 +3,21 @@
  * (API keys with roles and contexts, user tokens), seeded datasets, and changes to data a principal
  * cannot see (for the non-interference check).
  */
-import { clone, DEFAULTS, FOREIGN_KEYS, keyOf, Rng, SCHEMA, sortDb, STATUSES, TABLES, type Db, type Row, type Table, type Value } from './authz-schema.ts';
+import {
+  clone,
+  DEFAULTS,
+  FOREIGN_KEYS,
+  keyOf,
+  type Rng,
+  SCHEMA,
+  sortDb,
+  STATUSES,
+  TABLES,
+  type Db,
+  type Row,
+  type Table,
+  type Value,
+} from './authz-schema.ts';
 import { viewOf, type Principal, type RolesConfig } from './reference-policy.ts';
 
 const ORDER_SHOPPER = ['id', 'total', 'status', 'customerId', 'createdAt', 'updatedAt'];
@@ -33,14 +47,21 @@ export const ROLES: RolesConfig = {
   },
   auditor: {
     tables: {
-      Order: { read: { filter: { status: { in: ['paid', 'shipped'] } }, fields: ['id', 'status', 'total', 'note', 'customerId'] } },
+      Order: {
+        read: {
+          filter: { status: { in: ['paid', 'shipped'] } },
+          fields: ['id', 'status', 'total', 'note', 'customerId'],
+        },
+      },
       Customer: { read: { fields: ['id', 'name', 'vip'] } },
       Product: { read: { fields: ['id', 'sku', 'price'] } },
     },
   },
   bigspender: {
     tables: {
-      Order: { read: { filter: { total: { gte: 100 } }, fields: ['id', 'total', 'placedAt', 'customerId', 'createdAt'] } },
+      Order: {
+        read: { filter: { total: { gte: 100 } }, fields: ['id', 'total', 'placedAt', 'customerId', 'createdAt'] },
+      },
       Customer: { read: { filter: { vip: true }, fields: ['id', 'name', 'email', 'cityId'] } },
       City: { read: { fields: ['id', 'name'] } },
     },
@@ -50,7 +71,10 @@ export const ROLES: RolesConfig = {
       Order: {
         read: { filter: { customerId: '$context.customer' } },
         create: { filter: { customerId: '$context.customer' }, fields: ['total', 'note', 'status', 'customerId'] },
-        update: { filter: { customerId: '$context.customer', status: { in: ['open', 'paid'] } }, fields: ['note', 'status', 'placedAt', 'total'] },
+        update: {
+          filter: { customerId: '$context.customer', status: { in: ['open', 'paid'] } },
+          fields: ['note', 'status', 'placedAt', 'total'],
+        },
         delete: { filter: { customerId: '$context.customer', status: 'cancelled' } },
       },
       OrderItem: {
@@ -66,23 +90,40 @@ export const ROLES: RolesConfig = {
   region: {
     tables: {
       City: { read: { filter: { country: '$context.country' } } },
-      Customer: { read: { filter: { 'city.country': '$context.country' }, fields: ['id', 'name', 'vip', 'cityId', 'createdAt', 'updatedAt'] } },
+      Customer: {
+        read: {
+          filter: { 'city.country': '$context.country' },
+          fields: ['id', 'name', 'vip', 'cityId', 'createdAt', 'updatedAt'],
+        },
+      },
       Order: {
-        read: { filter: { 'customer.city.country': '$context.country' }, fields: ['id', 'status', 'total', 'customerId', 'placedAt'] },
+        read: {
+          filter: { 'customer.city.country': '$context.country' },
+          fields: ['id', 'status', 'total', 'customerId', 'placedAt'],
+        },
         update: { filter: { status: 'open' }, fields: ['status'] },
       },
     },
   },
   clerk: {
     tables: {
-      Order: { read: { filter: { status: 'open' } }, update: { filter: { total: { lt: 100 } }, fields: ['note', 'status'] }, delete: { filter: { note: null } } },
+      Order: {
+        read: { filter: { status: 'open' } },
+        update: { filter: { total: { lt: 100 } }, fields: ['note', 'status'] },
+        delete: { filter: { note: null } },
+      },
       Customer: { read: true },
       OrderItem: { read: { filter: { quantity: { gte: 3 } } } },
     },
   },
   catalog: {
     tables: {
-      City: { read: true, create: { filter: { country: { in: ['fr', 'de', 'it'] } }, fields: ['name', 'country'] }, update: { fields: ['name'] }, delete: { filter: { country: 'it' } } },
+      City: {
+        read: true,
+        create: { filter: { country: { in: ['fr', 'de', 'it'] } }, fields: ['name', 'country'] },
+        update: { fields: ['name'] },
+        delete: { filter: { country: 'it' } },
+      },
       Product: {
         read: true,
         create: { filter: { price: { gte: 1 } }, fields: ['sku', 'title', 'price', 'tags'] },
@@ -93,12 +134,19 @@ export const ROLES: RolesConfig = {
   },
   tagger: {
     tables: {
-      Product: { read: { filter: { price: { lt: 50 } }, fields: ['id', 'sku', 'tags'] }, create: { fields: ['sku', 'title', 'tags'] }, update: { filter: { sku: { gte: 'skuf' } }, fields: ['tags'] } },
+      Product: {
+        read: { filter: { price: { lt: 50 } }, fields: ['id', 'sku', 'tags'] },
+        create: { fields: ['sku', 'title', 'tags'] },
+        update: { filter: { sku: { gte: 'skuf' } }, fields: ['tags'] },
+      },
     },
   },
   delegate: {
     tables: {
-      Order: { read: { filter: { customerId: '$context.delegate' }, fields: ['id', 'total', 'customerId'] }, create: { filter: { customerId: { equals: '$context.delegate' } }, fields: ['total', 'note'] } },
+      Order: {
+        read: { filter: { customerId: '$context.delegate' }, fields: ['id', 'total', 'customerId'] },
+        create: { filter: { customerId: { equals: '$context.delegate' } }, fields: ['total', 'note'] },
+      },
     },
   },
   browser: {
@@ -125,8 +173,16 @@ export function principals(db: Db, users: Record<string, User>, rng: Rng): Princ
   const withOrders = plain.filter((c) => db.Order.some((o) => o.customerId === c.id));
   const [ca, cb] = rng.sample(withOrders.length >= 2 ? withOrders : plain, 2).map((c) => String(c.id));
   const countries = [...new Set(db.City.map((c) => String(c.country)))];
-  const user = (n: string): Principal => ({ name: `user ${n} [${users[n]!.roles.join(',')}]`, roles: users[n]!.roles, user: { id: users[n]!.id, email: users[n]!.email } });
-  const key = (roles: string[], context: Record<string, string> = {}): Principal => ({ name: `key [${roles.join(',')}] ${JSON.stringify(context)}`, roles, context });
+  const user = (n: string): Principal => ({
+    name: `user ${n} [${users[n]!.roles.join(',')}]`,
+    roles: users[n]!.roles,
+    user: { id: users[n]!.id, email: users[n]!.email },
+  });
+  const key = (roles: string[], context: Record<string, string> = {}): Principal => ({
+    name: `key [${roles.join(',')}] ${JSON.stringify(context)}`,
+    roles,
+    context,
+  });
   return [
     key(['admin']),
     user('u1'),
@@ -152,19 +208,29 @@ export function principals(db: Db, users: Record<string, User>, rng: Rng): Princ
 // datasets
 
 export const DAY = 86_400_000;
-const FIXED_DATES = ['2023-12-31T12:00:00.000Z', '2024-01-15T10:00:00.000Z', '2024-06-30T23:59:59.999Z', '2024-07-01T00:00:00.000Z'];
+const FIXED_DATES = [
+  '2023-12-31T12:00:00.000Z',
+  '2024-01-15T10:00:00.000Z',
+  '2024-06-30T23:59:59.999Z',
+  '2024-07-01T00:00:00.000Z',
+];
 const TOTALS = [5, 12.5, 12.5, 20, 49.99, 99.99, 100, 100, 150.25, 300];
 const PRICES = [0.5, 2, 4.99, 9.9, 19, 49.5, 99.99, 120];
 
 export function uuidFrom(rng: Rng): string {
-  const hex = () => Math.floor(rng.next() * 65536).toString(16).padStart(4, '0');
+  const hex = () =>
+    Math.floor(rng.next() * 65536)
+      .toString(16)
+      .padStart(4, '0');
   return `${hex()}${hex()}-${hex()}-4${hex().slice(1)}-8${hex().slice(1)}-${hex()}${hex()}${hex()}`;
 }
 const stamp = (i: number) => new Date(Date.UTC(2024, 4, 1) + i * 7_919_000).toISOString();
 
 export function randomValue(rng: Rng, db: Db, table: Table, field: string, now: number): Value {
   switch (`${table}.${field}`) {
-    case 'City.name': case 'Customer.name': case 'Product.title':
+    case 'City.name':
+    case 'Customer.name':
+    case 'Product.title':
       return rng.word(2, 6);
     case 'City.country':
       return rng.pick(['fr', 'de', 'it']);
@@ -203,9 +269,17 @@ export function dataset(rng: Rng, users: Record<string, User>, now: number): Db 
     return { createdAt: created, updatedAt: new Date(Date.parse(created) + rng.int(0, 5000) * 60_000).toISOString() };
   };
   const cities = rng.int(3, 5);
-  for (let i = 1; i <= cities; i++) db.City.push({ id: i, name: rng.word(3, 6), country: randomValue(rng, db, 'City', 'country', now), ...stamps() });
+  for (let i = 1; i <= cities; i++)
+    db.City.push({ id: i, name: rng.word(3, 6), country: randomValue(rng, db, 'City', 'country', now), ...stamps() });
   const customer = (id: string, email: string) =>
-    db.Customer.push({ id, email, name: rng.word(3, 6), vip: randomValue(rng, db, 'Customer', 'vip', now), cityId: randomValue(rng, db, 'Customer', 'cityId', now), ...stamps() });
+    db.Customer.push({
+      id,
+      email,
+      name: rng.word(3, 6),
+      vip: randomValue(rng, db, 'Customer', 'vip', now),
+      cityId: randomValue(rng, db, 'Customer', 'cityId', now),
+      ...stamps(),
+    });
   const { u1, u2, u3 } = users;
   customer(u1!.id, u1!.email);
   customer(u2!.id, `other-${u2!.email}`);
@@ -213,13 +287,22 @@ export function dataset(rng: Rng, users: Record<string, User>, now: number): Db 
   customer(u3!.id, u3!.email);
   for (let i = rng.int(5, 8); i > 0; i--) customer(uuidFrom(rng), `${rng.word(3, 5)}${n}@shop.test`);
   for (let i = 1, count = rng.int(4, 7); i <= count; i++) {
-    db.Product.push({ id: i, sku: `sku${rng.word(1, 3)}${i}`, title: rng.word(2, 6), price: randomValue(rng, db, 'Product', 'price', now), tags: randomValue(rng, db, 'Product', 'tags', now), ...stamps() });
+    db.Product.push({
+      id: i,
+      sku: `sku${rng.word(1, 3)}${i}`,
+      title: rng.word(2, 6),
+      price: randomValue(rng, db, 'Product', 'price', now),
+      tags: randomValue(rng, db, 'Product', 'tags', now),
+      ...stamps(),
+    });
   }
   for (let i = 1, count = rng.int(18, 32); i <= count; i++) {
     const row: Row = { id: i };
-    for (const f of ['status', 'total', 'note', 'placedAt', 'customerId']) row[f] = randomValue(rng, db, 'Order', f, now);
+    for (const f of ['status', 'total', 'note', 'placedAt', 'customerId'])
+      row[f] = randomValue(rng, db, 'Order', f, now);
     db.Order.push({ ...row, ...stamps() });
-    for (const p of rng.sample(db.Product, rng.int(0, 3))) db.OrderItem.push({ orderId: i, productId: p.id, quantity: rng.int(1, 9), ...stamps() });
+    for (const p of rng.sample(db.Product, rng.int(0, 3)))
+      db.OrderItem.push({ orderId: i, productId: p.id, quantity: rng.int(1, 9), ...stamps() });
   }
   return sortDb(db);
 }
@@ -241,7 +324,12 @@ export function fingerprint(roles: RolesConfig, p: Principal, db: Db): string {
 }
 
 function removeRow(db: Db, table: Table, row: Row): boolean {
-  if (FOREIGN_KEYS.some((fk) => fk.target === table && fk.onDelete === 'restrict' && db[fk.table].some((r) => r[fk.field] === row.id))) return false;
+  if (
+    FOREIGN_KEYS.some(
+      (fk) => fk.target === table && fk.onDelete === 'restrict' && db[fk.table].some((r) => r[fk.field] === row.id),
+    )
+  )
+    return false;
   db[table] = db[table].filter((r) => r !== row);
   for (const fk of FOREIGN_KEYS.filter((f) => f.target === table)) {
     for (const child of db[fk.table].filter((r) => r[fk.field] === row.id)) {
@@ -256,7 +344,14 @@ function removeRow(db: Db, table: Table, row: Row): boolean {
  * Up to `wanted` changes (inserts, deletes, updates; updatedAt left alone) after each of which the
  * principal's fingerprint is unchanged. Returns the new state and a description of each change.
  */
-export function invisibleChanges(roles: RolesConfig, p: Principal, start: Db, rng: Rng, wanted: number, now: number): { db: Db; changes: string[] } {
+export function invisibleChanges(
+  roles: RolesConfig,
+  p: Principal,
+  start: Db,
+  rng: Rng,
+  wanted: number,
+  now: number,
+): { db: Db; changes: string[] } {
   const goal = fingerprint(roles, p, start);
   let db = clone(start);
   const changes: string[] = [];
@@ -267,7 +362,9 @@ export function invisibleChanges(roles: RolesConfig, p: Principal, start: Db, rn
     let what = '';
     if (kind === 'update' && next[table].length) {
       const row = rng.pick(next[table]);
-      const fields = Object.keys(SCHEMA[table].fields).filter((f) => !SCHEMA[table].key.includes(f) && f !== 'updatedAt' && f !== 'createdAt' && f !== 'email' && f !== 'sku');
+      const fields = Object.keys(SCHEMA[table].fields).filter(
+        (f) => !SCHEMA[table].key.includes(f) && f !== 'updatedAt' && f !== 'createdAt' && f !== 'email' && f !== 'sku',
+      );
       if (table === 'OrderItem' || fields.length === 0) continue;
       const f = rng.pick(fields);
       const old = row[f];
@@ -298,15 +395,29 @@ export function newRow(rng: Rng, db: Db, table: Table, now: number): Row | undef
   const times = { createdAt: stamp(1000 + ++fresh), updatedAt: stamp(2000 + fresh) };
   const row: Row = { ...DEFAULTS[table], ...times };
   if (table === 'OrderItem') {
-    const free = db.Order.flatMap((o) => db.Product.filter((pr) => !db.OrderItem.some((i) => i.orderId === o.id && i.productId === pr.id)).map((pr) => [o.id, pr.id]));
+    const free = db.Order.flatMap((o) =>
+      db.Product.filter((pr) => !db.OrderItem.some((i) => i.orderId === o.id && i.productId === pr.id)).map((pr) => [
+        o.id,
+        pr.id,
+      ]),
+    );
     if (!free.length) return undefined;
     const [orderId, productId] = rng.pick(free);
     return { ...row, orderId: orderId!, productId: productId!, quantity: randomValue(rng, db, table, 'quantity', now) };
   }
-  if (table === 'Customer') return { ...row, id: uuidFrom(rng), email: `new${++fresh}${rng.word(2, 3)}@shop.test`, name: rng.word(3, 5), vip: rng.chance(0.5), cityId: randomValue(rng, db, table, 'cityId', now) };
+  if (table === 'Customer')
+    return {
+      ...row,
+      id: uuidFrom(rng),
+      email: `new${++fresh}${rng.word(2, 3)}@shop.test`,
+      name: rng.word(3, 5),
+      vip: rng.chance(0.5),
+      cityId: randomValue(rng, db, table, 'cityId', now),
+    };
   if (table === 'Order' && db.Customer.length === 0) return undefined;
   row.id = nextId(table);
   if (table === 'Product') row.sku = `skunew${++fresh}`;
-  for (const f of Object.keys(SCHEMA[table].fields)) if (row[f] === undefined) row[f] = randomValue(rng, db, table, f, now);
+  for (const f of Object.keys(SCHEMA[table].fields))
+    if (row[f] === undefined) row[f] = randomValue(rng, db, table, f, now);
   return row;
 }

@@ -7,7 +7,17 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Database } from '../../runtime/db/index.ts';
 import { keyOf, SCHEMA, sortDb, TABLES, type Db, type Row, type Table } from './authz-schema.ts';
 import { invisibleChanges } from './authz-generator.ts';
-import { close, loadDb, mismatch, normalize, performRead, renderRead, renderWrite, writeDb, type Send } from './authz-http.ts';
+import {
+  close,
+  loadDb,
+  mismatch,
+  normalize,
+  performRead,
+  renderRead,
+  renderWrite,
+  writeDb,
+  type Send,
+} from './authz-http.ts';
 import { DATE_HELPERS, type RequestGen } from './authz-requests.ts';
 import { shrink, shrinkDataset } from './authz-shrink.ts';
 import { viewOf, type Principal, type RolesConfig, type View } from './reference-policy.ts';
@@ -44,10 +54,16 @@ export interface Ctx {
 }
 
 /** The filters of an embed, at any depth of a select. */
-const embedFilters = (items: SelectItem[] | undefined): Cond[] => (items ?? []).flatMap((it) => (it.kind === 'embed' ? [...(it.filters ?? []), ...embedFilters(it.items)] : []));
+const embedFilters = (items: SelectItem[] | undefined): Cond[] =>
+  (items ?? []).flatMap((it) => (it.kind === 'embed' ? [...(it.filters ?? []), ...embedFilters(it.items)] : []));
 
 const usesDates = (req: ReadReq | WriteReq) => {
-  const own: Cond[] = 'filters' in req && Array.isArray(req.filters) && req.filters.every((c) => typeof c === 'object' && c && 'kind' in c) ? (req.filters as Cond[]) : [];
+  const own: Cond[] =
+    'filters' in req &&
+    Array.isArray(req.filters) &&
+    req.filters.every((c) => typeof c === 'object' && c && 'kind' in c)
+      ? (req.filters as Cond[])
+      : [];
   const conds = [...own, ...('select' in req ? embedFilters(req.select) : [])];
   const leaves = (c: Cond): boolean => (c.kind === 'leaf' ? DATE_HELPERS.includes(c.op) : c.items.some(leaves));
   return conds.some(leaves);
@@ -58,7 +74,12 @@ async function checkRead(ctx: Ctx, view: View, p: Principal, req: ReadReq) {
   const expected = answerRead({ ...view, now: Date.now() }, req);
   const actual = await performRead(ctx.send, p, req);
   let why = mismatch(expected, actual.status, actual.body);
-  if (why && usesDates(req) && mismatch(answerRead({ ...view, now: Date.now() }, req), actual.status, actual.body) === null) why = null;
+  if (
+    why &&
+    usesDates(req) &&
+    mismatch(answerRead({ ...view, now: Date.now() }, req), actual.status, actual.body) === null
+  )
+    why = null;
   return { expected, actual, why };
 }
 
@@ -95,7 +116,12 @@ export async function pool<T, R>(items: T[], width: number, fn: (x: T, i: number
 }
 
 /** Read cases against the current state, `width` in flight; differing ones are shrunk afterwards. */
-export async function runReads(ctx: Ctx, phase: string, cases: { p: Principal; req: ReadReq }[], width = 8): Promise<void> {
+export async function runReads(
+  ctx: Ctx,
+  phase: string,
+  cases: { p: Principal; req: ReadReq }[],
+  width = 8,
+): Promise<void> {
   const views = new Map<Principal, View>();
   const viewFor = (p: Principal) => views.get(p) ?? views.set(p, viewOf(ctx.roles, p, ctx.db)).get(p)!;
   const results = await pool(cases, width, async ({ p, req }) => checkRead(ctx, viewFor(p), p, req));
@@ -103,7 +129,16 @@ export async function runReads(ctx: Ctx, phase: string, cases: { p: Principal; r
   for (const [i, r] of results.entries()) {
     if (!r.why) continue;
     const { p, req } = cases[i]!;
-    const f: Failure = { phase, principal: p, original: req, minimal: req, expected: r.expected, actual: { status: r.actual.status, body: r.actual.body }, why: r.why, signature: signatureOf(phase, req, r.expected, r.actual.status, r.why) };
+    const f: Failure = {
+      phase,
+      principal: p,
+      original: req,
+      minimal: req,
+      expected: r.expected,
+      actual: { status: r.actual.status, body: r.actual.body },
+      why: r.why,
+      signature: signatureOf(phase, req, r.expected, r.actual.status, r.why),
+    };
     if (!record(ctx, f)) continue;
     const small = await shrink(req, async (c) => (await checkRead(ctx, viewFor(p), p, c)).why !== null, 50);
     let last = await checkRead(ctx, viewFor(p), p, small.req);
@@ -117,7 +152,12 @@ export async function runReads(ctx: Ctx, phase: string, cases: { p: Principal; r
       last = await checkRead(ctx, viewOf(ctx.roles, p, f.dataset), p, small.req);
       await writeDb(ctx.sql, ctx.db);
     }
-    Object.assign(f, { minimal: small.req, expected: last.expected, actual: { status: last.actual.status, body: last.actual.body }, why: last.why ?? f.why });
+    Object.assign(f, {
+      minimal: small.req,
+      expected: last.expected,
+      actual: { status: last.actual.status, body: last.actual.body },
+      why: last.why ?? f.why,
+    });
   }
 }
 
@@ -125,7 +165,13 @@ export async function runReads(ctx: Ctx, phase: string, cases: { p: Principal; r
 // writes
 
 /** Compares the database after a write with the model's prediction; returns the created rows (in the model's order) and the differences. */
-export function diffDb(before: Db, predicted: Db, createdModel: { table: Table; row: Row }[], touched: Set<string>, after: Db): { created: Row[]; problems: string[] } {
+export function diffDb(
+  before: Db,
+  predicted: Db,
+  createdModel: { table: Table; row: Row }[],
+  touched: Set<string>,
+  after: Db,
+): { created: Row[]; problems: string[] } {
   const problems: string[] = [];
   const created: Row[] = [];
   for (const t of TABLES) {
@@ -137,7 +183,11 @@ export function diffDb(before: Db, predicted: Db, createdModel: { table: Table; 
       const got = SCHEMA[t].serial ? fresh[i] : fresh.find((r) => keyOf(t, r) === keyOf(t, w));
       created.push(got ?? w);
       if (!got) return;
-      for (const [f, v] of Object.entries(w)) if (v !== GEN && JSON.stringify(got[f]) !== JSON.stringify(v)) problems.push(`${t} new row ${keyOf(t, got)}: ${f} = ${JSON.stringify(got[f])}, expected ${JSON.stringify(v)}`);
+      for (const [f, v] of Object.entries(w))
+        if (v !== GEN && JSON.stringify(got[f]) !== JSON.stringify(v))
+          problems.push(
+            `${t} new row ${keyOf(t, got)}: ${f} = ${JSON.stringify(got[f])}, expected ${JSON.stringify(v)}`,
+          );
     });
     const now = new Map(after[t].filter((r) => had.has(keyOf(t, r))).map((r) => [keyOf(t, r), r]));
     const kept = new Map(predicted[t].filter((r) => r.id !== GEN && had.has(keyOf(t, r))).map((r) => [keyOf(t, r), r]));
@@ -151,7 +201,8 @@ export function diffDb(before: Db, predicted: Db, createdModel: { table: Table; 
       for (const f of Object.keys(SCHEMA[t].fields)) {
         if (f === 'updatedAt' && touched.has(`${t}/${k}`)) {
           if (a.updatedAt === had.get(k)!.updatedAt) problems.push(`${t} ${k}: updatedAt did not move`);
-        } else if (JSON.stringify(a[f]) !== JSON.stringify(e[f])) problems.push(`${t} ${k}: ${f} = ${JSON.stringify(a[f])}, expected ${JSON.stringify(e[f])}`);
+        } else if (JSON.stringify(a[f]) !== JSON.stringify(e[f]))
+          problems.push(`${t} ${k}: ${f} = ${JSON.stringify(a[f])}, expected ${JSON.stringify(e[f])}`);
       }
     }
   }
@@ -179,7 +230,6 @@ async function checkWrite(ctx: Ctx, p: Principal, req: WriteReq) {
   return { expected, actual: { status: res.status, body: res.body }, why: why ?? dbWhy, after };
 }
 
-
 /** One write case: model, send, compare answer and database; the model takes the database's state afterwards. */
 export async function runWrite(ctx: Ctx, phase: string, p: Principal, req: WriteReq): Promise<void> {
   const before = ctx.db;
@@ -187,7 +237,16 @@ export async function runWrite(ctx: Ctx, phase: string, p: Principal, req: Write
   ctx.counts[phase] = (ctx.counts[phase] ?? 0) + 1;
   ctx.db = r.after;
   if (!r.why) return;
-  const f: Failure = { phase, principal: p, original: req, minimal: req, expected: r.expected, actual: r.actual, why: r.why, signature: signatureOf(phase, req, r.expected, r.actual.status, r.why) };
+  const f: Failure = {
+    phase,
+    principal: p,
+    original: req,
+    minimal: req,
+    expected: r.expected,
+    actual: r.actual,
+    why: r.why,
+    signature: signatureOf(phase, req, r.expected, r.actual.status, r.why),
+  };
   if (!record(ctx, f)) return;
   const stillFails = async (c: WriteReq) => {
     await writeDb(ctx.sql, before);
@@ -210,7 +269,14 @@ export async function runWrite(ctx: Ctx, phase: string, p: Principal, req: Write
  * Asks `reqs` as `p`, changes through SQL only data `p` cannot see (the model checks that every
  * visible row and field stays the same), asks again: every answer must be the same.
  */
-export async function runNonInterference(ctx: Ctx, phase: string, p: Principal, gen: RequestGen, rng: Rng, n: number): Promise<string[]> {
+export async function runNonInterference(
+  ctx: Ctx,
+  phase: string,
+  p: Principal,
+  gen: RequestGen,
+  rng: Rng,
+  n: number,
+): Promise<string[]> {
   const view = viewOf(ctx.roles, p, ctx.db);
   const reqs: ReadReq[] = [];
   gen.relationBias = 0.8;
@@ -229,12 +295,15 @@ export async function runNonInterference(ctx: Ctx, phase: string, p: Principal, 
   if (!isDeepStrictEqual(loaded, changed)) {
     const t = TABLES.find((x) => !isDeepStrictEqual(loaded[x], changed[x]))!;
     const i = loaded[t].findIndex((r, k) => !isDeepStrictEqual(r, changed[t][k]));
-    throw new Error(`the database does not hold the changed state: ${t} ${JSON.stringify(loaded[t][i])} ≠ ${JSON.stringify(changed[t][i])}`);
+    throw new Error(
+      `the database does not hold the changed state: ${t} ${JSON.stringify(loaded[t][i])} ≠ ${JSON.stringify(changed[t][i])}`,
+    );
   }
   ctx.db = loaded;
   const second = await ask(reqs);
   ctx.counts[phase] = (ctx.counts[phase] ?? 0) + n;
-  const same = (a: { status: number; body: unknown }, b: { status: number; body: unknown }) => a.status === b.status && close(normalize(a.body), normalize(b.body));
+  const same = (a: { status: number; body: unknown }, b: { status: number; body: unknown }) =>
+    a.status === b.status && close(normalize(a.body), normalize(b.body));
   for (const [i, req] of reqs.entries()) {
     if (same(first[i]!, second[i]!)) continue;
     const f: Failure = {
@@ -259,7 +328,11 @@ export async function runNonInterference(ctx: Ctx, phase: string, p: Principal, 
     const a = await performRead(ctx.send, p, small.req);
     await writeDb(ctx.sql, changed);
     const b = await performRead(ctx.send, p, small.req);
-    Object.assign(f, { minimal: small.req, expected: { status: a.status, before: a.body }, actual: { status: b.status, after: b.body } });
+    Object.assign(f, {
+      minimal: small.req,
+      expected: { status: a.status, before: a.body },
+      actual: { status: b.status, after: b.body },
+    });
   }
   return changes;
 }
@@ -277,13 +350,20 @@ export function report(ctx: Ctx, phase: string): string {
   const bySignature = new Map<string, Failure[]>();
   for (const f of mine) bySignature.set(f.signature, [...(bySignature.get(f.signature) ?? []), f]);
   const cases = process.env.SVCGEN_AUTHZ_CASES ? ` SVCGEN_AUTHZ_CASES=${process.env.SVCGEN_AUTHZ_CASES}` : '';
-  const lines = [`${mine.length} of ${ctx.counts[phase] ?? 0} cases differ (seed ${ctx.seed}; replay with SVCGEN_AUTHZ_SEED=${ctx.seed}${cases})`];
+  const lines = [
+    `${mine.length} of ${ctx.counts[phase] ?? 0} cases differ (seed ${ctx.seed}; replay with SVCGEN_AUTHZ_SEED=${ctx.seed}${cases})`,
+  ];
   for (const [sig, fs] of [...bySignature].sort((a, b) => b[1].length - a[1].length)) {
-    lines.push(`\n▶ ${fs.length}× ${sig}${fs.some((x) => x.minimal !== x.original) ? ' (shrunk example)' : ' (smallest example, not shrunk)'}`);
+    lines.push(
+      `\n▶ ${fs.length}× ${sig}${fs.some((x) => x.minimal !== x.original) ? ' (shrunk example)' : ' (smallest example, not shrunk)'}`,
+    );
     const size = (x: Failure) => JSON.stringify(x.minimal).length;
     const example = fs.find((x) => x.minimal !== x.original) ?? [...fs].sort((a, b) => size(a) - size(b))[0]!;
     for (const f of [example]) {
-      const call = f.minimal.kind === 'list' || f.minimal.kind === 'get' || f.minimal.kind === 'aggregate' ? renderRead(f.minimal) : renderWrite(f.minimal);
+      const call =
+        f.minimal.kind === 'list' || f.minimal.kind === 'get' || f.minimal.kind === 'aggregate'
+          ? renderRead(f.minimal)
+          : renderWrite(f.minimal);
       lines.push(
         `  principal: ${f.principal.name}${f.principal.user ? ` (user ${f.principal.user.id} ${f.principal.user.email})` : ''}`,
         `  request:   ${call.method} ${decodeURIComponent(call.path)}${call.body !== undefined ? ` ${clip(call.body, 600)}` : ''}${f.minimal.kind === 'list' && f.minimal.walk ? ` (cursor walk, pages of ${f.minimal.walk})` : ''}`,

@@ -25,7 +25,11 @@ export type Send = (p: Principal, call: HttpCall) => Promise<TestResponse>;
 function scalar(v: unknown, inGroup: boolean): string {
   if (v === null) return 'null';
   const s = String(v);
-  const needsQuotes = s === 'null' || s === '' || /[,();"\\]/.test(s) || (inGroup && typeof v === 'string' && s.includes('.') && !/^\d{4}-\d\d-\d\dT/.test(s));
+  const needsQuotes =
+    s === 'null' ||
+    s === '' ||
+    /[,();"\\]/.test(s) ||
+    (inGroup && typeof v === 'string' && s.includes('.') && !/^\d{4}-\d\d-\d\dT/.test(s));
   return needsQuotes ? `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"` : s;
 }
 
@@ -45,13 +49,22 @@ function member(c: Cond): string {
 
 export function filterParams(filters: Cond[]): [string, string][] {
   return filters.map((c) =>
-    c.kind === 'leaf' ? [`${c.col ? 'col.' : ''}${c.path.join('.')}`, `${c.op}.${operand(c.op, c.value, false)}`] : [c.kind, `(${c.items.map(member).join(',')})`],
+    c.kind === 'leaf'
+      ? [`${c.col ? 'col.' : ''}${c.path.join('.')}`, `${c.op}.${operand(c.op, c.value, false)}`]
+      : [c.kind, `(${c.items.map(member).join(',')})`],
   );
 }
 
-const sortText = (sort: SortTerm[]) => sort.map((s) => (s.suffix ? `${s.field}.${s.desc ? 'desc' : 'asc'}` : s.desc ? `-${s.field}` : s.field)).join(',');
-const sortJson = (sort: SortTerm[]) => sort.map((s) => ({ field: s.field, direction: s.suffix ? (s.desc ? 'DESC' : 'ASC') : s.desc ? 'desc' : 'asc' }));
-const filterJson = (filters: Cond[]) => filters.map((c) => ({ field: (c as { path: string[] }).path.join('.'), operator: (c as { op: string }).op, value: (c as { value: unknown }).value }));
+const sortText = (sort: SortTerm[]) =>
+  sort.map((s) => (s.suffix ? `${s.field}.${s.desc ? 'desc' : 'asc'}` : s.desc ? `-${s.field}` : s.field)).join(',');
+const sortJson = (sort: SortTerm[]) =>
+  sort.map((s) => ({ field: s.field, direction: s.suffix ? (s.desc ? 'DESC' : 'ASC') : s.desc ? 'desc' : 'asc' }));
+const filterJson = (filters: Cond[]) =>
+  filters.map((c) => ({
+    field: (c as { path: string[] }).path.join('.'),
+    operator: (c as { op: string }).op,
+    value: (c as { value: unknown }).value,
+  }));
 
 /** An embed's own terms after its fields: `;name=value` as in a query string (docs/api.md §5.7). */
 function embedTerms(it: SelectItem & { kind: 'embed' }): string {
@@ -65,7 +78,13 @@ function embedTerms(it: SelectItem & { kind: 'embed' }): string {
 export function selectText(items: SelectItem[]): string {
   return items
     .map((it) =>
-      it.kind === 'star' ? '*' : it.kind === 'field' ? (it.alias ? `${it.name}:${it.alias}` : it.name) : `${it.relation}${it.alias ? `:${it.alias}` : ''}(${selectText(it.items)}${embedTerms(it)})`,
+      it.kind === 'star'
+        ? '*'
+        : it.kind === 'field'
+          ? it.alias
+            ? `${it.name}:${it.alias}`
+            : it.name
+          : `${it.relation}${it.alias ? `:${it.alias}` : ''}(${selectText(it.items)}${embedTerms(it)})`,
     )
     .join(',');
 }
@@ -74,7 +93,10 @@ function selectJson(items: SelectItem[]): unknown[] {
   return items.map((it) => {
     if (it.kind === 'star') return { field: '*' };
     if (it.kind === 'field') return { field: it.name, ...(it.alias ? { alias: it.alias } : {}) };
-    const pagination = { ...(it.limit !== undefined ? { first: it.limit } : {}), ...(it.offset !== undefined ? { skip: it.offset } : {}) };
+    const pagination = {
+      ...(it.limit !== undefined ? { first: it.limit } : {}),
+      ...(it.offset !== undefined ? { skip: it.offset } : {}),
+    };
     return {
       field: it.relation,
       ...(it.alias ? { alias: it.alias } : {}),
@@ -86,11 +108,16 @@ function selectJson(items: SelectItem[]): unknown[] {
   });
 }
 
-const query = (params: [string, string][]) => (params.length ? `?${params.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}` : '');
+const query = (params: [string, string][]) =>
+  params.length ? `?${params.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}` : '';
 
 /** The HTTP call of a read; for walks, of the page after `after` (null: the first page). */
 export function renderRead(req: ReadReq, after: string | null = null): HttpCall {
-  if (req.kind === 'get') return { method: 'GET', path: `${BASE}/${req.table}/${encodeURIComponent(String(req.id))}${query(req.select ? [['select', selectText(req.select)]] : [])}` };
+  if (req.kind === 'get')
+    return {
+      method: 'GET',
+      path: `${BASE}/${req.table}/${encodeURIComponent(String(req.id))}${query(req.select ? [['select', selectText(req.select)]] : [])}`,
+    };
   if (req.kind === 'aggregate') {
     const params = filterParams(req.filters);
     if (req.fns.length) params.push(['fn', req.fns.map((f) => (f.field ? `${f.fn}:${f.field}` : f.fn)).join(',')]);
@@ -106,7 +133,11 @@ export function renderRead(req: ReadReq, after: string | null = null): HttpCall 
     const body: Record<string, unknown> = {};
     if (req.filters.length) body.filter = filterJson(req.filters);
     if (req.sort.length) body.sort = sortJson(req.sort);
-    const pagination = { ...(limit ? { first: limit } : {}), ...(req.offset ? { skip: req.offset } : {}), ...(after ? { after } : {}) };
+    const pagination = {
+      ...(limit ? { first: limit } : {}),
+      ...(req.offset ? { skip: req.offset } : {}),
+      ...(after ? { after } : {}),
+    };
     if (Object.keys(pagination).length) body.pagination = pagination;
     if (req.select) body.select = selectJson(req.select);
     return { method: 'POST', path: `${BASE}/${req.table}/_query`, body, headers };
@@ -134,7 +165,8 @@ export function renderWrite(req: WriteReq): HttpCall {
     case 'bulkCreate':
     case 'bulkDelete': {
       const inQuery = req.modeVia === 'query' && req.mode;
-      const payload = req.kind === 'bulkCreate' ? { items: req.items } : req.ids ? { ids: req.ids } : { filters: req.filters };
+      const payload =
+        req.kind === 'bulkCreate' ? { items: req.items } : req.ids ? { ids: req.ids } : { filters: req.filters };
       return {
         method: req.kind === 'bulkCreate' ? 'POST' : 'DELETE',
         path: `${path}/_bulk${inQuery ? `?mode=${req.mode}` : ''}`,
@@ -145,7 +177,11 @@ export function renderWrite(req: WriteReq): HttpCall {
 }
 
 /** A read's answer as one object; a walk follows nextCursor to the end and concatenates the pages. */
-export async function performRead(send: Send, p: Principal, req: ReadReq): Promise<{ status: number; body: unknown; raw: string }> {
+export async function performRead(
+  send: Send,
+  p: Principal,
+  req: ReadReq,
+): Promise<{ status: number; body: unknown; raw: string }> {
   if (req.kind !== 'list' || !req.walk) {
     const res = await send(p, renderRead(req));
     return { status: res.status, body: res.body, raw: res.text };
@@ -171,7 +207,9 @@ export async function performRead(send: Send, p: Principal, req: ReadReq): Promi
 function canon(x: unknown): unknown {
   if (Array.isArray(x)) {
     const items = x.map(canon);
-    return items.length && items.every((v) => v && typeof v === 'object' && !Array.isArray(v)) ? items.sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1)) : items;
+    return items.length && items.every((v) => v && typeof v === 'object' && !Array.isArray(v))
+      ? items.sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1))
+      : items;
   }
   if (x && typeof x === 'object') {
     const out: Record<string, unknown> = {};
@@ -192,7 +230,8 @@ export function normalize(body: unknown): unknown {
   for (const k of Object.keys(b).sort()) out[k] = canon(b[k]);
   if (Array.isArray(b.data)) out.data = b.data.map(canon);
   if (Array.isArray(b.pages)) out.pages = b.pages.map(canon);
-  if (b.data && typeof b.data === 'object' && Array.isArray(b.data.aggregates)) out.data = { aggregates: b.data.aggregates.map(canon) };
+  if (b.data && typeof b.data === 'object' && Array.isArray(b.data.aggregates))
+    out.data = { aggregates: b.data.aggregates.map(canon) };
   if (b.data && typeof b.data === 'object' && 'transactionMode' in b.data) {
     const d = canon(b.data) as Record<string, unknown>;
     d.items = (b.data.items ?? []).map(canon);
@@ -204,12 +243,19 @@ export function normalize(body: unknown): unknown {
 
 /** Deep equality, numbers within a relative 1e-6 (sums and averages of floats depend on the order of the rows). */
 export function close(a: unknown, b: unknown): boolean {
-  if (typeof a === 'number' && typeof b === 'number') return Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a), Math.abs(b));
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => close(x, b[i]));
+  if (typeof a === 'number' && typeof b === 'number')
+    return Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a), Math.abs(b));
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => close(x, b[i]));
   if (a && b && typeof a === 'object' && typeof b === 'object') {
     const ka = Object.keys(a);
     const kb = Object.keys(b);
-    return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && close((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+    return (
+      ka.length === kb.length &&
+      ka.every(
+        (k) => Object.hasOwn(b, k) && close((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+      )
+    );
   }
   return a === b;
 }
@@ -221,12 +267,19 @@ function differs(e: Expected, status: number, body: any): string | null {
     const errors: { field?: string; rule?: string }[] = Array.isArray(body?.errors) ? body.errors : [];
     for (const rule of e.rules ?? []) if (!errors.some((x) => x.rule === rule)) return `no errors[].rule ${rule}`;
     if (e.rules?.includes('forbidden_field')) {
-      for (const f of e.params ?? []) if (!errors.some((x) => x.field === f)) return `forbidden_field does not name ${f}`;
-    } else if (e.params?.length && !errors.some((x) => e.params!.some((p) => x.field === p || x.field?.startsWith(`${p}[`) || x.field?.startsWith(`${p}.`)))) {
+      for (const f of e.params ?? [])
+        if (!errors.some((x) => x.field === f)) return `forbidden_field does not name ${f}`;
+    } else if (
+      e.params?.length &&
+      !errors.some((x) =>
+        e.params!.some((p) => x.field === p || x.field?.startsWith(`${p}[`) || x.field?.startsWith(`${p}.`)),
+      )
+    ) {
       return `errors[].field names none of ${e.params.join(', ')}`;
     }
   }
-  if (e.body !== undefined && !close(normalize(e.body), normalize(e.type ? { data: body?.data } : body))) return 'body differs';
+  if (e.body !== undefined && !close(normalize(e.body), normalize(e.type ? { data: body?.data } : body)))
+    return 'body differs';
   return null;
 }
 
@@ -246,7 +299,15 @@ const ISO = (col: string) => `to_char("${col}", 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 export async function loadDb(db: Database): Promise<Db> {
   const out = {} as Db;
   for (const t of TABLES) {
-    const cols = Object.entries(SCHEMA[t].fields).map(([f, s]) => (s.type === 'datetime' ? ISO(f) : s.type === 'enum' ? `"${f}"::text as "${f}"` : s.type === 'uuid' ? `"${f}"::text as "${f}"` : `"${f}"`));
+    const cols = Object.entries(SCHEMA[t].fields).map(([f, s]) =>
+      s.type === 'datetime'
+        ? ISO(f)
+        : s.type === 'enum'
+          ? `"${f}"::text as "${f}"`
+          : s.type === 'uuid'
+            ? `"${f}"::text as "${f}"`
+            : `"${f}"`,
+    );
     const rows = await db.query<Row>(`select ${cols.join(', ')} from env_master."${t}"`);
     for (const r of rows) if (r.price !== undefined && r.price !== null) r.price = Number(r.price);
     out[t] = rows;
@@ -257,16 +318,25 @@ export async function loadDb(db: Database): Promise<Db> {
 /** Replaces every row of the example tables with `state` (explicit timestamps) and moves the sequences past the ids. */
 export async function writeDb(db: Database, state: Db): Promise<void> {
   await db.transaction(async (tx) => {
-    await tx.query(`truncate env_master."OrderItem", env_master."Order", env_master."Product", env_master."Customer", env_master."City"`);
+    await tx.query(
+      `truncate env_master."OrderItem", env_master."Order", env_master."Product", env_master."Customer", env_master."City"`,
+    );
     for (const t of TABLES) {
       const fields = Object.keys(SCHEMA[t].fields);
       for (let i = 0; i < state[t].length; i += 200) {
         const values: unknown[] = [];
-        const tuples = state[t].slice(i, i + 200).map((row) => `(${fields.map((f) => (values.push(row[f] ?? null), `$${values.length}`)).join(', ')})`);
-        await tx.query(`insert into env_master."${t}" (${fields.map((f) => `"${f}"`).join(', ')}) values ${tuples.join(', ')}`, values);
+        const tuples = state[t]
+          .slice(i, i + 200)
+          .map((row) => `(${fields.map((f) => (values.push(row[f] ?? null), `$${values.length}`)).join(', ')})`);
+        await tx.query(
+          `insert into env_master."${t}" (${fields.map((f) => `"${f}"`).join(', ')}) values ${tuples.join(', ')}`,
+          values,
+        );
       }
-      if (SCHEMA[t].serial) await tx.query(`select setval(pg_get_serial_sequence('env_master."${t}"', 'id'), greatest(1000, (select coalesce(max(id), 0) from env_master."${t}")))`);
+      if (SCHEMA[t].serial)
+        await tx.query(
+          `select setval(pg_get_serial_sequence('env_master."${t}"', 'id'), greatest(1000, (select coalesce(max(id), 0) from env_master."${t}")))`,
+        );
     }
   });
 }
-

@@ -37,13 +37,21 @@ export interface TableSpec {
   relations: RelationSpec[];
 }
 
-const stamps = { createdAt: { type: 'datetime', readOnly: true }, updatedAt: { type: 'datetime', readOnly: true } } as const;
+const stamps = {
+  createdAt: { type: 'datetime', readOnly: true },
+  updatedAt: { type: 'datetime', readOnly: true },
+} as const;
 
 export const SCHEMA: Record<Table, TableSpec> = {
   City: {
     key: ['id'],
     serial: true,
-    fields: { id: { type: 'int' }, name: { type: 'string', required: true }, country: { type: 'string', required: true }, ...stamps },
+    fields: {
+      id: { type: 'int' },
+      name: { type: 'string', required: true },
+      country: { type: 'string', required: true },
+      ...stamps,
+    },
     relations: [{ name: 'customers', target: 'Customer', many: true, from: 'id', to: 'cityId' }],
   },
   Customer: {
@@ -95,7 +103,12 @@ export const SCHEMA: Record<Table, TableSpec> = {
   OrderItem: {
     key: ['orderId', 'productId'],
     serial: false,
-    fields: { orderId: { type: 'int', required: true }, productId: { type: 'int', required: true }, quantity: { type: 'int' }, ...stamps },
+    fields: {
+      orderId: { type: 'int', required: true },
+      productId: { type: 'int', required: true },
+      quantity: { type: 'int' },
+      ...stamps,
+    },
     relations: [
       { name: 'order', target: 'Order', many: false, from: 'orderId', to: 'id' },
       { name: 'product', target: 'Product', many: false, from: 'productId', to: 'id' },
@@ -113,7 +126,12 @@ export const DEFAULTS: Record<Table, Row> = {
   OrderItem: { quantity: 1 },
 };
 /** Foreign keys a row must satisfy, and what deleting the referenced row does. */
-export const FOREIGN_KEYS: { table: Table; field: string; target: Table; onDelete: 'restrict' | 'cascade' | 'setNull' }[] = [
+export const FOREIGN_KEYS: {
+  table: Table;
+  field: string;
+  target: Table;
+  onDelete: 'restrict' | 'cascade' | 'setNull';
+}[] = [
   { table: 'Customer', field: 'cityId', target: 'City', onDelete: 'setNull' },
   { table: 'Order', field: 'customerId', target: 'Customer', onDelete: 'restrict' },
   { table: 'OrderItem', field: 'orderId', target: 'Order', onDelete: 'cascade' },

@@ -18,7 +18,8 @@ function replaced<T>(xs: T[], i: number, x: T): T[] {
 
 function condVariants(c: Cond): Cond[] {
   if (c.kind === 'leaf') {
-    if ((c.op === 'in' || c.op === 'not_in') && (c.value as unknown[]).length > 1) return (c.value as unknown[]).map((_v, i) => ({ ...c, value: without(c.value as unknown[], i) }));
+    if ((c.op === 'in' || c.op === 'not_in') && (c.value as unknown[]).length > 1)
+      return (c.value as unknown[]).map((_v, i) => ({ ...c, value: without(c.value as unknown[], i) }));
     return [];
   }
   const out: Cond[] = [...c.items];
@@ -33,7 +34,10 @@ function filterVariants(filters: Cond[], keepOne: boolean): Cond[][] {
   filters.forEach((c, i) => {
     for (const v of condVariants(c)) {
       // a leaf out of a group becomes a top-level parameter: only one per name
-      const clash = v.kind === 'leaf' ? filters.some((f, j) => j !== i && f.kind === 'leaf' && f.path.join('.') === v.path.join('.')) : filters.some((f, j) => j !== i && f.kind === v.kind);
+      const clash =
+        v.kind === 'leaf'
+          ? filters.some((f, j) => j !== i && f.kind === 'leaf' && f.path.join('.') === v.path.join('.'))
+          : filters.some((f, j) => j !== i && f.kind === v.kind);
       if (!clash) out.push(replaced(filters, i, v.kind === 'leaf' ? { ...v, col: undefined } : v));
     }
   });
@@ -47,10 +51,17 @@ function selectVariants(items: SelectItem[]): SelectItem[][] {
     if (it.kind === 'embed') {
       for (const v of selectVariants(it.items)) out.push(replaced(items, i, { ...it, items: v }));
       if (it.alias) out.push(replaced(items, i, { ...it, alias: undefined }));
-      for (const key of ['filters', 'sort', 'limit', 'offset'] as const) if (it[key] !== undefined) out.push(replaced(items, i, { ...it, [key]: undefined }));
-      if (it.filters && it.filters.length > 1) it.filters.forEach((_c, j) => out.push(replaced(items, i, { ...it, filters: without(it.filters!, j) })));
+      for (const key of ['filters', 'sort', 'limit', 'offset'] as const)
+        if (it[key] !== undefined) out.push(replaced(items, i, { ...it, [key]: undefined }));
+      if (it.filters && it.filters.length > 1)
+        it.filters.forEach((_c, j) => out.push(replaced(items, i, { ...it, filters: without(it.filters!, j) })));
     }
-    if (it.kind === 'field' && it.alias && !items.some((x, j) => j !== i && x.kind === 'field' && (x.alias ?? x.name) === it.name)) out.push(replaced(items, i, { kind: 'field', name: it.name }));
+    if (
+      it.kind === 'field' &&
+      it.alias &&
+      !items.some((x, j) => j !== i && x.kind === 'field' && (x.alias ?? x.name) === it.name)
+    )
+      out.push(replaced(items, i, { kind: 'field', name: it.name }));
   });
   return out;
 }
@@ -81,7 +92,8 @@ export function shrinkCandidates(req: Req): Req[] {
       for (const f of filterVariants(req.filters, false)) out.push({ ...req, filters: f });
       req.fns.forEach((f, i) => {
         const alias = f.field ? `${f.fn}_${f.field}` : f.fn;
-        if (!req.having.some((h) => h.alias === alias) && !req.sort.some((s) => s.key === alias)) out.push({ ...req, fns: without(req.fns, i) });
+        if (!req.having.some((h) => h.alias === alias) && !req.sort.some((s) => s.key === alias))
+          out.push({ ...req, fns: without(req.fns, i) });
       });
       req.groupBy.forEach((g, i) => {
         if (!req.sort.some((s) => s.key === g)) out.push({ ...req, groupBy: without(req.groupBy, i) });
@@ -112,14 +124,19 @@ export function shrinkCandidates(req: Req): Req[] {
       break;
     case 'bulkDelete':
       if (req.ids && req.ids.length > 1) req.ids.forEach((_x, i) => out.push({ ...req, ids: without(req.ids!, i) }));
-      if (req.filters && req.filters.length > 1) req.filters.forEach((_x, i) => out.push({ ...req, filters: without(req.filters!, i) }));
+      if (req.filters && req.filters.length > 1)
+        req.filters.forEach((_x, i) => out.push({ ...req, filters: without(req.filters!, i) }));
       break;
   }
   return out;
 }
 
 /** Greedy shrinking: take the first smaller variant that still fails, until none does (or the budget ends). */
-export async function shrink<T extends Req>(req: T, stillFails: (r: T) => Promise<boolean>, budget = 80): Promise<{ req: T; tries: number }> {
+export async function shrink<T extends Req>(
+  req: T,
+  stillFails: (r: T) => Promise<boolean>,
+  budget = 80,
+): Promise<{ req: T; tries: number }> {
   let current = req;
   let tries = 0;
   for (let progress = true; progress && tries < budget; ) {
@@ -172,7 +189,11 @@ export async function shrinkDataset(db: Db, stillFails: (d: Db) => Promise<boole
   };
   for (const t of ['OrderItem', 'Order', 'Customer', 'Product', 'City'] as Table[]) {
     if (current[t].length === 0 || (await attempt(withoutRows(current, t, current[t])))) continue;
-    for (let size = Math.ceil(current[t].length / 2); size >= 1 && tries < budget; size = size === 1 ? 0 : Math.ceil(size / 2)) {
+    for (
+      let size = Math.ceil(current[t].length / 2);
+      size >= 1 && tries < budget;
+      size = size === 1 ? 0 : Math.ceil(size / 2)
+    ) {
       for (let i = 0; i < current[t].length && tries < budget; ) {
         if (!(await attempt(withoutRows(current, t, current[t].slice(i, i + size))))) i += size;
       }

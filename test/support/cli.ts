@@ -40,7 +40,14 @@ export interface CliOptions {
 /** The parent's environment without the variables that would change which database or token the CLI uses. */
 export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['DATABASE_URL', 'DIRECT_DATABASE_URL', 'SVCGEN_MANAGEMENT_TOKEN', 'SVCGEN_SMTP_URL', 'SVCGEN_METRICS_TOKEN']) delete env[name];
+  for (const name of [
+    'DATABASE_URL',
+    'DIRECT_DATABASE_URL',
+    'SVCGEN_MANAGEMENT_TOKEN',
+    'SVCGEN_SMTP_URL',
+    'SVCGEN_METRICS_TOKEN',
+  ])
+    delete env[name];
   for (const [name, value] of Object.entries(extra)) {
     if (value === undefined) delete env[name];
     else env[name] = value;
@@ -101,13 +108,24 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   const waitFor: RunningCli['waitFor'] = (pattern, o = {}) =>
     new Promise((resolve, reject) => {
       const check = () => {
-        const text = o.stream === 'stderr' ? out.stderr : o.stream === 'stdout' ? out.stdout : `${out.stdout}\n${out.stderr}`;
+        const text =
+          o.stream === 'stderr' ? out.stderr : o.stream === 'stdout' ? out.stdout : `${out.stdout}\n${out.stderr}`;
         const match = text.match(pattern);
         if (match) return finish(() => resolve(match));
-        if (done) return finish(() => reject(new Error(`process exited (code ${child.exitCode}, signal ${child.signalCode}) before ${pattern} appeared\n${describe()}`)));
+        if (done)
+          return finish(() =>
+            reject(
+              new Error(
+                `process exited (code ${child.exitCode}, signal ${child.signalCode}) before ${pattern} appeared\n${describe()}`,
+              ),
+            ),
+          );
       };
       const timer = setTimeout(
-        () => finish(() => reject(new Error(`${pattern} did not appear within ${o.timeoutMs ?? DEFAULT_WAIT_MS} ms\n${describe()}`))),
+        () =>
+          finish(() =>
+            reject(new Error(`${pattern} did not appear within ${o.timeoutMs ?? DEFAULT_WAIT_MS} ms\n${describe()}`)),
+          ),
         o.timeoutMs ?? DEFAULT_WAIT_MS,
       );
       const finish = (settle: () => void) => {
@@ -126,7 +144,10 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
       return await Promise.race([
         exited,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no exit within ${timeoutMs} ms after ${signal}\n${describe()}`)), timeoutMs);
+          timer = setTimeout(
+            () => reject(new Error(`no exit within ${timeoutMs} ms after ${signal}\n${describe()}`)),
+            timeoutMs,
+          );
         }),
       ]);
     } finally {
@@ -158,7 +179,11 @@ export async function runCli(args: string[], options: CliOptions & { timeoutMs?:
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           running.child.kill('SIGKILL');
-          reject(new Error(`svcgen ${args.join(' ')} did not finish within ${options.timeoutMs ?? DEFAULT_WAIT_MS} ms\n${running.stdout}\n${running.stderr}`));
+          reject(
+            new Error(
+              `svcgen ${args.join(' ')} did not finish within ${options.timeoutMs ?? DEFAULT_WAIT_MS} ms\n${running.stdout}\n${running.stderr}`,
+            ),
+          );
         }, options.timeoutMs ?? DEFAULT_WAIT_MS);
       }),
     ]);
@@ -264,6 +289,6 @@ export async function processesMentioning(needle: string): Promise<{ pid: number
   return stdout
     .split('\n')
     .map((line) => line.trim().match(/^(\d+)\s+(.*)$/))
-    .filter((m): m is RegExpMatchArray => m !== null && m[2].includes(needle))
+    .filter((m): m is RegExpMatchArray => m?.[2].includes(needle) === true)
     .map((m) => ({ pid: Number(m[1]), args: m[2] }));
 }

@@ -33,7 +33,10 @@ export function expectProblemAt(
     expect(e).toEqual({ field: expect.any(String), rule: expect.any(String), message: expect.any(String) });
   }
   if (field && rule) {
-    expect(res.body.errors.filter((e: { field: string }) => e.field === field).map((e: { rule: string }) => e.rule), res.text).toContain(rule);
+    expect(
+      res.body.errors.filter((e: { field: string }) => e.field === field).map((e: { rule: string }) => e.rule),
+      res.text,
+    ).toContain(rule);
   }
 }
 
@@ -65,13 +68,24 @@ export function expectListEnvelope(
 export async function snapshot(db: Database, environment = 'master'): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const table of TABLES) {
-    const rows = await db.query<{ r: string }>(`select row_to_json(t)::text as r from env_${environment}."${table}" t order by 1`);
+    const rows = await db.query<{ r: string }>(
+      `select row_to_json(t)::text as r from env_${environment}."${table}" t order by 1`,
+    );
     out[table] = rows.map((row) => row.r);
   }
   return out;
 }
 
-export async function countRows(db: Database, table: string, environment = 'master', where = 'true', values: unknown[] = []): Promise<number> {
-  const rows = await db.query<{ n: string }>(`select count(*) as n from env_${environment}."${table}" where ${where}`, values);
+export async function countRows(
+  db: Database,
+  table: string,
+  environment = 'master',
+  where = 'true',
+  values: unknown[] = [],
+): Promise<number> {
+  const rows = await db.query<{ n: string }>(
+    `select count(*) as n from env_${environment}."${table}" where ${where}`,
+    values,
+  );
   return Number(rows[0]!.n);
 }

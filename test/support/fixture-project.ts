@@ -16,7 +16,8 @@ export async function generateFixtureProject(name: string): Promise<{ dir: strin
   const dir = path.join(REPO, 'test/.generated', name);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  for (const file of ['schema.prisma', 'svcgen.config.json']) await cp(path.join(REPO, 'test/fixtures', name, file), path.join(dir, file));
+  for (const file of ['schema.prisma', 'svcgen.config.json'])
+    await cp(path.join(REPO, 'test/fixtures', name, file), path.join(dir, file));
   await writeFile(path.join(dir, 'package.json'), '{ "private": true, "type": "module" }\n');
   await writeProject(dir, await renderProject(dir));
   const sql = await migrationSqlBetween(null, await readFile(path.join(dir, 'schema.prisma'), 'utf8'));

@@ -13,11 +13,38 @@ export const DAY = 86_400_000;
 export const STATUSES = ['open', 'paid', 'shipped', 'cancelled'] as const;
 export type Status = (typeof STATUSES)[number];
 
-export interface City { id: number; name: string; country: string }
-export interface Customer { id: string; email: string; name: string; vip: boolean; cityId: number | null }
-export interface Product { id: number; sku: string; title: string; price: string; tags: string[] }
-export interface Order { id: number; status: Status; total: number; note: string | null; placedAt: string | null; customerId: string }
-export interface OrderItem { orderId: number; productId: number; quantity: number }
+export interface City {
+  id: number;
+  name: string;
+  country: string;
+}
+export interface Customer {
+  id: string;
+  email: string;
+  name: string;
+  vip: boolean;
+  cityId: number | null;
+}
+export interface Product {
+  id: number;
+  sku: string;
+  title: string;
+  price: string;
+  tags: string[];
+}
+export interface Order {
+  id: number;
+  status: Status;
+  total: number;
+  note: string | null;
+  placedAt: string | null;
+  customerId: string;
+}
+export interface OrderItem {
+  orderId: number;
+  productId: number;
+  quantity: number;
+}
 
 export interface Seed {
   /** Date.now() at seeding. */
@@ -45,7 +72,12 @@ const NOTES: Record<number, string> = {
   11: '50%_off',
   12: 'say "hi"',
 };
-const FIXED_DATES = ['2024-01-15T10:00:00.000Z', '2024-06-30T23:59:59.999Z', '2024-07-01T00:00:00.000Z', '2023-12-31T12:00:00.000Z'];
+const FIXED_DATES = [
+  '2024-01-15T10:00:00.000Z',
+  '2024-06-30T23:59:59.999Z',
+  '2024-07-01T00:00:00.000Z',
+  '2023-12-31T12:00:00.000Z',
+];
 
 export function buildSeed(now = Date.now()): Seed {
   const today = startOfUtcDay(now);
@@ -66,7 +98,9 @@ export function buildSeed(now = Date.now()): Seed {
     ['Heidi Klum', false, 3], // no orders
     ['Ivan Petrov', true, null], // no orders
   ];
-  const customers = people.map(([name, vip, cityId], i): Customer => ({ id: uuid(i + 1), email: `c${i + 1}@example.com`, name, vip, cityId }));
+  const customers = people.map(
+    ([name, vip, cityId], i): Customer => ({ id: uuid(i + 1), email: `c${i + 1}@example.com`, name, vip, cityId }),
+  );
   const products: Product[] = [
     { id: 1, sku: 'MUG-1', title: 'Mug', price: '9.90', tags: ['kitchen', 'gift'] },
     { id: 2, sku: 'TEE-1', title: 'T-shirt', price: '19.00', tags: ['clothes'] },
@@ -81,8 +115,21 @@ export function buildSeed(now = Date.now()): Seed {
     const note = NOTES[i] ?? (i % 5 === 0 ? null : i % 7 === 0 ? '' : `note ${i}`);
     const c = i % 15;
     const placed: (number | string | null)[] = [
-      null, today, now - 60_000, today - 1, today - DAY, now - 2 * DAY, now - 3 * DAY, now - 6 * DAY, now - 8 * DAY,
-      now - 13 * DAY, now - 20 * DAY, now - 35 * DAY, now - 70 * DAY, now + DAY, FIXED_DATES[Math.floor(i / 15) % 4]!,
+      null,
+      today,
+      now - 60_000,
+      today - 1,
+      today - DAY,
+      now - 2 * DAY,
+      now - 3 * DAY,
+      now - 6 * DAY,
+      now - 8 * DAY,
+      now - 13 * DAY,
+      now - 20 * DAY,
+      now - 35 * DAY,
+      now - 70 * DAY,
+      now + DAY,
+      FIXED_DATES[Math.floor(i / 15) % 4]!,
     ];
     const p = placed[c]!;
     const placedAt = p === null ? null : typeof p === 'string' ? p : new Date(p).toISOString();
@@ -101,7 +148,9 @@ async function insert(db: Database, table: string, rows: Record<string, unknown>
   if (rows.length === 0) return;
   const columns = Object.keys(rows[0]!);
   const values: unknown[] = [];
-  const tuples = rows.map((row) => `(${columns.map((c) => (values.push(row[c]), `$${values.length}`)).join(', ')}, now())`);
+  const tuples = rows.map(
+    (row) => `(${columns.map((c) => (values.push(row[c]), `$${values.length}`)).join(', ')}, now())`,
+  );
   await db.query(
     `insert into env_master."${table}" (${columns.map((c) => `"${c}"`).join(', ')}, "updatedAt") values ${tuples.join(', ')}`,
     values,
@@ -110,11 +159,31 @@ async function insert(db: Database, table: string, rows: Record<string, unknown>
 
 /** Writes the seed into env_master and moves the id sequences past the explicit ids. */
 export async function writeSeed(db: Database, seed: Seed): Promise<void> {
-  await insert(db, 'City', seed.cities.map((c) => ({ ...c })));
-  await insert(db, 'Customer', seed.customers.map((c) => ({ ...c })));
-  await insert(db, 'Product', seed.products.map((p) => ({ ...p })));
-  await insert(db, 'Order', seed.orders.map((o) => ({ ...o })));
-  await insert(db, 'OrderItem', seed.items.map((i) => ({ ...i })));
+  await insert(
+    db,
+    'City',
+    seed.cities.map((c) => ({ ...c })),
+  );
+  await insert(
+    db,
+    'Customer',
+    seed.customers.map((c) => ({ ...c })),
+  );
+  await insert(
+    db,
+    'Product',
+    seed.products.map((p) => ({ ...p })),
+  );
+  await insert(
+    db,
+    'Order',
+    seed.orders.map((o) => ({ ...o })),
+  );
+  await insert(
+    db,
+    'OrderItem',
+    seed.items.map((i) => ({ ...i })),
+  );
   for (const table of ['City', 'Product', 'Order']) {
     await db.query(`select setval(pg_get_serial_sequence('env_master."${table}"', 'id'), 1000)`);
   }
@@ -127,7 +196,9 @@ export function qs(text: string): string {
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
-      return eq === -1 ? encodeURIComponent(pair) : `${encodeURIComponent(pair.slice(0, eq))}=${encodeURIComponent(pair.slice(eq + 1))}`;
+      return eq === -1
+        ? encodeURIComponent(pair)
+        : `${encodeURIComponent(pair.slice(0, eq))}=${encodeURIComponent(pair.slice(eq + 1))}`;
     })
     .join('&');
 }

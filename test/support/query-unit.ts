@@ -9,7 +9,16 @@ import { OrderItem } from '../../examples/shop/generated/tables/OrderItem.ts';
 import { Product } from '../../examples/shop/generated/tables/Product.ts';
 import { parseConfig, type Config } from '../../runtime/config/index.ts';
 import type { ApiKeyPrincipal, ManagementPrincipal, UserPrincipal } from '../../runtime/principal/index.ts';
-import { Catalog, Params, Policy, roleOperand, type Access, type Condition, type Operator, type Scope } from '../../runtime/query/index.ts';
+import {
+  Catalog,
+  Params,
+  Policy,
+  roleOperand,
+  type Access,
+  type Condition,
+  type Operator,
+  type Scope,
+} from '../../runtime/query/index.ts';
 
 export const catalog = new Catalog({ City, Customer, Order, OrderItem, Product });
 export const table = (name: string) => catalog.require(name);

@@ -80,7 +80,8 @@ export async function startReceiver(): Promise<Receiver> {
         const got = at(path);
         if (got.length >= count) return got;
         const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`receiver: ${got.length} of ${count} requests at ${path} within ${timeoutMs} ms`);
+        if (left <= 0)
+          throw new Error(`receiver: ${got.length} of ${count} requests at ${path} within ${timeoutMs} ms`);
         await new Promise<void>((resolve) => {
           const wake = () => {
             waiters.delete(wake);

@@ -4,12 +4,28 @@
  * may name, and SQL's three-valued logic for filters (a comparison on a field the caller cannot see
  * on that row is UNKNOWN).
  */
-import { compareValues, fieldNames, fieldType, relation, SCHEMA, TABLES, type Db, type FieldType, type RelationSpec, type Row, type Table, type Value } from './authz-schema.ts';
+import {
+  compareValues,
+  fieldNames,
+  fieldType,
+  relation,
+  SCHEMA,
+  TABLES,
+  type Db,
+  type FieldType,
+  type RelationSpec,
+  type Row,
+  type Table,
+  type Value,
+} from './authz-schema.ts';
 
 export type Action = 'read' | 'create' | 'update' | 'delete';
 export type FilterSpec = Record<string, unknown>;
 export type ActionRule = boolean | { filter?: FilterSpec; fields?: string[] };
-export type RolesConfig = Record<string, { signup?: boolean; tables: Record<string, Partial<Record<Action, ActionRule>>> }>;
+export type RolesConfig = Record<
+  string,
+  { signup?: boolean; tables: Record<string, Partial<Record<Action, ActionRule>>> }
+>;
 
 export interface Principal {
   name: string;
@@ -34,7 +50,8 @@ export function grants(roles: RolesConfig, p: Principal, table: Table, action: A
     const rules = Object.hasOwn(tables, table) ? tables[table] : tables['*'];
     const rule = rules?.[action];
     if (rule === true) out.push({ role: name, filter: null, fields: null });
-    else if (rule && typeof rule === 'object') out.push({ role: name, filter: rule.filter ?? null, fields: rule.fields ?? null });
+    else if (rule && typeof rule === 'object')
+      out.push({ role: name, filter: rule.filter ?? null, fields: rule.fields ?? null });
   }
   return out;
 }
@@ -81,7 +98,10 @@ export function windowOf(op: string, n: number, now: number): [number, number] {
       return [start, start + 7 * DAY - 1];
     }
     case 'this_month':
-      return [Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - 1];
+      return [
+        Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
+        Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - 1,
+      ];
     case 'last_days':
       return [now - n * DAY, now];
     case 'last_weeks':
@@ -173,7 +193,14 @@ function entryHolds(db: Db, p: Principal, table: Table, row: Row, path: string[]
   return applyOp(type, 'equals', v, spec, now) === true;
 }
 
-export function filterHolds(db: Db, p: Principal, table: Table, row: Row, filter: FilterSpec | null, now: number): boolean {
+export function filterHolds(
+  db: Db,
+  p: Principal,
+  table: Table,
+  row: Row,
+  filter: FilterSpec | null,
+  now: number,
+): boolean {
   if (!filter) return true;
   return Object.entries(filter).every(([key, spec]) => entryHolds(db, p, table, row, key.split('.'), spec, now));
 }
@@ -244,7 +271,8 @@ export function cannotFollow(view: View, table: Table, name: string): string | n
   const here = view.tables[table].readable;
   const there = view.tables[rel.target].readable;
   if (!there) return `${rel.target} is not readable`;
-  if (!here?.has(rel.from) || !there.has(rel.to)) return `the link ${table}.${rel.from} = ${rel.target}.${rel.to} is not readable`;
+  if (!here?.has(rel.from) || !there.has(rel.to))
+    return `the link ${table}.${rel.from} = ${rel.target}.${rel.to} is not readable`;
   return null;
 }
 

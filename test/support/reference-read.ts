@@ -3,8 +3,29 @@
  * test/query/authorization-differential.test.ts: lists, single reads, `_query`, cursor walks and
  * aggregates, computed from a View (reference-policy.ts) without the server's code.
  */
-import { compareValues, fieldNames, fieldType, isNumeric, relation, SCHEMA, type Table, type Value } from './authz-schema.ts';
-import { and3, applyOp, cannotFollow, cannotName, linkedVisible, not3, or3, visibleValue, type TV, type View, type VRow } from './reference-policy.ts';
+import {
+  compareValues,
+  fieldNames,
+  fieldType,
+  isNumeric,
+  relation,
+  SCHEMA,
+  type Table,
+  type Value,
+} from './authz-schema.ts';
+import {
+  and3,
+  applyOp,
+  cannotFollow,
+  cannotName,
+  linkedVisible,
+  not3,
+  or3,
+  visibleValue,
+  type TV,
+  type View,
+  type VRow,
+} from './reference-policy.ts';
 
 export type Leaf = { kind: 'leaf'; path: string[]; op: string; value: unknown; col?: boolean };
 export type Group = { kind: 'and' | 'or' | 'not'; items: Cond[] };
@@ -12,7 +33,16 @@ export type Cond = Leaf | Group;
 export type SelectItem =
   | { kind: 'field'; name: string; alias?: string }
   | { kind: 'star' }
-  | { kind: 'embed'; relation: string; alias?: string; items: SelectItem[]; filters?: Cond[]; sort?: SortTerm[]; limit?: number; offset?: number };
+  | {
+      kind: 'embed';
+      relation: string;
+      alias?: string;
+      items: SelectItem[];
+      filters?: Cond[];
+      sort?: SortTerm[];
+      limit?: number;
+      offset?: number;
+    };
 export interface SortTerm {
   field: string;
   desc: boolean;
@@ -66,7 +96,11 @@ export interface Expected {
   why?: string;
 }
 export const CURSOR = '<cursor>';
-export const problem = (status: number, kind: string, extra: Partial<Expected> = {}): Expected => ({ status, type: `/errors/${kind}`, ...extra });
+export const problem = (status: number, kind: string, extra: Partial<Expected> = {}): Expected => ({
+  status,
+  type: `/errors/${kind}`,
+  ...extra,
+});
 
 // ------------------------------------------------------------------------------------------------
 // filters
@@ -102,7 +136,8 @@ function badFilters(view: View, table: Table, filters: Cond[], via: 'get' | 'que
 }
 
 /** Whether an embed carries a filter, sort or page of its own (docs/api.md §5.7: to-many embeds only). */
-export const hasArguments = (it: SelectItem & { kind: 'embed' }) => !!it.filters?.length || !!it.sort?.length || it.limit !== undefined || it.offset !== undefined;
+export const hasArguments = (it: SelectItem & { kind: 'embed' }) =>
+  !!it.filters?.length || !!it.sort?.length || it.limit !== undefined || it.offset !== undefined;
 
 function badSelect(view: View, table: Table, items: SelectItem[] | undefined): boolean {
   for (const it of items ?? []) {
@@ -140,8 +175,13 @@ export function project(view: View, table: Table, r: VRow, items?: SelectItem[])
       const rel = relation(table, it.relation)!;
       // Only visible related rows; the embed's own filter narrows them, its sort and page cut them.
       let related = linkedVisible(view, table, r, it.relation);
-      if (it.filters?.length) related = related.filter((x) => and3(it.filters!.map((c) => evalCond(view, rel.target, x, c))) === true);
-      if (hasArguments(it)) related = sortRows(rel.target, related, it.sort ?? []).slice(it.offset ?? 0, it.limit === undefined ? undefined : (it.offset ?? 0) + it.limit);
+      if (it.filters?.length)
+        related = related.filter((x) => and3(it.filters!.map((c) => evalCond(view, rel.target, x, c))) === true);
+      if (hasArguments(it))
+        related = sortRows(rel.target, related, it.sort ?? []).slice(
+          it.offset ?? 0,
+          it.limit === undefined ? undefined : (it.offset ?? 0) + it.limit,
+        );
       const rows = related.map((x) => project(view, rel.target, x, it.items));
       out[it.alias ?? it.relation] = rel.many ? rows : (rows[0] ?? null);
     }
@@ -170,7 +210,14 @@ export function sortRows(table: Table, rows: VRow[], terms: SortTerm[]): VRow[] 
 }
 
 function pagination(limit: number, offset: number, more: boolean, previous: boolean, total?: number) {
-  return { limit, offset, hasNextPage: more, hasPreviousPage: previous, nextCursor: more ? CURSOR : null, ...(total === undefined ? {} : { totalCount: total }) };
+  return {
+    limit,
+    offset,
+    hasNextPage: more,
+    hasPreviousPage: previous,
+    nextCursor: more ? CURSOR : null,
+    ...(total === undefined ? {} : { totalCount: total }),
+  };
 }
 
 export function answerList(view: View, req: ListReq): Expected {
@@ -192,7 +239,13 @@ export function answerList(view: View, req: ListReq): Expected {
   }
   const limit = req.limit ?? 100;
   const offset = req.offset ?? 0;
-  return { status: 200, body: { data: rows.slice(offset, offset + limit), meta: { pagination: pagination(limit, offset, rows.length > offset + limit, offset > 0, total) } } };
+  return {
+    status: 200,
+    body: {
+      data: rows.slice(offset, offset + limit),
+      meta: { pagination: pagination(limit, offset, rows.length > offset + limit, offset > 0, total) },
+    },
+  };
 }
 
 export function answerGet(view: View, req: GetReq): Expected {
@@ -213,7 +266,8 @@ function aggregate(table: Table, rows: VRow[], f: AggFn): Value {
   if (f.fn === 'count') return rows.length;
   const type = fieldType(table, f.field!);
   const values = rows.map((r) => visibleValue(r, f.field!)).filter((v) => v !== null);
-  if (f.fn === 'count_distinct') return new Set(values.map((v) => (type === 'datetime' ? Date.parse(String(v)) : JSON.stringify(v)))).size;
+  if (f.fn === 'count_distinct')
+    return new Set(values.map((v) => (type === 'datetime' ? Date.parse(String(v)) : JSON.stringify(v)))).size;
   if (values.length === 0) return null;
   if (f.fn === 'sum') return (values as number[]).reduce((a, b) => a + b, 0);
   if (f.fn === 'avg') return (values as number[]).reduce((a, b) => a + b, 0) / values.length;
@@ -241,7 +295,14 @@ export function answerAggregate(view: View, req: AggReq): Expected {
   // `having` compares with a number: an alias whose value is no number (min/max of text or DateTime) cannot take it
   const numeric = (alias: string) => {
     const f = fns[aliases.indexOf(alias)];
-    return !!f && (f.fn === 'count' || f.fn === 'count_distinct' || f.fn === 'sum' || f.fn === 'avg' || isNumeric(fieldType(req.table, f.field!)));
+    return (
+      !!f &&
+      (f.fn === 'count' ||
+        f.fn === 'count_distinct' ||
+        f.fn === 'sum' ||
+        f.fn === 'avg' ||
+        isNumeric(fieldType(req.table, f.field!)))
+    );
   };
   if (req.having.some((h) => !aliases.includes(h.alias) || !numeric(h.alias))) params.push('having');
   if (req.sort.some((s) => !aliases.includes(s.key) && !req.groupBy.includes(s.key))) params.push('sort');
@@ -259,7 +320,9 @@ export function answerAggregate(view: View, req: AggReq): Expected {
     fns.forEach((f, i) => (o[aliases[i]!] = aggregate(req.table, rows, f)));
     return o;
   });
-  out = out.filter((o) => req.having.every((h) => o[h.alias] !== null && applyOp('float', h.op, o[h.alias]!, h.value, 0) === true));
+  out = out.filter((o) =>
+    req.having.every((h) => o[h.alias] !== null && applyOp('float', h.op, o[h.alias]!, h.value, 0) === true),
+  );
   const typeOf = (k: string) => {
     if (req.groupBy.includes(k)) return fieldType(req.table, k);
     const f = fns[aliases.indexOf(k)]!;

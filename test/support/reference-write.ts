@@ -3,17 +3,68 @@
  * "Writing", for test/query/authorization-differential.test.ts: which roles decide, presets, which rows
  * an update or delete may touch, the after-the-fact row_filter check, and the database afterwards.
  */
-import { clone, DEFAULTS, FOREIGN_KEYS, keyOf, SCHEMA, type Db, type Row, type Table, type Value } from './authz-schema.ts';
-import { and3, cannotName, filterHolds, grants, variable, viewOf, type Grant, type Principal, type RolesConfig } from './reference-policy.ts';
+import {
+  clone,
+  DEFAULTS,
+  FOREIGN_KEYS,
+  keyOf,
+  SCHEMA,
+  type Db,
+  type Row,
+  type Table,
+  type Value,
+} from './authz-schema.ts';
+import {
+  and3,
+  cannotName,
+  filterHolds,
+  grants,
+  variable,
+  viewOf,
+  type Grant,
+  type Principal,
+  type RolesConfig,
+} from './reference-policy.ts';
 import { evalCond, leafParam, problem, project, type Cond, type Expected, type Leaf } from './reference-read.ts';
 
 export type Mode = 'ALL_OR_NOTHING' | 'BEST_EFFORT';
-export interface CreateReq { kind: 'create'; table: Table; body: Row }
-export interface PatchReq { kind: 'patch'; table: Table; id: Value; body: Row }
-export interface PatchWhereReq { kind: 'patchWhere'; table: Table; filters: Cond[]; body: Row }
-export interface DeleteReq { kind: 'delete'; table: Table; id: Value }
-export interface BulkCreateReq { kind: 'bulkCreate'; table: Table; items: Row[]; mode?: Mode; modeVia: 'body' | 'query' }
-export interface BulkDeleteReq { kind: 'bulkDelete'; table: Table; ids?: Value[]; filters?: Row[]; mode?: Mode; modeVia: 'body' | 'query' }
+export interface CreateReq {
+  kind: 'create';
+  table: Table;
+  body: Row;
+}
+export interface PatchReq {
+  kind: 'patch';
+  table: Table;
+  id: Value;
+  body: Row;
+}
+export interface PatchWhereReq {
+  kind: 'patchWhere';
+  table: Table;
+  filters: Cond[];
+  body: Row;
+}
+export interface DeleteReq {
+  kind: 'delete';
+  table: Table;
+  id: Value;
+}
+export interface BulkCreateReq {
+  kind: 'bulkCreate';
+  table: Table;
+  items: Row[];
+  mode?: Mode;
+  modeVia: 'body' | 'query';
+}
+export interface BulkDeleteReq {
+  kind: 'bulkDelete';
+  table: Table;
+  ids?: Value[];
+  filters?: Row[];
+  mode?: Mode;
+  modeVia: 'body' | 'query';
+}
 export type WriteReq = CreateReq | PatchReq | PatchWhereReq | DeleteReq | BulkCreateReq | BulkDeleteReq;
 
 /** Marks a value the database generates (serial id, createdAt, updatedAt of a new row). */
@@ -30,7 +81,11 @@ export interface WriteOutcome {
   answer(created: Row[], after: Db): Expected;
 }
 
-interface Env { roles: RolesConfig; p: Principal; now: number }
+interface Env {
+  roles: RolesConfig;
+  p: Principal;
+  now: number;
+}
 type ItemError = { status: number; kind: string; rule: string; alternatives?: Expected[]; why?: string };
 type ItemResult = { error: ItemError } | { row: Row };
 
@@ -39,7 +94,12 @@ function presetVariables(g: Grant): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(g.filter ?? {})) {
     if (k.includes('.')) continue;
-    const text = typeof v === 'string' ? v : v && typeof v === 'object' && Object.keys(v).length === 1 ? (v as { equals?: unknown }).equals : undefined;
+    const text =
+      typeof v === 'string'
+        ? v
+        : v && typeof v === 'object' && Object.keys(v).length === 1
+          ? (v as { equals?: unknown }).equals
+          : undefined;
     if (typeof text === 'string' && text.startsWith('$')) out[k] = text;
   }
   return out;
@@ -60,12 +120,22 @@ function forbidden(gs: Grant[], fields: string[]): Expected {
 }
 
 function fkError(db: Db, table: Table, row: Row): boolean {
-  return FOREIGN_KEYS.some((fk) => fk.table === table && row[fk.field] !== null && row[fk.field] !== undefined && !db[fk.target].some((r) => r.id === row[fk.field]));
+  return FOREIGN_KEYS.some(
+    (fk) =>
+      fk.table === table &&
+      row[fk.field] !== null &&
+      row[fk.field] !== undefined &&
+      !db[fk.target].some((r) => r.id === row[fk.field]),
+  );
 }
 function uniqueError(db: Db, table: Table, row: Row, self?: string): boolean {
   const spec = SCHEMA[table];
   const others = db[table].filter((r) => keyOf(table, r) !== self);
-  if (spec.key.every((k) => row[k] !== undefined && row[k] !== GEN) && others.some((r) => keyOf(table, r) === keyOf(table, row))) return true;
+  if (
+    spec.key.every((k) => row[k] !== undefined && row[k] !== GEN) &&
+    others.some((r) => keyOf(table, r) === keyOf(table, row))
+  )
+    return true;
   return Object.entries(spec.fields).some(([f, s]) => s.unique && others.some((r) => r[f] === row[f]));
 }
 
@@ -80,17 +150,28 @@ function createOne(env: Env, db: Db, table: Table, body: Row, ds: Grant[]): Item
   }
   const row: Row = { ...DEFAULTS[table], ...body };
   for (const [f, v] of presets) if (!(f in body) && v !== null) row[f] = v;
-  const missing = Object.entries(SCHEMA[table].fields).some(([f, s]) => s.required && (row[f] === undefined || row[f] === null));
+  const missing = Object.entries(SCHEMA[table].fields).some(
+    ([f, s]) => s.required && (row[f] === undefined || row[f] === null),
+  );
   const next: Row = { ...row };
   if (SCHEMA[table].serial && next.id === undefined) next.id = GEN;
   next.createdAt = GEN;
   next.updatedAt = GEN;
-  const rowFilter = () => !ds.some((g) => filterHolds({ ...db, [table]: [...db[table], next] }, env.p, table, next, g.filter, env.now));
+  const rowFilter = () =>
+    !ds.some((g) => filterHolds({ ...db, [table]: [...db[table], next] }, env.p, table, next, g.filter, env.now));
   if (missing) {
     // a preset the caller has no value for leaves the field out: the row could not match the filter either
     const unfilled = ds.some((g) => Object.keys(presetVariables(g)).some((f) => !(f in body) && !presets.get(f)));
     return unfilled
-      ? { error: { status: 422, kind: 'validation', rule: 'required', alternatives: [problem(403, 'forbidden', { rules: ['row_filter'] })], why: 'a preset variable the caller lacks: 422 required or 403 row_filter' } }
+      ? {
+          error: {
+            status: 422,
+            kind: 'validation',
+            rule: 'required',
+            alternatives: [problem(403, 'forbidden', { rules: ['row_filter'] })],
+            why: 'a preset variable the caller lacks: 422 required or 403 row_filter',
+          },
+        }
       : { error: { status: 422, kind: 'validation', rule: 'required' } };
   }
   const fk = fkError(db, table, next);
@@ -102,13 +183,25 @@ function createOne(env: Env, db: Db, table: Table, body: Row, ds: Grant[]): Item
   if (filterFails) errors.push({ status: 403, kind: 'forbidden', rule: 'row_filter' });
   if (errors.length) {
     const [first, ...rest] = errors;
-    return { error: rest.length ? { ...first!, alternatives: rest.map((e) => problem(e.status, e.kind, { rules: [e.rule] })), why: 'several errors at once' } : first! };
+    return {
+      error: rest.length
+        ? {
+            ...first!,
+            alternatives: rest.map((e) => problem(e.status, e.kind, { rules: [e.rule] })),
+            why: 'several errors at once',
+          }
+        : first!,
+    };
   }
   db[table].push(next);
   return { row: next };
 }
 
-const asExpected = (e: ItemError): Expected => ({ ...problem(e.status, e.kind, e.rule === 'row_filter' || e.rule === 'forbidden_field' ? { rules: [e.rule] } : {}), alternatives: e.alternatives, why: e.why });
+const asExpected = (e: ItemError): Expected => ({
+  ...problem(e.status, e.kind, e.rule === 'row_filter' || e.rule === 'forbidden_field' ? { rules: [e.rule] } : {}),
+  alternatives: e.alternatives,
+  why: e.why,
+});
 
 /** The visible record of `row` for the caller, `{}` when the row is not visible. */
 function recordOf(env: Env, after: Db, table: Table, row: Row): Record<string, unknown> {
@@ -128,21 +221,41 @@ function deleteCascade(db: Db, table: Table, row: Row): void {
   }
 }
 const restricted = (db: Db, table: Table, row: Row) =>
-  FOREIGN_KEYS.some((fk) => fk.target === table && fk.onDelete === 'restrict' && db[fk.table].some((r) => r[fk.field] === row.id));
+  FOREIGN_KEYS.some(
+    (fk) => fk.target === table && fk.onDelete === 'restrict' && db[fk.table].some((r) => r[fk.field] === row.id),
+  );
 
 /** Rows an update or delete may act on: visible to the caller, and some deciding grant's filter holds. */
 function targets(env: Env, db: Db, table: Table, ds: Grant[]): Row[] {
   const view = viewOf(env.roles, env.p, db, env.now);
-  return view.tables[table].rows.map((r) => r.row).filter((row) => ds.some((g) => filterHolds(db, env.p, table, row, g.filter, env.now)));
+  return view.tables[table].rows
+    .map((r) => r.row)
+    .filter((row) => ds.some((g) => filterHolds(db, env.p, table, row, g.filter, env.now)));
 }
 
-const done = (predicted: Db, answer: WriteOutcome['answer'], created: WriteOutcome['created'] = [], touched = new Set<string>()): WriteOutcome => ({ predicted, created, touched, answer });
+const done = (
+  predicted: Db,
+  answer: WriteOutcome['answer'],
+  created: WriteOutcome['created'] = [],
+  touched = new Set<string>(),
+): WriteOutcome => ({ predicted, created, touched, answer });
 const fixed = (db: Db, e: Expected) => done(db, () => e);
 
-export function modelWrite(roles: RolesConfig, p: Principal, before: Db, req: WriteReq, now = Date.now()): WriteOutcome {
+export function modelWrite(
+  roles: RolesConfig,
+  p: Principal,
+  before: Db,
+  req: WriteReq,
+  now = Date.now(),
+): WriteOutcome {
   const env: Env = { roles, p, now };
   const db = clone(before);
-  const action = req.kind === 'create' || req.kind === 'bulkCreate' ? 'create' : req.kind === 'delete' || req.kind === 'bulkDelete' ? 'delete' : 'update';
+  const action =
+    req.kind === 'create' || req.kind === 'bulkCreate'
+      ? 'create'
+      : req.kind === 'delete' || req.kind === 'bulkDelete'
+        ? 'delete'
+        : 'update';
   const gs = grants(roles, p, req.table, action);
   if (gs.length === 0) return fixed(before, problem(403, 'forbidden'));
 
@@ -170,7 +283,7 @@ export function modelWrite(roles: RolesConfig, p: Principal, before: Db, req: Wr
       const key = req.ids ? String(e) : SCHEMA[req.table].key.map((k) => String((e as Row)[k])).join('/');
       const row = targets(env, db, req.table, gs).find((r) => keyOf(req.table, r) === key);
       if (!row || restricted(db, req.table, row)) errors.push(index);
-      else (deleteCascade(db, req.table, row), items.push(req.ids ? { id: e } : e));
+      else deleteCascade(db, req.table, row), items.push(req.ids ? { id: e } : e);
     });
     return bulkOutcome(before, db, mode, entries.length, errors, () => items, 200);
   }
@@ -185,11 +298,23 @@ export function modelWrite(roles: RolesConfig, p: Principal, before: Db, req: Wr
     const view = viewOf(roles, p, db, now);
     const bad = req.filters.filter((c) => leaves(c).some((l) => cannotName(view, req.table, l.path)));
     if (req.filters.length === 0) queryError = problem(422, 'validation', { params: ['filter'] });
-    else if (bad.length) queryError = problem(400, 'invalid-parameter', { params: bad.flatMap((c) => (c.kind === 'leaf' ? [leafParam(c), c.path.join('.')] : [c.kind])) });
+    else if (bad.length)
+      queryError = problem(400, 'invalid-parameter', {
+        params: bad.flatMap((c) => (c.kind === 'leaf' ? [leafParam(c), c.path.join('.')] : [c.kind])),
+      });
   }
   if (ds.length === 0) {
     const e = forbidden(gs, fields);
-    return fixed(before, queryError ? { ...e, alternatives: [queryError], why: 'a forbidden body field and a bad query: the order is not specified' } : e);
+    return fixed(
+      before,
+      queryError
+        ? {
+            ...e,
+            alternatives: [queryError],
+            why: 'a forbidden body field and a bad query: the order is not specified',
+          }
+        : e,
+    );
   }
   if (queryError) return fixed(before, queryError);
   let rows: Row[];
@@ -199,25 +324,47 @@ export function modelWrite(roles: RolesConfig, p: Principal, before: Db, req: Wr
   } else {
     const view = viewOf(roles, p, db, now);
     const chosen = new Set(targets(env, db, req.table, ds));
-    rows = view.tables[req.table].rows.filter((r) => chosen.has(r.row) && and3(req.filters.map((c) => evalCond(view, req.table, r, c))) === true).map((r) => r.row);
+    rows = view.tables[req.table].rows
+      .filter((r) => chosen.has(r.row) && and3(req.filters.map((c) => evalCond(view, req.table, r, c))) === true)
+      .map((r) => r.row);
   }
   const touched = new Set<string>();
   if (fields.length > 0) {
     const changed = rows.map((r) => ({ old: r, next: { ...r, ...req.body } }));
     const trial = clone(db);
-    trial[req.table] = trial[req.table].map((r) => changed.find((c) => keyOf(req.table, c.old) === keyOf(req.table, r))?.next ?? r);
-    if (changed.some((c) => !ds.some((g) => filterHolds(trial, p, req.table, c.next, g.filter, now)))) return fixed(before, problem(403, 'forbidden', { rules: ['row_filter'] }));
+    trial[req.table] = trial[req.table].map(
+      (r) => changed.find((c) => keyOf(req.table, c.old) === keyOf(req.table, r))?.next ?? r,
+    );
+    if (changed.some((c) => !ds.some((g) => filterHolds(trial, p, req.table, c.next, g.filter, now))))
+      return fixed(before, problem(403, 'forbidden', { rules: ['row_filter'] }));
     if (changed.some((c) => fkError(db, req.table, c.next))) return fixed(before, problem(422, 'validation'));
-    if (changed.some((c) => uniqueError(trial, req.table, c.next, keyOf(req.table, c.old)))) return fixed(before, problem(409, 'conflict'));
+    if (changed.some((c) => uniqueError(trial, req.table, c.next, keyOf(req.table, c.old))))
+      return fixed(before, problem(409, 'conflict'));
     for (const c of changed) {
       Object.assign(c.old, req.body);
       c.old.updatedAt = GEN;
       touched.add(`${req.table}/${keyOf(req.table, c.old)}`);
     }
   }
-  if (req.kind === 'patchWhere') return done(db, () => ({ status: 200, body: { data: { count: rows.length } } }), [], touched);
+  if (req.kind === 'patchWhere')
+    return done(db, () => ({ status: 200, body: { data: { count: rows.length } } }), [], touched);
   const target = rows[0]!;
-  return done(db, (_c, after) => ({ status: 200, body: { data: recordOf(env, after, req.table, after[req.table].find((r) => keyOf(req.table, r) === keyOf(req.table, target))!) } }), [], touched);
+  return done(
+    db,
+    (_c, after) => ({
+      status: 200,
+      body: {
+        data: recordOf(
+          env,
+          after,
+          req.table,
+          after[req.table].find((r) => keyOf(req.table, r) === keyOf(req.table, target))!,
+        ),
+      },
+    }),
+    [],
+    touched,
+  );
 }
 
 function bulkOutcome(
@@ -243,17 +390,31 @@ function bulkOutcome(
   if (errors.length && mode === 'ALL_OR_NOTHING') {
     const data = { ...envelope([]), totalFailed: total };
     // docs/api.md does not say whether the other items are still tried once one fails validation
-    const onlyValidation = validationErrors.length && validationErrors.length < errors.length ? { ...data, errors: validationErrors.map((index) => ({ index })) } : undefined;
+    const onlyValidation =
+      validationErrors.length && validationErrors.length < errors.length
+        ? { ...data, errors: validationErrors.map((index) => ({ index })) }
+        : undefined;
     return done(before, () => ({
       ...problem(422, 'validation'),
       body: { data },
-      ...(onlyValidation ? { alternatives: [{ ...problem(422, 'validation'), body: { data: onlyValidation } }], why: 'items failing validation stop the others from being tried' } : {}),
+      ...(onlyValidation
+        ? {
+            alternatives: [{ ...problem(422, 'validation'), body: { data: onlyValidation } }],
+            why: 'items failing validation stop the others from being tried',
+          }
+        : {}),
     }));
   }
   return done(db, (c) => ({ status: errors.length ? 207 : okStatus, body: { data: envelope(items(c)) } }), created);
 }
 
-function createOutcome(env: Env, before: Db, db: Db, req: CreateReq | BulkCreateReq, results: ItemResult[]): WriteOutcome {
+function createOutcome(
+  env: Env,
+  before: Db,
+  db: Db,
+  req: CreateReq | BulkCreateReq,
+  results: ItemResult[],
+): WriteOutcome {
   const created = results.flatMap((r) => ('row' in r ? [{ table: req.table, row: r.row }] : []));
   if (req.kind === 'create') {
     const r = results[0]!;

@@ -42,7 +42,10 @@ export interface TestServer {
   config: Config;
   adminKey: string;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
-  createKey(roles: string[], options?: { environment?: string; context?: Record<string, string>; prefix?: string }): Promise<{ id: string; key: string }>;
+  createKey(
+    roles: string[],
+    options?: { environment?: string; context?: Record<string, string>; prefix?: string },
+  ): Promise<{ id: string; key: string }>;
   close(): Promise<void>;
 }
 
@@ -73,7 +76,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   if (options.configPatch) {
     const raw = JSON.parse(JSON.stringify(loaded));
     options.configPatch(raw);
-    config = parseConfig(raw, 'test config', Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])));
+    config = parseConfig(
+      raw,
+      'test config',
+      Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])),
+    );
   }
   const database: TestDatabase = options.databaseUrl
     ? { url: options.databaseUrl, name: new URL(options.databaseUrl).pathname.slice(1), drop: async () => {} }
@@ -155,7 +162,17 @@ export async function readResponse(res: Response): Promise<TestResponse> {
 export function expectProblem(res: TestResponse, status: number, kind?: string, field?: string): void {
   expect(res.status, res.text).toBe(status);
   expect(res.headers.get('content-type')).toBe('application/problem+json');
-  expect(res.body).toMatchObject({ status, title: expect.any(String), detail: expect.any(String), instance: expect.any(String), errors: expect.any(Array) });
+  expect(res.body).toMatchObject({
+    status,
+    title: expect.any(String),
+    detail: expect.any(String),
+    instance: expect.any(String),
+    errors: expect.any(Array),
+  });
   if (kind) expect(res.body.type).toBe(`/errors/${kind}`);
-  if (field) expect(res.body.errors.map((e: { field: string }) => e.field), res.text).toContain(field);
+  if (field)
+    expect(
+      res.body.errors.map((e: { field: string }) => e.field),
+      res.text,
+    ).toContain(field);
 }

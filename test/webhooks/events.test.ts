@@ -7,7 +7,17 @@ import { startReceiver, type ReceivedDelivery, type Receiver } from '../support/
 import { MANAGEMENT_TOKEN, startTestServer, type TestServer } from '../support/server.ts';
 
 const BASE = '/gw/api/rest';
-const PAYLOAD_KEYS = ['id', 'timestamp', 'project_id', 'environment', 'table', 'event', 'record', 'data', 'changed_fields'];
+const PAYLOAD_KEYS = [
+  'id',
+  'timestamp',
+  'project_id',
+  'environment',
+  'table',
+  'event',
+  'record',
+  'data',
+  'changed_fields',
+];
 /** The exact form Date#toISOString writes, which is what the API writes for DateTime. */
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -15,7 +25,7 @@ let t: TestServer;
 let receiver: Receiver;
 let stagingKey: string;
 /** Subscriptions made by the running test; removed after it so that later tests see only their own. */
-let made: { id: string; environment: string }[] = [];
+const made: { id: string; environment: string }[] = [];
 
 beforeAll(async () => {
   receiver = await startReceiver();
@@ -55,8 +65,12 @@ async function subscribe(o: SubscriptionOptions = {}): Promise<{ id: string; pat
   const environment = o.environment ?? 'master';
   const secret = o.secret ?? `secret-${randomUUID()}`;
   const body: Record<string, unknown> = {
-    projectId: 'shop', environment, table: o.table ?? 'Customer', events: o.events ?? ['INSERT', 'UPDATE', 'DELETE'],
-    url: `${receiver.url}${path}`, secret,
+    projectId: 'shop',
+    environment,
+    table: o.table ?? 'Customer',
+    events: o.events ?? ['INSERT', 'UPDATE', 'DELETE'],
+    url: `${receiver.url}${path}`,
+    secret,
   };
   if (o.filter) body.filter = o.filter;
   if (o.select) body.select = o.select;
@@ -69,18 +83,29 @@ async function subscribe(o: SubscriptionOptions = {}): Promise<{ id: string; pat
 const email = (tag: string) => `${tag}-${randomUUID()}@example.com`;
 
 async function write(method: string, path: string, body?: unknown, environment?: string) {
-  const res = await t.request(method, `${BASE}${path}`, { body, environment, key: environment === 'staging' ? stagingKey : undefined });
+  const res = await t.request(method, `${BASE}${path}`, {
+    body,
+    environment,
+    key: environment === 'staging' ? stagingKey : undefined,
+  });
   return res;
 }
 
-async function createCustomer(fields: Record<string, unknown> = {}, environment?: string): Promise<Record<string, any>> {
+async function createCustomer(
+  fields: Record<string, unknown> = {},
+  environment?: string,
+): Promise<Record<string, any>> {
   const res = await write('POST', '/Customer', { email: email('c'), name: 'C', ...fields }, environment);
   expect(res.status, res.text).toBe(201);
   return res.body.data;
 }
 
 /** Waits for a request at `path` that satisfies `match` (the receiver wakes on every arrival). */
-async function arrival(path: string, match: (r: ReceivedDelivery) => boolean, timeoutMs = 10_000): Promise<ReceivedDelivery> {
+async function arrival(
+  path: string,
+  match: (r: ReceivedDelivery) => boolean,
+  timeoutMs = 10_000,
+): Promise<ReceivedDelivery> {
   const deadline = Date.now() + timeoutMs;
   for (let n = 1; ; ) {
     const got = await receiver.waitFor(path, n, Math.max(1, deadline - Date.now()));
@@ -90,7 +115,8 @@ async function arrival(path: string, match: (r: ReceivedDelivery) => boolean, ti
   }
 }
 
-const of = (event: string, id: unknown) => (r: ReceivedDelivery) => r.body?.event === event && r.body?.record?.id === id;
+const of = (event: string, id: unknown) => (r: ReceivedDelivery) =>
+  r.body?.event === event && r.body?.record?.id === id;
 
 /** What reached `path`, as "<event> <record id>" in arrival order. */
 const seen = (path: string) => receiver.at(path).map((r) => `${r.body.event} ${r.body.record.id}`);
@@ -106,7 +132,10 @@ async function recorded(webhookId: string): Promise<string[]> {
 }
 
 /** Event rows recorded for one row of a table (any subscription). */
-async function eventRows(table: string, id: unknown): Promise<{ id: string; operation: string; changed_fields: string[] }[]> {
+async function eventRows(
+  table: string,
+  id: unknown,
+): Promise<{ id: string; operation: string; changed_fields: string[] }[]> {
   return t.db.query(
     `SELECT id, operation, changed_fields FROM svcgen.webhook_events WHERE table_name = $1 AND record->>'id' = $2 ORDER BY created_at`,
     [table, String(id)],
@@ -154,18 +183,31 @@ describe('INSERT delivery', () => {
     expect(got.body.changed_fields).toEqual([]);
 
     // the event row is the one delivered
-    expect(await eventRows('Customer', record.id)).toEqual([{ id: got.body.id, operation: 'INSERT', changed_fields: [] }]);
+    expect(await eventRows('Customer', record.id)).toEqual([
+      { id: got.body.id, operation: 'INSERT', changed_fields: [] },
+    ]);
   });
 
   it('Int keys, enums, floats, nulls and DateTime in the data API form (Order)', async () => {
     const customer = await createCustomer();
     const sub = await subscribe({ table: 'Order', events: ['INSERT'] });
-    const res = await write('POST', '/Order', { total: 12.5, status: 'paid', placedAt: '2024-05-06T07:08:09.010Z', customerId: customer.id });
+    const res = await write('POST', '/Order', {
+      total: 12.5,
+      status: 'paid',
+      placedAt: '2024-05-06T07:08:09.010Z',
+      customerId: customer.id,
+    });
     expect(res.status, res.text).toBe(201);
     const got = await arrival(sub.path, of('INSERT', res.body.data.id));
     expect(typeof got.body.record.id).toBe('number');
     expect(got.body.record).toEqual(res.body.data);
-    expect(got.body.record).toMatchObject({ total: 12.5, status: 'paid', note: null, placedAt: '2024-05-06T07:08:09.010Z', customerId: customer.id });
+    expect(got.body.record).toMatchObject({
+      total: 12.5,
+      status: 'paid',
+      note: null,
+      placedAt: '2024-05-06T07:08:09.010Z',
+      customerId: customer.id,
+    });
     expect(got.body.table).toBe('Order');
   });
 });
@@ -198,13 +240,19 @@ describe('UPDATE delivery', () => {
     const none = await write('PATCH', `/Customer/${customer.id}`, { name: 'Other', vip: false });
     expect(none.status, none.text).toBe(200);
     expect(none.body.data.updatedAt).not.toBe(two.body.data.updatedAt);
-    const third = await arrival(sub.path, (r) => r.body.event === 'UPDATE' && r.body.record.updatedAt === none.body.data.updatedAt);
+    const third = await arrival(
+      sub.path,
+      (r) => r.body.event === 'UPDATE' && r.body.record.updatedAt === none.body.data.updatedAt,
+    );
     expect(third.body.changed_fields).toEqual([]);
     expect(third.body.record).toEqual(none.body.data);
 
     const rows = await eventRows('Customer', customer.id);
     expect(rows.map((r) => [r.operation, [...r.changed_fields].sort()])).toEqual([
-      ['INSERT', []], ['UPDATE', ['vip']], ['UPDATE', ['name', 'vip']], ['UPDATE', []],
+      ['INSERT', []],
+      ['UPDATE', ['vip']],
+      ['UPDATE', ['name', 'vip']],
+      ['UPDATE', []],
     ]);
     expect(new Set(rows.map((r) => r.id)).size).toBe(4);
     expect(seen(sub.path).filter((s) => s.endsWith(customer.id))).toHaveLength(4);
@@ -276,7 +324,12 @@ describe('filter and select', () => {
     expect(got[0]!.body.data).toEqual({ email: vip.email });
     const barrier = await createCustomer({ vip: true });
     await arrival(sub.path, (r) => r.body.record.email === barrier.email);
-    expect(receiver.at(sub.path).map((r) => r.body.record.email).sort()).toEqual([vip.email, barrier.email].sort());
+    expect(
+      receiver
+        .at(sub.path)
+        .map((r) => r.body.record.email)
+        .sort(),
+    ).toEqual([vip.email, barrier.email].sort());
     expect(await eventRows('Customer', plain.id)).toEqual([]);
   });
 });
@@ -346,8 +399,16 @@ describe('bulk writes and update by filter', () => {
     const fresh = { email: email('aon'), name: 'AON' };
     const res = await write('POST', '/Customer/_bulk', { items: [fresh, { email: existing.email, name: 'Dup' }] });
     expect(res.status, res.text).toBe(422);
-    expect(res.body.data).toMatchObject({ success: false, transactionMode: 'ALL_OR_NOTHING', totalSucceeded: 0, items: [] });
-    const [{ n }] = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM env_master."Customer" WHERE email = $1`, [fresh.email]);
+    expect(res.body.data).toMatchObject({
+      success: false,
+      transactionMode: 'ALL_OR_NOTHING',
+      totalSucceeded: 0,
+      items: [],
+    });
+    const [{ n }] = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM env_master."Customer" WHERE email = $1`,
+      [fresh.email],
+    );
     expect(n).toBe(0);
     const barrier = await createCustomer();
     await arrival(sub.path, of('INSERT', barrier.id));
@@ -363,16 +424,30 @@ describe('bulk writes and update by filter', () => {
   it('BEST_EFFORT bulk create with one failing item emits exactly the succeeded rows', async () => {
     const existing = await createCustomer();
     const sub = await subscribe({ events: ['INSERT'] });
-    const items = [{ email: email('be1'), name: 'BE' }, { email: existing.email, name: 'Dup' }, { email: email('be2'), name: 'BE' }];
+    const items = [
+      { email: email('be1'), name: 'BE' },
+      { email: existing.email, name: 'Dup' },
+      { email: email('be2'), name: 'BE' },
+    ];
     const res = await write('POST', '/Customer/_bulk', { items, transactionMode: 'BEST_EFFORT' });
     expect(res.status, res.text).toBe(207);
-    expect(res.body.data).toMatchObject({ success: false, transactionMode: 'BEST_EFFORT', totalSucceeded: 2, totalFailed: 1 });
+    expect(res.body.data).toMatchObject({
+      success: false,
+      transactionMode: 'BEST_EFFORT',
+      totalSucceeded: 2,
+      totalFailed: 1,
+    });
     const ids: string[] = res.body.data.items.map((i: { id: string }) => i.id);
     expect(ids).toHaveLength(2);
     const got = await receiver.waitFor(sub.path, 2);
     const barrier = await createCustomer();
     await arrival(sub.path, of('INSERT', barrier.id));
-    expect(got.slice(0, 2).map((r) => r.body.record.email).sort()).toEqual([items[0]!.email, items[2]!.email].sort());
+    expect(
+      got
+        .slice(0, 2)
+        .map((r) => r.body.record.email)
+        .sort(),
+    ).toEqual([items[0]!.email, items[2]!.email].sort());
     expect([...seen(sub.path)].sort()).toEqual([...ids, barrier.id].map((id) => `INSERT ${id}`).sort());
     expect(await recorded(sub.id)).toEqual([...ids, barrier.id].map((id) => `INSERT ${id}`).sort());
     const [{ m }] = await t.db.query<{ m: number }>(
@@ -407,9 +482,15 @@ describe('bulk writes and update by filter', () => {
     await t.db.query(`CREATE TABLE public.outbox_seen (seq bigint, delivery_id text)`);
     await t.db.query(`CREATE FUNCTION public.outbox_seen() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN INSERT INTO public.outbox_seen VALUES (NEW.seq, NEW.delivery_id); RETURN NEW; END $$`);
-    await t.db.query(`CREATE TRIGGER outbox_seen AFTER INSERT ON svcgen.webhook_outbox FOR EACH ROW EXECUTE FUNCTION public.outbox_seen()`);
+    await t.db.query(
+      `CREATE TRIGGER outbox_seen AFTER INSERT ON svcgen.webhook_outbox FOR EACH ROW EXECUTE FUNCTION public.outbox_seen()`,
+    );
     try {
-      const items = Array.from({ length: 100 }, (_, i) => ({ email: email(`b${i}`), name: `Bulk ${i}`, vip: i % 7 === 0 }));
+      const items = Array.from({ length: 100 }, (_, i) => ({
+        email: email(`b${i}`),
+        name: `Bulk ${i}`,
+        vip: i % 7 === 0,
+      }));
       const res = await write('POST', '/Customer/_bulk', { items });
       expect(res.status, res.text).toBe(201);
       const ids: string[] = res.body.data.items.map((i: { id: string }) => i.id);
@@ -448,7 +529,12 @@ describe('bulk writes and update by filter', () => {
     expect(res.status, res.text).toBe(200);
     const got = await receiver.waitFor(sub.path, 2);
     const byId = new Map(got.map((r) => [r.body.record.id, r.body]));
-    expect(byId.get(a.id)).toMatchObject({ event: 'DELETE', record: pa.body.data, data: pa.body.data, changed_fields: [] });
+    expect(byId.get(a.id)).toMatchObject({
+      event: 'DELETE',
+      record: pa.body.data,
+      data: pa.body.data,
+      changed_fields: [],
+    });
     expect(byId.get(b.id)).toMatchObject({ event: 'DELETE', record: b, data: b, changed_fields: [] });
     expect(byId.get(a.id)!.record).toEqual(pa.body.data);
     expect(byId.get(b.id)!.record).toEqual(b);
@@ -457,7 +543,11 @@ describe('bulk writes and update by filter', () => {
 
   it('update by filter of 3 rows → 3 UPDATE events with the after-images', async () => {
     const name = `UBF-${randomUUID()}`;
-    const rows = [await createCustomer({ name }), await createCustomer({ name }), await createCustomer({ name, vip: true })];
+    const rows = [
+      await createCustomer({ name }),
+      await createCustomer({ name }),
+      await createCustomer({ name, vip: true }),
+    ];
     const other = await createCustomer({ name: `${name}-other` });
     const sub = await subscribe({ events: ['UPDATE'] });
     const res = await write('PATCH', `/Customer?name=equals.${name}`, { vip: true });
@@ -508,7 +598,10 @@ describe('environments', () => {
       `SELECT environment, record->>'id' AS rid FROM svcgen.webhook_events WHERE record->>'id' = ANY($1::text[]) ORDER BY created_at`,
       [[m.id, s.id]],
     );
-    expect(events).toEqual([{ environment: 'master', rid: m.id }, { environment: 'staging', rid: s.id }]);
+    expect(events).toEqual([
+      { environment: 'master', rid: m.id },
+      { environment: 'staging', rid: s.id },
+    ]);
     // the other environment's subscription is unknown here
     const cross = await manage('GET', `/${inStaging.id}`, undefined, 'master');
     expect(cross.status).toBe(404);
@@ -526,19 +619,33 @@ describe('delivery history', () => {
     const eventOf = (event: string, id: string) => got.find(of(event, id))!.body.id as string;
     const expectedOrder = [eventOf('UPDATE', first.id), eventOf('INSERT', second.id), eventOf('INSERT', first.id)];
     await expect
-      .poll(async () => (await manage('GET', `/${sub.id}`)).body.deliveries.map((d: { status: string }) => d.status), { timeout: 10_000 })
+      .poll(async () => (await manage('GET', `/${sub.id}`)).body.deliveries.map((d: { status: string }) => d.status), {
+        timeout: 10_000,
+      })
       .toEqual(['delivered', 'delivered', 'delivered']);
     const detail = await manage('GET', `/${sub.id}`);
     expect(detail.status).toBe(200);
-    expect(detail.body.webhook).toMatchObject({ id: sub.id, table: 'Customer', events: ['INSERT', 'UPDATE'], active: true });
+    expect(detail.body.webhook).toMatchObject({
+      id: sub.id,
+      table: 'Customer',
+      events: ['INSERT', 'UPDATE'],
+      active: true,
+    });
     expect(detail.body.webhook).not.toHaveProperty('secret');
     expect(detail.body.deliveries.map((d: { eventId: string }) => d.eventId)).toEqual(expectedOrder);
     expect(detail.body.deliveries.map((d: { event: string }) => d.event)).toEqual(['UPDATE', 'INSERT', 'INSERT']);
     for (const d of detail.body.deliveries) {
       expect(d).toEqual({
-        id: expect.stringMatching(/^del_/), eventId: expect.stringMatching(/^evt_/), event: expect.any(String), status: 'delivered',
-        httpStatus: 200, attempts: 1, lastError: null, nextAttemptAt: null,
-        createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
+        id: expect.stringMatching(/^del_/),
+        eventId: expect.stringMatching(/^evt_/),
+        event: expect.any(String),
+        status: 'delivered',
+        httpStatus: 200,
+        attempts: 1,
+        lastError: null,
+        nextAttemptAt: null,
+        createdAt: expect.stringMatching(ISO),
+        updatedAt: expect.stringMatching(ISO),
       });
     }
     const created = detail.body.deliveries.map((d: { createdAt: string }) => Date.parse(d.createdAt));

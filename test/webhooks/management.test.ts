@@ -6,7 +6,13 @@
 import { verify } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { expectProblem, MANAGEMENT_TOKEN, startTestServer, type TestResponse, type TestServer } from '../support/server.ts';
+import {
+  expectProblem,
+  MANAGEMENT_TOKEN,
+  startTestServer,
+  type TestResponse,
+  type TestServer,
+} from '../support/server.ts';
 
 /** allowHttp and allowPrivateTargets on: subscriptions point at the loopback receiver. */
 let t: TestServer;
@@ -64,7 +70,15 @@ let paths = 0;
 const hookUrl = () => `${receiver.url}/mgmt-${++paths}`;
 
 function validBody(over: Record<string, unknown> = {}): Record<string, unknown> {
-  return { projectId: 'shop', environment: 'master', table: 'Order', events: ['INSERT'], url: hookUrl(), secret: SECRET, ...over };
+  return {
+    projectId: 'shop',
+    environment: 'master',
+    table: 'Order',
+    events: ['INSERT'],
+    url: hookUrl(),
+    secret: SECRET,
+    ...over,
+  };
 }
 
 async function create(server: TestServer, over: Record<string, unknown> = {}, environment = 'master'): Promise<any> {
@@ -75,7 +89,12 @@ async function create(server: TestServer, over: Record<string, unknown> = {}, en
 }
 
 /** A 4xx Problem with exactly these field errors (messages are free text). */
-function expectRejected(res: TestResponse, status: number, kind: string, errors: Array<{ field: string; rule: string }>): void {
+function expectRejected(
+  res: TestResponse,
+  status: number,
+  kind: string,
+  errors: Array<{ field: string; rule: string }>,
+): void {
   expectProblem(res, status, kind);
   expect(res.body.errors, res.text).toEqual(errors.map((e) => ({ ...e, message: expect.any(String) })));
 }
@@ -108,7 +127,14 @@ describe('create', () => {
     const url = hookUrl();
     const started = Date.now();
     const res = await manage(t, 'POST', '', {
-      body: { projectId: 'shop', environment: 'master', table: 'Order', events: ['INSERT', 'UPDATE'], url, secret: SECRET },
+      body: {
+        projectId: 'shop',
+        environment: 'master',
+        table: 'Order',
+        events: ['INSERT', 'UPDATE'],
+        url,
+        secret: SECRET,
+      },
     });
     expect(res.status, res.text).toBe(201);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -131,7 +157,10 @@ describe('create', () => {
     expect(Math.abs(Date.parse(res.body.createdAt) - started)).toBeLessThan(10_000);
     expect(res.headers.get('location')).toBe(`${BASE}/${res.body.id}`);
 
-    const viaLocation = await t.request('GET', res.headers.get('location')!, { key: MANAGEMENT_TOKEN, environment: 'master' });
+    const viaLocation = await t.request('GET', res.headers.get('location')!, {
+      key: MANAGEMENT_TOKEN,
+      environment: 'master',
+    });
     expect(viaLocation.status, viaLocation.text).toBe(200);
     expect(viaLocation.body).toEqual({ webhook: res.body, deliveries: [] });
     expect(viaLocation.text).not.toContain(SECRET);
@@ -253,11 +282,17 @@ describe('PATCH', () => {
     await step({ url }, { url });
     await step({ active: false }, { active: false });
     await step({ active: true }, { active: true });
-    await step({ filter: { status: 'shipped', placedAt: '2024-06-01T12:00:00Z' } }, { filter: { status: 'shipped', placedAt: '2024-06-01T12:00:00.000Z' } });
+    await step(
+      { filter: { status: 'shipped', placedAt: '2024-06-01T12:00:00Z' } },
+      { filter: { status: 'shipped', placedAt: '2024-06-01T12:00:00.000Z' } },
+    );
     await step({ select: ['id', 'total'] }, { select: ['id', 'total'] });
     await step({ filter: null, select: null }, { filter: null, select: null });
     expect(current.createdAt).toBe(w.createdAt);
-    const [row] = await t.db.query<{ endpoint: string; table_name: string }>('SELECT endpoint, table_name FROM svcgen.webhooks WHERE id = $1', [w.id]);
+    const [row] = await t.db.query<{ endpoint: string; table_name: string }>(
+      'SELECT endpoint, table_name FROM svcgen.webhooks WHERE id = $1',
+      [w.id],
+    );
     expect(row).toEqual({ endpoint: new URL(url).origin, table_name: 'Order' });
   });
 
@@ -280,14 +315,19 @@ describe('PATCH', () => {
     expect(sealedAfter).not.toBe(sealedBefore);
     expect(sealedAfter).not.toContain(newSecret);
 
-    for (const [method, p] of [['GET', ''], ['GET', `/${w.id}`]] as const) {
+    for (const [method, p] of [
+      ['GET', ''],
+      ['GET', `/${w.id}`],
+    ] as const) {
       const r = await manage(t, method, p);
       expect(r.status).toBe(200);
       expect(r.text).not.toContain(newSecret);
       expect(r.text).not.toContain(SECRET);
     }
 
-    const customer = await t.request('POST', '/gw/api/rest/Customer', { body: { email: 'secret-rotation@example.com', name: 'Rot' } });
+    const customer = await t.request('POST', '/gw/api/rest/Customer', {
+      body: { email: 'secret-rotation@example.com', name: 'Rot' },
+    });
     expect(customer.status, customer.text).toBe(201);
     const [got] = await receiver.waitFor(path, 1);
     const signature = got!.headers['x-service-signature'] as string;
@@ -298,25 +338,40 @@ describe('PATCH', () => {
   it('revalidates filter and select against a new table', async () => {
     const w = await create(t, { filter: { status: 'paid' } });
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'PATCH', `/${w.id}`, { body: { table: 'Customer' } }), 422, 'validation', [{ field: 'filter.status', rule: 'exists' }]);
+      expectRejected(await manage(t, 'PATCH', `/${w.id}`, { body: { table: 'Customer' } }), 422, 'validation', [
+        { field: 'filter.status', rule: 'exists' },
+      ]);
     });
     const s = await create(t, { select: ['id', 'total'] });
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'PATCH', `/${s.id}`, { body: { table: 'Customer' } }), 422, 'validation', [{ field: 'select[1]', rule: 'exists' }]);
+      expectRejected(await manage(t, 'PATCH', `/${s.id}`, { body: { table: 'Customer' } }), 422, 'validation', [
+        { field: 'select[1]', rule: 'exists' },
+      ]);
     });
     // With a filter that fits the new table, the change goes through.
     const moved = await manage(t, 'PATCH', `/${w.id}`, { body: { table: 'Customer', filter: { vip: true } } });
     expect(moved.status, moved.text).toBe(200);
-    expect(moved.body).toEqual({ ...w, table: 'Customer', filter: { vip: true }, updatedAt: expect.stringMatching(ISO) });
+    expect(moved.body).toEqual({
+      ...w,
+      table: 'Customer',
+      filter: { vip: true },
+      updatedAt: expect.stringMatching(ISO),
+    });
   });
 
   it('takes a body environment equal to the header, refuses a different one with 400', async () => {
     const w = await create(t, {}, 'staging');
-    const ok = await manage(t, 'PATCH', `/${w.id}`, { body: { environment: 'staging', active: false }, environment: 'staging' });
+    const ok = await manage(t, 'PATCH', `/${w.id}`, {
+      body: { environment: 'staging', active: false },
+      environment: 'staging',
+    });
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body).toEqual({ ...w, active: false, updatedAt: expect.stringMatching(ISO) });
     await unchanged(t, async () => {
-      const res = await manage(t, 'PATCH', `/${w.id}`, { body: { environment: 'master', active: true }, environment: 'staging' });
+      const res = await manage(t, 'PATCH', `/${w.id}`, {
+        body: { environment: 'master', active: true },
+        environment: 'staging',
+      });
       expectRejected(res, 400, 'bad-request', [{ field: 'environment', rule: 'equals_header' }]);
     });
   });
@@ -332,13 +387,19 @@ describe('PATCH', () => {
       [{ id: 'wh_000000000000000000000000' }, [{ field: 'id', rule: 'unknown_field' }]],
     ];
     await unchanged(t, async () => {
-      for (const [body, errors] of cases) expectRejected(await manage(t, 'PATCH', `/${w.id}`, { body }), 422, 'validation', errors);
+      for (const [body, errors] of cases)
+        expectRejected(await manage(t, 'PATCH', `/${w.id}`, { body }), 422, 'validation', errors);
     });
   });
 
   it('answers 404 for an unknown id', async () => {
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'PATCH', '/wh_000000000000000000000000', { body: { active: false } }), 404, 'not-found', []);
+      expectRejected(
+        await manage(t, 'PATCH', '/wh_000000000000000000000000', { body: { active: false } }),
+        404,
+        'not-found',
+        [],
+      );
     });
   });
 });
@@ -364,8 +425,18 @@ describe('redeliver', () => {
   it('answers 404 for an unknown delivery and for an unknown webhook', async () => {
     const w = await create(t);
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'POST', `/${w.id}/deliveries/del_000000000000000000000000/redeliver`), 404, 'not-found', []);
-      expectRejected(await manage(t, 'POST', '/wh_000000000000000000000000/deliveries/del_000000000000000000000000/redeliver'), 404, 'not-found', []);
+      expectRejected(
+        await manage(t, 'POST', `/${w.id}/deliveries/del_000000000000000000000000/redeliver`),
+        404,
+        'not-found',
+        [],
+      );
+      expectRejected(
+        await manage(t, 'POST', '/wh_000000000000000000000000/deliveries/del_000000000000000000000000/redeliver'),
+        404,
+        'not-found',
+        [],
+      );
     });
   });
 });
@@ -373,30 +444,48 @@ describe('redeliver', () => {
 describe('request errors', () => {
   it('missing X-Project-Id → 400 missing-project', async () => {
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'POST', '', { body: validBody(), project: false }), 400, 'missing-project', [{ field: 'X-Project-Id', rule: 'required' }]);
+      expectRejected(await manage(t, 'POST', '', { body: validBody(), project: false }), 400, 'missing-project', [
+        { field: 'X-Project-Id', rule: 'required' },
+      ]);
     });
   });
 
   it('missing X-Project-Id is reported before missing credentials (tenancy first)', async () => {
-    expectRejected(await manage(t, 'GET', '', { project: false, key: false }), 400, 'missing-project', [{ field: 'X-Project-Id', rule: 'required' }]);
+    expectRejected(await manage(t, 'GET', '', { project: false, key: false }), 400, 'missing-project', [
+      { field: 'X-Project-Id', rule: 'required' },
+    ]);
   });
 
   it('unknown project → 404 unknown-project', async () => {
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'POST', '', { body: validBody({ projectId: 'other' }), project: 'other' }), 404, 'unknown-project', []);
+      expectRejected(
+        await manage(t, 'POST', '', { body: validBody({ projectId: 'other' }), project: 'other' }),
+        404,
+        'unknown-project',
+        [],
+      );
     });
   });
 
   it('missing environment header → 400 bad-request naming environment', async () => {
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'POST', '', { body: validBody(), environment: undefined }), 400, 'bad-request', [{ field: 'environment', rule: 'required' }]);
-      expectRejected(await manage(t, 'GET', '', { environment: undefined }), 400, 'bad-request', [{ field: 'environment', rule: 'required' }]);
+      expectRejected(await manage(t, 'POST', '', { body: validBody(), environment: undefined }), 400, 'bad-request', [
+        { field: 'environment', rule: 'required' },
+      ]);
+      expectRejected(await manage(t, 'GET', '', { environment: undefined }), 400, 'bad-request', [
+        { field: 'environment', rule: 'required' },
+      ]);
     });
   });
 
   it('unknown environment → 404 unknown-environment', async () => {
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'POST', '', { body: validBody({ environment: 'prod' }), environment: 'prod' }), 404, 'unknown-environment', []);
+      expectRejected(
+        await manage(t, 'POST', '', { body: validBody({ environment: 'prod' }), environment: 'prod' }),
+        404,
+        'unknown-environment',
+        [],
+      );
     });
   });
 
@@ -417,7 +506,12 @@ describe('request errors', () => {
 
   it('wrong management token → 401 unauthorized', async () => {
     await unchanged(t, async () => {
-      expectRejected(await manage(t, 'POST', '', { body: validBody(), key: `${MANAGEMENT_TOKEN}x` }), 401, 'unauthorized', []);
+      expectRejected(
+        await manage(t, 'POST', '', { body: validBody(), key: `${MANAGEMENT_TOKEN}x` }),
+        401,
+        'unauthorized',
+        [],
+      );
     });
   });
 
@@ -433,7 +527,12 @@ describe('request errors', () => {
     await unchanged(t, async () => {
       const headers = { 'content-type': 'application/json' };
       expectRejected(await manage(t, 'POST', '', { raw: '{"projectId": "shop",', headers }), 400, 'invalid-json', []);
-      expectRejected(await manage(t, 'PATCH', `/${w.id}`, { raw: '{active: false}', headers }), 400, 'invalid-json', []);
+      expectRejected(
+        await manage(t, 'PATCH', `/${w.id}`, { raw: '{active: false}', headers }),
+        400,
+        'invalid-json',
+        [],
+      );
       expectRejected(await manage(t, 'POST', '', { headers }), 400, 'invalid-json', []);
     });
   });
@@ -458,25 +557,35 @@ describe('body validation (422)', () => {
   }
 
   it('events []', () => rejects(validBody({ events: [] }), [{ field: 'events', rule: 'too_small' }]));
-  it("events ['UPSERT']", () => rejects(validBody({ events: ['UPSERT'] }), [{ field: 'events[0]', rule: 'invalid_value' }]));
-  it("events ['INSERT', 'INSERT']", () => rejects(validBody({ events: ['INSERT', 'INSERT'] }), [{ field: 'events', rule: 'custom' }]));
-  it('projectId other than X-Project-Id', () => rejects(validBody({ projectId: 'other' }), [{ field: 'projectId', rule: 'equals' }]));
+  it("events ['UPSERT']", () =>
+    rejects(validBody({ events: ['UPSERT'] }), [{ field: 'events[0]', rule: 'invalid_value' }]));
+  it("events ['INSERT', 'INSERT']", () =>
+    rejects(validBody({ events: ['INSERT', 'INSERT'] }), [{ field: 'events', rule: 'custom' }]));
+  it('projectId other than X-Project-Id', () =>
+    rejects(validBody({ projectId: 'other' }), [{ field: 'projectId', rule: 'equals' }]));
   it('unknown table', () => rejects(validBody({ table: 'Invoice' }), [{ field: 'table', rule: 'exists' }]));
-  it('filter on an unknown field', () => rejects(validBody({ filter: { colour: 'red' } }), [{ field: 'filter.colour', rule: 'exists' }]));
-  it('filter Order.total "abc"', () => rejects(validBody({ filter: { total: 'abc' } }), [{ field: 'filter.total', rule: 'type' }]));
-  it('filter Customer.vip "yes"', () => rejects(validBody({ table: 'Customer', filter: { vip: 'yes' } }), [{ field: 'filter.vip', rule: 'type' }]));
+  it('filter on an unknown field', () =>
+    rejects(validBody({ filter: { colour: 'red' } }), [{ field: 'filter.colour', rule: 'exists' }]));
+  it('filter Order.total "abc"', () =>
+    rejects(validBody({ filter: { total: 'abc' } }), [{ field: 'filter.total', rule: 'type' }]));
+  it('filter Customer.vip "yes"', () =>
+    rejects(validBody({ table: 'Customer', filter: { vip: 'yes' } }), [{ field: 'filter.vip', rule: 'type' }]));
   it('filter Order.status not an enum value', () =>
     rejects(validBody({ filter: { status: 'nonexistent-enum-value' } }), [{ field: 'filter.status', rule: 'type' }]));
-  it('filter null on a required field', () => rejects(validBody({ filter: { total: null } }), [{ field: 'filter.total', rule: 'type' }]));
-  it('select names an unknown field', () => rejects(validBody({ select: ['id', 'colour'] }), [{ field: 'select[1]', rule: 'exists' }]));
+  it('filter null on a required field', () =>
+    rejects(validBody({ filter: { total: null } }), [{ field: 'filter.total', rule: 'type' }]));
+  it('select names an unknown field', () =>
+    rejects(validBody({ select: ['id', 'colour'] }), [{ field: 'select[1]', rule: 'exists' }]));
   it('secret ""', () => rejects(validBody({ secret: '' }), [{ field: 'secret', rule: 'too_small' }]));
   it('url "not a url"', () => rejects(validBody({ url: 'not a url' }), [{ field: 'url', rule: 'target' }]));
-  it('select repeating a field', () => rejects(validBody({ select: ['id', 'id'] }), [{ field: 'select', rule: 'custom' }]));
+  it('select repeating a field', () =>
+    rejects(validBody({ select: ['id', 'id'] }), [{ field: 'select', rule: 'custom' }]));
   it('filter on a DateTime with a non-ISO date', () =>
     rejects(validBody({ filter: { placedAt: 'March 7, 2024' } }), [{ field: 'filter.placedAt', rule: 'type' }]));
   it('filter on a DateTime with a time but no zone', () =>
     rejects(validBody({ filter: { placedAt: '2024-03-07T10:00:00' } }), [{ field: 'filter.placedAt', rule: 'type' }]));
-  it('events of the wrong type', () => rejects(validBody({ events: 'INSERT' }), [{ field: 'events', rule: 'invalid_type' }]));
+  it('events of the wrong type', () =>
+    rejects(validBody({ events: 'INSERT' }), [{ field: 'events', rule: 'invalid_type' }]));
 
   it('several problems are reported together', () =>
     rejects(validBody({ projectId: 'other', filter: { colour: 'red', total: 'abc' }, select: ['nope'] }), [
@@ -491,7 +600,9 @@ describe('targets with the default policy (https only, public addresses only)', 
   const strictBody = (url: string) => validBody({ url });
   const refused = (url: string) =>
     unchanged(strict, async () => {
-      expectRejected(await manage(strict, 'POST', '', { body: strictBody(url) }), 422, 'validation', [{ field: 'url', rule: 'target' }]);
+      expectRejected(await manage(strict, 'POST', '', { body: strictBody(url) }), 422, 'validation', [
+        { field: 'url', rule: 'target' },
+      ]);
     });
 
   it('http:// is refused when allowHttp is false', () => refused('http://93.184.215.14/hook'));
@@ -525,8 +636,18 @@ describe('targets with the default policy (https only, public addresses only)', 
   it('refuses a private target on PATCH too', async () => {
     const w = await create(strict, { url: 'https://93.184.215.14/hook' });
     await unchanged(strict, async () => {
-      expectRejected(await manage(strict, 'PATCH', `/${w.id}`, { body: { url: 'https://10.0.0.1/x' } }), 422, 'validation', [{ field: 'url', rule: 'target' }]);
-      expectRejected(await manage(strict, 'PATCH', `/${w.id}`, { body: { url: 'http://93.184.215.14/hook' } }), 422, 'validation', [{ field: 'url', rule: 'target' }]);
+      expectRejected(
+        await manage(strict, 'PATCH', `/${w.id}`, { body: { url: 'https://10.0.0.1/x' } }),
+        422,
+        'validation',
+        [{ field: 'url', rule: 'target' }],
+      );
+      expectRejected(
+        await manage(strict, 'PATCH', `/${w.id}`, { body: { url: 'http://93.184.215.14/hook' } }),
+        422,
+        'validation',
+        [{ field: 'url', rule: 'target' }],
+      );
     });
   });
 
@@ -546,17 +667,27 @@ describe('targets with the default policy (https only, public addresses only)', 
 
 describe('request paths', () => {
   it('a create at /_webhooks/ (trailing slash) answers a Location that serves the subscription', async () => {
-    const res = await t.request('POST', `${BASE}/`, { body: validBody(), key: MANAGEMENT_TOKEN, environment: 'master' });
+    const res = await t.request('POST', `${BASE}/`, {
+      body: validBody(),
+      key: MANAGEMENT_TOKEN,
+      environment: 'master',
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.headers.get('location')).toBe(`${BASE}/${res.body.id}`);
-    const followed = await t.request('GET', res.headers.get('location')!, { key: MANAGEMENT_TOKEN, environment: 'master' });
+    const followed = await t.request('GET', res.headers.get('location')!, {
+      key: MANAGEMENT_TOKEN,
+      environment: 'master',
+    });
     expect(followed.status).toBe(200);
     expect(followed.body.webhook.id).toBe(res.body.id);
   });
 
   it('an id that is not valid percent-encoding is a 400 Problem, not an HTML page', async () => {
     for (const path of [`${BASE}/%E0%A4%A`, '/gw/api/rest/_apikeys/%E0%A4%A']) {
-      const res = await t.request(path.includes('_apikeys') ? 'DELETE' : 'GET', path, { key: MANAGEMENT_TOKEN, environment: 'master' });
+      const res = await t.request(path.includes('_apikeys') ? 'DELETE' : 'GET', path, {
+        key: MANAGEMENT_TOKEN,
+        environment: 'master',
+      });
       expect(res.status, path).toBe(400);
       expect(res.headers.get('content-type'), path).toContain('application/problem+json');
       expect(res.body).toMatchObject({ type: '/errors/bad-request', status: 400, instance: path });

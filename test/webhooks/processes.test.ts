@@ -14,7 +14,16 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupCli, copyExample, freshDatabase, runCli, show, startCli, type ProjectCopy, type RunningCli } from '../support/cli.ts';
+import {
+  cleanupCli,
+  copyExample,
+  freshDatabase,
+  runCli,
+  show,
+  startCli,
+  type ProjectCopy,
+  type RunningCli,
+} from '../support/cli.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { ISO_8601 } from '../support/expect.ts';
 import { startReceiver, type ReceivedDelivery, type Receiver } from '../support/receiver.ts';
@@ -25,7 +34,13 @@ const DELIVERING = /^delivering webhooks$/m;
 const MANAGEMENT_TOKEN = 'webhooks-processes-management-token-4c1d9a';
 const REST = '/gw/api/rest';
 /** concurrency 4 (default 32) keeps the connections of the three processes of one test low beside the other test files. */
-const WEBHOOKS = { allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0, 200, 200], timeoutMs: 1000, concurrency: 4 };
+const WEBHOOKS = {
+  allowHttp: true,
+  allowPrivateTargets: true,
+  retryDelaysMs: [0, 200, 200],
+  timeoutMs: 1000,
+  concurrency: 4,
+};
 /** The delivery lease: the attempt's timeout plus the 5 s margin of runtime/webhooks/delivery.ts. */
 const LEASE_MS = WEBHOOKS.timeoutMs + 5_000;
 
@@ -66,14 +81,18 @@ interface Proc {
 const started: RunningCli[] = [];
 
 afterEach(async () => {
-  const stopping = started.splice(0).map((proc) => proc.stop('SIGTERM', 20_000).catch(() => proc.stop('SIGKILL', 5_000)));
+  const stopping = started
+    .splice(0)
+    .map((proc) => proc.stop('SIGTERM', 20_000).catch(() => proc.stop('SIGKILL', 5_000)));
   await Promise.all(stopping);
 });
 
 const dbArgs = (database: TestDatabase) => ['--project', project.dir, '--database-url', database.url];
 
 async function startServe(database: TestDatabase, extra: string[] = []): Promise<Proc> {
-  const proc = startCli(['serve', '--port', '0', ...extra, ...dbArgs(database)], { env: { SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN } });
+  const proc = startCli(['serve', '--port', '0', ...extra, ...dbArgs(database)], {
+    env: { SVCGEN_MANAGEMENT_TOKEN: MANAGEMENT_TOKEN },
+  });
   started.push(proc);
   const match = await proc.waitFor(LISTENING, { stream: 'stdout', timeoutMs: 30_000 });
   return { proc, url: match[1]! };
@@ -94,7 +113,12 @@ function outputOf(procs: Record<string, Proc>): string {
 }
 
 /** Waits for `count` requests at `p`; on timeout the error carries the processes' output. */
-async function received(p: string, count: number, timeoutMs: number, procs: Record<string, Proc>): Promise<ReceivedDelivery[]> {
+async function received(
+  p: string,
+  count: number,
+  timeoutMs: number,
+  procs: Record<string, Proc>,
+): Promise<ReceivedDelivery[]> {
   try {
     return await receiver.waitFor(p, count, timeoutMs);
   } catch (error) {
@@ -135,7 +159,10 @@ const asManager: Call = { authorization: `Bearer ${MANAGEMENT_TOKEN}`, environme
 
 /** An admin API key of master made through the server's /_apikeys: its Authorization header value. */
 async function apiKeyVia(base: string): Promise<string> {
-  const res = await call(base, 'POST', `${REST}/_apikeys`, { ...asManager, body: { name: 'proc', prefix: 'ApiKey', roles: ['admin'], environment: 'master' } });
+  const res = await call(base, 'POST', `${REST}/_apikeys`, {
+    ...asManager,
+    body: { name: 'proc', prefix: 'ApiKey', roles: ['admin'], environment: 'master' },
+  });
   expect(res.status, res.text).toBe(201);
   return `ApiKey ${res.body.data.key}`;
 }
@@ -144,7 +171,14 @@ async function apiKeyVia(base: string): Promise<string> {
 async function subscribe(base: string, receiverPath: string, secret: string): Promise<{ id: string }> {
   const res = await call(base, 'POST', `${REST}/_webhooks`, {
     ...asManager,
-    body: { projectId: 'shop', environment: 'master', table: 'Customer', events: ['INSERT'], url: `${receiver.url}${receiverPath}`, secret },
+    body: {
+      projectId: 'shop',
+      environment: 'master',
+      table: 'Customer',
+      events: ['INSERT'],
+      url: `${receiver.url}${receiverPath}`,
+      secret,
+    },
   });
   expect(res.status, res.text).toBe(201);
   expect(res.body.id).toMatch(/^wh_/);
@@ -172,12 +206,19 @@ async function deliveriesOf(db: pg.Pool, webhookId: string): Promise<DeliveryRow
 }
 
 /** Lines of a process's stderr where the delivery worker complains (failed sweep, failed task, graphile-worker warning). */
-const workerComplaints = (stderr: string) => stderr.split('\n').filter((l) => /webhook .*failed|webhook worker:/.test(l));
+const workerComplaints = (stderr: string) =>
+  stderr.split('\n').filter((l) => /webhook .*failed|webhook worker:/.test(l));
 
 const hmac = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
 
 /** The exact payload and headers of an INSERT of `record` signed with `secret`. */
-function expectInsertEvent(got: ReceivedDelivery, eventId: string, eventAt: Date, record: Record<string, unknown>, secret: string): void {
+function expectInsertEvent(
+  got: ReceivedDelivery,
+  eventId: string,
+  eventAt: Date,
+  record: Record<string, unknown>,
+  secret: string,
+): void {
   expect(got.body, got.raw).toEqual({
     id: eventId,
     timestamp: eventAt.toISOString(),
@@ -189,7 +230,17 @@ function expectInsertEvent(got: ReceivedDelivery, eventId: string, eventAt: Date
     data: record,
     changed_fields: [],
   });
-  expect(Object.keys(got.body)).toEqual(['id', 'timestamp', 'project_id', 'environment', 'table', 'event', 'record', 'data', 'changed_fields']);
+  expect(Object.keys(got.body)).toEqual([
+    'id',
+    'timestamp',
+    'project_id',
+    'environment',
+    'table',
+    'event',
+    'record',
+    'data',
+    'changed_fields',
+  ]);
   expect(got.headers['content-type']).toBe('application/json');
   expect(got.headers['x-service-event']).toBe('INSERT');
   expect(got.headers['x-service-delivery']).toBe(eventId);
@@ -205,25 +256,68 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     const procs: Record<string, Proc> = { serve: a };
 
     // an API key made by the CLI against the running server's database
-    const made = await runCli(['keys', 'create', '--env', 'master', '--name', 'proc', '--prefix', 'ApiKey', '--role', 'admin', '--json', ...dbArgs(database)]);
+    const made = await runCli([
+      'keys',
+      'create',
+      '--env',
+      'master',
+      '--name',
+      'proc',
+      '--prefix',
+      'ApiKey',
+      '--role',
+      'admin',
+      '--json',
+      ...dbArgs(database),
+    ]);
     expect(made.code, show(made)).toBe(0);
     const authorization = `ApiKey ${JSON.parse(made.stdout).key}`;
 
     const secret = 'kill-before-delivery-secret';
     const sub = await subscribe(a.url, '/killed-before', secret);
-    const created = await call(a.url, 'POST', `${REST}/Customer`, { authorization, body: { email: 'killed-before@example.com', name: 'Before' } });
+    const created = await call(a.url, 'POST', `${REST}/Customer`, {
+      authorization,
+      body: { email: 'killed-before@example.com', name: 'Before' },
+    });
     expect(created.status, created.text).toBe(201); // committed
     const record = created.body.data;
 
     // committed with the write: the event, its pending delivery and the delivery's job (keyed by the delivery id)
-    const events = (await db.query<{ id: string; environment: string; table_name: string; operation: string; created_at: Date; record_id: string }>(
-      `select id, environment, table_name, operation, created_at, record::jsonb->>'id' as record_id from svcgen.webhook_events`,
-    )).rows;
-    expect(events).toEqual([{ id: expect.stringMatching(/^evt_/), environment: 'master', table_name: 'Customer', operation: 'INSERT', created_at: expect.any(Date), record_id: record.id }]);
+    const events = (
+      await db.query<{
+        id: string;
+        environment: string;
+        table_name: string;
+        operation: string;
+        created_at: Date;
+        record_id: string;
+      }>(
+        `select id, environment, table_name, operation, created_at, record::jsonb->>'id' as record_id from svcgen.webhook_events`,
+      )
+    ).rows;
+    expect(events).toEqual([
+      {
+        id: expect.stringMatching(/^evt_/),
+        environment: 'master',
+        table_name: 'Customer',
+        operation: 'INSERT',
+        created_at: expect.any(Date),
+        record_id: record.id,
+      },
+    ]);
     const event = events[0]!;
     const pending = await deliveriesOf(db, sub.id);
     expect(pending).toEqual([
-      { id: expect.stringMatching(/^del_/), webhook_id: sub.id, event_id: event.id, status: 'pending', http_status: null, attempts: 0, last_error: null, leased: null },
+      {
+        id: expect.stringMatching(/^del_/),
+        webhook_id: sub.id,
+        event_id: event.id,
+        status: 'pending',
+        http_status: null,
+        attempts: 0,
+        last_error: null,
+        leased: null,
+      },
     ]);
     // committed with the write: the delivery waits in the outbox (no worker runs to move it into a job)
     const outbox = (await db.query<{ delivery_id: string }>(`select delivery_id from svcgen.webhook_outbox`)).rows;
@@ -240,9 +334,9 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     const [got] = await received('/killed-before', 1, 20_000, procs);
     expectInsertEvent(got!, event.id, event.created_at, record, secret);
 
-    await expect.poll(() => deliveriesOf(db, sub.id), { timeout: 10_000, interval: 100 }).toEqual([
-      { ...pending[0], status: 'delivered', http_status: 200, attempts: 1, leased: null },
-    ]);
+    await expect
+      .poll(() => deliveriesOf(db, sub.id), { timeout: 10_000, interval: 100 })
+      .toEqual([{ ...pending[0], status: 'delivered', http_status: 200, attempts: 1, leased: null }]);
     // delivered is final: the one request is all the receiver gets
     expect(receiver.at('/killed-before')).toHaveLength(1);
 
@@ -262,7 +356,10 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     const secret = 'kill-mid-attempt-secret';
     receiver.plan('/killed-mid', ['hang']); // then 200
     const sub = await subscribe(a.url, '/killed-mid', secret);
-    const created = await call(a.url, 'POST', `${REST}/Customer`, { authorization, body: { email: 'killed-mid@example.com', name: 'Mid' } });
+    const created = await call(a.url, 'POST', `${REST}/Customer`, {
+      authorization,
+      body: { email: 'killed-mid@example.com', name: 'Mid' },
+    });
     expect(created.status, created.text).toBe(201);
 
     const [first] = await received('/killed-mid', 1, 10_000, procs);
@@ -270,10 +367,21 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     expect(killed.signal, show(killed)).toBe('SIGKILL');
 
     // the attempt was under way: claimed (lease running), no outcome recorded
-    const [event] = (await db.query<{ id: string; created_at: Date }>(`select id, created_at from svcgen.webhook_events`)).rows;
+    const [event] = (
+      await db.query<{ id: string; created_at: Date }>(`select id, created_at from svcgen.webhook_events`)
+    ).rows;
     const during = await deliveriesOf(db, sub.id);
     expect(during).toEqual([
-      { id: expect.stringMatching(/^del_/), webhook_id: sub.id, event_id: event!.id, status: 'pending', http_status: null, attempts: 0, last_error: null, leased: true },
+      {
+        id: expect.stringMatching(/^del_/),
+        webhook_id: sub.id,
+        event_id: event!.id,
+        status: 'pending',
+        http_status: null,
+        attempts: 0,
+        last_error: null,
+        leased: true,
+      },
     ]);
     expectInsertEvent(first!, event!.id, event!.created_at, created.body.data, secret);
 
@@ -288,14 +396,24 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     // not sent again while the dead process's lease was running (claimed just before `first` arrived)
     expect(second!.at - first!.at, 'ms between the two requests').toBeGreaterThanOrEqual(LEASE_MS - 1_000);
 
-    await expect.poll(() => deliveriesOf(db, sub.id), { timeout: 10_000, interval: 100 }).toEqual([
-      // the killed attempt left no outcome, so it is not counted
-      { ...during[0], status: 'delivered', http_status: 200, attempts: 1, leased: null },
-    ]);
+    await expect
+      .poll(() => deliveriesOf(db, sub.id), { timeout: 10_000, interval: 100 })
+      .toEqual([
+        // the killed attempt left no outcome, so it is not counted
+        { ...during[0], status: 'delivered', http_status: 200, attempts: 1, leased: null },
+      ]);
     const detail = await call(b.url, 'GET', `${REST}/_webhooks/${sub.id}`, asManager);
     expect(detail.status, detail.text).toBe(200);
     expect(detail.body.deliveries).toEqual([
-      expect.objectContaining({ id: during[0]!.id, eventId: event!.id, status: 'delivered', httpStatus: 200, attempts: 1, lastError: null, createdAt: expect.stringMatching(ISO_8601) }),
+      expect.objectContaining({
+        id: during[0]!.id,
+        eventId: event!.id,
+        status: 'delivered',
+        httpStatus: 200,
+        attempts: 1,
+        lastError: null,
+        createdAt: expect.stringMatching(ISO_8601),
+      }),
     ]);
     expect(receiver.at('/killed-mid')).toHaveLength(2);
     expect(workerComplaints(b.proc.stderr), outputOf(procs)).toEqual([]);
@@ -320,7 +438,11 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
           const i = wave * 10 + j;
           const base = i % 2 === 0 ? a.url : b.url;
           const body = { email: `three-${i}@example.com`, name: `Three ${i}` };
-          return explained(`POST ${base}${REST}/Customer #${i}`, call(base, 'POST', `${REST}/Customer`, { authorization, body }), procs);
+          return explained(
+            `POST ${base}${REST}/Customer #${i}`,
+            call(base, 'POST', `${REST}/Customer`, { authorization, body }),
+            procs,
+          );
         }),
       );
       writes.push(...responses);
@@ -329,19 +451,31 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     const records = new Map<string, Record<string, unknown>>(writes.map((r) => [r.body.data.id, r.body.data]));
     expect(records.size).toBe(50);
 
-    const events = (await db.query<{ id: string; created_at: Date; record_id: string }>(
-      `select id, created_at, record::jsonb->>'id' as record_id from svcgen.webhook_events where table_name = 'Customer' and operation = 'INSERT'`,
-    )).rows;
+    const events = (
+      await db.query<{ id: string; created_at: Date; record_id: string }>(
+        `select id, created_at, record::jsonb->>'id' as record_id from svcgen.webhook_events where table_name = 'Customer' and operation = 'INSERT'`,
+      )
+    ).rows;
     expect(events).toHaveLength(50);
     expect(new Set(events.map((e) => e.record_id))).toEqual(new Set(records.keys()));
 
     await received('/three', 50, 30_000, procs);
     await expect
-      .poll(async () => (await deliveriesOf(db, sub.id)).filter((d) => d.status === 'delivered').length, { timeout: 15_000, interval: 100 })
+      .poll(async () => (await deliveriesOf(db, sub.id)).filter((d) => d.status === 'delivered').length, {
+        timeout: 15_000,
+        interval: 100,
+      })
       .toBe(50);
     const deliveries = await deliveriesOf(db, sub.id);
     expect(deliveries).toHaveLength(50);
-    for (const d of deliveries) expect(d, JSON.stringify(d)).toMatchObject({ status: 'delivered', http_status: 200, attempts: 1, last_error: null, leased: null });
+    for (const d of deliveries)
+      expect(d, JSON.stringify(d)).toMatchObject({
+        status: 'delivered',
+        http_status: 200,
+        attempts: 1,
+        last_error: null,
+        leased: null,
+      });
     expect(new Set(deliveries.map((d) => d.event_id))).toEqual(new Set(events.map((e) => e.id)));
 
     // every delivery is final: what the receiver has now is all it gets
@@ -371,7 +505,10 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     const authorization = await apiKeyVia(a.url);
     receiver.plan('/outage', ['hang']); // then 200
     await subscribe(a.url, '/outage', 'outage-secret');
-    const created = await call(a.url, 'POST', `${REST}/Customer`, { authorization, body: { email: 'outage@example.com', name: 'Outage' } });
+    const created = await call(a.url, 'POST', `${REST}/Customer`, {
+      authorization,
+      body: { email: 'outage@example.com', name: 'Outage' },
+    });
     expect(created.status, created.text).toBe(201);
     await received('/outage', 1, 10_000, procs);
 
@@ -392,7 +529,11 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     const [first, second] = await received('/outage', 2, 30_000, procs);
     expect(second!.body.id).toBe(first!.body.id);
     const db = poolOn(database);
-    await expect.poll(async () => (await db.query('SELECT status FROM svcgen.webhook_deliveries')).rows.map((r) => r.status), { timeout: 15_000 }).toEqual(['delivered']);
+    await expect
+      .poll(async () => (await db.query('SELECT status FROM svcgen.webhook_deliveries')).rows.map((r) => r.status), {
+        timeout: 15_000,
+      })
+      .toEqual(['delivered']);
     expect(a.proc.child.exitCode, outputOf(procs)).toBe(null);
   });
 

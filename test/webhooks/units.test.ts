@@ -34,11 +34,19 @@ describe('target address policy', () => {
   const strict = { allowHttp: false, allowPrivateTargets: false };
   it('checks scheme, form and literal addresses of a subscription URL without DNS', async () => {
     expect(await urlProblems('https://93.184.215.14/hooks', strict)).toEqual([]);
-    expect(await urlProblems('http://93.184.215.14/hooks', strict)).toEqual(['url must use https (webhooks.allowHttp permits http)']);
+    expect(await urlProblems('http://93.184.215.14/hooks', strict)).toEqual([
+      'url must use https (webhooks.allowHttp permits http)',
+    ]);
     expect(await urlProblems('http://93.184.215.14/hooks', { ...strict, allowHttp: true })).toEqual([]);
-    expect(await urlProblems('ftp://93.184.215.14/', { ...strict, allowHttp: true })).toEqual(['url must use https or http']);
-    expect(await urlProblems('hooks.example.com/x', strict)).toEqual(['url must be an absolute URL such as https://example.com/hooks']);
-    expect(await urlProblems('https://user:pw@93.184.215.14/', strict)).toEqual(['url must not carry credentials; sign deliveries with the secret instead']);
+    expect(await urlProblems('ftp://93.184.215.14/', { ...strict, allowHttp: true })).toEqual([
+      'url must use https or http',
+    ]);
+    expect(await urlProblems('hooks.example.com/x', strict)).toEqual([
+      'url must be an absolute URL such as https://example.com/hooks',
+    ]);
+    expect(await urlProblems('https://user:pw@93.184.215.14/', strict)).toEqual([
+      'url must not carry credentials; sign deliveries with the secret instead',
+    ]);
     // WHATWG URL parsing turns these spellings of 127.0.0.1 into the dotted form before the check.
     for (const url of ['https://2130706433/', 'https://0x7f.1/', 'https://[::ffff:7f00:1]/']) {
       expect((await urlProblems(url, strict))[0], url).toMatch(/loopback/);
@@ -47,7 +55,9 @@ describe('target address policy', () => {
   });
 
   it('resolves names and refuses one that resolves to loopback', async () => {
-    expect((await urlProblems('https://localhost/x', strict))[0]).toMatch(/^url must reach a public address: localhost resolves to .*loopback/);
+    expect((await urlProblems('https://localhost/x', strict))[0]).toMatch(
+      /^url must reach a public address: localhost resolves to .*loopback/,
+    );
   });
 });
 

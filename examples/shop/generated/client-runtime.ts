@@ -117,7 +117,9 @@ export interface BulkResult<I> {
 export type BulkKey<T extends TableShape> = [T['id']] extends [never] ? T['key'] : { id: T['id'] };
 
 /** Bulk delete by `ids` (single-field keys only) or by `filters`, one key object per record. */
-export type BulkDeleteTarget<T extends TableShape> = { filters: readonly T['key'][] } | ([T['id']] extends [never] ? never : { ids: readonly T['id'][] });
+export type BulkDeleteTarget<T extends TableShape> =
+  | { filters: readonly T['key'][] }
+  | ([T['id']] extends [never] ? never : { ids: readonly T['id'][] });
 
 export type AggregateFunction<T extends TableShape> =
   | 'count'
@@ -138,13 +140,20 @@ type AggregateValue<T extends TableShape, F> = F extends 'count' | `count_distin
         : never
       : never;
 
-export type AggregateRow<T extends TableShape, F extends string, G extends string> = Pick<T['record'], G & keyof T['record']> & {
+export type AggregateRow<T extends TableShape, F extends string, G extends string> = Pick<
+  T['record'],
+  G & keyof T['record']
+> & {
   [K in F as AggregateAlias<K>]: AggregateValue<T, K>;
 };
 
 export type HavingOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte';
 
-export interface AggregateParams<T extends TableShape, F extends readonly AggregateFunction<T>[], G extends readonly T['groupable'][]> {
+export interface AggregateParams<
+  T extends TableShape,
+  F extends readonly AggregateFunction<T>[],
+  G extends readonly T['groupable'][],
+> {
   /** Default: count. */
   fn?: F;
   groupBy?: G;
@@ -167,7 +176,10 @@ export interface BulkOptions extends CallOptions {
 
 /** The operations of every table. */
 export interface TableClient<T extends TableShape> {
-  list<const S extends readonly T['field'][] | undefined = undefined>(params?: ListParams<T, S>, options?: CallOptions): Promise<ListResponse<Selected<T['record'], S>>>;
+  list<const S extends readonly T['field'][] | undefined = undefined>(
+    params?: ListParams<T, S>,
+    options?: CallOptions,
+  ): Promise<ListResponse<Selected<T['record'], S>>>;
   /** Every matching record, page after page through the cursor. */
   all<const S extends readonly T['field'][] | undefined = undefined>(
     params?: Omit<ListParams<T, S>, 'cursor' | 'offset' | 'count'>,
@@ -176,10 +188,20 @@ export interface TableClient<T extends TableShape> {
   create(input: T['create'], options?: CallOptions): Promise<DataResponse<T['record']>>;
   /** At most 100 items; a BEST_EFFORT partial failure answers (207) rather than throws. */
   bulkCreate(items: readonly T['create'][], options?: BulkOptions): Promise<DataResponse<BulkResult<BulkKey<T>>>>;
-  bulkDelete(target: BulkDeleteTarget<T>, options?: BulkOptions): Promise<DataResponse<BulkResult<BulkKey<T> | T['key']>>>;
+  bulkDelete(
+    target: BulkDeleteTarget<T>,
+    options?: BulkOptions,
+  ): Promise<DataResponse<BulkResult<BulkKey<T> | T['key']>>>;
   /** One merge patch applied to every record the filter matches (at least one filter). */
-  updateWhere(where: Where<T['filter']>, patch: T['update'], options?: CallOptions): Promise<DataResponse<{ count: number }>>;
-  aggregate<const F extends readonly AggregateFunction<T>[] = readonly ['count'], const G extends readonly T['groupable'][] = readonly []>(
+  updateWhere(
+    where: Where<T['filter']>,
+    patch: T['update'],
+    options?: CallOptions,
+  ): Promise<DataResponse<{ count: number }>>;
+  aggregate<
+    const F extends readonly AggregateFunction<T>[] = readonly ['count'],
+    const G extends readonly T['groupable'][] = readonly [],
+  >(
     params?: AggregateParams<T, F, G>,
     options?: CallOptions,
   ): Promise<DataResponse<{ aggregates: AggregateRow<T, F[number], G[number]>[] }>>;
@@ -187,7 +209,11 @@ export interface TableClient<T extends TableShape> {
 
 /** A table with a single-field primary key also has `/<id>` routes. */
 export interface KeyedTableClient<T extends TableShape> extends TableClient<T> {
-  get<const S extends readonly T['field'][] | undefined = undefined>(id: T['id'], params?: { select?: S }, options?: CallOptions): Promise<DataResponse<Selected<T['record'], S>>>;
+  get<const S extends readonly T['field'][] | undefined = undefined>(
+    id: T['id'],
+    params?: { select?: S },
+    options?: CallOptions,
+  ): Promise<DataResponse<Selected<T['record'], S>>>;
   update(id: T['id'], patch: T['update'], options?: CallOptions): Promise<DataResponse<T['record']>>;
   delete(id: T['id'], options?: CallOptions): Promise<void>;
 }
@@ -249,7 +275,9 @@ export interface ClientSchema {
   /** A table's literal sub-paths. */
   readonly subPaths: { readonly bulk: string; readonly aggregate: string };
   /** Per table: whether it has `/<id>` routes, and its relations with their target tables. */
-  readonly tables: Readonly<Record<string, { readonly keyed: boolean; readonly relations: Readonly<Record<string, string>> }>>;
+  readonly tables: Readonly<
+    Record<string, { readonly keyed: boolean; readonly relations: Readonly<Record<string, string>> }>
+  >;
   /** Field names a top-level filter writes as `col.<name>` so the server reads them as fields. */
   readonly reserved: readonly string[];
 }
@@ -261,11 +289,19 @@ type Query = [string, string][];
 function operandText(value: unknown): string {
   if (value === null) return 'null';
   const text = value instanceof Date ? value.toISOString() : String(value);
-  return text === '' || text === 'null' || /[",()\\]/.test(text) ? `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"` : text;
+  return text === '' || text === 'null' || /[",()\\]/.test(text)
+    ? `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"`
+    : text;
 }
 
 /** `<path>` and `<op>.<value>` of each condition in `filter` on one field or one relation. */
-function conditions(schema: ClientSchema, table: string, name: string, filter: Json, path: string[]): [string, string][] {
+function conditions(
+  schema: ClientSchema,
+  table: string,
+  name: string,
+  filter: Json,
+  path: string[],
+): [string, string][] {
   const target = schema.tables[table]?.relations[name];
   const out: [string, string][] = [];
   for (const [key, value] of Object.entries(filter)) {
@@ -285,9 +321,12 @@ function groupItems(schema: ClientSchema, table: string, where: Json): string[] 
   const items: string[] = [];
   for (const [key, value] of Object.entries(where)) {
     if (value === undefined) continue;
-    if (key === 'and' || key === 'or') items.push(`${key}(${(value as Json[]).map((w) => groupItem(schema, table, w)).join(',')})`);
+    if (key === 'and' || key === 'or')
+      items.push(`${key}(${(value as Json[]).map((w) => groupItem(schema, table, w)).join(',')})`);
     else if (key === 'not') items.push(`not(${groupItems(schema, table, value as Json).join(',')})`);
-    else for (const [path, condition] of conditions(schema, table, key, value as Json, [])) items.push(`${path}.${condition}`);
+    else
+      for (const [path, condition] of conditions(schema, table, key, value as Json, []))
+        items.push(`${path}.${condition}`);
   }
   return items;
 }
@@ -302,9 +341,12 @@ function filterQuery(schema: ClientSchema, table: string, where: Json | undefine
   const query: Query = [];
   for (const [key, value] of Object.entries(where ?? {})) {
     if (value === undefined) continue;
-    if (key === 'and' || key === 'or') query.push([key, `(${(value as Json[]).map((w) => groupItem(schema, table, w)).join(',')})`]);
+    if (key === 'and' || key === 'or')
+      query.push([key, `(${(value as Json[]).map((w) => groupItem(schema, table, w)).join(',')})`]);
     else if (key === 'not') query.push(['not', `(${groupItems(schema, table, value as Json).join(',')})`]);
-    else for (const [path, condition] of conditions(schema, table, key, value as Json, [])) query.push([schema.reserved.includes(path) ? `col.${path}` : path, condition]);
+    else
+      for (const [path, condition] of conditions(schema, table, key, value as Json, []))
+        query.push([schema.reserved.includes(path) ? `col.${path}` : path, condition]);
   }
   return query;
 }
@@ -342,7 +384,9 @@ function aggregateQuery(schema: ClientSchema, table: string, params: AggregateIn
   const query = filterQuery(schema, table, params.where);
   if (params.fn !== undefined) query.push(['fn', params.fn.join(',')]);
   if (params.groupBy !== undefined && params.groupBy.length > 0) query.push(['groupBy', params.groupBy.join(',')]);
-  const having = Object.entries(params.having ?? {}).flatMap(([alias, ops]) => Object.entries(ops ?? {}).map(([op, n]) => `${alias}.${op}.${n}`));
+  const having = Object.entries(params.having ?? {}).flatMap(([alias, ops]) =>
+    Object.entries(ops ?? {}).map(([op, n]) => `${alias}.${op}.${n}`),
+  );
   if (having.length > 0) query.push(['having', having.join(',')]);
   if (params.sort !== undefined) query.push(['sort', params.sort.join(',')]);
   if (params.limit !== undefined) query.push(['limit', String(params.limit)]);
@@ -356,6 +400,7 @@ interface Send {
   headers?: Record<string, string> | undefined;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: each call site names the answer's type
 type Sender = (method: string, path: string, send: Send, options: CallOptions | undefined) => Promise<any>;
 
 /** The Problem of an error answer; one is made up (RFC 9457 about:blank) when the body is not one, e.g. from a proxy. */
@@ -363,12 +408,27 @@ function problemOf(res: Response, text: string, instance: string): Problem {
   try {
     const body = JSON.parse(text) as Partial<Problem> | null;
     if (body && typeof body === 'object' && typeof body.status === 'number' && typeof body.title === 'string') {
-      return { ...body, type: body.type ?? 'about:blank', title: body.title, status: body.status, detail: body.detail ?? '', instance: body.instance ?? instance, errors: body.errors ?? [] };
+      return {
+        ...body,
+        type: body.type ?? 'about:blank',
+        title: body.title,
+        status: body.status,
+        detail: body.detail ?? '',
+        instance: body.instance ?? instance,
+        errors: body.errors ?? [],
+      };
     }
   } catch {
     // not JSON: fall through
   }
-  return { type: 'about:blank', title: res.statusText || `HTTP ${res.status}`, status: res.status, detail: text.slice(0, 1000), instance, errors: [] };
+  return {
+    type: 'about:blank',
+    title: res.statusText || `HTTP ${res.status}`,
+    status: res.status,
+    detail: text.slice(0, 1000),
+    instance,
+    errors: [],
+  };
 }
 
 function sender(options: ClientOptions, basePath: string): Sender {
@@ -400,8 +460,14 @@ function sender(options: ClientOptions, basePath: string): Sender {
 function tableClient(schema: ClientSchema, send: Sender, table: string, keyed: boolean): Record<string, unknown> {
   const base = `/${encodeURIComponent(table)}`;
   const list = (params: ListInput = {}, options?: CallOptions) =>
-    send('GET', base, { query: listQuery(schema, table, params), headers: params.count ? { prefer: 'count=exact' } : undefined }, options);
-  const bulkOptions = (options: BulkOptions | undefined) => (options?.transactionMode === undefined ? {} : { transactionMode: options.transactionMode });
+    send(
+      'GET',
+      base,
+      { query: listQuery(schema, table, params), headers: params.count ? { prefer: 'count=exact' } : undefined },
+      options,
+    );
+  const bulkOptions = (options: BulkOptions | undefined) =>
+    options?.transactionMode === undefined ? {} : { transactionMode: options.transactionMode };
   const client: Record<string, unknown> = {
     list,
     async *all(params: ListInput = {}, options?: CallOptions) {
@@ -413,17 +479,31 @@ function tableClient(schema: ClientSchema, send: Sender, table: string, keyed: b
       } while (cursor !== null);
     },
     create: (input: Json, options?: CallOptions) => send('POST', base, { body: input }, options),
-    bulkCreate: (items: readonly Json[], options?: BulkOptions) => send('POST', `${base}/${schema.subPaths.bulk}`, { body: { items, ...bulkOptions(options) } }, options),
-    bulkDelete: (target: Json, options?: BulkOptions) => send('DELETE', `${base}/${schema.subPaths.bulk}`, { body: { ...target, ...bulkOptions(options) } }, options),
+    bulkCreate: (items: readonly Json[], options?: BulkOptions) =>
+      send('POST', `${base}/${schema.subPaths.bulk}`, { body: { items, ...bulkOptions(options) } }, options),
+    bulkDelete: (target: Json, options?: BulkOptions) =>
+      send('DELETE', `${base}/${schema.subPaths.bulk}`, { body: { ...target, ...bulkOptions(options) } }, options),
     updateWhere: (where: Json, patch: Json, options?: CallOptions) =>
-      send('PATCH', base, { query: filterQuery(schema, table, where), body: patch, contentType: 'application/merge-patch+json' }, options),
-    aggregate: (params: AggregateInput = {}, options?: CallOptions) => send('GET', `${base}/${schema.subPaths.aggregate}`, { query: aggregateQuery(schema, table, params) }, options),
+      send(
+        'PATCH',
+        base,
+        { query: filterQuery(schema, table, where), body: patch, contentType: 'application/merge-patch+json' },
+        options,
+      ),
+    aggregate: (params: AggregateInput = {}, options?: CallOptions) =>
+      send('GET', `${base}/${schema.subPaths.aggregate}`, { query: aggregateQuery(schema, table, params) }, options),
   };
   if (keyed) {
     const one = (id: unknown) => `${base}/${encodeURIComponent(String(id))}`;
     client.get = (id: unknown, params: { select?: readonly string[] } = {}, options?: CallOptions) =>
-      send('GET', one(id), { query: params.select === undefined ? [] : [['select', params.select.join(',')]] }, options);
-    client.update = (id: unknown, patch: Json, options?: CallOptions) => send('PATCH', one(id), { body: patch, contentType: 'application/merge-patch+json' }, options);
+      send(
+        'GET',
+        one(id),
+        { query: params.select === undefined ? [] : [['select', params.select.join(',')]] },
+        options,
+      );
+    client.update = (id: unknown, patch: Json, options?: CallOptions) =>
+      send('PATCH', one(id), { body: patch, contentType: 'application/merge-patch+json' }, options);
     client.delete = async (id: unknown, options?: CallOptions) => {
       await send('DELETE', one(id), {}, options);
     };
@@ -434,5 +514,7 @@ function tableClient(schema: ClientSchema, send: Sender, table: string, keyed: b
 /** One client per table of `schema`; client.ts's `createClient` gives it its `Client` type. */
 export function createTableClients<C>(options: ClientOptions, schema: ClientSchema): C {
   const send = sender(options, schema.basePath);
-  return Object.fromEntries(Object.entries(schema.tables).map(([name, table]) => [name, tableClient(schema, send, name, table.keyed)])) as C;
+  return Object.fromEntries(
+    Object.entries(schema.tables).map(([name, table]) => [name, tableClient(schema, send, name, table.keyed)]),
+  ) as C;
 }

@@ -93,7 +93,8 @@ export function createPasswordHasher(options: PasswordHasherOptions = {}): Passw
     throw new RangeError(`password hash cost must be an integer from 10 to 31 (4 only in tests), got ${cost}`);
   }
   const size = options.size ?? os.availableParallelism();
-  if (!Number.isInteger(size) || size < 1) throw new RangeError(`password hasher size must be a positive integer, got ${size}`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new RangeError(`password hasher size must be a positive integer, got ${size}`);
 
   const slots: Slot[] = [];
   const queue: Job[] = [];

@@ -85,7 +85,11 @@ export async function verifyAccessToken(keys: EnvironmentKeys, aud: string, toke
       jws = new TextDecoder().decode(plaintext);
     }
     if (decodeProtectedHeader(jws).kid !== keys.sig.kid) throw new TokenRejected('invalid');
-    const { payload } = await jwtVerify(jws, keys.sig.publicKey, { issuer: ISSUER, audience: aud, algorithms: ['RS256'] });
+    const { payload } = await jwtVerify(jws, keys.sig.publicKey, {
+      issuer: ISSUER,
+      audience: aud,
+      algorithms: ['RS256'],
+    });
     const { sub, sid, jti, exp, email, roles } = payload as Record<string, unknown>;
     if (
       typeof sub !== 'string' ||

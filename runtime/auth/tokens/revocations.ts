@@ -83,11 +83,15 @@ export class Revocations {
    * Revokes sessions inside the caller's transaction: their refresh tokens stop, and every process
    * hears of it on commit. Returns the ids that were live.
    */
-  static async revokeSessions(tx: Queryable, where: { sessionId?: string; userId?: string; exceptSessionId?: string }): Promise<string[]> {
+  static async revokeSessions(
+    tx: Queryable,
+    where: { sessionId?: string; userId?: string; exceptSessionId?: string },
+  ): Promise<string[]> {
     // Every condition given must hold (a session of this user, but not that one); one is needed.
     // Only the conditions given are in the text: statements are prepared by name, and a generic
     // plan for "$1 IS NULL OR id = $1" would scan every session.
-    if (where.sessionId === undefined && where.userId === undefined) throw new Error('revokeSessions needs a sessionId or a userId');
+    if (where.sessionId === undefined && where.userId === undefined)
+      throw new Error('revokeSessions needs a sessionId or a userId');
     const conditions = ['revoked_at IS NULL'];
     const values: string[] = [];
     const add = (condition: string, value: string | undefined) => {
@@ -98,7 +102,10 @@ export class Revocations {
     add('id = ?', where.sessionId);
     add('user_id = ?', where.userId);
     add('id <> ?', where.exceptSessionId);
-    const rows = await tx.query<{ id: string }>(`UPDATE svcgen.sessions SET revoked_at = now() WHERE ${conditions.join(' AND ')} RETURNING id`, values);
+    const rows = await tx.query<{ id: string }>(
+      `UPDATE svcgen.sessions SET revoked_at = now() WHERE ${conditions.join(' AND ')} RETURNING id`,
+      values,
+    );
     for (const { id } of rows) await notify(tx, SESSION_TOPIC, id);
     return rows.map((r) => r.id);
   }

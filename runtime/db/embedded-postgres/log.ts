@@ -17,7 +17,7 @@ export function appendLog(logPath: string, text: string): void {
     .map((l) => `${stamp} [svcgen] ${l}`)
     .join('\n');
   try {
-    fs.appendFileSync(logPath, body + '\n', { mode: 0o640 });
+    fs.appendFileSync(logPath, `${body}\n`, { mode: 0o640 });
   } catch {
     /* logging must never break startup */
   }
@@ -65,6 +65,10 @@ export function forwardLog(logPath: string, offset: number, log: ((line: string)
 
 export function logTail(logPath: string, lines = 15): string {
   const size = fileSize(logPath);
-  const text = readFrom(logPath, Math.max(0, size - 8192)).trimEnd().split('\n').slice(-lines).join('\n');
+  const text = readFrom(logPath, Math.max(0, size - 8192))
+    .trimEnd()
+    .split('\n')
+    .slice(-lines)
+    .join('\n');
   return text ? `\nLast lines of ${logPath}:\n${text}` : '';
 }

@@ -77,7 +77,11 @@ export function readPostmasterPid(dataDir: string): PostmasterInfo | null {
   const lines = text.split('\n');
   const pid = Number.parseInt(lines[0] ?? '', 10);
   const port = Number.parseInt(lines[3] ?? '', 10);
-  return { pid: Number.isFinite(pid) ? pid : 0, port: Number.isFinite(port) ? port : 0, status: (lines[7] ?? '').trim() };
+  return {
+    pid: Number.isFinite(pid) ? pid : 0,
+    port: Number.isFinite(port) ? port : 0,
+    status: (lines[7] ?? '').trim(),
+  };
 }
 
 /** Is `pid` really the postmaster of `dataDir` (and not an unrelated process that reused the pid)? */

@@ -51,12 +51,16 @@ export async function ensureInitialised(
   if (fs.existsSync(path.join(p.dataDir, 'PG_VERSION'))) {
     const password = readPassword(p.passwordPath);
     if (password == null) {
-      throw new Error(`${p.passwordPath} is missing, so the database in ${p.dataDir} cannot be used; delete ${p.pgDir} to start over.`);
+      throw new Error(
+        `${p.passwordPath} is missing, so the database in ${p.dataDir} cannot be used; delete ${p.pgDir} to start over.`,
+      );
     }
     if (runAs) {
       const st = fs.statSync(p.dataDir);
       if (st.uid !== runAs.uid) {
-        throw new Error(`${p.dataDir} belongs to uid ${st.uid}, but PostgreSQL runs as the "postgres" user (uid ${runAs.uid}).`);
+        throw new Error(
+          `${p.dataDir} belongs to uid ${st.uid}, but PostgreSQL runs as the "postgres" user (uid ${runAs.uid}).`,
+        );
       }
     }
     return password;
@@ -80,7 +84,7 @@ export async function ensureInitialised(
   const tmpData = path.join(p.pgDir, `data.init-${process.pid}-${randomBytes(3).toString('hex')}`);
   const pwFile = path.join(p.pgDir, `.pwfile-${process.pid}-${randomBytes(3).toString('hex')}`);
   fs.mkdirSync(tmpData, { mode: 0o700 });
-  fs.writeFileSync(pwFile, password + '\n', { mode: 0o600 });
+  fs.writeFileSync(pwFile, `${password}\n`, { mode: 0o600 });
   if (runAs) {
     fs.chownSync(tmpData, runAs.uid, runAs.gid);
     fs.chownSync(pwFile, runAs.uid, runAs.gid);
@@ -106,7 +110,7 @@ export async function ensureInitialised(
     if (code !== 0) {
       throw new Error(`initdb failed (exit code ${code}):\n${output.trim()}`);
     }
-    fs.writeFileSync(p.passwordPath, password + '\n', { mode: 0o600 });
+    fs.writeFileSync(p.passwordPath, `${password}\n`, { mode: 0o600 });
     fs.renameSync(tmpData, p.dataDir);
   } catch (err) {
     fs.rmSync(tmpData, { recursive: true, force: true });
@@ -148,18 +152,28 @@ export async function spawnServer(
   throw lastError!;
 }
 
-async function spawnOnce(p: Paths, bins: Binaries, runAs: RunAs | null, password: string, port: number): Promise<number> {
+async function spawnOnce(
+  p: Paths,
+  bins: Binaries,
+  runAs: RunAs | null,
+  password: string,
+  port: number,
+): Promise<number> {
   const logFd = fs.openSync(p.logPath, 'a', 0o640);
   let child;
   try {
     child = spawn(
       bins.postgres,
       [
-        '-D', p.dataDir,
-        '-p', String(port),
-        '-c', 'listen_addresses=127.0.0.1',
+        '-D',
+        p.dataDir,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
         // no Unix socket: nothing in /tmp, no socket-path length limits, no clash with a system server
-        '-c', 'unix_socket_directories=',
+        '-c',
+        'unix_socket_directories=',
       ],
       {
         // own session: a Ctrl-C in the terminal reaches the CLI, not PostgreSQL
@@ -191,7 +205,9 @@ async function spawnOnce(p: Paths, bins: Binaries, runAs: RunAs | null, password
     }
     if (Date.now() > deadline) {
       if (child.pid) signal(child.pid, 'SIGQUIT');
-      throw new Error(`PostgreSQL did not become ready within ${START_TIMEOUT_MS / 1000} s. See ${p.logPath}.${logTail(p.logPath)}`);
+      throw new Error(
+        `PostgreSQL did not become ready within ${START_TIMEOUT_MS / 1000} s. See ${p.logPath}.${logTail(p.logPath)}`,
+      );
     }
     await sleep(10);
   }
@@ -204,7 +220,12 @@ function childEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function run(cmd: string, args: string[], runAs: RunAs | null, cwd: string): Promise<{ code: number | null; output: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  runAs: RunAs | null,
+  cwd: string,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'], ...(runAs ?? {}) });
     let output = '';

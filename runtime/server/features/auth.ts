@@ -18,10 +18,24 @@ export const authFeature: ServerFeature<{ auth: UserAuth }> = {
         log,
       });
     teardown.add('mailer', () => mailer.close());
-    const auth = await UserAuth.start({ config, db, channel, box, mailer, rateLimiter, clientIp: clientAddress(config.trustProxy), log, passwordCost: options.passwordCost, onPasswordJob: options.onPasswordJob });
+    const auth = await UserAuth.start({
+      config,
+      db,
+      channel,
+      box,
+      mailer,
+      rateLimiter,
+      clientIp: clientAddress(config.trustProxy),
+      log,
+      passwordCost: options.passwordCost,
+      onPasswordJob: options.onPasswordJob,
+    });
     teardown.add('auth', () => auth.stop());
     // Expired codes, lockouts and sessions, off the request path.
-    teardown.add('auth housekeeping', every(() => auth.prune()));
+    teardown.add(
+      'auth housekeeping',
+      every(() => auth.prune()),
+    );
     return {
       services: { auth },
       resolvers: [auth],

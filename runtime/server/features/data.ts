@@ -11,7 +11,12 @@ import { serverSecret } from '../../secrets/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { every } from '../housekeeping.ts';
 
-export const dataFeature: ServerFeature<{ catalog: Catalog; policy: Policy; cursors: CursorCodec; expensiveReads: Admission }> = {
+export const dataFeature: ServerFeature<{
+  catalog: Catalog;
+  policy: Policy;
+  cursors: CursorCodec;
+  expensiveReads: Admission;
+}> = {
   name: 'data',
   async start({ config, service, db, rateLimiter, metricsToken }, teardown) {
     const { poolSize, poolWaitTimeoutMs, expensiveReadConcurrency, expensiveReadQueue } = config.database;
@@ -25,7 +30,10 @@ export const dataFeature: ServerFeature<{ catalog: Catalog; policy: Policy; curs
     });
     if (metricsToken) teardown.add('read budget metrics', metrics.watchReadBudget(expensiveReads));
     // Expired idempotency entries and old rate-limit windows.
-    teardown.add('data housekeeping', every(() => Promise.all([rateLimiter.prune(), pruneIdempotency(db)])));
+    teardown.add(
+      'data housekeeping',
+      every(() => Promise.all([rateLimiter.prune(), pruneIdempotency(db)])),
+    );
     return {
       services: {
         catalog,

@@ -21,7 +21,6 @@ import type { ServerFeature } from '../feature.ts';
 import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
 import type { Services } from '../services.ts';
 
-
 /** Role sets seen are bounded by the config's roles; the cap only guards against a surprise. */
 const MAX_CACHED_SCHEMAS = 256;
 
@@ -35,7 +34,13 @@ function schemaCache(services: Services): (principal: RolePrincipal) => GraphQLS
     let schema = schemas.get(key);
     if (!schema) {
       // A stand-in holding only the roles: the fields a grant lists do not depend on who holds it.
-      const holder: RolePrincipal = { kind: 'apiKey', keyId: `graphql-schema:${key}`, environment: '', roles, context: {} };
+      const holder: RolePrincipal = {
+        kind: 'apiKey',
+        keyId: `graphql-schema:${key}`,
+        environment: '',
+        roles,
+        context: {},
+      };
       const access = services.policy.access(holder);
       const visibility: SchemaVisibility = {
         table: (table) => access.grant(table, 'read') !== null,
@@ -74,9 +79,18 @@ function formatError(error: Readonly<GraphQLError | Error>, logFault: (error: un
   if (error instanceof GraphQLError && error.path !== undefined) {
     // A value graphql-js could not serialize, or a fault below a root field: the server's, not the caller's.
     logFault(error.originalError ?? error);
-    return new GraphQLError('the server could not complete this field', { path: error.path, extensions: { code: 'INTERNAL', type: '/errors/internal', status: 500 } });
+    return new GraphQLError('the server could not complete this field', {
+      path: error.path,
+      extensions: { code: 'INTERNAL', type: '/errors/internal', status: 500 },
+    });
   }
-  const code = message.startsWith('Syntax Error') ? 'GRAPHQL_PARSE_FAILED' : message.startsWith('Variable "$') ? 'BAD_USER_INPUT' : error instanceof GraphQLError ? 'GRAPHQL_VALIDATION_FAILED' : 'BAD_REQUEST';
+  const code = message.startsWith('Syntax Error')
+    ? 'GRAPHQL_PARSE_FAILED'
+    : message.startsWith('Variable "$')
+      ? 'BAD_USER_INPUT'
+      : error instanceof GraphQLError
+        ? 'GRAPHQL_VALIDATION_FAILED'
+        : 'BAD_REQUEST';
   const nodes = error instanceof GraphQLError ? error.nodes : undefined;
   return new GraphQLError(message, { nodes, extensions: { code, type: '/errors/invalid-parameter', status: 400 } });
 }
@@ -112,7 +126,12 @@ export function graphqlHandler(services: Services): Handler {
       },
     }),
     parse: parseBounded as never,
-    validationRules: (req, _args, specified) => [...specified, QueriesOnlyRule, CostRule, ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule])],
+    validationRules: (req, _args, specified) => [
+      ...specified,
+      QueriesOnlyRule,
+      CostRule,
+      ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule]),
+    ],
     execute: (args: ExecutionArgs) => execute({ ...args, fieldResolver: fieldResolver as never }),
     formatError: (error) => formatError(error, logFault),
     onOperation: (req, _args, result) => {
@@ -122,7 +141,8 @@ export function graphqlHandler(services: Services): Handler {
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
     const principal: Principal = await limits.authenticate(req, tenant);
-    if (principal.kind === 'management') throw new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no data');
+    if (principal.kind === 'management')
+      throw new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no data');
     const headers = rateLimitHeaders(await limits.data(tenant, principal));
     try {
       // Read here, not by graphql-http: a body over limits.bodyBytes is a 413 Problem, not "unparsable".
@@ -142,9 +162,17 @@ export function graphqlHandler(services: Services): Handler {
       });
       // GraphQL over HTTP: with application/graphql-response+json, a response without data is a 4xx
       // (graphql-http sends 200 for a failed variable coercion, which execution reports).
-      const requestError = context.noData === true && init.status === 200 && init.headers?.['content-type']?.startsWith('application/graphql-response+json') === true;
-      const retry: Record<string, string> = context.retryAfter !== undefined ? { 'retry-after': context.retryAfter } : {};
-      return { status: requestError ? 400 : init.status, headers: { ...init.headers, ...headers, ...retry }, body: text === null ? undefined : unmarkDecimals(text) };
+      const requestError =
+        context.noData === true &&
+        init.status === 200 &&
+        init.headers?.['content-type']?.startsWith('application/graphql-response+json') === true;
+      const retry: Record<string, string> =
+        context.retryAfter !== undefined ? { 'retry-after': context.retryAfter } : {};
+      return {
+        status: requestError ? 400 : init.status,
+        headers: { ...init.headers, ...headers, ...retry },
+        body: text === null ? undefined : unmarkDecimals(text),
+      };
     } catch (error) {
       if (error instanceof Problem) Object.assign(error.headers, headers);
       throw error;
@@ -157,7 +185,9 @@ function tooDeep(headers: Record<string, string>): Reply {
   return {
     status: 400,
     headers: { 'content-type': 'application/graphql-response+json; charset=utf-8', ...headers },
-    body: JSON.stringify({ errors: [{ message, extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-json', status: 400 } }] }),
+    body: JSON.stringify({
+      errors: [{ message, extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-json', status: 400 } }],
+    }),
   };
 }
 
@@ -173,4 +203,3 @@ export const graphqlFeature: ServerFeature = {
     };
   },
 };
-

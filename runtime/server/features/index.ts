@@ -13,18 +13,35 @@ import { keysFeature } from './keys.ts';
 import { observabilityFeature } from './observability.ts';
 import { webhooksFeature } from './webhooks.ts';
 
-export const FEATURES = [authFeature, keysFeature, dataFeature, graphqlFeature, webhooksFeature, observabilityFeature, docsFeature] as const;
+export const FEATURES = [
+  authFeature,
+  keysFeature,
+  dataFeature,
+  graphqlFeature,
+  webhooksFeature,
+  observabilityFeature,
+  docsFeature,
+] as const;
 
 type Provided<F> = F extends ServerFeature<infer P> ? P : never;
 type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
 type Assert<T extends true> = T;
 /** Fails to compile when a member of Services is provided by neither the foundation nor a feature. */
-export type EveryServiceProvided = Assert<Foundation & Intersection<Provided<(typeof FEATURES)[number]>> & Pick<Services, 'resolvers'> extends Services ? true : false>;
+export type EveryServiceProvided = Assert<
+  Foundation & Intersection<Provided<(typeof FEATURES)[number]>> & Pick<Services, 'resolvers'> extends Services
+    ? true
+    : false
+>;
 
 /** Starts every feature; their services merged into one object, and the routes they serve. */
-export async function startFeatures(foundation: Foundation, teardown: Teardown): Promise<{ services: Services; routes: Route[] }> {
+export async function startFeatures(
+  foundation: Foundation,
+  teardown: Teardown,
+): Promise<{ services: Services; routes: Route[] }> {
   const parts = [];
   for (const feature of FEATURES) parts.push(await feature.start(foundation, teardown));
-  const services: Services = Object.assign({}, foundation, ...parts.map((p) => p.services), { resolvers: parts.flatMap((p) => p.resolvers ?? []) });
+  const services: Services = Object.assign({}, foundation, ...parts.map((p) => p.services), {
+    resolvers: parts.flatMap((p) => p.resolvers ?? []),
+  });
   return { services, routes: parts.flatMap((p) => p.routes?.(services) ?? []) };
 }

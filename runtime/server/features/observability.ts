@@ -10,7 +10,8 @@ export const observabilityFeature: ServerFeature<{ readiness: Readiness }> = {
     const readiness = new Readiness({
       // Straight on the pool: not a request's statement, so not reported to onQuery.
       probe: async () => void (await db.pool.query('SELECT 1')),
-      pendingMigrations: async () => (await pendingMigrations(db, migrationsDir, config.environments)).map((p) => `${p.name} in ${p.environment}`),
+      pendingMigrations: async () =>
+        (await pendingMigrations(db, migrationsDir, config.environments)).map((p) => `${p.name} in ${p.environment}`),
       listenerLive: () => channel.live,
       poolBusy: () => db.pool.waitingCount > 0,
     });
@@ -34,12 +35,19 @@ export const observabilityFeature: ServerFeature<{ readiness: Readiness }> = {
               // Cached state (runtime/db/readiness.ts): a load balancer polling this costs no query.
               const report = readiness.report();
               if (report.ready) return jsonReply(200, { status: 'ready', checks: report.checks });
-              throw new Problem('unavailable', `not ready: ${report.reasons.join('; ')}`, [], { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) }, { checks: report.checks });
+              throw new Problem(
+                'unavailable',
+                `not ready: ${report.reasons.join('; ')}`,
+                [],
+                { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+                { checks: report.checks },
+              );
             },
           },
         ];
         // Off (404) unless config metrics.enabled; the token is required then (the foundation checks).
-        if (metricsToken) routes.unshift({ method: 'get', path: '/metrics', handler: metricsHandler({ token: metricsToken }) });
+        if (metricsToken)
+          routes.unshift({ method: 'get', path: '/metrics', handler: metricsHandler({ token: metricsToken }) });
         return routes;
       },
     };

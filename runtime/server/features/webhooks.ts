@@ -1,7 +1,13 @@
 /** Webhooks (docs/api.md §8): event capture for watched tables, /_webhooks, and the delivery worker. */
 import { DATA_BASE_PATH, SERVICE_PATHS } from '../../model/index.ts';
 import { metrics } from '../../observability/index.ts';
-import { installDeliveryQueue, startDeliveryWorker, WatchedTables, webhookHandlers, webhookQueueDepth } from '../../webhooks/index.ts';
+import {
+  installDeliveryQueue,
+  startDeliveryWorker,
+  WatchedTables,
+  webhookHandlers,
+  webhookQueueDepth,
+} from '../../webhooks/index.ts';
 import type { ServerFeature } from '../feature.ts';
 
 export const webhooksFeature: ServerFeature<{ watchedTables: WatchedTables }> = {
@@ -10,9 +16,19 @@ export const webhooksFeature: ServerFeature<{ watchedTables: WatchedTables }> = 
     await installDeliveryQueue(directUrl, log);
     const watchedTables = new WatchedTables(db, channel);
     teardown.add('watched tables', () => watchedTables.stop());
-    if (metricsToken) teardown.add('webhook queue metrics', metrics.watchWebhookQueue(() => webhookQueueDepth(db)));
+    if (metricsToken)
+      teardown.add(
+        'webhook queue metrics',
+        metrics.watchWebhookQueue(() => webhookQueueDepth(db)),
+      );
     if (options.worker !== false) {
-      const worker = await startDeliveryWorker({ databaseUrl: options.databaseUrl, directDatabaseUrl: directUrl, box, config, log });
+      const worker = await startDeliveryWorker({
+        databaseUrl: options.databaseUrl,
+        directDatabaseUrl: directUrl,
+        box,
+        config,
+        log,
+      });
       // Its own connections: it need not wait for the server's pools to close, nor they for it.
       teardown.add('webhook worker', () => worker.stop(), { alongside: true });
     }
