@@ -28,7 +28,8 @@ import {
 import { budgeted, readScope, type DataContext } from '../rest/context.ts';
 import { AGGREGATE_COST, listCost, readOneCost } from '../rest/cost.ts';
 import { queryProblem } from '../rest/query-problems.ts';
-import { DecimalScalar, type ObjectFieldMeta, type RootFieldMeta } from './schema.ts';
+import { resolveMutation } from './mutations.ts';
+import { DecimalScalar, type MutationFieldMeta, type ObjectFieldMeta, type RootFieldMeta } from './schema.ts';
 import {
   aggregateQuery,
   bounded,
@@ -242,9 +243,11 @@ async function resolveRoot(
  */
 export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (source, args, context, info) => {
   const def = info.parentType.getFields()[info.fieldName];
-  const meta = def?.extensions.svcgen as RootFieldMeta | ObjectFieldMeta | undefined;
+  const meta = def?.extensions.svcgen as RootFieldMeta | MutationFieldMeta | ObjectFieldMeta | undefined;
   if (meta && 'kind' in meta) {
-    return resolveRoot(meta, args, context, info).catch((error: unknown) => {
+    const resolved =
+      'returnsRecord' in meta ? resolveMutation(meta, args, context, info) : resolveRoot(meta, args, context, info);
+    return resolved.catch((error: unknown) => {
       const problem = toProblem(error, context);
       const retry = problem.headers['retry-after'];
       if (retry !== undefined) context.retryAfter(retry);

@@ -69,20 +69,25 @@ export function parseBounded(source: string | { body: string }) {
   return parse(text, { maxTokens: GRAPHQL_LIMITS.maxTokens });
 }
 
-/** Mutations and subscriptions are not served yet (docs/graphql.md); graphql-js 16 would only refuse them while executing. */
-export const QueriesOnlyRule: ValidationRule = (context) => ({
+/**
+ * Subscriptions are not served, and a caller whose roles may write nothing has no Mutation type
+ * (docs/graphql.md); graphql-js 16 would only refuse either while executing.
+ */
+export const ServedOperationsRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
-    if (operation.operation !== 'query') {
+    const refusal =
+      operation.operation === 'subscription'
+        ? 'this API answers queries and mutations; subscriptions are not served (webhooks deliver changes)'
+        : operation.operation === 'mutation' && !context.getSchema().getMutationType()
+          ? 'your roles may write no table, so this API has no mutations for you'
+          : undefined;
+    if (refusal)
       context.reportError(
-        new GraphQLError(
-          `this API answers queries; ${operation.operation}s are not served (use the REST API to write)`,
-          {
-            nodes: operation,
-            extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
-          },
-        ),
+        new GraphQLError(refusal, {
+          nodes: operation,
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
+        }),
       );
-    }
   },
 });
 

@@ -50,8 +50,36 @@ export interface SchemaVisibility {
 
 export const EVERYTHING_VISIBLE: SchemaVisibility = { table: () => true, field: () => true };
 
+export type WriteAction = 'create' | 'update' | 'delete';
+
+/** What a caller may write: the fields of an action's grant (null: all), undefined when the action is not granted. */
+export type WriteVisibility = (table: string, action: WriteAction) => ReadonlySet<string> | null | undefined;
+
+export const EVERYTHING_WRITABLE: WriteVisibility = () => null;
+
 /** Root field kinds; `extensions.svcgen` of a root field says which, and of which table. */
 export type RootKind = 'list' | 'byKey' | 'page' | 'aggregate';
+
+/** Mutation root field kinds, each the twin of one REST write (docs/graphql.md "Mutations"). */
+export type MutationKind = 'create' | 'createMany' | 'update' | 'updateWhere' | 'delete';
+
+export interface MutationFieldMeta {
+  readonly kind: MutationKind;
+  readonly table: string;
+  /** Whether the answer is the written record as the caller reads it (false: the table is not readable, answers true). */
+  readonly returnsRecord: boolean;
+}
+
+/** The names of a table's mutation fields: `Order` → createOrder, createOrderMany, updateOrder, updateOrderWhere, deleteOrder. */
+export function mutationFieldNames(table: string): Record<MutationKind, string> {
+  return {
+    create: `create${table}`,
+    createMany: `create${table}Many`,
+    update: `update${table}`,
+    updateWhere: `update${table}Where`,
+    delete: `delete${table}`,
+  };
+}
 
 export interface RootFieldMeta {
   readonly kind: RootKind;
@@ -156,6 +184,10 @@ const RESERVED_TYPE_NAMES = new Set([
   'PageInfo',
   'SortDirection',
   'HavingFilter',
+  'BulkMode',
+  'BulkCreateResult',
+  'BulkItemError',
+  'WriteCount',
   'DateTime',
   'BigInt',
   'Decimal',
@@ -194,6 +226,8 @@ function typeNames(table: string) {
     groupField: `${table}GroupField`,
     having: `${table}Having`,
     aggregateOrderBy: `${table}AggregateOrderBy`,
+    createInput: `${table}CreateInput`,
+    updateInput: `${table}UpdateInput`,
   };
 }
 
@@ -205,6 +239,7 @@ export function buildGraphQLSchema(
   tables: readonly TableSpec[],
   visible: SchemaVisibility,
   resolveField?: GraphQLFieldResolver<unknown, unknown>,
+  writable: WriteVisibility = EVERYTHING_WRITABLE,
 ): GraphQLSchema {
   const byName = new Map(tables.map((t) => [t.name, t]));
   const shown = tables.filter((t) => visible.table(t.name));
@@ -440,12 +475,143 @@ export function buildGraphQLSchema(
   // A schema needs one query field: a caller who may read nothing still gets a valid, empty one.
   if (Object.keys(query).length === 0)
     query._nothingReadable = { type: GraphQLBoolean, description: 'Your roles may read no table', resolve: () => null };
-  const schema = new GraphQLSchema({ query: new GraphQLObjectType({ name: 'Query', fields: query }) });
+  const mutation = mutationFields(tables, writable, {
+    object: (t) => (visible.table(t.name) ? objectOf(t) : undefined),
+    value: valueType,
+    scalar: scalarOf,
+    where: (t) => (visible.table(t.name) ? whereOf(t) : undefined),
+  });
+  const schema = new GraphQLSchema({
+    query: new GraphQLObjectType({ name: 'Query', fields: query }),
+    ...(Object.keys(mutation).length
+      ? { mutation: new GraphQLObjectType({ name: 'Mutation', fields: mutation }) }
+      : {}),
+  });
   // What graphql-js would otherwise find only when it first executes (an enum value named true, ...).
   const invalid = validateSchema(schema);
   if (invalid.length)
     throw new Error(`the model has no valid GraphQL schema: ${invalid.map((e) => e.message).join('; ')}`);
   return schema;
+}
+
+const BulkMode = new GraphQLEnumType({
+  name: 'BulkMode',
+  description: "A bulk create's transaction mode, as REST's transactionMode (docs/api.md)",
+  values: { ALL_OR_NOTHING: { value: 'ALL_OR_NOTHING' }, BEST_EFFORT: { value: 'BEST_EFFORT' } },
+});
+const BulkItemError = new GraphQLObjectType({
+  name: 'BulkItemError',
+  fields: { index: { type: new GraphQLNonNull(GraphQLInt) }, message: { type: new GraphQLNonNull(GraphQLString) } },
+});
+const BulkCreateResult = new GraphQLObjectType({
+  name: 'BulkCreateResult',
+  description: 'The answer of a bulk create, member for member the `data` of REST POST /<table>/_bulk',
+  fields: {
+    success: { type: new GraphQLNonNull(GraphQLBoolean) },
+    transactionMode: { type: new GraphQLNonNull(BulkMode) },
+    totalRequested: { type: new GraphQLNonNull(GraphQLInt) },
+    totalSucceeded: { type: new GraphQLNonNull(GraphQLInt) },
+    totalFailed: { type: new GraphQLNonNull(GraphQLInt) },
+    items: {
+      type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(JsonScalar))),
+      description: 'The primary keys of the created records ({"id": 1})',
+    },
+    errors: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(BulkItemError))) },
+  },
+});
+const WriteCount = new GraphQLObjectType({
+  name: 'WriteCount',
+  fields: { count: { type: new GraphQLNonNull(GraphQLInt), description: 'Records changed' } },
+});
+
+interface MutationBuilders {
+  object(t: TableSpec): GraphQLObjectType | undefined;
+  value(t: TableSpec, f: FieldSpec): GraphQLInputType & GraphQLOutputType;
+  scalar(t: TableSpec, f: FieldSpec): GraphQLScalarType | GraphQLEnumType;
+  where(t: TableSpec): GraphQLInputObjectType | undefined;
+}
+
+/**
+ * The Mutation root: per table, the writes its grants allow, each the twin of a REST route (input
+ * fields are the fields the grant lets it write; every value is checked by the REST validators, so
+ * all are nullable here). By-key writes exist where REST has /<id> routes (a single-field key).
+ */
+function mutationFields(
+  tables: readonly TableSpec[],
+  writable: WriteVisibility,
+  build: MutationBuilders,
+): GraphQLFieldConfigMap<unknown, unknown> {
+  const fields: GraphQLFieldConfigMap<unknown, unknown> = {};
+  for (const t of tables) {
+    const names = mutationFieldNames(t.name);
+    for (const n of Object.values(names))
+      if (fields[n])
+        throw new Error(`GraphQL mutation ${n} of table ${t.name} is also another table's; rename a model`);
+    const typeName = typeNames(t.name);
+    const object = build.object(t);
+    const meta = (kind: MutationKind) => ({
+      svcgen: { kind, table: t.name, returnsRecord: object !== undefined } satisfies MutationFieldMeta,
+    });
+    const answer = object ?? new GraphQLNonNull(GraphQLBoolean);
+    const readNote = object ? '' : ` (your roles may not read ${t.name}: true once written)`;
+    const input = (action: 'create' | 'update', name: string) => {
+      const allowed = writable(t.name, action);
+      if (allowed === undefined) return undefined;
+      const members = t.fields.filter((f) => allowed === null || allowed.has(f.name));
+      if (!members.length) return undefined;
+      return new GraphQLInputObjectType({
+        name,
+        description: `A ${t.name} ${action === 'create' ? 'record to create' : 'merge patch'}: the JSON body of the REST route`,
+        fields: Object.fromEntries(members.map((f) => [f.name, { type: build.value(t, f) }])),
+      });
+    };
+    const id = t.primaryKey.length === 1 ? t.fields.find((f) => f.name === t.primaryKey[0]) : undefined;
+    const keyArgs = id ? { [id.name]: { type: new GraphQLNonNull(build.scalar(t, id)) } } : undefined;
+    const create = input('create', typeName.createInput);
+    if (create) {
+      fields[names.create] = {
+        type: answer,
+        description: `Creates one ${t.name} record (POST /gw/api/rest/${t.name})${readNote}`,
+        args: { data: { type: new GraphQLNonNull(create) } },
+        extensions: meta('create'),
+      };
+      fields[names.createMany] = {
+        type: new GraphQLNonNull(BulkCreateResult),
+        description: `Creates ${t.name} records in bulk (POST /gw/api/rest/${t.name}/_bulk)`,
+        args: {
+          data: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(create))) },
+          mode: { type: BulkMode, defaultValue: 'ALL_OR_NOTHING' },
+        },
+        extensions: meta('createMany'),
+      };
+    }
+    const update = input('update', typeName.updateInput);
+    if (update) {
+      if (keyArgs)
+        fields[names.update] = {
+          type: answer,
+          description: `Changes one ${t.name} record by a merge patch (PATCH /gw/api/rest/${t.name}/<id>)${readNote}`,
+          args: { ...keyArgs, data: { type: new GraphQLNonNull(update) } },
+          extensions: meta('update'),
+        };
+      const where = build.where(t);
+      if (where)
+        fields[names.updateWhere] = {
+          type: new GraphQLNonNull(WriteCount),
+          description: `Applies one merge patch to every matching ${t.name} record (PATCH /gw/api/rest/${t.name}?<filters>); where needs a condition`,
+          args: { where: { type: new GraphQLNonNull(where) }, data: { type: new GraphQLNonNull(update) } },
+          extensions: meta('updateWhere'),
+        };
+    }
+    if (keyArgs && writable(t.name, 'delete') !== undefined)
+      fields[names.delete] = {
+        type: new GraphQLNonNull(GraphQLBoolean),
+        description: `Deletes one ${t.name} record (DELETE /gw/api/rest/${t.name}/<id>, answered 204): true`,
+        args: keyArgs,
+        extensions: meta('delete'),
+      };
+  }
+  return fields;
 }
 
 function operandType(op: Operator, scalar: GraphQLInputType): GraphQLInputType {

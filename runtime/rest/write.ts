@@ -117,7 +117,7 @@ function recordText(ctx: DataContext, json: string | null): string {
 }
 
 /** A merge-patch body: refused (403) when the caller may not write its fields, then validated (422). */
-function patchValues(ctx: DataContext, scope: Scope, body: Record<string, unknown>): Record<string, unknown> {
+export function patchValues(ctx: DataContext, scope: Scope, body: Record<string, unknown>): Record<string, unknown> {
   writeRules(scope, ctx.table, 'update', writtenFields(ctx.table, body));
   return validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
 }

@@ -6,16 +6,18 @@
  * through runtime/query under the caller's access. Each distinct set of roles gets the schema of
  * what it may read, built once.
  */
-import { execute, GraphQLError, type ExecutionArgs, type GraphQLSchema } from 'graphql';
+import { execute, getOperationAST, GraphQLError, type ExecutionArgs, type GraphQLSchema } from 'graphql';
 import { createHandler } from 'graphql-http';
-import { MAX_JSON_DEPTH, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
+import { header, MAX_JSON_DEPTH, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
 import { nestsDeeperThan } from '../../http/json-body.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
-import { buildGraphQLSchema, type SchemaVisibility } from '../../graphql/schema.ts';
+import { buildGraphQLSchema, type SchemaVisibility, type WriteVisibility } from '../../graphql/schema.ts';
 import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
 import { unmarkDecimals } from '../../graphql/exact-numbers.ts';
-import { CostRule, NoIntrospectionRule, parseBounded, QueriesOnlyRule } from '../../graphql/rules.ts';
-import type { Principal, RolePrincipal } from '../../principal/index.ts';
+import { CostRule, NoIntrospectionRule, parseBounded, ServedOperationsRule } from '../../graphql/rules.ts';
+import type { Database } from '../../db/index.ts';
+import { withIdempotency } from '../../idempotency/index.ts';
+import { callerId, type Principal, type RolePrincipal } from '../../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
@@ -49,8 +51,13 @@ function schemaCache(services: Services): (principal: RolePrincipal) => GraphQLS
           return fields !== undefined && (fields === null || fields.has(field));
         },
       };
+      // Writes as the REST pipeline allows them: an action's grant, its fields (compile-write checks them again).
+      const writable: WriteVisibility = (table, action) => {
+        const grant = access.grant(table, action);
+        return grant === null ? undefined : grant.fields;
+      };
       try {
-        schema = buildGraphQLSchema(tables, visibility);
+        schema = buildGraphQLSchema(tables, visibility, undefined, writable);
       } catch (error) {
         // Names that collide, in a generated/ written before svcgen generate refused them.
         throw new Problem('not-found', `the GraphQL API cannot serve this model: ${(error as Error).message}`);
@@ -66,6 +73,8 @@ interface RequestContext {
   readonly tenant: Tenant;
   readonly principal: RolePrincipal;
   readonly req: ApiRequest;
+  /** The database of this request: the idempotency transaction's for a keyed mutation. */
+  db: Database;
   /** Set when execution answered no data at all (variables that could not be coerced): a request error. */
   noData?: boolean;
   /** Retry-After of a field's database fault, sent as the answer's header. */
@@ -114,7 +123,7 @@ export function graphqlHandler(services: Services): Handler {
         principal: req.context.principal,
         catalog: services.catalog,
         access: services.policy.access(req.context.principal),
-        db: services.db,
+        db: req.context.db,
         expensiveReads: services.expensiveReads,
         cursors: services.cursors,
         watchedTables: services.watchedTables,
@@ -128,7 +137,7 @@ export function graphqlHandler(services: Services): Handler {
     parse: parseBounded as never,
     validationRules: (req, _args, specified) => [
       ...specified,
-      QueriesOnlyRule,
+      ServedOperationsRule,
       CostRule,
       ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule]),
     ],
@@ -151,32 +160,85 @@ export function graphqlHandler(services: Services): Handler {
       const json = [body, req.query.get('variables'), req.query.get('extensions')];
       if (json.some((text) => text !== null && nestsDeeperThan(text, MAX_JSON_DEPTH))) return tooDeep(headers);
       const search = req.query.toString();
-      const context: RequestContext = { tenant, principal, req };
-      const [text, init] = await handle({
-        method: req.method,
-        url: `${req.path}${search ? `?${search}` : ''}`,
-        headers: req.headers as Record<string, string | string[] | undefined>,
-        body,
-        raw: req,
-        context,
-      });
-      // GraphQL over HTTP: with application/graphql-response+json, a response without data is a 4xx
-      // (graphql-http sends 200 for a failed variable coercion, which execution reports).
-      const requestError =
-        context.noData === true &&
-        init.status === 200 &&
-        init.headers?.['content-type']?.startsWith('application/graphql-response+json') === true;
-      const retry: Record<string, string> =
-        context.retryAfter !== undefined ? { 'retry-after': context.retryAfter } : {};
-      return {
-        status: requestError ? 400 : init.status,
-        headers: { ...init.headers, ...headers, ...retry },
-        body: text === null ? undefined : unmarkDecimals(text),
+      const run = async (db: Database): Promise<Reply> => {
+        const context: RequestContext = { tenant, principal, req, db };
+        const [text, init] = await handle({
+          method: req.method,
+          url: `${req.path}${search ? `?${search}` : ''}`,
+          headers: req.headers as Record<string, string | string[] | undefined>,
+          body,
+          raw: req,
+          context,
+        });
+        return answer(context, text, init, headers);
       };
+      if (body === null || !isMutation(body)) return await run(services.db);
+      // As REST creates: a keyed mutation runs once per key, in the transaction that stores its answer.
+      // Its root fields then share that transaction, and an answer with any error is not kept (nor its writes).
+      try {
+        const reply = await withIdempotency(services.db, req, callerId(principal), tenant, async (db) => {
+          const reply = await run(db);
+          if (header(req, 'idempotency-key') !== undefined && hasErrors(reply)) throw new NotKept(reply);
+          return reply;
+        });
+        // A replay carries the kept headers only; this request's rate limit is counted all the same.
+        return { ...reply, headers: { ...reply.headers, ...headers } };
+      } catch (error) {
+        if (error instanceof NotKept) return error.reply;
+        throw error;
+      }
     } catch (error) {
       if (error instanceof Problem) Object.assign(error.headers, headers);
       throw error;
     }
+  };
+}
+
+/** A keyed mutation's answer with errors: thrown to roll its transaction back, then answered. */
+class NotKept extends Error {
+  constructor(readonly reply: Reply) {
+    super('not kept');
+  }
+}
+
+function hasErrors(reply: Reply): boolean {
+  if (reply.status !== 200 || reply.body === undefined) return true;
+  try {
+    return (JSON.parse(reply.body) as { errors?: unknown }).errors !== undefined;
+  } catch {
+    return true;
+  }
+}
+
+/** Whether a POST body asks for a mutation (anything unreadable is left to graphql-http to refuse). */
+function isMutation(body: string): boolean {
+  try {
+    const params = JSON.parse(body) as { query?: unknown; operationName?: unknown };
+    if (typeof params.query !== 'string') return false;
+    const name = typeof params.operationName === 'string' ? params.operationName : undefined;
+    return getOperationAST(parseBounded(params.query), name)?.operation === 'mutation';
+  } catch {
+    return false;
+  }
+}
+
+function answer(
+  context: RequestContext,
+  text: string | null,
+  init: { status: number; headers?: Record<string, string> },
+  headers: Record<string, string>,
+): Reply {
+  // GraphQL over HTTP: with application/graphql-response+json, a response without data is a 4xx
+  // (graphql-http sends 200 for a failed variable coercion, which execution reports).
+  const requestError =
+    context.noData === true &&
+    init.status === 200 &&
+    init.headers?.['content-type']?.startsWith('application/graphql-response+json') === true;
+  const retry: Record<string, string> = context.retryAfter !== undefined ? { 'retry-after': context.retryAfter } : {};
+  return {
+    status: requestError ? 400 : init.status,
+    headers: { ...init.headers, ...headers, ...retry },
+    body: text === null ? undefined : unmarkDecimals(text),
   };
 }
 
