@@ -13,6 +13,8 @@ const CUSTOMER_ORDER_FIELDS = 'id status total customerId createdAt updatedAt';
 let t: AuthTestServer;
 let me: { id: string; token: string };
 let otherCustomer: string;
+let paidReaderKey: string;
+let readerKey: string;
 
 const unique = (tag: string) => `${tag}-${randomUUID()}`;
 
@@ -21,17 +23,25 @@ beforeAll(async () => {
     // Events are recorded for a subscription; its deliveries (to a closed port) are not what this file checks.
     configPatch: (raw) => {
       raw.webhooks = { allowHttp: true, allowPrivateTargets: true };
+      // Writes whose result the role cannot read, and a role that writes nothing.
+      raw.roles.paidReader = {
+        tables: { Order: { read: { filter: { status: 'paid' } }, create: true }, City: { create: true } },
+      };
+      raw.roles.reader = { tables: { Order: { read: true } } };
     },
   });
   const email = `${unique('gql')}@example.com`;
   const session = await t.signupConfirmed(email, { roleId: 'customer' });
   me = { id: session.user.id, token: session.accessToken };
   expect((await rest('POST', 'Customer', { id: me.id, email, name: 'Me' })).status).toBe(201);
+  paidReaderKey = (await t.createKey(['paidReader'])).key;
+  readerKey = (await t.createKey(['reader'])).key;
   otherCustomer = (await rest('POST', 'Customer', { email: `${unique('other')}@example.com`, name: 'Other' })).body.data
     .id;
 });
 afterAll(() => t?.close());
 
+/** `token` is a user's access token or an API key (both are Bearer credentials). */
 function rest(method: string, path: string, body?: unknown, token?: string, headers: Record<string, string> = {}) {
   return t.request(method, `${BASE}/${path}`, {
     body,
@@ -295,6 +305,45 @@ describe('a customer user', () => {
     expect(r.status).toBe(404);
     expectFieldError(g, 'updateOrder', r.body);
     expect((await rest('GET', `Order/${theirs.id}`)).body.data.total).toBe(1);
+  });
+});
+
+describe('answers the caller cannot read', () => {
+  it('a written row outside the read filter answers as REST’s {} (every field null)', async () => {
+    const query = `mutation { createOrder(data: { total: 1, customerId: "${otherCustomer}" }) { id status } }`;
+    const g = await gql(query, undefined, paidReaderKey);
+    expect(g.body).toEqual({ data: { createOrder: { id: null, status: null } } });
+    const r = await rest('POST', 'Order', { total: 1, customerId: otherCustomer }, paidReaderKey);
+    expect(r.status).toBe(201);
+    expect(r.body.data).toEqual({});
+  });
+
+  it('a table the role writes but does not read answers true, and has no update/delete', async () => {
+    const name = unique('city');
+    const g = await gql(`mutation { createCity(data: { name: "${name}", country: "FR" }) }`, undefined, paidReaderKey);
+    expect(g.body).toEqual({ data: { createCity: true } });
+    expect((await rest('GET', `City?name=equals.${name}`)).body.data).toHaveLength(1);
+    const fields = await gql('{ __type(name: "Mutation") { fields { name } } }', undefined, paidReaderKey);
+    expect(fields.body.data.__type.fields.map((f: any) => f.name).sort()).toEqual([
+      'createCity',
+      'createCityMany',
+      'createOrder',
+      'createOrderMany',
+    ]);
+  });
+
+  it('a role that writes nothing has no Mutation type; subscriptions are refused', async () => {
+    const m = await gql('mutation { createOrder(data: { total: 1 }) { id } }', undefined, readerKey);
+    expect(m.status).toBe(400);
+    expect(m.body.errors.map((e: any) => e.message)).toContain(
+      'your roles may write no table, so this API has no mutations for you',
+    );
+    const s = await gql('subscription { orderList { id } }');
+    expect(s.status).toBe(400);
+    expect(s.body.errors[0]).toMatchObject({
+      message: 'this API answers queries and mutations; subscriptions are not served (webhooks deliver changes)',
+      extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
+    });
   });
 });
 
