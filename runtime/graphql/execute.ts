@@ -51,6 +51,11 @@ export type GraphQLContext = {
   readonly log: (error: unknown) => void;
   /** A field met a fault that passes by itself (database busy or away): the answer says when to retry. */
   readonly retryAfter: (seconds: string) => void;
+  /**
+   * Set for a mutation request with an Idempotency-Key, whose mutations share one transaction:
+   * after one fails the transaction is lost (and would not be kept), so the rest are not run.
+   */
+  readonly keyed?: { failed: boolean };
 };
 
 /** A GraphQL error carrying the REST Problem's kind as `code`, its `type` and `status` (docs/graphql.md "Errors"). */
@@ -245,9 +250,18 @@ export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (sou
   const def = info.parentType.getFields()[info.fieldName];
   const meta = def?.extensions.svcgen as RootFieldMeta | MutationFieldMeta | ObjectFieldMeta | undefined;
   if (meta && 'kind' in meta) {
-    const resolved =
-      'returnsRecord' in meta ? resolveMutation(meta, args, context, info) : resolveRoot(meta, args, context, info);
+    const resolved = !('returnsRecord' in meta)
+      ? resolveRoot(meta, args, context, info)
+      : context.keyed?.failed
+        ? Promise.reject(
+            new Problem(
+              'conflict',
+              'not run: an earlier mutation of this request failed, and a request with an Idempotency-Key writes all its mutations or none; nothing was written, and the key may be used again',
+            ),
+          )
+        : resolveMutation(meta, args, context, info);
     return resolved.catch((error: unknown) => {
+      if (context.keyed) context.keyed.failed = true;
       const problem = toProblem(error, context);
       const retry = problem.headers['retry-after'];
       if (retry !== undefined) context.retryAfter(retry);

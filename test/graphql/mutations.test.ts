@@ -425,6 +425,23 @@ describe('Idempotency-Key and GET', () => {
     expect(good.body).toEqual({ data: { createOrder: { note } } });
   });
 
+  it('in a keyed request, the mutations after a failed one are not run (their transaction is lost)', async () => {
+    const email = `${unique('dup-key')}@example.com`;
+    expect((await rest('POST', 'Customer', { email, name: 'A' })).status).toBe(201);
+    const note = unique('after-dup');
+    const g = await gql(
+      `mutation { a: createCustomer(data: { email: "${email}", name: "B" }) { id }
+        b: createOrder(data: { total: 1, note: "${note}", customerId: "${otherCustomer}" }) { id } }`,
+      undefined,
+      undefined,
+      { 'idempotency-key': unique('key') },
+    );
+    expect(g.body.data).toEqual({ a: null, b: null });
+    expect(g.body.errors.map((e: any) => e.extensions.code)).toEqual(['CONFLICT', 'CONFLICT']);
+    expect(g.body.errors[1].message).toMatch(/^not run: an earlier mutation of this request failed/);
+    expect((await rest('GET', `Order?note=equals.${note}`)).body.data).toEqual([]);
+  });
+
   it('a mutation over GET is refused (405)', async () => {
     const res = await t.request(
       'GET',

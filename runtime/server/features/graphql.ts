@@ -75,6 +75,8 @@ interface RequestContext {
   readonly req: ApiRequest;
   /** The database of this request: the idempotency transaction's for a keyed mutation. */
   db: Database;
+  /** Present for a keyed mutation (GraphQLContext.keyed). */
+  keyed?: { failed: boolean };
   /** Set when execution answered no data at all (variables that could not be coerced): a request error. */
   noData?: boolean;
   /** Retry-After of a field's database fault, sent as the answer's header. */
@@ -133,6 +135,7 @@ export function graphqlHandler(services: Services): Handler {
       retryAfter: (seconds) => {
         req.context.retryAfter = seconds;
       },
+      keyed: req.context.keyed,
     }),
     parse: parseBounded as never,
     validationRules: (req, _args, specified) => [
@@ -160,8 +163,8 @@ export function graphqlHandler(services: Services): Handler {
       const json = [body, req.query.get('variables'), req.query.get('extensions')];
       if (json.some((text) => text !== null && nestsDeeperThan(text, MAX_JSON_DEPTH))) return tooDeep(headers);
       const search = req.query.toString();
-      const run = async (db: Database): Promise<Reply> => {
-        const context: RequestContext = { tenant, principal, req, db };
+      const run = async (db: Database, keyed?: { failed: boolean }): Promise<Reply> => {
+        const context: RequestContext = { tenant, principal, req, db, keyed };
         const [text, init] = await handle({
           method: req.method,
           url: `${req.path}${search ? `?${search}` : ''}`,
@@ -177,8 +180,9 @@ export function graphqlHandler(services: Services): Handler {
       // Its root fields then share that transaction, and an answer with any error is not kept (nor its writes).
       try {
         const reply = await withIdempotency(services.db, req, callerId(principal), tenant, async (db) => {
-          const reply = await run(db);
-          if (header(req, 'idempotency-key') !== undefined && hasErrors(reply)) throw new NotKept(reply);
+          const keyed = header(req, 'idempotency-key') !== undefined;
+          const reply = await run(db, keyed ? { failed: false } : undefined);
+          if (keyed && hasErrors(reply)) throw new NotKept(reply);
           return reply;
         });
         // A replay carries the kept headers only; this request's rate limit is counted all the same.
