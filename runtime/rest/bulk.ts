@@ -192,12 +192,14 @@ async function insertAll(
     // A transaction even for one statement: under an Idempotency-Key ctx.db is the key's open
     // transaction, which a refused statement would abort; there it is a savepoint to roll back to.
     await ctx.db.transaction(async (tx) => {
-      for (const run of runs) keys.push(...(await insertRun(tx, run)));
+      // Before the insert: a row of the statement that takes the next key must not meet a key
+      // another item chose (all of one statement's defaults are drawn before any row is checked).
       const highest = highestChosenKey(
         ctx,
         valid.map((v) => v.value),
       );
       if (highest) await advanceKeySequence(ctx, tx, highest);
+      for (const run of runs) keys.push(...(await insertRun(tx, run)));
     });
   } catch (error) {
     if (error instanceof Problem && error.status < 500) return false;
