@@ -7,12 +7,11 @@
  */
 import { Kind, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql';
 import { Problem, type ApiRequest, type Reply } from '../http/index.ts';
-import { compileWrite } from '../query/index.ts';
-import { capturesEvents, readScope, type DataContext } from '../rest/context.ts';
+import type { DataContext } from '../rest/context.ts';
 import { OPERATIONS } from '../rest/index.ts';
 import { answeringQueryErrors } from '../rest/query-problems.ts';
 import { requireObject } from '../rest/validate-body.ts';
-import { patchValues, runWrite } from '../rest/write.ts';
+import { updateMatching } from '../rest/write.ts';
 import { parseKeepingNumbers } from './exact-numbers.ts';
 import type { MutationFieldMeta, WriteAction } from './schema.ts';
 import { collectFields, whereCondition } from './translate.ts';
@@ -138,14 +137,5 @@ async function updateWhere(ctx: DataContext, args: Record<string, unknown>): Pro
       [{ field: 'where', rule: 'required', message: 'at least one condition is required' }],
     );
   }
-  const scope = readScope(ctx);
-  const patch = patchValues(ctx, scope, requireObject(args.data, 'data'));
-  const write = compileWrite(
-    scope,
-    { kind: 'update', table: ctx.table, where, patch },
-    { kind: 'count' },
-    await capturesEvents(ctx),
-  );
-  const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
-  return { count: Number(rows[0]![0]) };
+  return { count: await updateMatching(ctx, where, requireObject(args.data, 'data')) };
 }

@@ -13,6 +13,7 @@ import {
   writeRules,
   type CompiledWrite,
   type CatalogTable,
+  type Condition,
   type Scope,
 } from '../query/index.ts';
 import { capturesEvents, filterContext, readScope, type DataContext } from './context.ts';
@@ -162,6 +163,18 @@ export async function updateMany(ctx: DataContext): Promise<Reply> {
       [{ field: 'filter', rule: 'required', message: 'at least one filter is required' }],
     );
   }
+  return rawJsonReply(200, `{"data":{"count":${await updateMatching(ctx, where, body)}}}`);
+}
+
+/**
+ * Applies a merge patch to every row matching the caller's `where` that it may update (an update
+ * by filter, of REST or GraphQL); the number of rows changed.
+ */
+export async function updateMatching(
+  ctx: DataContext,
+  where: Condition,
+  body: Record<string, unknown>,
+): Promise<number> {
   const scope = readScope(ctx);
   const patch = patchValues(ctx, scope, body);
   const write = compileWrite(
@@ -171,5 +184,5 @@ export async function updateMany(ctx: DataContext): Promise<Reply> {
     await capturesEvents(ctx),
   );
   const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
-  return rawJsonReply(200, `{"data":{"count":${Number(rows[0]![0])}}}`);
+  return Number(rows[0]![0]);
 }
