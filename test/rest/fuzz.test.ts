@@ -5,6 +5,7 @@
 // that do not exist), so that any row change is itself a bug.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { OPERATORS } from '../../runtime/model/index.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20240611);
 const COUNT = 4000;
@@ -56,29 +57,8 @@ const TARGETS: Record<Table, Record<string, Table>> = {
   OrderItem: { order: 'Order', product: 'Product' },
 };
 const RELATIONS = Object.fromEntries(TABLES.map((n) => [n, Object.keys(TARGETS[n])])) as Record<Table, string[]>;
-const OPS = [
-  'equals',
-  'not_equals',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'contains',
-  'starts_with',
-  'ends_with',
-  'in',
-  'not_in',
-  'between',
-  'is_empty',
-  'is_not_empty',
-  'today',
-  'yesterday',
-  'this_week',
-  'this_month',
-  'last_days',
-  'last_weeks',
-  'last_months',
-];
+// Every operator of the query language (docs/api.md §5.5), valid or not for the field it lands on.
+const OPS: readonly string[] = OPERATORS;
 const HOSTILE = [
   `'; drop table "Order"; --`,
   `" or 1=1 --`,
