@@ -9,4 +9,11 @@ export {
   type NewApiKey,
   type ResolvedApiKey,
 } from './store.ts';
-export { keyHandlers, keyProblems, newKeySchema, type KeyRouteDeps } from './routes.ts';
+export {
+  keyHandlers,
+  keyOperations,
+  keyProblems,
+  newKeySchema,
+  type CreatedApiKey,
+  type KeyRouteDeps,
+} from './routes.ts';

@@ -7,7 +7,7 @@ import { KEY_PREFIX, KEY_PREFIX_RULE } from '../model/index.ts';
 import { authenticate, type CredentialResolver } from '../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import { contextKeyProblem } from './names.ts';
-import { createApiKey, listApiKeys, type CredentialStore } from './store.ts';
+import { createApiKey, listApiKeys, type ApiKeyRecord, type CredentialStore } from './store.ts';
 
 export interface KeyRouteDeps {
   readonly config: Config;
@@ -85,11 +85,26 @@ function issueRule(issue: z.core.$ZodIssue): string {
   return typeof rule === 'string' ? rule : issue.code;
 }
 
-export function keyHandlers(deps: KeyRouteDeps) {
+/** What POST /_apikeys answers in `data`: the key's value is shown here once, never again. */
+export interface CreatedApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  roles: string[];
+  environment: string;
+  createdAt: string;
+  key: string;
+}
+
+/**
+ * API key management after the caller is known to hold a management token: the one implementation
+ * behind REST /_apikeys and the GraphQL management schema (docs/graphql.md "Management").
+ */
+export function keyOperations(deps: Pick<KeyRouteDeps, 'config' | 'db' | 'credentials'>) {
   return {
-    async create(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(deps, req);
-      const parsed = newKeySchema.safeParse(await readJson(req));
+    /** Validates a request body as POST /_apikeys does (422 naming each field) and creates the key. */
+    async create(tenant: Tenant, body: unknown): Promise<CreatedApiKey> {
+      const parsed = newKeySchema.safeParse(body);
       if (!parsed.success) {
         const errors = parsed.error.issues.flatMap((issue) =>
           issue.code === 'unrecognized_keys'
@@ -108,16 +123,33 @@ export function keyHandlers(deps: KeyRouteDeps) {
       if (errors.length) throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
       const key = await createApiKey(deps.db, { projectId: tenant.projectId, ...parsed.data });
       const { id, name, prefix, roles, environment, createdAt } = key;
-      return jsonReply(201, { data: { id, name, prefix, roles, environment, createdAt, key: key.key } });
+      return { id, name, prefix, roles, environment, createdAt, key: key.key };
+    },
+    list(tenant: Tenant): Promise<ApiKeyRecord[]> {
+      return listApiKeys(deps.db, tenant.projectId, tenant.environment);
+    },
+    /** Revokes the key at once (every process forgets it); 404 Problem when no active key has `id`. */
+    async revoke(tenant: Tenant, id: string): Promise<void> {
+      const revoked = await deps.credentials.revoke(tenant.projectId, id);
+      if (!revoked) throw new Problem('not-found', `no API key with id "${id}"`);
+    },
+  };
+}
+
+export function keyHandlers(deps: KeyRouteDeps) {
+  const keys = keyOperations(deps);
+  return {
+    async create(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      return jsonReply(201, { data: await keys.create(tenant, await readJson(req)) });
     },
     async list(req: ApiRequest): Promise<Reply> {
       const tenant = await requireManagement(deps, req);
-      return jsonReply(200, { data: await listApiKeys(deps.db, tenant.projectId, tenant.environment) });
+      return jsonReply(200, { data: await keys.list(tenant) });
     },
     async revoke(req: ApiRequest): Promise<Reply> {
       const tenant = await requireManagement(deps, req);
-      const revoked = await deps.credentials.revoke(tenant.projectId, req.params.id ?? '');
-      if (!revoked) throw new Problem('not-found', `no API key with id "${req.params.id}"`);
+      await keys.revoke(tenant, req.params.id ?? '');
       return { status: 204 };
     },
   };

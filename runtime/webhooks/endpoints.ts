@@ -21,6 +21,7 @@ import {
   schemaErrors,
   subscriptionPatch,
   updateSubscription,
+  type DeliveryRecord,
   type Subscription,
   type SubscriptionInput,
 } from './subscriptions.ts';
@@ -65,7 +66,7 @@ function requireSameEnvironment(tenant: Tenant, body: unknown): void {
 }
 
 async function requireSubscription(
-  deps: WebhookDeps,
+  deps: Pick<WebhookDeps, 'db'>,
   tenant: Tenant,
   id: string,
   forUpdate = false,
@@ -75,7 +76,12 @@ async function requireSubscription(
   return found;
 }
 
-export function webhookHandlers(deps: WebhookDeps) {
+/**
+ * Webhook management after the caller is known to hold a management token, in the tenant's
+ * environment: the one implementation behind REST /_webhooks and the GraphQL management schema
+ * (docs/graphql.md "Management"). Bodies are checked here, failures are Problems.
+ */
+export function webhookOperations(deps: Omit<WebhookDeps, 'resolvers'>) {
   const check = (input: SubscriptionInput, tenant: Tenant) =>
     checkSubscription(input, {
       catalog: deps.catalog,
@@ -84,46 +90,34 @@ export function webhookHandlers(deps: WebhookDeps) {
       environment: tenant.environment,
     });
   return {
-    async create(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(deps, req);
-      const body = await readJson(req);
+    async create(tenant: Tenant, body: unknown): Promise<Subscription> {
       requireSameEnvironment(tenant, body);
       const parsed = newSubscription.safeParse(body);
       if (!parsed.success) rejectInvalid(schemaErrors(parsed.error));
       const input: SubscriptionInput = { active: true, filter: null, select: null, ...parsed.data! };
       rejectInvalid(await check(input, tenant));
-      const created = await deps.db.transaction((tx) => insertSubscription(tx, deps.box, input));
-      return jsonReply(201, created, { location: `${req.path.replace(/\/+$/, '')}/${created.id}` });
+      return deps.db.transaction((tx) => insertSubscription(tx, deps.box, input));
     },
 
-    async list(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(deps, req);
-      return jsonReply(200, { data: await listSubscriptions(deps.db, tenant.projectId, tenant.environment) });
+    list(tenant: Tenant): Promise<Subscription[]> {
+      return listSubscriptions(deps.db, tenant.projectId, tenant.environment);
     },
 
-    async get(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(deps, req);
-      const webhook = await requireSubscription(deps, tenant, req.params.id ?? '');
-      return jsonReply(200, {
-        webhook,
-        deliveries: await deliveries(deps.db, webhook.id, { limit: DELIVERY_HISTORY_LIMIT }),
-      });
+    /** The subscription and its newest deliveries (DELIVERY_HISTORY_LIMIT). */
+    async get(tenant: Tenant, id: string): Promise<{ webhook: Subscription; deliveries: DeliveryRecord[] }> {
+      const webhook = await requireSubscription(deps, tenant, id);
+      return { webhook, deliveries: await deliveries(deps.db, webhook.id, { limit: DELIVERY_HISTORY_LIMIT }) };
     },
 
-    async update(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(deps, req);
-      const body = await readJson(req, ['application/json', 'application/merge-patch+json']);
+    async update(tenant: Tenant, id: string, body: unknown): Promise<Subscription> {
       requireSameEnvironment(tenant, body);
       const parsed = subscriptionPatch.safeParse(body);
       if (!parsed.success) rejectInvalid(schemaErrors(parsed.error));
       const patch = parsed.data!;
       return deps.db.transaction(async (tx) => {
-        const before = await findSubscription(tx, tenant.projectId, tenant.environment, req.params.id ?? '', true);
+        const before = await findSubscription(tx, tenant.projectId, tenant.environment, id, true);
         if (!before)
-          throw new Problem(
-            'not-found',
-            `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`,
-          );
+          throw new Problem('not-found', `no webhook with id "${id}" in environment "${tenant.environment}"`);
         const merged: SubscriptionInput = {
           projectId: before.projectId,
           environment: before.environment,
@@ -137,24 +131,20 @@ export function webhookHandlers(deps: WebhookDeps) {
           ...patch,
         };
         rejectInvalid(await check(merged, tenant));
-        return jsonReply(200, await updateSubscription(tx, deps.box, before, merged, patch.secret !== undefined));
+        return updateSubscription(tx, deps.box, before, merged, patch.secret !== undefined);
       });
     },
 
-    async remove(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(deps, req);
+    async remove(tenant: Tenant, id: string): Promise<void> {
       const removed = await deps.db.transaction((tx) =>
-        deleteSubscription(tx, tenant.projectId, tenant.environment, req.params.id ?? ''),
+        deleteSubscription(tx, tenant.projectId, tenant.environment, id),
       );
-      if (!removed)
-        throw new Problem('not-found', `no webhook with id "${req.params.id}" in environment "${tenant.environment}"`);
-      return { status: 204 };
+      if (!removed) throw new Problem('not-found', `no webhook with id "${id}" in environment "${tenant.environment}"`);
     },
 
-    async redeliver(req: ApiRequest): Promise<Reply> {
-      const tenant = await requireManagement(deps, req);
-      const webhook = await requireSubscription(deps, tenant, req.params.id ?? '');
-      const deliveryId = req.params.deliveryId ?? '';
+    /** Queues a delivered or dead-letter delivery again (same event id); its record as queued. */
+    async redeliver(tenant: Tenant, id: string, deliveryId: string): Promise<DeliveryRecord> {
+      const webhook = await requireSubscription(deps, tenant, id);
       return deps.db.transaction(async (tx) => {
         const result = await redeliver(tx, webhook.id, deliveryId);
         if (result === 'missing')
@@ -164,8 +154,47 @@ export function webhookHandlers(deps: WebhookDeps) {
             'conflict',
             `delivery ${deliveryId} is still being delivered; only delivered and dead_letter deliveries can be sent again`,
           );
-        return jsonReply(202, { data: (await deliveries(tx, webhook.id, { id: deliveryId }))[0] });
+        return (await deliveries(tx, webhook.id, { id: deliveryId }))[0]!;
       });
+    },
+  };
+}
+
+export function webhookHandlers(deps: WebhookDeps) {
+  const webhooks = webhookOperations(deps);
+  return {
+    async create(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const created = await webhooks.create(tenant, await readJson(req));
+      return jsonReply(201, created, { location: `${req.path.replace(/\/+$/, '')}/${created.id}` });
+    },
+
+    async list(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      return jsonReply(200, { data: await webhooks.list(tenant) });
+    },
+
+    async get(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      return jsonReply(200, await webhooks.get(tenant, req.params.id ?? ''));
+    },
+
+    async update(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const body = await readJson(req, ['application/json', 'application/merge-patch+json']);
+      return jsonReply(200, await webhooks.update(tenant, req.params.id ?? '', body));
+    },
+
+    async remove(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      await webhooks.remove(tenant, req.params.id ?? '');
+      return { status: 204 };
+    },
+
+    async redeliver(req: ApiRequest): Promise<Reply> {
+      const tenant = await requireManagement(deps, req);
+      const delivery = await webhooks.redeliver(tenant, req.params.id ?? '', req.params.deliveryId ?? '');
+      return jsonReply(202, { data: delivery });
     },
   };
 }

@@ -1,9 +1,15 @@
 /** Webhooks: subscriptions and their endpoints, event capture in data statements, delivery workers. */
 export { captureEvents, CHANGED_COLUMN, type Capture, type CaptureSite, type EventOperation } from './capture.ts';
 export { eventBody, signature, DeliveryAgent } from './delivery.ts';
-export { webhookHandlers, DELIVERY_HISTORY_LIMIT, type WebhookDeps } from './endpoints.ts';
+export { webhookHandlers, webhookOperations, DELIVERY_HISTORY_LIMIT, type WebhookDeps } from './endpoints.ts';
 export { QUEUE_SCHEMA, DELIVER_TASK } from './queue.ts';
-export { EVENT_NAMES, newSubscription, subscriptionPatch } from './subscriptions.ts';
+export {
+  EVENT_NAMES,
+  newSubscription,
+  subscriptionPatch,
+  type DeliveryRecord,
+  type Subscription,
+} from './subscriptions.ts';
 export { refusedAddress, urlProblems, type TargetPolicy } from './targets.ts';
 export {
   installDeliveryQueue,
