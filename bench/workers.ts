@@ -12,10 +12,7 @@
  * Environment as for ./run.ts: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION,
  * BENCH_WARMUP, BENCH_CASES, BENCH_RESULTS; BENCH_WORKERS (default "1,2").
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -23,7 +20,8 @@ import pg from 'pg';
 import { CASES, fillRequest, headersFor, type BenchCase, type Fixture } from './cases.ts';
 import { REPO } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
-import { BackendCpu, machineBusy, machineSample, processCpuMicros } from './cpu.ts';
+import { serveCli, processTree, treeCpuMicros, treeCpuSpent, type Serving } from './cli-server.ts';
+import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
@@ -53,93 +51,6 @@ interface Measurement {
   loadUs: number;
   /** busy share of all CPUs */
   busy: number | undefined;
-}
-
-/** The pids of a process and all its descendants (the cluster primary and its workers). */
-function processTree(pid: number): number[] {
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) {
-    let children: string[] = [];
-    try {
-      for (const task of fs.readdirSync(`/proc/${out[i]}/task`)) {
-        children = children.concat(
-          fs.readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean),
-        );
-      }
-    } catch {
-      // gone meanwhile
-    }
-    out.push(...children.map(Number));
-  }
-  return out;
-}
-
-function treeCpuMicros(pid: number): Map<number, number> {
-  return new Map(processTree(pid).map((p) => [p, processCpuMicros(p) ?? 0]));
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-interface Serving {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-/** `svcgen serve --workers n` on the project copy; resolves once it answers /readyz with 200. */
-async function serve(projectDir: string, databaseUrl: string, workers: number): Promise<Serving> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      path.join(REPO, 'bin/svcgen.js'),
-      'serve',
-      '--project',
-      projectDir,
-      '--database-url',
-      databaseUrl,
-      '--port',
-      String(port),
-      '--workers',
-      String(workers),
-      '--no-worker',
-      '--log-level',
-      'warn',
-    ],
-    { cwd: projectDir, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
-  );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  for (let waited = 0; ; waited += 100) {
-    if (child.exitCode !== null)
-      throw new Error(`svcgen serve --workers ${workers} exited (${child.exitCode}) during start-up`);
-    if (waited > 60_000) throw new Error(`svcgen serve --workers ${workers} was not ready within 60 s`);
-    const ready = await fetch(`${url}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ready) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return {
-    url,
-    pid: child.pid!,
-    async stop() {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
 }
 
 async function load(url: string, benchCase: BenchCase, fixture: Fixture, seconds: number): Promise<autocannon.Result> {
@@ -177,8 +88,7 @@ async function measure(
   if (result.non2xx || result.errors)
     throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   const requests = result.requests.total;
-  let svcgen = 0;
-  for (const [pid, cpu] of svcAfter) svcgen += cpu - (svcBefore.get(pid) ?? 0);
+  const svcgen = treeCpuSpent(svcBefore, svcAfter);
   const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
   return {
     rps: result.requests.average,
@@ -276,7 +186,23 @@ async function main(): Promise<void> {
 
     const results = new Map<string, Map<number, Measurement>>(cases.map((c) => [c.id, new Map()]));
     for (const n of WORKER_COUNTS) {
-      const serving = await serve(projectDir, database.url, n);
+      const serving = await serveCli({
+        bin: path.join(REPO, 'bin/svcgen.js'),
+        args: [
+          '--project',
+          projectDir,
+          '--database-url',
+          database.url,
+          '--workers',
+          String(n),
+          '--no-worker',
+          '--log-level',
+          'warn',
+        ],
+        cwd: projectDir,
+        env: { ...process.env, NODE_ENV: 'production' },
+        label: `svcgen serve --workers ${n}`,
+      });
       log(
         `svcgen serve --workers ${n}: ${serving.url} (pid ${serving.pid}, ${processTree(serving.pid).length} processes)`,
       );

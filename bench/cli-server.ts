@@ -1,0 +1,111 @@
+/**
+ * `svcgen serve` run as a user runs it, for the benchmarks that measure the real CLI
+ * (./workers.ts, ./installed.ts): a spawned process on a free port, ready once /readyz answers 200,
+ * its CPU (and its cluster workers') read from /proc.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import { processCpuMicros } from './cpu.ts';
+
+const READY_TIMEOUT_MS = 60_000;
+const STOP_GRACE_MS = 20_000;
+
+export interface Serving {
+  readonly url: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export interface ServeOptions {
+  /** the svcgen executable: bin/svcgen.js of this checkout, or node_modules/svcgen/bin/svcgen.js of an installed project */
+  readonly bin: string;
+  /** arguments after `serve` (the port is added) */
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** where stdout goes (the request log): a file, as systemd or Docker would keep it; discarded without */
+  readonly stdoutFile?: string;
+  /** a name for error messages */
+  readonly label: string;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `svcgen serve … --port <free port>`; resolves once it answers /readyz with 200. */
+export async function serveCli(options: ServeOptions): Promise<Serving> {
+  const port = await freePort();
+  const stdout = options.stdoutFile === undefined ? 'ignore' : fs.openSync(options.stdoutFile, 'a');
+  const child: ChildProcess = spawn(process.execPath, [options.bin, 'serve', ...options.args, '--port', String(port)], {
+    cwd: options.cwd,
+    stdio: ['ignore', stdout, 'inherit'],
+    env: options.env ?? process.env,
+  });
+  if (typeof stdout === 'number') fs.closeSync(stdout); // the child holds its own copy
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let waited = 0; ; waited += 100) {
+    if (child.exitCode !== null) throw new Error(`${options.label} exited (${child.exitCode}) during start-up`);
+    if (waited > READY_TIMEOUT_MS) {
+      child.kill('SIGKILL');
+      throw new Error(`${options.label} was not ready within ${READY_TIMEOUT_MS / 1000} s`);
+    }
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The pids of a process and all its descendants (the cluster primary and its workers). */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    let children: string[] = [];
+    try {
+      for (const task of fs.readdirSync(`/proc/${out[i]}/task`)) {
+        children = children.concat(
+          fs.readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean),
+        );
+      }
+    } catch {
+      // gone meanwhile
+    }
+    out.push(...children.map(Number));
+  }
+  return out;
+}
+
+/** CPU µs of a process and its descendants, by pid. */
+export function treeCpuMicros(pid: number): Map<number, number> {
+  return new Map(processTree(pid).map((p) => [p, processCpuMicros(p) ?? 0]));
+}
+
+/** CPU µs a process tree spent between two readings of treeCpuMicros. */
+export function treeCpuSpent(before: Map<number, number>, after: Map<number, number>): number {
+  let spent = 0;
+  for (const [pid, cpu] of after) spent += cpu - (before.get(pid) ?? 0);
+  return spent;
+}

@@ -1,0 +1,323 @@
+/**
+ * `npm run bench:installed`: svcgen as users run it against the bare server, in the same run.
+ * Writes the section "## Installed svcgen serve" of bench/RESULTS.md.
+ *
+ *   1. `npm pack` of this checkout (prepack compiles dist/), installed with `npm install -D` into a
+ *      new project outside the repository (BENCH_INSTALLED_PROJECT reuses one from an earlier run);
+ *      examples/shop's schema.prisma, svcgen.config.json and migrations copied in, `svcgen generate`;
+ *   2. a fresh database seeded as for `npm run bench` (./database.ts);
+ *   3. three servers: `svcgen serve --database-url <url>` with default flags (request log at info),
+ *      the same with `--log-level warn`, both with stdout going to a file as under systemd or
+ *      Docker; and the bare node:http + pg server (./bare-server.ts);
+ *   4. per case, BENCH_ROUNDS rounds (default 3) with the servers in rotating order, each a 3 s
+ *      warm-up and 10 s measured with autocannon (50 connections); each figure is the server's
+ *      median round by requests/s. CPU per request of each process from /proc.
+ *
+ * The config of the copied project differs from the example's as `npm run bench`'s does: the data
+ * rate limit out of reach and the pool's wait bound at 60 s (50 connections of scans on 2 CPUs).
+ * Environment as for ./run.ts: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION,
+ * BENCH_WARMUP, BENCH_ROUNDS, BENCH_CASES, BENCH_RESULTS.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { CASES, fillRequest, headersFor, type BenchCase, type Fixture } from './cases.ts';
+import { REPO, startServerChild } from './children.ts';
+import { cleanupOnExit } from './cleanups.ts';
+import { serveCli, treeCpuMicros, treeCpuSpent, type Serving } from './cli-server.ts';
+import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
+import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
+import { gitRevision, reportDate, writeSection } from './results-file.ts';
+
+const CONNECTIONS = 50;
+const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CASE_IDS = (process.env.BENCH_CASES ?? 'read-one,list-20,list-filtered,list-embed,create').split(',');
+const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
+const RESULTS_FILE = process.env.BENCH_RESULTS
+  ? path.resolve(process.env.BENCH_RESULTS)
+  : path.join(REPO, 'bench', 'RESULTS.md');
+const SECTION = '## Installed svcgen serve';
+/** The aims of issue "speed as users run it", against the bare server. */
+const AIM = { geomean: 0.9, min: 0.8, p99Factor: 1.5, logCost: 0.03 };
+
+const SERVERS = ['info', 'warn', 'bare'] as const;
+type ServerName = (typeof SERVERS)[number];
+const LABEL: Record<ServerName, string> = {
+  info: '`svcgen serve` (default flags: log level info)',
+  warn: '`svcgen serve --log-level warn`',
+  bare: 'bare node:http + pg',
+};
+
+const log = (message: string) => console.error(`[bench:installed] ${message}`);
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
+
+interface Measurement {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU µs per request of the server's processes, PostgreSQL's backends, the load generator */
+  serverUs: number;
+  postgresUs: number | undefined;
+  loadUs: number;
+  busy: number | undefined;
+}
+
+interface Target {
+  url: string;
+  pid: number;
+}
+
+async function load(url: string, benchCase: BenchCase, fixture: Fixture, seconds: number): Promise<autocannon.Result> {
+  return autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: headersFor(fixture),
+    requests: [{ setupRequest: (req, context) => fillRequest(req, benchCase.next(fixture, context, 0)) }],
+  });
+}
+
+async function measure(target: Target, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu) {
+  const warm = await load(target.url, benchCase, fixture, WARMUP_S);
+  if (warm.non2xx || warm.errors)
+    throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  const serverBefore = treeCpuMicros(target.pid);
+  const pgBefore = await backends.sample();
+  const machineBefore = machineSample();
+  const loadBefore = process.cpuUsage();
+  const result = await load(target.url, benchCase, fixture, DURATION_S);
+  const loadCpu = process.cpuUsage(loadBefore);
+  const machineAfter = machineSample();
+  const pgAfter = await backends.sample();
+  const serverAfter = treeCpuMicros(target.pid);
+  if (result.non2xx || result.errors)
+    throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  const requests = result.requests.total;
+  const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    serverUs: treeCpuSpent(serverBefore, serverAfter) / requests,
+    postgresUs: pgSpent === undefined ? undefined : pgSpent / requests,
+    loadUs: (loadCpu.user + loadCpu.system) / requests,
+    busy: machineBusy(machineBefore, machineAfter)?.busy,
+  };
+}
+
+const median = (rounds: Measurement[]) =>
+  [...rounds].sort((a, b) => a.rps - b.rps)[Math.floor((rounds.length - 1) / 2)]!;
+
+/** A project that installed svcgen from the tarball of this checkout, holding a copy of the shop example. */
+async function installedProject(addCleanup: (step: () => Promise<void>) => void): Promise<string> {
+  if (process.env.BENCH_INSTALLED_PROJECT) return path.resolve(process.env.BENCH_INSTALLED_PROJECT);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-installed-'));
+  addCleanup(() => rm(dir, { recursive: true, force: true }));
+  log(`npm pack (compiles dist/) and npm install -D into ${dir}`);
+  const packed = execFileSync('npm', ['pack', '--pack-destination', dir, '--silent'], {
+    cwd: REPO,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+    .trim()
+    .split('\n')
+    .at(-1)!;
+  await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'bench-shop', private: true }, null, 2));
+  execFileSync('npm', ['install', '-D', '--no-audit', '--no-fund', path.join(dir, packed)], {
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (const item of ['schema.prisma', 'svcgen.config.json', 'migrations'])
+    await cp(path.join(REPO, 'examples/shop', item), path.join(dir, item), { recursive: true });
+  execFileSync(process.execPath, [svcgenBin(dir), 'generate'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  return dir;
+}
+
+const svcgenBin = (project: string) => path.join(project, 'node_modules/svcgen/bin/svcgen.js');
+
+async function patchConfig(project: string): Promise<void> {
+  const file = path.join(project, 'svcgen.config.json');
+  const config = JSON.parse(await readFile(file, 'utf8'));
+  config.rateLimits = { ...config.rateLimits, dataPerMinutePerProject: 1_000_000_000 };
+  config.database = { ...config.database, poolWaitTimeoutMs: 60_000 };
+  await writeFile(file, JSON.stringify(config, null, 2));
+}
+
+function report(
+  cases: BenchCase[],
+  results: Map<string, Record<ServerName, Measurement & { rounds: number[] }>>,
+  env: { date: string; postgres: string; revision: string; logLines: Record<'info' | 'warn', number> },
+): string {
+  const out: string[] = [SECTION, ''];
+  out.push(
+    `Written by \`npm run bench:installed\` (bench/installed.ts) on ${env.date}, commit ${env.revision}; Node.js ${process.version}, ` +
+      `PostgreSQL ${env.postgres}; ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown'}) shared by the load generator, the servers and PostgreSQL.`,
+    '',
+    'svcgen as users run it: `npm pack` of this checkout installed with `npm install -D` into a new project holding a copy of ' +
+      'examples/shop (`svcgen generate` run there), served by `node_modules/svcgen/bin/svcgen.js serve --database-url <url>` ' +
+      'with default flags, stdout (the request log, one JSON line per request at info) going to a file. Beside it the same ' +
+      'with `--log-level warn`, and the bare server of `npm run bench` (node:http + pg, the record JSON built by PostgreSQL, no checks). ' +
+      `The project's config differs from the example's only as \`npm run bench\`'s does (data rate limit out of reach, pool wait bound 60 s). ` +
+      `The seeded database of \`npm run bench\`; autocannon, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up and ${DURATION_S} s measured per case, ` +
+      `${ROUNDS} rounds with the servers in rotating order, each figure the median round by requests/s.`,
+    '',
+    `Request log lines written during the run: ${fmt(env.logLines.info)} at info, ${fmt(env.logLines.warn)} at warn.`,
+    '',
+  );
+  out.push(
+    `Aims: against the bare server, a geometric mean of at least ${AIM.geomean * 100} %, none below ${AIM.min * 100} %, p99 at most ${AIM.p99Factor}×; ` +
+      `info within ${AIM.logCost * 100} % of warn on every case.`,
+    '',
+    '| case | info req/s | warn req/s | bare req/s | info / bare | warn / bare | info / warn | p99 info / warn / bare (ms) | p99 info / bare |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
+  );
+  const ratios = { info: [] as number[], warn: [] as number[] };
+  for (const c of cases) {
+    const r = results.get(c.id)!;
+    ratios.info.push(r.info.rps / r.bare.rps);
+    ratios.warn.push(r.warn.rps / r.bare.rps);
+    out.push(
+      `| ${c.title} | ${fmt(r.info.rps)} | ${fmt(r.warn.rps)} | ${fmt(r.bare.rps)} | **${pct(r.info.rps, r.bare.rps)}** | ${pct(r.warn.rps, r.bare.rps)} | ` +
+        `${pct(r.info.rps, r.warn.rps)} | ${r.info.p99} / ${r.warn.p99} / ${r.bare.p99} | ${fmt(r.info.p99 / r.bare.p99, 2)}× |`,
+    );
+  }
+  const geomean = (xs: number[]) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
+  out.push(
+    `| **geometric mean** | | | | **${pct(geomean(ratios.info), 1)}** | ${pct(geomean(ratios.warn), 1)} | ${pct(geomean(ratios.info), geomean(ratios.warn))} | | |`,
+  );
+  out.push(
+    '',
+    'Requests/s of every round, in the order measured:',
+    '',
+    '| case | info | warn | bare |',
+    '|---|---|---|---|',
+  );
+  for (const c of cases) {
+    const r = results.get(c.id)!;
+    out.push(`| ${c.title} | ${SERVERS.map((s) => r[s].rounds.map((x) => fmt(x)).join(' / ')).join(' | ')} |`);
+  }
+  out.push(
+    '',
+    'Where the CPUs went in the median round (µs per request; machine busy share):',
+    '',
+    '| case | server | server processes | PostgreSQL | load generator | machine busy |',
+    '|---|---|--:|--:|--:|--:|',
+  );
+  for (const c of cases) {
+    for (const s of SERVERS) {
+      const m = results.get(c.id)![s];
+      out.push(
+        `| ${c.title} | ${LABEL[s]} | ${fmt(m.serverUs)} | ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)} | ${fmt(m.loadUs)} | ${m.busy === undefined ? 'n/a' : pct(m.busy, 1)} |`,
+      );
+    }
+  }
+  out.push('');
+  return out.join('\n');
+}
+
+function countLines(file: string): number {
+  if (!fs.existsSync(file)) return 0;
+  let lines = 0;
+  const text = fs.readFileSync(file);
+  for (const byte of text) if (byte === 10) lines++;
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const cases = CASE_IDS.map((id) => {
+    const c = CASES.find((x) => x.id === id);
+    if (!c) throw new Error(`BENCH_CASES: no case "${id}"; cases: ${CASES.map((x) => x.id).join(', ')}`);
+    return c;
+  });
+  const cleanups = cleanupOnExit(log);
+  const revision = gitRevision();
+  try {
+    const project = await installedProject(cleanups.add);
+    await patchConfig(project);
+    const dbServer = await findDatabaseServer(log);
+    cleanups.add(() => dbServer.stop());
+    const database = await createBenchDatabase(dbServer.url);
+    cleanups.add(() => database.drop());
+    log(`database ${database.name}: migrating and seeding ${fmt(SEED.orders)} orders`);
+    const fixture = await prepareDatabase(database.url, SEED);
+    const admin = new pg.Client({ connectionString: dbServer.url });
+    admin.on('error', () => {});
+    await admin.connect();
+    cleanups.add(() => admin.end());
+    const backends = new BackendCpu(admin, database.name);
+
+    const logDir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-logs-'));
+    cleanups.add(() => rm(logDir, { recursive: true, force: true }));
+    const logFile = (level: 'info' | 'warn') => path.join(logDir, `serve-${level}.log`);
+    const targets = {} as Record<ServerName, Target>;
+    const servings: Serving[] = [];
+    for (const level of ['info', 'warn'] as const) {
+      const serving = await serveCli({
+        bin: svcgenBin(project),
+        args: ['--database-url', database.url, ...(level === 'warn' ? ['--log-level', 'warn'] : [])],
+        cwd: project,
+        stdoutFile: logFile(level),
+        label: `svcgen serve (${level})`,
+      });
+      cleanups.add(() => serving.stop());
+      servings.push(serving);
+      targets[level] = serving;
+      log(`svcgen serve (${level}): ${serving.url} (pid ${serving.pid})`);
+    }
+    const bare = await startServerChild('bare', 'bench/bare-server.ts', { BENCH_DATABASE_URL: database.url });
+    cleanups.add(() => bare.stop());
+    targets.bare = bare;
+
+    const results = new Map<string, Record<ServerName, Measurement & { rounds: number[] }>>();
+    for (const [i, c] of cases.entries()) {
+      const rounds = new Map<ServerName, Measurement[]>(SERVERS.map((s) => [s, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (let k = 0; k < SERVERS.length; k++) {
+          const name = SERVERS[(k + i + round) % SERVERS.length]!;
+          try {
+            const m = await measure(targets[name], c, fixture, backends);
+            rounds.get(name)!.push(m);
+            log(
+              `${c.title} → ${name}, round ${round + 1}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request server ${fmt(m.serverUs)}, ` +
+                `PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}, load ${fmt(m.loadUs)}`,
+            );
+          } finally {
+            if (c.writes) await restoreSeed(database.url, fixture);
+          }
+        }
+      }
+      const byServer = {} as Record<ServerName, Measurement & { rounds: number[] }>;
+      for (const [name, ms] of rounds) byServer[name] = { ...median(ms), rounds: ms.map((m) => m.rps) };
+      results.set(c.id, byServer);
+      log(
+        `${c.title}: info / bare ${pct(byServer.info.rps, byServer.bare.rps)}, info / warn ${pct(byServer.info.rps, byServer.warn.rps)}`,
+      );
+    }
+    // The servers stop (flushing their logs) before the lines are counted.
+    for (const serving of servings) await serving.stop();
+    const section = report(cases, results, {
+      date: reportDate(),
+      postgres: await serverVersion(database.url),
+      revision,
+      logLines: { info: countLines(logFile('info')), warn: countLines(logFile('warn')) },
+    });
+    writeSection(RESULTS_FILE, SECTION, section);
+    log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
+    console.log(section);
+  } finally {
+    await cleanups.finish();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(`[bench:installed] FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+});
