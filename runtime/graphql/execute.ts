@@ -77,7 +77,8 @@ export function problemExtensions(problem: Problem): Record<string, unknown> {
   };
 }
 
-function toProblem(error: unknown, context: GraphQLContext): Problem {
+/** A field's failure as the Problem REST would answer; a fault of the server's own is logged, not shown. */
+export function toProblem(error: unknown, context: Pick<GraphQLContext, 'log'>): Problem {
   if (error instanceof QueryError) return queryProblem(error);
   if (error instanceof Problem) return error;
   const fault = databaseFaultProblem(error);

@@ -4,22 +4,34 @@
  * caller's and project's rate limits; request logs, metrics, CORS and fault answers are the HTTP
  * front's, shared by every route); graphql-http speaks GraphQL over HTTP; every root field compiles
  * through runtime/query under the caller's access. Each distinct set of roles gets the schema of
- * what it may read, built once.
+ * what it may read, built once. A management token gets the management schema instead (API keys and
+ * webhooks, no data; runtime/graphql/management.ts).
  */
-import { execute, getOperationAST, GraphQLError, type ExecutionArgs, type GraphQLSchema } from 'graphql';
+import {
+  execute,
+  getOperationAST,
+  GraphQLError,
+  type ExecutionArgs,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
 import { createHandler } from 'graphql-http';
 import { header, MAX_JSON_DEPTH, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
 import { nestsDeeperThan } from '../../http/json-body.ts';
-import { GRAPHQL_PATH } from '../../model/index.ts';
+import { GRAPHQL_PATH, GRAPHQL_PLAYGROUND_PATH } from '../../model/index.ts';
 import { buildGraphQLSchema, type SchemaVisibility, type WriteVisibility } from '../../graphql/schema.ts';
 import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
+import { managementSchema, type ManagementContext } from '../../graphql/management.ts';
 import { unmarkDecimals } from '../../graphql/exact-numbers.ts';
 import { CostRule, NoIntrospectionRule, parseBounded, ServedOperationsRule } from '../../graphql/rules.ts';
 import type { Database } from '../../db/index.ts';
 import { withIdempotency } from '../../idempotency/index.ts';
+import { keyOperations } from '../../keys/index.ts';
 import { callerId, type Principal, type RolePrincipal } from '../../principal/index.ts';
-import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
-import type { ServerFeature } from '../feature.ts';
+import { DEFAULT_ENVIRONMENT, resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
+import { webhookOperations } from '../../webhooks/index.ts';
+import type { Route, ServerFeature } from '../feature.ts';
+import { playgroundHandlers } from '../graphql-playground.ts';
 import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
 import type { Services } from '../services.ts';
 
@@ -69,7 +81,15 @@ function schemaCache(services: Services): (principal: RolePrincipal) => GraphQLS
   };
 }
 
-interface RequestContext {
+/** What execution reports for the HTTP answer (answer()). */
+interface AnswerState {
+  /** Set when execution answered no data at all (variables that could not be coerced): a request error. */
+  noData?: boolean;
+  /** Retry-After of a field's database fault, sent as the answer's header. */
+  retryAfter?: string;
+}
+
+interface RequestContext extends AnswerState {
   readonly tenant: Tenant;
   readonly principal: RolePrincipal;
   readonly req: ApiRequest;
@@ -77,10 +97,11 @@ interface RequestContext {
   db: Database;
   /** Present for a keyed mutation (GraphQLContext.keyed). */
   keyed?: { failed: boolean };
-  /** Set when execution answered no data at all (variables that could not be coerced): a request error. */
-  noData?: boolean;
-  /** Retry-After of a field's database fault, sent as the answer's header. */
-  retryAfter?: string;
+}
+
+interface ManagementRequestContext extends AnswerState {
+  readonly tenant: Tenant;
+  readonly req: ApiRequest;
 }
 
 /** Errors graphql-js raises itself get the code, type and status every answer's errors carry. */
@@ -111,12 +132,87 @@ function introspectionOn(services: Services, environment: string): boolean {
   return Array.isArray(setting) ? setting.includes(environment) : setting;
 }
 
+/** The parts of graphql-http's options both schemas share: parsing, validation rules, error shapes. */
+function commonOptions(services: Services, logFault: (error: unknown) => void) {
+  return {
+    parse: parseBounded as never,
+    validationRules: (req: { context: { tenant: Tenant } }, _args: unknown, specified: readonly ValidationRule[]) => [
+      ...specified,
+      ServedOperationsRule,
+      CostRule,
+      ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule]),
+    ],
+    formatError: (error: Readonly<GraphQLError | Error>) => formatError(error, logFault),
+    onOperation: (req: { context: AnswerState }, _args: unknown, result: object) => {
+      if (!('data' in result)) req.context.noData = true;
+    },
+  };
+}
+
+/**
+ * The management schema's handler (docs/graphql.md "Management"): as REST /_apikeys and
+ * /_webhooks, no data rate limit and no Idempotency-Key (those routes ignore it).
+ */
+function managementHandler(services: Services, logFault: (error: unknown) => void) {
+  const keys = keyOperations(services);
+  const webhooks = webhookOperations(services);
+  const handle = createHandler<ApiRequest, ManagementRequestContext, ManagementContext>({
+    ...commonOptions(services, logFault),
+    schema: managementSchema,
+    context: (req): ManagementContext => ({
+      req: req.raw,
+      config: services.config,
+      tenant: req.context.tenant,
+      keys,
+      webhooks,
+      log: logFault,
+      retryAfter: (seconds) => {
+        req.context.retryAfter = seconds;
+      },
+    }),
+  });
+  return async (req: ApiRequest, tenant: Tenant): Promise<Reply> => {
+    const body = await readBody(req);
+    if (body === TOO_DEEP) return tooDeep({});
+    const context: ManagementRequestContext = { tenant, req };
+    const [text, init] = await handle(graphqlRequest(req, body, context));
+    return answer(context, text, init, {});
+  };
+}
+
+const TOO_DEEP = Symbol('too deep');
+
+/**
+ * The POST body (null for GET), read here, not by graphql-http: a body over limits.bodyBytes is a
+ * 413 Problem, not "unparsable". As every JSON body of the API, nesting is bounded before anything
+ * recursive reads it (variables included).
+ */
+async function readBody(req: ApiRequest): Promise<string | null | typeof TOO_DEEP> {
+  const body = req.method === 'POST' ? ((await req.readBody())?.toString('utf8') ?? '') : null;
+  const json = [body, req.query.get('variables'), req.query.get('extensions')];
+  return json.some((text) => text !== null && nestsDeeperThan(text, MAX_JSON_DEPTH)) ? TOO_DEEP : body;
+}
+
+function graphqlRequest<C>(req: ApiRequest, body: string | null, context: C) {
+  const search = req.query.toString();
+  return {
+    method: req.method,
+    url: `${req.path}${search ? `?${search}` : ''}`,
+    headers: req.headers as Record<string, string | string[] | undefined>,
+    body,
+    raw: req,
+    context,
+  };
+}
+
 export function graphqlHandler(services: Services): Handler {
   const limits = dataLimits(services);
   const schemaFor = schemaCache(services);
   const log = services.logger;
   const logFault = (error: unknown) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed');
+  const manage = managementHandler(services, logFault);
   const handle = createHandler<ApiRequest, RequestContext, GraphQLContext>({
+    ...commonOptions(services, logFault),
     schema: (req) => schemaFor(req.context.principal),
     context: (req): GraphQLContext => ({
       data: {
@@ -137,42 +233,20 @@ export function graphqlHandler(services: Services): Handler {
       },
       keyed: req.context.keyed,
     }),
-    parse: parseBounded as never,
-    validationRules: (req, _args, specified) => [
-      ...specified,
-      ServedOperationsRule,
-      CostRule,
-      ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule]),
-    ],
     execute: (args: ExecutionArgs) => execute({ ...args, fieldResolver: fieldResolver as never }),
-    formatError: (error) => formatError(error, logFault),
-    onOperation: (req, _args, result) => {
-      if (!('data' in result)) req.context.noData = true;
-    },
   });
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
     const principal: Principal = await limits.authenticate(req, tenant);
-    if (principal.kind === 'management')
-      throw new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no data');
+    // A management token reads and writes no data: it gets the management schema instead.
+    if (principal.kind === 'management') return manage(req, tenant);
     const headers = rateLimitHeaders(await limits.data(tenant, principal));
     try {
-      // Read here, not by graphql-http: a body over limits.bodyBytes is a 413 Problem, not "unparsable".
-      const body = req.method === 'POST' ? ((await req.readBody())?.toString('utf8') ?? '') : null;
-      // As every JSON body of the API: nesting is bounded before anything recursive reads it (variables included).
-      const json = [body, req.query.get('variables'), req.query.get('extensions')];
-      if (json.some((text) => text !== null && nestsDeeperThan(text, MAX_JSON_DEPTH))) return tooDeep(headers);
-      const search = req.query.toString();
+      const body = await readBody(req);
+      if (body === TOO_DEEP) return tooDeep(headers);
       const run = async (db: Database, keyed?: { failed: boolean }): Promise<Reply> => {
         const context: RequestContext = { tenant, principal, req, db, keyed };
-        const [text, init] = await handle({
-          method: req.method,
-          url: `${req.path}${search ? `?${search}` : ''}`,
-          headers: req.headers as Record<string, string | string[] | undefined>,
-          body,
-          raw: req,
-          context,
-        });
+        const [text, init] = await handle(graphqlRequest(req, body, context));
         return answer(context, text, init, headers);
       };
       if (body === null || !isMutation(body)) return await run(services.db);
@@ -227,7 +301,7 @@ function isMutation(body: string): boolean {
 }
 
 function answer(
-  context: RequestContext,
+  context: AnswerState,
   text: string | null,
   init: { status: number; headers?: Record<string, string> },
   headers: Record<string, string>,
@@ -257,14 +331,31 @@ function tooDeep(headers: Record<string, string>): Reply {
   };
 }
 
+/** The environment the playground prefills: the one a request without the header gets, if served. */
+function playgroundEnvironment(environments: readonly string[]): string {
+  return environments.includes(DEFAULT_ENVIRONMENT) ? DEFAULT_ENVIRONMENT : environments[0]!;
+}
+
 export const graphqlFeature: ServerFeature = {
   name: 'graphql',
   start() {
     return {
       routes(services) {
         const handler = graphqlHandler(services);
-        // GET and POST answer; other methods get graphql-http's 405 with Allow.
-        return (['get', 'post', 'patch', 'delete'] as const).map((method) => ({ method, path: GRAPHQL_PATH, handler }));
+        const { config } = services;
+        const playground = playgroundHandlers({
+          projectId: config.project.id,
+          environment: playgroundEnvironment(config.environments),
+        });
+        const routes: Route[] = [
+          // Before the GraphQL GET: a browser opening the endpoint gets the playground (docs/graphql.md "Playground").
+          { method: 'get', path: GRAPHQL_PATH, express: playground.negotiate },
+          { method: 'get', path: GRAPHQL_PLAYGROUND_PATH, express: playground.page },
+          { method: 'get', path: `${GRAPHQL_PLAYGROUND_PATH}/:file`, express: playground.asset },
+          // GET and POST answer; other methods get graphql-http's 405 with Allow.
+          ...(['get', 'post', 'patch', 'delete'] as const).map((method) => ({ method, path: GRAPHQL_PATH, handler })),
+        ];
+        return routes;
       },
     };
   },
