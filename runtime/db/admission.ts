@@ -1,10 +1,12 @@
 /**
  * A per-process budget for expensive reads (docs/config.md `database.expensiveRead*`): a semaphore
- * of `slots` with a bounded FIFO queue. Expensive reads share the pool with everything else;
- * without this, enough of them hold every connection and a GET by id queues behind them for
- * seconds. With it they can take at most `slots` connections, and what does not fit the queue, or
- * waits too long, is refused at once instead of holding its request (and later its rows) in memory.
+ * whose size `limit` gives (fixed, or adapted to latency: ./concurrency-limit.ts) with a bounded
+ * FIFO queue. Expensive reads share the pool with everything else; without this, enough of them
+ * hold every connection and a GET by id queues behind them for seconds. With it they can take at
+ * most the limit's connections, and what does not fit the queue, or waits too long, is refused at
+ * once instead of holding its request (and later its rows) in memory.
  */
+import type { ConcurrencyLimit } from './concurrency-limit.ts';
 
 export type AdmissionRefusal =
   /** `queue` requests already wait for a slot. */
@@ -28,8 +30,8 @@ export class AdmissionRefused extends Error {
 }
 
 export interface AdmissionOptions {
-  /** Works running at once (database.expensiveReadConcurrency). */
-  slots: number;
+  /** Works running at once: database.expensiveReadConcurrency, or found from their latency. */
+  limit: ConcurrencyLimit;
   /** Works waiting at most; 0 refuses whatever does not get a slot at once (database.expensiveReadQueue). */
   queue: number;
   /** How long a work waits for a slot before it is refused (database.poolWaitTimeoutMs). */
@@ -38,7 +40,8 @@ export interface AdmissionOptions {
 }
 
 interface Waiter {
-  admit(): void;
+  /** Starts the work, with `inflight` works running (itself included). */
+  admit(inflight: number): void;
 }
 
 export class Admission {
@@ -57,24 +60,33 @@ export class Admission {
     return this.waiting.length;
   }
 
+  /** Works that may run at once now. */
+  get slots(): number {
+    return this.options.limit.current;
+  }
+
   /**
    * Runs `work` in a slot, waiting for one in turn; throws AdmissionRefused when it cannot get one.
    * `onGone` registers for the client's departure (ApiRequest.onClientGone): a waiter whose client
    * left is dropped, so a burst of abandoned requests does not fill the queue for the next ones.
    */
   async run<T>(work: () => Promise<T>, onGone?: (listener: () => void) => () => void): Promise<T> {
-    await this.acquire(onGone);
+    const inflight = await this.acquire(onGone);
+    const started = performance.now();
     try {
       return await work();
     } finally {
+      // Every outcome is a sample: a read cancelled at the statement timeout is the clearest sign of overload.
+      this.options.limit.sample(performance.now() - started, inflight);
       this.release();
     }
   }
 
-  private acquire(onGone?: (listener: () => void) => () => void): Promise<void> {
-    if (this.active < this.options.slots) {
+  /** Resolves with the works running once this one got its slot, itself included. */
+  private acquire(onGone?: (listener: () => void) => () => void): Promise<number> {
+    if (this.active < this.slots) {
       this.active++;
-      return Promise.resolve();
+      return Promise.resolve(this.active);
     }
     if (this.waiting.length >= this.options.queue) return Promise.reject(this.refuse('queue-full'));
     return new Promise((resolve, reject) => {
@@ -85,10 +97,10 @@ export class Admission {
         reject(this.refuse(reason));
       };
       const waiter: Waiter = {
-        admit() {
+        admit(inflight) {
           clearTimeout(timer);
           stopWatching?.();
-          resolve();
+          resolve(inflight);
         },
       };
       const timer = setTimeout(() => leave('wait-timeout'), this.options.waitTimeoutMs);
@@ -98,10 +110,13 @@ export class Admission {
   }
 
   private release(): void {
-    // The slot passes straight to the first waiter, so `active` never dips and lets a newcomer jump the queue.
-    const next = this.waiting.shift();
-    if (next) next.admit();
-    else this.active--;
+    this.active--;
+    // Waiters are admitted here, synchronously, so a newcomer in the same turn finds the slot taken and
+    // queues behind them. A limit that shrank admits none until enough runs end; one that grew, several.
+    while (this.active < this.slots && this.waiting.length > 0) {
+      this.active++;
+      this.waiting.shift()!.admit(this.active);
+    }
   }
 
   private refuse(reason: AdmissionRefusal): AdmissionRefused {

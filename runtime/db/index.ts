@@ -31,3 +31,10 @@ export { NotificationChannel, notify, type Subscriber } from './notifications.ts
 export { databaseFault, type DatabaseFault, type DatabaseFaultKind } from './faults.ts';
 export { Readiness, type ReadinessReport, type ReadinessOptions, type CheckState } from './readiness.ts';
 export { Admission, AdmissionRefused, type AdmissionOptions, type AdmissionRefusal } from './admission.ts';
+export {
+  FixedLimit,
+  GradientLimit,
+  type ConcurrencyLimit,
+  type GradientLimitOptions,
+  type LimitChange,
+} from './concurrency-limit.ts';

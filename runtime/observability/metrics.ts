@@ -71,6 +71,8 @@ poolGauge(
 export interface ReadBudgetLike {
   readonly running: number;
   readonly queued: number;
+  /** Reads that may run at once now: fixed, or found from their latency. */
+  readonly slots: number;
 }
 
 const readBudgets = new Set<ReadBudgetLike>();
@@ -89,6 +91,17 @@ new Gauge({
     }
     this.set({ state: 'running' }, running);
     this.set({ state: 'queued' }, queued);
+  },
+});
+
+new Gauge({
+  name: 'db_expensive_read_limit',
+  help: 'Expensive reads that may run at once: database.expensiveReadConcurrency when set, otherwise the limit found from their latency (it grows while the database keeps up and shrinks when reads slow down)',
+  registers,
+  collect() {
+    let slots = 0;
+    for (const budget of readBudgets) slots += budget.slots;
+    this.set(slots);
   },
 });
 

@@ -57,7 +57,8 @@ export async function budgeted<T>(ctx: DataContext, cost: string | undefined, wo
     return await ctx.expensiveReads.run(work, ctx.req.onClientGone);
   } catch (error) {
     if (!(error instanceof AdmissionRefused)) throw error;
-    const { slots, queue, waitTimeoutMs } = ctx.expensiveReads.options;
+    const { slots } = ctx.expensiveReads;
+    const { queue, waitTimeoutMs } = ctx.expensiveReads.options;
     const slotCount = `${slots} slot${slots === 1 ? '' : 's'}`;
     const why =
       error.reason === 'queue-full'

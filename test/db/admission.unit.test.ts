@@ -3,7 +3,7 @@
 // "past the wait bound" is a step of the test, not a wait. The budget in a served shop:
 // test/rest/fairness.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Admission, AdmissionRefused, type AdmissionRefusal } from '../../runtime/db/index.ts';
+import { Admission, AdmissionRefused, FixedLimit, type AdmissionRefusal } from '../../runtime/db/index.ts';
 
 /** A work that runs until the test opens its gate. */
 function gate() {
@@ -15,9 +15,14 @@ function gate() {
 /** Runs microtasks until promises settled by the last step have had their effects. */
 const settle = () => vi.advanceTimersByTimeAsync(0);
 
-function budget(options: { slots: number; queue: number; waitTimeoutMs?: number }) {
+function budget({ slots, ...options }: { slots: number; queue: number; waitTimeoutMs?: number }) {
   const refusals: AdmissionRefusal[] = [];
-  const admission = new Admission({ waitTimeoutMs: 1000, ...options, onRefused: (reason) => refusals.push(reason) });
+  const admission = new Admission({
+    waitTimeoutMs: 1000,
+    ...options,
+    limit: new FixedLimit(slots),
+    onRefused: (reason) => refusals.push(reason),
+  });
   return { admission, refusals, state: () => [admission.running, admission.queued] };
 }
 

@@ -3,7 +3,10 @@
  * (aggregates, large pages, count=exact, unindexed filters, sorts and embeds) wait in a budget of
  * their own, so a burst of them cannot take every pool connection while a cheap GET by id queues
  * behind them. Beyond the budget's queue, or past its wait bound, they get a fast 503
- * database-busy; every slot comes back, whatever the request did.
+ * database-busy; every slot comes back, whatever the request did. By default the budget's size
+ * follows the reads' latency (docs/deployment.md "Sizing the pool"): it starts at half the pool
+ * and never takes more than the pool less a quarter, so the tests read it from
+ * db_expensive_read_limit rather than assume 5.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +17,11 @@ const METRICS_TOKEN = 'fairness-metrics-token-5c1e0a9b';
 const ORDERS = 200_000;
 
 // Which reads are expensive: test/rest/cost.unit.test.ts; the budget alone: test/db/admission.unit.test.ts;
-// its settings: test/config/schema.unit.test.ts.
+// how its limit adapts: test/db/concurrency-limit.unit.test.ts, and rises in a served shop:
+// test/rest/adaptive-budget.test.ts; its settings: test/config/schema.unit.test.ts.
+
+/** Pool 10 less a quarter (rounded up) kept for cheap requests: the adaptive budget's ceiling. */
+const MAX_LIMIT = 7;
 
 describe('expensive reads against a served shop of 200k orders', { timeout: 120_000 }, () => {
   let t: TestServer;
@@ -25,7 +32,7 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
   };
 
   beforeAll(async () => {
-    // Pool 10: 5 expensive-read slots and a queue of 50 (the defaults), wait bound 2000 ms.
+    // Pool 10: an adaptive budget starting at 5 slots (at most 7) and a queue of 50 (the defaults), wait bound 2000 ms.
     t = await startTestServer({ configPatch: metricsConfig });
     await t.db.exec(`
       INSERT INTO env_master."City" (name, country, "updatedAt") SELECT 'City ' || i, 'DE', now() FROM generate_series(1, 20) AS i;
@@ -70,13 +77,15 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         headers: { authorization: `Bearer ${METRICS_TOKEN}` },
       })
     ).text;
-  const sample = (text: string, name: string, labels: string) =>
-    Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const sample = (text: string, name: string, labels?: string) =>
+    Number(new RegExp(`^${name}${labels ? `\\{${labels}\\}` : ''} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  // Servers of one process share the metrics: the small one below adds its own while t is idle.
   const budgetState = async () => {
     const text = await scrape();
     return {
       running: sample(text, 'db_expensive_reads', 'state="running"'),
       queued: sample(text, 'db_expensive_reads', 'state="queued"'),
+      limit: sample(text, 'db_expensive_read_limit'),
     };
   };
   const settled = () =>
@@ -96,14 +105,16 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
   }
 
   // Fairness shown by order, not by milliseconds: while the Order lock keeps the running expensive
-  // reads from finishing, they hold their connections for as long as the test likes. With the budget,
-  // 5 of the pool's 10 are held and cheap requests get the others; without it (10 slots, the whole
-  // pool) all 10 would be held, and the cheap GET below would wait poolWaitTimeoutMs for a
-  // connection and get a 503 instead of its 200.
+  // reads from finishing, they hold their connections for as long as the test likes (and, none
+  // finishing, the limit cannot move). With the budget, 5 of the pool's 10 are held and cheap
+  // requests get the others; without it (10 slots, the whole pool) all 10 would be held, and the
+  // cheap GET below would wait poolWaitTimeoutMs for a connection and get a 503 instead of its 200.
   it('answers cheap reads and writes while 40 expensive reads fill the budget and hold their connections', async () => {
     const customer = (
       await t.db.query<{ id: string }>('SELECT id FROM env_master."Customer" ORDER BY email LIMIT 1')
     )[0]!.id;
+    // No expensive read has run yet: the adaptive limit is where it starts, half the pool.
+    expect(await budgetState()).toEqual({ running: 0, queued: 0, limit: 5 });
     const statuses = new Map<number, number>();
     const unexpected: string[] = [];
     const count = (res: TestResponse) => {
@@ -119,7 +130,7 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
       });
       await until(
         budgetState,
-        (s) => s.running === 5 && s.queued === 35,
+        (s) => s.running === 5 && s.queued === 35 && s.limit === 5,
         10_000,
         'the burst filling the budget: 5 running, 35 queued',
       );
@@ -136,7 +147,7 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         expect(write.status, write.text).toBe(201);
       }
       // Still the same burst: the cheap requests did not wait for any of it.
-      expect(await budgetState()).toEqual({ running: 5, queued: 35 });
+      expect(await budgetState()).toEqual({ running: 5, queued: 35, limit: 5 });
       expect(await blockedReads()).toBe(5);
       await unlock();
       await Promise.all(burst);
@@ -165,7 +176,8 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
     };
     const workers = Array.from({ length: 40 }, (_, n) => worker(n));
     try {
-      await until(budgetState, (s) => s.running === 5 && s.queued > 20, 10_000, 'the burst filling the budget');
+      // The limit moves as reads finish (up while the database keeps up, down as they slow): full is at or above it.
+      await until(budgetState, (s) => s.running >= s.limit && s.queued > 20, 10_000, 'the burst filling the budget');
       for (let i = 0; i < 30; i++) {
         const res = await t.request('GET', '/gw/api/rest/Order/4242');
         expect(res.status, res.text).toBe(200);
@@ -177,12 +189,18 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
     }
     expect(unexpected).toEqual([]);
     expect(answered).toBeGreaterThanOrEqual(40);
+    const { limit } = await budgetState();
+    expect(limit).toBeGreaterThanOrEqual(1);
+    expect(limit).toBeLessThanOrEqual(MAX_LIMIT);
     await settled();
   });
 
   it('answers 80 expensive reads beyond slots and queue with a fast 503, not by holding them in memory', async () => {
     const rssBefore = process.memoryUsage().rss;
-    // The lock keeps the 5 running reads from finishing, so exactly 5 run, 50 wait and 25 are refused.
+    // Wherever the earlier tests left the limit, it holds while the lock keeps the running reads from
+    // finishing: exactly `limit` run, 50 wait and the rest are refused.
+    const { limit } = await budgetState();
+    expect(limit).toBeLessThanOrEqual(MAX_LIMIT);
     const unlock = await lockOrders();
     const started = performance.now();
     let answers: Array<{ res: TestResponse; ms: number }>;
@@ -191,8 +209,13 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         const res = await t.request('GET', '/gw/api/rest/Order?limit=1000&sort=-total');
         return { res, ms: performance.now() - started };
       });
-      await until(budgetState, (s) => s.running === 5 && s.queued === 50, 10_000, '5 running, 50 queued');
-      await until(blockedReads, (n) => n === 5, 5000, 'the 5 running reads blocked on the lock');
+      await until(
+        budgetState,
+        (s) => s.running === limit && s.queued === 50 && s.limit === limit,
+        10_000,
+        `${limit} running, 50 queued`,
+      );
+      await until(blockedReads, (n) => n === limit, 5000, `the ${limit} running reads blocked on the lock`);
       const unlockedAt = performance.now() - started;
       await unlock();
       answers = await Promise.all(pending);
@@ -202,13 +225,15 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
         expect(a.res.body.detail).toContain('(a page of 1000 (more than 100))');
       }
       const full = refused.filter((a) =>
-        a.res.body.detail.includes('the queue of expensive reads is full (50 waiting for 5 slots)'),
+        a.res.body.detail.includes(
+          `the queue of expensive reads is full (50 waiting for ${limit} slot${limit === 1 ? '' : 's'})`,
+        ),
       );
-      expect(full.length).toBe(25);
+      expect(full.length).toBe(30 - limit);
       expect(Math.max(...full.map((a) => a.ms)), 'refused before any read could finish').toBeLessThan(unlockedAt);
-      // The 55 admitted run once the lock goes; on a slow machine a waiter may time out instead (2000 ms).
+      // The 50 + limit admitted run once the lock goes; on a slow machine a waiter may time out instead (2000 ms).
       const ok = answers.filter((a) => a.res.status === 200);
-      expect(ok.length + (refused.length - full.length)).toBe(55);
+      expect(ok.length + (refused.length - full.length)).toBe(50 + limit);
       for (const a of ok) expect(a.res.body.data).toHaveLength(1000);
       const grownMb = (process.memoryUsage().rss - rssBefore) / 1e6;
       console.log(

@@ -3,9 +3,9 @@
  * expensive-read budget). Its routes are the generated route table, which the HTTP front matches
  * before Express (../app.ts).
  */
-import { Admission } from '../../db/index.ts';
+import { Admission, FixedLimit, GradientLimit, type ConcurrencyLimit } from '../../db/index.ts';
 import { pruneIdempotency } from '../../idempotency/index.ts';
-import { metrics } from '../../observability/index.ts';
+import { metrics, type Logger } from '../../observability/index.ts';
 import { Catalog, cursorCodec, Policy, roleOperand, type CursorCodec } from '../../query/index.ts';
 import { serverSecret } from '../../secrets/index.ts';
 import type { ServerFeature } from '../feature.ts';
@@ -18,12 +18,14 @@ export const dataFeature: ServerFeature<{
   expensiveReads: Admission;
 }> = {
   name: 'data',
-  async start({ config, service, db, rateLimiter, metricsToken }, teardown) {
+  async start({ config, service, db, rateLimiter, metricsToken, logger }, teardown) {
     const { poolSize, poolWaitTimeoutMs, expensiveReadConcurrency, expensiveReadQueue } = config.database;
     const catalog = new Catalog(service.tables);
-    // Half the pool by default: expensive reads keep going under load, cheap ones keep the other half.
     const expensiveReads = new Admission({
-      slots: expensiveReadConcurrency ?? Math.max(1, Math.floor(poolSize / 2)),
+      limit:
+        expensiveReadConcurrency === undefined
+          ? expensiveReadLimit(poolSize, logger)
+          : new FixedLimit(expensiveReadConcurrency),
       queue: expensiveReadQueue,
       waitTimeoutMs: poolWaitTimeoutMs,
       onRefused: metrics.expensiveReadRefused,
@@ -48,3 +50,31 @@ export const dataFeature: ServerFeature<{
     };
   },
 };
+
+/**
+ * The default budget (docs/deployment.md "Sizing the pool"): it starts at half the pool and follows
+ * the reads' latency (runtime/db/concurrency-limit.ts) between 1 and the pool less a quarter of it
+ * (at least 1), so cheap reads and writes always find a connection even while the database keeps up
+ * and the limit is at its highest.
+ */
+export function expensiveReadLimit(poolSize: number, logger: Logger): ConcurrencyLimit {
+  const reserved = Math.ceil(poolSize / 4);
+  const max = Math.max(1, poolSize - reserved);
+  return new GradientLimit({
+    initial: Math.max(1, Math.floor(poolSize / 2)),
+    min: 1,
+    max,
+    onChange: ({ limit, previous, shortRttMs, longRttMs, gradient }) =>
+      logger.debug(
+        {
+          limit,
+          previous,
+          max,
+          lastReadMs: Math.round(shortRttMs * 10) / 10,
+          usualReadMs: Math.round(longRttMs * 10) / 10,
+          gradient: Math.round(gradient * 100) / 100,
+        },
+        'expensive-read limit changed',
+      ),
+  });
+}
