@@ -83,15 +83,21 @@ export function checkoutSvcgen(ref: string, addCleanup: (step: () => Promise<voi
   return { sha, env };
 }
 
-/** Starts `node bin/run-ts.js <script>` with an IPC channel and waits for its `ready` message. */
+/**
+ * Starts `node bin/run-ts.js <script>` with an IPC channel and waits for its `ready` message.
+ * `execPath`: another Node.js binary to run it (./graphql.ts: PostGraphile 5 needs Node 22).
+ */
 export async function startServerChild(
   name: string,
   script: string,
   env: Record<string, string>,
+  execPath: string = process.execPath,
 ): Promise<ServerChild> {
-  if (script === 'bench/svcgen-server.ts') buildSvcgen();
+  // (a checkout's build, BENCH_SVCGEN_DIST, is compiled by checkoutSvcgen)
+  if (script === 'bench/svcgen-server.ts' && !env.BENCH_SVCGEN_DIST) buildSvcgen();
   const child: ChildProcess = fork(path.join(REPO, 'bin/run-ts.js'), [script], {
     cwd: REPO,
+    execPath,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
