@@ -1,6 +1,6 @@
 /**
- * diff: API changes between two data models, and permission and configuration changes between
- * their svcgen.config.json; exit 1 when any is breaking (docs/diff.md).
+ * diff: API changes between two data models (REST and the GraphQL schema), and permission and
+ * configuration changes between their svcgen.config.json; exit 1 when any is breaking (docs/diff.md).
  */
 import { execFile } from 'node:child_process';
 import { access, readFile } from 'node:fs/promises';
@@ -164,17 +164,25 @@ export function registerDiffCommand(program: Command): void {
       if (options.toConfig !== undefined && !toConfig)
         throw new UsageError(`--to-config "${options.toConfig}" is neither a file nor <git ref>:<path> of a file`);
 
-      const [{ diffModels }, { diffConfigs }, { reportLines, summarize }, { describeModel }, { readDmmf }] =
-        await Promise.all([
-          import('../../generator/diff/diff-models.ts'),
-          import('../../generator/diff/diff-config.ts'),
-          import('../../generator/diff/report.ts'),
-          import('../../generator/model/describe-model.ts'),
-          import('../../generator/prisma/index.ts'),
-        ]);
+      const [
+        { diffModels },
+        { diffConfigs },
+        { diffGraphql },
+        { reportLines, summarize },
+        { describeModel },
+        { readDmmf },
+      ] = await Promise.all([
+        import('../../generator/diff/diff-models.ts'),
+        import('../../generator/diff/diff-config.ts'),
+        import('../../generator/diff/diff-graphql.ts'),
+        import('../../generator/diff/report.ts'),
+        import('../../generator/model/describe-model.ts'),
+        import('../../generator/prisma/index.ts'),
+      ]);
       const before = describeModel(await readDmmf(from.schema.text, from.schema.label));
       const after = describeModel(await readDmmf(toText, toFile));
       const changes: Change[] = diffModels(before, after);
+      const graphql = diffGraphql(before, after);
       let compared: { from: string; to: string } | null = null;
       if (from.config && toConfig) {
         changes.push(
@@ -187,9 +195,9 @@ export function registerDiffCommand(program: Command): void {
           : `no ${from.configWhere}${options.fromConfig === undefined ? ' (name the earlier config with --from-config)' : ''}`;
         process.stderr.write(`svcgen: permissions and settings not compared: ${missing}\n`);
       }
-      const { breaking, widens } = summarize(changes);
-      if (options.json) console.log(JSON.stringify({ changes, breaking, widens, config: compared }, null, 2));
-      else for (const line of reportLines(changes)) console.log(line);
+      const { breaking, widens } = summarize(changes, graphql);
+      if (options.json) console.log(JSON.stringify({ changes, graphql, breaking, widens, config: compared }, null, 2));
+      else for (const line of reportLines(changes, graphql)) console.log(line);
       if ((breaking > 0 && !options.allowBreaking) || (widens > 0 && options.failOnWiden)) process.exitCode = 1;
     });
 }

@@ -38,7 +38,7 @@ export function typeName(field: FieldSpec, nullable = field.nullable): string {
 }
 
 /** A client may leave the field out of a create: nullable, defaulted, a list or server-set. */
-function optionalOnCreate(field: FieldSpec): boolean {
+export function optionalOnCreate(field: FieldSpec): boolean {
   return field.nullable || field.list || field.dbDefault || field.clientDefault !== undefined || field.managed;
 }
 

@@ -216,7 +216,7 @@ function aggregateMembers(field: FieldSpec): { name: string; fn: Exclude<Aggrega
 }
 
 /** A table's type names, checked for collisions with each other and the shared types. */
-function typeNames(table: string) {
+export function typeNames(table: string) {
   return {
     object: table,
     where: `${table}Where`,
@@ -308,17 +308,22 @@ export function buildGraphQLSchema(
     return f.list ? new GraphQLList(new GraphQLNonNull(scalar)) : scalar;
   };
 
-  // Filter inputs are shared by the fields that take the same operators on the same type.
+  // Filter inputs are shared by the fields that take the same operators on the same type. A
+  // filter's name depends only on the field's own type: `StringFilter` for what a String without
+  // a native type takes, `StringUuidFilter` for a native type that takes other operators. Never on
+  // which field was met first, or removing one field would rename the filter of others, a
+  // breaking change to clients that name the type in a variable (docs/diff.md).
   const filters = new Map<string, GraphQLInputObjectType>();
   const filterOf = (t: TableSpec, f: FieldSpec): GraphQLInputObjectType => {
     const scalar = scalarOf(t, f);
     const ops = fieldOperators(f);
-    const key = `${scalar.name}${f.list ? 'List' : ''}:${ops.join(',')}`;
-    let filter = filters.get(key);
+    const plain = ops.join(',') === fieldOperators({ ...f, nativeType: undefined }).join(',');
+    const list = f.list ? 'List' : '';
+    const shared = `${scalar.name}${plain ? '' : (f.nativeType?.[0] ?? '')}${list}Filter`;
+    // A name a model's type already has: this field's own filter (named after it, so still stable).
+    const name = typeOwners.has(shared) && !filters.has(shared) ? `${t.name}_${f.name}Filter` : shared;
+    let filter = filters.get(name);
     if (filter) return filter;
-    let name = `${scalar.name}${f.list ? 'List' : ''}Filter`;
-    if (typeOwners.has(name)) name = `${scalar.name}${f.nativeType?.[0] ?? ''}${f.list ? 'List' : ''}Filter`;
-    if (typeOwners.has(name)) name = `${t.name}_${f.name}Filter`;
     claim(name, `filter of ${t.name}.${f.name}`);
     const fields: GraphQLInputFieldConfigMap = {};
     for (const op of ops) fields[op] = { type: operandType(op, scalar) };
@@ -327,7 +332,7 @@ export function buildGraphQLSchema(
       description: 'The operators of docs/api.md §5.5; conditions given together must all hold',
       fields,
     });
-    filters.set(key, filter);
+    filters.set(name, filter);
     return filter;
   };
 

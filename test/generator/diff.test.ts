@@ -8,7 +8,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { diffConfigs, type ConfigChange } from '../../generator/diff/diff-config.ts';
+import { diffGraphql, type GraphqlChange } from '../../generator/diff/diff-graphql.ts';
 import { diffModels, type ApiChange } from '../../generator/diff/diff-models.ts';
+import { reportLines, summarize } from '../../generator/diff/report.ts';
 import { describeModel } from '../../generator/model/describe-model.ts';
 import { readDmmf } from '../../generator/prisma/index.ts';
 import { parseConfig, type Config } from '../../runtime/config/index.ts';
@@ -209,6 +211,187 @@ describe('diffModels: a field type is printed as the schema spells it, ? and [] 
     ],
   ])('%s', async (_, after, want) => {
     expect(await details(after)).toEqual(want);
+  });
+});
+
+/** Expected GraphQL changes, as diffGraphql lists them. */
+const breaking = (type: string, ...descriptions: string[]): GraphqlChange[] =>
+  descriptions.map((description) => ({ type, description, breaking: true }));
+const dangerous = (type: string, ...descriptions: string[]): GraphqlChange[] =>
+  descriptions.map((description) => ({ type, description, breaking: false }));
+const optionalAdded = (...members: [member: string, input: string][]) =>
+  dangerous(
+    'OPTIONAL_INPUT_FIELD_ADDED',
+    ...members.map(([member, input]) => `An optional field ${member} on input type ${input} was added.`),
+  );
+/** A text field's members of an aggregate, in code-unit order as listed (`memo` before `min_memo`, `note` after). */
+const aggregateMembers = (field: string) => [`count_distinct_${field}`, `max_${field}`, `min_${field}`, field].sort();
+/** A nullable String field of Order removed: from the type and every input and enum that named it. */
+const orderTextFieldRemoved = (field: string) => [
+  ...breaking(
+    'FIELD_REMOVED',
+    `Order.${field} was removed.`,
+    ...aggregateMembers(field).map((m) => `OrderAggregate.${m} was removed.`),
+    ...aggregateMembers(field).map((m) => `OrderAggregateOrderBy.${m} was removed.`),
+    `OrderCreateInput.${field} was removed.`,
+    `OrderHaving.count_distinct_${field} was removed.`,
+    `OrderOrderBy.${field} was removed.`,
+    `OrderUpdateInput.${field} was removed.`,
+    `OrderWhere.${field} was removed.`,
+  ),
+  ...breaking('VALUE_REMOVED_FROM_ENUM', `${field} was removed from enum type OrderGroupField.`),
+];
+/** `memo String?` added to Order: nothing breaking, graphql-js's dangerous changes only. */
+const ORDER_MEMO_ADDED = [
+  ...optionalAdded(
+    ['count_distinct_memo', 'OrderAggregateOrderBy'],
+    ['count_distinct_memo', 'OrderHaving'],
+    ['max_memo', 'OrderAggregateOrderBy'],
+    ['memo', 'OrderAggregateOrderBy'],
+    ['memo', 'OrderCreateInput'],
+    ['memo', 'OrderOrderBy'],
+    ['memo', 'OrderUpdateInput'],
+    ['memo', 'OrderWhere'],
+    ['min_memo', 'OrderAggregateOrderBy'],
+  ),
+  ...dangerous('VALUE_ADDED_TO_ENUM', 'memo was added to enum type OrderGroupField.'),
+];
+
+describe('diffGraphql: the GraphQL schema of each model (generated/schema.graphql), compared by graphql-js', () => {
+  const graphqlChanges = async (before: string, after: string) => {
+    const model = async (text: string) => describeModel(await readDmmf(text));
+    return diffGraphql(await model(before), await model(after));
+  };
+  const withUuid = edit('  total     Float', '  ref       String?  @db.Uuid\n  total     Float');
+
+  it.each<[string, string, string, { type: string; description: string; breaking: boolean }[]]>([
+    ['no change', BASE, BASE, []],
+    [
+      'a field removed: from the type and every input and enum that named it',
+      BASE,
+      edit('  note      String?\n', ''),
+      orderTextFieldRemoved('note'),
+    ],
+    [
+      // The SDL shows every create input member as optional (the REST validators check them), so
+      // graphql-js alone would call this dangerous only.
+      'a required field added: a create must now send it',
+      BASE,
+      edit('  note      String?', '  note      String?\n  code      String'),
+      [
+        ...breaking(
+          'REQUIRED_INPUT_FIELD_ADDED',
+          'A create must now send OrderCreateInput.code (a create without it is refused).',
+        ),
+        ...optionalAdded(
+          ['code', 'OrderAggregateOrderBy'],
+          ['code', 'OrderOrderBy'],
+          ['code', 'OrderUpdateInput'],
+          ['code', 'OrderWhere'],
+          ['count_distinct_code', 'OrderAggregateOrderBy'],
+          ['count_distinct_code', 'OrderHaving'],
+          ['max_code', 'OrderAggregateOrderBy'],
+          ['min_code', 'OrderAggregateOrderBy'],
+        ),
+        ...dangerous('VALUE_ADDED_TO_ENUM', 'code was added to enum type OrderGroupField.'),
+      ],
+    ],
+    [
+      'an optional field made required: a create must now send it',
+      BASE,
+      edit('  note      String?', '  note      String'),
+      breaking(
+        'INPUT_FIELD_NOW_REQUIRED',
+        'A create must now send OrderCreateInput.note, which it could leave out before.',
+      ),
+    ],
+    [
+      // Record fields are nullable in the schema (a row a role may write but not read answers null):
+      // nothing for GraphQL to flag; the model diff says it (nullability changed, breaking).
+      'a required field made nullable: the same schema',
+      BASE,
+      edit('  total     Float', '  total     Float?'),
+      [],
+    ],
+    [
+      'a model removed: its types and root fields',
+      BASE,
+      edit('  items     Item[]\n', '').replace(/model Item \{[\s\S]*?\n\}\n/, ''),
+      [
+        ...breaking(
+          'FIELD_REMOVED',
+          ...['createItem', 'createItemMany', 'deleteItem', 'updateItem', 'updateItemWhere'].map(
+            (f) => `Mutation.${f} was removed.`,
+          ),
+          'Order.items was removed.',
+          'OrderWhere.items was removed.',
+          ...['item', 'itemAggregate', 'itemList', 'itemPage'].map((f) => `Query.${f} was removed.`),
+        ),
+        ...breaking(
+          'TYPE_REMOVED',
+          ...['', 'Aggregate', 'AggregateOrderBy', 'CreateInput', 'GroupField', 'Having', 'OrderBy', 'Page'].map(
+            (t) => `Item${t} was removed.`,
+          ),
+          'ItemUpdateInput was removed.',
+          'ItemWhere was removed.',
+        ),
+      ],
+    ],
+    [
+      'an enum value renamed: the old one removed (breaking), the new one added (dangerous)',
+      BASE,
+      edit('  paid\n', '  settled\n'),
+      [
+        ...breaking('VALUE_REMOVED_FROM_ENUM', 'paid was removed from enum type Status.'),
+        ...dangerous('VALUE_ADDED_TO_ENUM', 'settled was added to enum type Status.'),
+      ],
+    ],
+    [
+      'an optional field added: nothing breaking',
+      BASE,
+      edit('  note      String?', '  note      String?\n  memo      String?'),
+      ORDER_MEMO_ADDED,
+    ],
+    [
+      // Filter input names depend on the field's own type, never on which String field came first.
+      'a uuid field removed: the other String fields keep their filter type',
+      withUuid,
+      BASE,
+      [
+        ...breaking(
+          'FIELD_REMOVED',
+          'Order.ref was removed.',
+          'OrderAggregate.count_distinct_ref was removed.',
+          'OrderAggregate.ref was removed.',
+          'OrderAggregateOrderBy.count_distinct_ref was removed.',
+          'OrderAggregateOrderBy.ref was removed.',
+          'OrderCreateInput.ref was removed.',
+          'OrderHaving.count_distinct_ref was removed.',
+          'OrderOrderBy.ref was removed.',
+          'OrderUpdateInput.ref was removed.',
+          'OrderWhere.ref was removed.',
+        ),
+        ...breaking('TYPE_REMOVED', 'StringUuidFilter was removed.'),
+        ...breaking('VALUE_REMOVED_FROM_ENUM', 'ref was removed from enum type OrderGroupField.'),
+      ],
+    ],
+  ])('%s', async (_, before, after, want) => {
+    expect(await graphqlChanges(before, after)).toEqual(want);
+  });
+
+  it('reports GraphQL changes under their own heading, counted in the summary and the exit decision', () => {
+    const graphql = [
+      { type: 'FIELD_REMOVED', description: 'Order.note was removed.', breaking: true },
+      { type: 'VALUE_ADDED_TO_ENUM', description: 'memo was added to enum type OrderGroupField.', breaking: false },
+    ];
+    expect(reportLines([], graphql)).toEqual([
+      'GraphQL:',
+      'BREAKING  FIELD_REMOVED        Order.note was removed.',
+      '          VALUE_ADDED_TO_ENUM  memo was added to enum type OrderGroupField.',
+      '2 changes (2 in the GraphQL schema), 1 breaking, 0 widening access',
+    ]);
+    expect(summarize([], graphql)).toEqual({ breaking: 1, widens: 0 });
+    expect(reportLines([], [])).toEqual(['no API changes']);
   });
 });
 
@@ -522,6 +705,7 @@ describe('svcgen diff', () => {
   const json = (stdout: string) =>
     JSON.parse(stdout) as {
       changes: (ApiChange | ConfigChange)[];
+      graphql: GraphqlChange[];
       breaking: number;
       widens: number;
       config: { from: string; to: string } | null;
@@ -600,6 +784,7 @@ describe('svcgen diff', () => {
     const report = json(out.stdout);
     expect(report.breaking).toBe(9);
     expect(report.widens).toBe(11);
+    expect(report.graphql).toEqual([]);
     expect(report.config).toEqual({
       from: path.join(before, 'svcgen.config.json'),
       to: path.join(after, 'svcgen.config.json'),
@@ -690,19 +875,70 @@ describe('svcgen diff', () => {
     const from = path.join(before, 'schema.prisma');
     const text = await diff(['--project', SHOP, '--from', from]);
     expect(text.code, show(text)).toBe(1);
-    expect(text.stdout).toBe(
-      [
-        'BREAKING  field removed  Order.points  Int?',
-        '          field added    Product.tags  String[]',
-        '2 changes, 1 breaking, 0 widening access',
-        '',
-      ].join('\n'),
-    );
+    // The model's changes, then the GraphQL schema's (listed in full by the diffGraphql tests).
+    const lines = text.stdout.split('\n');
+    expect(lines.slice(0, 4)).toEqual([
+      'BREAKING  field removed  Order.points  Int?',
+      '          field added    Product.tags  String[]',
+      'GraphQL:',
+      'BREAKING  FIELD_REMOVED               Order.points was removed.',
+    ]);
+    expect(lines.slice(-6)).toEqual([
+      'BREAKING  VALUE_REMOVED_FROM_ENUM     points was removed from enum type OrderGroupField.',
+      '          OPTIONAL_INPUT_FIELD_ADDED  An optional field tags on input type ProductCreateInput was added.',
+      '          OPTIONAL_INPUT_FIELD_ADDED  An optional field tags on input type ProductUpdateInput was added.',
+      '          OPTIONAL_INPUT_FIELD_ADDED  An optional field tags on input type ProductWhere was added.',
+      '28 changes (26 in the GraphQL schema), 24 breaking, 0 widening access',
+      '',
+    ]);
     const out = json((await diff(['--project', SHOP, '--from', from, '--json'])).stdout);
     expect(out.changes).toEqual([
       { kind: 'field removed', subject: 'Order.points', detail: 'Int?', breaking: true },
       { kind: 'field added', subject: 'Product.tags', detail: 'String[]', breaking: false },
     ]);
+  });
+
+  it('lists the GraphQL schema changes under GraphQL:, in text and --json; a breaking one exits 1 as a REST one does', {
+    timeout: 120_000,
+  }, async () => {
+    const root = await tempDir('diff');
+    // The earlier version spelled an enum value differently: renaming it back removes one value and adds one.
+    const before = await project(root, 'before', { schema: replacing('  cancelled\n', '  canceled\n') });
+    const from = path.join(before, 'schema.prisma');
+    const text = await diff(['--project', SHOP, '--from', from]);
+    expect(text.code, show(text)).toBe(1);
+    expect(text.stderr).toBe('');
+    expect(text.stdout).toBe(
+      [
+        '          enum value added    Order.status  cancelled',
+        'BREAKING  enum value removed  Order.status  canceled',
+        'GraphQL:',
+        'BREAKING  VALUE_REMOVED_FROM_ENUM  canceled was removed from enum type OrderStatus.',
+        '          VALUE_ADDED_TO_ENUM      cancelled was added to enum type OrderStatus.',
+        '4 changes (2 in the GraphQL schema), 2 breaking, 0 widening access',
+        '',
+      ].join('\n'),
+    );
+    const out = await diff(['--project', SHOP, '--from', from, '--json']);
+    expect(out.code, show(out)).toBe(1);
+    expect(json(out.stdout)).toEqual({
+      changes: [
+        { kind: 'enum value added', subject: 'Order.status', detail: 'cancelled', breaking: false },
+        { kind: 'enum value removed', subject: 'Order.status', detail: 'canceled', breaking: true },
+      ],
+      graphql: [
+        {
+          type: 'VALUE_REMOVED_FROM_ENUM',
+          description: 'canceled was removed from enum type OrderStatus.',
+          breaking: true,
+        },
+        { type: 'VALUE_ADDED_TO_ENUM', description: 'cancelled was added to enum type OrderStatus.', breaking: false },
+      ],
+      breaking: 2,
+      widens: 0,
+      config: { from: path.join(before, 'svcgen.config.json'), to: path.join(SHOP, 'svcgen.config.json') },
+    });
+    expect((await diff(['--project', SHOP, '--from', from, '--allow-breaking'])).code).toBe(0);
   });
 
   it('a schema file without a config beside it: models only, said on stderr; --from-config names one', {
@@ -719,7 +955,7 @@ describe('svcgen diff', () => {
     expect(additions.code, show(additions)).toBe(0);
     expect(additions.stdout).toMatch(/^\s+field added\s+Customer\.vip\s+Boolean$/m);
     expect(additions.stdout).toMatch(/^\s+field added\s+Order\.note\s+String\?$/m);
-    expect(additions.stdout).toContain('2 changes, 0 breaking, 0 widening access');
+    expect(additions.stdout).toContain('\n20 changes (18 in the GraphQL schema), 0 breaking, 0 widening access\n');
     expect(additions.stderr).toBe(
       `svcgen: permissions and settings not compared: no ${path.join(root, 'svcgen.config.json')} (name the earlier config with --from-config)\n`,
     );
@@ -760,7 +996,8 @@ describe('svcgen diff', () => {
     expect(removed.code).toBe(1);
     expect(JSON.parse(removed.stdout)).toEqual({
       changes: [{ kind: 'field removed', subject: 'Order.memo', detail: 'String?', breaking: true }],
-      breaking: 1,
+      graphql: orderTextFieldRemoved('memo'),
+      breaking: 16,
       widens: 0,
       config: null,
     });
@@ -829,6 +1066,7 @@ describe('svcgen diff', () => {
       expect(changed.code, show(changed)).toBe(0);
       expect(json(changed.stdout)).toEqual({
         changes: want,
+        graphql: ORDER_MEMO_ADDED,
         breaking: 0,
         widens: 1,
         config: { from: 'HEAD:app/svcgen.config.json', to: path.join(app, 'svcgen.config.json') },
@@ -836,14 +1074,13 @@ describe('svcgen diff', () => {
     }
     const text = await diff(['--project', app, '--from', 'HEAD', '--fail-on-widen']);
     expect(text.code, show(text)).toBe(1);
-    expect(text.stdout).toBe(
-      [
-        '               field added  Order.memo  String?',
-        'WIDENS ACCESS  grant added  catalog: City.update  all rows, all fields',
-        '2 changes, 0 breaking, 1 widening access',
-        '',
-      ].join('\n'),
-    );
+    const lines = text.stdout.split('\n');
+    expect(lines.slice(0, 3)).toEqual([
+      '               field added  Order.memo  String?',
+      'WIDENS ACCESS  grant added  catalog: City.update  all rows, all fields',
+      'GraphQL:',
+    ]);
+    expect(lines.slice(-2)).toEqual(['12 changes (10 in the GraphQL schema), 0 breaking, 1 widening access', '']);
 
     // No config at that ref: the models alone, and stderr says so; --from-config takes <ref>:<path>.
     const older = await diff(['--project', app, '--from', 'HEAD~1', '--json']);
@@ -851,7 +1088,13 @@ describe('svcgen diff', () => {
     expect(older.stderr).toBe(
       'svcgen: permissions and settings not compared: no HEAD~1:app/svcgen.config.json (name the earlier config with --from-config)\n',
     );
-    expect(json(older.stdout)).toEqual({ changes: [want[0]], breaking: 0, widens: 0, config: null });
+    expect(json(older.stdout)).toEqual({
+      changes: [want[0]],
+      graphql: ORDER_MEMO_ADDED,
+      breaking: 0,
+      widens: 0,
+      config: null,
+    });
     const named = await diff([
       '--project',
       app,
@@ -863,6 +1106,7 @@ describe('svcgen diff', () => {
     ]);
     expect(json(named.stdout)).toEqual({
       changes: want,
+      graphql: ORDER_MEMO_ADDED,
       breaking: 0,
       widens: 1,
       config: { from: 'HEAD:app/svcgen.config.json', to: path.join(app, 'svcgen.config.json') },
