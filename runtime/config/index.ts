@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { FILE_FILTER_FIELDS } from '../model/index.ts';
 import { configSchema, type Config } from './schema.ts';
 
-export type { Config, RoleConfig, ActionRule, TablePermissionsConfig } from './schema.ts';
+export type { ActionRule, BucketConfig, Config, RoleConfig, TablePermissionsConfig } from './schema.ts';
 export { callerDataLimit, configSchema } from './schema.ts';
 
 export const CONFIG_FILE = 'svcgen.config.json';
@@ -101,6 +102,29 @@ function protoKeys(raw: unknown): string[] {
   return problems.sort();
 }
 
+/** Bucket rules naming a role that is not defined, or filtering on something files do not have. */
+function bucketProblems(config: Config): string[] {
+  const problems: string[] = [];
+  for (const [bucket, { roles }] of Object.entries(config.storage.buckets)) {
+    for (const [role, rules] of Object.entries(roles)) {
+      const at = ['storage', 'buckets', bucket, 'roles', role];
+      if (!Object.hasOwn(config.roles, role)) {
+        problems.push(`${jsonPath(at)}: role "${role}" is not defined under roles`);
+        continue;
+      }
+      for (const [action, rule] of Object.entries(rules)) {
+        for (const field of typeof rule === 'object' ? Object.keys(rule.filter ?? {}) : []) {
+          if (!FILE_FILTER_FIELDS.includes(field))
+            problems.push(
+              `${jsonPath([...at, action, 'filter', field])}: files have no field "${field}" to filter on (fields: ${FILE_FILTER_FIELDS.join(', ')})`,
+            );
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 /** Validates a parsed config; `tables` (model names, or each table's fields) lets role rules be checked against the model. */
 export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Config {
   const parsed = configSchema.safeParse(raw);
@@ -142,6 +166,7 @@ export function parseConfig(raw: unknown, file: string, tables?: ModelNames): Co
     if (config.auth.defaultRole !== undefined && !Object.hasOwn(config.roles, config.auth.defaultRole)) {
       problems.push(`$.auth.defaultRole: role "${config.auth.defaultRole}" is not defined under roles`);
     }
+    problems.push(...bucketProblems(config));
   }
   if (problems.length > 0 || !parsed.success) throw new ConfigError(file, problems);
   return parsed.data;

@@ -1,5 +1,6 @@
 /** `svcgen.config.json` (docs/config.md): one zod schema, defaults included. */
 import { z } from 'zod';
+import { BUCKET_NAME_PATTERN } from '../model/index.ts';
 
 const seconds = z.number().int().positive();
 const perMinute = z.number().int().positive();
@@ -29,6 +30,47 @@ const role = z
   .object({
     signup: z.boolean().default(false),
     tables: z.record(z.string(), tablePermissions).default({}),
+  })
+  .strict();
+
+/** A bucket's rule for one action: true, false, or a row filter over file metadata (docs/storage.md). */
+const bucketRule = z.union([
+  z.boolean(),
+  z
+    .object({
+      /** Names fields of FILE_FILTER_FIELDS (checked in parseConfig, which can say which ones exist). */
+      filter: z.record(z.string(), filterValue).optional(),
+    })
+    .strict(),
+]);
+
+const contentTypePattern = z
+  .string()
+  .regex(
+    /^([a-z0-9][a-z0-9!#$&^_.+-]*|\*)\/([a-z0-9][a-z0-9!#$&^_.+-]*|\*)$/,
+    'a media type such as "image/png", "image/*" or "*/*" (lower case, no parameters)',
+  );
+
+const bucket = z
+  .object({
+    /** Largest file accepted, in bytes; larger → 413 while it streams, nothing kept. */
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(10 * 1024 * 1024),
+    /** Media types accepted (patterns like image/*); checked against what is declared and against the first bytes. */
+    contentTypes: z.array(contentTypePattern).min(1).default(['*/*']),
+    /** true: anyone may read a file's metadata and bytes by id, without credentials. */
+    public: z.boolean().default(false),
+    roles: z
+      .record(
+        z.string(),
+        z
+          .object({ read: bucketRule.optional(), create: bucketRule.optional(), delete: bucketRule.optional() })
+          .strict(),
+      )
+      .default({}),
   })
   .strict();
 
@@ -205,6 +247,30 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** File storage (docs/storage.md): buckets and where the local backend keeps bytes. */
+    storage: z
+      .object({
+        /** Folder of the local-disk backend, relative to the project folder. */
+        root: z.string().min(1).default('.svcgen/files'),
+        /** Bytes with no metadata (a crash mid-upload) older than this are removed by the sweep. */
+        orphanGraceSeconds: seconds.default(3600),
+        /** Default lifetime of a signed download URL; a request may ask for up to signedUrlMaxTtl. */
+        signedUrlTtl: seconds.default(900),
+        signedUrlMaxTtl: seconds.default(7 * 24 * 3600),
+        buckets: z
+          .record(
+            z
+              .string()
+              .regex(
+                BUCKET_NAME_PATTERN,
+                'lower-case letters, digits, _ and -, starting with a letter or digit, at most 63',
+              ),
+            bucket,
+          )
+          .default({}),
+      })
+      .strict()
+      .prefault({}),
     roles: z
       .record(
         z
@@ -233,3 +299,4 @@ export function callerDataLimit(config: Config): number {
 export type RoleConfig = Config['roles'][string];
 export type ActionRule = z.output<typeof actionRule>;
 export type TablePermissionsConfig = z.output<typeof tablePermissions>;
+export type BucketConfig = z.output<typeof bucket>;

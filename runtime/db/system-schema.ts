@@ -210,6 +210,21 @@ const STEPS: readonly string[] = [
    ALTER TABLE svcgen.auth_code_failures DROP CONSTRAINT IF EXISTS auth_code_failures_purpose_check;
    ALTER TABLE svcgen.auth_code_failures ADD CONSTRAINT auth_code_failures_purpose_check
      CHECK (purpose IN ('confirm-signup', 'reset-password', 'change-email'));`,
+  // File storage (docs/storage.md): one row per complete file, inserted only once its bytes are
+  // stored. Its bytes are at the key (environment, bucket, id) of the configured backend.
+  `CREATE TABLE svcgen.files (
+     id            uuid PRIMARY KEY,
+     environment   text NOT NULL,
+     bucket        text NOT NULL,
+     name          text NOT NULL,
+     content_type  text NOT NULL,
+     size          bigint NOT NULL,
+     sha256        text NOT NULL,
+     owner_id      text,
+     created_at    timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE INDEX files_bucket_created ON svcgen.files (environment, bucket, created_at, id);
+   CREATE INDEX files_bucket_owner ON svcgen.files (environment, bucket, owner_id);`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -15,6 +15,7 @@ export const SERVICE_PATHS = {
   docs: '_docs',
   apiKeys: '_apikeys',
   webhooks: '_webhooks',
+  files: '_files',
 } as const;
 
 /** A table's literal sub-paths: `/gw/api/rest/<table>/<name>`, never taken for an id. */

@@ -61,12 +61,17 @@ export const PROBLEM_KINDS = {
   'payload-too-large': {
     status: 413,
     title: 'Payload Too Large',
-    description: 'the body is larger than limits.bodyBytes',
+    description: "the body is larger than limits.bodyBytes, or an upload larger than its bucket's maxBytes",
   },
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported Media Type',
-    description: 'the body is not application/json',
+    description: "the body is not application/json, or an upload's content type is not one its bucket accepts",
+  },
+  'range-not-satisfiable': {
+    status: 416,
+    title: 'Range Not Satisfiable',
+    description: "a file download's Range lies outside the file",
   },
   validation: {
     status: 422,

@@ -16,7 +16,15 @@ export interface CatalogTable {
 export class Catalog {
   private readonly tables = new Map<string, CatalogTable>();
 
-  constructor(modules: Readonly<Record<string, TableModule>>) {
+  /**
+   * `qualifiedName` replaces where rows live (default: the table in the environment's schema); a
+   * catalog of system tables (runtime/storage's `_files`) points it at svcgen's own.
+   */
+  constructor(
+    modules: Readonly<Record<string, TableModule>>,
+    qualifiedName: (spec: TableSpec, environment: string) => string = (spec, environment) =>
+      `${ident(environmentSchema(environment))}.${ident(spec.dbName)}`,
+  ) {
     for (const module of Object.values(modules)) {
       const spec = module.spec;
       const fields = new Map(spec.fields.map((f) => [f.name, f]));
@@ -29,7 +37,7 @@ export class Catalog {
         qualified(environment) {
           let q = qualifiedCache.get(environment);
           if (!q) {
-            q = `${ident(environmentSchema(environment))}.${ident(spec.dbName)}`;
+            q = qualifiedName(spec, environment);
             qualifiedCache.set(environment, q);
           }
           return q;

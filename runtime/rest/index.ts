@@ -11,6 +11,9 @@ import { list, readOne } from './read.ts';
 import { create, remove, update, updateMany } from './write.ts';
 
 export type { DataContext } from './context.ts';
+export { capturesEvents, readScope } from './context.ts';
+export { runWrite } from './write.ts';
+export { answeringQueryErrors } from './query-problems.ts';
 
 export interface OperationHandler {
   /** The role action the operation needs (docs/api.md §5.17: every data operation is checked). */

@@ -11,6 +11,7 @@ import type { FieldError } from '../http/index.ts';
 import type { FieldSpec } from '../model/index.ts';
 import type { Catalog, CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
+import { filesCatalog } from '../storage/bucket-access.ts';
 import { enqueueSql } from './queue.ts';
 import { urlProblems } from './targets.ts';
 import { announceSubscriptionChange } from './watched-tables.ts';
@@ -167,6 +168,8 @@ function filterOperand(
   }
 }
 
+let filesTables: Catalog | undefined;
+
 /** Checks what the schema cannot (the model, the project, the target) and normalises the filter. */
 export async function checkSubscription(
   input: SubscriptionInput,
@@ -180,12 +183,14 @@ export async function checkSubscription(
       message: `projectId must be "${context.projectId}", the X-Project-Id of this request`,
     });
   }
-  const table: CatalogTable | undefined = context.catalog.get(input.table);
+  // File metadata (`_files`) publishes events like a table when storage has buckets (docs/storage.md).
+  const files = Object.keys(context.config.storage.buckets).length > 0 ? (filesTables ??= filesCatalog()) : undefined;
+  const table: CatalogTable | undefined = context.catalog.get(input.table) ?? files?.get(input.table);
   if (!table) {
     errors.push({
       field: 'table',
       rule: 'exists',
-      message: `no table "${input.table}"; tables: ${context.catalog.names().join(', ')}`,
+      message: `no table "${input.table}"; tables: ${[...context.catalog.names(), ...(files?.names() ?? [])].join(', ')}`,
     });
   } else {
     for (const [name, value] of Object.entries(input.filter ?? {})) {

@@ -11,6 +11,7 @@ import { docsFeature } from './docs.ts';
 import { graphqlFeature } from './graphql.ts';
 import { keysFeature } from './keys.ts';
 import { observabilityFeature } from './observability.ts';
+import { storageFeature } from './storage.ts';
 import { webhooksFeature } from './webhooks.ts';
 
 export const FEATURES = [
@@ -19,6 +20,7 @@ export const FEATURES = [
   dataFeature,
   graphqlFeature,
   webhooksFeature,
+  storageFeature,
   observabilityFeature,
   docsFeature,
 ] as const;

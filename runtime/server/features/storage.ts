@@ -1,0 +1,104 @@
+/**
+ * File storage (docs/storage.md): /_files/{bucket} on the local-disk backend, the job that removes
+ * deleted files' bytes, and the orphan sweep (at start, then every ten minutes). Nothing starts
+ * when no bucket is configured.
+ */
+import path from 'node:path';
+import type { RequestHandler } from 'express';
+import { errorReply, nodeRequest, send, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
+import { DATA_BASE_PATH, SERVICE_PATHS } from '../../model/index.ts';
+import { serverSecret } from '../../secrets/index.ts';
+import * as files from '../../storage/index.ts';
+import type { Route, ServerFeature } from '../feature.ts';
+import { every } from '../housekeeping.ts';
+import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
+import type { Services } from '../services.ts';
+
+const SWEEP_INTERVAL_MS = 10 * 60_000;
+
+export const storageFeature: ServerFeature = {
+  name: 'storage',
+  async start({ options, config, db, directUrl, log }, teardown) {
+    if (Object.keys(config.storage.buckets).length === 0) return {};
+    const backend = new files.LocalDiskBackend(path.resolve(options.projectDir, config.storage.root));
+    const worker = await files.startRemovalWorker(directUrl, backend, log);
+    teardown.add('storage worker', () => worker.stop(), { alongside: true });
+    const sweep = () =>
+      files.sweepOrphans(db, backend, config.storage.orphanGraceSeconds).catch((error: unknown) => {
+        log(`file sweep failed: ${error instanceof Error ? error.message : String(error)}`);
+      });
+    void sweep();
+    teardown.add('file sweep', every(sweep, SWEEP_INTERVAL_MS));
+    const signer = new files.UrlSigner(await serverSecret(db, 'file-url-signing'));
+    return {
+      routes(services) {
+        const deps: files.StorageDeps = {
+          config,
+          db,
+          backend,
+          access: new files.BucketAccess(config),
+          signer,
+          basePath: services.basePath,
+          expensiveReads: services.expensiveReads,
+          cursors: services.cursors,
+          watchedTables: services.watchedTables,
+          limits: dataLimits(services),
+          rateLimitHeaders,
+        };
+        const at = `${DATA_BASE_PATH}/${SERVICE_PATHS.files}/:bucket`;
+        const handler =
+          (h: (deps: files.StorageDeps, req: ApiRequest) => Promise<Reply>): Handler =>
+          (req) =>
+            h(deps, req);
+        const routes: Route[] = [
+          { method: 'post', path: at, express: streaming(services, (req, raw) => files.upload(deps, req, raw)) },
+          { method: 'get', path: at, handler: handler(files.list) },
+          { method: 'get', path: `${at}/:id`, handler: handler(files.metadata) },
+          { method: 'delete', path: `${at}/:id`, handler: handler(files.remove) },
+          { method: 'post', path: `${at}/:id/signed-url`, handler: handler(files.signedUrl) },
+          {
+            method: 'get',
+            path: `${at}/:id/content`,
+            express: streaming(services, (req, _raw, res) => files.content(deps, req, res)),
+          },
+        ];
+        return routes;
+      },
+    };
+  },
+};
+
+/**
+ * An Express route whose handler reads the request or writes the response as streams: it answers
+ * with the Reply it returns, or has answered itself when it returns undefined. Errors become
+ * Problems like every other route's; one raised after the bytes started cuts the connection.
+ */
+function streaming(
+  services: Services,
+  work: (
+    req: ApiRequest,
+    raw: Parameters<RequestHandler>[0],
+    res: Parameters<RequestHandler>[1],
+  ) => Promise<Reply | undefined>,
+): RequestHandler {
+  const log = (error: unknown, req: ApiRequest) =>
+    services.logger.error({ method: req.method, path: req.path, err: error }, 'request failed');
+  return (req, res) => {
+    const apiReq = nodeRequest(
+      req,
+      res,
+      req.originalUrl,
+      (req.params ?? {}) as Record<string, string>,
+      services.config.limits.bodyBytes,
+    );
+    work(apiReq, req, res).then(
+      (reply) => {
+        if (reply) send(res, reply);
+      },
+      (error: unknown) => {
+        if (res.headersSent) res.destroy();
+        else send(res, errorReply(error, apiReq, log));
+      },
+    );
+  };
+}

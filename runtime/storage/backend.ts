@@ -1,0 +1,53 @@
+/**
+ * Where file bytes live. Small on purpose so that another store (S3) is one more implementation:
+ * bytes go in as a stream and become visible under their key only once complete, come out as a
+ * stream (a byte range of it), are removed idempotently, and can be listed for the orphan sweep.
+ */
+import type { Readable } from 'node:stream';
+
+export interface StoredObject {
+  readonly key: string;
+  /** When its bytes were last written: the sweep leaves young objects alone (an upload may still be committing). */
+  readonly modifiedAt: Date;
+}
+
+/** Inclusive byte offsets, as in an HTTP Range. */
+export interface ByteRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface StorageBackend {
+  /**
+   * Writes `body` under `key`. The object exists only once the stream has ended and every byte is
+   * stored; if `body` fails (a size limit, a refused type, the client gone), nothing is left behind
+   * and the promise rejects with body's error.
+   */
+  put(key: string, body: Readable): Promise<void>;
+  /** The bytes of `key` (or of `range` of them); rejects with ObjectMissing when there is no such object. */
+  get(key: string, range?: ByteRange): Promise<Readable>;
+  /** Removes `key`; removing a missing object is not an error. */
+  remove(key: string): Promise<void>;
+  /** Every stored object, including leftovers of uploads that never completed. */
+  list(): AsyncIterable<StoredObject>;
+}
+
+export class ObjectMissing extends Error {
+  constructor(readonly key: string) {
+    super(`no stored object ${key}`);
+    this.name = 'ObjectMissing';
+  }
+}
+
+/** Where a file's bytes are kept: derived from its metadata, so the row needs no column for it. */
+export function objectKey(environment: string, bucket: string, id: string): string {
+  return `${environment}/${bucket}/${id}`;
+}
+
+/** The parts of a key objectKey made, or undefined for anything else found in the store. */
+export function parseObjectKey(key: string): { environment: string; bucket: string; id: string } | undefined {
+  const parts = key.split('/');
+  if (parts.length !== 3) return undefined;
+  const [environment, bucket, id] = parts as [string, string, string];
+  return { environment, bucket, id };
+}

@@ -1,0 +1,71 @@
+/**
+ * File metadata through the query layer (docs/storage.md "Permissions"): svcgen.files is one
+ * catalog table (`_files`), and each bucket's role rules become an ordinary Policy whose rules also
+ * pin the bucket and the environment. Lists, reads, filters, sorts, cursors, deletes and the
+ * after-the-fact check of a create all run through the same compilers as table data, so a
+ * customer's `ownerId: $user.id` is enforced exactly like a table's `customerId: $user.id`.
+ */
+import type { BucketConfig, Config } from '../config/index.ts';
+import { FILE_FIELDS, FILES_SPEC, FILES_TABLE, type TableModule } from '../model/index.ts';
+import { Catalog, Policy, roleOperand, type CatalogTable } from '../query/index.ts';
+import { z } from 'zod';
+
+/** The `_files` table as a module: file metadata is never written from a JSON body, so its validators take nothing. */
+export const FILES_MODULE: TableModule = {
+  spec: FILES_SPEC,
+  validators: { create: z.strictObject({}), update: z.strictObject({}) },
+};
+
+/** A catalog of the one table `_files`, whose rows are svcgen.files (not an environment's schema). */
+export function filesCatalog(): Catalog {
+  return new Catalog({ [FILES_TABLE]: FILES_MODULE }, () => 'svcgen.files');
+}
+
+type BucketAction = 'read' | 'create' | 'delete';
+
+/** A bucket's role rules as table rules of `_files`, each pinned to the bucket and environment and showing FILE_FIELDS only. */
+function rolesFor(bucketName: string, bucket: BucketConfig, environment: string): Config['roles'] {
+  const roles: Config['roles'] = {};
+  for (const [role, rules] of Object.entries(bucket.roles)) {
+    const table: Record<string, { filter: Record<string, unknown>; fields: string[] }> = {};
+    for (const action of ['read', 'create', 'delete'] as const satisfies readonly BucketAction[]) {
+      const rule = rules[action];
+      if (rule === undefined || rule === false) continue;
+      const own = rule === true ? {} : (rule.filter ?? {});
+      table[action] = {
+        filter: { ...own, bucket: bucketName, environment } as Record<string, unknown>,
+        fields: [...FILE_FIELDS],
+      };
+    }
+    roles[role] = { signup: false, tables: { [FILES_TABLE]: table as never } };
+  }
+  return roles;
+}
+
+/** Per bucket and environment, the Policy of its rules (built at start: both sets are small and fixed). */
+export class BucketAccess {
+  readonly catalog = filesCatalog();
+  readonly table: CatalogTable = this.catalog.require(FILES_TABLE);
+  private readonly policies = new Map<string, Policy>();
+
+  constructor(config: Config) {
+    for (const [name, bucket] of Object.entries(config.storage.buckets)) {
+      for (const environment of config.environments) {
+        this.policies.set(
+          `${name}\n${environment}`,
+          new Policy(
+            rolesFor(name, bucket, environment),
+            (table, path, op, value) => roleOperand(this.catalog, table, path, op, value),
+            () => FILES_SPEC.fields.map((f) => f.name),
+          ),
+        );
+      }
+    }
+  }
+
+  policy(bucket: string, environment: string): Policy {
+    const policy = this.policies.get(`${bucket}\n${environment}`);
+    if (!policy) throw new Error(`no bucket ${bucket} in ${environment}`);
+    return policy;
+  }
+}

@@ -1,0 +1,30 @@
+/** What the storage endpoints need from the running server (runtime/server/features/storage.ts builds it). */
+import type { Config } from '../config/index.ts';
+import type { Admission, Database } from '../db/index.ts';
+import type { ApiRequest } from '../http/index.ts';
+import type { Principal } from '../principal/index.ts';
+import type { CursorCodec } from '../query/index.ts';
+import type { RateDecision } from '../rate-limit/index.ts';
+import type { Tenant } from '../tenancy/index.ts';
+import type { WatchedTables } from '../webhooks/index.ts';
+import type { StorageBackend } from './backend.ts';
+import type { BucketAccess } from './bucket-access.ts';
+import type { UrlSigner } from './signed-urls.ts';
+
+export interface StorageDeps {
+  readonly config: Config;
+  readonly db: Database;
+  readonly backend: StorageBackend;
+  readonly access: BucketAccess;
+  readonly signer: UrlSigner;
+  readonly basePath: string;
+  readonly expensiveReads: Admission;
+  readonly cursors: CursorCodec;
+  readonly watchedTables: WatchedTables;
+  /** The data API's credential check and rate limits (runtime/server/pipeline.ts dataLimits), shared with it. */
+  readonly limits: {
+    authenticate(req: ApiRequest, tenant: Tenant): Promise<Principal>;
+    data(tenant: Tenant, principal: Principal): Promise<RateDecision>;
+  };
+  readonly rateLimitHeaders: (decision: RateDecision) => Record<string, string>;
+}

@@ -1,0 +1,330 @@
+/**
+ * /gw/api/rest/_files/{bucket} (docs/storage.md): the data API's pipeline (tenancy, credentials,
+ * bucket, rate limit, permission) in front of uploads, lists, metadata, downloads, deletes and
+ * signed URLs. Metadata goes through the REST handlers of the query layer (bucket-access.ts);
+ * bytes stream between the request, the backend and the response.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Database, transactionDatabase } from '../db/index.ts';
+import { header, Problem, readJson, jsonReply, type ApiRequest, type Reply } from '../http/index.ts';
+import { FILES_TABLE } from '../model/index.ts';
+import type { Principal } from '../principal/index.ts';
+import { compileWrite, createPresets, type Action, type Grant } from '../query/index.ts';
+import {
+  answeringQueryErrors,
+  capturesEvents,
+  OPERATIONS,
+  readScope,
+  runWrite,
+  type DataContext,
+} from '../rest/index.ts';
+import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
+import { objectKey } from './backend.ts';
+import { allowedBy, mediaType } from './content-types.ts';
+import { sendContent, type FileRecord } from './download.ts';
+import { UploadInspector } from './inspector.ts';
+import { queueRemoval } from './jobs.ts';
+import { incomingFile } from './incoming.ts';
+import type { StorageDeps } from './deps.ts';
+
+export type { StorageDeps } from './deps.ts';
+
+interface Caller {
+  readonly tenant: Tenant;
+  readonly principal: Principal;
+  readonly bucket: string;
+  readonly headers: Record<string, string>;
+}
+
+/** Tenancy → credentials → bucket (404) → rate limit (429) → management tokens refused (403). */
+async function caller(deps: StorageDeps, req: ApiRequest): Promise<Caller> {
+  const tenant = resolveDataTenant(req, deps.config);
+  const principal = await deps.limits.authenticate(req, tenant);
+  const bucket = knownBucket(deps, req);
+  const headers = deps.rateLimitHeaders(await deps.limits.data(tenant, principal));
+  if (principal.kind === 'management')
+    throw withHeaders(
+      new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no files'),
+      headers,
+    );
+  return { tenant, principal, bucket, headers };
+}
+
+function knownBucket(deps: StorageDeps, req: ApiRequest): string {
+  const name = req.params.bucket ?? '';
+  if (!Object.hasOwn(deps.config.storage.buckets, name)) {
+    const names = Object.keys(deps.config.storage.buckets);
+    throw new Problem(
+      'not-found',
+      `there is no bucket named "${name}"${names.length ? `; buckets: ${names.join(', ')}` : ' (storage.buckets is empty)'}`,
+    );
+  }
+  return name;
+}
+
+function withHeaders(problem: Problem, headers: Record<string, string>): Problem {
+  Object.assign(problem.headers, headers);
+  return problem;
+}
+
+/** The caller's context for `action` on the bucket's metadata, or 403 when no role of theirs allows it. */
+function dataContext(deps: StorageDeps, req: ApiRequest, who: Caller, action: Action): DataContext {
+  const policy = deps.access.policy(who.bucket, who.tenant.environment);
+  const grant: Grant | null = policy.grant(who.principal, FILES_TABLE, action);
+  if (!grant) throw new Problem('forbidden', `your role may not ${action} files in bucket ${who.bucket}`);
+  return {
+    req,
+    tenant: who.tenant,
+    principal: who.principal,
+    table: deps.access.table,
+    grant,
+    catalog: deps.access.catalog,
+    access: policy.access(who.principal),
+    db: deps.db,
+    expensiveReads: deps.expensiveReads,
+    cursors: deps.cursors,
+    watchedTables: deps.watchedTables,
+    basePath: deps.basePath,
+  };
+}
+
+/** Runs `work` for an identified caller; a Problem it throws carries the rate-limit headers. */
+async function withCaller<T>(deps: StorageDeps, req: ApiRequest, work: (who: Caller) => Promise<T>): Promise<T> {
+  const who = await caller(deps, req);
+  try {
+    return await answeringQueryErrors(() => work(who));
+  } catch (error) {
+    if (error instanceof Problem) withHeaders(error, who.headers);
+    throw error;
+  }
+}
+
+/** withCaller for handlers that answer with a Reply: it carries the rate-limit headers too. */
+function asCaller(deps: StorageDeps, req: ApiRequest, work: (who: Caller) => Promise<Reply>): Promise<Reply> {
+  return withCaller(deps, req, async (who) => {
+    const reply = await work(who);
+    reply.headers = { ...reply.headers, ...who.headers };
+    return reply;
+  });
+}
+
+function bucketPath(deps: StorageDeps, bucket: string): string {
+  return `${deps.basePath}/_files/${encodeURIComponent(bucket)}`;
+}
+
+/** The longest file name kept; names are metadata only, never a path. */
+const MAX_NAME_CHARS = 255;
+// C0 controls, DEL and C1 controls: no header or log line can be broken by a stored name.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+function checkName(name: string | undefined, from: string): string {
+  if (name === undefined || name === '')
+    throw new Problem('validation', `the file needs a name: ${from}`, [
+      { field: 'name', rule: 'required', message: 'a file name is required' },
+    ]);
+  if (name.length > MAX_NAME_CHARS || CONTROL.test(name))
+    throw new Problem('validation', `file names have 1 to ${MAX_NAME_CHARS} characters and no control characters`, [
+      { field: 'name', rule: 'format', message: `1 to ${MAX_NAME_CHARS} characters, no control characters` },
+    ]);
+  return name;
+}
+
+/** POST /_files/{bucket}: multipart (a `file` part) or a raw body with Content-Type and ?name=. */
+export async function upload(deps: StorageDeps, req: ApiRequest, raw: IncomingMessage): Promise<Reply> {
+  return asCaller(deps, req, async (who) => {
+    const ctx = dataContext(deps, req, who, 'create');
+    const settings = deps.config.storage.buckets[who.bucket]!;
+    const declaredLength = Number(raw.headers['content-length']);
+    // A multipart body carries a little more than its file; a raw one is the file.
+    if (Number.isFinite(declaredLength) && declaredLength > settings.maxBytes + 64 * 1024)
+      throw new Problem(
+        'payload-too-large',
+        `the file is larger than this bucket's limit of ${settings.maxBytes} bytes`,
+      );
+    const file = await incomingFile(raw, req, settings.maxBytes);
+    const contentType = mediaType(file.declaredType);
+    if (!contentType) {
+      file.discard();
+      throw new Problem('unsupported-media-type', 'declare the file\'s media type (e.g. "image/png")');
+    }
+    if (!allowedBy(settings.contentTypes, contentType)) {
+      file.discard();
+      throw new Problem(
+        'unsupported-media-type',
+        `bucket ${who.bucket} does not accept ${contentType}; it accepts ${settings.contentTypes.join(', ')}`,
+      );
+    }
+    let name: string;
+    try {
+      name = checkName(file.name, file.nameSource);
+    } catch (error) {
+      file.discard();
+      throw error;
+    }
+    const id = randomUUID();
+    const key = objectKey(who.tenant.environment, who.bucket, id);
+    const inspector = new UploadInspector(settings.maxBytes, contentType);
+    file.stream.on('error', (error) => inspector.destroy(error));
+    file.stream.pipe(inspector);
+    try {
+      await deps.backend.put(key, inspector);
+    } catch (error) {
+      file.discard();
+      throw error;
+    }
+    try {
+      return await insertMetadata(deps, ctx, who, {
+        id,
+        name,
+        contentType,
+        size: inspector.size,
+        sha256: inspector.sha256(),
+      });
+    } catch (error) {
+      await deps.backend.remove(key).catch(() => {});
+      throw error;
+    }
+  });
+}
+
+/** The metadata row, inserted once the bytes are stored: the file becomes visible with it (and its event is captured). */
+async function insertMetadata(
+  deps: StorageDeps,
+  ctx: DataContext,
+  who: Caller,
+  file: { id: string; name: string; contentType: string; size: number; sha256: string },
+): Promise<Reply> {
+  const scope = readScope(ctx);
+  const written = ['name', 'contentType', 'size', 'sha256', 'ownerId'];
+  const presets = createPresets(scope, ctx.table, written.slice(0, -1));
+  const ownerId = presets.ownerId ?? (who.principal.kind === 'user' ? who.principal.userId : null);
+  const values = { ...file, ownerId, bucket: who.bucket, environment: who.tenant.environment };
+  const write = compileWrite(
+    scope,
+    { kind: 'insert', table: ctx.table, values, written },
+    { kind: 'record' },
+    await capturesEvents(ctx),
+  );
+  const rows = await runWrite(deps.db, ctx.table, write, scope, values);
+  const json = (rows[0]?.[0] as string | null) ?? '{}';
+  return {
+    status: 201,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      location: `${bucketPath(deps, who.bucket)}/${file.id}`,
+    },
+    body: `{"data":${json}}`,
+  };
+}
+
+/** GET /_files/{bucket}: the data API's list over the bucket's metadata (filters, sort, select, pages). */
+export function list(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
+  return asCaller(deps, req, (who) => OPERATIONS.list!.handle(dataContext(deps, req, who, 'read')));
+}
+
+/** A file's metadata as the caller may read it: `{ data }` of the REST read, or a 404 Problem. */
+async function readMetadata(deps: StorageDeps, req: ApiRequest, who: Caller): Promise<FileRecord> {
+  const reply = await OPERATIONS.read!.handle(dataContext(deps, req, who, 'read'));
+  return (JSON.parse(reply.body!) as { data: FileRecord }).data;
+}
+
+/** GET /_files/{bucket}/{id}: metadata (public buckets answer without credentials). */
+export async function metadata(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
+  if (isAnonymousPublic(deps, req)) {
+    const tenant = resolveDataTenant(req, deps.config);
+    return jsonReply(200, { data: await publicRecord(deps.db, tenant.environment, knownBucket(deps, req), req) });
+  }
+  return asCaller(deps, req, (who) => OPERATIONS.read!.handle(dataContext(deps, req, who, 'read')));
+}
+
+/** A request without credentials for a public bucket: it reads by id with no role. */
+function isAnonymousPublic(deps: StorageDeps, req: ApiRequest): boolean {
+  const name = req.params.bucket ?? '';
+  const { buckets } = deps.config.storage;
+  return Object.hasOwn(buckets, name) && buckets[name]!.public && header(req, 'authorization') === undefined;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A file of a bucket by id with no caller's rules (public buckets, signed URLs); 404 when there is none. */
+async function publicRecord(db: Database, environment: string, bucket: string, req: ApiRequest): Promise<FileRecord> {
+  const id = req.params.id ?? '';
+  const rows = UUID.test(id)
+    ? await db.query<FileRecord>(
+        `SELECT id::text AS id, bucket, name, content_type AS "contentType", size::float8 AS size, sha256,
+           owner_id AS "ownerId", to_char(created_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt"
+         FROM svcgen.files WHERE id = $1 AND environment = $2 AND bucket = $3`,
+        [id, environment, bucket],
+      )
+    : [];
+  if (!rows[0]) throw new Problem('not-found', `no ${FILES_TABLE} record with id ${JSON.stringify(id)}`);
+  return rows[0];
+}
+
+/**
+ * GET /_files/{bucket}/{id}/content: the bytes, by credentials, a signed URL's token, or anonymously
+ * from a public bucket. A Reply when there is no body to stream (304, 416); undefined once streamed.
+ */
+export async function content(deps: StorageDeps, req: ApiRequest, res: ServerResponse): Promise<Reply | undefined> {
+  const token = req.query.get('token');
+  if (token !== null) {
+    const bucket = knownBucket(deps, req);
+    const verdict = deps.signer.verify(token, bucket, req.params.id ?? '');
+    if (!verdict.ok) throw new Problem('unauthorized', `${verdict.reason}; ask for a new signed URL`);
+    const record = await publicRecord(deps.db, verdict.environment, bucket, req);
+    return sendContent(deps, req, res, verdict.environment, record, {});
+  }
+  if (isAnonymousPublic(deps, req)) {
+    const { environment } = resolveDataTenant(req, deps.config);
+    const record = await publicRecord(deps.db, environment, knownBucket(deps, req), req);
+    return sendContent(deps, req, res, environment, record, {});
+  }
+  return withCaller(deps, req, async (who) =>
+    sendContent(deps, req, res, who.tenant.environment, await readMetadata(deps, req, who), who.headers),
+  );
+}
+
+/** DELETE /_files/{bucket}/{id}: the row (and its event) in one transaction with the job that removes the bytes. */
+export function remove(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
+  return asCaller(deps, req, (who) => {
+    const ctx = dataContext(deps, req, who, 'delete');
+    return deps.db.transaction(async (tx) => {
+      const reply = await OPERATIONS.delete!.handle({ ...ctx, db: transactionDatabase(deps.db.pool, tx) });
+      await queueRemoval(tx, objectKey(who.tenant.environment, who.bucket, req.params.id!.toLowerCase()));
+      return reply;
+    });
+  });
+}
+
+/** POST /_files/{bucket}/{id}/signed-url: `{ expiresIn? }` (seconds) → 200 `{ data: { url, expiresAt } }`. */
+export function signedUrl(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
+  return asCaller(deps, req, async (who) => {
+    const { signedUrlTtl, signedUrlMaxTtl } = deps.config.storage;
+    const body = (await req.readBody()) === undefined ? {} : await readJson(req);
+    const expiresIn = (body as { expiresIn?: unknown } | null)?.expiresIn ?? signedUrlTtl;
+    if (
+      typeof body !== 'object' ||
+      body === null ||
+      Array.isArray(body) ||
+      Object.keys(body).some((k) => k !== 'expiresIn') ||
+      typeof expiresIn !== 'number' ||
+      !Number.isInteger(expiresIn) ||
+      expiresIn < 1 ||
+      expiresIn > signedUrlMaxTtl
+    )
+      throw new Problem('validation', `the body is { "expiresIn"?: seconds from 1 to ${signedUrlMaxTtl} }`, [
+        { field: 'expiresIn', rule: 'range', message: `an integer from 1 to ${signedUrlMaxTtl}` },
+      ]);
+    const record = await readMetadata(deps, req, who);
+    const expires = Math.floor(Date.now() / 1000) + expiresIn;
+    const token = deps.signer.sign({ environment: who.tenant.environment, bucket: who.bucket, id: record.id }, expires);
+    return jsonReply(200, {
+      data: {
+        url: `${bucketPath(deps, who.bucket)}/${record.id}/content?token=${token}`,
+        expiresAt: new Date(expires * 1000).toISOString(),
+      },
+    });
+  });
+}

@@ -1,0 +1,14 @@
+/** File storage (docs/storage.md): buckets of files beside the data, with the data API's permissions. */
+export {
+  ObjectMissing,
+  objectKey,
+  parseObjectKey,
+  type ByteRange,
+  type StorageBackend,
+  type StoredObject,
+} from './backend.ts';
+export { BucketAccess, FILES_MODULE, filesCatalog } from './bucket-access.ts';
+export { content, list, metadata, remove, signedUrl, upload, type StorageDeps } from './endpoints.ts';
+export { queueRemoval, REMOVE_TASK, startRemovalWorker, sweepOrphans, type RemovalWorker } from './jobs.ts';
+export { LocalDiskBackend } from './local-disk.ts';
+export { UrlSigner } from './signed-urls.ts';

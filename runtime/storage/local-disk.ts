@@ -1,0 +1,81 @@
+/**
+ * The local-disk backend (storage.root): each object is a file at <root>/<key>. Uploads stream
+ * into <root>/.incoming/<random> and are renamed into place once complete, so a reader never sees
+ * a partial file and a crash leaves only an incoming file (or an object without metadata), which
+ * the sweep removes after the grace period.
+ */
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ObjectMissing, type ByteRange, type StorageBackend, type StoredObject } from './backend.ts';
+
+const INCOMING = '.incoming';
+/** An object (environment/bucket/uuid) or an incoming file (what list() yields for it). */
+const KEY = /^(\.incoming\/[0-9a-f-]{36}|[a-z0-9_]+\/[a-z0-9_-]+\/[0-9a-f-]{36})$/;
+
+export class LocalDiskBackend implements StorageBackend {
+  constructor(private readonly root: string) {}
+
+  /** Keys come from objectKey (validated environment, bucket and uuid) or list(); refuse anything else outright. */
+  private pathOf(key: string): string {
+    if (!KEY.test(key)) throw new Error(`not an object key: ${key}`);
+    return path.join(this.root, ...key.split('/'));
+  }
+
+  async put(key: string, body: Readable): Promise<void> {
+    const target = this.pathOf(key);
+    const incoming = path.join(this.root, INCOMING, randomUUID());
+    await mkdir(path.dirname(incoming), { recursive: true });
+    try {
+      await pipeline(body, createWriteStream(incoming, { flags: 'wx' }));
+      await mkdir(path.dirname(target), { recursive: true });
+      await rename(incoming, target);
+    } catch (error) {
+      await rm(incoming, { force: true });
+      throw error;
+    }
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    const file = this.pathOf(key);
+    // Open first, so a missing file is a rejection here rather than an error on the stream mid-response.
+    const stream = createReadStream(file, range ? { start: range.start, end: range.end } : {});
+    await new Promise<void>((resolve, reject) => {
+      stream.once('open', () => resolve());
+      stream.once('error', (error: NodeJS.ErrnoException) =>
+        reject(error.code === 'ENOENT' ? new ObjectMissing(key) : error),
+      );
+    });
+    return stream;
+  }
+
+  async remove(key: string): Promise<void> {
+    await rm(this.pathOf(key), { force: true });
+  }
+
+  async *list(): AsyncIterable<StoredObject> {
+    for (const { key, file } of await this.walk()) {
+      const info = await stat(file).catch(() => undefined);
+      if (info?.isFile()) yield { key, modifiedAt: info.mtime };
+    }
+  }
+
+  /** Files two levels below the root (environment/bucket/id) and the incoming ones, keyed as `.incoming/<name>`. */
+  private async walk(): Promise<{ key: string; file: string }[]> {
+    const found: { key: string; file: string }[] = [];
+    const dirs = async (dir: string) =>
+      (await readdir(dir, { withFileTypes: true }).catch(() => [])).filter((d) => d.isDirectory()).map((d) => d.name);
+    for (const name of await readdir(path.join(this.root, INCOMING)).catch(() => [] as string[]))
+      found.push({ key: `${INCOMING}/${name}`, file: path.join(this.root, INCOMING, name) });
+    for (const env of (await dirs(this.root)).filter((d) => d !== INCOMING)) {
+      for (const bucket of await dirs(path.join(this.root, env))) {
+        for (const id of await readdir(path.join(this.root, env, bucket)).catch(() => [] as string[]))
+          found.push({ key: `${env}/${bucket}/${id}`, file: path.join(this.root, env, bucket, id) });
+      }
+    }
+    return found;
+  }
+}
