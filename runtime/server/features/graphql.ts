@@ -18,7 +18,7 @@ import {
 import { createHandler } from 'graphql-http';
 import { header, MAX_JSON_DEPTH, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
 import { nestsDeeperThan } from '../../http/json-body.ts';
-import { GRAPHQL_PATH, GRAPHQL_PLAYGROUND_PATH } from '../../model/index.ts';
+import { GRAPHQL_PATH } from '../../model/index.ts';
 import { buildGraphQLSchema, type SchemaVisibility, type WriteVisibility } from '../../graphql/schema.ts';
 import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
 import { managementSchema, type ManagementContext } from '../../graphql/management.ts';
@@ -28,10 +28,9 @@ import type { Database } from '../../db/index.ts';
 import { withIdempotency } from '../../idempotency/index.ts';
 import { keyOperations } from '../../keys/index.ts';
 import { callerId, type Principal, type RolePrincipal } from '../../principal/index.ts';
-import { DEFAULT_ENVIRONMENT, resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
+import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
 import { webhookOperations } from '../../webhooks/index.ts';
-import type { Route, ServerFeature } from '../feature.ts';
-import { playgroundHandlers } from '../graphql-playground.ts';
+import type { ServerFeature } from '../feature.ts';
 import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
 import type { Services } from '../services.ts';
 
@@ -331,31 +330,14 @@ function tooDeep(headers: Record<string, string>): Reply {
   };
 }
 
-/** The environment the playground prefills: the one a request without the header gets, if served. */
-function playgroundEnvironment(environments: readonly string[]): string {
-  return environments.includes(DEFAULT_ENVIRONMENT) ? DEFAULT_ENVIRONMENT : environments[0]!;
-}
-
 export const graphqlFeature: ServerFeature = {
   name: 'graphql',
   start() {
     return {
       routes(services) {
         const handler = graphqlHandler(services);
-        const { config } = services;
-        const playground = playgroundHandlers({
-          projectId: config.project.id,
-          environment: playgroundEnvironment(config.environments),
-        });
-        const routes: Route[] = [
-          // Before the GraphQL GET: a browser opening the endpoint gets the playground (docs/graphql.md "Playground").
-          { method: 'get', path: GRAPHQL_PATH, express: playground.negotiate },
-          { method: 'get', path: GRAPHQL_PLAYGROUND_PATH, express: playground.page },
-          { method: 'get', path: `${GRAPHQL_PLAYGROUND_PATH}/:file`, express: playground.asset },
-          // GET and POST answer; other methods get graphql-http's 405 with Allow.
-          ...(['get', 'post', 'patch', 'delete'] as const).map((method) => ({ method, path: GRAPHQL_PATH, handler })),
-        ];
-        return routes;
+        // GET and POST answer; other methods get graphql-http's 405 with Allow.
+        return (['get', 'post', 'patch', 'delete'] as const).map((method) => ({ method, path: GRAPHQL_PATH, handler }));
       },
     };
   },
