@@ -167,6 +167,9 @@ export async function upload(deps: StorageDeps, req: ApiRequest, raw: IncomingMe
     const key = objectKey(who.tenant.environment, who.bucket, id);
     const inspector = new UploadInspector(settings.maxBytes, contentType);
     file.stream.on('error', (error) => inspector.destroy(error));
+    // put() reports the inspector's refusal; this listener keeps one raised before put() listens
+    // (a small body is inspected while the backend is still preparing) from being uncaught.
+    inspector.on('error', () => {});
     file.stream.pipe(inspector);
     try {
       await deps.backend.put(key, inspector);

@@ -33,6 +33,7 @@ export async function startRemovalWorker(
 ): Promise<RemovalWorker> {
   const pgPool = new pg.Pool({ ...connectionConfig(directUrl), max: 2, connectionTimeoutMillis: 5000 });
   pgPool.on('error', () => {});
+  pgPool.on('connect', (client) => client.on('error', () => {}));
   let runner: Runner;
   try {
     runner = await run({
