@@ -71,6 +71,13 @@ describe('defaults of a minimal config', () => {
       database: { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 },
       graphql: { introspection: true },
       metrics: { enabled: false },
+      storage: {
+        root: '.svcgen/files',
+        orphanGraceSeconds: 3600,
+        signedUrlTtl: 900,
+        signedUrlMaxTtl: 604_800,
+        buckets: {},
+      },
       roles: {},
     });
     // dataPerMinutePerCaller stays unset: callerDataLimit derives it.
@@ -171,6 +178,47 @@ describe('problems of an invalid config', () => {
       [
         '$.roles["1bad"]: the name "1bad" is not allowed: letters, digits, _ and -',
         '$.roles.constructor: the name "constructor" is not allowed: a name every JavaScript object already has (constructor, toString, valueOf, ...); choose another',
+      ],
+    ],
+    [
+      'storage buckets: names, content types, roles and filter fields',
+      {
+        ...MINIMAL,
+        roles: { admin: {} },
+        storage: {
+          buckets: {
+            'Bad Name': {},
+            docs: {
+              maxBytes: 0,
+              contentTypes: ['image/*', 'Text/Plain', 'pdf'],
+              roles: { admin: { read: { filter: { environment: 'x', ownerId: '$user.id' } } }, ghost: { read: true } },
+            },
+          },
+        },
+      },
+      [
+        '$.storage.buckets["Bad Name"]: the name "Bad Name" is not allowed: lower-case letters, digits, _ and -, starting with a letter or digit, at most 63',
+        '$.storage.buckets.docs.maxBytes: Too small: expected number to be >0',
+        '$.storage.buckets.docs.contentTypes[1]: a media type such as "image/png", "image/*" or "*/*" (lower case, no parameters)',
+        '$.storage.buckets.docs.contentTypes[2]: a media type such as "image/png", "image/*" or "*/*" (lower case, no parameters)',
+      ],
+    ],
+    [
+      'storage bucket rules naming what is not defined',
+      {
+        ...MINIMAL,
+        roles: { admin: {} },
+        storage: {
+          buckets: {
+            docs: {
+              roles: { admin: { read: { filter: { environment: 'x', ownerId: '$user.id' } } }, ghost: { read: true } },
+            },
+          },
+        },
+      },
+      [
+        '$.storage.buckets.docs.roles.admin.read.filter.environment: files have no field "environment" to filter on (fields: id, name, contentType, size, sha256, ownerId, createdAt)',
+        '$.storage.buckets.docs.roles.ghost: role "ghost" is not defined under roles',
       ],
     ],
     [
