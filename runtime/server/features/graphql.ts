@@ -11,9 +11,9 @@ import {
   execute,
   getOperationAST,
   GraphQLError,
+  specifiedRules,
   type ExecutionArgs,
   type GraphQLSchema,
-  type ValidationRule,
 } from 'graphql';
 import { createHandler } from 'graphql-http';
 import { header, MAX_JSON_DEPTH, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
@@ -24,6 +24,7 @@ import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
 import { managementSchema, type ManagementContext } from '../../graphql/management.ts';
 import { unmarkDecimals } from '../../graphql/exact-numbers.ts';
 import { CostRule, NoIntrospectionRule, parseBounded, ServedOperationsRule } from '../../graphql/rules.ts';
+import { documentCache, type DocumentCache } from '../../graphql/document-cache.ts';
 import type { Database } from '../../db/index.ts';
 import { withIdempotency } from '../../idempotency/index.ts';
 import { keyOperations } from '../../keys/index.ts';
@@ -131,16 +132,17 @@ function introspectionOn(services: Services, environment: string): boolean {
   return Array.isArray(setting) ? setting.includes(environment) : setting;
 }
 
-/** The parts of graphql-http's options both schemas share: parsing, validation rules, error shapes. */
-function commonOptions(services: Services, logFault: (error: unknown) => void) {
+/** The validation rules, one array per introspection setting: the document cache keys validations by the array. */
+const RULES = [...specifiedRules, ServedOperationsRule, CostRule];
+const RULES_WITHOUT_INTROSPECTION = [...RULES, NoIntrospectionRule];
+
+/** The parts of graphql-http's options both schemas share: parsing and validation (cached), error shapes. */
+function commonOptions(services: Services, documents: DocumentCache, logFault: (error: unknown) => void) {
   return {
-    parse: parseBounded as never,
-    validationRules: (req: { context: { tenant: Tenant } }, _args: unknown, specified: readonly ValidationRule[]) => [
-      ...specified,
-      ServedOperationsRule,
-      CostRule,
-      ...(introspectionOn(services, req.context.tenant.environment) ? [] : [NoIntrospectionRule]),
-    ],
+    parse: documents.parse as never,
+    validate: documents.validate as never,
+    validationRules: (req: { context: { tenant: Tenant } }) =>
+      introspectionOn(services, req.context.tenant.environment) ? RULES : RULES_WITHOUT_INTROSPECTION,
     formatError: (error: Readonly<GraphQLError | Error>) => formatError(error, logFault),
     onOperation: (req: { context: AnswerState }, _args: unknown, result: object) => {
       if (!('data' in result)) req.context.noData = true;
@@ -152,11 +154,11 @@ function commonOptions(services: Services, logFault: (error: unknown) => void) {
  * The management schema's handler (docs/graphql.md "Management"): as REST /_apikeys and
  * /_webhooks, no data rate limit and no Idempotency-Key (those routes ignore it).
  */
-function managementHandler(services: Services, logFault: (error: unknown) => void) {
+function managementHandler(services: Services, documents: DocumentCache, logFault: (error: unknown) => void) {
   const keys = keyOperations(services);
   const webhooks = webhookOperations(services);
   const handle = createHandler<ApiRequest, ManagementRequestContext, ManagementContext>({
-    ...commonOptions(services, logFault),
+    ...commonOptions(services, documents, logFault),
     schema: managementSchema,
     context: (req): ManagementContext => ({
       req: req.raw,
@@ -207,11 +209,12 @@ function graphqlRequest<C>(req: ApiRequest, body: string | null, context: C) {
 export function graphqlHandler(services: Services): Handler {
   const limits = dataLimits(services);
   const schemaFor = schemaCache(services);
+  const documents = documentCache(parseBounded);
   const log = services.logger;
   const logFault = (error: unknown) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed');
-  const manage = managementHandler(services, logFault);
+  const manage = managementHandler(services, documents, logFault);
   const handle = createHandler<ApiRequest, RequestContext, GraphQLContext>({
-    ...commonOptions(services, logFault),
+    ...commonOptions(services, documents, logFault),
     schema: (req) => schemaFor(req.context.principal),
     context: (req): GraphQLContext => ({
       data: {
@@ -248,7 +251,7 @@ export function graphqlHandler(services: Services): Handler {
         const [text, init] = await handle(graphqlRequest(req, body, context));
         return answer(context, text, init, headers);
       };
-      if (body === null || !isMutation(body)) return await run(services.db);
+      if (body === null || !isMutation(body, documents)) return await run(services.db);
       // As REST creates: a keyed mutation runs once per key, in the transaction that stores its answer.
       // Its root fields then share that transaction, and an answer with any error is not kept (nor its writes).
       try {
@@ -288,12 +291,12 @@ function hasErrors(reply: Reply): boolean {
 }
 
 /** Whether a POST body asks for a mutation (anything unreadable is left to graphql-http to refuse). */
-function isMutation(body: string): boolean {
+function isMutation(body: string, documents: DocumentCache): boolean {
   try {
     const params = JSON.parse(body) as { query?: unknown; operationName?: unknown };
     if (typeof params.query !== 'string') return false;
     const name = typeof params.operationName === 'string' ? params.operationName : undefined;
-    return getOperationAST(parseBounded(params.query), name)?.operation === 'mutation';
+    return getOperationAST(documents.parse(params.query), name)?.operation === 'mutation';
   } catch {
     return false;
   }
