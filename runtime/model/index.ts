@@ -7,7 +7,14 @@ import type { ZodType } from 'zod';
 
 export { LIMITS } from './limits.ts';
 export { KEY_PREFIX, KEY_PREFIX_PATTERN, KEY_PREFIX_RULE } from './api-keys.ts';
-export { DATA_BASE_PATH, GRAPHQL_PATH, RESERVED_PATH_NAMES, SERVICE_PATHS, TABLE_SUB_PATHS } from './paths.ts';
+export {
+  DATA_BASE_PATH,
+  GRAPHQL_PATH,
+  GRAPHQL_PLAYGROUND_PATH,
+  RESERVED_PATH_NAMES,
+  SERVICE_PATHS,
+  TABLE_SUB_PATHS,
+} from './paths.ts';
 export { AUTH_ERRORS, type AuthErrorCode } from './auth-errors.ts';
 export { BUCKET_NAME_PATTERN, FILE_FIELDS, FILE_FILTER_FIELDS, FILES_SPEC, FILES_TABLE } from './files.ts';
 export {

@@ -9,6 +9,12 @@ export const DATA_BASE_PATH = '/gw/api/rest';
 /** The GraphQL read API (docs/graphql.md): beside the REST API, through the same pipeline. */
 export const GRAPHQL_PATH = '/gw/api/graphql';
 
+/**
+ * The GraphQL playground (GraphiQL, docs/graphql.md "Playground") and its files at `<this>/<file>`.
+ * A browser opening GRAPHQL_PATH itself (Accept: text/html) gets the same page.
+ */
+export const GRAPHQL_PLAYGROUND_PATH = `${GRAPHQL_PATH}/_playground`;
+
 /** Services beside the tables: `/gw/api/rest/<name>`. */
 export const SERVICE_PATHS = {
   openapi: '_openapi',

@@ -4,22 +4,15 @@
  * Every URL in the page is relative, so it keeps working when a proxy mounts the service under a
  * prefix. The page has no inline script, which lets it carry a strict Content-Security-Policy.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { promisify } from 'node:util';
-import { gzip as gzipCallback } from 'node:zlib';
-import type { NextFunction, Request, Response } from 'express';
-
-const gzip = promisify(gzipCallback);
+import type { Request, Response } from 'express';
+import { CSS, escapeHtml, JS, PageAssets, packageFile, PNG, redirectTrailingSlash, sendPage } from './page-assets.ts';
 
 /** The files of swagger-ui-dist the page uses; nothing else in the package is served. */
 const PACKAGE_FILES: Readonly<Record<string, string>> = {
-  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'index.css': 'text/css; charset=utf-8',
-  'favicon-32x32.png': 'image/png',
+  'swagger-ui-bundle.js': JS,
+  'swagger-ui.css': CSS,
+  'index.css': CSS,
+  'favicon-32x32.png': PNG,
 };
 
 /**
@@ -85,43 +78,11 @@ export const DOCS_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; " +
   "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-interface Asset {
-  body: Buffer;
-  type: string;
-  /** Short content hash in the page's asset URLs: a changed file gets a new URL, so a long cache is safe. */
-  version: string;
-  gzipped?: Promise<Buffer>;
-}
-
-function loadAssets(): Map<string, Asset> {
-  const dir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-  const assets = new Map<string, Asset>();
-  const add = (name: string, body: Buffer, type: string) =>
-    assets.set(name, { body, type, version: createHash('sha256').update(body).digest('hex').slice(0, 12) });
-  for (const [name, type] of Object.entries(PACKAGE_FILES)) add(name, readFileSync(path.join(dir, name)), type);
-  add('init.js', Buffer.from(INIT_SCRIPT), 'text/javascript; charset=utf-8');
-  return assets;
-}
-
-/** The `v` query parameter (the app turns Express's query parser off). */
-function versionOf(req: Request): string | null {
-  const q = req.originalUrl.indexOf('?');
-  return q === -1 ? null : new URLSearchParams(req.originalUrl.slice(q + 1)).get('v');
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-function acceptsGzip(req: Request): boolean {
-  const header = req.headers['accept-encoding'];
-  if (typeof header !== 'string') return false;
-  return header.split(',').some((part) => {
-    const [coding, ...params] = part.trim().toLowerCase().split(';');
-    if (coding !== 'gzip' && coding !== '*') return false;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    return q === undefined || Number(q.slice(2)) > 0;
-  });
+function loadAssets() {
+  const files = Object.fromEntries(
+    Object.entries(PACKAGE_FILES).map(([name, type]) => [name, packageFile('swagger-ui-dist', name, type)]),
+  );
+  return { ...files, 'init.js': { body: Buffer.from(INIT_SCRIPT), type: JS } };
 }
 
 /**
@@ -133,16 +94,14 @@ export function docsHandlers(options: {
   openapi: unknown /** Filled in as X-Project-Id. */;
   projectId?: string;
 }) {
-  let assets: Map<string, Asset> | undefined;
+  // Read on the first request: a server whose docs nobody opens never reads the 1.7 MB bundle.
+  const assets = new PageAssets(loadAssets);
   let html: string | undefined;
-  // Loaded on the first request: a server whose docs nobody opens never reads the 1.7 MB bundle.
-  const getAssets = () => (assets ??= loadAssets());
   const pagePath = `${options.basePath}/_docs`;
   const serviceRoot = '../'.repeat(options.basePath.split('/').length - 1);
 
   function renderPage(): string {
-    const files = getAssets();
-    const href = (name: string) => `_docs/${name}?v=${files.get(name)!.version}`;
+    const href = (name: string) => assets.href('_docs/', name);
     const title = escapeHtml((options.openapi as { info?: { title?: string } }).info?.title ?? 'API');
     const projectId = options.projectId ? ` data-project-id="${escapeHtml(options.projectId)}"` : '';
     return `<!doctype html>
@@ -161,55 +120,9 @@ export function docsHandlers(options: {
   }
 
   function page(req: Request, res: Response): void {
-    // Express matches `_docs/` here too (non-strict routing); relative URLs in the page need one form.
-    if (req.path !== pagePath) {
-      const q = req.originalUrl.indexOf('?');
-      res.writeHead(308, { location: `../_docs${q === -1 ? '' : req.originalUrl.slice(q)}` }).end();
-      return;
-    }
-    res
-      .writeHead(200, {
-        'content-type': 'text/html; charset=utf-8',
-        'cache-control': 'no-cache',
-        'content-security-policy': DOCS_CSP,
-        'x-content-type-options': 'nosniff',
-        'referrer-policy': 'no-referrer',
-      })
-      .end((html ??= renderPage()));
+    if (redirectTrailingSlash(req, res, pagePath)) return;
+    sendPage(res, (html ??= renderPage()), DOCS_CSP);
   }
 
-  function asset(req: Request, res: Response, next: NextFunction): void {
-    const file = getAssets().get(req.params.file as string);
-    if (file === undefined) {
-      next();
-      return;
-    }
-    const headers: Record<string, string> = {
-      'content-type': file.type,
-      // Only the URL the page links to is immutable; any other `v` may be an older page's.
-      'cache-control': versionOf(req) === file.version ? 'public, max-age=31536000, immutable' : 'no-cache',
-      'x-content-type-options': 'nosniff',
-    };
-    const send = (body: Buffer, more: Record<string, string> = {}) =>
-      res.writeHead(200, { ...headers, ...more, 'content-length': String(body.length) }).end(body);
-    if (file.type.startsWith('image/')) {
-      send(file.body);
-      return;
-    }
-    headers.vary = 'accept-encoding';
-    if (!acceptsGzip(req)) {
-      send(file.body);
-      return;
-    }
-    file.gzipped ??= gzip(file.body, { level: 9 });
-    file.gzipped.then(
-      (body) => send(body, { 'content-encoding': 'gzip' }),
-      (error: unknown) => {
-        file.gzipped = undefined;
-        next(error);
-      },
-    );
-  }
-
-  return { page, asset };
+  return { page, asset: assets.serve };
 }

@@ -9,6 +9,7 @@ import { authFeature } from './auth.ts';
 import { dataFeature } from './data.ts';
 import { docsFeature } from './docs.ts';
 import { graphqlFeature } from './graphql.ts';
+import { graphqlPlaygroundFeature } from './graphql-playground.ts';
 import { keysFeature } from './keys.ts';
 import { observabilityFeature } from './observability.ts';
 import { storageFeature } from './storage.ts';
@@ -18,6 +19,8 @@ export const FEATURES = [
   authFeature,
   keysFeature,
   dataFeature,
+  // Before graphql: a browser's GET of the endpoint is the playground's (features/graphql-playground.ts).
+  graphqlPlaygroundFeature,
   graphqlFeature,
   webhooksFeature,
   storageFeature,
