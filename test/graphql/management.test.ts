@@ -90,6 +90,11 @@ describe('API keys', () => {
     const res = await gql(CREATE_KEY, { input });
     expect(res.status, res.text).toBe(200);
     expect(res.body.errors).toBeUndefined();
+    // As on /_apikeys: not counted against the data rate limits.
+    expect(res.headers.get('ratelimit-limit')).toBeNull();
+    expect(
+      (await gql('{ __typename }', undefined, { token: t.adminKey })).headers.get('ratelimit-limit'),
+    ).not.toBeNull();
     const created = res.body.data.createApiKey;
     expect(created).toEqual({
       id: expect.stringMatching(/^key_/),
