@@ -225,6 +225,10 @@ const STEPS: readonly string[] = [
    );
    CREATE INDEX files_bucket_created ON svcgen.files (environment, bucket, created_at, id);
    CREATE INDEX files_bucket_owner ON svcgen.files (environment, bucket, owner_id);`,
+  // Webhook capture writes one outbox row per data statement, listing its deliveries in order,
+  // instead of one row per delivery; rows of the old form (delivery_id) are still drained.
+  `ALTER TABLE svcgen.webhook_outbox ADD COLUMN IF NOT EXISTS delivery_ids text[];
+   ALTER TABLE svcgen.webhook_outbox ALTER COLUMN delivery_id DROP NOT NULL;`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

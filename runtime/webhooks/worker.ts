@@ -10,7 +10,7 @@ import type { Config } from '../config/index.ts';
 import { connectionConfig, openDatabase, type Database } from '../db/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
-import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, QUEUE_SCHEMA } from './queue.ts';
+import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, OUTBOX_DEPTH, QUEUE_SCHEMA } from './queue.ts';
 
 /** A delivery whose job should have run this long ago and holds no lease has lost its job. */
 const LOST_JOB_AFTER = "interval '2 minutes'";
@@ -100,7 +100,7 @@ export async function pruneDeliveryHistory(db: Database, retentionSeconds: numbe
 /** For /metrics: deliveries in the outbox (not yet jobs), and deliveries waiting for an attempt. */
 export async function webhookQueueDepth(db: Database): Promise<{ outbox: number; waiting: number }> {
   const [row] = await db.query<{ outbox: number; waiting: number }>(
-    `SELECT (SELECT count(*) FROM svcgen.webhook_outbox)::int AS outbox,
+    `SELECT (${OUTBOX_DEPTH}) AS outbox,
        (SELECT count(*) FROM svcgen.webhook_deliveries WHERE status IN ('pending', 'retrying', 'deferred'))::int AS waiting`,
   );
   return row!;
@@ -212,8 +212,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
     drainTimer = undefined;
     let delay = DRAIN_INTERVAL_MS;
     try {
-      const [row] = await db.query<{ drained: number }>(DRAIN_OUTBOX, [DRAIN_BATCH]);
-      if (row && row.drained === DRAIN_BATCH) delay = 0; // more are waiting
+      const [row] = await db.query<{ more: boolean }>(DRAIN_OUTBOX, [DRAIN_BATCH]);
+      if (row?.more) delay = 0;
     } catch (error) {
       failed('outbox drain')(error);
       delay = 1_000;

@@ -476,12 +476,12 @@ describe('bulk writes and update by filter', () => {
     expect(await recorded(sub.id)).toEqual(ids.map((id) => `INSERT ${id}`).sort());
   });
 
-  it('bulk create of 100 → one event each, queued in item order, each payload the record as read', async () => {
+  it('bulk create of 100 → one event each, queued in item order in one outbox row, each payload the record as read', async () => {
     const sub = await subscribe({ events: ['INSERT'] });
     // What the outbox receives, in the order it receives it: the queue's order of first attempts.
-    await t.db.query(`CREATE TABLE public.outbox_seen (seq bigint, delivery_id text)`);
+    await t.db.query(`CREATE TABLE public.outbox_seen (seq bigint, delivery_ids text[])`);
     await t.db.query(`CREATE FUNCTION public.outbox_seen() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN INSERT INTO public.outbox_seen VALUES (NEW.seq, NEW.delivery_id); RETURN NEW; END $$`);
+      BEGIN INSERT INTO public.outbox_seen VALUES (NEW.seq, NEW.delivery_ids); RETURN NEW; END $$`);
     await t.db.query(
       `CREATE TRIGGER outbox_seen AFTER INSERT ON svcgen.webhook_outbox FOR EACH ROW EXECUTE FUNCTION public.outbox_seen()`,
     );
@@ -494,9 +494,12 @@ describe('bulk writes and update by filter', () => {
       const res = await write('POST', '/Customer/_bulk', { items });
       expect(res.status, res.text).toBe(201);
       const ids: string[] = res.body.data.items.map((i: { id: string }) => i.id);
+      // The statement wrote one outbox row listing its 100 deliveries.
+      expect(await t.db.query(`SELECT cardinality(delivery_ids) AS n FROM public.outbox_seen`)).toEqual([{ n: 100 }]);
       const queued = await t.db.query<{ rid: string }>(
-        `SELECT e.record->>'id' AS rid FROM public.outbox_seen o JOIN svcgen.webhook_deliveries d ON d.id = o.delivery_id
-         JOIN svcgen.webhook_events e ON e.id = d.event_id WHERE d.webhook_id = $1 ORDER BY o.seq`,
+        `SELECT e.record->>'id' AS rid FROM public.outbox_seen o, unnest(o.delivery_ids) WITH ORDINALITY AS q(id, nth)
+         JOIN svcgen.webhook_deliveries d ON d.id = q.id JOIN svcgen.webhook_events e ON e.id = d.event_id
+         WHERE d.webhook_id = $1 ORDER BY o.seq, q.nth`,
         [sub.id],
       );
       expect(queued.map((r) => r.rid)).toEqual(ids);

@@ -320,8 +320,8 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
       },
     ]);
     // committed with the write: the delivery waits in the outbox (no worker runs to move it into a job)
-    const outbox = (await db.query<{ delivery_id: string }>(`select delivery_id from svcgen.webhook_outbox`)).rows;
-    expect(outbox).toEqual([{ delivery_id: pending[0]!.id }]);
+    const outbox = (await db.query<{ delivery_ids: string[] }>(`select delivery_ids from svcgen.webhook_outbox`)).rows;
+    expect(outbox).toEqual([{ delivery_ids: [pending[0]!.id] }]);
     expect((await db.query(`select 1 from svcgen_worker.jobs`)).rows).toEqual([]);
 
     const killed = await a.proc.stop('SIGKILL');

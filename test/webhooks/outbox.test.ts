@@ -1,0 +1,80 @@
+// The outbox drain (runtime/webhooks/queue.ts): a data statement writes one outbox row listing its
+// deliveries; the drain moves whole rows, oldest first, into jobs of DRAIN_JOB_SIZE deliveries in
+// outbox order, and still takes rows of the earlier one-delivery form.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
+import { DRAIN_JOB_SIZE, DRAIN_OUTBOX, QUEUE_SCHEMA } from '../../runtime/webhooks/queue.ts';
+import { installDeliveryQueue, webhookQueueDepth } from '../../runtime/webhooks/worker.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+
+let database: TestDatabase;
+let db: Database;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = openDatabase(database.url);
+  await ensureSystemSchema(db);
+  await installDeliveryQueue(database.url, (message) => {
+    throw new Error(message);
+  });
+});
+afterEach(async () => {
+  await db.query('DELETE FROM svcgen.webhook_outbox');
+  await db.query(`DELETE FROM ${QUEUE_SCHEMA}._private_jobs`);
+});
+afterAll(async () => {
+  await db?.close();
+  await database?.drop();
+});
+
+const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+
+/** Outbox rows in this order: a list is a statement's row, a string a row of the earlier form. */
+async function fill(rows: (string[] | string)[]): Promise<void> {
+  for (const row of rows) {
+    if (typeof row === 'string') await db.query('INSERT INTO svcgen.webhook_outbox (delivery_id) VALUES ($1)', [row]);
+    else await db.query('INSERT INTO svcgen.webhook_outbox (delivery_ids) VALUES ($1)', [row]);
+  }
+}
+
+const drain = async (limit: number) =>
+  (await db.query<{ drained: number; more: boolean; jobs: number }>(DRAIN_OUTBOX, [limit]))[0]!;
+
+/** The queued jobs' delivery lists, in the order they were queued. */
+const jobs = async () =>
+  (
+    await db.query<{ ids: string[] }>(`SELECT payload->'ids' AS ids FROM ${QUEUE_SCHEMA}._private_jobs ORDER BY id`)
+  ).map((j) => j.ids);
+
+describe('outbox drain', () => {
+  it('moves statement rows and earlier single-delivery rows into jobs of DRAIN_JOB_SIZE, in outbox order', async () => {
+    const first = ids('a', 25);
+    const last = ids('c', 3);
+    await fill([first, 'b1', last]);
+    expect(await webhookQueueDepth(db)).toEqual({ outbox: 29, waiting: 0 });
+    expect(await drain(500)).toEqual({ drained: 29, more: false, jobs: 3 });
+    const all = [...first, 'b1', ...last];
+    expect(await jobs()).toEqual([all.slice(0, 10), all.slice(10, 20), all.slice(20)]);
+    expect(DRAIN_JOB_SIZE).toBe(10);
+    expect(await webhookQueueDepth(db)).toEqual({ outbox: 0, waiting: 0 });
+    expect(await drain(500)).toEqual({ drained: 0, more: false, jobs: 0 });
+  });
+
+  it('takes whole rows up to about the limit of deliveries, and says when more wait', async () => {
+    await fill([ids('a', 100), ids('b', 100), ids('c', 100)]);
+    // a and b start below 150 deliveries; c starts at 200
+    expect(await drain(150)).toEqual({ drained: 200, more: true, jobs: 20 });
+    expect(await webhookQueueDepth(db)).toEqual({ outbox: 100, waiting: 0 });
+    expect(await drain(150)).toEqual({ drained: 100, more: false, jobs: 10 });
+    expect((await jobs()).flat()).toEqual([...ids('a', 100), ...ids('b', 100), ...ids('c', 100)]);
+  });
+
+  it('a row larger than the limit leaves whole; a full page of rows says more may wait', async () => {
+    await fill([ids('a', 30)]);
+    expect(await drain(5)).toEqual({ drained: 30, more: false, jobs: 3 });
+    await fill(['b1', 'b2', 'b3']);
+    expect(await drain(2)).toEqual({ drained: 2, more: true, jobs: 1 });
+    expect(await drain(2)).toEqual({ drained: 1, more: false, jobs: 1 });
+    expect((await jobs()).flat()).toEqual([...ids('a', 30), 'b1', 'b2', 'b3']);
+  });
+});
