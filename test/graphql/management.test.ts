@@ -6,7 +6,7 @@ import { serverAudits } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { MANAGEMENT_TOKEN } from '../support/server.ts';
+import { MANAGEMENT_TOKEN, startTestServer, type TestServer } from '../support/server.ts';
 
 const BASE = '/gw/api/rest';
 const KEY_FIELDS = 'id name prefix roles environment createdAt key';
@@ -394,5 +394,36 @@ describe('webhooks', () => {
     );
     expect(stored).toHaveLength(2);
     expect(stored[1]).toEqual(stored[0]);
+  });
+});
+
+describe('introspection off (graphql.introspection)', () => {
+  let closed: TestServer;
+  beforeAll(async () => {
+    closed = await startTestServer({
+      configPatch: (raw) => {
+        raw.graphql = { ...raw.graphql, introspection: ['staging'] };
+      },
+    });
+  });
+  afterAll(() => closed?.close());
+
+  it('refuses __schema to a management token where data schemas refuse it, and answers it elsewhere', async () => {
+    const ask = (environment: string) =>
+      closed.request('POST', '/gw/api/graphql', {
+        body: { query: '{ __schema { queryType { name } } }' },
+        key: MANAGEMENT_TOKEN,
+        environment,
+        headers: { accept: 'application/graphql-response+json' },
+      });
+    const refused = await ask('master');
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.body.errors[0].extensions).toEqual({
+      code: 'INTROSPECTION_DISABLED',
+      type: '/errors/forbidden',
+      status: 403,
+    });
+    const answered = await ask('staging');
+    expect(answered.body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
   });
 });
