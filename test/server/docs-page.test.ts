@@ -5,12 +5,11 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadService } from '../../cli/project.ts';
+import { startPrefixProxy } from '../support/prefix-proxy.ts';
 import { REPO, SHOP, startTestServer, type TestServer } from '../support/server.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -257,34 +256,4 @@ async function liveResponse(page: Page, column: 'status' | 'description'): Promi
   const cell = page.locator(`.live-responses-table tbody .response-col_${column}`).first();
   await cell.waitFor();
   return cell.textContent();
-}
-
-/** A reverse proxy serving `target` under `prefix`, as a gateway that strips the prefix would. */
-async function startPrefixProxy(prefix: string, target: string): Promise<{ url: string; close(): Promise<void> }> {
-  const proxy = http.createServer((req, res) => {
-    if (!req.url?.startsWith(`${prefix}/`)) {
-      res.writeHead(404).end(`outside ${prefix}/`);
-      return;
-    }
-    const upstream = http.request(
-      `${target}${req.url.slice(prefix.length)}`,
-      { method: req.method, headers: req.headers },
-      (up) => {
-        res.writeHead(up.statusCode!, up.headers);
-        up.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.writeHead(502).end());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  const { port } = proxy.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        proxy.close((e) => (e ? reject(e) : resolve()));
-        proxy.closeAllConnections();
-      }),
-  };
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { prefersHtml } from '../../runtime/server/graphql-playground.ts';
+import { startPrefixProxy } from '../support/prefix-proxy.ts';
 import { REPO, startTestServer, type TestResponse, type TestServer } from '../support/server.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -206,22 +207,13 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
       Authorization: 'Bearer <API key or user access token>',
     });
 
-    await setEditorText(
-      page,
-      'headers',
-      JSON.stringify({ 'X-Project-Id': projectId, Authorization: `Bearer ${server.adminKey}` }),
-    );
-    await setEditorText(page, 'query', '{ orderList(limit: 1) { id } }');
-    const [sent] = await Promise.all([
-      page.waitForRequest((r) => r.method() === 'POST' && r.postData()?.includes('orderList') === true),
-      page.click('.graphiql-execute-button'),
-    ]);
+    await writeKey(page, server.adminKey);
+    const { sent, answer } = await run(page, '{ orderList(limit: 1) { id } }');
     expect(sent.url()).toBe(`${server.url}${ENDPOINT}`);
     expect(await sent.allHeaders()).toMatchObject({
       authorization: `Bearer ${server.adminKey}`,
       'x-project-id': projectId,
     });
-    const answer = await resultText(page);
     expect(JSON.parse(answer)).toEqual({
       data: { orderList: [{ id: (order.body as { data: { id: number } }).data.id }] },
     });
@@ -235,16 +227,7 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
 
   test('the key outlives a reload, and the docs explorer shows the schema the key may read', async () => {
     const { page, violations } = await openPage(browser!, `${server.url}${PLAYGROUND}`);
-    await setEditorText(
-      page,
-      'headers',
-      JSON.stringify({ 'X-Project-Id': projectId, Authorization: `Bearer ${server.adminKey}` }),
-    );
-    // GraphiQL writes the headers to localStorage a moment after the edit.
-    await page.waitForFunction(
-      (key) => Object.values(localStorage).some((value) => value.includes(key)),
-      server.adminKey,
-    );
+    await writeKey(page, server.adminKey);
     // Introspected again on load, now with the key.
     await page.reload();
     await page.locator('.graphiql-execute-button').waitFor();
@@ -258,7 +241,66 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
     expect(await violations()).toEqual([]);
     await page.close();
   });
+
+  test('behind a proxy that mounts the service under /svc/, the page loads and runs queries through the prefix', async () => {
+    const proxy = await startPrefixProxy('/svc', server.url);
+    try {
+      const { page, requests } = await openPage(browser!, `${proxy.url}/svc${ENDPOINT}`);
+      await writeKey(page, server.adminKey);
+      const { sent, answer } = await run(page, '{ cityList(limit: 1) { id } }');
+      expect(sent.url()).toBe(`${proxy.url}/svc${ENDPOINT}`);
+      expect(JSON.parse(answer)).toEqual({ data: { cityList: expect.any(Array) } });
+      expect(requests.filter((r) => !r.url().startsWith(`${proxy.url}/svc/`)).map((r) => r.url())).toEqual([]);
+      await page.close();
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('where introspection is off, the page still runs queries; the docs explorer is empty and the result pane says why', async () => {
+    const closed = await startTestServer({
+      databaseUrl: server.database.url,
+      configPatch: (raw) => {
+        raw.graphql = { introspection: false };
+      },
+    });
+    try {
+      const { page, violations } = await openPage(browser!, `${closed.url}${PLAYGROUND}`);
+      await writeKey(page, closed.adminKey);
+      await page.reload();
+      await page.locator('.graphiql-execute-button').waitFor();
+      // GraphiQL's introspection on load was refused: the result pane shows the server's answer.
+      const refused = JSON.parse(await resultText(page));
+      expect(refused.errors.map((e: { message: string }) => e.message)).toEqual([
+        'introspection is turned off in this environment (graphql.introspection); __schema is not answered',
+      ]);
+      await page.click('button[aria-label="Show Documentation Explorer"]');
+      await page.locator('.graphiql-doc-explorer', { hasText: 'Error fetching schema' }).waitFor();
+      const { answer } = await run(page, '{ cityList(limit: 1) { id } }');
+      expect(JSON.parse(answer)).toEqual({ data: { cityList: expect.any(Array) } });
+      expect(await violations()).toEqual([]);
+      await page.close();
+    } finally {
+      await closed.close();
+    }
+  });
 });
+
+/** Writes the API key into the Headers editor and waits until GraphiQL has kept it (localStorage). */
+async function writeKey(page: Page, key: string): Promise<void> {
+  await setEditorText(page, 'headers', JSON.stringify({ 'X-Project-Id': projectId, Authorization: `Bearer ${key}` }));
+  await page.waitForFunction((k) => Object.values(localStorage).some((value) => value.includes(k)), key);
+}
+
+/** Runs the query in the editor with Run; returns the request the page sent and the result pane's text. */
+async function run(page: Page, query: string): Promise<{ sent: Request; answer: string }> {
+  await setEditorText(page, 'query', query);
+  const [sent] = await Promise.all([
+    page.waitForRequest((r) => r.method() === 'POST' && r.postData()?.includes(query) === true),
+    page.click('.graphiql-execute-button'),
+  ]);
+  return { sent, answer: await resultText(page) };
+}
 
 /** Opens the playground at `url`, recording its requests and CSP violations. */
 async function openPage(browser: Browser, url: string) {
