@@ -62,6 +62,12 @@ export async function renderProject(
     version: '1.0.0',
     schemaSha256,
     prismaClient: { input: prismaInput, files: filesSha256(prisma) },
+    buckets: Object.entries(config.storage.buckets).map(([name, b]) => ({
+      name,
+      maxBytes: b.maxBytes,
+      contentTypes: b.contentTypes,
+      public: b.public,
+    })),
   });
   for (const [file, content] of prisma) files.set(`prisma/${file}`, content);
   return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

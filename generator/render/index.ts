@@ -7,6 +7,7 @@ import { PACKAGE_ROOT } from '../package-root.ts';
 import { literal } from './literal.ts';
 import { renderClient } from './client.ts';
 import { renderGraphqlSchema } from './graphql.ts';
+import type { BucketSummary } from './openapi-files.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderRecordTypes } from './record-types.ts';
 import { routesFor } from './routes.ts';
@@ -25,6 +26,8 @@ export interface RenderOptions {
   schemaSha256: string;
   /** What generated/prisma/ was made from and the hash of its files (lets generate reuse it). */
   prismaClient?: { input: string; files: string };
+  /** The config's storage buckets, for the /_files paths of the OpenAPI document. */
+  buckets?: readonly BucketSummary[];
 }
 
 export function renderFiles(tables: readonly TableSpec[], options: RenderOptions): Map<string, string> {

@@ -3,6 +3,7 @@ import { OpenApiBuilder, type OperationObject, type SchemaObject } from 'openapi
 import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { PROBLEM_KINDS } from '../../runtime/model/problem-kinds.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
+import { filePaths, type BucketSummary } from './openapi-files.ts';
 import { authPaths } from './openapi-auth.ts';
 import { groupParameters } from './openapi-filters.ts';
 import { operationFor } from './openapi-operations.ts';
@@ -12,7 +13,7 @@ import { BASE, PROBLEM_HEADER_OBJECTS, problemComponents, recordSchemas, ref } f
 export function buildOpenApi(
   tables: readonly TableSpec[],
   routes: readonly RouteSpec[],
-  info: { title: string; version: string },
+  info: { title: string; version: string; buckets?: readonly BucketSummary[] },
 ): object {
   const builder = OpenApiBuilder.create({
     openapi: '3.1.0',
@@ -246,7 +247,8 @@ export function buildOpenApi(
     });
   }
   apiKeyPaths(builder);
-  webhookPaths(builder, tables.map((t) => t.name).sort());
+  filePaths(builder, info.buckets ?? []);
+  webhookPaths(builder, [...tables.map((t) => t.name), ...(info.buckets?.length ? ['_files'] : [])].sort());
   authPaths(builder);
   for (const [name, response] of Object.entries(problemComponents(builder.getSpec().paths ?? {})))
     builder.addResponse(name, response);
