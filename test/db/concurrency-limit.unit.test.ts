@@ -1,6 +1,6 @@
 // The adaptive expensive-read limit (runtime/db/concurrency-limit.ts; docs/deployment.md "Sizing the
 // pool"), fed synthetic latencies. The budget that obeys it: test/db/admission.unit.test.ts; in a
-// served shop: test/rest/fairness.test.ts.
+// served shop: test/rest/adaptive-budget.test.ts and test/rest/fairness.test.ts.
 import { describe, expect, it } from 'vitest';
 import { Admission, GradientLimit, type LimitChange } from '../../runtime/db/index.ts';
 
