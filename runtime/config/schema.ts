@@ -217,7 +217,9 @@ export const configSchema = z
         poolWaitTimeoutMs: z.number().int().min(1).max(600_000).default(2000),
         /**
          * Expensive reads (aggregates, large pages, count=exact, unindexed filters and sorts) running
-         * at once per process, so they cannot take every pool connection; default half of poolSize (at least 1).
+         * at once per process, so they cannot take every pool connection. Unset (the default), the
+         * limit adapts to their latency, from half of poolSize up to poolSize less a quarter
+         * (runtime/server/features/data.ts); set, it is this fixed number.
          */
         expensiveReadConcurrency: z.number().int().min(1).max(1000).optional(),
         /** Expensive reads waiting for a slot (at most poolWaitTimeoutMs); beyond it → 503 at once. */
