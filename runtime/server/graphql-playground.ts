@@ -28,7 +28,7 @@ const INIT_SCRIPT = `'use strict';
   var headers = {};
   if (data.projectId) headers['X-Project-Id'] = data.projectId;
   if (data.environment) headers.environment = data.environment;
-  headers.Authorization = 'Bearer <API key or user access token>';
+  headers.Authorization = 'Bearer <API-key-or-user-access-token>';
   var fetcher = GraphiQL.createFetcher({ url: new URL(data.endpoint, document.baseURI).href });
   root.textContent = '';
   ReactDOM.createRoot(root).render(

@@ -204,9 +204,14 @@ describe('in headless Chromium', { timeout: 120_000 }, () => {
     expect(JSON.parse(await editorText(page, 'headers'))).toEqual({
       'X-Project-Id': projectId,
       environment: 'master',
-      Authorization: 'Bearer <API key or user access token>',
+      Authorization: 'Bearer <API-key-or-user-access-token>',
     });
 
+    // GraphiQL introspected on load with the placeholder: the result pane shows the server's 401.
+    expect(JSON.parse(await resultText(page))).toMatchObject({
+      status: 401,
+      detail: 'the credential is not a valid API key or token, or it was revoked',
+    });
     await writeKey(page, server.adminKey);
     const { sent, answer } = await run(page, '{ orderList(limit: 1) { id } }');
     expect(sent.url()).toBe(`${server.url}${ENDPOINT}`);
