@@ -25,7 +25,12 @@ export interface RemovalWorker {
   stop(): Promise<void>;
 }
 
-/** A small graphile-worker runner that knows only REMOVE_TASK (the queue's schema is installed by the webhooks feature). */
+/**
+ * A small graphile-worker runner that knows only REMOVE_TASK (the queue's schema is installed by
+ * the webhooks feature). graphile-worker gives up when the database goes away under it; like the
+ * webhook worker's, this runner is started again with backoff until stopped, so the API never
+ * goes down with it.
+ */
 export async function startRemovalWorker(
   directUrl: string,
   backend: StorageBackend,
@@ -34,15 +39,16 @@ export async function startRemovalWorker(
   const pgPool = new pg.Pool({ ...connectionConfig(directUrl), max: 2, connectionTimeoutMillis: 5000 });
   pgPool.on('error', () => {});
   pgPool.on('connect', (client) => client.on('error', () => {}));
-  let runner: Runner;
-  try {
-    runner = await run({
+  const start = () =>
+    run({
       pgPool,
       schema: QUEUE_SCHEMA,
       concurrency: 1,
       pollInterval: 500,
       noHandleSignals: true,
       logger: quietLogger(log),
+      // A completion that cannot be written (the database gone) stops the runner instead of rejecting unhandled.
+      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
       taskList: {
         [REMOVE_TASK]: async (payload) => {
           const key = (payload as { key?: unknown } | null)?.key;
@@ -50,13 +56,49 @@ export async function startRemovalWorker(
         },
       },
     });
+  const failed = (error: unknown) =>
+    log(`storage worker stopped: ${error instanceof Error ? error.message : String(error)}; starting it again`);
+  let runner: Runner | undefined;
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let backoffMs = 500;
+  const supervise = (current: Runner) => {
+    const ended = (error: unknown) => {
+      if (stopping) return;
+      failed(error ?? new Error('it ended'));
+      runner = undefined;
+      const restart = () => {
+        timer = undefined;
+        if (stopping) return;
+        start().then(
+          (next) => {
+            backoffMs = 500;
+            if (stopping) return void next.stop().catch(() => {});
+            runner = next;
+            supervise(next);
+          },
+          () => {
+            backoffMs = Math.min(backoffMs * 2, 15_000);
+            timer = setTimeout(restart, backoffMs);
+          },
+        );
+      };
+      timer = setTimeout(restart, backoffMs);
+    };
+    current.promise.then(() => ended(undefined), ended);
+  };
+  try {
+    runner = await start();
+    supervise(runner);
   } catch (error) {
     await pgPool.end().catch(() => {});
     throw error;
   }
   return {
     async stop() {
-      await runner.stop().catch(() => {});
+      stopping = true;
+      if (timer) clearTimeout(timer);
+      await runner?.stop().catch(() => {});
       await pgPool.end().catch(() => {});
     },
   };
