@@ -1,0 +1,172 @@
+/**
+ * A condition evaluated against one record in memory, with the SQL compiler's semantics
+ * (./compile-condition.ts) for the operators it supports: three-valued logic (a comparison with a
+ * NULL field is unknown, and NOT unknown stays unknown), `equals null` as IS NULL, `not_equals` as
+ * IS DISTINCT FROM, `not_in` true for NULL, case-sensitive LIKE for contains/starts_with/ends_with.
+ * Real-time subscriptions match each captured change against a subscriber's role filter and
+ * `where` with it (docs/realtime.md), so no query runs per subscriber.
+ *
+ * What it cannot decide like PostgreSQL is refused up front by `unsupportedIn`: relation paths
+ * (they need other rows), ordering on text (PostgreSQL orders by the database's collation), the
+ * date helpers (they move with the clock), and BigInt, Decimal, Json and Bytes fields.
+ */
+import type { FieldSpec } from '../model/index.ts';
+import type { CatalogTable } from './catalog.ts';
+import type { Condition } from './description.ts';
+
+/** A field the caller may not see on this record: every comparison with it is unknown (SQL's NULL of a CASE). */
+export const HIDDEN: unique symbol = Symbol('hidden');
+
+export type RecordValues = Readonly<Record<string, unknown>>;
+
+/** true, false, or null for unknown (SQL NULL). */
+type Truth = boolean | null;
+
+const ORDERING = new Set(['gt', 'gte', 'lt', 'lte', 'between']);
+const SUPPORTED = new Set([
+  'equals',
+  'not_equals',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'contains',
+  'starts_with',
+  'ends_with',
+  'in',
+  'not_in',
+  'between',
+  'is_empty',
+  'is_not_empty',
+]);
+const SUPPORTED_TYPES = new Set(['String', 'Int', 'Float', 'Boolean', 'DateTime']);
+
+/**
+ * Why `condition` cannot be evaluated in memory on `table`'s records (the first reason found), or
+ * undefined when it can.
+ */
+export function unsupportedIn(table: CatalogTable, condition: Condition): string | undefined {
+  switch (condition.kind) {
+    case 'true':
+    case 'false':
+      return undefined;
+    case 'not':
+      return unsupportedIn(table, condition.item);
+    case 'and':
+    case 'or':
+      for (const item of condition.items) {
+        const reason = unsupportedIn(table, item);
+        if (reason) return reason;
+      }
+      return undefined;
+    case 'compare': {
+      const name = condition.path.join('.');
+      if (condition.path.length !== 1) return `the condition on ${name} goes through a relation`;
+      const field = table.fields.get(condition.path[0]!);
+      if (!field) return `${table.spec.name} has no field "${name}"`;
+      if (!SUPPORTED.has(condition.op)) return `the operator ${condition.op} (on ${name}) depends on the clock`;
+      const kind = field.enumValues ? 'enum' : field.type;
+      if (kind !== 'enum' && !SUPPORTED_TYPES.has(kind)) return `${name} is a ${field.type} field`;
+      if (ORDERING.has(condition.op) && (kind === 'String' || kind === 'enum'))
+        return `${condition.op} on the text field ${name} follows the database's collation`;
+      return undefined;
+    }
+  }
+}
+
+/** Whether `condition` holds for `record` (unknown counts as not holding, as in a WHERE clause). */
+export function holds(table: CatalogTable, condition: Condition, record: RecordValues): boolean {
+  return evaluate(table, condition, record) === true;
+}
+
+function evaluate(table: CatalogTable, condition: Condition, record: RecordValues): Truth {
+  switch (condition.kind) {
+    case 'true':
+      return true;
+    case 'false':
+      return false;
+    case 'not': {
+      const t = evaluate(table, condition.item, record);
+      return t === null ? null : !t;
+    }
+    case 'and': {
+      let result: Truth = true;
+      for (const item of condition.items) {
+        const t = evaluate(table, item, record);
+        if (t === false) return false;
+        if (t === null) result = null;
+      }
+      return result;
+    }
+    case 'or': {
+      let result: Truth = false;
+      for (const item of condition.items) {
+        const t = evaluate(table, item, record);
+        if (t === true) return true;
+        if (t === null) result = null;
+      }
+      return result;
+    }
+    case 'compare': {
+      const field = table.fields.get(condition.path[0]!);
+      if (!field || condition.path.length !== 1) throw new Error(`cannot evaluate ${condition.path.join('.')}`);
+      const value = record[field.name];
+      if (value === HIDDEN) return null;
+      return compare(field, condition.op, value ?? null, condition.value);
+    }
+  }
+}
+
+/** A value made comparable: DateTime text as epoch milliseconds, anything else as is. */
+function comparable(field: FieldSpec, value: unknown): unknown {
+  if (field.type === 'DateTime' && typeof value === 'string') return Date.parse(value);
+  return value;
+}
+
+function compare(field: FieldSpec, op: string, raw: unknown, operand: unknown): Truth {
+  const value = comparable(field, raw);
+  const v = (x: unknown) => comparable(field, x);
+  switch (op) {
+    case 'equals':
+      if (operand === null) return raw === null;
+      return raw === null ? null : value === v(operand);
+    case 'not_equals':
+      if (operand === null) return raw !== null;
+      return raw === null ? true : value !== v(operand);
+    case 'is_empty':
+    case 'is_not_empty': {
+      const empty =
+        raw === null || (field.list ? (raw as unknown[]).length === 0 : raw === '' && field.type === 'String');
+      return (op === 'is_empty') === (operand !== false) ? empty : !empty;
+    }
+    case 'not_in':
+      if (raw === null) return true;
+      return !(operand as unknown[]).some((o) => v(o) === value);
+  }
+  if (raw === null) return null;
+  switch (op) {
+    case 'gt':
+      return (value as number) > (v(operand) as number);
+    case 'gte':
+      return (value as number) >= (v(operand) as number);
+    case 'lt':
+      return (value as number) < (v(operand) as number);
+    case 'lte':
+      return (value as number) <= (v(operand) as number);
+    case 'between': {
+      const [low, high] = operand as [unknown, unknown];
+      return (value as number) >= (v(low) as number) && (value as number) <= (v(high) as number);
+    }
+    case 'in':
+      return (operand as unknown[]).some((o) => v(o) === value);
+    case 'contains':
+      if (field.list) return (raw as unknown[]).some((item) => comparable(field, item) === v(operand));
+      return String(raw).includes(String(operand));
+    case 'starts_with':
+      return String(raw).startsWith(String(operand));
+    case 'ends_with':
+      return String(raw).endsWith(String(operand));
+    default:
+      throw new Error(`cannot evaluate the operator ${op}`);
+  }
+}
