@@ -210,7 +210,9 @@ async function insertMetadata(
     { kind: 'record' },
     await capturesEvents(ctx),
   );
-  const rows = await runWrite(deps.db, ctx.table, write, scope, values);
+  // A refusal names the rule's own fields, not the bucket and environment every rule here pins.
+  const filterFields = write.filterFields.filter((f) => f !== 'bucket' && f !== 'environment');
+  const rows = await runWrite(deps.db, ctx.table, { ...write, filterFields }, scope, values);
   const json = (rows[0]?.[0] as string | null) ?? '{}';
   return {
     status: 201,

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, rm, utimes, writeFile, mkdir } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,6 +41,10 @@ beforeAll(async () => {
         public: true,
         contentTypes: ['image/png'],
         roles: { admin: { read: true, create: true, delete: true } },
+      };
+      // A rule checked after the bytes are in: catalog keys may upload files of at most 10 bytes.
+      raw.storage.buckets.tiny = {
+        roles: { catalog: { read: true, create: { filter: { size: { lte: 10 } } } } },
       };
       raw.webhooks = { allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0] };
     },
@@ -185,6 +190,55 @@ describe('uploads', () => {
     expect(listed.body.data.map((f: any) => f.id)).toEqual([res.body.data.id]);
   });
 
+  it('streams a file of many chunks intact: size, sha256 and the bytes back', async () => {
+    const text = Buffer.from('svcgen streams files; '.repeat(2500));
+    const res = await uploadMultipart(text, 'long.txt', 'text/plain');
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toMatchObject({ size: text.length, sha256: sha256(text) });
+    const back = await fetch(`${t.url}${BUCKET}/${res.body.data.id}/content`, { headers: authHeaders({}) });
+    expect(Buffer.from(await back.arrayBuffer()).equals(text)).toBe(true);
+  });
+
+  it('keeps nothing of an upload whose client goes away mid-body', async () => {
+    const before = { rows: await fileRows(), objects: (await storedObjects()).length };
+    const url = new URL(`${t.url}${BUCKET}?name=cut.txt`);
+    const req = httpRequest(url, {
+      method: 'POST',
+      headers: { ...authHeaders({}), 'content-type': 'text/plain', 'content-length': '50000' },
+    });
+    const gone = new Promise<void>((resolve) => {
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+    });
+    // Past the sniffed head: the bytes are on their way to an incoming file when the client goes.
+    req.write(Buffer.alloc(20_000, 0x61));
+    await until(storedObjects, (keys) => keys.some((k) => k.startsWith('.incoming/')), 5000, 'an incoming file');
+    req.destroy();
+    await gone;
+    await until(storedObjects, (keys) => keys.length === before.objects, 5000, 'the incoming file to be removed');
+    expect(await fileRows()).toBe(before.rows);
+  });
+
+  it('refuses (403 row_filter) a file its create rule does not allow once it is in, and removes its bytes', async () => {
+    const before = (await storedObjects()).length;
+    const catalogKey = await t.createKey(['catalog']);
+    const small = await uploadRaw('0123456789', 'ten.txt', 'text/plain', {
+      token: catalogKey.key,
+      bucket: '/gw/api/rest/_files/tiny',
+    });
+    expect(small.status, small.text).toBe(201);
+    const big = await uploadRaw('0123456789!', 'eleven.txt', 'text/plain', {
+      token: catalogKey.key,
+      bucket: '/gw/api/rest/_files/tiny',
+    });
+    expect(big.status, big.text).toBe(403);
+    expect(big.body.detail).toBe("the _files record would not match your role's filter on size; nothing was changed");
+    expect(big.body.errors).toEqual([
+      { field: 'size', rule: 'row_filter', message: "size must match your role's filter" },
+    ]);
+    expect((await storedObjects()).length).toBe(before + 1);
+  });
+
   it('refuses names with control characters (header injection) with 422', async () => {
     const res = await uploadRaw('x', 'a.txt\r\nSet-Cookie: stolen=1', 'text/plain');
     expect(res.status).toBe(422);
@@ -194,7 +248,7 @@ describe('uploads', () => {
   it('answers 404 for an unknown bucket and 401 without credentials', async () => {
     const unknown = await uploadRaw('x', 'a.txt', 'text/plain', { bucket: '/gw/api/rest/_files/nope' });
     expect(unknown.status).toBe(404);
-    expect(unknown.body.detail).toBe('there is no bucket named "nope"; buckets: attachments, avatars');
+    expect(unknown.body.detail).toBe('there is no bucket named "nope"; buckets: attachments, avatars, tiny');
     const anonymous = await readResponse(
       await fetch(`${t.url}${BUCKET}?name=a.txt`, {
         method: 'POST',
