@@ -5,8 +5,10 @@
  * The adaptive one is the Gradient2 algorithm of Netflix's concurrency-limits (no maintained Node
  * port exists). The idea: while the database keeps up, a read takes about as long as reads usually
  * do, so the limit may grow; once reads queue inside the database, they take longer than usual and
- * the limit shrinks in proportion. "Usual" is a long-term exponential moving average of the
- * latency; "now" is the latest read's latency. Per sample:
+ * the limit shrinks in proportion. As with Netflix's WindowedLimit, reads are gathered into
+ * windows (at least a second and 10 reads): "now" is a window's average latency, and "usual" a
+ * long-term exponential moving average of those over some 600 windows (about ten minutes under
+ * load, so an overload of a few minutes is not taken for the new normal). Per window:
  *
  *     gradient = clamp(tolerance × longRtt / shortRtt, 0.5, 1)   // 1: no queueing; at most halve
  *     newLimit = limit × gradient + probe                        // probe: room to grow into
@@ -16,10 +18,11 @@
  * 4 or √limit: under sustained queueing (gradient 0.5) the limit settles where limit × 0.5 = probe,
  * i.e. at 2 × probe, which must stay well under a pool of 10 for the budget to protect anything
  * (√limit would hold it at 4 of the 7 it may take). The tolerance lets latency rise by half before
- * the limit shrinks (a read's cost varies with its rows). Two details keep it honest: the limit does not grow while fewer than half its slots are
- * used (nothing was learned about more concurrency), and when the long-term average is more than
- * twice the latest latency, which happens once an overload has passed, it decays by 5% per sample
- * so the limit can recover without waiting for the slow average.
+ * the limit shrinks (a read's cost varies with its rows). Two details keep it honest: the limit
+ * does not grow while fewer than half its slots were used in the window (nothing was learned about
+ * more concurrency), and when the long-term average is more than twice the window's latency, which
+ * happens once an overload has passed, it decays by 5% per window so the limit can recover without
+ * waiting for the slow average.
  */
 
 export interface ConcurrencyLimit {
@@ -44,10 +47,16 @@ export interface GradientLimitOptions {
   tolerance?: number;
   /** Share of each new estimate taken into the limit: small values move it gently. */
   smoothing?: number;
-  /** Samples the long-term latency average spans (an EMA of factor 2 / (window + 1)). */
+  /** Windows the long-term latency average spans (an EMA of factor 2 / (longWindow + 1)). */
   longWindow?: number;
-  /** The first samples are averaged plainly, so one early outlier does not set "usual". */
+  /** The first windows are averaged plainly, so one early outlier does not set "usual". */
   warmup?: number;
+  /** A window lasts at least this long ... (0 with windowSamples 1: every read is a window) */
+  windowMs?: number;
+  /** ... and holds at least this many reads. */
+  windowSamples?: number;
+  /** The clock windows are measured with (tests give their own). */
+  now?: () => number;
   /** Called when the whole-number limit changes, with the figures that moved it. */
   onChange?: (change: LimitChange) => void;
 }
@@ -84,11 +93,23 @@ class ExponentialAverage {
   }
 }
 
+/** The reads of the current window: how many, their summed latency, the most that ran at once. */
+interface Window {
+  startedAt: number;
+  reads: number;
+  rttSum: number;
+  maxInflight: number;
+}
+
 export class GradientLimit implements ConcurrencyLimit {
   private estimate: number;
   private readonly longRtt: ExponentialAverage;
   private readonly tolerance: number;
   private readonly smoothing: number;
+  private readonly windowMs: number;
+  private readonly windowSamples: number;
+  private readonly now: () => number;
+  private window: Window | undefined;
 
   constructor(private readonly options: GradientLimitOptions) {
     if (!(options.min >= 1 && options.min <= options.max)) {
@@ -98,6 +119,9 @@ export class GradientLimit implements ConcurrencyLimit {
     this.longRtt = new ExponentialAverage(options.longWindow ?? 600, options.warmup ?? 10);
     this.tolerance = options.tolerance ?? 1.5;
     this.smoothing = options.smoothing ?? 0.2;
+    this.windowMs = options.windowMs ?? 1000;
+    this.windowSamples = options.windowSamples ?? 10;
+    this.now = options.now ?? (() => performance.now());
   }
 
   get current(): number {
@@ -105,6 +129,18 @@ export class GradientLimit implements ConcurrencyLimit {
   }
 
   sample(rttMs: number, inflight: number): void {
+    const now = this.now();
+    const window = (this.window ??= { startedAt: now, reads: 0, rttSum: 0, maxInflight: 0 });
+    window.reads++;
+    window.rttSum += rttMs;
+    window.maxInflight = Math.max(window.maxInflight, inflight);
+    if (now - window.startedAt < this.windowMs || window.reads < this.windowSamples) return;
+    this.window = undefined;
+    this.update(window.rttSum / window.reads, window.maxInflight);
+  }
+
+  /** One step of the algorithm, from a window's average latency and the most reads it saw at once. */
+  private update(rttMs: number, inflight: number): void {
     // A read measured at 0 ms (timer resolution) would make every ratio infinite.
     const shortRtt = Math.max(rttMs, 0.001);
     const longRtt = this.longRtt.add(shortRtt);

@@ -11,9 +11,12 @@ function gate() {
   return { promise, resolve };
 }
 
-/** Pool 10: starts at 5, between 1 and 7 (a quarter of the pool kept for cheap requests). */
+/**
+ * Pool 10: starts at 5, between 1 and 7 (a quarter of the pool kept for cheap requests). Every read
+ * is a window of its own here, so each sample is one step of the algorithm; windows: further down.
+ */
 function poolOfTen(onChange?: (change: LimitChange) => void) {
-  return new GradientLimit({ initial: 5, min: 1, max: 7, onChange });
+  return new GradientLimit({ initial: 5, min: 1, max: 7, onChange, windowMs: 0, windowSamples: 1 });
 }
 
 /** Reports `count` reads of `rttMs` each, every one started with the limit's slots all in use. */
@@ -50,7 +53,7 @@ describe('GradientLimit', () => {
   });
 
   it('goes down to min and no further when the probe allows it', () => {
-    const limit = new GradientLimit({ initial: 5, min: 3, max: 7 });
+    const limit = new GradientLimit({ initial: 5, min: 3, max: 7, windowMs: 0, windowSamples: 1 });
     feed(limit, 20, 20);
     expect(feed(limit, 60, 200).at(-1)).toBe(3);
   });
@@ -93,7 +96,7 @@ describe('GradientLimit', () => {
   });
 
   it('stays within [min, max] whatever the latencies, including 0 ms readings', () => {
-    const limit = new GradientLimit({ initial: 2, min: 2, max: 3 });
+    const limit = new GradientLimit({ initial: 2, min: 2, max: 3, windowMs: 0, windowSamples: 1 });
     const rtts = [0, 0, 5, 500, 0.01, 10_000, 3, 0, 7, 80];
     for (let i = 0; i < 500; i++) {
       limit.sample(rtts[i % rtts.length]!, 3);
@@ -122,6 +125,61 @@ describe('GradientLimit', () => {
     changes.length = 0;
     feed(limit, 1, 100);
     expect(changes).toEqual([{ previous: 7, limit: 6, shortRttMs: 100, longRttMs: expect.any(Number), gradient: 0.5 }]);
+  });
+});
+
+describe('GradientLimit windows (by default at least 1 s and 10 reads)', () => {
+  function clocked() {
+    const clock = { ms: 0 };
+    const changes: LimitChange[] = [];
+    const limit = new GradientLimit({
+      initial: 5,
+      min: 1,
+      max: 7,
+      now: () => clock.ms,
+      onChange: (change) => changes.push(change),
+    });
+    return { clock, changes, limit };
+  }
+
+  it('moves the limit once per window, from the average latency of its reads', () => {
+    const { clock, changes, limit } = clocked();
+    // 10 reads every 100 ms: a window closes only once a second has passed, with 100 reads in it.
+    for (let i = 0; i < 200; i++) {
+      limit.sample(20, limit.current);
+      if (i % 10 === 9) clock.ms += 100;
+    }
+    expect(limit.current).toBe(5);
+    for (let w = 0; w < 20; w++) {
+      clock.ms += 1000;
+      for (let i = 0; i < 10; i++) limit.sample(20, limit.current);
+    }
+    expect(changes.map((c) => c.limit)).toEqual([6, 7]);
+    // A window opens with its first read and closes with the first read a second later (the 10th or more).
+    // One slow read among nine fast ones: the window's average (38 ms) is within the tolerance of 20 ms.
+    changes.length = 0;
+    for (let i = 0; i < 9; i++) limit.sample(20, 7);
+    clock.ms += 1000;
+    limit.sample(200, 7);
+    expect(changes).toEqual([]);
+    // A window of slow reads does move it.
+    for (let i = 0; i < 9; i++) limit.sample(100, 7);
+    clock.ms += 1000;
+    limit.sample(100, 7);
+    expect(changes).toEqual([{ previous: 7, limit: 6, shortRttMs: 100, longRttMs: expect.any(Number), gradient: 0.5 }]);
+  });
+
+  it('needs 10 reads, however long the window: a few slow reads in a quiet minute move nothing', () => {
+    const { clock, limit } = clocked();
+    for (let w = 0; w < 5; w++) {
+      for (let i = 0; i < 10; i++) limit.sample(20, 5);
+      clock.ms += 1000;
+    }
+    for (let i = 0; i < 9; i++) {
+      clock.ms += 60_000;
+      limit.sample(5000, 5);
+    }
+    expect(limit.current).toBe(5);
   });
 });
 
