@@ -140,6 +140,12 @@ describe('the packed tarball, installed into a fresh project', { timeout: 180_00
     expect(created.status, await created.clone().text()).toBe(201);
     const docs = await fetch(`${url}/gw/api/rest/_docs`);
     expect(docs.status).toBe(200);
+    // The GraphQL playground's files resolve from the installed packages (graphiql, react, react-dom).
+    const playground = await fetch(`${url}/gw/api/graphql/_playground`);
+    expect(playground.status).toBe(200);
+    const files = [...(await playground.text()).matchAll(/(?:src|href)="(_playground\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(files).toHaveLength(6);
+    for (const file of files) expect((await fetch(`${url}/gw/api/graphql/${file}`)).status, file).toBe(200);
     const stopped = await server.stop('SIGTERM');
     expect(stopped.code, show(stopped)).toBe(0);
 

@@ -9,7 +9,6 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { prefersHtml } from '../../runtime/server/graphql-playground.ts';
 import { startPrefixProxy } from '../support/prefix-proxy.ts';
 import { REPO, startTestServer, type TestResponse, type TestServer } from '../support/server.ts';
 
@@ -40,22 +39,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
-});
-
-describe('which requests to the endpoint are a browser opening it', () => {
-  test.each([
-    [NAVIGATION_ACCEPT, true],
-    ['text/html', true],
-    ['text/html;q=0.5, application/json;q=0.4', true],
-    [undefined, false],
-    ['*/*', false],
-    ['application/json', false],
-    ['application/graphql-response+json, application/json;q=0.9', false],
-    ['text/html, application/json', false],
-    ['text/html;q=0, */*', false],
-  ])('Accept: %s → page: %s', (accept, page) => {
-    expect(prefersHtml(accept)).toBe(page);
-  });
 });
 
 describe('the page and its files over HTTP', () => {
