@@ -406,7 +406,7 @@ async function profile(server: ServerChild, benchCase: GraphQLCase, name: Varian
   await server.startProfile();
   const before = await server.stats();
   const result = await load(server, benchCase.variants[name], fixture, PROFILE_S);
-  await server.stopProfile(file);
+  const { statements } = await server.stopProfile(file);
   const after = await server.stats();
   const summary = summarizeProfile(file, 25);
   const perReq = (ms: number) => fmt((1000 * ms) / result.requests.total, 1);
@@ -416,6 +416,8 @@ async function profile(server: ServerChild, benchCase: GraphQLCase, name: Varian
   );
   for (const c of summary.categories) log(`  ${c.name}: ${perReq(c.ms)} µs/request`);
   for (const f of summary.top) log(`  ${f.name} ${f.location} (${f.category}): ${perReq(f.ms)} µs/request`);
+  for (const [sql, count] of statements.slice(0, 3))
+    log(`  SQL ${fmt(count / result.requests.total, 2)}/request: ${sql.replace(/\s+/g, ' ').slice(0, 600)}`);
 }
 
 const median = (ms: Measurement[]) => [...ms].sort((a, b) => a.rps - b.rps)[Math.floor((ms.length - 1) / 2)]!;
@@ -553,7 +555,8 @@ async function main(): Promise<void> {
           rounds.get(name)!.push(m);
           log(
             `${benchCase.id} → ${name}, round ${round + 1} of ${ROUNDS}: ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, ` +
-              `server CPU ${fmt(m.cpuPerRequestUs)} µs/request, ${fmt(m.queriesPerRequest, 2)} SQL/request, other processes ` +
+              `CPU µs/request: server ${fmt(m.cpuPerRequestUs)}, PostgreSQL ${m.pgCpuPerRequestUs === undefined ? 'n/a' : fmt(m.pgCpuPerRequestUs)}; ` +
+              `${fmt(m.queriesPerRequest, 2)} SQL/request, other processes ` +
               `${m.otherLoad === undefined ? 'n/a' : `${fmt(100 * m.otherLoad)} %`}`,
           );
         }

@@ -49,8 +49,15 @@ import pg from 'pg';
 import { cleanupOnExit } from './cleanups.ts';
 import { gitRevision, readSection, reportDate } from './results-file.ts';
 
-/** Sections of RESULTS.md that other scripts write (bench:auth, bench:webhooks, bench:soak, bench:workers), kept as they are. */
-const OTHER_SECTIONS = ['## Installed svcgen serve', '## Authentication', '## Webhooks', '## Soak', '## Workers'];
+/** Sections of RESULTS.md that other scripts write (bench:installed, bench:graphql, bench:auth, bench:webhooks, bench:soak, bench:workers), kept as they are. */
+const OTHER_SECTIONS = [
+  '## Installed svcgen serve',
+  '## GraphQL',
+  '## Authentication',
+  '## Webhooks',
+  '## Soak',
+  '## Workers',
+];
 
 const CONNECTIONS = 50;
 const POOL_SIZE = 10; // svcgen's startServer uses max 10; the baseline is configured to match
