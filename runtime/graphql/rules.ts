@@ -7,11 +7,22 @@
  */
 import {
   GraphQLError,
+  getOperationAST,
+  isInputObjectType,
+  isInputType,
+  isListType,
+  isNonNullType,
   Kind,
   parse,
+  typeFromAST,
+  type ASTNode,
+  type ExecutionArgs,
+  type ExecutionResult,
   type ASTVisitor,
+  type FragmentDefinitionNode,
+  type GraphQLInputType,
+  type OperationDefinitionNode,
   type SelectionSetNode,
-  type ValidationContext,
   type ValidationRule,
 } from 'graphql';
 
@@ -31,8 +42,9 @@ export const GRAPHQL_LIMITS = {
 /**
  * The deepest nesting of `{`, `[` and `(` outside strings and comments, in one linear pass: the
  * parser is recursive, and a few thousand levels (well inside the token bound) exhaust its stack.
+ * With `stopAbove`, the scan ends as soon as the nesting passes it.
  */
-export function documentNesting(text: string): number {
+export function documentNesting(text: string, stopAbove = Number.POSITIVE_INFINITY): number {
   let depth = 0;
   let deepest = 0;
   for (let i = 0; i < text.length; i++) {
@@ -50,15 +62,23 @@ export function documentNesting(text: string): number {
       }
     } else if (c === 0x7b || c === 0x5b || c === 0x28) {
       if (++depth > deepest) deepest = depth;
+      // Past the bound the rest of the text changes nothing: a megabyte of `{` stops at the first 65.
+      if (deepest > stopAbove) return deepest;
     } else if (c === 0x7d || c === 0x5d || c === 0x29) depth--;
   }
   return deepest;
 }
 
-/** The document, refused past maxNesting or maxTokens (a GraphQL error before any rule runs). */
+/**
+ * The document, refused past maxNesting or maxTokens, or when an operation costs more than the
+ * bounds of CostRule: checked here, before validation, because graphql-js's own rules are not all
+ * linear (OverlappingFieldsCanBeMergedRule compares same-named fields pairwise: a document of a
+ * thousand `cityList { id }` took 100 ms of validation), and a document past the bounds is refused
+ * whatever else is wrong with it.
+ */
 export function parseBounded(source: string | { body: string }) {
   const text = typeof source === 'string' ? source : source.body;
-  if (documentNesting(text) > GRAPHQL_LIMITS.maxNesting) {
+  if (documentNesting(text, GRAPHQL_LIMITS.maxNesting) > GRAPHQL_LIMITS.maxNesting) {
     throw new GraphQLError(
       `the document nests braces, brackets and parentheses more than ${GRAPHQL_LIMITS.maxNesting} levels deep`,
       {
@@ -66,7 +86,15 @@ export function parseBounded(source: string | { body: string }) {
       },
     );
   }
-  return parse(text, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+  const document = parse(text, { maxTokens: GRAPHQL_LIMITS.maxTokens });
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  for (const d of document.definitions) {
+    if (d.kind !== Kind.OPERATION_DEFINITION) continue;
+    const problem = operationCost(d, (name) => fragments.get(name));
+    if (problem) throw tooComplexError(problem.message, problem.node);
+  }
+  return document;
 }
 
 /**
@@ -91,67 +119,72 @@ export const ServedOperationsRule: ValidationRule = (context) => ({
   },
 });
 
-function tooComplex(message: string, context: ValidationContext, node: { loc?: unknown } & object): void {
-  context.reportError(
-    new GraphQLError(message, {
-      nodes: node as never,
-      extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 },
-    }),
-  );
+function tooComplexError(message: string, node: ASTNode): GraphQLError {
+  return new GraphQLError(message, {
+    nodes: node,
+    extensions: { code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 },
+  });
 }
 
+/**
+ * The first bound an operation passes (root fields, selections with fragments expanded, depth),
+ * or undefined. The walk stops at the first one, so it visits at most maxSelections selections.
+ */
+function operationCost(
+  operation: OperationDefinitionNode,
+  fragment: (name: string) => FragmentDefinitionNode | undefined,
+): { message: string; node: ASTNode } | undefined {
+  let selections = 0;
+  let roots = 0;
+  const walk = (
+    set: SelectionSetNode,
+    depth: number,
+    spreading: Set<string>,
+  ): { message: string; node: ASTNode } | undefined => {
+    for (const s of set.selections) {
+      if (++selections > GRAPHQL_LIMITS.maxSelections)
+        return {
+          message: `the operation selects more than ${GRAPHQL_LIMITS.maxSelections} fields (fragments counted where they are spread); split it`,
+          node: operation,
+        };
+      let problem: { message: string; node: ASTNode } | undefined;
+      if (s.kind === Kind.FIELD) {
+        if (depth === 0 && ++roots > GRAPHQL_LIMITS.maxRootFields)
+          return {
+            message: `at most ${GRAPHQL_LIMITS.maxRootFields} root fields (aliases included) per operation; each is one database statement`,
+            node: s,
+          };
+        // Introspection is bounded by the schema's own size and graphql-js's MaxIntrospectionDepthRule;
+        // tools' standard introspection query nests deeper than any data query needs.
+        if (depth === 0 && (s.name.value === '__schema' || s.name.value === '__type')) continue;
+        if (s.selectionSet) {
+          if (depth + 1 >= GRAPHQL_LIMITS.maxDepth)
+            return { message: `selections nest at most ${GRAPHQL_LIMITS.maxDepth} levels`, node: s };
+          problem = walk(s.selectionSet, depth + 1, spreading);
+        }
+      } else if (s.kind === Kind.INLINE_FRAGMENT) {
+        problem = walk(s.selectionSet, depth, spreading);
+      } else {
+        const name = s.name.value;
+        const definition = fragment(name);
+        // A cycle is NoFragmentCyclesRule's to report; here it only must not loop.
+        if (!definition || spreading.has(name)) continue;
+        spreading.add(name);
+        problem = walk(definition.selectionSet, depth, spreading);
+        spreading.delete(name);
+      }
+      if (problem) return problem;
+    }
+    return undefined;
+  };
+  return walk(operation.selectionSet, 0, new Set());
+}
+
+/** The bounds of parseBounded as a validation rule, for a document that was parsed some other way. */
 export const CostRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
-    let selections = 0;
-    let roots = 0;
-    let stop = false;
-    const walk = (set: SelectionSetNode, depth: number, spreading: Set<string>) => {
-      for (const s of set.selections) {
-        if (stop) return;
-        if (++selections > GRAPHQL_LIMITS.maxSelections) {
-          tooComplex(
-            `the operation selects more than ${GRAPHQL_LIMITS.maxSelections} fields (fragments counted where they are spread); split it`,
-            context,
-            operation,
-          );
-          stop = true;
-          return;
-        }
-        if (s.kind === Kind.FIELD) {
-          if (depth === 0 && ++roots > GRAPHQL_LIMITS.maxRootFields) {
-            tooComplex(
-              `at most ${GRAPHQL_LIMITS.maxRootFields} root fields (aliases included) per operation; each is one database statement`,
-              context,
-              s,
-            );
-            stop = true;
-            return;
-          }
-          // Introspection is bounded by the schema's own size and graphql-js's MaxIntrospectionDepthRule;
-          // tools' standard introspection query nests deeper than any data query needs.
-          if (depth === 0 && (s.name.value === '__schema' || s.name.value === '__type')) continue;
-          if (s.selectionSet) {
-            if (depth + 1 >= GRAPHQL_LIMITS.maxDepth) {
-              tooComplex(`selections nest at most ${GRAPHQL_LIMITS.maxDepth} levels`, context, s);
-              stop = true;
-              return;
-            }
-            walk(s.selectionSet, depth + 1, spreading);
-          }
-        } else if (s.kind === Kind.INLINE_FRAGMENT) {
-          walk(s.selectionSet, depth, spreading);
-        } else {
-          const name = s.name.value;
-          const fragment = context.getFragment(name);
-          // A cycle is NoFragmentCyclesRule's to report; here it only must not loop.
-          if (!fragment || spreading.has(name)) continue;
-          spreading.add(name);
-          walk(fragment.selectionSet, depth, spreading);
-          spreading.delete(name);
-        }
-      }
-    };
-    walk(operation.selectionSet, 0, new Set());
+    const problem = operationCost(operation, (name) => context.getFragment(name) ?? undefined);
+    if (problem) context.reportError(tooComplexError(problem.message, problem.node));
   },
 });
 
@@ -171,3 +204,70 @@ export const NoIntrospectionRule: ValidationRule = (context): ASTVisitor => ({
     }
   },
 });
+
+/** The longest list a variable may hold: the most values any argument takes (`in`: MAX_IN_LIST). */
+export const MAX_VARIABLE_LIST = 1000;
+
+type Path = readonly (string | number)[];
+
+/**
+ * The first place where `value` cannot be of `type` for a reason whose graphql-js message would be
+ * large or slow to build: a list longer than MAX_VARIABLE_LIST, or an input object member the type
+ * does not have. Stops there; scalars, enums and missing members are left to graphql-js, whose
+ * messages for them stay small. Json values are scalars: not walked.
+ */
+function shapeProblem(value: unknown, type: GraphQLInputType, path: Path): { message: string; path: Path } | undefined {
+  if (value === null || value === undefined) return undefined;
+  const inner = isNonNullType(type) ? type.ofType : type;
+  if (isListType(inner)) {
+    // graphql-js takes a single value where a list is expected.
+    if (!Array.isArray(value)) return shapeProblem(value, inner.ofType, path);
+    if (value.length > MAX_VARIABLE_LIST)
+      return { message: `a list takes at most ${MAX_VARIABLE_LIST} values, this one has ${value.length}`, path };
+    for (let i = 0; i < value.length; i++) {
+      const problem = shapeProblem(value[i], inner.ofType, [...path, i]);
+      if (problem) return problem;
+    }
+  } else if (isInputObjectType(inner) && typeof value === 'object' && !Array.isArray(value)) {
+    const fields = inner.getFields();
+    // for...in, not Object.entries: it stops at the first unknown member without listing them all.
+    for (const key in value) {
+      const field = Object.hasOwn(fields, key) ? fields[key] : undefined;
+      if (!field) return { message: `Field "${key}" is not defined by type "${inner.name}".`, path: [...path, key] };
+      const problem = shapeProblem((value as Record<string, unknown>)[key], field.type, [...path, key]);
+      if (problem) return problem;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A request error for the first variable value that graphql-js would answer slowly, or undefined
+ * (then graphql-js coerces the variables as usual). graphql-js reports up to 50 bad values, each
+ * message printing the whole value it belongs to: an object with 60,000 unknown members (a 1 MB
+ * body) made 50 messages of a megabyte each, seconds of work and a 50 MB answer; and it walks a list
+ * of 100,000 values before the filter refuses more than 1000. Here the check stops at the first
+ * problem, and the message names its place, not the value.
+ */
+export function refuseVariables(args: ExecutionArgs): ExecutionResult | undefined {
+  const operation = getOperationAST(args.document, args.operationName);
+  const values = args.variableValues;
+  if (!operation || !values) return undefined;
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    if (!Object.hasOwn(values, name)) continue;
+    const type = typeFromAST(args.schema, definition.type);
+    // An unknown or output type is a validation error, reported before this runs.
+    if (!type || !isInputType(type)) continue;
+    const problem = shapeProblem(values[name], type, []);
+    if (problem) {
+      const at = problem.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('');
+      const error = new GraphQLError(`Variable "$${name}" got invalid value at "${name}${at}"; ${problem.message}`, {
+        nodes: definition,
+        extensions: { code: 'BAD_USER_INPUT', type: '/errors/invalid-parameter', status: 400 },
+      });
+      return { errors: [error] };
+    }
+  }
+  return undefined;
+}

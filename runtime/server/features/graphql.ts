@@ -23,7 +23,13 @@ import { buildGraphQLSchema, type SchemaVisibility, type WriteVisibility } from 
 import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
 import { managementSchema, type ManagementContext } from '../../graphql/management.ts';
 import { unmarkDecimals } from '../../graphql/exact-numbers.ts';
-import { CostRule, NoIntrospectionRule, parseBounded, ServedOperationsRule } from '../../graphql/rules.ts';
+import {
+  CostRule,
+  NoIntrospectionRule,
+  parseBounded,
+  refuseVariables,
+  ServedOperationsRule,
+} from '../../graphql/rules.ts';
 import { documentCache, type DocumentCache } from '../../graphql/document-cache.ts';
 import type { Database } from '../../db/index.ts';
 import { withIdempotency } from '../../idempotency/index.ts';
@@ -235,7 +241,9 @@ export function graphqlHandler(services: Services): Handler {
       },
       keyed: req.context.keyed,
     }),
-    execute: (args: ExecutionArgs) => execute({ ...args, fieldResolver: fieldResolver as never }),
+    // Variables are checked first, stopping at the first bad one (runtime/graphql/rules.ts).
+    execute: (args: ExecutionArgs) =>
+      refuseVariables(args) ?? execute({ ...args, fieldResolver: fieldResolver as never }),
   });
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
