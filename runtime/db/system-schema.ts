@@ -229,6 +229,27 @@ const STEPS: readonly string[] = [
   // instead of one row per delivery; rows of the old form (delivery_id) are still drained.
   `ALTER TABLE svcgen.webhook_outbox ADD COLUMN IF NOT EXISTS delivery_ids text[];
    ALTER TABLE svcgen.webhook_outbox ALTER COLUMN delivery_id DROP NOT NULL;`,
+  // Real-time subscriptions (docs/realtime.md): which processes hold live subscribers for which
+  // tables (each refreshes its rows while it does; a data statement captures events while one has
+  // not expired), and the NOTIFY that hands a statement's event ids to every process on commit.
+  `CREATE UNLOGGED TABLE svcgen.live_interest (
+     environment  text NOT NULL,
+     table_name   text NOT NULL,
+     instance     text NOT NULL,
+     expires_at   timestamptz NOT NULL,
+     PRIMARY KEY (environment, table_name, instance)
+   );
+   CREATE FUNCTION svcgen.live_notify(environment text, table_name text, ids text[]) RETURNS boolean
+   LANGUAGE plpgsql VOLATILE AS $$
+   DECLARE
+     size constant integer := 150; -- 150 ids of 36 characters stay well under NOTIFY's 8000 bytes
+   BEGIN
+     FOR i IN 0 .. (cardinality(ids) - 1) / size LOOP
+       PERFORM pg_notify('svcgen', 'live:' || environment || E'\t' || table_name || E'\t'
+         || array_to_string(ids[i * size + 1 : (i + 1) * size], ','));
+     END LOOP;
+     RETURN true;
+   END $$;`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -1,5 +1,5 @@
 /**
- * Which tables have an active subscription, per environment, cached in each process so that a
+ * Which tables have an active webhook subscription or live subscribers (docs/realtime.md), per environment, cached in each process so that a
  * write to an unwatched table runs without the event capture CTEs. Every change to a subscription
  * notifies all processes in its own transaction; a write first makes sure the channel has heard
  * everything committed before the request arrived (usually proven already by the round trip of
@@ -52,7 +52,10 @@ export class WatchedTables {
       const epoch = this.channel.epoch;
       try {
         const rows = await this.db.query<{ environment: string; table_name: string }>(
-          'SELECT DISTINCT environment, table_name FROM svcgen.webhooks WHERE active',
+          // Live interest counts even once expired: its holder refreshes it without announcing, and
+          // the statement's own probe checks the expiry (runtime/realtime/capture.ts).
+          `SELECT environment, table_name FROM svcgen.webhooks WHERE active
+           UNION SELECT environment, table_name FROM svcgen.live_interest`,
         );
         const map = new Map<string, Set<string>>();
         for (const r of rows) {
