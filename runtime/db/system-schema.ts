@@ -250,6 +250,10 @@ const STEPS: readonly string[] = [
      END LOOP;
      RETURN true;
    END $$;`,
+  // ... and then lists the statement's (event, subscription) pairs instead: the delivery workers
+  // record the deliveries as they drain the outbox, off the write's path.
+  `ALTER TABLE svcgen.webhook_outbox ADD COLUMN IF NOT EXISTS event_ids text[],
+     ADD COLUMN IF NOT EXISTS webhook_ids text[];`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

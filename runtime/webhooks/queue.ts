@@ -32,27 +32,53 @@ export function enqueueSql(ids: string, runAt = 'now()'): string {
 /** First attempts travel in jobs of this many deliveries, so the queue's own work is shared among them. */
 export const DRAIN_JOB_SIZE = 10;
 
-/** An outbox row's deliveries, in order: a statement's list, or the one delivery of a row of the earlier form. */
-const OUTBOX_IDS = 'coalesce(o.delivery_ids, ARRAY[o.delivery_id])';
+/**
+ * SQL: a new id, the prefix then 32 hex digits laid out as a UUIDv7 (RFC 9562: the time in ms, then
+ * random bits). Ids that grow with time append to the primary key and delivery indexes, where
+ * random ones would touch a different index page per row (and, after each checkpoint, write that
+ * whole page to the WAL again).
+ */
+export function newIdSql(prefix: string): string {
+  return `'${prefix}' || encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+    placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')`;
+}
+
+/**
+ * How many deliveries an outbox row stands for. A data statement's row lists (event, subscription)
+ * pairs (event_ids, webhook_ids); rows of earlier releases list deliveries already recorded
+ * (delivery_ids, or one delivery_id).
+ */
+const OUTBOX_SIZE = 'cardinality(coalesce(o.event_ids, o.delivery_ids, ARRAY[o.delivery_id]))';
 
 /**
  * SQL: move the outbox's oldest rows, about `$1` deliveries (at least one row, whole rows only),
- * into jobs of DRAIN_JOB_SIZE in outbox order, in one statement (an outbox row leaves exactly when
- * its jobs exist). Concurrent drainers take disjoint rows. Answers the deliveries moved, and
- * whether more rows were waiting.
+ * into the job queue in one statement: each (event, subscription) pair becomes a delivery (none
+ * for a subscription deleted since the write), and the deliveries go into jobs of DRAIN_JOB_SIZE
+ * in outbox order. An outbox row leaves exactly when its deliveries and jobs exist; concurrent
+ * drainers take disjoint rows. Answers the deliveries queued, and whether more rows were waiting.
  */
 export const DRAIN_OUTBOX = `
   WITH candidates AS (
-    SELECT o.seq, cardinality(${OUTBOX_IDS}) AS size FROM svcgen.webhook_outbox o
+    SELECT o.seq, ${OUTBOX_SIZE} AS size FROM svcgen.webhook_outbox o
     ORDER BY o.seq LIMIT $1::int FOR UPDATE SKIP LOCKED),
   chosen AS (
     SELECT seq FROM (SELECT seq, sum(size) OVER (ORDER BY seq) - size AS before FROM candidates) c WHERE before < $1::int),
   taken AS (
     DELETE FROM svcgen.webhook_outbox o WHERE o.seq IN (SELECT seq FROM chosen)
-    RETURNING o.seq, ${OUTBOX_IDS} AS ids),
+    RETURNING o.seq, o.event_ids, o.webhook_ids, coalesce(o.delivery_ids, ARRAY[o.delivery_id]) AS delivery_ids),
+  fresh AS (
+    SELECT ${newIdSql('del_')} AS delivery_id, p.event_id, p.webhook_id, taken.seq, p.nth
+    FROM taken, unnest(taken.event_ids, taken.webhook_ids) WITH ORDINALITY AS p(event_id, webhook_id, nth)
+    WHERE taken.event_ids IS NOT NULL AND EXISTS (SELECT 1 FROM svcgen.webhooks w WHERE w.id = p.webhook_id)),
+  created AS (
+    INSERT INTO svcgen.webhook_deliveries (id, webhook_id, event_id) SELECT delivery_id, webhook_id, event_id FROM fresh),
+  queued AS (
+    SELECT seq, nth, delivery_id FROM fresh
+    UNION ALL
+    SELECT taken.seq, d.nth, d.delivery_id FROM taken, unnest(taken.delivery_ids) WITH ORDINALITY AS d(delivery_id, nth)
+    WHERE taken.event_ids IS NULL),
   chunks AS (
-    SELECT (row_number() OVER (ORDER BY taken.seq, d.nth) - 1) / ${DRAIN_JOB_SIZE} AS chunk, d.nth, taken.seq, d.delivery_id
-    FROM taken, unnest(taken.ids) WITH ORDINALITY AS d(delivery_id, nth)),
+    SELECT (row_number() OVER (ORDER BY seq, nth) - 1) / ${DRAIN_JOB_SIZE} AS chunk, seq, nth, delivery_id FROM queued),
   specs AS (
     SELECT ARRAY(
       SELECT ROW('${DELIVER_TASK}', json_build_object('ids', array_agg(delivery_id ORDER BY seq, nth)), NULL, now(), ${TASK_MAX_ATTEMPTS}, NULL, NULL, NULL)::${QUEUE_SCHEMA}.job_spec
@@ -61,5 +87,8 @@ export const DRAIN_OUTBOX = `
     (SELECT count(*) FROM candidates) > (SELECT count(*) FROM chosen) OR (SELECT count(*) FROM candidates) = $1::int AS more,
     (SELECT count(*) FROM specs, LATERAL ${QUEUE_SCHEMA}.add_jobs(specs.list) WHERE cardinality(specs.list) > 0)::int AS jobs`;
 
-/** SQL: the deliveries in the outbox (not yet jobs). */
-export const OUTBOX_DEPTH = `SELECT coalesce(sum(cardinality(${OUTBOX_IDS})), 0)::int FROM svcgen.webhook_outbox o`;
+/** SQL: the deliveries in the outbox (not yet recorded or not yet jobs). */
+export const OUTBOX_DEPTH = `SELECT coalesce(sum(${OUTBOX_SIZE}), 0)::int FROM svcgen.webhook_outbox o`;
+
+/** SQL: the events that outbox rows still name (pruning must keep them). */
+export const OUTBOX_EVENTS = 'SELECT unnest(o.event_ids) AS id FROM svcgen.webhook_outbox o';

@@ -10,7 +10,7 @@ import type { Config } from '../config/index.ts';
 import { connectionConfig, openDatabase, type Database } from '../db/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
-import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, OUTBOX_DEPTH, QUEUE_SCHEMA } from './queue.ts';
+import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, OUTBOX_DEPTH, OUTBOX_EVENTS, QUEUE_SCHEMA } from './queue.ts';
 
 /** A delivery whose job should have run this long ago and holds no lease has lost its job. */
 const LOST_JOB_AFTER = "interval '2 minutes'";
@@ -84,15 +84,17 @@ export async function sweepStalledDeliveries(db: Database): Promise<number> {
   return Number(rows[0]?.count ?? 0);
 }
 
-/** Drops finished deliveries older than the retention, then events no delivery refers to. */
+/** Drops finished deliveries older than the retention, then events no delivery or outbox row refers to. */
 export async function pruneDeliveryHistory(db: Database, retentionSeconds: number): Promise<void> {
   await db.query(
     `DELETE FROM svcgen.webhook_deliveries WHERE status IN ('delivered', 'dead_letter') AND updated_at < now() - make_interval(secs => $1)`,
     [retentionSeconds],
   );
   await db.query(
-    `DELETE FROM svcgen.webhook_events e WHERE e.created_at < now() - make_interval(secs => $1)
-       AND NOT EXISTS (SELECT 1 FROM svcgen.webhook_deliveries d WHERE d.event_id = e.id)`,
+    `WITH waiting AS (${OUTBOX_EVENTS})
+     DELETE FROM svcgen.webhook_events e WHERE e.created_at < now() - make_interval(secs => $1)
+       AND NOT EXISTS (SELECT 1 FROM svcgen.webhook_deliveries d WHERE d.event_id = e.id)
+       AND NOT EXISTS (SELECT 1 FROM waiting WHERE waiting.id = e.id)`,
     [retentionSeconds],
   );
 }

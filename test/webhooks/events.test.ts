@@ -479,9 +479,9 @@ describe('bulk writes and update by filter', () => {
   it('bulk create of 100 → one event each, queued in item order in one outbox row, each payload the record as read', async () => {
     const sub = await subscribe({ events: ['INSERT'] });
     // What the outbox receives, in the order it receives it: the queue's order of first attempts.
-    await t.db.query(`CREATE TABLE public.outbox_seen (seq bigint, delivery_ids text[])`);
+    await t.db.query(`CREATE TABLE public.outbox_seen (seq bigint, event_ids text[], webhook_ids text[])`);
     await t.db.query(`CREATE FUNCTION public.outbox_seen() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN INSERT INTO public.outbox_seen VALUES (NEW.seq, NEW.delivery_ids); RETURN NEW; END $$`);
+      BEGIN INSERT INTO public.outbox_seen VALUES (NEW.seq, NEW.event_ids, NEW.webhook_ids); RETURN NEW; END $$`);
     await t.db.query(
       `CREATE TRIGGER outbox_seen AFTER INSERT ON svcgen.webhook_outbox FOR EACH ROW EXECUTE FUNCTION public.outbox_seen()`,
     );
@@ -494,13 +494,15 @@ describe('bulk writes and update by filter', () => {
       const res = await write('POST', '/Customer/_bulk', { items });
       expect(res.status, res.text).toBe(201);
       const ids: string[] = res.body.data.items.map((i: { id: string }) => i.id);
-      // The statement wrote one outbox row listing its 100 deliveries.
-      expect(await t.db.query(`SELECT cardinality(delivery_ids) AS n FROM public.outbox_seen`)).toEqual([{ n: 100 }]);
+      // The statement wrote one outbox row listing its 100 (event, subscription) pairs.
+      expect(
+        await t.db.query(
+          `SELECT cardinality(event_ids) AS n, array_agg(DISTINCT w) AS hooks FROM public.outbox_seen, unnest(webhook_ids) w GROUP BY 1`,
+        ),
+      ).toEqual([{ n: 100, hooks: [sub.id] }]);
       const queued = await t.db.query<{ rid: string }>(
-        `SELECT e.record->>'id' AS rid FROM public.outbox_seen o, unnest(o.delivery_ids) WITH ORDINALITY AS q(id, nth)
-         JOIN svcgen.webhook_deliveries d ON d.id = q.id JOIN svcgen.webhook_events e ON e.id = d.event_id
-         WHERE d.webhook_id = $1 ORDER BY o.seq, q.nth`,
-        [sub.id],
+        `SELECT e.record->>'id' AS rid FROM public.outbox_seen o, unnest(o.event_ids) WITH ORDINALITY AS q(id, nth)
+         JOIN svcgen.webhook_events e ON e.id = q.id ORDER BY o.seq, q.nth`,
       );
       expect(queued.map((r) => r.rid)).toEqual(ids);
       const got = await receiver.waitFor(sub.path, 100);

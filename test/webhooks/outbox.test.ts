@@ -1,10 +1,11 @@
 // The outbox drain (runtime/webhooks/queue.ts): a data statement writes one outbox row listing its
-// deliveries; the drain moves whole rows, oldest first, into jobs of DRAIN_JOB_SIZE deliveries in
-// outbox order, and still takes rows of the earlier one-delivery form.
+// (event, subscription) pairs; the drain takes whole rows, oldest first, records a delivery per pair
+// and queues the deliveries in jobs of DRAIN_JOB_SIZE in outbox order. It still takes rows of the
+// earlier forms, which list deliveries already recorded (delivery_ids, or one delivery_id).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
 import { DRAIN_JOB_SIZE, DRAIN_OUTBOX, QUEUE_SCHEMA } from '../../runtime/webhooks/queue.ts';
-import { installDeliveryQueue, webhookQueueDepth } from '../../runtime/webhooks/worker.ts';
+import { installDeliveryQueue, pruneDeliveryHistory, webhookQueueDepth } from '../../runtime/webhooks/worker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -21,6 +22,9 @@ beforeAll(async () => {
 afterEach(async () => {
   await db.query('DELETE FROM svcgen.webhook_outbox');
   await db.query(`DELETE FROM ${QUEUE_SCHEMA}._private_jobs`);
+  await db.query('DELETE FROM svcgen.webhook_deliveries');
+  await db.query('DELETE FROM svcgen.webhook_events');
+  await db.query('DELETE FROM svcgen.webhooks');
 });
 afterAll(async () => {
   await db?.close();
@@ -46,7 +50,59 @@ const jobs = async () =>
     await db.query<{ ids: string[] }>(`SELECT payload->'ids' AS ids FROM ${QUEUE_SCHEMA}._private_jobs ORDER BY id`)
   ).map((j) => j.ids);
 
+async function subscription(id: string): Promise<void> {
+  await db.query(
+    `INSERT INTO svcgen.webhooks (id, project_id, environment, table_name, events, url, endpoint, secret)
+     VALUES ($1, 'shop', 'master', 'Customer', '{INSERT}', 'https://example.com/h', 'https://example.com:443', 'sealed')`,
+    [id],
+  );
+}
+
+async function events(ids: string[], createdAt = 'now()'): Promise<void> {
+  await db.query(
+    `INSERT INTO svcgen.webhook_events (id, environment, table_name, operation, record, changed_fields, created_at)
+     SELECT id, 'master', 'Customer', 'INSERT', '{}', '{}', ${createdAt} FROM unnest($1::text[]) AS id`,
+    [ids],
+  );
+}
+
 describe('outbox drain', () => {
+  it("records a delivery per (event, subscription) pair of a statement's row, in order, none for a deleted subscription", async () => {
+    await subscription('wh_a');
+    await subscription('wh_b');
+    await events(['e1', 'e2', 'e3']);
+    // e1 to wh_a and wh_b, e2 to wh_gone (deleted since the write), e3 to wh_a
+    await db.query('INSERT INTO svcgen.webhook_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
+      ['e1', 'e1', 'e2', 'e3'],
+      ['wh_a', 'wh_b', 'wh_gone', 'wh_a'],
+    ]);
+    expect(await webhookQueueDepth(db)).toEqual({ outbox: 4, waiting: 0 });
+    expect(await drain(500)).toEqual({ drained: 3, more: false, jobs: 1 });
+    expect(await webhookQueueDepth(db)).toEqual({ outbox: 0, waiting: 3 });
+    const recorded = await db.query<{ id: string; webhook_id: string; event_id: string; status: string }>(
+      'SELECT id, webhook_id, event_id, status FROM svcgen.webhook_deliveries',
+    );
+    const [job] = await jobs();
+    const byId = new Map(recorded.map((d) => [d.id, d]));
+    expect(job!.map((id) => byId.get(id))).toEqual([
+      { id: expect.stringMatching(/^del_[0-9a-f]{32}$/), webhook_id: 'wh_a', event_id: 'e1', status: 'pending' },
+      { id: expect.stringMatching(/^del_[0-9a-f]{32}$/), webhook_id: 'wh_b', event_id: 'e1', status: 'pending' },
+      { id: expect.stringMatching(/^del_[0-9a-f]{32}$/), webhook_id: 'wh_a', event_id: 'e3', status: 'pending' },
+    ]);
+    expect(recorded).toHaveLength(3);
+  });
+
+  it('pruning keeps an old event that an outbox row still names', async () => {
+    await subscription('wh_a');
+    await events(['old-waiting', 'old-unused'], "now() - interval '2 days'");
+    await db.query('INSERT INTO svcgen.webhook_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
+      ['old-waiting'],
+      ['wh_a'],
+    ]);
+    await pruneDeliveryHistory(db, 3600);
+    expect(await db.query('SELECT id FROM svcgen.webhook_events')).toEqual([{ id: 'old-waiting' }]);
+  });
+
   it('moves statement rows and earlier single-delivery rows into jobs of DRAIN_JOB_SIZE, in outbox order', async () => {
     const first = ids('a', 25);
     const last = ids('c', 3);
