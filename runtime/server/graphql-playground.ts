@@ -128,7 +128,7 @@ export function playgroundHandlers(options: PlaygroundOptions) {
 <link rel="stylesheet" href="${href('playground.css')}">
 </head><body>
 <div id="graphiql" data-endpoint="${escapeHtml(endpoint)}" data-project-id="${projectId}" data-environment="${escapeHtml(options.environment)}" data-style-nonce="${styleNonce}">Loading the GraphQL playground…</div>
-<noscript>The playground needs JavaScript; the GraphQL endpoint is <a href="${escapeHtml(endpoint)}">${escapeHtml(endpoint)}</a> (GraphQL over HTTP).</noscript>
+<noscript>The playground needs JavaScript. Without it, send GraphQL over HTTP to ${GRAPHQL_PATH} from any client.</noscript>
 <script src="${href('react.production.min.js')}"></script>
 <script src="${href('react-dom.production.min.js')}"></script>
 <script src="${href('graphiql.min.js')}"></script>
