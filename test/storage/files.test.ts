@@ -10,6 +10,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFileClient, ServiceError } from '../../examples/shop/generated/client.ts';
 import { LocalDiskBackend, sweepOrphans } from '../../runtime/storage/index.ts';
 import { startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
@@ -466,5 +467,26 @@ describe('webhook events', () => {
     const [got] = await receiver.waitFor('/files', 1);
     expect(got!.headers['x-service-event']).toBe('INSERT');
     expect(got!.body.record).toMatchObject({ id: up.body.data.id, bucket: 'attachments', name: 'event.txt' });
+  });
+});
+
+describe('the generated client (createFileClient)', () => {
+  it('uploads, lists, reads, downloads a range, signs, deletes; errors are ServiceErrors', async () => {
+    const files = createFileClient({ baseUrl: t.url, projectId: 'shop', token: alice.accessToken })('attachments');
+    const { data: file } = await files.upload(new Blob(['client bytes']), { name: 'c.txt', contentType: 'text/plain' });
+    expect(file).toMatchObject({ name: 'c.txt', size: 12, ownerId: alice.user.id });
+    const page = await files.list({ name: 'equals.c.txt' });
+    expect(page.data.map((f) => f.id)).toEqual([file.id]);
+    expect((await files.get(file.id)).data).toEqual(file);
+    const part = await files.download(file.id, { range: 'bytes=0-5' });
+    expect([part.status, await part.text()]).toEqual([206, 'client']);
+    const same = await files.download(file.id, { etag: `"${file.sha256}"` });
+    expect(same.status).toBe(304);
+    const { data: signed } = await files.signedUrl(file.id, 60);
+    expect(await (await fetch(`${t.url}${signed.url}`)).text()).toBe('client bytes');
+    await files.delete(file.id);
+    const gone = await files.get(file.id).catch((error: unknown) => error);
+    expect(gone).toBeInstanceOf(ServiceError);
+    expect((gone as ServiceError).status).toBe(404);
   });
 });

@@ -396,8 +396,12 @@ function aggregateQuery(schema: ClientSchema, table: string, params: AggregateIn
 interface Send {
   query?: Query | undefined;
   body?: unknown;
+  /** Bytes sent as they are (a file upload), with `contentType`. */
+  raw?: Blob | ArrayBuffer | string | undefined;
   contentType?: string | undefined;
   headers?: Record<string, string> | undefined;
+  /** `raw`: answer the Response itself (a download; 304 included) instead of its JSON. */
+  answer?: 'json' | 'raw' | undefined;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: each call site names the answer's type
@@ -439,7 +443,8 @@ function sender(options: ClientOptions, basePath: string): Sender {
     const headers: Record<string, string> = { accept: 'application/json', 'x-project-id': options.projectId };
     if (options.environment !== undefined) headers.environment = options.environment;
     if (credential !== undefined) headers.authorization = `Bearer ${credential}`;
-    if (send.body !== undefined) headers['content-type'] = send.contentType ?? 'application/json';
+    if (send.body !== undefined || send.raw !== undefined)
+      headers['content-type'] = send.contentType ?? 'application/json';
     // Lower-cased so that a caller's `Authorization` replaces ours instead of joining it.
     for (const extra of [options.headers, send.headers, call?.headers]) {
       for (const [name, value] of Object.entries(extra ?? {})) headers[name.toLowerCase()] = value;
@@ -448,9 +453,10 @@ function sender(options: ClientOptions, basePath: string): Sender {
     const res = await fetcher(`${root}${path}${search}`, {
       method,
       headers,
-      body: send.body === undefined ? null : JSON.stringify(send.body),
+      body: send.raw ?? (send.body === undefined ? null : JSON.stringify(send.body)),
       signal: call?.signal ?? null,
     });
+    if (send.answer === 'raw' && (res.ok || res.status === 304)) return res;
     const text = await res.text();
     if (!res.ok) throw new ServiceError(problemOf(res, text, `${basePath}${path}`));
     return text === '' ? undefined : JSON.parse(text);
@@ -517,4 +523,68 @@ export function createTableClients<C>(options: ClientOptions, schema: ClientSche
   return Object.fromEntries(
     Object.entries(schema.tables).map(([name, table]) => [name, tableClient(schema, send, name, table.keyed)]),
   ) as C;
+}
+
+// Files (docs/storage.md): buckets of the config, under `/_files/<bucket>`.
+
+/** A stored file's metadata. */
+export interface FileRecord {
+  id: string;
+  bucket: string;
+  name: string;
+  contentType: string;
+  size: number;
+  sha256: string;
+  ownerId: string | null;
+  createdAt: string;
+}
+
+export interface FileBucketClient {
+  /** Uploads bytes (in Node, `fs.openAsBlob(path)` streams a file from disk). */
+  upload(
+    bytes: Blob | ArrayBuffer | string,
+    file: { name: string; contentType: string },
+    options?: CallOptions,
+  ): Promise<DataResponse<FileRecord>>;
+  /** A page of files; `query` holds the API's own parameters, e.g. `{ contentType: 'starts_with.image/', sort: '-createdAt' }`. */
+  list(query?: Record<string, string>, options?: CallOptions): Promise<ListResponse<FileRecord>>;
+  get(id: string, options?: CallOptions): Promise<DataResponse<FileRecord>>;
+  /** The bytes as a Response (stream its body); `range` ("bytes=0-99") answers 206, `etag` of a copy 304. */
+  download(id: string, options?: CallOptions & { range?: string; etag?: string }): Promise<Response>;
+  delete(id: string, options?: CallOptions): Promise<void>;
+  /** A path on the server that downloads the file without credentials until `expiresAt`. */
+  signedUrl(
+    id: string,
+    expiresIn?: number,
+    options?: CallOptions,
+  ): Promise<DataResponse<{ url: string; expiresAt: string }>>;
+}
+
+/** `files('attachments').upload(...)`: a client per bucket. */
+export function createFileClient(
+  options: ClientOptions,
+  basePath = '/gw/api/rest',
+): (bucket: string) => FileBucketClient {
+  const send = sender(options, basePath);
+  return (bucket) => {
+    const at = `/_files/${encodeURIComponent(bucket)}`;
+    const one = (id: string) => `${at}/${encodeURIComponent(id)}`;
+    return {
+      upload: (bytes, file, call) =>
+        send('POST', at, { raw: bytes, contentType: file.contentType, query: [['name', file.name]] }, call),
+      list: (query = {}, call) => send('GET', at, { query: Object.entries(query) }, call),
+      get: (id, call) => send('GET', one(id), {}, call),
+      download: (id, call) => {
+        const headers: Record<string, string> = {};
+        if (call?.range !== undefined) headers.range = call.range;
+        if (call?.etag !== undefined) headers['if-none-match'] = call.etag;
+        return send('GET', `${one(id)}/content`, { headers, answer: 'raw' }, call);
+      },
+      delete: async (id, call) => {
+        await send('DELETE', one(id), {}, call);
+      },
+      signedUrl: (id, expiresIn, call) =>
+        send('POST', `${one(id)}/signed-url`, expiresIn === undefined ? {} : { body: { expiresIn } }, call),
+    };
+  };
 }
