@@ -1,0 +1,99 @@
+// The document and variable bounds of runtime/graphql/rules.ts, without a server: what each refuses,
+// with which code and message, and that refusing a document built to be expensive is cheap.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { buildSchema, GraphQLError, parse } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { MAX_VARIABLE_LIST, parseBounded, refuseVariables } from '../../runtime/graphql/rules.ts';
+import { SHOP } from '../support/server.ts';
+
+const schema = buildSchema(readFileSync(path.join(SHOP, 'generated/schema.graphql'), 'utf8'));
+
+function refusal(text: string): GraphQLError {
+  try {
+    parseBounded(text);
+  } catch (error) {
+    if (error instanceof GraphQLError) return error;
+    throw error;
+  }
+  throw new Error('parsed');
+}
+
+describe('parseBounded: the cost bounds, before validation', () => {
+  it.each([
+    ['11 root fields', `{ ${'cityList { id } '.repeat(11)}}`, /^at most 10 root fields/],
+    [
+      '1200 same-named root fields (pairwise validation would take ~100 ms)',
+      `{ ${'cityList { id } '.repeat(1200)}}`,
+      /^at most 10 root fields/,
+    ],
+    [
+      '600 aliases',
+      `{ cityList { ${Array.from({ length: 600 }, (_, i) => `f${i}: id`).join(' ')} } }`,
+      /^the operation selects more than 500 fields/,
+    ],
+    [
+      'selections 9 deep',
+      '{ cityList { customers { city { customers { city { customers { city { customers { id } } } } } } } } }',
+      /^selections nest at most 8 levels$/,
+    ],
+    [
+      'a fragment spread 2^40 times',
+      `{ cityList { ...F0 } } ${Array.from({ length: 40 }, (_, i) => `fragment F${i} on City { ...F${i + 1} ...F${i + 1} }`).join(' ')} fragment F40 on City { id }`,
+      /^the operation selects more than 500 fields/,
+    ],
+  ])('%s: QUERY_TOO_COMPLEX', (_, text, message) => {
+    const started = performance.now();
+    const error = refusal(text);
+    expect(performance.now() - started).toBeLessThan(50);
+    expect(error.message).toMatch(message);
+    expect(error.extensions).toEqual({ code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 });
+  });
+
+  it('a fragment cycle does not loop (validation reports it), and introspection is not counted', () => {
+    expect(
+      parseBounded('{ cityList { ...A } } fragment A on City { id ...B } fragment B on City { name ...A }').kind,
+    ).toBe('Document');
+    expect(
+      parseBounded('{ __schema { types { fields { type { ofType { ofType { ofType { name } } } } } } } }').kind,
+    ).toBe('Document');
+  });
+});
+
+describe('refuseVariables: the first variable graphql-js would answer slowly', () => {
+  const run = (query: string, variableValues: Record<string, unknown>) =>
+    refuseVariables({ schema, document: parse(query), variableValues });
+  const cityWhere = 'query($w: CityWhere) { cityList(where: $w) { id } }';
+
+  it('a member its input type does not have: named by its place, not printed whole', () => {
+    const w = Object.fromEntries(Array.from({ length: 65_000 }, (_, i) => [`n${i}`, 1]));
+    const started = performance.now();
+    const result = run(cityWhere, { w });
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(result?.errors?.map((e) => [e.message, e.extensions])).toEqual([
+      [
+        'Variable "$w" got invalid value at "w.n0"; Field "n0" is not defined by type "CityWhere".',
+        { code: 'BAD_USER_INPUT', type: '/errors/invalid-parameter', status: 400 },
+      ],
+    ]);
+    expect(run(cityWhere, { w: { and: [{ id: { equals: 1 } }, { name: { nope: 'x' } }] } })?.errors?.[0]?.message).toBe(
+      'Variable "$w" got invalid value at "w.and[1].name.nope"; Field "nope" is not defined by type "StringFilter".',
+    );
+  });
+
+  it(`a list of more than ${MAX_VARIABLE_LIST} values; up to that, graphql-js coerces as usual`, () => {
+    const query = 'query($ids: [Int!]) { cityList(where: { id: { in: $ids } }) { id } }';
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => i);
+    expect(run(query, { ids: ids(MAX_VARIABLE_LIST + 1) })?.errors?.[0]?.message).toBe(
+      'Variable "$ids" got invalid value at "ids"; a list takes at most 1000 values, this one has 1001',
+    );
+    expect(run(query, { ids: ids(MAX_VARIABLE_LIST) })).toBeUndefined();
+  });
+
+  it('scalars of the wrong type, missing members and unknown variables are left to graphql-js', () => {
+    expect(run('query($n: Int) { cityList(limit: $n) { id } }', { n: 'ten' })).toBeUndefined();
+    expect(run(cityWhere, { w: { id: { equals: 'one' } } })).toBeUndefined();
+    expect(run(cityWhere, { other: { nope: 1 } })).toBeUndefined();
+    expect(run(cityWhere, { w: null })).toBeUndefined();
+  });
+});
