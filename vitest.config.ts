@@ -13,9 +13,9 @@ export default defineConfig({
     },
   },
   test: {
-    // graphql-http goes through Vite like our code, so both load the same build of graphql (its
+    // graphql-http and graphql-ws go through Vite like our code, so all load the same build of graphql (its
     // ESM one): two builds in one process make graphql-js refuse each other's schemas.
-    server: { deps: { inline: ['graphql-http'] } },
+    server: { deps: { inline: ['graphql-http', 'graphql-ws'] } },
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
