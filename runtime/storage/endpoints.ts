@@ -166,7 +166,11 @@ export async function upload(deps: StorageDeps, req: ApiRequest, raw: IncomingMe
     const id = randomUUID();
     const key = objectKey(who.tenant.environment, who.bucket, id);
     const inspector = new UploadInspector(settings.maxBytes, contentType);
-    file.stream.on('error', (error) => inspector.destroy(error));
+    // A body that breaks off or a malformed multipart tail: the request's fault (400), never a 500.
+    const unreadable = (error: Error) =>
+      error instanceof Problem ? error : new Problem('bad-request', `the upload could not be read: ${error.message}`);
+    if (file.stream.errored) throw unreadable(file.stream.errored);
+    file.stream.on('error', (error) => inspector.destroy(unreadable(error)));
     // put() reports the inspector's refusal; this listener keeps one raised before put() listens
     // (a small body is inspected while the backend is still preparing) from being uncaught.
     inspector.on('error', () => {});

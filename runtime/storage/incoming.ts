@@ -27,6 +27,7 @@ export function incomingFile(raw: IncomingMessage, req: ApiRequest, maxBytes: nu
     raw.resume();
   };
   if (!/^multipart\/form-data\b/i.test(type)) {
+    raw.on('error', () => {}); // recorded as raw.errored; the upload reports it
     return Promise.resolve({
       name: req.query.get('name') ?? undefined,
       nameSource: 'send it as the name query parameter (?name=photo.png), or upload multipart/form-data',
@@ -55,6 +56,8 @@ export function incomingFile(raw: IncomingMessage, req: ApiRequest, maxBytes: nu
         return;
       }
       found = true;
+      // Until the upload pipes it (after its checks), an error is only recorded (stream.errored).
+      stream.on('error', () => {});
       raw.once('aborted', () => stream.destroy(new Error('the client went away mid-upload')));
       resolve({
         name: info.filename,

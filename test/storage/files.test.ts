@@ -240,6 +240,17 @@ describe('uploads', () => {
     expect((await storedObjects()).length).toBe(before + 1);
   });
 
+  it('answers a multipart body that breaks off inside the file with 400, keeping nothing', async () => {
+    const before = { rows: await fileRows(), objects: (await storedObjects()).length };
+    const body =
+      '--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nno end';
+    const res = await call('POST', BUCKET, { headers: { 'content-type': 'multipart/form-data; boundary=XyZ' }, body });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.type).toBe('/errors/bad-request');
+    expect(await fileRows()).toBe(before.rows);
+    expect((await storedObjects()).length).toBe(before.objects);
+  });
+
   it('refuses names with control characters (header injection) with 422', async () => {
     const res = await uploadRaw('x', 'a.txt\r\nSet-Cookie: stolen=1', 'text/plain');
     expect(res.status).toBe(422);
