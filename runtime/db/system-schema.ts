@@ -254,6 +254,15 @@ const STEPS: readonly string[] = [
   // record the deliveries as they drain the outbox, off the write's path.
   `ALTER TABLE svcgen.webhook_outbox ADD COLUMN IF NOT EXISTS event_ids text[],
      ADD COLUMN IF NOT EXISTS webhook_ids text[];`,
+  // ... in a table of their own: a delivery worker of an earlier release, still running during an
+  // upgrade, drains svcgen.webhook_outbox only, and would drop the pairs it does not know.
+  `ALTER TABLE svcgen.webhook_outbox DROP COLUMN IF EXISTS event_ids, DROP COLUMN IF EXISTS webhook_ids;
+   CREATE TABLE IF NOT EXISTS svcgen.webhook_event_outbox (
+     seq          bigserial PRIMARY KEY,
+     event_ids    text[] NOT NULL,
+     webhook_ids  text[] NOT NULL,
+     created_at   timestamptz NOT NULL DEFAULT now()
+   );`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -55,7 +55,7 @@ export function captureEvents(site: CaptureSite): Capture {
          SELECT event.id, ${env}, ${name}, ${op}, event.record, event.changed FROM event
          WHERE event.id IN (SELECT event_id FROM fanout))`,
       // One outbox row for the whole statement (none when nothing matched).
-      `outbox AS (INSERT INTO svcgen.webhook_outbox (event_ids, webhook_ids)
+      `outbox AS (INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids)
          SELECT array_agg(event_id ORDER BY n, webhook_id), array_agg(webhook_id ORDER BY n, webhook_id) FROM fanout
          HAVING count(*) > 0)`,
     ],

@@ -44,51 +44,55 @@ export function newIdSql(prefix: string): string {
 }
 
 /**
- * How many deliveries an outbox row stands for. A data statement's row lists (event, subscription)
- * pairs (event_ids, webhook_ids); rows of earlier releases list deliveries already recorded
- * (delivery_ids, or one delivery_id).
- */
-const OUTBOX_SIZE = 'cardinality(coalesce(o.event_ids, o.delivery_ids, ARRAY[o.delivery_id]))';
-
-/**
- * SQL: move the outbox's oldest rows, about `$1` deliveries (at least one row, whole rows only),
- * into the job queue in one statement: each (event, subscription) pair becomes a delivery (none
- * for a subscription deleted since the write), and the deliveries go into jobs of DRAIN_JOB_SIZE
- * in outbox order. An outbox row leaves exactly when its deliveries and jobs exist; concurrent
- * drainers take disjoint rows. Answers the deliveries queued, and whether more rows were waiting.
+ * SQL: move the oldest rows of the outbox, about `$1` deliveries (at least one row, whole rows
+ * only), into the job queue in one statement: each (event, subscription) pair of a data
+ * statement's row becomes a delivery, created as of its event (none for a subscription deleted
+ * since the write), and the deliveries go into jobs of DRAIN_JOB_SIZE in outbox order. Rows that
+ * workers of earlier releases also drain (svcgen.webhook_outbox: deliveries already recorded, as
+ * delivery_ids or one delivery_id) go first. An outbox row leaves exactly when its deliveries and
+ * jobs exist; concurrent drainers take disjoint rows. Answers the deliveries queued, and whether
+ * more waited.
  */
 export const DRAIN_OUTBOX = `
   WITH candidates AS (
-    SELECT o.seq, ${OUTBOX_SIZE} AS size FROM svcgen.webhook_outbox o
+    SELECT o.seq, cardinality(o.event_ids) AS size FROM svcgen.webhook_event_outbox o
     ORDER BY o.seq LIMIT $1::int FOR UPDATE SKIP LOCKED),
   chosen AS (
     SELECT seq FROM (SELECT seq, sum(size) OVER (ORDER BY seq) - size AS before FROM candidates) c WHERE before < $1::int),
   taken AS (
-    DELETE FROM svcgen.webhook_outbox o WHERE o.seq IN (SELECT seq FROM chosen)
-    RETURNING o.seq, o.event_ids, o.webhook_ids, coalesce(o.delivery_ids, ARRAY[o.delivery_id]) AS delivery_ids),
+    DELETE FROM svcgen.webhook_event_outbox o WHERE o.seq IN (SELECT seq FROM chosen)
+    RETURNING o.seq, o.event_ids, o.webhook_ids, o.created_at),
   fresh AS (
-    SELECT ${newIdSql('del_')} AS delivery_id, p.event_id, p.webhook_id, taken.seq, p.nth
+    SELECT ${newIdSql('del_')} AS delivery_id, p.event_id, p.webhook_id, taken.created_at, taken.seq, p.nth
     FROM taken, unnest(taken.event_ids, taken.webhook_ids) WITH ORDINALITY AS p(event_id, webhook_id, nth)
-    WHERE taken.event_ids IS NOT NULL AND EXISTS (SELECT 1 FROM svcgen.webhooks w WHERE w.id = p.webhook_id)),
+    WHERE EXISTS (SELECT 1 FROM svcgen.webhooks w WHERE w.id = p.webhook_id)),
   created AS (
-    INSERT INTO svcgen.webhook_deliveries (id, webhook_id, event_id) SELECT delivery_id, webhook_id, event_id FROM fresh),
+    INSERT INTO svcgen.webhook_deliveries (id, webhook_id, event_id, created_at)
+    SELECT delivery_id, webhook_id, event_id, created_at FROM fresh),
+  earlier AS (
+    DELETE FROM svcgen.webhook_outbox o
+    WHERE o.seq IN (SELECT seq FROM svcgen.webhook_outbox ORDER BY seq LIMIT $1::int FOR UPDATE SKIP LOCKED)
+    RETURNING o.seq, coalesce(o.delivery_ids, ARRAY[o.delivery_id]) AS delivery_ids),
   queued AS (
-    SELECT seq, nth, delivery_id FROM fresh
+    SELECT 0 AS source, earlier.seq, d.nth, d.delivery_id
+    FROM earlier, unnest(earlier.delivery_ids) WITH ORDINALITY AS d(delivery_id, nth)
     UNION ALL
-    SELECT taken.seq, d.nth, d.delivery_id FROM taken, unnest(taken.delivery_ids) WITH ORDINALITY AS d(delivery_id, nth)
-    WHERE taken.event_ids IS NULL),
+    SELECT 1, seq, nth, delivery_id FROM fresh),
   chunks AS (
-    SELECT (row_number() OVER (ORDER BY seq, nth) - 1) / ${DRAIN_JOB_SIZE} AS chunk, seq, nth, delivery_id FROM queued),
+    SELECT (row_number() OVER (ORDER BY source, seq, nth) - 1) / ${DRAIN_JOB_SIZE} AS chunk, source, seq, nth, delivery_id
+    FROM queued),
   specs AS (
     SELECT ARRAY(
-      SELECT ROW('${DELIVER_TASK}', json_build_object('ids', array_agg(delivery_id ORDER BY seq, nth)), NULL, now(), ${TASK_MAX_ATTEMPTS}, NULL, NULL, NULL)::${QUEUE_SCHEMA}.job_spec
+      SELECT ROW('${DELIVER_TASK}', json_build_object('ids', array_agg(delivery_id ORDER BY source, seq, nth)), NULL, now(), ${TASK_MAX_ATTEMPTS}, NULL, NULL, NULL)::${QUEUE_SCHEMA}.job_spec
       FROM chunks GROUP BY chunk ORDER BY chunk) AS list)
   SELECT (SELECT count(*) FROM chunks)::int AS drained,
-    (SELECT count(*) FROM candidates) > (SELECT count(*) FROM chosen) OR (SELECT count(*) FROM candidates) = $1::int AS more,
+    (SELECT count(*) FROM candidates) > (SELECT count(*) FROM chosen) OR (SELECT count(*) FROM candidates) = $1::int
+      OR (SELECT count(*) FROM earlier) = $1::int AS more,
     (SELECT count(*) FROM specs, LATERAL ${QUEUE_SCHEMA}.add_jobs(specs.list) WHERE cardinality(specs.list) > 0)::int AS jobs`;
 
-/** SQL: the deliveries in the outbox (not yet recorded or not yet jobs). */
-export const OUTBOX_DEPTH = `SELECT coalesce(sum(${OUTBOX_SIZE}), 0)::int FROM svcgen.webhook_outbox o`;
+/** SQL: the deliveries in the outbox (not yet recorded, or not yet jobs). */
+export const OUTBOX_DEPTH = `SELECT ((SELECT coalesce(sum(cardinality(event_ids)), 0) FROM svcgen.webhook_event_outbox)
+  + (SELECT coalesce(sum(cardinality(coalesce(delivery_ids, ARRAY[delivery_id]))), 0) FROM svcgen.webhook_outbox))::int`;
 
 /** SQL: the events that outbox rows still name (pruning must keep them). */
-export const OUTBOX_EVENTS = 'SELECT unnest(o.event_ids) AS id FROM svcgen.webhook_outbox o';
+export const OUTBOX_EVENTS = 'SELECT unnest(event_ids) AS id FROM svcgen.webhook_event_outbox';

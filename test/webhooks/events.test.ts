@@ -483,7 +483,7 @@ describe('bulk writes and update by filter', () => {
     await t.db.query(`CREATE FUNCTION public.outbox_seen() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN INSERT INTO public.outbox_seen VALUES (NEW.seq, NEW.event_ids, NEW.webhook_ids); RETURN NEW; END $$`);
     await t.db.query(
-      `CREATE TRIGGER outbox_seen AFTER INSERT ON svcgen.webhook_outbox FOR EACH ROW EXECUTE FUNCTION public.outbox_seen()`,
+      `CREATE TRIGGER outbox_seen AFTER INSERT ON svcgen.webhook_event_outbox FOR EACH ROW EXECUTE FUNCTION public.outbox_seen()`,
     );
     try {
       const items = Array.from({ length: 100 }, (_, i) => ({
@@ -518,7 +518,7 @@ describe('bulk writes and update by filter', () => {
       }
       expect(await recorded(sub.id)).toEqual(ids.map((id) => `INSERT ${id}`).sort());
     } finally {
-      await t.db.query(`DROP TRIGGER outbox_seen ON svcgen.webhook_outbox`);
+      await t.db.query(`DROP TRIGGER outbox_seen ON svcgen.webhook_event_outbox`);
       await t.db.query(`DROP FUNCTION public.outbox_seen() CASCADE`);
       await t.db.query(`DROP TABLE public.outbox_seen`);
     }

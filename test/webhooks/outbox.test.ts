@@ -1,7 +1,8 @@
-// The outbox drain (runtime/webhooks/queue.ts): a data statement writes one outbox row listing its
-// (event, subscription) pairs; the drain takes whole rows, oldest first, records a delivery per pair
-// and queues the deliveries in jobs of DRAIN_JOB_SIZE in outbox order. It still takes rows of the
-// earlier forms, which list deliveries already recorded (delivery_ids, or one delivery_id).
+// The outbox drain (runtime/webhooks/queue.ts): a data statement writes one row listing its
+// (event, subscription) pairs (svcgen.webhook_event_outbox); the drain takes whole rows, oldest
+// first, records a delivery per pair and queues the deliveries in jobs of DRAIN_JOB_SIZE in outbox
+// order. It still takes the rows of earlier releases (svcgen.webhook_outbox), which list deliveries
+// already recorded (delivery_ids, or one delivery_id).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
 import { DRAIN_JOB_SIZE, DRAIN_OUTBOX, QUEUE_SCHEMA } from '../../runtime/webhooks/queue.ts';
@@ -21,6 +22,7 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   await db.query('DELETE FROM svcgen.webhook_outbox');
+  await db.query('DELETE FROM svcgen.webhook_event_outbox');
   await db.query(`DELETE FROM ${QUEUE_SCHEMA}._private_jobs`);
   await db.query('DELETE FROM svcgen.webhook_deliveries');
   await db.query('DELETE FROM svcgen.webhook_events');
@@ -72,7 +74,7 @@ describe('outbox drain', () => {
     await subscription('wh_b');
     await events(['e1', 'e2', 'e3']);
     // e1 to wh_a and wh_b, e2 to wh_gone (deleted since the write), e3 to wh_a
-    await db.query('INSERT INTO svcgen.webhook_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
+    await db.query('INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
       ['e1', 'e1', 'e2', 'e3'],
       ['wh_a', 'wh_b', 'wh_gone', 'wh_a'],
     ]);
@@ -92,10 +94,24 @@ describe('outbox drain', () => {
     expect(recorded).toHaveLength(3);
   });
 
+  it("in one drain, rows of earlier releases go first, then the statements' pairs", async () => {
+    await subscription('wh_a');
+    await events(['e1']);
+    await db.query('INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
+      ['e1'],
+      ['wh_a'],
+    ]);
+    await fill(['old1', ['old2', 'old3']]);
+    expect(await webhookQueueDepth(db)).toEqual({ outbox: 4, waiting: 0 });
+    expect(await drain(500)).toEqual({ drained: 4, more: false, jobs: 1 });
+    const [fresh] = await db.query<{ id: string }>(`SELECT id FROM svcgen.webhook_deliveries WHERE event_id = 'e1'`);
+    expect(await jobs()).toEqual([['old1', 'old2', 'old3', fresh!.id]]);
+  });
+
   it('pruning keeps an old event that an outbox row still names', async () => {
     await subscription('wh_a');
     await events(['old-waiting', 'old-unused'], "now() - interval '2 days'");
-    await db.query('INSERT INTO svcgen.webhook_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
+    await db.query('INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
       ['old-waiting'],
       ['wh_a'],
     ]);
@@ -116,13 +132,27 @@ describe('outbox drain', () => {
     expect(await drain(500)).toEqual({ drained: 0, more: false, jobs: 0 });
   });
 
-  it('takes whole rows up to about the limit of deliveries, and says when more wait', async () => {
-    await fill([ids('a', 100), ids('b', 100), ids('c', 100)]);
+  it("takes statements' rows whole up to about the limit of deliveries, and says when more wait", async () => {
+    await subscription('wh_a');
+    for (const prefix of ['a', 'b', 'c'])
+      await db.query('INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids) VALUES ($1, $2)', [
+        ids(prefix, 100),
+        Array(100).fill('wh_a'),
+      ]);
     // a and b start below 150 deliveries; c starts at 200
     expect(await drain(150)).toEqual({ drained: 200, more: true, jobs: 20 });
-    expect(await webhookQueueDepth(db)).toEqual({ outbox: 100, waiting: 0 });
+    expect(await webhookQueueDepth(db)).toEqual({ outbox: 100, waiting: 200 });
     expect(await drain(150)).toEqual({ drained: 100, more: false, jobs: 10 });
-    expect((await jobs()).flat()).toEqual([...ids('a', 100), ...ids('b', 100), ...ids('c', 100)]);
+    const eventOf = new Map(
+      (await db.query<{ id: string; event_id: string }>('SELECT id, event_id FROM svcgen.webhook_deliveries')).map(
+        (d) => [d.id, d.event_id],
+      ),
+    );
+    expect((await jobs()).flat().map((id) => eventOf.get(id))).toEqual([
+      ...ids('a', 100),
+      ...ids('b', 100),
+      ...ids('c', 100),
+    ]);
   });
 
   it('a row larger than the limit leaves whole; a full page of rows says more may wait', async () => {

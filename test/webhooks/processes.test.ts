@@ -307,7 +307,7 @@ describe('webhook delivery across svcgen processes', { timeout: 60_000 }, () => 
     ]);
     const event = events[0]!;
     // committed with the write: the event's outbox row (no worker runs to record its delivery and queue it)
-    const outbox = (await db.query(`select event_ids, webhook_ids from svcgen.webhook_outbox`)).rows;
+    const outbox = (await db.query(`select event_ids, webhook_ids from svcgen.webhook_event_outbox`)).rows;
     expect(outbox).toEqual([{ event_ids: [event.id], webhook_ids: [sub.id] }]);
     expect(await deliveriesOf(db, sub.id)).toEqual([]);
     expect((await db.query(`select 1 from svcgen_worker.jobs`)).rows).toEqual([]);
