@@ -437,12 +437,12 @@ function report(results: CaseResult[], env: { node: string; serverNode: string; 
     '',
     `- The same database as \`npm run bench\` (100,000 orders of 1,000 customers in 100 cities), PostgreSQL ${env.postgres}; ` +
       `${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}) shared by the load generator, the servers and PostgreSQL.`,
-    `- Servers, each in its own child process with a pg pool of 10, on Node.js ${env.serverNode}${env.serverNode === env.node ? '' : ` (the bench itself ran on ${env.node}; PostGraphile 5 requires Node.js 22, so both servers ran on Node 22 from npm, \`${NODE_PACKAGE.name}@${NODE_PACKAGE.version}\`)`}: ` +
+    `- Servers, each in its own child process with a pg pool of 10 and \`NODE_ENV=production\`, on Node.js ${env.serverNode}${env.serverNode === env.node ? '' : ` (the bench itself ran on ${env.node}; PostGraphile 5 requires Node.js 22, so both servers ran on Node 22 from npm, \`${NODE_PACKAGE.name}@${NODE_PACKAGE.version}\`)`}: ` +
       '**svcgen** = bench/svcgen-server.ts (compiled dist/, examples/shop, the config changes of `npm run bench`), answering both ' +
       '**REST** (`/gw/api/rest`) and **svcgen GraphQL** (`/gw/api/graphql`, variables for the values) in the same process; ' +
       `**PostGraphile** = bench/postgraphile-server.ts: postgraphile ${POSTGRAPHILE_PACKAGES.postgraphile} in library mode as its documentation ` +
       'recommends it: a preset extending `PostGraphileAmberPreset`, `makePgService` on the schema of the shop tables, grafserv on node:http, ' +
-      'no watch mode, no GraphiQL, no explain, `NODE_ENV=production`; one documented change: `disablePlugins: ["PgIndexBehaviorsPlugin"]`, ' +
+      'no watch mode, no GraphiQL, no explain; one documented change: `disablePlugins: ["PgIndexBehaviorsPlugin"]`, ' +
       'without which Amber offers `condition` and `orderBy` on indexed columns only (the example indexes neither status nor total). ' +
       'It is installed by the bench into bench/.cache/postgraphile (gitignored, exact versions in bench/graphql.ts), not a dependency of svcgen.',
     '- **PostGraphile runs without authentication and without rate limits**, as its default setup does: svcgen looks up the API key, ' +
@@ -557,13 +557,14 @@ async function main(): Promise<void> {
     cleanups.add(() => admin.end());
     const backends = new BackendCpu(admin, database.name);
 
-    const env = { BENCH_DATABASE_URL: database.url };
+    // Both servers as deployed: NODE_ENV=production (docs/deployment.md's image sets it; graphql-js skips its development checks).
+    const env = { BENCH_DATABASE_URL: database.url, NODE_ENV: 'production' };
     const svcgen = await startServerChild('svcgen', 'bench/svcgen-server.ts', { ...env, ...checkout?.env }, node);
     cleanups.add(() => svcgen.stop());
     const postgraphile = await startServerChild(
       'postgraphile',
       'bench/postgraphile-server.ts',
-      { ...env, BENCH_POSTGRAPHILE_DIR: postgraphileDir, NODE_ENV: 'production' },
+      { ...env, BENCH_POSTGRAPHILE_DIR: postgraphileDir },
       node,
     );
     cleanups.add(() => postgraphile.stop());
