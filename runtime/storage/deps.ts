@@ -25,6 +25,11 @@ export interface StorageDeps {
   readonly limits: {
     authenticate(req: ApiRequest, tenant: Tenant): Promise<Principal>;
     data(tenant: Tenant, principal: Principal): Promise<RateDecision>;
+    /**
+     * Counts a request without credentials (a public bucket, a signed URL) against its client
+     * address's share, a caller's share of the data budget; over it → 429 Problem.
+     */
+    anonymous(req: ApiRequest, environment: string): Promise<RateDecision>;
   };
   readonly rateLimitHeaders: (decision: RateDecision) => Record<string, string>;
 }

@@ -242,8 +242,10 @@ async function readMetadata(deps: StorageDeps, req: ApiRequest, who: Caller): Pr
 /** GET /_files/{bucket}/{id}: metadata (public buckets answer without credentials). */
 export async function metadata(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
   if (isAnonymousPublic(deps, req)) {
-    const tenant = resolveDataTenant(req, deps.config);
-    return jsonReply(200, { data: await publicRecord(deps.db, tenant.environment, knownBucket(deps, req), req) });
+    const { environment } = resolveDataTenant(req, deps.config);
+    const bucket = knownBucket(deps, req);
+    const headers = deps.rateLimitHeaders(await deps.limits.anonymous(req, environment));
+    return jsonReply(200, { data: await publicRecord(deps.db, environment, bucket, req) }, headers);
   }
   return asCaller(deps, req, (who) => OPERATIONS.read!.handle(dataContext(deps, req, who, 'read')));
 }
@@ -282,13 +284,16 @@ export async function content(deps: StorageDeps, req: ApiRequest, res: ServerRes
     const bucket = knownBucket(deps, req);
     const verdict = deps.signer.verify(token, bucket, req.params.id ?? '');
     if (!verdict.ok) throw new Problem('unauthorized', `${verdict.reason}; ask for a new signed URL`);
+    const headers = deps.rateLimitHeaders(await deps.limits.anonymous(req, verdict.environment));
     const record = await publicRecord(deps.db, verdict.environment, bucket, req);
-    return sendContent(deps, req, res, verdict.environment, record, {});
+    return sendContent(deps, req, res, verdict.environment, record, headers);
   }
   if (isAnonymousPublic(deps, req)) {
     const { environment } = resolveDataTenant(req, deps.config);
-    const record = await publicRecord(deps.db, environment, knownBucket(deps, req), req);
-    return sendContent(deps, req, res, environment, record, {});
+    const bucket = knownBucket(deps, req);
+    const headers = deps.rateLimitHeaders(await deps.limits.anonymous(req, environment));
+    const record = await publicRecord(deps.db, environment, bucket, req);
+    return sendContent(deps, req, res, environment, record, headers);
   }
   return withCaller(deps, req, async (who) =>
     sendContent(deps, req, res, who.tenant.environment, await readMetadata(deps, req, who), who.headers),

@@ -5,7 +5,18 @@
  */
 import path from 'node:path';
 import type { RequestHandler } from 'express';
-import { errorReply, nodeRequest, send, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
+import { callerDataLimit } from '../../config/index.ts';
+import {
+  clientAddress,
+  errorReply,
+  nodeRequest,
+  Problem,
+  send,
+  type ApiRequest,
+  type Handler,
+  type Reply,
+} from '../../http/index.ts';
+import { RateLimitExceeded, type RateDecision } from '../../rate-limit/index.ts';
 import { DATA_BASE_PATH, SERVICE_PATHS } from '../../model/index.ts';
 import { serverSecret } from '../../secrets/index.ts';
 import * as files from '../../storage/index.ts';
@@ -42,7 +53,7 @@ export const storageFeature: ServerFeature = {
           expensiveReads: services.expensiveReads,
           cursors: services.cursors,
           watchedTables: services.watchedTables,
-          limits: dataLimits(services),
+          limits: { ...dataLimits(services), anonymous: anonymousLimit(services) },
           rateLimitHeaders,
         };
         const at = `${DATA_BASE_PATH}/${SERVICE_PATHS.files}/:bucket`;
@@ -100,5 +111,26 @@ function streaming(
         else send(res, errorReply(error, apiReq, log));
       },
     );
+  };
+}
+
+/** Requests without credentials, per client address: each address gets a caller's share of the data budget. */
+function anonymousLimit(services: Services): (req: ApiRequest, environment: string) => Promise<RateDecision> {
+  const clientIp = clientAddress(services.config.trustProxy);
+  const limit = callerDataLimit(services.config);
+  const project = services.config.project.id;
+  return async (req, environment) => {
+    try {
+      return await services.rateLimiter.hit(`files-anonymous:${project}:${environment}:${clientIp(req)}`, limit);
+    } catch (error) {
+      if (!(error instanceof RateLimitExceeded)) throw error;
+      const reset = error.retryAfterSeconds;
+      throw new Problem(
+        'rate-limited',
+        `${limit} file requests a minute without credentials are answered from this address, and they are used up; retry in ${reset} s`,
+        [],
+        { 'retry-after': String(reset), ...rateLimitHeaders({ limit, remaining: 0, resetSeconds: reset }) },
+      );
+    }
   };
 }
