@@ -1,6 +1,6 @@
 // Hostile GraphQL documents cost the server little: each is answered with a GraphQL error and a
-// code in milliseconds, and a cheap REST read keeps its latency while several clients send them
-// nonstop (docs/graphql.md "Limits").
+// code after milliseconds of CPU, and a cheap REST read stays within a bound of its quiet latency
+// while clients send them nonstop (docs/graphql.md "Limits").
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
