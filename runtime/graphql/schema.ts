@@ -95,6 +95,22 @@ export function rootFieldNames(table: string): Record<RootKind, string> {
   return { byKey: base, list: `${base}List`, page: `${base}Page`, aggregate: `${base}Aggregate` };
 }
 
+/** The subscription field of a table (docs/realtime.md): `Order` → orderChanged. */
+export function subscriptionFieldName(table: string): string {
+  return `${table.charAt(0).toLowerCase()}${table.slice(1)}Changed`;
+}
+
+/** `extensions.svcgen` of a Subscription field. */
+export interface SubscriptionFieldMeta {
+  readonly table: string;
+}
+
+/** What a change did to its record, as webhook events name it. */
+export const ChangeEvent = new GraphQLEnumType({
+  name: 'ChangeEvent',
+  values: { INSERT: { value: 'INSERT' }, UPDATE: { value: 'UPDATE' }, DELETE: { value: 'DELETE' } },
+});
+
 /** Aggregate functions by the field of an aggregate row (`sum_total`), as the REST _aggregate names them. */
 export interface AggregateName {
   readonly fn: AggregateFunction;
@@ -181,6 +197,7 @@ const RESERVED_TYPE_NAMES = new Set([
   'Query',
   'Mutation',
   'Subscription',
+  'ChangeEvent',
   'PageInfo',
   'SortDirection',
   'HavingFilter',
@@ -228,6 +245,8 @@ export function typeNames(table: string) {
     aggregateOrderBy: `${table}AggregateOrderBy`,
     createInput: `${table}CreateInput`,
     updateInput: `${table}UpdateInput`,
+    change: `${table}Change`,
+    record: `${table}Record`,
   };
 }
 
@@ -486,10 +505,54 @@ export function buildGraphQLSchema(
     scalar: scalarOf,
     where: (t) => (visible.table(t.name) ? whereOf(t) : undefined),
   });
+  const subscription: GraphQLFieldConfigMap<unknown, unknown> = {};
+  for (const t of shown) {
+    const fields = fieldsOf(t);
+    // A record type needs a field; a table none of whose fields the caller may read has no subscription.
+    if (fields.length === 0) continue;
+    const names = typeNames(t.name);
+    const record = new GraphQLObjectType({
+      name: names.record,
+      description: `A ${t.name} record as a change carries it: its fields, no relations`,
+      fields: Object.fromEntries(fields.map((f) => [f.name, { type: valueType(t, f) }])),
+    });
+    const change = new GraphQLObjectType({
+      name: names.change,
+      description: `A committed change to a ${t.name} record (docs/realtime.md)`,
+      fields: {
+        id: { type: new GraphQLNonNull(GraphQLString), description: 'The event id, as webhook payloads carry it' },
+        event: { type: new GraphQLNonNull(ChangeEvent) },
+        record: {
+          type: new GraphQLNonNull(record),
+          description: 'The record after the change; for DELETE, as it was before',
+        },
+        changedFields: {
+          type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(GraphQLString))),
+          description: 'For UPDATE, the fields the change set (those you may read); empty otherwise',
+        },
+        timestamp: { type: new GraphQLNonNull(DateTimeScalar), description: 'When the change was captured' },
+      },
+    });
+    subscription[subscriptionFieldName(t.name)] = {
+      type: new GraphQLNonNull(change),
+      description: `Committed changes to ${t.name} records you may read, from now on, in commit order`,
+      args: {
+        where: { type: whereOf(t), description: 'Only changes whose record matches (no relation conditions)' },
+        events: {
+          type: new GraphQLList(new GraphQLNonNull(ChangeEvent)),
+          description: 'Only these kinds of change (all when left out)',
+        },
+      },
+      extensions: { svcgen: { table: t.name } satisfies SubscriptionFieldMeta },
+    };
+  }
   const schema = new GraphQLSchema({
     query: new GraphQLObjectType({ name: 'Query', fields: query }),
     ...(Object.keys(mutation).length
       ? { mutation: new GraphQLObjectType({ name: 'Mutation', fields: mutation }) }
+      : {}),
+    ...(Object.keys(subscription).length
+      ? { subscription: new GraphQLObjectType({ name: 'Subscription', fields: subscription }) }
       : {}),
   });
   // What graphql-js would otherwise find only when it first executes (an enum value named true, ...).

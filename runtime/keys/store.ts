@@ -68,7 +68,8 @@ function toRecord(row: KeyRow): ApiKeyRecord {
   };
 }
 
-const REVOKED_TOPIC = 'api-key-revoked';
+/** The channel topic of a key revocation; the payload is the key's digest. */
+export const REVOKED_TOPIC = 'api-key-revoked';
 const CACHE_TTL_MS = 60_000;
 const LAST_USED_FLUSH_MS = 10_000;
 

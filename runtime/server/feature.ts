@@ -5,6 +5,8 @@
  * routes it serves. startServer only lists features (./features/index.ts); nothing else about a
  * feature is written in runtime/server/index.ts.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { RequestHandler } from 'express';
 import type { Handler } from '../http/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
@@ -23,7 +25,14 @@ export interface FeatureParts<Provides extends object = object> {
   readonly resolvers?: readonly CredentialResolver[];
   /** Routes served through Express, built once every feature has started (they may use any service). */
   routes?(services: Services): readonly Route[];
+  /**
+   * The HTTP server's protocol upgrades (WebSocket), built with the routes: the listener answers
+   * true when the request was its own (it then owns the socket).
+   */
+  upgrades?(services: Services): UpgradeListener;
 }
+
+export type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
 export type Route = {
   readonly method: 'get' | 'post' | 'patch' | 'delete';

@@ -32,10 +32,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   );
   try {
     const foundation = await openFoundation(options, lifecycle);
-    const { services, routes } = await startFeatures(foundation, lifecycle);
+    const { services, routes, upgrades } = await startFeatures(foundation, lifecycle);
     const server = createHttpServer(options.config.http);
     const drain = drainable(server);
     server.on('request', createRequestListener(services, routes));
+    // WebSocket upgrades (docs/realtime.md); one nobody takes is refused.
+    server.on('upgrade', (req, socket, head) => {
+      if (!upgrades.some((upgrade) => upgrade(req, socket, head)))
+        socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port, options.host, () => resolve());

@@ -4,6 +4,7 @@ import type { Admission, Readiness } from '../db/index.ts';
 import type { CredentialStore } from '../keys/index.ts';
 import type { Catalog, CursorCodec, Policy } from '../query/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
+import type { LiveHub } from '../realtime/hub.ts';
 import type { WatchedTables } from '../webhooks/index.ts';
 import type { Foundation } from './foundation.ts';
 
@@ -20,6 +21,8 @@ export interface Services extends Foundation {
   readonly auth: UserAuth;
   /** Tables with active webhook subscriptions: whether a write captures events. */
   readonly watchedTables: WatchedTables;
+  /** Live GraphQL subscribers of this process and the changes they get (docs/realtime.md). */
+  readonly liveHub: LiveHub;
   /** What /readyz answers: database reachable, migrations applied, LISTEN connection up. */
   readonly readiness: Readiness;
 }

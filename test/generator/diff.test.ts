@@ -236,6 +236,7 @@ const orderTextFieldRemoved = (field: string) => [
     `OrderCreateInput.${field} was removed.`,
     `OrderHaving.count_distinct_${field} was removed.`,
     `OrderOrderBy.${field} was removed.`,
+    `OrderRecord.${field} was removed.`,
     `OrderUpdateInput.${field} was removed.`,
     `OrderWhere.${field} was removed.`,
   ),
@@ -326,12 +327,22 @@ describe('diffGraphql: the GraphQL schema of each model (generated/schema.graphq
           'Order.items was removed.',
           'OrderWhere.items was removed.',
           ...['item', 'itemAggregate', 'itemList', 'itemPage'].map((f) => `Query.${f} was removed.`),
+          'Subscription.itemChanged was removed.',
         ),
         ...breaking(
           'TYPE_REMOVED',
-          ...['', 'Aggregate', 'AggregateOrderBy', 'CreateInput', 'GroupField', 'Having', 'OrderBy', 'Page'].map(
-            (t) => `Item${t} was removed.`,
-          ),
+          ...[
+            '',
+            'Aggregate',
+            'AggregateOrderBy',
+            'Change',
+            'CreateInput',
+            'GroupField',
+            'Having',
+            'OrderBy',
+            'Page',
+            'Record',
+          ].map((t) => `Item${t} was removed.`),
           'ItemUpdateInput was removed.',
           'ItemWhere was removed.',
         ),
@@ -368,6 +379,7 @@ describe('diffGraphql: the GraphQL schema of each model (generated/schema.graphq
           'OrderCreateInput.ref was removed.',
           'OrderHaving.count_distinct_ref was removed.',
           'OrderOrderBy.ref was removed.',
+          'OrderRecord.ref was removed.',
           'OrderUpdateInput.ref was removed.',
           'OrderWhere.ref was removed.',
         ),
@@ -888,7 +900,7 @@ describe('svcgen diff', () => {
       '          OPTIONAL_INPUT_FIELD_ADDED  An optional field tags on input type ProductCreateInput was added.',
       '          OPTIONAL_INPUT_FIELD_ADDED  An optional field tags on input type ProductUpdateInput was added.',
       '          OPTIONAL_INPUT_FIELD_ADDED  An optional field tags on input type ProductWhere was added.',
-      '28 changes (26 in the GraphQL schema), 24 breaking, 0 widening access',
+      '29 changes (27 in the GraphQL schema), 25 breaking, 0 widening access',
       '',
     ]);
     const out = json((await diff(['--project', SHOP, '--from', from, '--json'])).stdout);
@@ -997,7 +1009,7 @@ describe('svcgen diff', () => {
     expect(JSON.parse(removed.stdout)).toEqual({
       changes: [{ kind: 'field removed', subject: 'Order.memo', detail: 'String?', breaking: true }],
       graphql: orderTextFieldRemoved('memo'),
-      breaking: 16,
+      breaking: 17,
       widens: 0,
       config: null,
     });

@@ -10,8 +10,8 @@
  */
 import { notify, type NotificationChannel, type Queryable } from '../../db/index.ts';
 
-const SESSION_TOPIC = 'session-revoked';
-const TOKEN_TOPIC = 'token-revoked';
+export const SESSION_TOPIC = 'session-revoked';
+export const TOKEN_TOPIC = 'token-revoked';
 
 export interface TokenIdentity {
   readonly sessionId: string;

@@ -45,7 +45,7 @@ import type { Services } from '../services.ts';
 const MAX_CACHED_SCHEMAS = 256;
 
 /** The schema a set of roles sees: what the policy lets it read (fields by role, as Policy computes them). */
-function schemaCache(services: Services): (principal: RolePrincipal) => GraphQLSchema {
+export function schemaCache(services: Services): (principal: RolePrincipal) => GraphQLSchema {
   const schemas = new Map<string, GraphQLSchema>();
   const tables = Object.values(services.service.tables).map((t) => t.spec);
   return (principal) => {

@@ -3,7 +3,7 @@
  * one; the authentication stage asks their credential kinds in this order too.
  */
 import type { Foundation } from '../foundation.ts';
-import type { Route, ServerFeature, Teardown } from '../feature.ts';
+import type { Route, ServerFeature, Teardown, UpgradeListener } from '../feature.ts';
 import type { Services } from '../services.ts';
 import { authFeature } from './auth.ts';
 import { dataFeature } from './data.ts';
@@ -12,6 +12,7 @@ import { graphqlFeature } from './graphql.ts';
 import { graphqlPlaygroundFeature } from './graphql-playground.ts';
 import { keysFeature } from './keys.ts';
 import { observabilityFeature } from './observability.ts';
+import { realtimeFeature } from './realtime.ts';
 import { storageFeature } from './storage.ts';
 import { webhooksFeature } from './webhooks.ts';
 
@@ -22,6 +23,7 @@ export const FEATURES = [
   // Before graphql: a browser's GET of the endpoint is the playground's (features/graphql-playground.ts).
   graphqlPlaygroundFeature,
   graphqlFeature,
+  realtimeFeature,
   webhooksFeature,
   storageFeature,
   observabilityFeature,
@@ -42,11 +44,15 @@ export type EveryServiceProvided = Assert<
 export async function startFeatures(
   foundation: Foundation,
   teardown: Teardown,
-): Promise<{ services: Services; routes: Route[] }> {
+): Promise<{ services: Services; routes: Route[]; upgrades: UpgradeListener[] }> {
   const parts = [];
   for (const feature of FEATURES) parts.push(await feature.start(foundation, teardown));
   const services: Services = Object.assign({}, foundation, ...parts.map((p) => p.services), {
     resolvers: parts.flatMap((p) => p.resolvers ?? []),
   });
-  return { services, routes: parts.flatMap((p) => p.routes?.(services) ?? []) };
+  return {
+    services,
+    routes: parts.flatMap((p) => p.routes?.(services) ?? []),
+    upgrades: parts.flatMap((p) => (p.upgrades ? [p.upgrades(services)] : [])),
+  };
 }

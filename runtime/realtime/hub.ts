@@ -1,0 +1,200 @@
+/**
+ * The live subscribers of one process and the changes they receive (docs/realtime.md). While the
+ * process holds a subscriber for a table it keeps a row in svcgen.live_interest fresh, so every
+ * process's writes to that table capture events and NOTIFY their ids (./capture.ts). Each
+ * notification names one statement's events; the hub reads them once (one query per statement, not
+ * per subscriber) and hands every event to the local subscribers of its table, in the order the
+ * notifications arrived: commit order.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Database, NotificationChannel } from '../db/index.ts';
+import { announceSubscriptionChange } from '../webhooks/watched-tables.ts';
+import { LIVE_TOPIC } from './capture.ts';
+
+export interface LiveEvent {
+  readonly id: string;
+  readonly operation: 'INSERT' | 'UPDATE' | 'DELETE';
+  /** The full record as captured (every field: each listener removes what its caller may not read). */
+  readonly record: Readonly<Record<string, unknown>>;
+  readonly changedFields: readonly string[];
+  readonly timestamp: string;
+}
+
+export interface LiveListener {
+  readonly environment: string;
+  readonly table: string;
+  deliver(event: LiveEvent): void;
+  /** The channel to PostgreSQL dropped: changes may have been missed. */
+  interrupted(): void;
+}
+
+/** How often a process refreshes its interest rows, and how long one lasts without refresh. */
+export const INTEREST_REFRESH_MS = 10_000;
+const INTEREST_TTL_SECONDS = 30;
+
+const keyOf = (environment: string, table: string) => `${environment}\t${table}`;
+
+export class LiveHub {
+  /** This process, in svcgen.live_interest. */
+  readonly instance = randomUUID();
+  private readonly listeners = new Map<string, Set<LiveListener>>();
+  /** Interest rows being written (or written): a listener is live once its table's row is. */
+  private readonly interest = new Map<string, Promise<void>>();
+  /** Statements' events are handed out in the order their notifications came. */
+  private tail: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  /** Events read from the database and handed to listeners since start (for metrics and tests). */
+  eventsIn = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly channel: NotificationChannel,
+    private readonly log: (message: string, error?: unknown) => void,
+  ) {}
+
+  start(): void {
+    this.unsubscribe = this.channel.subscribe(LIVE_TOPIC, {
+      onMessage: (payload) => this.heard(payload),
+      onGap: () => {
+        for (const set of this.listeners.values()) for (const listener of [...set]) listener.interrupted();
+      },
+    });
+    this.timer = setInterval(() => void this.refresh(), INTEREST_REFRESH_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.unsubscribe?.();
+    if (this.timer) clearInterval(this.timer);
+    this.listeners.clear();
+    this.interest.clear();
+    await this.db
+      .query('DELETE FROM svcgen.live_interest WHERE instance = $1', [this.instance])
+      .catch((error) => this.log('could not drop this process’s live interest', error));
+  }
+
+  /** Subscribers held, for metrics. */
+  get size(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+
+  /**
+   * Adds a listener; resolves once every write that starts afterwards captures its table's changes.
+   * Returns the removal.
+   */
+  async add(listener: LiveListener): Promise<() => void> {
+    const key = keyOf(listener.environment, listener.table);
+    let set = this.listeners.get(key);
+    if (!set) this.listeners.set(key, (set = new Set()));
+    set.add(listener);
+    let ready = this.interest.get(key);
+    if (!ready) {
+      ready = this.declare(listener.environment, listener.table);
+      this.interest.set(key, ready);
+      ready.catch(() => this.interest.delete(key));
+    }
+    const remove = () => {
+      if (!set.delete(listener) || set.size > 0) return;
+      this.listeners.delete(key);
+      this.interest.delete(key);
+      this.db
+        .query('DELETE FROM svcgen.live_interest WHERE environment = $1 AND table_name = $2 AND instance = $3', [
+          listener.environment,
+          listener.table,
+          this.instance,
+        ])
+        .catch((error) => this.log('could not drop a live interest row', error));
+    };
+    try {
+      await ready;
+    } catch (error) {
+      remove();
+      throw error;
+    }
+    return remove;
+  }
+
+  /**
+   * Writes (or refreshes) this process's interest in a table. A new row is announced to every
+   * process in the same transaction, so their caches of watched tables (WatchedTables) take it in.
+   */
+  private declare(environment: string, table: string): Promise<void> {
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<{ inserted: boolean }>(
+        `INSERT INTO svcgen.live_interest (environment, table_name, instance, expires_at)
+         VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+         ON CONFLICT (environment, table_name, instance) DO UPDATE SET expires_at = EXCLUDED.expires_at
+         RETURNING (xmax = 0) AS inserted`,
+        [environment, table, this.instance, INTEREST_TTL_SECONDS],
+      );
+      if (rows[0]?.inserted) await announceSubscriptionChange(tx);
+    });
+  }
+
+  private async refresh(): Promise<void> {
+    for (const key of this.listeners.keys()) {
+      const [environment, table] = key.split('\t') as [string, string];
+      await this.declare(environment, table).catch((error) => this.log('could not refresh live interest', error));
+    }
+    // Rows of processes that died without removing them.
+    await this.db
+      .query(`DELETE FROM svcgen.live_interest WHERE expires_at < now() - interval '1 minute'`)
+      .catch(() => {});
+  }
+
+  private heard(payload: string): void {
+    const [environment, table, list] = payload.split('\t');
+    if (environment === undefined || table === undefined || !list) return;
+    const key = keyOf(environment, table);
+    if (!this.listeners.has(key)) return;
+    const ids = list.split(',');
+    // The read starts now; the hand-out waits for the statements heard before.
+    const events = this.read(ids);
+    this.tail = this.tail.then(async () => {
+      const read = await events;
+      if (read === undefined) {
+        for (const listener of [...(this.listeners.get(key) ?? [])]) listener.interrupted();
+        return;
+      }
+      this.eventsIn += read.length;
+      for (const event of read) for (const listener of [...(this.listeners.get(key) ?? [])]) listener.deliver(event);
+    });
+  }
+
+  /** The events, in the order given; undefined when the database could not answer. */
+  private async read(ids: readonly string[]): Promise<LiveEvent[] | undefined> {
+    try {
+      const rows = await this.db.query<{
+        id: string;
+        operation: LiveEvent['operation'];
+        record: Record<string, unknown>;
+        changed_fields: string[];
+        created_at: Date;
+      }>(
+        'SELECT id, operation, record, changed_fields, created_at FROM svcgen.webhook_events WHERE id = ANY($1::text[])',
+        [ids],
+      );
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.flatMap((id) => {
+        const r = byId.get(id);
+        return r
+          ? [
+              {
+                id: r.id,
+                operation: r.operation,
+                record: r.record,
+                changedFields: r.changed_fields,
+                timestamp: r.created_at.toISOString(),
+              },
+            ]
+          : [];
+      });
+    } catch (error) {
+      this.log('could not read captured events for live subscribers', error);
+      return undefined;
+    }
+  }
+}

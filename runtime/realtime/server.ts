@@ -1,0 +1,400 @@
+/**
+ * GraphQL subscriptions over WebSocket (docs/realtime.md): the graphql-transport-ws protocol
+ * (graphql-ws on ws) at the GraphQL endpoint. The connection_init payload carries what the data
+ * routes read from headers (X-Project-Id, Authorization, environment; names in any case), resolved
+ * as they resolve them. Each `<table>Changed` subscription is a LiveListener of the hub: it matches
+ * every change in memory against the caller's read filter, removes the fields the caller may not
+ * read, then applies the subscriber's `where` and `events`.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import {
+  GraphQLError,
+  getOperationAST,
+  specifiedRules,
+  subscribe,
+  validate,
+  type ExecutionArgs,
+  type GraphQLFieldResolver,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
+import { CloseCode, type Context } from 'graphql-ws';
+import { useServer as serveGraphqlWs } from 'graphql-ws/use/ws';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { digestSecret } from '../keys/secrets.ts';
+import { Problem, type ApiRequest } from '../http/index.ts';
+import { problemError, toProblem } from '../graphql/execute.ts';
+import { CostRule, parseBounded } from '../graphql/rules.ts';
+import type { SubscriptionFieldMeta } from '../graphql/schema.ts';
+import { whereCondition } from '../graphql/translate.ts';
+import { GRAPHQL_PATH } from '../model/index.ts';
+import { readCredential, type RolePrincipal } from '../principal/index.ts';
+import {
+  HIDDEN,
+  holds,
+  unsupportedIn,
+  type Access,
+  type Catalog,
+  type CatalogTable,
+  type Condition,
+} from '../query/index.ts';
+import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
+import type { LiveEvent, LiveHub, LiveListener } from './hub.ts';
+import { LiveQueue } from './queue.ts';
+
+/** Close codes of docs/realtime.md beyond graphql-ws's own (4400, 4401, 4403, 4408, 4409, 4429). */
+export const CLOSE = {
+  /** The API key was revoked, or the session or token ended (logout, expiry). */
+  credentialEnded: 4401,
+  /** The client reads changes slower than they come: its buffer is full. */
+  tooSlow: 1013,
+  /** The server is stopping. */
+  goingAway: 1001,
+  /** The server lost its channel to the database: changes may have been missed. */
+  interrupted: 1011,
+} as const;
+
+export interface RealtimeLimits {
+  /** Sockets per process. */
+  readonly connections: number;
+  /** Sockets per caller (API key or user) per process. */
+  readonly connectionsPerCaller: number;
+  /** Subscriptions per socket. */
+  readonly subscriptionsPerConnection: number;
+  /** Changes waiting for one subscription before the socket is closed (1013). */
+  readonly queuedEvents: number;
+  /** Bytes ws may hold unsent for one socket before it is closed (1013). */
+  readonly bufferedBytes: number;
+}
+
+export const DEFAULT_REALTIME_LIMITS: RealtimeLimits = {
+  connections: 10_000,
+  connectionsPerCaller: 100,
+  subscriptionsPerConnection: 100,
+  queuedEvents: 1_000,
+  bufferedBytes: 4 * 1024 * 1024,
+};
+
+/** What the realtime server needs of the running server. */
+export interface RealtimeDeps {
+  readonly config: Parameters<typeof resolveDataTenant>[1];
+  readonly catalog: Catalog;
+  access(principal: RolePrincipal): Access;
+  schemaFor(principal: RolePrincipal): GraphQLSchema;
+  authenticate(req: ApiRequest, tenant: Tenant): Promise<{ kind: string }>;
+  readonly hub: LiveHub;
+  log(message: string, error?: unknown): void;
+}
+
+/** Who is on a socket, set by connection_init. */
+interface Caller {
+  readonly tenant: Tenant;
+  readonly principal: RolePrincipal;
+  /** What ends the credential: the API key's digest, or the user's session and token ids. */
+  readonly revokedBy: readonly string[];
+  expiryTimer?: NodeJS.Timeout;
+}
+
+type Extra = { socket: WebSocket; request: IncomingMessage; caller?: Caller };
+
+const SUBSCRIPTION_MESSAGES = 'this endpoint serves subscriptions over WebSocket; send queries and mutations by HTTP';
+
+/** Only subscription operations come over the socket. */
+const SubscriptionsOnlyRule: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    if (operation.operation !== 'subscription')
+      context.reportError(
+        new GraphQLError(SUBSCRIPTION_MESSAGES, {
+          nodes: operation,
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
+        }),
+      );
+  },
+});
+const RULES = [...specifiedRules, CostRule, SubscriptionsOnlyRule];
+
+/** connection_init's payload as request headers: names lower-cased, string values only. */
+function headersOf(params: Readonly<Record<string, unknown>> | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(params ?? {}))
+    if (typeof value === 'string') headers[name.toLowerCase()] = value;
+  return headers;
+}
+
+function socketRequest(request: IncomingMessage, headers: Record<string, string>): ApiRequest {
+  return {
+    method: 'GET',
+    path: GRAPHQL_PATH,
+    query: new URLSearchParams(),
+    headers,
+    params: {},
+    ip: request.socket.remoteAddress ?? '',
+    receivedAt: performance.now(),
+    readBody: async () => undefined,
+    onClientGone: () => () => {},
+  };
+}
+
+/** The `exp` (seconds) of a JWT access token, read without checking it (authentication did). */
+function tokenExpiry(token: string): number | undefined {
+  try {
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+      exp?: unknown;
+    };
+    return typeof payload.exp === 'number' ? payload.exp : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function callerKey(caller: Caller): string {
+  return caller.principal.kind === 'apiKey' ? caller.principal.keyId : `user:${caller.principal.userId}`;
+}
+
+export class RealtimeServer {
+  private readonly wss: WebSocketServer;
+  private readonly disposer: { dispose(): void | Promise<void> };
+  /** Sockets by what ends their credential (key digest, session id, token id). */
+  private readonly byRevocation = new Map<string, Set<WebSocket>>();
+  private readonly perCaller = new Map<string, number>();
+  private closing = false;
+  /** Changes sent to subscribers, and subscriptions closed for a slow client (for metrics and tests). */
+  eventsOut = 0;
+  drops = 0;
+
+  constructor(
+    private readonly deps: RealtimeDeps,
+    private readonly limits: RealtimeLimits = DEFAULT_REALTIME_LIMITS,
+  ) {
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 });
+    this.disposer = serveGraphqlWs<Record<string, unknown>, Extra>(
+      {
+        onConnect: (ctx) => this.connect(ctx),
+        onSubscribe: (ctx, _id, payload) => this.prepare(ctx, payload),
+        subscribe: (args) =>
+          subscribe({ ...args, subscribeFieldResolver: this.subscribeField as GraphQLFieldResolver<unknown, unknown> }),
+        onClose: (ctx) => this.disconnected(ctx),
+      },
+      this.wss,
+    );
+  }
+
+  /** Sockets open now (for metrics and tests). */
+  get connections(): number {
+    return this.wss.clients.size;
+  }
+
+  /** The HTTP server's 'upgrade' listener: true when the request was ours. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== GRAPHQL_PATH) return false;
+    const refuse = (status: number, reason: string) => {
+      socket.end(
+        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(reason)}\r\n\r\n${reason}`,
+      );
+    };
+    if (this.closing) refuse(503, 'Service Unavailable');
+    else if (this.wss.clients.size >= this.limits.connections) refuse(429, 'Too Many Requests');
+    else this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+    return true;
+  }
+
+  /** SIGTERM: every socket is closed with 1001 and no new one is taken. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const ws of this.wss.clients) ws.close(CLOSE.goingAway, 'the server is stopping');
+    await Promise.resolve(this.disposer.dispose()).catch(() => {});
+  }
+
+  /** Closes the sockets whose credential `id` names (a revoked key's digest, an ended session or token). */
+  revoked(id: string, reason: string): void {
+    for (const ws of this.byRevocation.get(id) ?? []) ws.close(CLOSE.credentialEnded, reason);
+  }
+
+  private async connect(ctx: Context<Record<string, unknown>, Extra>): Promise<boolean> {
+    const { socket, request } = ctx.extra;
+    const req = socketRequest(request, headersOf(ctx.connectionParams));
+    let principal: RolePrincipal;
+    let tenant: Tenant;
+    try {
+      tenant = resolveDataTenant(req, this.deps.config);
+      const found = await this.deps.authenticate(req, tenant);
+      if (found.kind === 'management')
+        throw new Problem('forbidden', 'a management token reads no data; use an API key or an access token');
+      principal = found as RolePrincipal;
+    } catch (error) {
+      const problem =
+        error instanceof Problem
+          ? error
+          : toProblem(error, { log: (e) => this.deps.log('realtime connect failed', e) });
+      socket.close(CloseCode.Forbidden, problem.detail.slice(0, 120));
+      return false;
+    }
+    const credential = readCredential(req)?.token;
+    const revokedBy =
+      principal.kind === 'apiKey' ? [digestSecret(credential ?? '')] : [principal.sessionId, principal.tokenId];
+    const caller: Caller = { tenant, principal, revokedBy };
+    const key = callerKey(caller);
+    const count = this.perCaller.get(key) ?? 0;
+    if (count >= this.limits.connectionsPerCaller) {
+      socket.close(
+        CloseCode.Forbidden,
+        `at most ${this.limits.connectionsPerCaller} sockets per caller; close one first`,
+      );
+      return false;
+    }
+    this.perCaller.set(key, count + 1);
+    ctx.extra.caller = caller;
+    for (const id of revokedBy) {
+      let set = this.byRevocation.get(id);
+      if (!set) this.byRevocation.set(id, (set = new Set()));
+      set.add(socket);
+    }
+    if (principal.kind === 'user') {
+      const exp = tokenExpiry(credential ?? '');
+      if (exp !== undefined) {
+        caller.expiryTimer = setTimeout(
+          () => socket.close(CLOSE.credentialEnded, 'the access token expired; connect again with a fresh one'),
+          Math.max(0, exp * 1000 - Date.now()),
+        );
+        caller.expiryTimer.unref();
+      }
+    }
+    return true;
+  }
+
+  private disconnected(ctx: Context<Record<string, unknown>, Extra>): void {
+    const caller = ctx.extra.caller;
+    if (!caller) return;
+    if (caller.expiryTimer) clearTimeout(caller.expiryTimer);
+    for (const id of caller.revokedBy) {
+      const set = this.byRevocation.get(id);
+      set?.delete(ctx.extra.socket);
+      if (set?.size === 0) this.byRevocation.delete(id);
+    }
+    const key = callerKey(caller);
+    const count = (this.perCaller.get(key) ?? 1) - 1;
+    if (count <= 0) this.perCaller.delete(key);
+    else this.perCaller.set(key, count);
+  }
+
+  /** Parses and validates a subscribe message against the caller's schema (onSubscribe). */
+  private prepare(
+    ctx: Context<Record<string, unknown>, Extra>,
+    payload: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null },
+  ): ExecutionArgs | readonly GraphQLError[] {
+    const caller = ctx.extra.caller!;
+    if (Object.keys(ctx.subscriptions).length > this.limits.subscriptionsPerConnection)
+      return [
+        new GraphQLError(
+          `at most ${this.limits.subscriptionsPerConnection} subscriptions per socket; complete one first`,
+          { extensions: { code: 'TOO_MANY_REQUESTS', type: '/errors/rate-limited', status: 429 } },
+        ),
+      ];
+    const schema = this.deps.schemaFor(caller.principal);
+    let document: ReturnType<typeof parseBounded>;
+    try {
+      document = parseBounded(payload.query);
+    } catch (error) {
+      if (error instanceof GraphQLError) return [error];
+      throw error;
+    }
+    const errors = validate(schema, document, RULES);
+    if (errors.length) return errors;
+    if (!getOperationAST(document, payload.operationName))
+      return [new GraphQLError('name the operation to run (operationName)')];
+    return {
+      schema,
+      document,
+      operationName: payload.operationName,
+      variableValues: payload.variables,
+      contextValue: { caller, socket: ctx.extra.socket },
+    };
+  }
+
+  /** The source stream of one `<table>Changed` field. */
+  private readonly subscribeField = async (
+    _source: unknown,
+    args: { where?: unknown; events?: string[] | null },
+    context: { caller: Caller; socket: WebSocket },
+    info: { fieldName: string; parentType: { getFields(): Record<string, { extensions: Record<string, unknown> }> } },
+  ): Promise<AsyncIterable<unknown> | GraphQLError> => {
+    const meta = info.parentType.getFields()[info.fieldName]?.extensions.svcgen as SubscriptionFieldMeta | undefined;
+    if (!meta) return new GraphQLError(`${info.fieldName} is not a subscription of this API`);
+    const { caller, socket } = context;
+    const table = this.deps.catalog.require(meta.table);
+    const access = this.deps.access(caller.principal);
+    const grant = access.grant(meta.table, 'read');
+    if (!grant) return new GraphQLError(`your role may not read ${meta.table} records`);
+    let where: Condition;
+    try {
+      where = whereCondition({ catalog: this.deps.catalog, access }, table, args.where);
+    } catch (error) {
+      return problemError(toProblem(error, { log: (e) => this.deps.log('realtime where failed', e) }));
+    }
+    const reason =
+      unsupportedIn(table, where) ??
+      unsupportedIn(table, grant.rows) ??
+      [...grant.fieldRows.values()].map((c) => unsupportedIn(table, c)).find((r) => r !== undefined);
+    if (reason)
+      return new GraphQLError(`this subscription cannot be matched in memory: ${reason}`, {
+        extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-parameter', status: 400 },
+      });
+    const events = new Set(args.events ?? ['INSERT', 'UPDATE', 'DELETE']);
+    const queue = new LiveQueue<unknown>();
+    const listener: LiveListener = {
+      environment: caller.tenant.environment,
+      table: meta.table,
+      deliver: (event) => {
+        if (!events.has(event.operation)) return;
+        const change = visibleChange(table, access, event, where);
+        if (!change) return;
+        if (queue.length >= this.limits.queuedEvents || socket.bufferedAmount > this.limits.bufferedBytes) {
+          this.drops++;
+          socket.close(CLOSE.tooSlow, 'changes come faster than this client reads them; subscribe again');
+          return;
+        }
+        this.eventsOut++;
+        queue.push({ [info.fieldName]: change });
+      },
+      interrupted: () =>
+        socket.close(CLOSE.interrupted, 'the server lost its channel to the database; changes may have been missed'),
+    };
+    const remove = await this.deps.hub.add(listener);
+    queue.onEnd(remove);
+    return queue;
+  };
+}
+
+/**
+ * What the caller sees of an event, or undefined when nothing: the record must be one the caller's
+ * role filter lets it read (for an UPDATE, as it is after the change: a record that leaves the
+ * filter is not shown, new values never), fields it may not read are removed (null where a field
+ * is hidden on this row), and then the subscriber's `where` must hold.
+ */
+export function visibleChange(
+  table: CatalogTable,
+  access: Access,
+  event: LiveEvent,
+  where: Condition,
+): Record<string, unknown> | undefined {
+  const grant = access.grant(table.spec.name, 'read');
+  if (!grant || !holds(table, grant.rows, event.record)) return undefined;
+  const seen: Record<string, unknown> = {};
+  for (const field of table.spec.fields) {
+    if (grant.fields !== null && !grant.fields.has(field.name)) continue;
+    const rows = grant.fieldRows.get(field.name);
+    seen[field.name] = rows && !holds(table, rows, event.record) ? HIDDEN : (event.record[field.name] ?? null);
+  }
+  if (!holds(table, where, seen)) return undefined;
+  const record: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(seen)) record[name] = value === HIDDEN ? null : value;
+  return {
+    id: event.id,
+    event: event.operation,
+    record,
+    changedFields: event.changedFields.filter((f) => Object.hasOwn(seen, f) && seen[f] !== HIDDEN),
+    timestamp: event.timestamp,
+  };
+}

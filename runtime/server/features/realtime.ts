@@ -1,0 +1,61 @@
+/**
+ * Real-time GraphQL subscriptions (docs/realtime.md): the hub that hears committed changes, and
+ * the WebSocket server at the GraphQL endpoint. Revoked keys, ended sessions and logged-out
+ * tokens close their sockets at once (heard on the shared channel, from any process); SIGTERM
+ * closes every socket with 1001 before the HTTP drain.
+ */
+import { SESSION_TOPIC, TOKEN_TOPIC } from '../../auth/tokens/revocations.ts';
+import { REVOKED_TOPIC } from '../../keys/store.ts';
+import { LiveHub } from '../../realtime/hub.ts';
+import { RealtimeServer } from '../../realtime/server.ts';
+import type { ServerFeature } from '../feature.ts';
+import { dataLimits } from '../pipeline.ts';
+import { schemaCache } from './graphql.ts';
+
+export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
+  name: 'realtime',
+  start({ db, channel, logger }, teardown) {
+    const log = (message: string, error?: unknown) => logger.error({ err: error }, message);
+    const hub = new LiveHub(db, channel, log);
+    hub.start();
+    teardown.add('realtime', () => hub.stop());
+    let server: RealtimeServer | undefined;
+    teardown.onDrain(() => void server?.close());
+    const unsubscribe = [
+      channel.subscribe(REVOKED_TOPIC, {
+        onMessage: (digest) => server?.revoked(digest, 'the API key was revoked'),
+        onGap: () => {},
+      }),
+      channel.subscribe(SESSION_TOPIC, {
+        onMessage: (id) => server?.revoked(id, 'the session ended (logout or revocation)'),
+        onGap: () => {},
+      }),
+      channel.subscribe(TOKEN_TOPIC, {
+        onMessage: (id) => server?.revoked(id, 'the access token was revoked (logout)'),
+        onGap: () => {},
+      }),
+    ];
+    teardown.add('realtime sockets', async () => {
+      for (const off of unsubscribe) off();
+      await server?.close();
+    });
+    return {
+      services: { liveHub: hub },
+      upgrades(services) {
+        const limits = dataLimits(services);
+        const schemaFor = schemaCache(services);
+        server = new RealtimeServer({
+          config: services.config,
+          catalog: services.catalog,
+          access: (principal) => services.policy.access(principal),
+          schemaFor,
+          authenticate: (req, tenant) => limits.authenticate(req, tenant),
+          hub,
+          log,
+        });
+        const realtime = server;
+        return (req, socket, head) => realtime.upgrade(req, socket, head);
+      },
+    };
+  },
+};

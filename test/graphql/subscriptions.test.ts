@@ -1,0 +1,287 @@
+// GraphQL subscriptions over WebSocket (docs/realtime.md) with the real graphql-ws client: a
+// customer sees only its own orders and only the fields it may read, `where` and `events` filter,
+// changes arrive in commit order, a rolled-back write sends nothing, revoking the key closes the
+// socket (4401), and the protocol's close codes answer abuse (subscribe before init 4401,
+// duplicate id 4409, bad credentials 4403).
+import { randomUUID } from 'node:crypto';
+import { createClient, type Client } from 'graphql-ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
+import { MANAGEMENT_TOKEN } from '../support/server.ts';
+
+const REST = '/gw/api/rest';
+const PATH = '/gw/api/graphql';
+
+let t: AuthTestServer;
+let wsUrl: string;
+let alice: { id: string; token: string };
+let bob: { id: string; token: string };
+const clients: Client[] = [];
+
+const unique = (tag: string) => `${tag}-${randomUUID()}`;
+
+beforeAll(async () => {
+  t = await startAuthServer();
+  wsUrl = `${t.url.replace(/^http/, 'ws')}${PATH}`;
+  for (const who of ['alice', 'bob'] as const) {
+    const email = `${unique(who)}@example.com`;
+    const session = await t.signupConfirmed(email, { roleId: 'customer' });
+    const user = { id: session.user.id, token: session.accessToken };
+    expect((await rest('POST', 'Customer', { id: user.id, email, name: who })).status).toBe(201);
+    if (who === 'alice') alice = user;
+    else bob = user;
+  }
+});
+afterAll(async () => {
+  for (const c of clients) await c.dispose();
+  await t?.close();
+});
+
+function rest(method: string, path: string, body?: unknown) {
+  return t.request(method, `${REST}/${path}`, { body });
+}
+
+async function createOrder(customerId: string, fields: Record<string, unknown> = {}) {
+  const res = await rest('POST', 'Order', { customerId, total: 10, note: 'secret note', ...fields });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as { id: number };
+}
+
+function client(authorization: string, extra: Record<string, unknown> = {}): Client {
+  const c = createClient({
+    url: wsUrl,
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+    lazy: false,
+    // Header names in any case (docs/realtime.md "Connecting").
+    connectionParams: { 'x-project-id': 'shop', AUTHORIZATION: authorization, Environment: 'master', ...extra },
+    onNonLazyError: () => {},
+  });
+  clients.push(c);
+  return c;
+}
+
+interface Subscription {
+  results: any[];
+  errors: unknown[];
+  closed: boolean;
+  stop(): void;
+}
+
+function subscribe(c: Client, query: string, variables?: Record<string, unknown>): Subscription {
+  const sub: Subscription = { results: [], errors: [], closed: false, stop: () => {} };
+  sub.stop = c.subscribe(
+    { query, variables },
+    {
+      next: (value) => sub.results.push(value),
+      error: (error) => {
+        sub.errors.push(error);
+        sub.closed = true;
+      },
+      complete: () => {
+        sub.closed = true;
+      },
+    },
+  );
+  return sub;
+}
+
+async function waitFor<T>(probe: () => T | undefined, what: string, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * A subscription takes effect shortly after it is sent (its process declares its interest): write
+ * `probe` until one arrives, then forget everything received so far.
+ */
+async function primed(sub: Subscription, probe: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    await probe();
+    const deadline = Date.now() + 200;
+    while (Date.now() < deadline && sub.results.length === 0 && !sub.closed)
+      await new Promise((r) => setTimeout(r, 10));
+    if (sub.closed) throw new Error(`the subscription ended: ${JSON.stringify(sub.errors)}`);
+    if (sub.results.length) {
+      sub.results.length = 0;
+      return;
+    }
+  }
+  throw new Error('the subscription never took effect');
+}
+
+const ORDER_CHANGES = `subscription($where: OrderWhere, $events: [ChangeEvent!]) {
+  orderChanged(where: $where, events: $events) { id event record { id total status customerId } changedFields timestamp }
+}`;
+
+describe('what a subscriber sees', () => {
+  it("a customer gets its own orders' changes with the fields it may read, never another customer's", async () => {
+    const sub = subscribe(client(`Bearer ${alice.token}`), ORDER_CHANGES);
+    await primed(sub, () => createOrder(alice.id));
+    const others = await createOrder(bob.id, { total: 66 });
+    const mine = await createOrder(alice.id, { total: 42 });
+    const got = await waitFor(() => sub.results[0], 'the INSERT of alice’s order');
+    expect(got.data.orderChanged).toMatchObject({
+      event: 'INSERT',
+      record: { id: mine.id, total: 42, status: 'open', customerId: alice.id },
+      changedFields: [],
+    });
+    expect(got.data.orderChanged.id).toMatch(/^evt_[0-9a-f]{32}$/);
+    expect(Number.isNaN(Date.parse(got.data.orderChanged.timestamp))).toBe(false);
+    // Bob's order came first; were it delivered, it would be the first result.
+    expect(sub.results.map((r) => r.data.orderChanged.record.id)).not.toContain(others.id);
+    sub.stop();
+  });
+
+  it('fields the role may not read are not in the schema: selecting one is refused', async () => {
+    const sub = subscribe(client(`Bearer ${alice.token}`), 'subscription { orderChanged { record { id note } } }');
+    await waitFor(() => (sub.closed ? true : undefined), 'the refusal');
+    expect(sub.errors).toEqual([
+      [expect.objectContaining({ message: 'Cannot query field "note" on type "OrderRecord".' })],
+    ]);
+  });
+
+  it('where and events filter: only UPDATEs to paid orders; changedFields names what the update set', async () => {
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, {
+      where: { status: { equals: 'paid' } },
+      events: ['UPDATE'],
+    });
+    const probe = await createOrder(alice.id, { status: 'paid' });
+    await primed(sub, () => rest('PATCH', `Order/${probe.id}`, { total: 11 }));
+    const order = await createOrder(alice.id);
+    expect((await rest('PATCH', `Order/${order.id}`, { total: 12 })).status).toBe(200);
+    expect((await rest('PATCH', `Order/${order.id}`, { status: 'paid' })).status).toBe(200);
+    const got = await waitFor(() => sub.results[0], 'the UPDATE to paid');
+    expect(got.data.orderChanged).toMatchObject({
+      event: 'UPDATE',
+      record: { id: order.id, status: 'paid', total: 12 },
+      changedFields: ['status'],
+    });
+    sub.stop();
+  });
+
+  it('changes arrive in commit order', async () => {
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, { events: ['UPDATE'] });
+    const order = await createOrder(alice.id);
+    await primed(sub, () => rest('PATCH', `Order/${order.id}`, { total: 1 }));
+    for (let total = 2; total <= 21; total++)
+      expect((await rest('PATCH', `Order/${order.id}`, { total })).status).toBe(200);
+    await waitFor(() => (sub.results.length >= 20 ? true : undefined), 'twenty updates');
+    expect(sub.results.map((r) => r.data.orderChanged.record.total)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 2),
+    );
+    sub.stop();
+  });
+
+  it('a rolled-back write sends nothing', async () => {
+    const sub = subscribe(
+      client(`Bearer ${t.adminKey}`),
+      'subscription { customerChanged(events: [INSERT]) { event record { id email } } }',
+    );
+    await primed(sub, () => rest('POST', 'Customer', { email: `${unique('probe')}@example.com`, name: 'Probe' }));
+    const existing = `${unique('taken')}@example.com`;
+    expect((await rest('POST', 'Customer', { email: existing, name: 'Taken' })).status).toBe(201);
+    const doomed = `${unique('doomed')}@example.com`;
+    const res = await rest('POST', 'Customer/_bulk', {
+      items: [
+        { email: doomed, name: 'D' },
+        { email: existing, name: 'Dup' },
+      ],
+    });
+    expect(res.status, res.text).toBe(422);
+    const after = `${unique('after')}@example.com`;
+    expect((await rest('POST', 'Customer', { email: after, name: 'After' })).status).toBe(201);
+    await waitFor(() => (sub.results.length >= 2 ? true : undefined), 'two inserts');
+    expect(sub.results.map((r) => r.data.customerChanged.record.email)).toEqual([existing, after]);
+    sub.stop();
+  });
+});
+
+describe('lifecycle and protocol', () => {
+  /**
+   * A raw socket speaking graphql-transport-ws: its close code and reason. `afterAck` goes once the
+   * server acknowledged the first message (connection_init).
+   */
+  function raw(messages: unknown[], afterAck: unknown[] = []): Promise<{ code: number; reason: string }> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(wsUrl, 'graphql-transport-ws');
+      ws.on('open', () => {
+        for (const m of messages) ws.send(JSON.stringify(m));
+      });
+      ws.on('message', (data) => {
+        if (JSON.parse(String(data)).type === 'connection_ack') for (const m of afterAck) ws.send(JSON.stringify(m));
+      });
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+      ws.on('error', reject);
+    });
+  }
+  const init = { type: 'connection_init', payload: { 'X-Project-Id': 'shop', Authorization: '' } };
+  const subscribeMessage = (id: string) => ({
+    id,
+    type: 'subscribe',
+    payload: { query: 'subscription { cityChanged { id } }' },
+  });
+
+  it('subscribe before connection_init → 4401', async () => {
+    expect(await raw([subscribeMessage('1')])).toEqual({ code: 4401, reason: 'Unauthorized' });
+  });
+
+  it('the same subscription id twice → 4409', async () => {
+    const auth = { ...init, payload: { ...init.payload, Authorization: `Bearer ${t.adminKey}` } };
+    expect(await raw([auth], [subscribeMessage('1'), subscribeMessage('1')])).toEqual({
+      code: 4409,
+      reason: 'Subscriber for 1 already exists',
+    });
+  });
+
+  it('bad credentials → 4403 with what to fix', async () => {
+    expect(await raw([init])).toEqual({
+      code: 4403,
+      reason:
+        'send credentials in the Authorization header: "Bearer <access token or API key>" or "<key prefix> <API key>"',
+    });
+    const noProject = { type: 'connection_init', payload: { Authorization: `Bearer ${t.adminKey}` } };
+    expect(await raw([noProject])).toEqual({
+      code: 4403,
+      reason: 'send the project id in the X-Project-Id header (or the project_id query parameter)',
+    });
+  });
+
+  it('revoking the API key closes its socket with 4401', async () => {
+    const { id, key } = await t.createKey(['admin']);
+    const ws = new WebSocket(wsUrl, 'graphql-transport-ws');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    const acked = new Promise<void>((resolve) =>
+      ws.on('message', (data) => {
+        if (JSON.parse(String(data)).type === 'connection_ack') resolve();
+      }),
+    );
+    ws.on('open', () =>
+      ws.send(JSON.stringify({ ...init, payload: { ...init.payload, Authorization: `Bearer ${key}` } })),
+    );
+    await acked;
+    const res = await t.request('DELETE', `${REST}/_apikeys/${id}`, { key: MANAGEMENT_TOKEN });
+    expect(res.status, res.text).toBe(204);
+    expect(await closed).toEqual({ code: 4401, reason: 'the API key was revoked' });
+  });
+
+  it('queries over the socket are refused: they go by HTTP', async () => {
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), '{ cityList { id } }');
+    await waitFor(() => (sub.closed ? true : undefined), 'the refusal');
+    expect(sub.errors).toEqual([
+      [
+        expect.objectContaining({
+          message: 'this endpoint serves subscriptions over WebSocket; send queries and mutations by HTTP',
+        }),
+      ],
+    ]);
+  });
+});
