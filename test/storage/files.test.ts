@@ -351,6 +351,14 @@ describe('downloads', () => {
     expect(res.headers.get('ratelimit-limit')).not.toBeNull();
   });
 
+  it('answers HEAD with the headers and no body', async () => {
+    const res = await call('HEAD', `${BUCKET}/${id}/content`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-length')).toBe('20');
+    expect(res.headers.get('etag')).toBe(`"${sha256(text)}"`);
+    expect(res.text).toBe('');
+  });
+
   it('answers a Range with 206 and its bytes, an unsatisfiable one with 416', async () => {
     const part = await call('GET', `${BUCKET}/${id}/content`, { headers: { range: 'bytes=5-9' } });
     expect(part.status).toBe(206);
@@ -384,6 +392,11 @@ describe('downloads', () => {
     expect(Buffer.from(await res.arrayBuffer())).toEqual(PNG);
     const privateOne = await fetch(`${t.url}${BUCKET}/${id}/content?project_id=shop`);
     expect(privateOne.status).toBe(401);
+    const meta = await readResponse(
+      await fetch(`${t.url}/gw/api/rest/_files/avatars/${up.body.data.id}?project_id=shop`),
+    );
+    expect(meta.status).toBe(200);
+    expect(meta.body).toEqual({ data: up.body.data });
   });
 });
 
