@@ -105,7 +105,7 @@ export const ServedOperationsRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
     const refusal =
       operation.operation === 'subscription'
-        ? 'this API answers queries and mutations; subscriptions are not served (webhooks deliver changes)'
+        ? 'over HTTP this API answers queries and mutations; subscribe over WebSocket at the same path (graphql-transport-ws)'
         : operation.operation === 'mutation' && !context.getSchema().getMutationType()
           ? 'your roles may write no table, so this API has no mutations for you'
           : undefined;

@@ -332,16 +332,19 @@ describe('answers the caller cannot read', () => {
     ]);
   });
 
-  it('a role that writes nothing has no Mutation type; subscriptions are refused', async () => {
+  it('a role that writes nothing has no Mutation type; subscriptions are refused over HTTP', async () => {
     const m = await gql('mutation { createOrder(data: { total: 1 }) { id } }', undefined, readerKey);
     expect(m.status).toBe(400);
     expect(m.body.errors.map((e: any) => e.message)).toContain(
       'your roles may write no table, so this API has no mutations for you',
     );
-    const s = await gql('subscription { orderList { id } }');
+    // A valid subscription, refused over HTTP only (docs/realtime.md: WebSocket).
+    const s = await gql('subscription { orderChanged { id } }');
     expect(s.status).toBe(400);
+    expect(s.body.errors).toHaveLength(1);
     expect(s.body.errors[0]).toMatchObject({
-      message: 'this API answers queries and mutations; subscriptions are not served (webhooks deliver changes)',
+      message:
+        'over HTTP this API answers queries and mutations; subscribe over WebSocket at the same path (graphql-transport-ws)',
       extensions: { code: 'GRAPHQL_VALIDATION_FAILED', type: '/errors/invalid-parameter', status: 400 },
     });
   });
