@@ -473,7 +473,7 @@ describe('deletes and the sweep', () => {
 });
 
 describe('webhook events', () => {
-  it('an upload publishes an INSERT event of table _files', async () => {
+  it('an upload publishes an INSERT event of table _files, a delete a DELETE event', async () => {
     const created = await t.request('POST', '/gw/api/rest/_webhooks', {
       key: MANAGEMENT_TOKEN,
       environment: 'master',
@@ -491,6 +491,10 @@ describe('webhook events', () => {
     const [got] = await receiver.waitFor('/files', 1);
     expect(got!.headers['x-service-event']).toBe('INSERT');
     expect(got!.body.record).toMatchObject({ id: up.body.data.id, bucket: 'attachments', name: 'event.txt' });
+    expect((await call('DELETE', `${BUCKET}/${up.body.data.id}`)).status).toBe(204);
+    const [, deleted] = await receiver.waitFor('/files', 2);
+    expect(deleted!.headers['x-service-event']).toBe('DELETE');
+    expect(deleted!.body.record).toMatchObject({ id: up.body.data.id, name: 'event.txt' });
   });
 });
 
