@@ -8,7 +8,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
-import { MANAGEMENT_TOKEN } from '../support/server.ts';
+import { MANAGEMENT_TOKEN, startTestServer } from '../support/server.ts';
 
 const REST = '/gw/api/rest';
 const PATH = '/gw/api/graphql';
@@ -22,7 +22,16 @@ const clients: Client[] = [];
 const unique = (tag: string) => `${tag}-${randomUUID()}`;
 
 beforeAll(async () => {
-  t = await startAuthServer();
+  t = await startAuthServer({
+    configPatch: (raw) => {
+      // A role whose read filter takes a value of the key's context ($context.customer).
+      raw.roles.accountant = {
+        tables: {
+          Order: { read: { filter: { customerId: '$context.customer' }, fields: ['id', 'total', 'customerId'] } },
+        },
+      };
+    },
+  });
   wsUrl = `${t.url.replace(/^http/, 'ws')}${PATH}`;
   for (const who of ['alice', 'bob'] as const) {
     const email = `${unique(who)}@example.com`;
@@ -48,9 +57,9 @@ async function createOrder(customerId: string, fields: Record<string, unknown> =
   return res.body.data as { id: number };
 }
 
-function client(authorization: string, extra: Record<string, unknown> = {}): Client {
+function client(authorization: string, extra: Record<string, unknown> = {}, url = wsUrl): Client {
   const c = createClient({
-    url: wsUrl,
+    url,
     webSocketImpl: WebSocket,
     retryAttempts: 0,
     lazy: false,
@@ -179,6 +188,93 @@ describe('what a subscriber sees', () => {
     sub.stop();
   });
 
+  it("an API key's role filter with $context: only that customer's orders, only the role's fields", async () => {
+    const { key } = await t.createKey(['accountant'], { context: { customer: bob.id } });
+    const sub = subscribe(
+      client(`Bearer ${key}`),
+      'subscription { orderChanged { event record { id total customerId } } }',
+    );
+    await primed(sub, () => createOrder(bob.id));
+    await createOrder(alice.id, { total: 1 });
+    const bobs = await createOrder(bob.id, { total: 2 });
+    const got = await waitFor(() => sub.results[0], 'bob’s order');
+    expect(got.data.orderChanged).toEqual({ event: 'INSERT', record: { id: bobs.id, total: 2, customerId: bob.id } });
+    const fields = subscribe(client(`Bearer ${key}`), 'subscription { orderChanged { record { status } } }');
+    await waitFor(() => (fields.closed ? true : undefined), 'the refusal');
+    expect(fields.errors).toEqual([
+      [expect.objectContaining({ message: 'Cannot query field "status" on type "OrderRecord".' })],
+    ]);
+    sub.stop();
+  });
+
+  it('an UPDATE that takes a record out of the filter sends nothing; DELETE sends the record as it was', async () => {
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, { where: { status: { equals: 'open' } } });
+    await primed(sub, () => createOrder(alice.id));
+    const order = await createOrder(alice.id, { total: 5 });
+    expect((await rest('PATCH', `Order/${order.id}`, { status: 'cancelled' })).status).toBe(200);
+    const open = await createOrder(alice.id, { total: 6 });
+    expect((await rest('DELETE', `Order/${open.id}`)).status).toBe(204);
+    await waitFor(() => (sub.results.length >= 3 ? true : undefined), 'three changes');
+    expect(sub.results.map((r) => `${r.data.orderChanged.event} ${r.data.orderChanged.record.id}`)).toEqual([
+      `INSERT ${order.id}`,
+      `INSERT ${open.id}`,
+      `DELETE ${open.id}`,
+    ]);
+    sub.stop();
+  });
+
+  it('a where through a relation is refused with the reason', async () => {
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, {
+      where: { customer: { name: { equals: 'x' } } },
+    });
+    await waitFor(() => (sub.closed ? true : undefined), 'the refusal');
+    // Refused when its source stream is set up: an execution result with the error, then complete.
+    expect(sub.errors).toEqual([]);
+    expect(sub.results).toEqual([
+      {
+        errors: [
+          expect.objectContaining({
+            message:
+              'this subscription cannot be matched in memory: the condition on customer.name goes through a relation',
+            extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-parameter', status: 400 },
+          }),
+        ],
+      },
+    ]);
+  });
+
+  it('a subscriber on another process gets the changes written through this one', async () => {
+    const other = await startTestServer({ databaseUrl: t.database.url });
+    try {
+      const otherUrl = `${other.url.replace(/^http/, 'ws')}${PATH}`;
+      const sub = subscribe(client(`Bearer ${t.adminKey}`, {}, otherUrl), ORDER_CHANGES, { events: ['INSERT'] });
+      await primed(sub, () => createOrder(alice.id));
+      const orders = [];
+      for (let i = 0; i < 5; i++) orders.push(await createOrder(alice.id, { total: 100 + i }));
+      await waitFor(() => (sub.results.length >= 5 ? true : undefined), 'five inserts');
+      expect(sub.results.map((r) => r.data.orderChanged.record.id)).toEqual(orders.map((o) => o.id));
+      // SIGTERM's path: stopping that server closes its sockets with 1001.
+      const closed = new Promise<number>((resolve) => {
+        const ws = new WebSocket(otherUrl, 'graphql-transport-ws');
+        ws.on('open', () =>
+          ws.send(
+            JSON.stringify({
+              type: 'connection_init',
+              payload: { 'X-Project-Id': 'shop', Authorization: `Bearer ${t.adminKey}` },
+            }),
+          ),
+        );
+        ws.on('message', (data) => {
+          if (JSON.parse(String(data)).type === 'connection_ack') void other.server.close();
+        });
+        ws.on('close', (code) => resolve(code));
+      });
+      expect(await closed).toBe(1001);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a rolled-back write sends nothing', async () => {
     const sub = subscribe(
       client(`Bearer ${t.adminKey}`),
@@ -271,6 +367,27 @@ describe('lifecycle and protocol', () => {
     const res = await t.request('DELETE', `${REST}/_apikeys/${id}`, { key: MANAGEMENT_TOKEN });
     expect(res.status, res.text).toBe(204);
     expect(await closed).toEqual({ code: 4401, reason: 'the API key was revoked' });
+  });
+
+  it("logout closes the user's socket with 4401", async () => {
+    const session = await t.signupConfirmed(`${unique('carol')}@example.com`, { roleId: 'customer' });
+    const ws = new WebSocket(wsUrl, 'graphql-transport-ws');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    const acked = new Promise<void>((resolve) =>
+      ws.on('message', (data) => {
+        if (JSON.parse(String(data)).type === 'connection_ack') resolve();
+      }),
+    );
+    ws.on('open', () =>
+      ws.send(
+        JSON.stringify({ ...init, payload: { ...init.payload, Authorization: `Bearer ${session.accessToken}` } }),
+      ),
+    );
+    await acked;
+    expect((await t.auth('POST', '/auth/logout', { token: session.accessToken })).status).toBe(200);
+    expect(await closed).toEqual({ code: 4401, reason: 'the session ended (logout or revocation)' });
   });
 
   it('queries over the socket are refused: they go by HTTP', async () => {
