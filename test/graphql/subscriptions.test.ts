@@ -96,10 +96,10 @@ function subscribe(c: Client, query: string, variables?: Record<string, unknown>
   return sub;
 }
 
-async function waitFor<T>(probe: () => T | undefined, what: string, ms = 5000): Promise<T> {
+async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 10));
@@ -388,6 +388,44 @@ describe('lifecycle and protocol', () => {
     await acked;
     expect((await t.auth('POST', '/auth/logout', { token: session.accessToken })).status).toBe(200);
     expect(await closed).toEqual({ code: 4401, reason: 'the session ended (logout or revocation)' });
+  });
+
+  it("losing the server's LISTEN connection closes subscribed sockets with 1011 (changes may have been missed)", async () => {
+    const own = await startTestServer({ databaseUrl: t.database.url });
+    try {
+      const ownUrl = `${own.url.replace(/^http/, 'ws')}${PATH}`;
+      const ws = new WebSocket(ownUrl, 'graphql-transport-ws');
+      const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+        ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+      );
+      const acked = new Promise<void>((resolve) =>
+        ws.on('message', (data) => {
+          if (JSON.parse(String(data)).type === 'connection_ack') resolve();
+        }),
+      );
+      ws.on('open', () =>
+        ws.send(JSON.stringify({ ...init, payload: { ...init.payload, Authorization: `Bearer ${t.adminKey}` } })),
+      );
+      await acked;
+      ws.send(
+        JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { orderItemChanged { id } }' } }),
+      );
+      // Its subscription is live once the process declared its interest in OrderItem (no other test here watches it).
+      await waitFor(async () => {
+        const rows = await t.db.query('SELECT 1 FROM svcgen.live_interest WHERE table_name = $1', ['OrderItem']);
+        return rows.length ? true : undefined;
+      }, 'the interest row');
+      // Both servers' LISTEN sessions go; only the one with a subscriber has a socket to close.
+      await t.db.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'svcgen-listen' AND datname = current_database()`,
+      );
+      expect(await closed).toEqual({
+        code: 1011,
+        reason: 'the server lost its channel to the database; changes may have been missed',
+      });
+    } finally {
+      await own.close();
+    }
   });
 
   it('queries over the socket are refused: they go by HTTP', async () => {
