@@ -474,9 +474,11 @@ interface DeliveryCounts {
   retried: number;
 }
 
+/** Deliveries of the subscription: recorded ones, plus those its events' outbox rows still hold (total only). */
 async function deliveryCounts(ctx: Context, sub: Subscription): Promise<DeliveryCounts> {
   const { rows } = await ctx.db.query<DeliveryCounts>(
-    `SELECT count(*)::int AS total, (count(*) FILTER (WHERE status = 'delivered'))::int AS delivered,
+    `SELECT (count(*) + (SELECT count(*) FROM svcgen.webhook_event_outbox o, unnest(o.webhook_ids) AS w WHERE w = $1))::int AS total,
+            (count(*) FILTER (WHERE status = 'delivered'))::int AS delivered,
             (count(*) FILTER (WHERE attempts > 1))::int AS retried
      FROM svcgen.webhook_deliveries WHERE webhook_id = $1`,
     [sub.id],
@@ -1467,8 +1469,8 @@ function report(r: Results): string {
   out.push('');
   out.push(
     'Reading the wait events: `LWLock:WALWrite` / `IO:WALSync` are commits waiting for the WAL flush (`synchronous_commit` on). A ' +
-      'subscribed write also writes its event, delivery and outbox rows (more WAL per commit, no extra commit); the worker adds its own ' +
-      'transactions (draining the outbox into jobs, claiming a job\'s deliveries with their lease, recording the outcomes, completing the job; see the SQL statements and commits columns), and on this 2-CPU machine it delivers and the receiver receives on the same CPUs that serve the writes. "CPU" is a backend running.',
+      'subscribed write also writes its events and one outbox row (more WAL per commit, no extra commit); the worker adds its own ' +
+      'transactions (draining the outbox into deliveries and jobs, claiming a job\'s deliveries with their lease, recording the outcomes, completing the job; see the SQL statements and commits columns), and on this 2-CPU machine it delivers and the receiver receives on the same CPUs that serve the writes. "CPU" is a backend running.',
     '',
   );
   const detail = posts
