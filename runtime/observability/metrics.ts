@@ -143,6 +143,43 @@ new Gauge({
   },
 });
 
+/** What the real-time server holds now (docs/realtime.md). */
+export interface RealtimeLike {
+  readonly connections: number;
+  readonly subscriptions: number;
+}
+
+const realtimeSources = new Set<RealtimeLike>();
+
+new Gauge({
+  name: 'realtime_connections',
+  help: 'GraphQL subscription sockets (WebSocket) open in this process',
+  registers,
+  collect() {
+    let n = 0;
+    for (const source of realtimeSources) n += source.connections;
+    this.set(n);
+  },
+});
+
+new Gauge({
+  name: 'realtime_subscriptions',
+  help: 'GraphQL subscriptions live in this process',
+  registers,
+  collect() {
+    let n = 0;
+    for (const source of realtimeSources) n += source.subscriptions;
+    this.set(n);
+  },
+});
+
+const realtimeEvents = new Counter({
+  name: 'realtime_events_total',
+  help: 'Changes of the real-time channel, by direction: in (read from the database once per process), out (sent to one subscriber), dropped (a slow client was closed with 1013)',
+  labelNames: ['direction'] as const,
+  registers,
+});
+
 let defaultsCollected = false;
 
 /** The recording side, used by the HTTP front, the rate limiter and the delivery agent. */
@@ -165,6 +202,14 @@ export const metrics = {
   watchReadBudget(budget: ReadBudgetLike): () => void {
     readBudgets.add(budget);
     return () => void readBudgets.delete(budget);
+  },
+  realtimeEvents(direction: 'in' | 'out' | 'dropped', count = 1): void {
+    if (count > 0) realtimeEvents.inc({ direction }, count);
+  },
+  /** Reports the real-time server's sockets and subscriptions until the returned function is called. */
+  watchRealtime(source: RealtimeLike): () => void {
+    realtimeSources.add(source);
+    return () => void realtimeSources.delete(source);
   },
   /** Reports a pool's connections until the returned function is called. */
   watchPool(pool: PoolLike, label: string): () => void {

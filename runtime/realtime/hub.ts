@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database, NotificationChannel } from '../db/index.ts';
+import { metrics } from '../observability/index.ts';
 import { announceSubscriptionChange } from '../webhooks/watched-tables.ts';
 import { LIVE_TOPIC } from './capture.ts';
 
@@ -44,8 +45,6 @@ export class LiveHub {
   private tail: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
-  /** Events read from the database and handed to listeners since start (for metrics and tests). */
-  eventsIn = 0;
 
   constructor(
     private readonly db: Database,
@@ -159,7 +158,7 @@ export class LiveHub {
         for (const listener of [...(this.listeners.get(key) ?? [])]) listener.interrupted();
         return;
       }
-      this.eventsIn += read.length;
+      metrics.realtimeEvents('in', read.length);
       for (const event of read) for (const listener of [...(this.listeners.get(key) ?? [])]) listener.deliver(event);
     });
   }

@@ -29,6 +29,7 @@ import { CostRule, parseBounded } from '../graphql/rules.ts';
 import type { SubscriptionFieldMeta } from '../graphql/schema.ts';
 import { whereCondition } from '../graphql/translate.ts';
 import { GRAPHQL_PATH } from '../model/index.ts';
+import { metrics } from '../observability/index.ts';
 import { readCredential, type RolePrincipal } from '../principal/index.ts';
 import {
   HIDDEN,
@@ -159,9 +160,8 @@ export class RealtimeServer {
   private readonly byRevocation = new Map<string, Set<WebSocket>>();
   private readonly perCaller = new Map<string, number>();
   private closing = false;
-  /** Changes sent to subscribers, and subscriptions closed for a slow client (for metrics and tests). */
-  eventsOut = 0;
-  drops = 0;
+  /** Subscriptions live now (for metrics). */
+  subscriptions = 0;
 
   constructor(
     private readonly deps: RealtimeDeps,
@@ -351,18 +351,22 @@ export class RealtimeServer {
         const change = visibleChange(table, access, event, where);
         if (!change) return;
         if (queue.length >= this.limits.queuedEvents || socket.bufferedAmount > this.limits.bufferedBytes) {
-          this.drops++;
+          metrics.realtimeEvents('dropped');
           socket.close(CLOSE.tooSlow, 'changes come faster than this client reads them; subscribe again');
           return;
         }
-        this.eventsOut++;
+        metrics.realtimeEvents('out');
         queue.push({ [info.fieldName]: change });
       },
       interrupted: () =>
         socket.close(CLOSE.interrupted, 'the server lost its channel to the database; changes may have been missed'),
     };
     const remove = await this.deps.hub.add(listener);
-    queue.onEnd(remove);
+    this.subscriptions++;
+    queue.onEnd(() => {
+      this.subscriptions--;
+      remove();
+    });
     return queue;
   };
 }
@@ -373,12 +377,20 @@ export class RealtimeServer {
  * filter is not shown, new values never), fields it may not read are removed (null where a field
  * is hidden on this row), and then the subscriber's `where` must hold.
  */
+export interface VisibleChange {
+  readonly id: string;
+  readonly event: LiveEvent['operation'];
+  readonly record: Record<string, unknown>;
+  readonly changedFields: readonly string[];
+  readonly timestamp: string;
+}
+
 export function visibleChange(
   table: CatalogTable,
   access: Access,
   event: LiveEvent,
   where: Condition,
-): Record<string, unknown> | undefined {
+): VisibleChange | undefined {
   const grant = access.grant(table.spec.name, 'read');
   if (!grant || !holds(table, grant.rows, event.record)) return undefined;
   const seen: Record<string, unknown> = {};

@@ -8,7 +8,7 @@ import { visibleChange } from '../../runtime/realtime/server.ts';
 import { apiKey, cmp, policyOf, roles, table, TRUE, user, USER_ID } from '../support/query-unit.ts';
 
 const order = table('Order');
-const record = {
+const record: Record<string, unknown> = {
   id: 1,
   status: 'open',
   total: 10,
@@ -18,7 +18,7 @@ const record = {
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
 };
-const event = (changes: Partial<typeof record> = {}, changedFields: string[] = []): LiveEvent => ({
+const event = (changes: Record<string, unknown> = {}, changedFields: string[] = []): LiveEvent => ({
   id: 'evt_1',
   operation: 'UPDATE',
   record: { ...record, ...changes },

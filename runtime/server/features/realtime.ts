@@ -6,6 +6,7 @@
  */
 import { SESSION_TOPIC, TOKEN_TOPIC } from '../../auth/tokens/revocations.ts';
 import { REVOKED_TOPIC } from '../../keys/store.ts';
+import { metrics } from '../../observability/index.ts';
 import { LiveHub } from '../../realtime/hub.ts';
 import { RealtimeServer } from '../../realtime/server.ts';
 import type { ServerFeature } from '../feature.ts';
@@ -54,6 +55,7 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
           log,
         });
         const realtime = server;
+        teardown.add('realtime metrics', metrics.watchRealtime(realtime));
         return (req, socket, head) => realtime.upgrade(req, socket, head);
       },
     };
