@@ -336,6 +336,17 @@ describe('lifecycle and protocol', () => {
     });
   });
 
+  it('a message that is not a protocol message → 4400; one over 256 KiB → 1009', async () => {
+    const auth = { ...init, payload: { ...init.payload, Authorization: `Bearer ${t.adminKey}` } };
+    expect(await raw([auth], [{ type: 'subscribe' }])).toEqual({ code: 4400, reason: 'Invalid message received' });
+    const huge = {
+      id: '1',
+      type: 'subscribe',
+      payload: { query: `subscription { cityChanged { id } } #${'x'.repeat(300_000)}` },
+    };
+    expect((await raw([auth], [huge])).code).toBe(1009);
+  });
+
   it('bad credentials → 4403 with what to fix', async () => {
     expect(await raw([init])).toEqual({
       code: 4403,
