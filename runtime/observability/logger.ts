@@ -19,7 +19,7 @@ export type LogLevel = 'debug' | 'info' | 'warn';
 
 /** Bytes gathered before a write: some 35 request lines. */
 export const LOG_BATCH_BYTES = 8192;
-/** The longest a logged line waits for its batch (docs/deployment.md "Logs"). */
+/** The longest a logged line waits for its batch (docs/deployment.md "Observability"). */
 export const LOG_FLUSH_INTERVAL_MS = 1000;
 
 export interface LoggerOptions {
@@ -32,6 +32,21 @@ export interface LoggerOptions {
 /** JSON on a pipe or file (what collectors read), a readable line on a terminal. */
 export function defaultLogFormat(stream: { isTTY?: boolean } = process.stdout): LogFormat {
   return stream.isTTY ? 'pretty' : 'json';
+}
+
+/**
+ * pino's isoTime, formatted once per millisecond: under load many request lines share one, and
+ * Date#toISOString is a sizeable part of a line's cost (docs/deployment.md "Observability").
+ */
+let lastMs = -1;
+let lastTime = '';
+function isoTimeOncePerMs(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastTime = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return lastTime;
 }
 
 /** Streams that batch (sonic-boom), by the logger writing to them. */
@@ -49,7 +64,7 @@ export function createLogger(options: LoggerOptions): Logger {
     {
       level: options.level,
       base: { pid: process.pid },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTimeOncePerMs,
       formatters: { level: (label) => ({ level: label }) },
     },
     options.format === 'pretty' ? prettyLines(out) : out,
