@@ -95,7 +95,7 @@ function dataContext(context: GraphQLContext, tableName: string): DataContext {
   return { ...context.data, table, grant };
 }
 
-function rootSelection(info: GraphQLResolveInfo) {
+function rootSelection(info: Pick<GraphQLResolveInfo, 'fieldNodes'>) {
   return {
     kind: Kind.SELECTION_SET,
     selections: info.fieldNodes.flatMap((n) => n.selectionSet?.selections ?? []),
@@ -121,56 +121,94 @@ async function rows(ctx: DataContext, cost: string | undefined, sql: string, val
   return budgeted(ctx, cost, () => ctx.db.queryArrays(sql, values));
 }
 
+/** What a root field's translation reads of graphql-js's resolve info (the fast path builds it too, direct.ts). */
+export type RootInfo = Pick<
+  GraphQLResolveInfo,
+  'fragments' | 'variableValues' | 'parentType' | 'fieldName' | 'fieldNodes'
+>;
+
+/** A list or by-key root field's statement, as compiled under the caller's access, with its cost for the budget. */
+export interface RecordsStatement {
+  readonly ctx: DataContext;
+  readonly select: readonly SelectItem[];
+  readonly sql: string;
+  readonly values: unknown[];
+  readonly cost: string | undefined;
+  /** Whether a Json field's spaced jsonb text may be in the records. */
+  readonly jsonb: boolean;
+}
+
+/** The statement of a `list` or `byKey` root field (resolveRoot runs it; so does the fast path). */
+export function recordsStatement(
+  meta: RootFieldMeta & { kind: 'list' | 'byKey' },
+  args: Record<string, unknown>,
+  context: GraphQLContext,
+  info: RootInfo,
+): RecordsStatement {
+  const ctx = dataContext(context, meta.table);
+  const t: TranslateContext = { catalog: ctx.catalog, access: ctx.access };
+  const sel: Selection = { fragments: info.fragments, variables: info.variableValues };
+  const rootType = unwrap(info.parentType.getFields()[info.fieldName]!);
+  const scope = readScope(ctx);
+  const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
+  if (meta.kind === 'byKey') {
+    const compiled = compileRead(
+      scope,
+      {
+        table: ctx.table.spec.name,
+        select,
+        where: { kind: 'true' },
+        key: keyCondition(ctx.table, args),
+        orderBy: [],
+        limit: 1,
+        offset: 0,
+      },
+      { single: true },
+    );
+    const cost = readOneCost(ctx.catalog, ctx.table, select);
+    return { ctx, select, sql: compiled.sql, values: scope.params.values, cost, jsonb: compiled.jsonb };
+  }
+  const where = whereCondition(t, ctx.table, args.where);
+  const orderBy = orderTerms(t, ctx.table, args.orderBy);
+  const limit = bounded(args.limit, 'limit', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
+  const offset = bounded(args.offset, 'offset', 0, 0, MAX_OFFSET);
+  const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit, offset });
+  const cost = listCost(ctx.catalog, ctx.table, {
+    where: { kind: 'and', items: [where, ctx.grant.rows] },
+    orderBy,
+    select,
+    limit,
+    offset,
+    count: false,
+  });
+  return { ctx, select, sql: compiled.sql, values: scope.params.values, cost, jsonb: compiled.jsonb };
+}
+
+/** The rows of a records statement: each one's first column is its record's JSON text. */
+export function runStatement(statement: RecordsStatement): Promise<unknown[][]> {
+  return rows(statement.ctx, statement.cost, statement.sql, statement.values);
+}
+
 async function resolveRoot(
   meta: RootFieldMeta,
   args: Record<string, unknown>,
   context: GraphQLContext,
   info: GraphQLResolveInfo,
 ): Promise<unknown> {
+  if (meta.kind === 'list' || meta.kind === 'byKey') {
+    const statement = recordsStatement(meta as RootFieldMeta & { kind: 'list' | 'byKey' }, args, context, info);
+    const { ctx, select } = statement;
+    const parse = recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select));
+    const found = await runStatement(statement);
+    if (meta.kind === 'list') return found.map((r) => parse(r[0] as string));
+    return found.length ? parse(found[0]![0] as string) : null;
+  }
   const ctx = dataContext(context, meta.table);
   const t: TranslateContext = { catalog: ctx.catalog, access: ctx.access };
   const sel: Selection = { fragments: info.fragments, variables: info.variableValues };
   const rootType = unwrap(info.parentType.getFields()[info.fieldName]!);
   const scope = readScope(ctx);
   switch (meta.kind) {
-    case 'list': {
-      const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
-      const where = whereCondition(t, ctx.table, args.where);
-      const orderBy = orderTerms(t, ctx.table, args.orderBy);
-      const limit = bounded(args.limit, 'limit', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
-      const offset = bounded(args.offset, 'offset', 0, 0, MAX_OFFSET);
-      const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit, offset });
-      const cost = listCost(ctx.catalog, ctx.table, {
-        where: { kind: 'and', items: [where, ctx.grant.rows] },
-        orderBy,
-        select,
-        limit,
-        offset,
-        count: false,
-      });
-      const parse = recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select));
-      return (await rows(ctx, cost, compiled.sql, scope.params.values)).map((r) => parse(r[0] as string));
-    }
-    case 'byKey': {
-      const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
-      const compiled = compileRead(
-        scope,
-        {
-          table: ctx.table.spec.name,
-          select,
-          where: { kind: 'true' },
-          key: keyCondition(ctx.table, args),
-          orderBy: [],
-          limit: 1,
-          offset: 0,
-        },
-        { single: true },
-      );
-      const found = await rows(ctx, readOneCost(ctx.catalog, ctx.table, select), compiled.sql, scope.params.values);
-      return found.length
-        ? recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select))(found[0]![0] as string)
-        : null;
-    }
     case 'page': {
       const members = [...collectFields(sel, rootType, rootSelection(info))];
       const nodes = members.filter(([, n]) => n[0]!.name.value === 'nodes');

@@ -23,6 +23,7 @@ import { buildGraphQLSchema, type SchemaVisibility, type WriteVisibility } from 
 import { fieldResolver, type GraphQLContext } from '../../graphql/execute.ts';
 import { managementSchema, type ManagementContext } from '../../graphql/management.ts';
 import { unmarkDecimals } from '../../graphql/exact-numbers.ts';
+import { answerDirectly, DataText, spliceData } from '../../graphql/direct.ts';
 import {
   CostRule,
   NoIntrospectionRule,
@@ -93,6 +94,8 @@ interface AnswerState {
   noData?: boolean;
   /** Retry-After of a field's database fault, sent as the answer's header. */
   retryAfter?: string;
+  /** The answer's data as JSON text, from the fast path (runtime/graphql/direct.ts). */
+  dataText?: DataText;
 }
 
 interface RequestContext extends AnswerState {
@@ -152,6 +155,8 @@ function commonOptions(services: Services, documents: DocumentCache, logFault: (
     formatError: (error: Readonly<GraphQLError | Error>) => formatError(error, logFault),
     onOperation: (req: { context: AnswerState }, _args: unknown, result: object) => {
       if (!('data' in result)) req.context.noData = true;
+      else if ((result as { data: unknown }).data instanceof DataText)
+        req.context.dataText = (result as { data: DataText }).data;
     },
   };
 }
@@ -241,9 +246,12 @@ export function graphqlHandler(services: Services): Handler {
       },
       keyed: req.context.keyed,
     }),
-    // Variables are checked first, stopping at the first bad one (runtime/graphql/rules.ts).
-    execute: (args: ExecutionArgs) =>
-      refuseVariables(args) ?? execute({ ...args, fieldResolver: fieldResolver as never }),
+    // Variables are checked first, stopping at the first bad one (runtime/graphql/rules.ts); a
+    // query of records the database writes as the answer needs them is answered with its text.
+    execute: async (args: ExecutionArgs) =>
+      refuseVariables(args) ??
+      (await answerDirectly(args)) ??
+      execute({ ...args, fieldResolver: fieldResolver as never }),
   });
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
@@ -326,7 +334,7 @@ function answer(
   return {
     status: requestError ? 400 : init.status,
     headers: { ...init.headers, ...headers, ...retry },
-    body: text === null ? undefined : unmarkDecimals(text),
+    body: text === null ? undefined : spliceData(unmarkDecimals(text), context.dataText),
   };
 }
 
