@@ -41,6 +41,8 @@ export class LiveHub {
   private readonly listeners = new Map<string, Set<LiveListener>>();
   /** Interest rows being written (or written): a listener is live once its table's row is. */
   private readonly interest = new Map<string, Promise<void>>();
+  /** The interest row writes of each table, one after another (a removal must not overtake a re-declaration). */
+  private readonly writes = new Map<string, Promise<unknown>>();
   /** Statements' events are handed out in the order their notifications came. */
   private tail: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
@@ -99,13 +101,13 @@ export class LiveHub {
       if (!set.delete(listener) || set.size > 0) return;
       this.listeners.delete(key);
       this.interest.delete(key);
-      this.db
-        .query('DELETE FROM svcgen.live_interest WHERE environment = $1 AND table_name = $2 AND instance = $3', [
+      this.serially(key, () =>
+        this.db.query('DELETE FROM svcgen.live_interest WHERE environment = $1 AND table_name = $2 AND instance = $3', [
           listener.environment,
           listener.table,
           this.instance,
-        ])
-        .catch((error) => this.log('could not drop a live interest row', error));
+        ]),
+      ).catch((error) => this.log('could not drop a live interest row', error));
     };
     try {
       await ready;
@@ -121,6 +123,22 @@ export class LiveHub {
    * process in the same transaction, so their caches of watched tables (WatchedTables) take it in.
    */
   private declare(environment: string, table: string): Promise<void> {
+    return this.serially(keyOf(environment, table), () => this.upsert(environment, table));
+  }
+
+  /** Runs `write` after every interest write of `key` queued before it. */
+  private serially<T>(key: string, write: () => Promise<T>): Promise<T> {
+    const before = this.writes.get(key) ?? Promise.resolve();
+    const done = before.catch(() => {}).then(write);
+    this.writes.set(key, done);
+    const settle = () => {
+      if (this.writes.get(key) === done) this.writes.delete(key);
+    };
+    done.then(settle, settle);
+    return done;
+  }
+
+  private upsert(environment: string, table: string): Promise<void> {
     return this.db.transaction(async (tx) => {
       const rows = await tx.query<{ inserted: boolean }>(
         `INSERT INTO svcgen.live_interest (environment, table_name, instance, expires_at)
