@@ -240,6 +240,22 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** GraphQL subscriptions over WebSocket (docs/realtime.md): bounds per process, caller and socket. */
+    realtime: z
+      .object({
+        /** Sockets open at once per process; more are answered 429 at the upgrade. */
+        maxConnections: z.number().int().min(1).max(1_000_000).default(10_000),
+        /** Sockets per caller (API key or user) per process; more are closed with 4403. */
+        maxConnectionsPerCaller: z.number().int().min(1).max(1_000_000).default(100),
+        /** Subscriptions per socket; more are answered with an error. */
+        maxSubscriptionsPerConnection: z.number().int().min(1).max(10_000).default(100),
+        /** Changes waiting for one subscription; past it the socket is closed with 1013. */
+        maxQueuedChanges: z.number().int().min(1).max(1_000_000).default(10_000),
+        /** Bytes unsent to one socket; past it the socket is closed with 1013. */
+        maxBufferedBytes: z.number().int().min(1024).max(1_073_741_824).default(4_194_304),
+      })
+      .strict()
+      .prefault({}),
     /** GET /metrics (Prometheus text), off unless enabled; scrapers send a bearer token. */
     metrics: z
       .object({

@@ -56,26 +56,14 @@ export const CLOSE = {
   interrupted: 1011,
 } as const;
 
+/** config.realtime (docs/config.md). */
 export interface RealtimeLimits {
-  /** Sockets per process. */
-  readonly connections: number;
-  /** Sockets per caller (API key or user) per process. */
-  readonly connectionsPerCaller: number;
-  /** Subscriptions per socket. */
-  readonly subscriptionsPerConnection: number;
-  /** Changes waiting for one subscription before the socket is closed (1013). */
-  readonly queuedEvents: number;
-  /** Bytes ws may hold unsent for one socket before it is closed (1013). */
-  readonly bufferedBytes: number;
+  readonly maxConnections: number;
+  readonly maxConnectionsPerCaller: number;
+  readonly maxSubscriptionsPerConnection: number;
+  readonly maxQueuedChanges: number;
+  readonly maxBufferedBytes: number;
 }
-
-export const DEFAULT_REALTIME_LIMITS: RealtimeLimits = {
-  connections: 10_000,
-  connectionsPerCaller: 100,
-  subscriptionsPerConnection: 100,
-  queuedEvents: 1_000,
-  bufferedBytes: 4 * 1024 * 1024,
-};
 
 /** What the realtime server needs of the running server. */
 export interface RealtimeDeps {
@@ -165,7 +153,7 @@ export class RealtimeServer {
 
   constructor(
     private readonly deps: RealtimeDeps,
-    private readonly limits: RealtimeLimits = DEFAULT_REALTIME_LIMITS,
+    private readonly limits: RealtimeLimits,
   ) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 });
     this.disposer = serveGraphqlWs<Record<string, unknown>, Extra>(
@@ -195,7 +183,7 @@ export class RealtimeServer {
       );
     };
     if (this.closing) refuse(503, 'Service Unavailable');
-    else if (this.wss.clients.size >= this.limits.connections) refuse(429, 'Too Many Requests');
+    else if (this.wss.clients.size >= this.limits.maxConnections) refuse(429, 'Too Many Requests');
     else this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
     return true;
   }
@@ -237,10 +225,10 @@ export class RealtimeServer {
     const caller: Caller = { tenant, principal, revokedBy };
     const key = callerKey(caller);
     const count = this.perCaller.get(key) ?? 0;
-    if (count >= this.limits.connectionsPerCaller) {
+    if (count >= this.limits.maxConnectionsPerCaller) {
       socket.close(
         CloseCode.Forbidden,
-        `at most ${this.limits.connectionsPerCaller} sockets per caller; close one first`,
+        `at most ${this.limits.maxConnectionsPerCaller} sockets per caller; close one first`,
       );
       return false;
     }
@@ -285,10 +273,10 @@ export class RealtimeServer {
     payload: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null },
   ): ExecutionArgs | readonly GraphQLError[] {
     const caller = ctx.extra.caller!;
-    if (Object.keys(ctx.subscriptions).length > this.limits.subscriptionsPerConnection)
+    if (Object.keys(ctx.subscriptions).length > this.limits.maxSubscriptionsPerConnection)
       return [
         new GraphQLError(
-          `at most ${this.limits.subscriptionsPerConnection} subscriptions per socket; complete one first`,
+          `at most ${this.limits.maxSubscriptionsPerConnection} subscriptions per socket; complete one first`,
           { extensions: { code: 'TOO_MANY_REQUESTS', type: '/errors/rate-limited', status: 429 } },
         ),
       ];
@@ -350,7 +338,7 @@ export class RealtimeServer {
         if (!events.has(event.operation)) return;
         const change = visibleChange(table, access, event, where);
         if (!change) return;
-        if (queue.length >= this.limits.queuedEvents || socket.bufferedAmount > this.limits.bufferedBytes) {
+        if (queue.length >= this.limits.maxQueuedChanges || socket.bufferedAmount > this.limits.maxBufferedBytes) {
           metrics.realtimeEvents('dropped');
           socket.close(CLOSE.tooSlow, 'changes come faster than this client reads them; subscribe again');
           return;

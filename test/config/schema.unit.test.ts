@@ -70,6 +70,13 @@ describe('defaults of a minimal config', () => {
       // expensiveReadConcurrency stays unset: the server resolves it to half of poolSize at start.
       database: { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 },
       graphql: { introspection: true },
+      realtime: {
+        maxConnections: 10_000,
+        maxConnectionsPerCaller: 100,
+        maxSubscriptionsPerConnection: 100,
+        maxQueuedChanges: 10_000,
+        maxBufferedBytes: 4_194_304,
+      },
       metrics: { enabled: false },
       storage: {
         root: '.svcgen/files',

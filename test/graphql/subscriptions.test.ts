@@ -336,6 +336,50 @@ describe('lifecycle and protocol', () => {
     });
   });
 
+  it('realtime limits: a second subscription on a socket is refused, a second socket of a caller closes 4403, a burst past maxQueuedChanges closes 1013', async () => {
+    const small = await startTestServer({
+      databaseUrl: t.database.url,
+      configPatch: (raw) => {
+        raw.realtime = { maxQueuedChanges: 1, maxSubscriptionsPerConnection: 1, maxConnectionsPerCaller: 1 };
+      },
+    });
+    try {
+      const smallUrl = `${small.url.replace(/^http/, 'ws')}${PATH}`;
+      const customer = (await rest('POST', 'Customer', { email: `${unique('burst')}@example.com`, name: 'Burst' })).body
+        .data.id;
+      const orders = [await createOrder(customer), await createOrder(customer), await createOrder(customer)];
+      const c = client(`Bearer ${t.adminKey}`, {}, smallUrl);
+      const sub = subscribe(c, ORDER_CHANGES, { where: { customerId: { equals: customer } } });
+      await primed(sub, () => rest('PATCH', `Order/${orders[0]!.id}`, { total: 1 }));
+      const second = subscribe(c, 'subscription { cityChanged { id } }');
+      await waitFor(() => (second.closed ? true : undefined), 'the refusal of a second subscription');
+      expect(second.errors).toEqual([
+        [expect.objectContaining({ message: 'at most 1 subscriptions per socket; complete one first' })],
+      ]);
+      expect(
+        await new Promise((resolve) => {
+          const ws = new WebSocket(smallUrl, 'graphql-transport-ws');
+          ws.on('open', () =>
+            ws.send(JSON.stringify({ ...init, payload: { ...init.payload, Authorization: `Bearer ${t.adminKey}` } })),
+          );
+          ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+        }),
+      ).toEqual({ code: 4403, reason: 'at most 1 sockets per caller; close one first' });
+      // One statement changing three matching rows: three changes at once, more than one may wait.
+      const res = await t.request('PATCH', `${REST}/Order?customerId=equals.${customer}`, { body: { total: 7 } });
+      expect(res.status, res.text).toBe(200);
+      await waitFor(() => (sub.closed ? true : undefined), 'the close');
+      expect(sub.errors).toEqual([
+        expect.objectContaining({
+          code: 1013,
+          reason: 'changes come faster than this client reads them; subscribe again',
+        }),
+      ]);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('a message that is not a protocol message → 4400; one over 256 KiB → 1009', async () => {
     const auth = { ...init, payload: { ...init.payload, Authorization: `Bearer ${t.adminKey}` } };
     expect(await raw([auth], [{ type: 'subscribe' }])).toEqual({ code: 4400, reason: 'Invalid message received' });

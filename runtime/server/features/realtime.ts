@@ -45,15 +45,18 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
       upgrades(services) {
         const limits = dataLimits(services);
         const schemaFor = schemaCache(services);
-        server = new RealtimeServer({
-          config: services.config,
-          catalog: services.catalog,
-          access: (principal) => services.policy.access(principal),
-          schemaFor,
-          authenticate: (req, tenant) => limits.authenticate(req, tenant),
-          hub,
-          log,
-        });
+        server = new RealtimeServer(
+          {
+            config: services.config,
+            catalog: services.catalog,
+            access: (principal) => services.policy.access(principal),
+            schemaFor,
+            authenticate: (req, tenant) => limits.authenticate(req, tenant),
+            hub,
+            log,
+          },
+          services.config.realtime,
+        );
         const realtime = server;
         teardown.add('realtime metrics', metrics.watchRealtime(realtime));
         return (req, socket, head) => realtime.upgrade(req, socket, head);
