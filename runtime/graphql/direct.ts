@@ -4,8 +4,8 @@
  * already what graphql-js would write, is answered by splicing that text into the answer, as REST
  * does, instead of parsing every record and having graphql-js complete and serialize it again.
  * The statements are the normal path's (recordsStatement, same access, cost and budget). Anything
- * else, and any failure, is left to graphql-js (a failed read is run again there: reads only), so
- * the answer is byte for byte the normal path's in every case served here.
+ * else, and any failure, is left to graphql-js (with the outcomes of statements already run, so
+ * nothing is read twice), so the answer is byte for byte the normal path's.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -181,11 +181,16 @@ export async function answerDirectly(args: ExecutionArgs): Promise<ExecutionResu
     return undefined;
   }
   const settled = await Promise.allSettled(fields.map((f) => runStatement(f.statement)));
+  // graphql-js answers from these outcomes (a failed read's error in its place), not reading again.
+  const toGraphQL = () => {
+    context.ran = new Map(settled.map((outcome, i) => [fields[i]!.key, outcome]));
+    return undefined;
+  };
   const members: string[] = [];
   for (const [i, outcome] of settled.entries()) {
-    if (outcome.status === 'rejected') return undefined;
+    if (outcome.status === 'rejected') return toGraphQL();
     const texts = outcome.value.map((r) => r[0] as string);
-    if (fields[i]!.floats && texts.some((text) => UNLIKE_JAVASCRIPT.test(text))) return undefined;
+    if (fields[i]!.floats && texts.some((text) => UNLIKE_JAVASCRIPT.test(text))) return toGraphQL();
     const value = fields[i]!.single ? (texts[0] ?? 'null') : `[${texts.join(',')}]`;
     members.push(`${JSON.stringify(fields[i]!.key)}:${value}`);
   }

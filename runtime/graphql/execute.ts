@@ -56,6 +56,11 @@ export type GraphQLContext = {
    * after one fails the transaction is lost (and would not be kept), so the rest are not run.
    */
   readonly keyed?: { failed: boolean };
+  /**
+   * Root fields' statements the fast path already ran (direct.ts), by response key: when it hands
+   * the query to graphql-js, their outcomes (rows or failure) are taken, not run again.
+   */
+  ran?: ReadonlyMap<string, PromiseSettledResult<unknown[][]>>;
 };
 
 /** A GraphQL error carrying the REST Problem's kind as `code`, its `type` and `status` (docs/graphql.md "Errors"). */
@@ -189,6 +194,11 @@ export function runStatement(statement: RecordsStatement): Promise<unknown[][]> 
   return rows(statement.ctx, statement.cost, statement.sql, statement.values);
 }
 
+function settledRows(outcome: PromiseSettledResult<unknown[][]>): unknown[][] {
+  if (outcome.status === 'rejected') throw outcome.reason;
+  return outcome.value;
+}
+
 async function resolveRoot(
   meta: RootFieldMeta,
   args: Record<string, unknown>,
@@ -199,7 +209,8 @@ async function resolveRoot(
     const statement = recordsStatement(meta as RootFieldMeta & { kind: 'list' | 'byKey' }, args, context, info);
     const { ctx, select } = statement;
     const parse = recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select));
-    const found = await runStatement(statement);
+    const ran = context.ran?.get(info.path.key as string);
+    const found = ran === undefined ? await runStatement(statement) : settledRows(ran);
     if (meta.kind === 'list') return found.map((r) => parse(r[0] as string));
     return found.length ? parse(found[0]![0] as string) : null;
   }
