@@ -49,9 +49,10 @@ const INT_TYPES: ReadonlySet<string | undefined> = new Set([undefined, 'Integer'
 /**
  * float8 text JSON.stringify would write otherwise: an exponent (PostgreSQL from 1e15 and below
  * 1e-4, JavaScript from 1e21 and below 1e-6), `-0` (JavaScript: 0), NaN and infinities (strings
- * that GraphQL's Float refuses). Matching inside a string only sends a request to graphql-js.
+ * that GraphQL's Float refuses). A number is a whole token after `:`, `,` or `[` (a uuid's
+ * `9e-4` is not); text inside a string that looks like one only sends a request to graphql-js.
  */
-const UNLIKE_JAVASCRIPT = /\d[eE][-+]\d|"(?:-?Infinity|NaN)"|-0[,}\]]/;
+const UNLIKE_JAVASCRIPT = /[:,[](?:-?\d+(?:\.\d+)?[eE][-+]?\d+|-0|"(?:-?Infinity|NaN)")[,}\]]/;
 
 // Per process, as exact-numbers.ts's marker: no data text can hold U+0000.
 const MARK = `\u0000data:${randomBytes(9).toString('base64url')}`;

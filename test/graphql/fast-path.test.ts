@@ -8,6 +8,7 @@ import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
 import { buildSeed, writeSeed } from '../support/query-seed.ts';
 
 let t: AuthTestServer;
+const EXPONENT_LIKE_UUID = '0000001e-4000-4000-8000-000000000001';
 const keys: Record<string, string> = {};
 
 beforeAll(async () => {
@@ -28,11 +29,21 @@ beforeAll(async () => {
   await writeSeed(t.db, seed);
   // Floats PostgreSQL writes unlike JavaScript (1e+15, 1e-05, -0) and one it writes alike; notes
   // with characters JSON escapes.
+  // A uuid with a number-like `1e-4` in its text: still written alike.
+  await t.db.query(
+    `insert into env_master."Customer" (id, email, name, "cityId", "updatedAt") values ($1, 'e@example.com', 'E', 1, now())`,
+    [EXPONENT_LIKE_UUID],
+  );
   await t.db.query(
     `insert into env_master."Order" (id, status, total, note, "customerId", "updatedAt") values
       (601, 'open', 1e15, $2, $1, now()), (602, 'paid', '-0', 'x', $1, now()),
-      (603, 'open', 1e-5, null, $1, now()), (604, 'paid', 12.25, $3, $1, now())`,
-    [seed.customers[0]!.id, 'quote " backslash \\ newline \n tab \t bell \u0007 é 😀 \u2028', "a/b <c> & 'd'"],
+      (603, 'open', 1e-5, null, $1, now()), (604, 'paid', 12.25, $3, $4, now())`,
+    [
+      seed.customers[0]!.id,
+      'quote " backslash \\ newline \n tab \t bell \u0007 é 😀 \u2028',
+      "a/b <c> & 'd'",
+      EXPONENT_LIKE_UUID,
+    ],
   );
   keys.admin = t.adminKey;
   keys.catalog = (await t.createKey(['catalog'])).key;
@@ -129,7 +140,9 @@ const CASES: Case[] = [
     name: 'notes with escaped characters, a Float written alike',
     callers: ['admin'],
     fast: true,
-    request: { query: '{ order(id: 604) { id total note } orderList(where: { id: { in: [601, 604] } }) { id note } }' },
+    request: {
+      query: '{ order(id: 604) { id total note customerId } orderList(where: { id: { in: [601, 604] } }) { id note } }',
+    },
   },
   {
     name: 'a GET request',
@@ -235,6 +248,7 @@ describe('the fast path answers as graphql-js does, byte for byte', () => {
     const notes = await ask(keys.admin!, CASES[6]!.request, true);
     expect(notes.text).toContain('"note":"quote \\" backslash \\\\ newline \\n tab \\t bell \\u0007 é 😀 \u2028"');
     expect(notes.text).toContain('"total":12.25');
+    expect(notes.text).toContain(`"customerId":"${EXPONENT_LIKE_UUID}"`);
     const products = await ask(keys.admin!, CASES[5]!.request, true);
     expect(products.text).toContain('"price":9.90');
     const empty = await ask(keys.admin!, CASES[9]!.request, true);
