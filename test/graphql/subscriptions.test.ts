@@ -275,6 +275,30 @@ describe('what a subscriber sees', () => {
     }
   });
 
+  it('one statement changing 200 rows: every change arrives (its ids go out in two NOTIFY messages)', async () => {
+    const customer = (await rest('POST', 'Customer', { email: `${unique('many')}@example.com`, name: 'Many' })).body
+      .data.id;
+    const ids: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      const items = Array.from({ length: 100 }, () => ({ customerId: customer, total: 1 }));
+      const res = await rest('POST', 'Order/_bulk', { items });
+      expect(res.status, res.text).toBe(201);
+      ids.push(...res.body.data.items.map((item: { id: number }) => item.id));
+    }
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, {
+      where: { customerId: { equals: customer } },
+      events: ['UPDATE'],
+    });
+    await primed(sub, () => rest('PATCH', `Order/${ids[0]}`, { total: 2 }));
+    const res = await t.request('PATCH', `${REST}/Order?customerId=equals.${customer}`, { body: { total: 9 } });
+    expect(res.status, res.text).toBe(200);
+    await waitFor(() => (sub.results.length >= 200 ? true : undefined), '200 updates');
+    const got = sub.results.map((r) => r.data.orderChanged.record);
+    expect(got.map((r) => r.id).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(got.map((r) => r.total))).toEqual(new Set([9]));
+    sub.stop();
+  });
+
   it('a rolled-back write sends nothing', async () => {
     const sub = subscribe(
       client(`Bearer ${t.adminKey}`),
