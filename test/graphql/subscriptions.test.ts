@@ -299,6 +299,22 @@ describe('what a subscriber sees', () => {
     sub.stop();
   });
 
+  it('a subscriber in staging gets staging changes only', async () => {
+    const { key } = await t.createKey(['admin'], { environment: 'staging' });
+    const sub = subscribe(
+      client(`Bearer ${key}`, { environment: 'staging' }),
+      'subscription { cityChanged(events: [INSERT]) { record { name } } }',
+    );
+    const city = (name: string, environment: string, k: string) =>
+      t.request('POST', `${REST}/City`, { body: { name, country: 'NL' }, environment, key: k });
+    await primed(sub, async () => expect((await city(unique('probe'), 'staging', key)).status).toBe(201));
+    expect((await city('Master City', 'master', t.adminKey)).status).toBe(201);
+    expect((await city('Staging City', 'staging', key)).status).toBe(201);
+    await waitFor(() => sub.results[0], 'the staging insert');
+    expect(sub.results.map((r) => r.data.cityChanged.record.name)).toEqual(['Staging City']);
+    sub.stop();
+  });
+
   it('a rolled-back write sends nothing', async () => {
     const sub = subscribe(
       client(`Bearer ${t.adminKey}`),
