@@ -43,6 +43,8 @@ beforeAll(async () => {
     passwordCost: 4,
     configPatch: (raw) => {
       raw.roles = ROLES;
+      // The model's roles replace the example's; the example's file bucket names those (files are not modelled here).
+      delete raw.storage;
       raw.auth = { ...raw.auth, defaultRole: 'shopper', accessTokenTtl: 86_400 };
       raw.rateLimits = { ...raw.rateLimits, dataPerMinutePerProject: 1_000_000, dataPerMinutePerCaller: 1_000_000 };
       raw.database = { ...raw.database, poolWaitTimeoutMs: 20_000, statementTimeoutMs: 20_000 };
