@@ -11,7 +11,7 @@ import type { DataContext } from '../rest/context.ts';
 import { OPERATIONS } from '../rest/index.ts';
 import { answeringQueryErrors } from '../rest/query-problems.ts';
 import { requireObject } from '../rest/validate-body.ts';
-import { updateMatching } from '../rest/write.ts';
+import { deleteMatching, updateMatching } from '../rest/write.ts';
 import { parseKeepingNumbers } from './exact-numbers.ts';
 import type { MutationFieldMeta, WriteAction } from './schema.ts';
 import { collectFields, whereCondition } from './translate.ts';
@@ -23,6 +23,7 @@ const ACTION: Record<MutationFieldMeta['kind'], WriteAction> = {
   update: 'update',
   updateWhere: 'update',
   delete: 'delete',
+  deleteWhere: 'delete',
 };
 
 /** The request the REST route would have received: this one's caller and timing, the input as its JSON body. */
@@ -124,6 +125,8 @@ export async function resolveMutation(
     }
     case 'updateWhere':
       return answeringQueryErrors(() => updateWhere(ctx(restRequest(data.req, 'PATCH', base, args.data)), args));
+    case 'deleteWhere':
+      return answeringQueryErrors(() => deleteWhere(ctx(restRequest(data.req, 'DELETE', base, undefined)), args));
   }
 }
 
@@ -138,4 +141,17 @@ async function updateWhere(ctx: DataContext, args: Record<string, unknown>): Pro
     );
   }
   return { count: await updateMatching(ctx, where, requireObject(args.data, 'data')) };
+}
+
+/** Delete by condition (runtime/rest/write.ts deleteMatching), guarded as updateWhere is: an empty `where` deletes nothing. */
+async function deleteWhere(ctx: DataContext, args: Record<string, unknown>): Promise<{ count: number }> {
+  const where = whereCondition(ctx, ctx.table, args.where);
+  if (where.kind === 'true') {
+    throw new Problem(
+      'validation',
+      `delete${ctx.table.spec.name}Where needs at least one condition in where; to delete one record use delete${ctx.table.spec.name}`,
+      [{ field: 'where', rule: 'required', message: 'at least one condition is required' }],
+    );
+  }
+  return { count: await deleteMatching(ctx, where) };
 }

@@ -61,7 +61,7 @@ export const EVERYTHING_WRITABLE: WriteVisibility = () => null;
 export type RootKind = 'list' | 'byKey' | 'page' | 'aggregate';
 
 /** Mutation root field kinds, each the twin of one REST write (docs/graphql.md "Mutations"). */
-export type MutationKind = 'create' | 'createMany' | 'update' | 'updateWhere' | 'delete';
+export type MutationKind = 'create' | 'createMany' | 'update' | 'updateWhere' | 'delete' | 'deleteWhere';
 
 export interface MutationFieldMeta {
   readonly kind: MutationKind;
@@ -70,7 +70,7 @@ export interface MutationFieldMeta {
   readonly returnsRecord: boolean;
 }
 
-/** The names of a table's mutation fields: `Order` → createOrder, createOrderMany, updateOrder, updateOrderWhere, deleteOrder. */
+/** The names of a table's mutation fields: `Order` → createOrder, createOrderMany, updateOrder, updateOrderWhere, deleteOrder, deleteOrderWhere. */
 export function mutationFieldNames(table: string): Record<MutationKind, string> {
   return {
     create: `create${table}`,
@@ -78,6 +78,7 @@ export function mutationFieldNames(table: string): Record<MutationKind, string> 
     update: `update${table}`,
     updateWhere: `update${table}Where`,
     delete: `delete${table}`,
+    deleteWhere: `delete${table}Where`,
   };
 }
 
@@ -671,13 +672,23 @@ function mutationFields(
           extensions: meta('updateWhere'),
         };
     }
-    if (keyArgs && writable(t.name, 'delete') !== undefined)
-      fields[names.delete] = {
-        type: new GraphQLNonNull(GraphQLBoolean),
-        description: `Deletes one ${t.name} record (DELETE /gw/api/rest/${t.name}/<id>, answered 204): true`,
-        args: keyArgs,
-        extensions: meta('delete'),
-      };
+    if (writable(t.name, 'delete') !== undefined) {
+      if (keyArgs)
+        fields[names.delete] = {
+          type: new GraphQLNonNull(GraphQLBoolean),
+          description: `Deletes one ${t.name} record (DELETE /gw/api/rest/${t.name}/<id>, answered 204): true`,
+          args: keyArgs,
+          extensions: meta('delete'),
+        };
+      const where = build.where(t);
+      if (where)
+        fields[names.deleteWhere] = {
+          type: new GraphQLNonNull(WriteCount),
+          description: `Deletes every matching ${t.name} record the caller may delete; where needs a condition`,
+          args: { where: { type: new GraphQLNonNull(where) } },
+          extensions: meta('deleteWhere'),
+        };
+    }
   }
   return fields;
 }

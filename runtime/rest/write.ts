@@ -186,3 +186,20 @@ export async function updateMatching(
   const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
   return Number(rows[0]![0]);
 }
+
+/**
+ * Deletes every row matching the caller's `where` that it may read and delete (GraphQL's
+ * delete<T>Where; REST deletes by key only); the number of rows deleted. Each deleted row is
+ * captured as a DELETE event, as a delete by key is.
+ */
+export async function deleteMatching(ctx: DataContext, where: Condition): Promise<number> {
+  const scope = readScope(ctx);
+  const write = compileWrite(
+    scope,
+    { kind: 'delete', table: ctx.table, where },
+    { kind: 'count' },
+    await capturesEvents(ctx),
+  );
+  const rows = await runWrite(ctx.db, ctx.table, write, scope);
+  return Number(rows[0]![0]);
+}

@@ -321,7 +321,7 @@ describe('diffGraphql: the GraphQL schema of each model (generated/schema.graphq
       [
         ...breaking(
           'FIELD_REMOVED',
-          ...['createItem', 'createItemMany', 'deleteItem', 'updateItem', 'updateItemWhere'].map(
+          ...['createItem', 'createItemMany', 'deleteItem', 'deleteItemWhere', 'updateItem', 'updateItemWhere'].map(
             (f) => `Mutation.${f} was removed.`,
           ),
           'Order.items was removed.',

@@ -15,6 +15,7 @@ let me: { id: string; token: string };
 let otherCustomer: string;
 let paidReaderKey: string;
 let readerKey: string;
+let prunerKey: string;
 
 const unique = (tag: string) => `${tag}-${randomUUID()}`;
 
@@ -28,6 +29,10 @@ beforeAll(async () => {
         tables: { Order: { read: { filter: { status: 'paid' } }, create: true }, City: { create: true } },
       };
       raw.roles.reader = { tables: { Order: { read: true } } };
+      // Deletes by condition, only where both its read and delete filters hold.
+      raw.roles.pruner = {
+        tables: { Order: { read: { filter: { status: 'cancelled' } }, delete: { filter: { total: 1 } } } },
+      };
     },
   });
   const email = `${unique('gql')}@example.com`;
@@ -36,6 +41,7 @@ beforeAll(async () => {
   expect((await rest('POST', 'Customer', { id: me.id, email, name: 'Me' })).status).toBe(201);
   paidReaderKey = (await t.createKey(['paidReader'])).key;
   readerKey = (await t.createKey(['reader'])).key;
+  prunerKey = (await t.createKey(['pruner'])).key;
   otherCustomer = (await rest('POST', 'Customer', { email: `${unique('other')}@example.com`, name: 'Other' })).body.data
     .id;
 });
@@ -161,6 +167,51 @@ describe('admin mutations answer as their REST twins', () => {
       status: 422,
       errors: [{ field: 'where', rule: 'required', message: 'at least one condition is required' }],
     });
+  });
+
+  it('deleteOrderWhere deletes every matching record, captures a DELETE event each, and refuses an empty where', async () => {
+    const note = unique('gone');
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push((await rest('POST', 'Order', { total: 1, note, customerId: otherCustomer })).body.data.id);
+    const kept = (await rest('POST', 'Order', { total: 1, note: unique('kept'), customerId: otherCustomer })).body.data;
+    const sub = await t.request('POST', `${BASE}/_webhooks`, {
+      key: MANAGEMENT_TOKEN,
+      environment: 'master',
+      body: {
+        projectId: 'shop',
+        environment: 'master',
+        table: 'Order',
+        events: ['DELETE'],
+        url: 'http://127.0.0.1:9/hook',
+        secret: 'gql-delete-where-secret',
+      },
+    });
+    expect(sub.status, sub.text).toBe(201);
+    try {
+      const g = await gql(`mutation { deleteOrderWhere(where: { note: { equals: "${note}" } }) { count } }`);
+      expect(g.body).toEqual({ data: { deleteOrderWhere: { count: 3 } } });
+      for (const id of ids) expect((await rest('GET', `Order/${id}`)).status).toBe(404);
+      expect((await rest('GET', `Order/${kept.id}`)).status).toBe(200);
+      const events = await t.db.query<{ id: string }>(
+        `SELECT record->>'id' AS id FROM svcgen.webhook_events WHERE table_name = 'Order' AND operation = 'DELETE' AND record->>'note' = $1`,
+        [note],
+      );
+      expect(events.map((e) => Number(e.id)).sort((a, b) => a - b)).toEqual(ids);
+    } finally {
+      await t.request('DELETE', `${BASE}/_webhooks/${sub.body.id}`, { key: MANAGEMENT_TOKEN, environment: 'master' });
+    }
+    const again = await gql(`mutation { deleteOrderWhere(where: { note: { equals: "${note}" } }) { count } }`);
+    expect(again.body).toEqual({ data: { deleteOrderWhere: { count: 0 } } });
+    const empty = await gql('mutation { deleteOrderWhere(where: {}) { count } }');
+    expect(empty.body.data).toBeNull();
+    expect(empty.body.errors[0].extensions).toEqual({
+      code: 'VALIDATION',
+      type: '/errors/validation',
+      status: 422,
+      errors: [{ field: 'where', rule: 'required', message: 'at least one condition is required' }],
+    });
+    expect((await rest('GET', `Order/${kept.id}`)).status).toBe(200);
   });
 
   it('createOrderMany answers REST bulk data; an ALL_OR_NOTHING failure is its 422 with per-item errors', async () => {
@@ -305,6 +356,32 @@ describe('a customer user', () => {
     expect(r.status).toBe(404);
     expectFieldError(g, 'updateOrder', r.body);
     expect((await rest('GET', `Order/${theirs.id}`)).body.data.total).toBe(1);
+  });
+});
+
+describe('delete by condition under row filters', () => {
+  it('deletes only rows the role may both read and delete; the others stay, uncounted', async () => {
+    const note = unique('prune');
+    const make = async (status: string, total: number) =>
+      (await rest('POST', 'Order', { total, note, status, customerId: otherCustomer })).body.data.id as number;
+    const gone = await make('cancelled', 1);
+    const unreadable = await make('open', 1); // delete filter holds, read filter does not
+    const undeletable = await make('cancelled', 2); // read filter holds, delete filter does not
+    const g = await gql(
+      `mutation { deleteOrderWhere(where: { note: { equals: "${note}" } }) { count } }`,
+      undefined,
+      prunerKey,
+    );
+    expect(g.body).toEqual({ data: { deleteOrderWhere: { count: 1 } } });
+    expect((await rest('GET', `Order/${gone}`)).status).toBe(404);
+    expect((await rest('GET', `Order/${unreadable}`)).status).toBe(200);
+    expect((await rest('GET', `Order/${undeletable}`)).status).toBe(200);
+  });
+
+  it('a role without a delete grant has no deleteOrderWhere', async () => {
+    const g = await gql('mutation { deleteOrderWhere(where: { id: { equals: 1 } }) { count } }', undefined, me.token);
+    expect(g.status).toBe(400);
+    expect(g.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
   });
 });
 
