@@ -502,11 +502,11 @@ function report(results: CaseResult[], env: { node: string; serverNode: string; 
     'Where the differences come from (`BENCH_PROFILE=5 npm run bench:graphql` writes a CPU profile per case and variant and logs ' +
       'its top functions and statements):',
     '',
-    '- svcgen GraphQL and REST send the same SQL statement (the record JSON built by PostgreSQL). REST passes that text through; ' +
-      'GraphQL compiles the statement from the selection on each request (REST keeps its compiled whole-record read by id), ' +
-      'parses the JSON, lets graphql-js complete every field and serializes the answer again, and reads a POST body where REST ' +
-      'reads a URL. Parsing and validating the document is ' +
-      'no longer among those costs: parsed documents and their validation are cached (runtime/graphql/document-cache.ts).',
+    '- svcgen GraphQL and REST send the same SQL statement (the record JSON built by PostgreSQL), and both pass its text through: ' +
+      'these queries (lists and records by key) are answered by splicing the records into the answer (runtime/graphql/direct.ts), ' +
+      'without graphql-js completing each field. What GraphQL still spends beyond REST: it reads a POST body where REST reads a ' +
+      'URL, goes through graphql-http, and compiles the statement from the selection on each request (REST keeps its compiled ' +
+      'whole-record read by id); parsed documents and their validation are cached (runtime/graphql/document-cache.ts).',
     "- PostGraphile's statements select each column converted to text (`::text`, `to_char`); in the filtered case PostgreSQL " +
       'computes that for every one of the ~25,000 paid orders before the top-20 sort, which takes several times the execution ' +
       "time of svcgen's statement (it sorts the rows and builds JSON for the 20 it keeps). PostgreSQL's CPU is not listed per " +
