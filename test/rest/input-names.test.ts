@@ -160,9 +160,10 @@ describe('svcgen.config.json: role names', () => {
   );
 
   it('a role named __proto__ (an own key of the JSON text) is refused, not dropped', async () => {
+    // The top-level "roles" (a file bucket has its own "roles", indented deeper).
     const text = (await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8')).replace(
-      '"roles": {',
-      '"roles": { "__proto__": { "tables": { "City": { "read": true } } },',
+      '\n  "roles": {',
+      '\n  "roles": { "__proto__": { "tables": { "City": { "read": true } } },',
     );
     const config = JSON.parse(text);
     expect(Object.hasOwn(config.roles, '__proto__')).toBe(true);
