@@ -22,6 +22,7 @@ export {
   fieldOperators,
   FILTER_GROUPS,
   MAX_AGGREGATE_ROWS,
+  CLOCK_OPERATORS,
   OPERATORS,
   operatorMismatch,
   RESERVED_PARAMETERS,

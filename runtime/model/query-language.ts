@@ -32,6 +32,17 @@ export const OPERATORS = [
 
 export type Operator = (typeof OPERATORS)[number];
 
+/** The date helpers: operators whose meaning depends on the clock when the statement runs. */
+export const CLOCK_OPERATORS: ReadonlySet<Operator> = new Set<Operator>([
+  'today',
+  'yesterday',
+  'this_week',
+  'this_month',
+  'last_days',
+  'last_weeks',
+  'last_months',
+]);
+
 /** Filter groups (`or=(...)`): read as groups before any field of that name. */
 export const FILTER_GROUPS = ['and', 'not', 'or'] as const;
 

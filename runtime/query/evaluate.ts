@@ -10,7 +10,7 @@
  * (they need other rows), ordering on text (PostgreSQL orders by the database's collation), the
  * date helpers (they move with the clock), and BigInt, Decimal, Json and Bytes fields.
  */
-import type { FieldSpec } from '../model/index.ts';
+import { CLOCK_OPERATORS, type FieldSpec } from '../model/index.ts';
 import type { CatalogTable } from './catalog.ts';
 import type { Condition } from './description.ts';
 
@@ -23,22 +23,6 @@ export type RecordValues = Readonly<Record<string, unknown>>;
 type Truth = boolean | null;
 
 const ORDERING = new Set(['gt', 'gte', 'lt', 'lte', 'between']);
-const SUPPORTED = new Set([
-  'equals',
-  'not_equals',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'contains',
-  'starts_with',
-  'ends_with',
-  'in',
-  'not_in',
-  'between',
-  'is_empty',
-  'is_not_empty',
-]);
 const SUPPORTED_TYPES = new Set(['String', 'Int', 'Float', 'Boolean', 'DateTime']);
 
 /**
@@ -64,7 +48,7 @@ export function unsupportedIn(table: CatalogTable, condition: Condition): string
       if (condition.path.length !== 1) return `the condition on ${name} goes through a relation`;
       const field = table.fields.get(condition.path[0]!);
       if (!field) return `${table.spec.name} has no field "${name}"`;
-      if (!SUPPORTED.has(condition.op)) return `the operator ${condition.op} (on ${name}) depends on the clock`;
+      if (CLOCK_OPERATORS.has(condition.op)) return `the operator ${condition.op} (on ${name}) depends on the clock`;
       const kind = field.enumValues ? 'enum' : field.type;
       if (kind !== 'enum' && !SUPPORTED_TYPES.has(kind)) return `${name} is a ${field.type} field`;
       if (ORDERING.has(condition.op) && (kind === 'String' || kind === 'enum'))

@@ -10,16 +10,10 @@
 import { fullRecord } from '../query/compile-read.ts';
 import { newAlias } from '../query/compile-condition.ts';
 import { CHANGED_COLUMN, type CaptureSite } from '../webhooks/capture.ts';
+import { newIdSql } from '../webhooks/queue.ts';
 
 /** The topic of a statement's event ids on the channel: `<environment>\t<table>\t<id>,<id>,...`. */
 export const LIVE_TOPIC = 'live';
-
-/**
- * A new event id as the webhook capture makes them: `evt_`, then a UUIDv7's 32 hex digits (time
- * ordered, so the primary key index grows at its end).
- */
-const eventId = `'evt_' || encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
-     placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')`;
 
 /** CTEs to append after captureEvents' (they read its `hook`, `event` and `fanout`). */
 export function captureLive(site: CaptureSite): string[] {
@@ -38,7 +32,7 @@ export function captureLive(site: CaptureSite): string[] {
        SELECT event.id, event.record, event.changed, event.n, event.id IN (SELECT event_id FROM fanout) AS written
          FROM event WHERE EXISTS (SELECT 1 FROM live)
        UNION ALL
-       SELECT ${eventId}, ${fullRecord(table, x)}, ${changed}, row_number() OVER (), false
+       SELECT ${newIdSql('evt_')}, ${fullRecord(table, x)}, ${changed}, row_number() OVER (), false
          FROM ${site.rows} ${x} WHERE EXISTS (SELECT 1 FROM live) AND NOT EXISTS (SELECT 1 FROM hook))`,
     `live_row AS (INSERT INTO svcgen.webhook_events (id, environment, table_name, operation, record, changed_fields)
        SELECT id, ${env}, ${name}, ${op}, record, changed FROM live_event WHERE NOT written)`,
