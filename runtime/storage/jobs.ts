@@ -4,7 +4,8 @@
  * sweep removes what no row refers to (a crash between storing bytes and inserting the row, or mid
  * upload) once it is older than storage.orphanGraceSeconds.
  */
-import { Logger, run, type Runner } from 'graphile-worker';
+import { Logger, run } from 'graphile-worker';
+import { superviseRunner, type SupervisedRunner } from '../db/supervised-runner.ts';
 import pg from 'pg';
 import { connectionConfig, type Database, type Queryable } from '../db/index.ts';
 import { QUEUE_SCHEMA } from '../webhooks/index.ts';
@@ -58,47 +59,16 @@ export async function startRemovalWorker(
     });
   const failed = (error: unknown) =>
     log(`storage worker stopped: ${error instanceof Error ? error.message : String(error)}; starting it again`);
-  let runner: Runner | undefined;
-  let stopping = false;
-  let timer: NodeJS.Timeout | undefined;
-  let backoffMs = 500;
-  const supervise = (current: Runner) => {
-    const ended = (error: unknown) => {
-      if (stopping) return;
-      failed(error ?? new Error('it ended'));
-      runner = undefined;
-      const restart = () => {
-        timer = undefined;
-        if (stopping) return;
-        start().then(
-          (next) => {
-            backoffMs = 500;
-            if (stopping) return void next.stop().catch(() => {});
-            runner = next;
-            supervise(next);
-          },
-          () => {
-            backoffMs = Math.min(backoffMs * 2, 15_000);
-            timer = setTimeout(restart, backoffMs);
-          },
-        );
-      };
-      timer = setTimeout(restart, backoffMs);
-    };
-    current.promise.then(() => ended(undefined), ended);
-  };
+  let runner: SupervisedRunner;
   try {
-    runner = await start();
-    supervise(runner);
+    runner = await superviseRunner(start, { ended: failed });
   } catch (error) {
     await pgPool.end().catch(() => {});
     throw error;
   }
   return {
     async stop() {
-      stopping = true;
-      if (timer) clearTimeout(timer);
-      await runner?.stop().catch(() => {});
+      await runner.stop().catch(() => {});
       await pgPool.end().catch(() => {});
     },
   };

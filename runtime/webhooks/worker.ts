@@ -4,7 +4,8 @@
  * its job locked (graphile-worker frees it after 4 hours) and the delivery's lease running out;
  * the sweep queues such deliveries again at once, and the lease makes any duplicate job a no-op.
  */
-import { Logger, run, runMigrations, type Runner } from 'graphile-worker';
+import { Logger, run, runMigrations } from 'graphile-worker';
+import { superviseRunner, type SupervisedRunner } from '../db/supervised-runner.ts';
 import pg from 'pg';
 import type { Config } from '../config/index.ts';
 import { connectionConfig, openDatabase, type Database } from '../db/index.ts';
@@ -165,42 +166,14 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
         },
       },
     });
-  let runner: Runner | undefined;
   let stopping = false;
-  let restartTimer: NodeJS.Timeout | undefined;
-  let backoffMs = 500;
-  // graphile-worker gives up when the database goes away under it; the API must not go with it, so
-  // the runner is started again (with backoff) until the worker is stopped.
-  const supervise = (current: Runner) => {
-    const ended = (error: unknown) => {
-      if (stopping) return;
-      failed('runner')(error ?? new Error('it stopped'));
-      runner = undefined;
-      const restart = () => {
-        restartTimer = undefined;
-        if (stopping) return;
-        start().then(
-          (next) => {
-            backoffMs = 500;
-            if (stopping) return void next.stop().catch(() => {});
-            runner = next;
-            supervise(next);
-            options.log('webhook worker: running again');
-          },
-          (startError: unknown) => {
-            failed('runner restart')(startError);
-            backoffMs = Math.min(backoffMs * 2, 15_000);
-            restartTimer = setTimeout(restart, backoffMs);
-          },
-        );
-      };
-      restartTimer = setTimeout(restart, backoffMs);
-    };
-    current.promise.then(() => ended(undefined), ended);
-  };
+  let runner: SupervisedRunner;
   try {
-    runner = await start();
-    supervise(runner);
+    runner = await superviseRunner(start, {
+      ended: failed('runner'),
+      restartFailed: failed('runner restart'),
+      restarted: () => options.log('webhook worker: running again'),
+    });
   } catch (error) {
     await agent.close();
     await db.close();
@@ -237,9 +210,8 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
       if (drainTimer) clearTimeout(drainTimer);
       clearInterval(sweep);
       clearInterval(prune);
-      if (restartTimer) clearTimeout(restartTimer);
       // Together: a drain statement and the runner's stop can each wait out a connect timeout.
-      await Promise.all([draining, runner?.stop().catch(failed('runner stop'))]);
+      await Promise.all([draining, runner.stop().catch(failed('runner stop'))]);
       await agent.close();
       await db.close();
       await runnerPool.end().catch(() => {});
