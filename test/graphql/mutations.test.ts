@@ -488,6 +488,30 @@ describe('Idempotency-Key and GET', () => {
     expect(other.body).toEqual({ ...restOther.body, instance: '/gw/api/graphql' });
   });
 
+  it('a mutation whose keyword is written with JSON escapes is still keyed (replayed, written once)', async () => {
+    const key = unique('idem-escaped');
+    const note = unique('idem-escaped-note');
+    const query = `mutation { createOrder(data: { total: 1, note: "${note}", customerId: "${otherCustomer}" }) { id } }`;
+    // "\u006d" is "m": the body never spells the word mutation.
+    const raw = JSON.stringify({ query }).replace('mutation', '\\u006dutation');
+    expect(raw).not.toContain('mutation');
+    const send = () =>
+      t.request('POST', '/gw/api/graphql', {
+        raw,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+          'idempotency-key': key,
+        },
+      });
+    const first = await send();
+    expect(first.body.errors, first.text).toBeUndefined();
+    const replay = await send();
+    expect(replay.headers.get('idempotency-replayed')).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    expect((await rest('GET', `Order?note=equals.${note}`)).body.data).toHaveLength(1);
+  });
+
   it('a keyed mutation with an error is not kept: nothing written, the key free again', async () => {
     const key = unique('idem-err');
     const note = unique('idem-err-note');
