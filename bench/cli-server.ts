@@ -1,12 +1,14 @@
 /**
  * `svcgen serve` run as a user runs it, for the benchmarks that measure the real CLI
  * (./workers.ts, ./installed.ts): a spawned process on a free port, ready once /readyz answers 200,
- * its CPU (and its cluster workers') read from /proc.
+ * its CPU (and its cluster workers') read from /proc, and one case measured against it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import { processCpuMicros } from './cpu.ts';
+import autocannon from 'autocannon';
+import { fillRequest, headersFor, type BenchCase, type Fixture } from './cases.ts';
+import { BackendCpu, machineBusy, machineSample, processCpuMicros } from './cpu.ts';
 
 const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 20_000;
@@ -108,4 +110,73 @@ export function treeCpuSpent(before: Map<number, number>, after: Map<number, num
   let spent = 0;
   for (const [pid, cpu] of after) spent += cpu - (before.get(pid) ?? 0);
   return spent;
+}
+
+export interface Measurement {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU µs per request of the server's processes, PostgreSQL's backends, the load generator */
+  serverUs: number;
+  postgresUs: number | undefined;
+  loadUs: number;
+  /** busy share of all CPUs */
+  busy: number | undefined;
+}
+
+export interface LoadSettings {
+  readonly connections: number;
+  readonly warmupS: number;
+  readonly durationS: number;
+}
+
+async function load(
+  url: string,
+  benchCase: BenchCase,
+  fixture: Fixture,
+  connections: number,
+  seconds: number,
+): Promise<autocannon.Result> {
+  return autocannon({
+    url,
+    connections,
+    duration: seconds,
+    headers: headersFor(fixture),
+    requests: [{ setupRequest: (req, context) => fillRequest(req, benchCase.next(fixture, context, 0)) }],
+  });
+}
+
+/** A warm-up, then one measured run of `benchCase` against the server at `target`; every answer must be 2xx. */
+export async function measureCase(
+  target: { readonly url: string; readonly pid: number },
+  benchCase: BenchCase,
+  fixture: Fixture,
+  backends: BackendCpu,
+  settings: LoadSettings,
+): Promise<Measurement> {
+  const warm = await load(target.url, benchCase, fixture, settings.connections, settings.warmupS);
+  if (warm.non2xx || warm.errors)
+    throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  const serverBefore = treeCpuMicros(target.pid);
+  const pgBefore = await backends.sample();
+  const machineBefore = machineSample();
+  const loadBefore = process.cpuUsage();
+  const result = await load(target.url, benchCase, fixture, settings.connections, settings.durationS);
+  const loadCpu = process.cpuUsage(loadBefore);
+  const machineAfter = machineSample();
+  const pgAfter = await backends.sample();
+  const serverAfter = treeCpuMicros(target.pid);
+  if (result.non2xx || result.errors)
+    throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  const requests = result.requests.total;
+  const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    serverUs: treeCpuSpent(serverBefore, serverAfter) / requests,
+    postgresUs: pgSpent === undefined ? undefined : pgSpent / requests,
+    loadUs: (loadCpu.user + loadCpu.system) / requests,
+    busy: machineBusy(machineBefore, machineAfter)?.busy,
+  };
 }

@@ -23,13 +23,12 @@ import fs from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import pg from 'pg';
-import { CASES, fillRequest, headersFor, type BenchCase, type Fixture } from './cases.ts';
+import { CASES, type BenchCase } from './cases.ts';
 import { REPO, startServerChild } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
-import { serveCli, treeCpuMicros, treeCpuSpent, type Serving } from './cli-server.ts';
-import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
+import { measureCase, serveCli, type Measurement, type Serving } from './cli-server.ts';
+import { BackendCpu } from './cpu.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
@@ -38,6 +37,7 @@ const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CASE_IDS = (process.env.BENCH_CASES ?? 'read-one,list-20,list-filtered,list-embed,create').split(',');
+const LOAD = { connections: CONNECTIONS, warmupS: WARMUP_S, durationS: DURATION_S };
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
 const RESULTS_FILE = process.env.BENCH_RESULTS
   ? path.resolve(process.env.BENCH_RESULTS)
@@ -58,60 +58,6 @@ const log = (message: string) => console.error(`[bench:installed] ${message}`);
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
-
-interface Measurement {
-  rps: number;
-  p50: number;
-  p99: number;
-  /** CPU µs per request of the server's processes, PostgreSQL's backends, the load generator */
-  serverUs: number;
-  postgresUs: number | undefined;
-  loadUs: number;
-  busy: number | undefined;
-}
-
-interface Target {
-  url: string;
-  pid: number;
-}
-
-async function load(url: string, benchCase: BenchCase, fixture: Fixture, seconds: number): Promise<autocannon.Result> {
-  return autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    headers: headersFor(fixture),
-    requests: [{ setupRequest: (req, context) => fillRequest(req, benchCase.next(fixture, context, 0)) }],
-  });
-}
-
-async function measure(target: Target, benchCase: BenchCase, fixture: Fixture, backends: BackendCpu) {
-  const warm = await load(target.url, benchCase, fixture, WARMUP_S);
-  if (warm.non2xx || warm.errors)
-    throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
-  const serverBefore = treeCpuMicros(target.pid);
-  const pgBefore = await backends.sample();
-  const machineBefore = machineSample();
-  const loadBefore = process.cpuUsage();
-  const result = await load(target.url, benchCase, fixture, DURATION_S);
-  const loadCpu = process.cpuUsage(loadBefore);
-  const machineAfter = machineSample();
-  const pgAfter = await backends.sample();
-  const serverAfter = treeCpuMicros(target.pid);
-  if (result.non2xx || result.errors)
-    throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  const requests = result.requests.total;
-  const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    serverUs: treeCpuSpent(serverBefore, serverAfter) / requests,
-    postgresUs: pgSpent === undefined ? undefined : pgSpent / requests,
-    loadUs: (loadCpu.user + loadCpu.system) / requests,
-    busy: machineBusy(machineBefore, machineAfter)?.busy,
-  };
-}
 
 const median = (rounds: Measurement[]) =>
   [...rounds].sort((a, b) => a.rps - b.rps)[Math.floor((rounds.length - 1) / 2)]!;
@@ -257,7 +203,7 @@ async function main(): Promise<void> {
     const logDir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-logs-'));
     cleanups.add(() => rm(logDir, { recursive: true, force: true }));
     const logFile = (level: 'info' | 'warn') => path.join(logDir, `serve-${level}.log`);
-    const targets = {} as Record<ServerName, Target>;
+    const targets = {} as Record<ServerName, { url: string; pid: number }>;
     const servings: Serving[] = [];
     for (const level of ['info', 'warn'] as const) {
       const serving = await serveCli({
@@ -283,7 +229,7 @@ async function main(): Promise<void> {
         for (let k = 0; k < SERVERS.length; k++) {
           const name = SERVERS[(k + i + round) % SERVERS.length]!;
           try {
-            const m = await measure(targets[name], c, fixture, backends);
+            const m = await measureCase(targets[name], c, fixture, backends, LOAD);
             rounds.get(name)!.push(m);
             log(
               `${c.title} → ${name}, round ${round + 1}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request server ${fmt(m.serverUs)}, ` +

@@ -15,13 +15,12 @@
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import pg from 'pg';
-import { CASES, fillRequest, headersFor, type BenchCase, type Fixture } from './cases.ts';
+import { CASES, type BenchCase } from './cases.ts';
 import { REPO } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
-import { serveCli, processTree, treeCpuMicros, treeCpuSpent, type Serving } from './cli-server.ts';
-import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
+import { measureCase, serveCli, processTree, type Measurement } from './cli-server.ts';
+import { BackendCpu } from './cpu.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
@@ -30,6 +29,7 @@ const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
 const CASE_IDS = (process.env.BENCH_CASES ?? 'read-one,list-20,create,list-embed').split(',');
+const LOAD = { connections: CONNECTIONS, warmupS: WARMUP_S, durationS: DURATION_S };
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
 const RESULTS_FILE = process.env.BENCH_RESULTS
   ? path.resolve(process.env.BENCH_RESULTS)
@@ -40,66 +40,6 @@ const log = (message: string) => console.error(`[bench:workers] ${message}`);
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
-
-interface Measurement {
-  rps: number;
-  p50: number;
-  p99: number;
-  /** CPU µs per request */
-  svcgenUs: number;
-  postgresUs: number | undefined;
-  loadUs: number;
-  /** busy share of all CPUs */
-  busy: number | undefined;
-}
-
-async function load(url: string, benchCase: BenchCase, fixture: Fixture, seconds: number): Promise<autocannon.Result> {
-  return autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    headers: headersFor(fixture),
-    requests: [
-      {
-        setupRequest: (req, context) => fillRequest(req, benchCase.next(fixture, context, 0)),
-      },
-    ],
-  });
-}
-
-async function measure(
-  serving: Serving,
-  benchCase: BenchCase,
-  fixture: Fixture,
-  backends: BackendCpu,
-): Promise<Measurement> {
-  const warm = await load(serving.url, benchCase, fixture, WARMUP_S);
-  if (warm.non2xx || warm.errors)
-    throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
-  const svcBefore = treeCpuMicros(serving.pid);
-  const pgBefore = await backends.sample();
-  const machineBefore = machineSample();
-  const loadBefore = process.cpuUsage();
-  const result = await load(serving.url, benchCase, fixture, DURATION_S);
-  const loadCpu = process.cpuUsage(loadBefore);
-  const machineAfter = machineSample();
-  const pgAfter = await backends.sample();
-  const svcAfter = treeCpuMicros(serving.pid);
-  if (result.non2xx || result.errors)
-    throw new Error(`${benchCase.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  const requests = result.requests.total;
-  const svcgen = treeCpuSpent(svcBefore, svcAfter);
-  const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    svcgenUs: svcgen / requests,
-    postgresUs: pgSpent === undefined ? undefined : pgSpent / requests,
-    loadUs: (loadCpu.user + loadCpu.system) / requests,
-    busy: machineBusy(machineBefore, machineAfter)?.busy,
-  };
-}
 
 function report(
   cases: BenchCase[],
@@ -147,7 +87,7 @@ function report(
     for (const n of counts) {
       const m = results.get(c.id)!.get(n)!;
       out.push(
-        `| ${c.title} | ${n} | ${fmt(m.svcgenUs)} | ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)} | ${fmt(m.loadUs)} | ${m.busy === undefined ? 'n/a' : pct(m.busy, 1)} |`,
+        `| ${c.title} | ${n} | ${fmt(m.serverUs)} | ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)} | ${fmt(m.loadUs)} | ${m.busy === undefined ? 'n/a' : pct(m.busy, 1)} |`,
       );
     }
   }
@@ -209,10 +149,10 @@ async function main(): Promise<void> {
       try {
         for (const c of cases) {
           try {
-            const m = await measure(serving, c, fixture, backends);
+            const m = await measureCase(serving, c, fixture, backends, LOAD);
             results.get(c.id)!.set(n, m);
             log(
-              `  ${c.title}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request svcgen ${fmt(m.svcgenUs)}, PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}, load ${fmt(m.loadUs)}`,
+              `  ${c.title}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request svcgen ${fmt(m.serverUs)}, PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}, load ${fmt(m.loadUs)}`,
             );
           } finally {
             if (c.writes) await restoreSeed(database.url, fixture);
