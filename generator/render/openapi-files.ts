@@ -100,7 +100,7 @@ export function filePaths(builder: OpenApiBuilder, buckets: readonly BucketSumma
       },
       responses: {
         '201': { ...created, headers: { Location: { schema: { type: 'string' } } } },
-        ...fileErrors(['payload-too-large', 'unsupported-media-type', 'validation'], {
+        ...fileErrors(['payload-too-large', 'unsupported-media-type', 'validation', 'storage-unavailable'], {
           'payload-too-large': "the file is larger than the bucket's maxBytes",
           'unsupported-media-type': 'the bucket does not accept the type, or the bytes are not of the declared type',
           validation: 'no file part, no name, or a name with control characters',
@@ -173,7 +173,7 @@ export function filePaths(builder: OpenApiBuilder, buckets: readonly BucketSumma
         },
         '206': { description: 'The requested range (Content-Range)' },
         '304': { description: 'The copy with this ETag is current' },
-        ...fileErrors(['range-not-satisfiable'], {
+        ...fileErrors(['range-not-satisfiable', 'storage-unavailable'], {
           unauthorized: 'missing or invalid credentials, or a signed URL token that is invalid or expired',
         }),
       },

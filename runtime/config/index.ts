@@ -3,7 +3,14 @@ import path from 'node:path';
 import { FILE_FILTER_FIELDS } from '../model/index.ts';
 import { configSchema, type Config } from './schema.ts';
 
-export type { ActionRule, BucketConfig, Config, RoleConfig, TablePermissionsConfig } from './schema.ts';
+export type {
+  ActionRule,
+  BucketConfig,
+  Config,
+  RoleConfig,
+  StorageBackendConfig,
+  TablePermissionsConfig,
+} from './schema.ts';
 export { callerDataLimit, configSchema } from './schema.ts';
 
 export const CONFIG_FILE = 'svcgen.config.json';

@@ -74,6 +74,62 @@ const bucket = z
   })
   .strict();
 
+const envVarName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable (letters, digits and _), not its value');
+
+/** Where file bytes are kept (docs/storage.md "Backends"); credentials come from the environment, never from here. */
+const storageBackend = z.discriminatedUnion(
+  'type',
+  [
+    z
+      .object({
+        type: z.literal('local'),
+        /** Folder of the local-disk backend, relative to the project folder (storage.root by default). */
+        root: z.string().min(1).optional(),
+      })
+      .strict(),
+    z
+      .object({
+        type: z.literal('s3'),
+        bucket: z
+          .string({ error: 'the name of the S3 bucket that keeps the files' })
+          .regex(
+            /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+            'an S3 bucket name: 3 to 63 lower-case letters, digits, dots and hyphens, starting and ending with a letter or digit',
+          ),
+        /** The bucket's region; else AWS_REGION, AWS_DEFAULT_REGION, else us-east-1. */
+        region: z
+          .string()
+          .regex(/^[a-z0-9-]+$/, 'a region name such as "eu-west-1"')
+          .optional(),
+        /** An S3-compatible store's URL (MinIO, Ceph, R2, ...); AWS S3 when absent. */
+        endpoint: z
+          .url({ protocol: /^https?$/, error: 'an http(s) URL of the store, such as "http://127.0.0.1:9000"' })
+          .optional(),
+        /** Bucket in the path (http://host/bucket/key), which MinIO and most S3-compatible stores need. */
+        forcePathStyle: z.boolean().default(false),
+        /** Keys are <prefix>/<environment>/<bucket>/<id>; the prefix is svcgen's alone (the sweep removes unknown ids under it). */
+        prefix: z
+          .string()
+          .regex(
+            /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*\/?$/,
+            'folder names of letters, digits, ., _ and - separated by / (e.g. "svcgen/files")',
+          )
+          .optional(),
+        /** Names of environment variables holding the access key; without them the AWS default chain (AWS_ACCESS_KEY_ID, profiles, roles). */
+        accessKeyIdEnv: envVarName.optional(),
+        secretAccessKeyEnv: envVarName.optional(),
+      })
+      .strict()
+      .refine((s) => (s.accessKeyIdEnv === undefined) === (s.secretAccessKeyEnv === undefined), {
+        message: 'give accessKeyIdEnv and secretAccessKeyEnv together, or neither (the AWS default credential chain)',
+        path: ['accessKeyIdEnv'],
+      }),
+  ],
+  { error: 'type is "local" (the default) or "s3"' },
+);
+
 const environmentName = z
   .string()
   .regex(/^[a-z][a-z0-9_]{0,39}$/, 'lower-case letters, digits and _, starting with a letter, at most 40 characters');
@@ -270,6 +326,8 @@ export const configSchema = z
       .object({
         /** Folder of the local-disk backend, relative to the project folder. */
         root: z.string().min(1).default('.svcgen/files'),
+        /** Where bytes are kept: local disk (default) or an S3 bucket. */
+        backend: storageBackend.default({ type: 'local' }),
         /** Bytes with no metadata (a crash mid-upload) older than this are removed by the sweep. */
         orphanGraceSeconds: seconds.default(3600),
         /** Default lifetime of a signed download URL; a request may ask for up to signedUrlMaxTtl. */
@@ -318,3 +376,4 @@ export type RoleConfig = Config['roles'][string];
 export type ActionRule = z.output<typeof actionRule>;
 export type TablePermissionsConfig = z.output<typeof tablePermissions>;
 export type BucketConfig = z.output<typeof bucket>;
+export type StorageBackendConfig = z.output<typeof storageBackend>;

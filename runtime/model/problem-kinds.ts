@@ -110,6 +110,13 @@ export const PROBLEM_KINDS = {
     title: 'Database statement timeout',
     description: 'the statement ran past database.statementTimeoutMs; retry after Retry-After seconds',
   },
+  // The file store of an S3 storage backend (runtime/storage/s3.ts): 503 with Retry-After, nothing kept.
+  'storage-unavailable': {
+    status: 503,
+    title: 'File storage unavailable',
+    description:
+      'the file store (S3) could not be reached or refused the request; nothing was changed, retry after Retry-After seconds',
+  },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
 export type ProblemKind = keyof typeof PROBLEM_KINDS;
@@ -122,4 +129,5 @@ export const PROBLEM_HEADERS: Partial<Record<ProblemKind, readonly string[]>> = 
   'database-unavailable': ['Retry-After'],
   'database-busy': ['Retry-After'],
   'statement-timeout': ['Retry-After'],
+  'storage-unavailable': ['Retry-After'],
 };

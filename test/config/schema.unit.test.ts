@@ -80,6 +80,7 @@ describe('defaults of a minimal config', () => {
       metrics: { enabled: false },
       storage: {
         root: '.svcgen/files',
+        backend: { type: 'local' },
         orphanGraceSeconds: 3600,
         signedUrlTtl: 900,
         signedUrlMaxTtl: 604_800,
@@ -209,6 +210,26 @@ describe('problems of an invalid config', () => {
         '$.storage.buckets.docs.contentTypes[1]: a media type such as "image/png", "image/*" or "*/*" (lower case, no parameters)',
         '$.storage.buckets.docs.contentTypes[2]: a media type such as "image/png", "image/*" or "*/*" (lower case, no parameters)',
       ],
+    ],
+    [
+      'storage backend: an S3 bucket, endpoint, prefix and credential variables',
+      {
+        ...MINIMAL,
+        storage: {
+          backend: { type: 's3', bucket: 'ab', endpoint: 'ftp://x', prefix: '/lead', accessKeyIdEnv: 'X' },
+        },
+      },
+      [
+        '$.storage.backend.bucket: an S3 bucket name: 3 to 63 lower-case letters, digits, dots and hyphens, starting and ending with a letter or digit',
+        '$.storage.backend.endpoint: an http(s) URL of the store, such as "http://127.0.0.1:9000"',
+        '$.storage.backend.prefix: folder names of letters, digits, ., _ and - separated by / (e.g. "svcgen/files")',
+        '$.storage.backend.accessKeyIdEnv: give accessKeyIdEnv and secretAccessKeyEnv together, or neither (the AWS default credential chain)',
+      ],
+    ],
+    [
+      'storage backend of an unknown type',
+      { ...MINIMAL, storage: { backend: { type: 'gcs' } } },
+      ['$.storage.backend.type: type is "local" (the default) or "s3"'],
     ],
     [
       'storage bucket rules naming what is not defined',
