@@ -105,7 +105,9 @@ export class S3Backend implements StorageBackend {
   async put(key: string, body: Readable): Promise<void> {
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.bucket, Key: this.objectName(key), Body: body },
+      // Wrapped: lib-storage takes a `size` property of the body for its length (UploadInspector
+      // has one, counting bytes so far), and this stream shows it nothing but the bytes.
+      params: { Bucket: this.bucket, Key: this.objectName(key), Body: Readable.from(body, { objectMode: false }) },
       partSize: PART_BYTES,
       queueSize: QUEUE_SIZE,
       leavePartsOnError: false,
