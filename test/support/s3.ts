@@ -6,7 +6,7 @@
  * one folder per upload id holding the key), so the tests can check that an upload which fails
  * leaves no pending upload behind, and the S3 backend can abort and list them as it does on S3.
  */
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -27,6 +27,8 @@ export interface TestS3 {
   /** Keys of multipart uploads that were started and neither completed nor aborted. */
   pendingUploads(): Promise<string[]>;
   put(key: string, body: string): Promise<void>;
+  /** Makes every pending multipart upload look `seconds` older (Initiated is its folder's time here). */
+  ageUploads(seconds: number): Promise<void>;
   /** Stops the server (the store is then unreachable: connections are refused). */
   stop(): Promise<void>;
   /** Starts it again on the same port and folder. */
@@ -48,7 +50,7 @@ function xml(text: string): string {
 
 /** AbortMultipartUpload and ListMultipartUploads over s3rver's store (path-style requests). */
 function multipartCalls(server: S3rver) {
-  const store = (server as unknown as { store: { getResourcePath(b: string, k: undefined, r: string): string } }).store;
+  const store = server.store;
   return async (ctx: Ctx, next: () => Promise<unknown>) => {
     const url = new URL(ctx.url, 'http://s3');
     const [, bucket = '', ...rest] = url.pathname.split('/');
@@ -127,6 +129,12 @@ export async function startS3(): Promise<TestS3> {
     async pendingUploads() {
       const page = await client.send(new ListMultipartUploadsCommand({ Bucket: S3_BUCKET }));
       return (page.Uploads ?? []).map((u) => u.Key!);
+    },
+    async ageUploads(seconds) {
+      const uploads = server!.store.getResourcePath(S3_BUCKET, undefined, 'uploads');
+      const when = new Date(Date.now() - seconds * 1000);
+      for (const id of await readdir(uploads).catch(() => [] as string[]))
+        await utimes(path.join(uploads, id), when, when);
     },
     async put(key, body) {
       await client.send(new PutObjectCommand({ Bucket: S3_BUCKET, Key: key, Body: body }));

@@ -11,5 +11,7 @@ declare module 's3rver' {
     constructor(options: S3rverOptions);
     run(): Promise<{ address: string; port: number }>;
     close(): Promise<void>;
+    /** Its filesystem store; getResourcePath(bucket, undefined, 'uploads') is the folder of multipart uploads. */
+    store: { getResourcePath(bucket: string, key: undefined, resource: string): string };
   }
 }
