@@ -74,6 +74,13 @@ describe('S3Backend', () => {
     await expect(backend.get(key)).rejects.toBeInstanceOf(ObjectMissing);
   });
 
+  it('stores an empty object', async () => {
+    const key = newKey();
+    await backend.put(key, Readable.from([]));
+    expect(await text(await backend.get(key))).toBe('');
+    await backend.remove(key);
+  });
+
   it('stores a multipart upload (over one 5 MiB part) intact', async () => {
     const key = newKey();
     const body = Buffer.alloc(11 * 1024 * 1024);
