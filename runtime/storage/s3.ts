@@ -40,6 +40,12 @@ const PART_BYTES = 5 * 1024 * 1024;
 const QUEUE_SIZE = 2;
 /** Seconds a client is asked to wait before retrying when the store is unavailable. */
 export const STORAGE_RETRY_AFTER_SECONDS = 5;
+/**
+ * A request to the store that has no answer (its headers) within this is a failure, which the SDK
+ * retries twice: a store that accepts connections but hangs answers 503 instead of holding the
+ * request forever. It does not limit how long a download's bytes take to stream.
+ */
+const REQUEST_TIMEOUT_MS = 10_000;
 /** Sockets to the store per process: each download in progress holds one. */
 const MAX_SOCKETS = 256;
 
@@ -71,6 +77,7 @@ export class S3Backend implements StorageBackend {
     settings: S3Settings,
     private readonly log: (message: string) => void = () => {},
     env: NodeJS.ProcessEnv = process.env,
+    requestTimeoutMs = REQUEST_TIMEOUT_MS,
   ) {
     this.bucket = settings.bucket;
     this.prefix = normalPrefix(settings.prefix);
@@ -79,6 +86,8 @@ export class S3Backend implements StorageBackend {
       forcePathStyle: settings.forcePathStyle ?? false,
       requestHandler: {
         connectionTimeout: 5000,
+        requestTimeout: requestTimeoutMs,
+        throwOnRequestTimeout: true,
         httpAgent: { keepAlive: true, maxSockets: MAX_SOCKETS },
         httpsAgent: { keepAlive: true, maxSockets: MAX_SOCKETS },
       },

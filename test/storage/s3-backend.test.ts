@@ -5,6 +5,7 @@
  * multipart upload aborted), and a store that is down (503 Problem, logged).
  */
 import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { CreateMultipartUploadCommand } from '@aws-sdk/client-s3';
@@ -154,6 +155,37 @@ describe('S3Backend', () => {
       await s3.start();
     }
     expect(await text(await backend.get(key))).toBe('kept');
+  });
+
+  it('a store that accepts connections but never answers: 503 once the request times out', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const hung = new S3Backend(
+      {
+        bucket: S3_BUCKET,
+        endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        forcePathStyle: true,
+        accessKeyIdEnv: 'TEST_S3_ID',
+        secretAccessKeyEnv: 'TEST_S3_SECRET',
+      },
+      () => {},
+      ENV,
+      300,
+    );
+    try {
+      const started = Date.now();
+      const error = await hung.get(newKey()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Problem);
+      expect((error as Problem).kind).toBe('storage-unavailable');
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const upload = await hung.put(newKey(), Readable.from(['x'])).catch((e: unknown) => e);
+      expect((upload as Problem).kind).toBe('storage-unavailable');
+    } finally {
+      hung.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('names missing credential variables clearly', () => {
