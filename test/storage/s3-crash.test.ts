@@ -77,7 +77,7 @@ it('a server killed mid-upload leaves nothing visible; the next start aborts the
   });
   req.on('error', () => {});
   req.write(Buffer.alloc(6 * 1024 * 1024, 0x61));
-  await until(s3.pendingUploads, (keys) => keys.length === 1, 10_000, 'a multipart upload');
+  await until(s3.pendingUploads, (keys) => keys.length === 1, 30_000, 'a multipart upload');
   const killed = await first.proc.stop('SIGKILL');
   expect(killed.signal).toBe('SIGKILL');
   req.destroy();
@@ -90,7 +90,7 @@ it('a server killed mid-upload leaves nothing visible; the next start aborts the
   const list = await readResponse(await fetch(`${second.url}/gw/api/rest/_files/attachments`, { headers }));
   expect(list.status).toBe(200);
   expect(list.body.data).toEqual([]);
-  await until(s3.pendingUploads, (keys) => keys.length === 0, 10_000, 'the sweep to abort the pending upload');
+  await until(s3.pendingUploads, (keys) => keys.length === 0, 30_000, 'the sweep to abort the pending upload');
   expect(await s3.objects()).toEqual([]);
   const stopped = await second.proc.stop('SIGTERM');
   expect(`${stopped.stdout}${stopped.stderr}`).not.toContain('NodeVersionSupportWarning');

@@ -178,12 +178,12 @@ describe('uploads to S3', () => {
       req.on('close', () => resolve());
     });
     req.write(pattern(5 * 1024 * 1024 + 100_000));
-    await until(s3.pendingUploads, (keys) => keys.length > before.pending.length, 10_000, 'a multipart upload');
+    await until(s3.pendingUploads, (keys) => keys.length > before.pending.length, 30_000, 'a multipart upload');
     req.destroy();
     await gone;
-    await until(kept, (now) => now.pending.length === before.pending.length, 10_000, 'the upload to be aborted');
+    await until(kept, (now) => now.pending.length === before.pending.length, 30_000, 'the upload to be aborted');
     expect(await kept()).toEqual(before);
-  });
+  }, 70_000);
 });
 
 describe('downloads from S3', () => {
@@ -247,7 +247,7 @@ describe('deletes and the sweep on S3', () => {
     expect(await s3.objects()).toContain(key);
     expect((await call('DELETE', `${BUCKET}/${up.body.data.id}`, { token: bob.accessToken })).status).toBe(204);
     expect((await call('GET', `${BUCKET}/${up.body.data.id}`, { token: bob.accessToken })).status).toBe(404);
-    await until(s3.objects, (keys) => !keys.includes(key), 10_000, 'the object to be removed');
+    await until(s3.objects, (keys) => !keys.includes(key), 30_000, 'the object to be removed');
   });
 
   it('the sweep removes an old object without a row and aborts an old pending upload, leaving the rest', async () => {
@@ -342,5 +342,5 @@ describe('a store that is down', () => {
     await until(s3.objects, (keys) => !keys.includes(objectOf(gone.body.data.id)), 20_000, 'the retried removal');
     const back = await call('GET', `${BUCKET}/${up.body.data.id}/content`);
     expect([back.status, back.text]).toEqual([200, 'still here']);
-  }, 40_000);
+  }, 60_000);
 });

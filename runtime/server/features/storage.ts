@@ -3,9 +3,8 @@
  * deleted files' bytes, and the orphan sweep (at start, then every ten minutes). Nothing starts
  * when no bucket is configured.
  */
-import path from 'node:path';
 import type { RequestHandler } from 'express';
-import { callerDataLimit, type Config } from '../../config/index.ts';
+import { callerDataLimit } from '../../config/index.ts';
 import {
   clientAddress,
   errorReply,
@@ -31,7 +30,7 @@ export const storageFeature: ServerFeature = {
   name: 'storage',
   async start({ options, config, db, directUrl, log }, teardown) {
     if (Object.keys(config.storage.buckets).length === 0) return {};
-    const backend = storageBackend(config.storage, options.projectDir, log);
+    const backend = files.openBackend(config.storage, options.projectDir, log);
     if (backend instanceof files.S3Backend) teardown.add('file store client', () => backend.close());
     const worker = await files.startRemovalWorker(directUrl, backend, log);
     teardown.add('storage worker', () => worker.stop(), { alongside: true });
@@ -79,17 +78,6 @@ export const storageFeature: ServerFeature = {
     };
   },
 };
-
-/** The backend storage.backend names: local disk (storage.backend.root, else storage.root) or an S3 bucket. */
-function storageBackend(
-  storage: Config['storage'],
-  projectDir: string,
-  log: (message: string) => void,
-): files.StorageBackend {
-  const chosen = storage.backend;
-  if (chosen.type === 's3') return new files.S3Backend(chosen, log);
-  return new files.LocalDiskBackend(path.resolve(projectDir, chosen.root ?? storage.root));
-}
 
 /**
  * An Express route whose handler reads the request or writes the response as streams: it answers
