@@ -1,0 +1,699 @@
+/**
+ * `npm run bench:storage`: file storage on local disk (docs/storage.md) against a bare node:http
+ * server streaming to and from disk, in the same run. Writes the section "## File storage" of
+ * bench/RESULTS.md. Not run by CI.
+ *
+ *   1. svcgen compiled (dist/, `tsc -p tsconfig.build.json`) and laid out as an installed package
+ *      in a temp dir (its bin/ copied, dist/ and node_modules linked), so bin/svcgen.js runs the
+ *      compiled JavaScript as after `npm install svcgen`;
+ *   2. a fresh database with the shop's migrations (./database.ts) and an admin API key;
+ *   3. a copy of examples/shop with a bucket `bench` (application/octet-stream, up to 2 GiB, the
+ *      admin role may do everything), the files in a temp dir, the data rate limits out of reach and
+ *      http.requestTimeoutMs at 10 minutes (a 1 GiB upload on a loaded machine takes longer than
+ *      the default 30 s), served by `svcgen serve --database-url <url>` with default flags (request
+ *      log at info to a file);
+ *   4. the bare server (./storage-bare-server.ts): node:http, pipeline(req, fs.createWriteStream)
+ *      and pipeline(fs.createReadStream, res), nothing else;
+ *   5. per round, servers in rotating order: sequential uploads and downloads of 1 MiB and 100 MiB
+ *      (MB/s over the time of the requests alone), 200 concurrent downloads of a 100 kB file
+ *      (autocannon: p50, p99, req/s); once per server, the RSS of the server process sampled every
+ *      250 ms during a 1 GiB upload.
+ *
+ * The client is undici (one keep-alive connection for the sequential cases), sending the same
+ * 64 KiB of random bytes over and over (no disk read on its side) and counting what it receives;
+ * its CPU share is reported, so a client at 100 % of a CPU shows. Every svcgen upload's size and
+ * sha256 are checked against what was sent; every answer must have the expected status.
+ *
+ * `--quick`: 1 MiB, 10 MiB and 100 MiB instead of 1 MiB, 100 MiB and 1 GiB, fewer requests, one
+ * round, shorter concurrency runs (a smoke test; it writes the section too, saying so).
+ * `BENCH_STORAGE_PROFILE=<case>` (upload-small, upload-large, download-small, download-large): no
+ * report; svcgen serve runs under V8's CPU profiler (--cpu-prof) while the client repeats that case
+ * for 20 s, then the profile's summary (./profile.ts) is printed: where svcgen's time goes.
+ * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (else the local server or an embedded
+ * one, as ./database.ts finds it), BENCH_ROUNDS, BENCH_RESULTS.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import autocannon from 'autocannon';
+import { Agent, request, stream } from 'undici';
+import { buildSvcgen, REPO, startServerChild } from './children.ts';
+import { cleanupOnExit } from './cleanups.ts';
+import { summarizeProfile } from './profile.ts';
+import { processTree, serveCli, treeCpuMicros, treeCpuSpent } from './cli-server.ts';
+import { machineBusy, machineSample } from './cpu.ts';
+import { createBenchDatabase, findDatabaseServer, prepareDatabase, serverVersion } from './database.ts';
+import { gitRevision, reportDate, writeSection } from './results-file.ts';
+
+const QUICK = process.argv.includes('--quick');
+const MiB = 1024 * 1024;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 1 : 3));
+const SMALL = { size: MiB, count: QUICK ? 10 : 40, label: '1 MiB' };
+const LARGE = QUICK ? { size: 10 * MiB, count: 2, label: '10 MiB' } : { size: 100 * MiB, count: 3, label: '100 MiB' };
+const HUGE = QUICK ? { size: 100 * MiB, label: '100 MiB' } : { size: 1024 * MiB, label: '1 GiB' };
+const CONCURRENT = {
+  size: 100_000,
+  connections: 200,
+  warmupS: QUICK ? 1 : 2,
+  durationS: QUICK ? 3 : 10,
+};
+const RSS_INTERVAL_MS = 250;
+const FIXED_COUNT = QUICK ? 10 : 40;
+/** Aims of the issue: svcgen at least this share of the bare server's throughput; RSS within ± this during the big upload. */
+const AIM = { ratio: 0.7, rssMiB: 20 };
+const CHUNK = randomBytes(64 * 1024);
+const BUCKET = 'bench';
+const PROJECT_ID = 'shop';
+const RESULTS_FILE = process.env.BENCH_RESULTS
+  ? path.resolve(process.env.BENCH_RESULTS)
+  : path.join(REPO, 'bench', 'RESULTS.md');
+const SECTION = '## File storage';
+
+const log = (message: string) => console.error(`[bench:storage] ${message}`);
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+const SERVERS = ['svcgen', 'bare'] as const;
+type ServerName = (typeof SERVERS)[number];
+
+/** `size` bytes: CHUNK over and over, the last one cut. */
+async function* bytes(size: number): AsyncGenerator<Buffer> {
+  for (let sent = 0; sent < size; sent += CHUNK.length)
+    yield sent + CHUNK.length <= size ? CHUNK : CHUNK.subarray(0, size - sent);
+}
+
+function sha256Of(size: number): string {
+  const hash = createHash('sha256');
+  for (let sent = 0; sent < size; sent += CHUNK.length)
+    hash.update(sent + CHUNK.length <= size ? CHUNK : CHUNK.subarray(0, size - sent));
+  return hash.digest('hex');
+}
+
+/** What the client does with one server: upload, download and delete files it names by a ref. */
+interface Target {
+  readonly name: ServerName;
+  readonly url: string;
+  readonly pid: number;
+  upload(size: number): Promise<string>;
+  downloadPath(ref: string): string;
+  /** Deletes the file and resolves once its bytes are gone from disk (svcgen removes them in a background job). */
+  remove(ref: string): Promise<void>;
+  readonly headers: Record<string, string>;
+}
+
+const agent = new Agent({
+  connections: CONCURRENT.connections + 8,
+  keepAliveTimeout: 30_000,
+  bodyTimeout: 0,
+  headersTimeout: 0,
+});
+
+async function expectStatus(res: Awaited<ReturnType<typeof request>>, status: number, what: string): Promise<string> {
+  const text = await res.body.text();
+  if (res.statusCode !== status)
+    throw new Error(`${what}: expected ${status}, got ${res.statusCode}: ${text.slice(0, 500)}`);
+  return text;
+}
+
+function svcgenTarget(url: string, pid: number, apiKey: string, sums: Map<number, string>, filesDir: string): Target {
+  const headers = { 'x-project-id': PROJECT_ID, authorization: `Bearer ${apiKey}` };
+  const base = `${url}/gw/api/rest/_files/${BUCKET}`;
+  return {
+    name: 'svcgen',
+    url,
+    pid,
+    headers,
+    async upload(size) {
+      const res = await request(`${base}?name=bench-${size}.bin`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+        body: Readable.from(bytes(size), { objectMode: false }),
+      });
+      const { data } = JSON.parse(await expectStatus(res, 201, `svcgen upload of ${size} bytes`));
+      let sum = sums.get(size);
+      if (sum === undefined) sums.set(size, (sum = sha256Of(size)));
+      if (data.size !== size || data.sha256 !== sum)
+        throw new Error(`svcgen stored ${data.size} bytes with sha256 ${data.sha256}; sent ${size} with ${sum}`);
+      return data.id as string;
+    },
+    downloadPath: (id) => `/gw/api/rest/_files/${BUCKET}/${id}/content`,
+    async remove(id) {
+      await expectStatus(
+        await request(`${base}/${id}`, { method: 'DELETE', dispatcher: agent, headers }),
+        204,
+        'svcgen delete',
+      );
+      const bytesOf = path.join(filesDir, 'master', BUCKET, id);
+      for (let waited = 0; fs.existsSync(bytesOf); waited += 20) {
+        if (waited > 60_000) throw new Error(`svcgen kept the bytes of deleted file ${id} for a minute`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+  };
+}
+
+function bareTarget(url: string, pid: number): Target {
+  let next = 0;
+  return {
+    name: 'bare',
+    url,
+    pid,
+    headers: {},
+    async upload(size) {
+      const ref = `upload-${next++}.bin`;
+      const res = await request(`${url}/files/${ref}`, {
+        method: 'PUT',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
+        body: Readable.from(bytes(size), { objectMode: false }),
+      });
+      const { size: stored } = JSON.parse(await expectStatus(res, 201, `bare upload of ${size} bytes`));
+      if (stored !== size) throw new Error(`bare stored ${stored} bytes of ${size}`);
+      return ref;
+    },
+    downloadPath: (ref) => `/files/${ref}`,
+    async remove(ref) {
+      await expectStatus(
+        await request(`${url}/files/${ref}`, { method: 'DELETE', dispatcher: agent }),
+        204,
+        'bare delete',
+      );
+    },
+  };
+}
+
+/** One download, its bytes counted and dropped by a Writable (undici's stream(): the client's cheapest way to take a body). */
+async function download(target: Target, ref: string, size: number): Promise<void> {
+  let received = 0;
+  let status = 0;
+  await stream(
+    `${target.url}${target.downloadPath(ref)}`,
+    { method: 'GET', dispatcher: agent, headers: target.headers },
+    ({ statusCode }) => {
+      status = statusCode;
+      return new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          received += chunk.length;
+          done();
+        },
+      });
+    },
+  );
+  if (status !== 200 || received !== size)
+    throw new Error(`${target.name} download: status ${status}, ${received} bytes of ${size}`);
+}
+
+/** Where the CPUs went during one measurement, as shares of its wall time (1 = one whole CPU). */
+interface CpuShares {
+  server: number;
+  client: number;
+  busy: number | undefined;
+}
+
+async function withCpu<T>(target: Target, run: () => Promise<T>): Promise<{ value: T; ms: number; cpu: CpuShares }> {
+  const serverBefore = treeCpuMicros(target.pid);
+  const clientBefore = process.cpuUsage();
+  const machineBefore = machineSample();
+  const start = performance.now();
+  const value = await run();
+  const ms = performance.now() - start;
+  const client = process.cpuUsage(clientBefore);
+  const busy = machineBusy(machineBefore, machineSample())?.busy;
+  const server = treeCpuSpent(serverBefore, treeCpuMicros(target.pid));
+  return { value, ms, cpu: { server: server / 1000 / ms, client: (client.user + client.system) / 1000 / ms, busy } };
+}
+
+interface Throughput {
+  mbps: number;
+  /** mean time of one request, ms */
+  msEach: number;
+  cpu: CpuShares;
+}
+
+/**
+ * `count` sequential uploads of `size` bytes; MB/s over their time. The files are deleted after
+ * all of them (svcgen's background removals would otherwise run during the next upload).
+ */
+async function uploads(target: Target, size: number, count: number): Promise<Throughput> {
+  const run = await withCpu(target, async () => {
+    const refs: string[] = [];
+    for (let i = 0; i < count; i++) refs.push(await target.upload(size));
+    return refs;
+  });
+  for (const ref of run.value) await target.remove(ref);
+  return { mbps: (size * count) / MiB / (run.ms / 1000), msEach: run.ms / count, cpu: run.cpu };
+}
+
+async function downloads(target: Target, ref: string, size: number, count: number): Promise<Throughput> {
+  const run = await withCpu(target, async () => {
+    for (let i = 0; i < count; i++) await download(target, ref, size);
+  });
+  return { mbps: (size * count) / MiB / (run.ms / 1000), msEach: run.ms / count, cpu: run.cpu };
+}
+
+interface Concurrent {
+  rps: number;
+  p50: number;
+  p99: number;
+  cpu: CpuShares;
+}
+
+async function concurrentDownloads(target: Target, ref: string, seconds: number): Promise<Concurrent> {
+  const options = {
+    url: `${target.url}${target.downloadPath(ref)}`,
+    connections: CONCURRENT.connections,
+    headers: target.headers,
+  };
+  const run = await withCpu(target, async () => await autocannon({ ...options, duration: seconds }));
+  const result = run.value;
+  if (result.non2xx || result.errors || result.timeouts)
+    throw new Error(
+      `${target.name}: concurrent downloads had ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`,
+    );
+  const perResponse = result.throughput.total / result.requests.total;
+  if (perResponse < CONCURRENT.size)
+    throw new Error(`${target.name}: ${fmt(perResponse)} bytes per response, expected the whole file`);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpu: run.cpu };
+}
+
+/** Resident set size of a process and its descendants, MiB (Linux /proc). */
+function rssMiB(pid: number): number {
+  let kib = 0;
+  for (const p of processTree(pid)) {
+    try {
+      const match = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
+      kib += Number(match?.[1] ?? 0);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return kib / 1024;
+}
+
+interface RssRun {
+  before: number;
+  samples: number[];
+  after: number;
+  mbps: number;
+}
+
+/** One upload of `size` bytes while the server's RSS is sampled every RSS_INTERVAL_MS. */
+async function rssDuringUpload(target: Target, size: number): Promise<RssRun> {
+  const before = rssMiB(target.pid);
+  const samples: number[] = [];
+  const timer = setInterval(() => samples.push(rssMiB(target.pid)), RSS_INTERVAL_MS);
+  const start = performance.now();
+  let ref: string;
+  try {
+    ref = await target.upload(size);
+  } finally {
+    clearInterval(timer);
+  }
+  const ms = performance.now() - start;
+  const after = rssMiB(target.pid);
+  await target.remove(ref);
+  return { before, samples, after, mbps: size / MiB / (ms / 1000) };
+}
+
+/** svcgen laid out as `npm install` would: bin/ copied (so it finds no cli/main.ts and runs dist/), dist/ compiled. */
+async function installedSvcgen(dir: string): Promise<string> {
+  buildSvcgen();
+  const pkg = path.join(dir, 'svcgen');
+  await mkdir(path.join(pkg, 'bin'), { recursive: true });
+  for (const file of ['svcgen.js', 'resolve-fallback.js'])
+    await cp(path.join(REPO, 'bin', file), path.join(pkg, 'bin', file));
+  await cp(path.join(REPO, 'package.json'), path.join(pkg, 'package.json'));
+  for (const item of ['dist', 'node_modules', 'templates'])
+    await symlink(path.join(REPO, item), path.join(pkg, item), 'dir');
+  return path.join(pkg, 'bin', 'svcgen.js');
+}
+
+/** A copy of examples/shop with the bench bucket, its files under `filesDir`. */
+async function benchProject(dir: string, filesDir: string): Promise<string> {
+  const project = path.join(dir, 'shop');
+  for (const item of ['package.json', 'schema.prisma', 'svcgen.config.json', 'migrations', 'generated'])
+    await cp(path.join(REPO, 'examples/shop', item), path.join(project, item), { recursive: true });
+  const file = path.join(project, 'svcgen.config.json');
+  const config = JSON.parse(await readFile(file, 'utf8'));
+  config.rateLimits = {
+    ...config.rateLimits,
+    dataPerMinutePerProject: 1_000_000_000,
+    dataPerMinutePerCaller: 1_000_000_000,
+  };
+  config.http = { ...config.http, requestTimeoutMs: 600_000 };
+  config.storage = {
+    ...config.storage,
+    root: filesDir,
+    buckets: {
+      ...config.storage?.buckets,
+      [BUCKET]: {
+        maxBytes: 2048 * MiB,
+        contentTypes: ['application/octet-stream'],
+        roles: { admin: { read: true, create: true, delete: true } },
+      },
+    },
+  };
+  await writeFile(file, JSON.stringify(config, null, 2));
+  return project;
+}
+
+type Case = 'upload-small' | 'upload-large' | 'download-small' | 'download-large';
+const CASES: { id: Case; title: string }[] = [
+  { id: 'upload-small', title: `upload ${SMALL.label} (× ${SMALL.count})` },
+  { id: 'upload-large', title: `upload ${LARGE.label} (× ${LARGE.count})` },
+  { id: 'download-small', title: `download ${SMALL.label} (× ${SMALL.count})` },
+  { id: 'download-large', title: `download ${LARGE.label} (× ${LARGE.count})` },
+];
+
+interface Results {
+  throughput: Map<Case, Record<ServerName, Throughput[]>>;
+  concurrent: Record<ServerName, Concurrent[]>;
+  /** ms per upload of one byte: what an upload costs besides its bytes */
+  fixed: Record<ServerName, number[]>;
+  rss: Record<ServerName, RssRun>;
+  order: string[];
+}
+
+/** The round whose MB/s is the median, with the CPU shares measured in it. */
+function medianRun<T>(runs: T[], key: (t: T) => number): T {
+  const m = median(runs.map(key));
+  return runs.find((r) => key(r) === m)!;
+}
+
+function report(results: Results, env: { date: string; revision: string; postgres: string }): string {
+  const out: string[] = [SECTION, ''];
+  const share = (x: number | undefined) => (x === undefined ? 'n/a' : pct(x, 1));
+  out.push(
+    `Written by \`npm run bench:storage${QUICK ? ' -- --quick' : ''}\` (bench/storage.ts) on ${env.date}, commit ${env.revision}; ` +
+      `Node.js ${process.version}, PostgreSQL ${env.postgres}; ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown'}) ` +
+      `shared by the client, both servers and PostgreSQL; files on ${diskOf(os.tmpdir())}.`,
+    '',
+  );
+  if (QUICK)
+    out.push(
+      '**`--quick` run: small sizes, one round. A smoke test, not figures to compare; run without `--quick`.**',
+      '',
+    );
+  out.push(
+    '**svcgen**: `svcgen serve --database-url <url>` with default flags (request log at info, stdout to a file), compiled (dist/) and run ' +
+      'through bin/svcgen.js as after `npm install`, on a copy of examples/shop with a bucket `bench` (application/octet-stream, up to 2 GiB, admin may ' +
+      'do everything) on local disk, the data rate limits out of reach and `http.requestTimeoutMs` at 10 minutes; raw-body uploads ' +
+      '(`POST /_files/bench?name=…`, Content-Type and Content-Length) with an admin API key, each checked (size, sha256) and deleted again ' +
+      'outside the measured time; downloads of `GET /_files/bench/<id>/content`. **bare**: bench/storage-bare-server.ts, node:http with ' +
+      '`pipeline(req, fs.createWriteStream(file))` and `pipeline(fs.createReadStream(file), res)`: no credentials, no hash, no size limit, ' +
+      'no metadata row, no rename into place.',
+    '',
+    `Client: undici in the bench process over one keep-alive connection for the sequential cases, sending the same 64 KiB of random bytes ` +
+      `over and over; MB/s = MiB moved / seconds of the requests. ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}, servers in rotating order; each ` +
+      `figure is the median round. CPU shares are of the measured wall time (100 % = one whole CPU): svcgen's or bare's process, the client, and the ` +
+      'whole machine busy.',
+    '',
+    `Aims: svcgen at least ${AIM.ratio * 100} % of bare's MB/s on every transfer; RSS during a ${HUGE.label} upload flat within ± ${AIM.rssMiB} MiB ` +
+      'of its value before the upload.',
+    '',
+    `> The machine was shared during this run: other sessions (tests, builds, benchmarks) used its CPUs and disk. Rounds vary with that; ` +
+      'rerun `npm run bench:storage` (under 10 minutes) on a quiet machine for figures to quote.',
+    '',
+    '| transfer | svcgen MB/s | bare MB/s | svcgen / bare | aim | svcgen CPU | bare CPU | client CPU (svcgen / bare) |',
+    '|---|--:|--:|--:|:-:|--:|--:|--:|',
+  );
+  for (const c of CASES) {
+    const runs = results.throughput.get(c.id)!;
+    const s = medianRun(runs.svcgen, (r) => r.mbps);
+    const b = medianRun(runs.bare, (r) => r.mbps);
+    out.push(
+      `| ${c.title} | ${fmt(s.mbps)} | ${fmt(b.mbps)} | **${pct(s.mbps, b.mbps)}** | ${s.mbps / b.mbps >= AIM.ratio ? 'met' : 'missed'} | ` +
+        `${share(s.cpu.server)} | ${share(b.cpu.server)} | ${share(s.cpu.client)} / ${share(b.cpu.client)} |`,
+    );
+  }
+  out.push(
+    '',
+    'MB/s of every round, in the order measured (machine busy share in brackets):',
+    '',
+    '| transfer | svcgen | bare |',
+    '|---|---|---|',
+  );
+  for (const c of CASES) {
+    const runs = results.throughput.get(c.id)!;
+    const list = (rs: Throughput[]) => rs.map((r) => `${fmt(r.mbps)} (${share(r.cpu.busy)})`).join(' / ');
+    out.push(`| ${c.title} | ${list(runs.svcgen)} | ${list(runs.bare)} |`);
+  }
+  const fs0 = median(results.fixed.svcgen);
+  const fb = median(results.fixed.bare);
+  out.push(
+    '',
+    `What an upload costs besides its bytes: ms per upload of 1 byte (× ${FIXED_COUNT}, sequential), median round: svcgen ${fmt(fs0, 2)}, ` +
+      `bare ${fmt(fb, 2)} (rounds: svcgen ${results.fixed.svcgen.map((x) => fmt(x, 2)).join(' / ')}; bare ${results.fixed.bare.map((x) => fmt(x, 2)).join(' / ')}). ` +
+      'svcgen checks the API key and the rate limit, holds back the first bytes for the type check, writes into `.incoming/` and renames into place, ' +
+      'and inserts the metadata row (with its webhook event capture) in a transaction; bare opens, writes and closes a file.',
+  );
+  const cs = medianRun(results.concurrent.svcgen, (r) => r.rps);
+  const cb = medianRun(results.concurrent.bare, (r) => r.rps);
+  out.push(
+    '',
+    `### ${CONCURRENT.connections} concurrent downloads of a ${fmt(CONCURRENT.size / 1000)} kB file`,
+    '',
+    `autocannon, ${CONCURRENT.connections} connections, ${CONCURRENT.warmupS} s warm-up then ${CONCURRENT.durationS} s measured; the median round by requests/s.`,
+    '',
+    '| | svcgen | bare | svcgen / bare |',
+    '|---|--:|--:|--:|',
+    `| requests/s | ${fmt(cs.rps)} | ${fmt(cb.rps)} | **${pct(cs.rps, cb.rps)}** |`,
+    `| MB/s | ${fmt((cs.rps * CONCURRENT.size) / MiB)} | ${fmt((cb.rps * CONCURRENT.size) / MiB)} | |`,
+    `| latency p50 (ms) | ${cs.p50} | ${cb.p50} | |`,
+    `| latency p99 (ms) | ${cs.p99} | ${cb.p99} | ${fmt(cs.p99 / cb.p99, 2)}× |`,
+    `| server CPU | ${share(cs.cpu.server)} | ${share(cb.cpu.server)} | |`,
+    `| client CPU | ${share(cs.cpu.client)} | ${share(cb.cpu.client)} | |`,
+    `| machine busy | ${share(cs.cpu.busy)} | ${share(cb.cpu.busy)} | |`,
+    `| requests/s, each round | ${results.concurrent.svcgen.map((r) => fmt(r.rps)).join(' / ')} | ${results.concurrent.bare.map((r) => fmt(r.rps)).join(' / ')} | |`,
+    `| p99 (ms), each round | ${results.concurrent.svcgen.map((r) => r.p99).join(' / ')} | ${results.concurrent.bare.map((r) => r.p99).join(' / ')} | |`,
+  );
+  out.push('', `### Memory during a ${HUGE.label} upload`, '');
+  out.push(
+    `RSS of the server process (MiB; /proc VmRSS, every ${RSS_INTERVAL_MS} ms during one upload per server, after the rounds above).`,
+    '',
+    '| | before | min | max | max − before | before − min | after | upload MB/s | aim |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|:-:|',
+  );
+  for (const name of SERVERS) {
+    const r = results.rss[name];
+    const min = Math.min(...r.samples);
+    const max = Math.max(...r.samples);
+    const met = max - r.before <= AIM.rssMiB && r.before - min <= AIM.rssMiB;
+    out.push(
+      `| ${name} | ${fmt(r.before, 1)} | ${fmt(min, 1)} | ${fmt(max, 1)} | ${fmt(max - r.before, 1)} | ${fmt(r.before - min, 1)} | ${fmt(r.after, 1)} | ${fmt(r.mbps)} | ${name === 'svcgen' ? (met ? 'met' : 'missed') : ''} |`,
+    );
+  }
+  for (const name of SERVERS)
+    out.push('', `${name}, every sample: ${results.rss[name].samples.map((x) => fmt(x)).join(', ')}`);
+  out.push('', `Order measured: ${results.order.join('; ')}.`, '');
+  return out.join('\n');
+}
+
+/**
+ * A module for `node --import` that runs V8's CPU profiler (the one behind --cpu-prof, which
+ * NODE_OPTIONS does not take) from start to exit and writes `<dir>/serve.cpuprofile`.
+ */
+async function profilerPreload(dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, 'preload.mjs');
+  await writeFile(
+    file,
+    `import { Session } from 'node:inspector';
+import { writeFileSync } from 'node:fs';
+const session = new Session();
+session.connect();
+session.post('Profiler.enable');
+session.post('Profiler.setSamplingInterval', { interval: 1000 });
+session.post('Profiler.start');
+process.once('exit', () => {
+  // the in-thread session answers synchronously
+  session.post('Profiler.stop', (error, result) => {
+    if (!error) writeFileSync(${JSON.stringify(path.join(dir, 'serve.cpuprofile'))}, JSON.stringify(result.profile));
+  });
+});
+`,
+  );
+  return file;
+}
+
+/** Repeats one case against svcgen for 20 s (BENCH_STORAGE_PROFILE). */
+async function profile(target: Target, id: Case, stored: { small: string; large: string }): Promise<void> {
+  const until = performance.now() + 20_000;
+  let moved = 0;
+  while (performance.now() < until) {
+    const m =
+      id === 'upload-small'
+        ? await uploads(target, SMALL.size, 20)
+        : id === 'upload-large'
+          ? await uploads(target, LARGE.size, 2)
+          : id === 'download-small'
+            ? await downloads(target, stored.small, SMALL.size, 1)
+            : await downloads(target, stored.large, LARGE.size, 1);
+    moved +=
+      id === 'upload-small'
+        ? 20 * SMALL.size
+        : id === 'upload-large'
+          ? 2 * LARGE.size
+          : id.endsWith('small')
+            ? SMALL.size
+            : LARGE.size;
+    if (m.mbps <= 0) throw new Error('nothing moved');
+  }
+  log(`profiled ${id}: ${fmt(moved / MiB)} MiB moved in 20 s`);
+}
+
+function diskOf(dir: string): string {
+  try {
+    const mounts = fs
+      .readFileSync('/proc/mounts', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' '));
+    const real = fs.realpathSync(dir);
+    const best = mounts
+      .filter((m) => m[1] && (real === m[1] || real.startsWith(m[1] === '/' ? '/' : `${m[1]}/`)))
+      .sort((a, b) => b[1]!.length - a[1]!.length)[0];
+    return best ? `${best[0]} (${best[2]}) mounted at ${best[1]}` : real;
+  } catch {
+    return dir;
+  }
+}
+
+async function main(): Promise<void> {
+  const cleanups = cleanupOnExit(log);
+  const revision = gitRevision();
+  try {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-storage-'));
+    cleanups.add(() => rm(tmp, { recursive: true, force: true }));
+    const bin = await installedSvcgen(tmp);
+    const svcgenFiles = path.join(tmp, 'files-svcgen');
+    const bareFiles = path.join(tmp, 'files-bare');
+    await mkdir(bareFiles, { recursive: true });
+    const project = await benchProject(tmp, svcgenFiles);
+
+    const dbServer = await findDatabaseServer(log);
+    cleanups.add(() => dbServer.stop());
+    const database = await createBenchDatabase(dbServer.url);
+    cleanups.add(() => database.drop());
+    const fixture = await prepareDatabase(database.url, { cities: 1, customers: 1, orders: 1 });
+
+    const profileCase = process.env.BENCH_STORAGE_PROFILE as Case | undefined;
+    if (profileCase !== undefined && !CASES.some((c) => c.id === profileCase))
+      throw new Error(`BENCH_STORAGE_PROFILE: no case "${profileCase}"; cases: ${CASES.map((c) => c.id).join(', ')}`);
+    const profileDir = path.join(tmp, 'profile');
+    const serving = await serveCli({
+      bin,
+      args: ['--database-url', database.url],
+      cwd: project,
+      env: profileCase ? { ...process.env, NODE_OPTIONS: `--import=${await profilerPreload(profileDir)}` } : undefined,
+      stdoutFile: path.join(tmp, 'serve.log'),
+      label: 'svcgen serve',
+    });
+    cleanups.add(() => serving.stop());
+    log(`svcgen serve: ${serving.url} (pid ${serving.pid})`);
+    const bare = await startServerChild('storage-bare', 'bench/storage-bare-server.ts', {
+      BENCH_STORAGE_DIR: bareFiles,
+    });
+    cleanups.add(() => bare.stop());
+    cleanups.add(() => agent.close());
+    const sums = new Map<number, string>();
+    const targets: Record<ServerName, Target> = {
+      svcgen: svcgenTarget(serving.url, serving.pid, fixture.apiKey, sums, svcgenFiles),
+      bare: bareTarget(bare.url, bare.pid),
+    };
+
+    // The files downloaded, uploaded once per server.
+    const stored = {} as Record<ServerName, { small: string; large: string; concurrent: string }>;
+    for (const name of SERVERS) {
+      const t = targets[name];
+      stored[name] = {
+        small: await t.upload(SMALL.size),
+        large: await t.upload(LARGE.size),
+        concurrent: await t.upload(CONCURRENT.size),
+      };
+    }
+
+    if (profileCase) {
+      await profile(targets.svcgen, profileCase, stored.svcgen);
+      await serving.stop(); // writes the profile
+      const [file] = fs.readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
+      if (!file) throw new Error(`no profile in ${profileDir}`);
+      const kept = path.join(os.tmpdir(), `svcgen-bench-storage-${profileCase}.cpuprofile`);
+      await cp(path.join(profileDir, file), kept);
+      console.log(JSON.stringify(summarizeProfile(kept, 40), null, 2));
+      log(`the profile: ${kept} (open it in Chrome DevTools or VS Code)`);
+      return;
+    }
+
+    const results: Results = {
+      throughput: new Map(CASES.map((c) => [c.id, { svcgen: [], bare: [] }])),
+      concurrent: { svcgen: [], bare: [] },
+      fixed: { svcgen: [], bare: [] },
+      rss: {} as Record<ServerName, RssRun>,
+      order: [],
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      const all = [
+        { id: 'fixed' as const, title: `upload 1 byte (× ${FIXED_COUNT})` },
+        ...CASES,
+        { id: 'concurrent' as const, title: 'concurrent downloads' },
+      ];
+      for (const [i, c] of all.entries()) {
+        const order = [0, 1].map((k) => SERVERS[(k + i + round) % SERVERS.length]!);
+        if (round === 0) results.order.push(`${c.title}: ${order[0]} first`);
+        for (const name of order) {
+          const t = targets[name];
+          if (c.id === 'concurrent') {
+            await concurrentDownloads(t, stored[name].concurrent, CONCURRENT.warmupS);
+            const m = await concurrentDownloads(t, stored[name].concurrent, CONCURRENT.durationS);
+            results.concurrent[name].push(m);
+            log(`round ${round + 1}, ${c.title} → ${name}: ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms`);
+            continue;
+          }
+          if (c.id === 'fixed') {
+            const m = await uploads(t, 1, FIXED_COUNT);
+            results.fixed[name].push(m.msEach);
+            log(`round ${round + 1}, ${c.title} → ${name}: ${fmt(m.msEach, 2)} ms per upload`);
+            continue;
+          }
+          const m =
+            c.id === 'upload-small'
+              ? await uploads(t, SMALL.size, SMALL.count)
+              : c.id === 'upload-large'
+                ? await uploads(t, LARGE.size, LARGE.count)
+                : c.id === 'download-small'
+                  ? await downloads(t, stored[name].small, SMALL.size, SMALL.count)
+                  : await downloads(t, stored[name].large, LARGE.size, LARGE.count);
+          results.throughput.get(c.id)![name].push(m);
+          log(
+            `round ${round + 1}, ${c.title} → ${name}: ${fmt(m.mbps)} MB/s (server CPU ${pct(m.cpu.server, 1)}, client ${pct(m.cpu.client, 1)}, machine busy ${m.cpu.busy === undefined ? 'n/a' : pct(m.cpu.busy, 1)})`,
+          );
+        }
+      }
+    }
+    for (const name of SERVERS) {
+      const r = await rssDuringUpload(targets[name], HUGE.size);
+      results.rss[name] = r;
+      log(
+        `${HUGE.label} upload → ${name}: ${fmt(r.mbps)} MB/s; RSS before ${fmt(r.before, 1)} MiB, min ${fmt(Math.min(...r.samples), 1)}, max ${fmt(Math.max(...r.samples), 1)}, after ${fmt(r.after, 1)}`,
+      );
+    }
+
+    const section = report(results, { date: reportDate(), revision, postgres: await serverVersion(database.url) });
+    writeSection(RESULTS_FILE, SECTION, section);
+    log(`wrote the section "${SECTION}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);
+    console.log(section);
+  } finally {
+    await cleanups.finish();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(`[bench:storage] FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+});
