@@ -157,6 +157,33 @@ describe('S3Backend', () => {
     expect(await text(await backend.get(key))).toBe('kept');
   });
 
+  it('a store that refuses (unknown access key, no such bucket) answers 503 and logs what S3 said', async () => {
+    const said: string[] = [];
+    for (const [settings, reason] of [
+      [{ bucket: S3_BUCKET, idEnv: 'WRONG' }, /InvalidAccessKeyId/],
+      [{ bucket: 'no-such-bucket', idEnv: 'TEST_S3_ID' }, /NoSuchBucket/],
+    ] as const) {
+      const refusing = new S3Backend(
+        {
+          bucket: settings.bucket,
+          endpoint: s3.endpoint,
+          forcePathStyle: true,
+          accessKeyIdEnv: settings.idEnv,
+          secretAccessKeyEnv: 'TEST_S3_SECRET',
+        },
+        (line) => said.push(line),
+        { ...ENV, WRONG: 'NOT-A-KNOWN-KEY' },
+      );
+      try {
+        const error = await refusing.put(newKey(), Readable.from(['x'])).catch((e: unknown) => e);
+        expect((error as Problem).kind).toBe('storage-unavailable');
+        expect(said.at(-1)).toMatch(reason);
+      } finally {
+        refusing.close();
+      }
+    }
+  });
+
   it('a store that accepts connections but never answers: 503 once the request times out', async () => {
     const sockets = new Set<Socket>();
     const silent = createServer((socket) => sockets.add(socket));
