@@ -18,14 +18,14 @@
  * Environment as for ./run.ts: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION,
  * BENCH_WARMUP, BENCH_ROUNDS, BENCH_CASES, BENCH_RESULTS.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { CASES, type BenchCase } from './cases.ts';
 import { REPO, startServerChild } from './children.ts';
+import { installedProject, patchConfig, svcgenBin } from './installed-project.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { measureCase, serveCli, type Measurement, type Serving } from './cli-server.ts';
 import { BackendCpu } from './cpu.ts';
@@ -61,41 +61,6 @@ const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
 
 const median = (rounds: Measurement[]) =>
   [...rounds].sort((a, b) => a.rps - b.rps)[Math.floor((rounds.length - 1) / 2)]!;
-
-/** A project that installed svcgen from the tarball of this checkout, holding a copy of the shop example. */
-async function installedProject(addCleanup: (step: () => Promise<void>) => void): Promise<string> {
-  if (process.env.BENCH_INSTALLED_PROJECT) return path.resolve(process.env.BENCH_INSTALLED_PROJECT);
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-installed-'));
-  addCleanup(() => rm(dir, { recursive: true, force: true }));
-  log(`npm pack (compiles dist/) and npm install -D into ${dir}`);
-  const packed = execFileSync('npm', ['pack', '--pack-destination', dir, '--silent'], {
-    cwd: REPO,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-    .trim()
-    .split('\n')
-    .at(-1)!;
-  await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'bench-shop', private: true }, null, 2));
-  execFileSync('npm', ['install', '-D', '--no-audit', '--no-fund', path.join(dir, packed)], {
-    cwd: dir,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (const item of ['schema.prisma', 'svcgen.config.json', 'migrations'])
-    await cp(path.join(REPO, 'examples/shop', item), path.join(dir, item), { recursive: true });
-  execFileSync(process.execPath, [svcgenBin(dir), 'generate'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
-  return dir;
-}
-
-const svcgenBin = (project: string) => path.join(project, 'node_modules/svcgen/bin/svcgen.js');
-
-async function patchConfig(project: string): Promise<void> {
-  const file = path.join(project, 'svcgen.config.json');
-  const config = JSON.parse(await readFile(file, 'utf8'));
-  config.rateLimits = { ...config.rateLimits, dataPerMinutePerProject: 1_000_000_000 };
-  config.database = { ...config.database, poolWaitTimeoutMs: 60_000 };
-  await writeFile(file, JSON.stringify(config, null, 2));
-}
 
 function report(
   cases: BenchCase[],
@@ -186,7 +151,7 @@ async function main(): Promise<void> {
   const cleanups = cleanupOnExit(log);
   const revision = gitRevision();
   try {
-    const project = await installedProject(cleanups.add);
+    const project = await installedProject(cleanups.add, log);
     await patchConfig(project);
     const dbServer = await findDatabaseServer(log);
     cleanups.add(() => dbServer.stop());
