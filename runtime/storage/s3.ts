@@ -58,11 +58,17 @@ const PENDING = '.incoming/';
 /** The documented switch (AWS SDK v3) that keeps its "NodeVersionSupportWarning" out of the logs. */
 const NODE_WARNING_SWITCH = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
 
+/** What a client is told when an operation met a store that is down or refuses. */
+const UNAVAILABLE_DETAIL: Record<string, string> = {
+  upload: 'the file store did not take the upload; nothing was kept, retry in a moment',
+  download: "the file store did not send the file's bytes; retry in a moment",
+};
+
 /** The 503 answered when the store cannot be reached or refuses a request. */
 export function storageUnavailable(operation: string): Problem {
   return new Problem(
     'storage-unavailable',
-    `the file store did not complete the ${operation}; nothing was changed, retry in a moment`,
+    UNAVAILABLE_DETAIL[operation] ?? `the file store did not complete the ${operation}; retry in a moment`,
     [],
     { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) },
   );

@@ -307,15 +307,13 @@ describe('a store that is down', () => {
         type: '/errors/storage-unavailable',
         title: 'File storage unavailable',
         status: 503,
-        detail: 'the file store did not complete the upload; nothing was changed, retry in a moment',
+        detail: 'the file store did not take the upload; nothing was kept, retry in a moment',
         instance: '/gw/api/rest/_files/attachments',
         errors: [],
       });
       const download = await call('GET', `${BUCKET}/${up.body.data.id}/content`);
       expect(download.status).toBe(503);
-      expect(download.body.detail).toBe(
-        'the file store did not complete the download; nothing was changed, retry in a moment',
-      );
+      expect(download.body.detail).toBe("the file store did not send the file's bytes; retry in a moment");
       const meta = await call('GET', `${BUCKET}/${up.body.data.id}`);
       expect(meta.status).toBe(200);
       expect(await fileRows()).toBe(rows);
@@ -335,7 +333,7 @@ describe('a store that is down', () => {
         20_000,
         'the removal job to fail once',
       );
-      expect(failed[0]!.last_error).toContain('the file store did not complete the removal');
+      expect(failed[0]!.last_error).toContain('the file store did not complete the removal; retry in a moment');
     } finally {
       await s3.start();
     }
