@@ -26,6 +26,10 @@ import {
   type SubscriptionInput,
 } from './subscriptions.ts';
 
+/** SQLSTATE deadlock_detected, and how often DELETE /_webhooks/{id} runs after it. */
+const DEADLOCK_DETECTED = '40P01';
+const REMOVE_ATTEMPTS = 3;
+
 /** Deliveries listed by GET /_webhooks/{id}, newest first. */
 export const DELIVERY_HISTORY_LIMIT = 100;
 
@@ -136,9 +140,18 @@ export function webhookOperations(deps: Omit<WebhookDeps, 'resolvers'>) {
     },
 
     async remove(tenant: Tenant, id: string): Promise<void> {
-      const removed = await deps.db.transaction((tx) =>
-        deleteSubscription(tx, tenant.projectId, tenant.environment, id),
-      );
+      // Removing the deliveries can deadlock with a worker recording a batch of them (each locks
+      // the rows in its own order), and PostgreSQL may pick this transaction to roll back: it
+      // changed nothing then, and runs again.
+      let removed: boolean;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          removed = await deps.db.transaction((tx) => deleteSubscription(tx, tenant.projectId, tenant.environment, id));
+          break;
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== DEADLOCK_DETECTED || attempt === REMOVE_ATTEMPTS) throw error;
+        }
+      }
       if (!removed) throw new Problem('not-found', `no webhook with id "${id}" in environment "${tenant.environment}"`);
     },
 
