@@ -48,6 +48,11 @@ beforeAll(async () => {
         secretAccessKeyEnv: 'SVCGEN_TEST_S3_SECRET',
       };
       raw.storage.buckets.attachments.maxBytes = MAX_BYTES;
+      raw.storage.buckets.avatars = {
+        public: true,
+        contentTypes: ['image/png'],
+        roles: { admin: { read: true, create: true, delete: true } },
+      };
     },
   });
   alice = await t.signupConfirmed('alice@example.com');
@@ -215,6 +220,24 @@ describe('downloads from S3', () => {
       headers: { 'if-none-match': first.headers.get('etag')! },
     });
     expect([again.status, again.text]).toEqual([304, '']);
+  });
+});
+
+describe('links without credentials on S3', () => {
+  it('a signed URL downloads the bytes from the store; a public bucket serves them by id', async () => {
+    const up = await uploadRaw('signed bytes', 'signed.txt', 'text/plain', alice.accessToken);
+    const signed = await call('POST', `${BUCKET}/${up.body.data.id}/signed-url`, { token: alice.accessToken });
+    expect(signed.status, signed.text).toBe(200);
+    const res = await fetch(`${t.url}${signed.body.data.url}`, { headers: { range: 'bytes=7-11' } });
+    expect([res.status, await res.text()]).toEqual([206, 'bytes']);
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(PNG)], { type: 'image/png' }), 'avatar.png');
+    const avatar = await call('POST', '/gw/api/rest/_files/avatars', { body: form });
+    expect(avatar.status, avatar.text).toBe(201);
+    const open = await fetch(`${t.url}/gw/api/rest/_files/avatars/${avatar.body.data.id}/content?project_id=shop`);
+    expect(open.status).toBe(200);
+    expect(Buffer.from(await open.arrayBuffer()).equals(PNG)).toBe(true);
+    expect(await s3.objects()).toContain(`${PREFIX}/master/avatars/${avatar.body.data.id}`);
   });
 });
 
