@@ -2,8 +2,9 @@
  * File storage over real HTTP and PostgreSQL on the S3 backend (docs/storage.md "Backends"),
  * against a real S3-protocol server (s3rver) started here: uploads (multipart form and raw,
  * small and multipart to S3), refusals that keep nothing (no object, no row, no pending multipart
- * upload), downloads (Range, ETag, signed URLs, a public bucket), a customer who never sees another's files, deletes and their
- * job, the orphan sweep, and a store that is down (503, then the removal job retries).
+ * upload), downloads (Range, ETag, signed URLs, a public bucket), a customer who never sees
+ * another's files, deletes and their job, the orphan sweep, and a store that is down (503, then
+ * the removal job retries).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
