@@ -263,6 +263,58 @@ const STEPS: readonly string[] = [
      webhook_ids  text[] NOT NULL,
      created_at   timestamptz NOT NULL DEFAULT now()
    );`,
+  // Event capture in one function (runtime/webhooks/capture.ts): a data statement hands it the
+  // records of the rows it changed (and, for an update, each row's changed fields), in row order.
+  // It finds the active subscriptions for the table and operation and whether live subscribers
+  // hold interest, writes an event for each row a subscription's filter matches (every row while
+  // live interest holds), notifies the live subscribers of the statement's event ids, and answers
+  // the (event, subscription) pairs in row order, for the statement's one outbox row (none when
+  // nothing matched). PostgreSQL keeps its statements' plans per connection: written as CTEs of
+  // the data statement they were planned again with every write.
+  `CREATE FUNCTION svcgen.capture_events(in_environment text, in_table text, in_operation text, in_records json[],
+     in_changes json[]) RETURNS TABLE (event_ids text[], webhook_ids text[]) LANGUAGE plpgsql VOLATILE AS $$
+   DECLARE
+     hook_ids text[];
+     hook_filters jsonb[];
+     live boolean;
+     all_ids text[];
+     pair_events text[];
+     pair_hooks text[];
+   BEGIN
+     IF in_records IS NULL THEN RETURN; END IF;
+     SELECT array_agg(s.id ORDER BY s.id), array_agg(s.filter ORDER BY s.id) INTO hook_ids, hook_filters
+       FROM svcgen.webhooks s
+       WHERE s.environment = in_environment AND s.table_name = in_table AND s.active AND in_operation = ANY (s.events);
+     live := EXISTS (SELECT 1 FROM svcgen.live_interest l
+       WHERE l.environment = in_environment AND l.table_name = in_table AND l.expires_at > now());
+     IF hook_ids IS NULL AND NOT live THEN RETURN; END IF;
+     WITH event AS (
+         -- a UUIDv7 laid out as runtime/webhooks/queue.ts newIdSql does
+         SELECT 'evt_' || encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+             placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex') AS id,
+           e.record, e.n
+         FROM unnest(in_records) WITH ORDINALITY AS e(record, n)),
+       pair AS (
+         SELECT event.id AS event_id, h.id AS webhook_id, event.n
+         FROM event, unnest(hook_ids, hook_filters) AS h(id, filter)
+         WHERE h.filter IS NULL OR event.record::jsonb @> h.filter),
+       written AS (
+         INSERT INTO svcgen.webhook_events (id, environment, table_name, operation, record, changed_fields)
+         SELECT event.id, in_environment, in_table, in_operation, event.record,
+           CASE WHEN in_changes IS NULL THEN '{}'::text[]
+             ELSE ARRAY(SELECT json_array_elements_text(in_changes[event.n])) END
+         FROM event WHERE live OR event.id IN (SELECT event_id FROM pair))
+     SELECT (SELECT array_agg(id ORDER BY n) FROM event),
+       (SELECT array_agg(event_id ORDER BY n, webhook_id) FROM pair),
+       (SELECT array_agg(webhook_id ORDER BY n, webhook_id) FROM pair)
+       INTO all_ids, pair_events, pair_hooks;
+     IF live THEN PERFORM svcgen.live_notify(in_environment, in_table, all_ids); END IF;
+     IF pair_events IS NOT NULL THEN
+       event_ids := pair_events;
+       webhook_ids := pair_hooks;
+       RETURN NEXT;
+     END IF;
+   END $$;`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -10,7 +10,6 @@
  */
 import { ident } from '../db/index.ts';
 import { captureEvents, CHANGED_COLUMN, type EventOperation } from '../webhooks/capture.ts';
-import { captureLive } from '../realtime/capture.ts';
 import type { CatalogTable } from './catalog.ts';
 import { compileCondition, compileRoleCondition, newAlias, readableRows, type Scope } from './compile-condition.ts';
 import { fieldExpression, readableRecord } from './compile-read.ts';
@@ -302,7 +301,6 @@ export function compileWrite(scope: Scope, write: Write, result: WriteResult, ca
   if (operation && capture)
     ctes.push(
       ...captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }).ctes,
-      ...captureLive({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }),
     );
   return {
     sql: `WITH ${ctes.join(',\n')}\n${resultSelect(scope, write.table, result)}`,

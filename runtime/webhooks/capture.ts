@@ -1,17 +1,21 @@
 /**
- * The one place where a data statement records its webhook events (docs/api.md §8.2: an event commits
- * exactly when its mutation does). Given the CTE holding the rows a mutation changed, it adds the
- * CTEs that write one event per row for which at least one active subscription matches (table,
- * operation and filter, as committed when the statement runs), and one outbox row listing every
- * (event, subscription) pair in item order. The delivery workers drain the outbox: each pair
- * becomes a delivery and its job there (runtime/webhooks/queue.ts), off the request's path. (Queueing
- * the job here would NOTIFY from every write, and PostgreSQL commits notifying transactions one at
- * a time.) With no matching subscription the statement pays one index probe: no event JSON is built.
+ * The one place where a data statement records its events (docs/api.md §8.2: an event commits
+ * exactly when its mutation does), for webhooks and live subscribers alike. Given the CTE holding
+ * the rows a mutation changed, it adds one CTE that builds each row's record once, in row order,
+ * and hands them to svcgen.capture_events (runtime/db/system-schema.ts): that function writes one
+ * event per row for which at least one active subscription matches (table, operation and filter,
+ * as committed when it runs) or every row while live subscribers hold interest, notifies those
+ * subscribers (runtime/realtime/hub.ts), and answers the (event, subscription) pairs in row order,
+ * which this CTE writes as the statement's one outbox row. The delivery workers drain the outbox:
+ * each pair becomes a delivery and its job there (runtime/webhooks/queue.ts), off the request's
+ * path. (Queueing the job here would NOTIFY from every write, and PostgreSQL commits notifying
+ * transactions one at a time.) The statement runs these CTEs only on tables that WatchedTables
+ * says someone watches; with nothing matching, the function pays two index probes and writes
+ * nothing.
  */
 import { fullRecord } from '../query/compile-read.ts';
 import { newAlias, type Scope } from '../query/compile-condition.ts';
 import type { CatalogTable } from '../query/catalog.ts';
-import { newIdSql } from './queue.ts';
 
 export type EventOperation = 'INSERT' | 'UPDATE' | 'DELETE';
 
@@ -39,25 +43,15 @@ export function captureEvents(site: CaptureSite): Capture {
   const name = scope.params.add(table.spec.name);
   const op = scope.params.add(site.operation);
   const x = newAlias(scope);
-  const record = fullRecord(table, x);
-  const changed = site.changed ? `${x}."${CHANGED_COLUMN}"` : `'{}'::text[]`;
+  // The aggregates read the rows in the statement's order: a multi-row insert returns its rows in
+  // the order of its VALUES, so a bulk write's events, and with them the queue, are in item order.
+  const changes = site.changed ? `array_agg(to_json(${x}."${CHANGED_COLUMN}"))` : 'NULL::json[]';
   return {
     ctes: [
-      `hook AS (SELECT s.id, s.filter FROM svcgen.webhooks s
-         WHERE s.environment = ${env} AND s.table_name = ${name} AND s.active AND ${op} = ANY (s.events))`,
-      // n: the row's place in the statement (a multi-row insert returns its rows in the order of its
-      // VALUES), so the outbox, and with it the queue, takes a bulk write's events in item order.
-      `event AS (SELECT ${newIdSql('evt_')} AS id, ${record} AS record, ${changed} AS changed, row_number() OVER () AS n
-         FROM ${site.rows} ${x} WHERE EXISTS (SELECT 1 FROM hook))`,
-      `fanout AS (SELECT event.id AS event_id, hook.id AS webhook_id, event.n FROM event
-         JOIN hook ON hook.filter IS NULL OR event.record::jsonb @> hook.filter)`,
-      `event_row AS (INSERT INTO svcgen.webhook_events (id, environment, table_name, operation, record, changed_fields)
-         SELECT event.id, ${env}, ${name}, ${op}, event.record, event.changed FROM event
-         WHERE event.id IN (SELECT event_id FROM fanout))`,
-      // One outbox row for the whole statement (none when nothing matched).
-      `outbox AS (INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids)
-         SELECT array_agg(event_id ORDER BY n, webhook_id), array_agg(webhook_id ORDER BY n, webhook_id) FROM fanout
-         HAVING count(*) > 0)`,
+      `capture AS (INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids)
+         SELECT c.event_ids, c.webhook_ids
+         FROM (SELECT array_agg(${fullRecord(table, x)}) AS records, ${changes} AS changes FROM ${site.rows} ${x}) r,
+           LATERAL svcgen.capture_events(${env}, ${name}, ${op}, r.records, r.changes) c)`,
     ],
   };
 }

@@ -822,7 +822,7 @@ describe('compileWrite', () => {
           contains: [
             'FOR UPDATE OF t0',
             `svcgen.row_filter_check((t1."customerId" = ${U} AND t1."status" = <"open">))`,
-            'hook AS (',
+            'svcgen.capture_events(',
           ],
           filterFields: ['customerId', 'status'],
         },
