@@ -58,6 +58,9 @@ const SETTINGS = QUICK
       durationS: 10,
     };
 const WARMUP_S = 3;
+const ALL_PARTS = ['idle', 'fanout', 'steady', 'write'];
+/** BENCH_REALTIME_PARTS=write (say) runs some of the four; the results file is written only by a run of all. */
+const PARTS = new Set((process.env.BENCH_REALTIME_PARTS ?? ALL_PARTS.join(',')).split(','));
 const CONNECTIONS = 50;
 const IDLE_WRITE_SUBSCRIBERS = 1_000;
 const CLIENT_PROCESSES = 4;
@@ -394,112 +397,129 @@ async function main(): Promise<void> {
       await awaitSubscriptions(server.url, 0);
     };
 
-    // 1. Idle memory. A warm-up round first (code compiled, pools filled), then the baseline.
-    log('idle memory: warm-up with 1,000 sockets');
-    await open(1_000, [QUERY.customer]);
-    await closeAll();
-    const rss0 = await settledRss(server.pid);
-    const heap0 = (await metricsOf(server.url)).get('nodejs_heap_size_used_bytes');
-    const openS = await open(SETTINGS.idle, [QUERY.customer]);
-    const rssN = await settledRss(server.pid);
-    const metricsN = await metricsOf(server.url);
-    const heapN = metricsN.get('nodejs_heap_size_used_bytes');
-    const clientRss = clients.reduce((n, c) => n + treeRss(c.pid), 0);
-    const idle = {
-      n: SETTINGS.idle,
-      openS,
-      rss0,
-      rssN,
-      perSubscriber: (rssN - rss0) / SETTINGS.idle,
-      heapPerSubscriber: heap0 !== undefined && heapN !== undefined ? (heapN - heap0) / SETTINGS.idle : undefined,
-      connections: metricsN.get('realtime_connections'),
-      clientRss,
-    };
-    log(
-      `idle: ${fmt(idle.n)} subscribers opened in ${fmt(openS, 1)} s; RSS ${fmt(rss0 / 2 ** 20)} → ${fmt(rssN / 2 ** 20)} MiB, ` +
-        `${fmt(idle.perSubscriber / 1024, 1)} KB per subscriber (heap ${idle.heapPerSubscriber === undefined ? 'n/a' : fmt(idle.heapPerSubscriber / 1024, 1)} KB)`,
-    );
-    await closeAll();
-
-    // 2. Fan-out of one commit to 1,000 subscribers, commits one at a time.
-    log(`fan-out: ${fmt(SETTINGS.fanout)} subscribers, ${SETTINGS.commits} commits one at a time`);
-    await open(SETTINGS.fanout, [QUERY.orderInserts]);
-    await writeOrder(server.url, fixture, 0); // warm-up change
-    await awaitReceipts(subscribers, SETTINGS.fanout);
-    await subscribers.reset();
-    const fanWrites: Write[] = [];
-    for (let i = 0; i < SETTINGS.commits; i++) {
-      const before = (await subscribers.collect()).received;
-      fanWrites.push(await writeOrder(server.url, fixture, i + 1));
-      await awaitReceipts(subscribers, before + SETTINGS.fanout);
+    let idle: Parameters<typeof report>[0]['idle'] | undefined;
+    if (PARTS.has('idle')) {
+      // 1. Idle memory. A warm-up round first (code compiled, pools filled), then the baseline.
+      log('idle memory: warm-up with 1,000 sockets');
+      await open(1_000, [QUERY.customer]);
+      await closeAll();
+      const rss0 = await settledRss(server.pid);
+      const heap0 = (await metricsOf(server.url)).get('nodejs_heap_size_used_bytes');
+      const openS = await open(SETTINGS.idle, [QUERY.customer]);
+      const rssN = await settledRss(server.pid);
+      const metricsN = await metricsOf(server.url);
+      const heapN = metricsN.get('nodejs_heap_size_used_bytes');
+      const clientRss = clients.reduce((n, c) => n + treeRss(c.pid), 0);
+      const held = {
+        n: SETTINGS.idle,
+        openS,
+        rss0,
+        rssN,
+        perSubscriber: (rssN - rss0) / SETTINGS.idle,
+        heapPerSubscriber: heap0 !== undefined && heapN !== undefined ? (heapN - heap0) / SETTINGS.idle : undefined,
+        clientRss,
+      };
+      idle = held;
+      log(
+        `idle: ${fmt(held.n)} subscribers opened in ${fmt(openS, 1)} s (server: ${metricsN.get('realtime_connections')} sockets); ` +
+          `RSS ${fmt(rss0 / 2 ** 20)} → ${fmt(rssN / 2 ** 20)} MiB, ${fmt(held.perSubscriber / 1024, 1)} KB per subscriber ` +
+          `(heap ${held.heapPerSubscriber === undefined ? 'n/a' : fmt(held.heapPerSubscriber / 1024, 1)} KB)`,
+      );
+      await closeAll();
     }
-    const fanout = latencyOf(fanWrites, await subscribers.collect(), SETTINGS.fanout);
-    log(`fan-out: p50 ${fmt(fanout.p50, 1)} ms, p99 ${fmt(fanout.p99, 1)} ms, missing ${fanout.missing}`);
-    await closeAll();
 
-    // 3. Steady writes, open loop: a write every 1000/rate ms whatever the previous one does.
-    log(`steady: ${SETTINGS.rate} writes/s for ${SETTINGS.steadyS} s to ${SETTINGS.steadySubscribers} subscribers`);
-    await open(SETTINGS.steadySubscribers, [QUERY.orderInserts]);
-    await writeOrder(server.url, fixture, 0);
-    await awaitReceipts(subscribers, SETTINGS.steadySubscribers);
-    await subscribers.reset();
-    const total = SETTINGS.rate * SETTINGS.steadyS;
-    const pending: Promise<Write>[] = [];
-    const machineBefore = machineSample();
-    const start = now();
-    for (let i = 0; i < total; i++) {
-      const due = start + (i * 1000) / SETTINGS.rate;
-      const wait = due - now();
-      if (wait > 1) await sleep(wait);
-      pending.push(writeOrder(server.url, fixture, i));
+    let fanout: Latency | undefined;
+    if (PARTS.has('fanout')) {
+      // 2. Fan-out of one commit to 1,000 subscribers, commits one at a time.
+      log(`fan-out: ${fmt(SETTINGS.fanout)} subscribers, ${SETTINGS.commits} commits one at a time`);
+      await open(SETTINGS.fanout, [QUERY.orderInserts]);
+      await writeOrder(server.url, fixture, 0); // warm-up change
+      await awaitReceipts(subscribers, SETTINGS.fanout);
+      await subscribers.reset();
+      const fanWrites: Write[] = [];
+      for (let i = 0; i < SETTINGS.commits; i++) {
+        const before = (await subscribers.collect()).received;
+        fanWrites.push(await writeOrder(server.url, fixture, i + 1));
+        await awaitReceipts(subscribers, before + SETTINGS.fanout);
+      }
+      fanout = latencyOf(fanWrites, await subscribers.collect(), SETTINGS.fanout);
+      log(`fan-out: p50 ${fmt(fanout.p50, 1)} ms, p99 ${fmt(fanout.p99, 1)} ms, missing ${fanout.missing}`);
+      await closeAll();
     }
-    const steadyWrites = await Promise.all(pending);
-    const elapsed = (now() - start) / 1000;
-    const steadyCollected = await awaitReceipts(subscribers, total * SETTINGS.steadySubscribers);
-    const busy = machineBusy(machineBefore, machineSample())?.busy;
-    const steady = {
-      ...latencyOf(steadyWrites, steadyCollected, SETTINGS.steadySubscribers),
-      rate: total / elapsed,
-      busy,
-      fewest: Math.min(...steadyCollected.perSubscriber),
-    };
-    log(
-      `steady: ${fmt(steady.rate)} writes/s, p50 ${fmt(steady.p50, 1)} ms, p99 ${fmt(steady.p99, 1)} ms, ` +
-        `missing ${steady.missing}, duplicates ${steady.duplicates}, closed ${steady.closed}`,
-    );
-    await closeAll();
-    await restoreSeed(database.url, fixture);
 
-    // 4. The write path with 1,000 idle subscribers against none, rounds alternating.
-    const create = CASES.find((c) => c.id === 'create')!;
-    const load = { connections: CONNECTIONS, warmupS: WARMUP_S, durationS: SETTINGS.durationS };
-    const rounds = { none: [] as Measurement[], idle: [] as Measurement[] };
-    let idleReceived = 0;
-    for (let round = 0; round < SETTINGS.rounds; round++) {
-      for (const kind of round % 2 === 0 ? (['none', 'idle'] as const) : (['idle', 'none'] as const)) {
-        if (kind === 'idle') await open(IDLE_WRITE_SUBSCRIBERS, [QUERY.orderNothing, QUERY.customer]);
-        try {
-          const m = await measureCase(server, create, fixture, backends, load);
-          rounds[kind].push(m);
-          log(
-            `write path, ${kind === 'none' ? 'no subscriber' : `${fmt(IDLE_WRITE_SUBSCRIBERS)} idle subscribers`}, round ${round + 1}: ` +
-              `${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request server ${fmt(m.serverUs)}, PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}`,
-          );
-        } finally {
-          if (kind === 'idle') {
-            const received = (await subscribers.collect()).received;
-            await closeAll();
-            idleReceived += received;
+    let steady: Parameters<typeof report>[0]['steady'] | undefined;
+    if (PARTS.has('steady')) {
+      // 3. Steady writes, open loop: a write every 1000/rate ms whatever the previous one does.
+      log(`steady: ${SETTINGS.rate} writes/s for ${SETTINGS.steadyS} s to ${SETTINGS.steadySubscribers} subscribers`);
+      await open(SETTINGS.steadySubscribers, [QUERY.orderInserts]);
+      await writeOrder(server.url, fixture, 0);
+      await awaitReceipts(subscribers, SETTINGS.steadySubscribers);
+      await subscribers.reset();
+      const total = SETTINGS.rate * SETTINGS.steadyS;
+      const pending: Promise<Write>[] = [];
+      const machineBefore = machineSample();
+      const start = now();
+      for (let i = 0; i < total; i++) {
+        const due = start + (i * 1000) / SETTINGS.rate;
+        const wait = due - now();
+        if (wait > 1) await sleep(wait);
+        pending.push(writeOrder(server.url, fixture, i));
+      }
+      const steadyWrites = await Promise.all(pending);
+      const elapsed = (now() - start) / 1000;
+      const steadyCollected = await awaitReceipts(subscribers, total * SETTINGS.steadySubscribers);
+      const busy = machineBusy(machineBefore, machineSample())?.busy;
+      steady = {
+        ...latencyOf(steadyWrites, steadyCollected, SETTINGS.steadySubscribers),
+        rate: total / elapsed,
+        busy,
+        fewest: Math.min(...steadyCollected.perSubscriber),
+      };
+      log(
+        `steady: ${fmt(steady.rate)} writes/s, p50 ${fmt(steady.p50, 1)} ms, p99 ${fmt(steady.p99, 1)} ms, ` +
+          `missing ${steady.missing}, duplicates ${steady.duplicates}, closed ${steady.closed}`,
+      );
+      await closeAll();
+      await restoreSeed(database.url, fixture);
+    }
+
+    let writePath: Parameters<typeof report>[0]['writePath'] | undefined;
+    if (PARTS.has('write')) {
+      // 4. The write path with 1,000 idle subscribers against none, rounds alternating.
+      const create = CASES.find((c) => c.id === 'create')!;
+      const load = { connections: CONNECTIONS, warmupS: WARMUP_S, durationS: SETTINGS.durationS };
+      const rounds = { none: [] as Measurement[], idle: [] as Measurement[] };
+      let idleReceived = 0;
+      for (let round = 0; round < SETTINGS.rounds; round++) {
+        for (const kind of round % 2 === 0 ? (['none', 'idle'] as const) : (['idle', 'none'] as const)) {
+          if (kind === 'idle') await open(IDLE_WRITE_SUBSCRIBERS, [QUERY.orderNothing, QUERY.customer]);
+          try {
+            const m = await measureCase(server, create, fixture, backends, load);
+            rounds[kind].push(m);
+            log(
+              `write path, ${kind === 'none' ? 'no subscriber' : `${fmt(IDLE_WRITE_SUBSCRIBERS)} idle subscribers`}, round ${round + 1}: ` +
+                `${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request server ${fmt(m.serverUs)}, PostgreSQL ${m.postgresUs === undefined ? 'n/a' : fmt(m.postgresUs)}`,
+            );
+          } finally {
+            if (kind === 'idle') {
+              const received = (await subscribers.collect()).received;
+              await closeAll();
+              idleReceived += received;
+            }
+            await restoreSeed(database.url, fixture);
           }
-          await restoreSeed(database.url, fixture);
         }
       }
+      if (idleReceived) throw new Error(`idle subscribers received ${idleReceived} changes`);
+      const median = (ms: Measurement[]) => [...ms].sort((a, b) => a.rps - b.rps)[Math.floor((ms.length - 1) / 2)]!;
+      writePath = { none: median(rounds.none), idle: median(rounds.idle), rounds };
     }
-    if (idleReceived) throw new Error(`idle subscribers received ${idleReceived} changes`);
-    const median = (ms: Measurement[]) => [...ms].sort((a, b) => a.rps - b.rps)[Math.floor((ms.length - 1) / 2)]!;
-    const writePath = { none: median(rounds.none), idle: median(rounds.idle), rounds };
 
     await server.stop();
+    if (!idle || !fanout || !steady || !writePath) {
+      log(`BENCH_REALTIME_PARTS=${[...PARTS].join(',')}: ${SECTION} is written only when every part runs`);
+      return;
+    }
     const section = report({
       date: reportDate(),
       revision,

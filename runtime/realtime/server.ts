@@ -39,6 +39,7 @@ import {
   type Catalog,
   type CatalogTable,
   type Condition,
+  type Grant,
 } from '../query/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { LiveEvent, LiveHub, LiveListener } from './hub.ts';
@@ -330,13 +331,16 @@ export class RealtimeServer {
         extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-parameter', status: 400 },
       });
     const events = new Set(args.events ?? ['INSERT', 'UPDATE', 'DELETE']);
+    const whereKey = JSON.stringify(args.where ?? null);
     const queue = new LiveQueue<unknown>();
     const listener: LiveListener = {
       environment: caller.tenant.environment,
       table: meta.table,
       deliver: (event) => {
         if (!events.has(event.operation)) return;
-        const change = visibleChange(table, access, event, where);
+        const now = access.grant(meta.table, 'read');
+        if (!now) return;
+        const change = sharedVisibleChange(now, whereKey, event, () => visibleChange(table, access, event, where));
         if (!change) return;
         if (queue.length >= this.limits.maxQueuedChanges || socket.bufferedAmount > this.limits.maxBufferedBytes) {
           metrics.realtimeEvents('dropped');
@@ -357,6 +361,30 @@ export class RealtimeServer {
     });
     return queue;
   };
+}
+
+/**
+ * What one change shows to the subscribers holding the same grant and the same `where` (a grant
+ * belongs to one principal and table: same grant, same role filter, fields and values of
+ * `$user`/`$context`), worked out once per change: a thousand alike subscribers cost one check.
+ * Kept while the hub hands the change out (the event object is then dropped).
+ */
+const outcomes = new WeakMap<LiveEvent, WeakMap<Grant, Map<string, VisibleChange | undefined>>>();
+
+function sharedVisibleChange(
+  grant: Grant,
+  whereKey: string,
+  event: LiveEvent,
+  work: () => VisibleChange | undefined,
+): VisibleChange | undefined {
+  let byGrant = outcomes.get(event);
+  if (!byGrant) outcomes.set(event, (byGrant = new WeakMap()));
+  let byWhere = byGrant.get(grant);
+  if (!byWhere) byGrant.set(grant, (byWhere = new Map()));
+  if (byWhere.has(whereKey)) return byWhere.get(whereKey);
+  const change = work();
+  byWhere.set(whereKey, change);
+  return change;
 }
 
 /**

@@ -1,0 +1,133 @@
+// Subscribers alike share each change's permission and `where` check (runtime/realtime/server.ts,
+// sharedVisibleChange): the shared outcome must never cross a principal or a `where`. Two
+// customers, each with sockets of the same and of different filters, and an admin key likewise:
+// each subscription gets exactly the changes its own role and `where` allow.
+import { randomUUID } from 'node:crypto';
+import { createClient, type Client } from 'graphql-ws';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
+
+const REST = '/gw/api/rest';
+
+let t: AuthTestServer;
+let alice: { id: string; token: string };
+let bob: { id: string; token: string };
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  t = await startAuthServer();
+  for (const who of ['alice', 'bob'] as const) {
+    const email = `${who}-${randomUUID()}@example.com`;
+    const session = await t.signupConfirmed(email, { roleId: 'customer' });
+    const user = { id: session.user.id, token: session.accessToken };
+    expect((await t.request('POST', `${REST}/Customer`, { body: { id: user.id, email, name: who } })).status).toBe(201);
+    if (who === 'alice') alice = user;
+    else bob = user;
+  }
+});
+afterAll(async () => {
+  for (const c of clients) await c.dispose();
+  await t?.close();
+});
+
+async function createOrder(customerId: string, total: number): Promise<number> {
+  const res = await t.request('POST', `${REST}/Order`, { body: { customerId, total } });
+  expect(res.status, res.text).toBe(201);
+  return (res.body.data as { id: number }).id;
+}
+
+interface Sub {
+  readonly name: string;
+  readonly ids: number[];
+  readonly errors: unknown[];
+}
+
+function subscribe(name: string, authorization: string, total: number | null): Sub {
+  const c = createClient({
+    url: `${t.url.replace(/^http/, 'ws')}/gw/api/graphql`,
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+    lazy: false,
+    connectionParams: { 'X-Project-Id': 'shop', Authorization: authorization },
+    onNonLazyError: () => {},
+  });
+  clients.push(c);
+  const sub: Sub = { name, ids: [], errors: [] };
+  c.subscribe(
+    {
+      query: 'subscription($where: OrderWhere) { orderChanged(where: $where, events: [INSERT]) { record { id } } }',
+      variables: { where: total === null ? null : { total: { equals: total } } },
+    },
+    {
+      next: (value) => sub.ids.push((value.data as any).orderChanged.record.id),
+      error: (error) => sub.errors.push(error),
+      complete: () => {},
+    },
+  );
+  return sub;
+}
+
+/** Polls `done`: a change arrives when the hub hands it out, with nothing to await in between. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within 10 s`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+it('alike subscribers share a check, and it never crosses a principal or a where', async () => {
+  const subs = {
+    alice42a: subscribe('alice 42 (a)', `Bearer ${alice.token}`, 42),
+    alice42b: subscribe('alice 42 (b)', `Bearer ${alice.token}`, 42),
+    alice43: subscribe('alice 43', `Bearer ${alice.token}`, 43),
+    aliceAll: subscribe('alice, no where', `Bearer ${alice.token}`, null),
+    bob42: subscribe('bob 42', `Bearer ${bob.token}`, 42),
+    bobAll: subscribe('bob, no where', `Bearer ${bob.token}`, null),
+    admin42a: subscribe('admin 42 (a)', `Bearer ${t.adminKey}`, 42),
+    admin42b: subscribe('admin 42 (b)', `Bearer ${t.adminKey}`, 42),
+    admin43: subscribe('admin 43', `Bearer ${t.adminKey}`, 43),
+  };
+  const all = Object.values(subs);
+  // Subscriptions take effect once their process's interest is written: write probes (each
+  // matched by some subscriber of every kind) until every one has received something.
+  for (let attempt = 0; !all.every((s) => s.ids.length > 0); attempt++) {
+    if (all.some((s) => s.errors.length)) throw new Error(JSON.stringify(all.map((s) => s.errors)));
+    if (attempt === 50) throw new Error('the subscriptions never took effect');
+    for (const [customer, total] of [
+      [alice.id, 42],
+      [alice.id, 43],
+      [bob.id, 42],
+    ] as const)
+      await createOrder(customer, total);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // The probes' changes are all handed out once the last one reached its subscribers.
+  const last = await createOrder(bob.id, 43);
+  await until(() => subs.bobAll.ids.includes(last) && subs.admin43.ids.includes(last), 'the last probe');
+  for (const s of all) s.ids.length = 0;
+
+  const a42 = await createOrder(alice.id, 42);
+  const a43 = await createOrder(alice.id, 43);
+  const b42 = await createOrder(bob.id, 42);
+  const b43 = await createOrder(bob.id, 43);
+  const a44 = await createOrder(alice.id, 44);
+  const b44 = await createOrder(bob.id, 44);
+  const expected: Record<keyof typeof subs, number[]> = {
+    alice42a: [a42],
+    alice42b: [a42],
+    alice43: [a43],
+    aliceAll: [a42, a43, a44],
+    bob42: [b42],
+    bobAll: [b42, b43, b44],
+    admin42a: [a42, b42],
+    admin42b: [a42, b42],
+    admin43: [a43, b43],
+  };
+  // The last orders (44) reach the unfiltered subscribers last: once they have them, every
+  // earlier change has been handed out to everyone (one hub, commit order).
+  await until(() => subs.aliceAll.ids.includes(a44) && subs.bobAll.ids.includes(b44), 'the last changes');
+  const got = Object.fromEntries(Object.entries(subs).map(([k, s]) => [k, s.ids]));
+  expect(got).toEqual(expected);
+});
