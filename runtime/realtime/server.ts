@@ -10,11 +10,13 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
   GraphQLError,
+  createSourceEventStream,
+  execute,
   getOperationAST,
   specifiedRules,
-  subscribe,
   validate,
   type ExecutionArgs,
+  type ExecutionResult,
   type GraphQLFieldResolver,
   type GraphQLSchema,
   type ValidationRule,
@@ -161,8 +163,7 @@ export class RealtimeServer {
       {
         onConnect: (ctx) => this.connect(ctx),
         onSubscribe: (ctx, _id, payload) => this.prepare(ctx, payload),
-        subscribe: (args) =>
-          subscribe({ ...args, subscribeFieldResolver: this.subscribeField as GraphQLFieldResolver<unknown, unknown> }),
+        subscribe: (args) => this.run(args),
         onClose: (ctx) => this.disconnected(ctx),
       },
       this.wss,
@@ -298,8 +299,28 @@ export class RealtimeServer {
       document,
       operationName: payload.operationName,
       variableValues: payload.variables,
-      contextValue: { caller, socket: ctx.extra.socket },
+      contextValue: {
+        caller,
+        socket: ctx.extra.socket,
+        executionKey: `${payload.operationName ?? ''}\n${JSON.stringify(payload.variables ?? null)}\n${payload.query}`,
+      },
     };
+  }
+
+  /**
+   * graphql-js's subscribe(), but each change is executed once for every subscription with the
+   * same schema, document and variables that was handed the same payload (sharedPayload: the same
+   * principal, table and `where`), not once per subscription: the change types resolve from the
+   * payload alone.
+   */
+  private async run(args: ExecutionArgs): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+    const source = await createSourceEventStream({
+      ...args,
+      subscribeFieldResolver: this.subscribeField as GraphQLFieldResolver<unknown, unknown>,
+    });
+    if (!(Symbol.asyncIterator in source)) return source;
+    const key = (args.contextValue as { executionKey: string }).executionKey;
+    return mapped(source, (payload) => sharedExecution(args, key, payload));
   }
 
   /** The source stream of one `<table>Changed` field. */
@@ -348,7 +369,7 @@ export class RealtimeServer {
           return;
         }
         metrics.realtimeEvents('out');
-        queue.push({ [info.fieldName]: change });
+        queue.push(sharedPayload(change, info.fieldName));
       },
       interrupted: () =>
         socket.close(CLOSE.interrupted, 'the server lost its channel to the database; changes may have been missed'),
@@ -385,6 +406,51 @@ function sharedVisibleChange(
   const change = work();
   byWhere.set(whereKey, change);
   return change;
+}
+
+/** The root value of a change's execution, one object per change and field (sharedExecution keys on it). */
+const payloads = new WeakMap<VisibleChange, Map<string, Record<string, VisibleChange>>>();
+
+function sharedPayload(change: VisibleChange, fieldName: string): Record<string, VisibleChange> {
+  let byField = payloads.get(change);
+  if (!byField) payloads.set(change, (byField = new Map()));
+  let payload = byField.get(fieldName);
+  if (!payload) byField.set(fieldName, (payload = { [fieldName]: change }));
+  return payload;
+}
+
+const executions = new WeakMap<object, WeakMap<GraphQLSchema, Map<string, ReturnType<typeof execute>>>>();
+
+/** execute() of one payload, once per schema and execution key (operation, variables, document text). */
+function sharedExecution(args: ExecutionArgs, key: string, payload: unknown): ReturnType<typeof execute> {
+  if (typeof payload !== 'object' || payload === null) return execute({ ...args, rootValue: payload });
+  let bySchema = executions.get(payload);
+  if (!bySchema) executions.set(payload, (bySchema = new WeakMap()));
+  let byKey = bySchema.get(args.schema);
+  if (!byKey) bySchema.set(args.schema, (byKey = new Map()));
+  let result = byKey.get(key);
+  if (!result) byKey.set(key, (result = execute({ ...args, rootValue: payload })));
+  return result;
+}
+
+/** `source` with `map` applied to each value; return() and throw() reach the source (graphql-js's mapAsyncIterator). */
+function mapped<T, U>(
+  source: AsyncGenerator<T> | AsyncIterable<T>,
+  map: (value: T) => U | Promise<U>,
+): AsyncGenerator<Awaited<U>> {
+  const iterator = source[Symbol.asyncIterator]() as AsyncIterator<T>;
+  const step = async (result: IteratorResult<T>): Promise<IteratorResult<Awaited<U>>> =>
+    result.done ? { value: undefined, done: true } : { value: await map(result.value), done: false };
+  const out: AsyncGenerator<Awaited<U>> = {
+    next: () => iterator.next().then(step),
+    return: async () => (iterator.return ? step(await iterator.return()) : { value: undefined as never, done: true }),
+    throw: async (error?: unknown) => {
+      if (iterator.throw) return step(await iterator.throw(error));
+      throw error;
+    },
+    [Symbol.asyncIterator]: () => out,
+  };
+  return out;
 }
 
 /**

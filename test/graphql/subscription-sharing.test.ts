@@ -1,5 +1,6 @@
-// Subscribers alike share each change's permission and `where` check (runtime/realtime/server.ts,
-// sharedVisibleChange): the shared outcome must never cross a principal or a `where`. Two
+// Subscribers alike share each change's permission and `where` check, and its execution
+// (runtime/realtime/server.ts, sharedVisibleChange, sharedExecution): neither may cross a
+// principal, a `where` or a selection. Two
 // customers, each with sockets of the same and of different filters, and an admin key likewise:
 // each subscription gets exactly the changes its own role and `where` allow.
 import { randomUUID } from 'node:crypto';
@@ -41,9 +42,12 @@ interface Sub {
   readonly name: string;
   readonly ids: number[];
   readonly errors: unknown[];
+  readonly records: unknown[];
 }
 
-function subscribe(name: string, authorization: string, total: number | null): Sub {
+const QUERY = 'subscription($where: OrderWhere) { orderChanged(where: $where, events: [INSERT]) { record { id } } }';
+
+function subscribe(name: string, authorization: string, total: number | null, query = QUERY): Sub {
   const c = createClient({
     url: `${t.url.replace(/^http/, 'ws')}/gw/api/graphql`,
     webSocketImpl: WebSocket,
@@ -53,14 +57,18 @@ function subscribe(name: string, authorization: string, total: number | null): S
     onNonLazyError: () => {},
   });
   clients.push(c);
-  const sub: Sub = { name, ids: [], errors: [] };
+  const sub: Sub = { name, ids: [], errors: [], records: [] };
   c.subscribe(
     {
-      query: 'subscription($where: OrderWhere) { orderChanged(where: $where, events: [INSERT]) { record { id } } }',
+      query,
       variables: { where: total === null ? null : { total: { equals: total } } },
     },
     {
-      next: (value) => sub.ids.push((value.data as any).orderChanged.record.id),
+      next: (value) => {
+        const record = (value.data as any).orderChanged.record;
+        sub.ids.push(record.id);
+        sub.records.push(record);
+      },
       error: (error) => sub.errors.push(error),
       complete: () => {},
     },
@@ -88,6 +96,13 @@ it('alike subscribers share a check, and it never crosses a principal or a where
     admin42a: subscribe('admin 42 (a)', `Bearer ${t.adminKey}`, 42),
     admin42b: subscribe('admin 42 (b)', `Bearer ${t.adminKey}`, 42),
     admin43: subscribe('admin 43', `Bearer ${t.adminKey}`, 43),
+    // The same where as admin42a, another selection: executed on its own.
+    admin42total: subscribe(
+      'admin 42, total selected',
+      `Bearer ${t.adminKey}`,
+      42,
+      'subscription($where: OrderWhere) { orderChanged(where: $where, events: [INSERT]) { record { id total } } }',
+    ),
   };
   const all = Object.values(subs);
   // Subscriptions take effect once their process's interest is written: write probes (each
@@ -106,7 +121,10 @@ it('alike subscribers share a check, and it never crosses a principal or a where
   // The probes' changes are all handed out once the last one reached its subscribers.
   const last = await createOrder(bob.id, 43);
   await until(() => subs.bobAll.ids.includes(last) && subs.admin43.ids.includes(last), 'the last probe');
-  for (const s of all) s.ids.length = 0;
+  for (const s of all) {
+    s.ids.length = 0;
+    s.records.length = 0;
+  }
 
   const a42 = await createOrder(alice.id, 42);
   const a43 = await createOrder(alice.id, 43);
@@ -124,10 +142,16 @@ it('alike subscribers share a check, and it never crosses a principal or a where
     admin42a: [a42, b42],
     admin42b: [a42, b42],
     admin43: [a43, b43],
+    admin42total: [a42, b42],
   };
   // The last orders (44) reach the unfiltered subscribers last: once they have them, every
   // earlier change has been handed out to everyone (one hub, commit order).
   await until(() => subs.aliceAll.ids.includes(a44) && subs.bobAll.ids.includes(b44), 'the last changes');
   const got = Object.fromEntries(Object.entries(subs).map(([k, s]) => [k, s.ids]));
   expect(got).toEqual(expected);
+  expect(subs.admin42a.records).toEqual([{ id: a42 }, { id: b42 }]);
+  expect(subs.admin42total.records).toEqual([
+    { id: a42, total: 42 },
+    { id: b42, total: 42 },
+  ]);
 });
