@@ -14,10 +14,12 @@
  *      log at info to a file);
  *   4. the bare server (./storage-bare-server.ts): node:http, pipeline(req, fs.createWriteStream)
  *      and pipeline(fs.createReadStream, res), nothing else;
- *   5. per round, servers in rotating order: sequential uploads and downloads of 1 MiB and 100 MiB
- *      (MB/s over the time of the requests alone), 200 concurrent downloads of a 100 kB file
- *      (autocannon: p50, p99, req/s); once per server, the RSS of the server process sampled every
- *      250 ms during a 1 GiB upload.
+ *   5. per round: 1-byte uploads (what an upload costs besides its bytes), sequential uploads and
+ *      downloads of 1 MiB and 100 MiB (MB/s over the time of the requests alone), the requests
+ *      alternating between the two servers (A B, B A, ...; who starts rotates with the round) so
+ *      that the drift of a shared machine hits both alike; then 200 concurrent downloads of a
+ *      100 kB file (autocannon: p50, p99, req/s), one server after the other; after the rounds,
+ *      once per server, the RSS of the server process sampled every 250 ms during a 1 GiB upload.
  *
  * The client is undici (one keep-alive connection for the sequential cases), sending the same
  * 64 KiB of random bytes over and over (no disk read on its side) and counting what it receives;
@@ -50,8 +52,8 @@ import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const QUICK = process.argv.includes('--quick');
 const MiB = 1024 * 1024;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 1 : 3));
-const SMALL = { size: MiB, count: QUICK ? 10 : 40, label: '1 MiB' };
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 1 : 5));
+const SMALL = { size: MiB, count: QUICK ? 10 : 60, label: '1 MiB' };
 const LARGE = QUICK ? { size: 10 * MiB, count: 2, label: '10 MiB' } : { size: 100 * MiB, count: 3, label: '100 MiB' };
 const HUGE = QUICK ? { size: 100 * MiB, label: '100 MiB' } : { size: 1024 * MiB, label: '1 GiB' };
 const CONCURRENT = {
@@ -236,25 +238,48 @@ interface Throughput {
   cpu: CpuShares;
 }
 
-/**
- * `count` sequential uploads of `size` bytes; MB/s over their time. The files are deleted after
- * all of them (svcgen's background removals would otherwise run during the next upload).
- */
-async function uploads(target: Target, size: number, count: number): Promise<Throughput> {
-  const run = await withCpu(target, async () => {
-    const refs: string[] = [];
-    for (let i = 0; i < count; i++) refs.push(await target.upload(size));
-    return refs;
-  });
-  for (const ref of run.value) await target.remove(ref);
-  return { mbps: (size * count) / MiB / (run.ms / 1000), msEach: run.ms / count, cpu: run.cpu };
-}
+/** Which stored file a download case reads. */
+type StoredFiles = { small: string; large: string; concurrent: string };
 
-async function downloads(target: Target, ref: string, size: number, count: number): Promise<Throughput> {
-  const run = await withCpu(target, async () => {
-    for (let i = 0; i < count; i++) await download(target, ref, size);
-  });
-  return { mbps: (size * count) / MiB / (run.ms / 1000), msEach: run.ms / count, cpu: run.cpu };
+/**
+ * `count` sequential transfers of `size` bytes to or from each of `targets`, interleaved request
+ * by request (A B, B A, A B, ...), so that the drift of a shared machine's speed hits both alike.
+ * MB/s over each server's own request times; CPU shares over them too. Uploaded files are deleted
+ * after all transfers (svcgen's background removals would otherwise run during the next upload).
+ */
+async function transfers(
+  targets: Target[],
+  kind: 'upload' | 'download',
+  size: number,
+  count: number,
+  file: (target: Target) => string,
+): Promise<Map<Target, Throughput>> {
+  const sums = new Map(targets.map((t) => [t, { ms: 0, server: 0, client: 0, refs: [] as string[] }]));
+  const machineBefore = machineSample();
+  for (let i = 0; i < count; i++) {
+    for (let k = 0; k < targets.length; k++) {
+      const target = targets[(i + k) % targets.length]!;
+      const one = await withCpu(target, () =>
+        kind === 'upload' ? target.upload(size) : download(target, file(target), size).then(() => undefined),
+      );
+      const sum = sums.get(target)!;
+      sum.ms += one.ms;
+      sum.server += one.cpu.server * one.ms;
+      sum.client += one.cpu.client * one.ms;
+      if (one.value !== undefined) sum.refs.push(one.value);
+    }
+  }
+  const busy = machineBusy(machineBefore, machineSample())?.busy;
+  const out = new Map<Target, Throughput>();
+  for (const [target, sum] of sums) {
+    for (const ref of sum.refs) await target.remove(ref);
+    out.set(target, {
+      mbps: (size * count) / MiB / (sum.ms / 1000),
+      msEach: sum.ms / count,
+      cpu: { server: sum.server / sum.ms, client: sum.client / sum.ms, busy },
+    });
+  }
+  return out;
 }
 
 interface Concurrent {
@@ -377,7 +402,6 @@ interface Results {
   /** ms per upload of one byte: what an upload costs besides its bytes */
   fixed: Record<ServerName, number[]>;
   rss: Record<ServerName, RssRun>;
-  order: string[];
 }
 
 /** The round whose MB/s is the median, with the CPU shares measured in it. */
@@ -409,8 +433,9 @@ function report(results: Results, env: { date: string; revision: string; postgre
       '`pipeline(req, fs.createWriteStream(file))` and `pipeline(fs.createReadStream(file), res)`: no credentials, no hash, no size limit, ' +
       'no metadata row, no rename into place.',
     '',
-    `Client: undici in the bench process over one keep-alive connection for the sequential cases, sending the same 64 KiB of random bytes ` +
-      `over and over; MB/s = MiB moved / seconds of the requests. ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}, servers in rotating order; each ` +
+    `Client: undici in the bench process, keep-alive connections, sending the same 64 KiB of random bytes over and over and dropping what ` +
+      `it receives. Sequential transfers alternate request by request between the servers (A B, B A, …; who starts rotates with the round), ` +
+      `so that the drift of a shared machine hits both alike; MB/s = MiB moved / seconds of that server's requests. ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}; each ` +
       `figure is the median round. CPU shares are of the measured wall time (100 % = one whole CPU): svcgen's or bare's process, the client, and the ` +
       'whole machine busy.',
     '',
@@ -434,7 +459,7 @@ function report(results: Results, env: { date: string; revision: string; postgre
   }
   out.push(
     '',
-    'MB/s of every round, in the order measured (machine busy share in brackets):',
+    'MB/s of every round (machine busy share during the case in brackets):',
     '',
     '| transfer | svcgen | bare |',
     '|---|---|---|',
@@ -491,7 +516,7 @@ function report(results: Results, env: { date: string; revision: string; postgre
   }
   for (const name of SERVERS)
     out.push('', `${name}, every sample: ${results.rss[name].samples.map((x) => fmt(x)).join(', ')}`);
-  out.push('', `Order measured: ${results.order.join('; ')}.`, '');
+  out.push('');
   return out.join('\n');
 }
 
@@ -522,28 +547,21 @@ process.once('exit', () => {
   return file;
 }
 
+function runCase(targets: Target[], id: Case, stored: (t: Target) => StoredFiles): Promise<Map<Target, Throughput>> {
+  const size = id.endsWith('small') ? SMALL : LARGE;
+  const kind = id.startsWith('upload') ? 'upload' : 'download';
+  return transfers(targets, kind, size.size, size.count, (t) =>
+    id.endsWith('small') ? stored(t).small : stored(t).large,
+  );
+}
+
 /** Repeats one case against svcgen for 20 s (BENCH_STORAGE_PROFILE). */
-async function profile(target: Target, id: Case, stored: { small: string; large: string }): Promise<void> {
+async function profile(target: Target, id: Case, stored: StoredFiles): Promise<void> {
   const until = performance.now() + 20_000;
   let moved = 0;
   while (performance.now() < until) {
-    const m =
-      id === 'upload-small'
-        ? await uploads(target, SMALL.size, 20)
-        : id === 'upload-large'
-          ? await uploads(target, LARGE.size, 2)
-          : id === 'download-small'
-            ? await downloads(target, stored.small, SMALL.size, 1)
-            : await downloads(target, stored.large, LARGE.size, 1);
-    moved +=
-      id === 'upload-small'
-        ? 20 * SMALL.size
-        : id === 'upload-large'
-          ? 2 * LARGE.size
-          : id.endsWith('small')
-            ? SMALL.size
-            : LARGE.size;
-    if (m.mbps <= 0) throw new Error('nothing moved');
+    await runCase([target], id, () => stored);
+    moved += id.endsWith('small') ? SMALL.size * SMALL.count : LARGE.size * LARGE.count;
   }
   log(`profiled ${id}: ${fmt(moved / MiB)} MiB moved in 20 s`);
 }
@@ -608,7 +626,7 @@ async function main(): Promise<void> {
     };
 
     // The files downloaded, uploaded once per server.
-    const stored = {} as Record<ServerName, { small: string; large: string; concurrent: string }>;
+    const stored = {} as Record<ServerName, StoredFiles>;
     for (const name of SERVERS) {
       const t = targets[name];
       stored[name] = {
@@ -635,45 +653,36 @@ async function main(): Promise<void> {
       concurrent: { svcgen: [], bare: [] },
       fixed: { svcgen: [], bare: [] },
       rss: {} as Record<ServerName, RssRun>,
-      order: [],
     };
+    const both = SERVERS.map((name) => targets[name]);
+    const storedOf = (t: Target) => stored[t.name];
+    // Warm-up, not measured: JIT, pools, caches, the first files of each directory.
+    await transfers(both, 'upload', 1, 20, () => '');
+    await transfers(both, 'upload', SMALL.size, 10, () => '');
+    await transfers(both, 'download', SMALL.size, 10, (t) => stored[t.name].small);
     for (let round = 0; round < ROUNDS; round++) {
-      const all = [
-        { id: 'fixed' as const, title: `upload 1 byte (× ${FIXED_COUNT})` },
-        ...CASES,
-        { id: 'concurrent' as const, title: 'concurrent downloads' },
-      ];
-      for (const [i, c] of all.entries()) {
-        const order = [0, 1].map((k) => SERVERS[(k + i + round) % SERVERS.length]!);
-        if (round === 0) results.order.push(`${c.title}: ${order[0]} first`);
-        for (const name of order) {
-          const t = targets[name];
-          if (c.id === 'concurrent') {
-            await concurrentDownloads(t, stored[name].concurrent, CONCURRENT.warmupS);
-            const m = await concurrentDownloads(t, stored[name].concurrent, CONCURRENT.durationS);
-            results.concurrent[name].push(m);
-            log(`round ${round + 1}, ${c.title} → ${name}: ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms`);
-            continue;
-          }
-          if (c.id === 'fixed') {
-            const m = await uploads(t, 1, FIXED_COUNT);
-            results.fixed[name].push(m.msEach);
-            log(`round ${round + 1}, ${c.title} → ${name}: ${fmt(m.msEach, 2)} ms per upload`);
-            continue;
-          }
-          const m =
-            c.id === 'upload-small'
-              ? await uploads(t, SMALL.size, SMALL.count)
-              : c.id === 'upload-large'
-                ? await uploads(t, LARGE.size, LARGE.count)
-                : c.id === 'download-small'
-                  ? await downloads(t, stored[name].small, SMALL.size, SMALL.count)
-                  : await downloads(t, stored[name].large, LARGE.size, LARGE.count);
-          results.throughput.get(c.id)![name].push(m);
-          log(
-            `round ${round + 1}, ${c.title} → ${name}: ${fmt(m.mbps)} MB/s (server CPU ${pct(m.cpu.server, 1)}, client ${pct(m.cpu.client, 1)}, machine busy ${m.cpu.busy === undefined ? 'n/a' : pct(m.cpu.busy, 1)})`,
-          );
-        }
+      // Requests alternate between the servers; who goes first rotates with the round.
+      const pair = round % 2 === 0 ? both : [...both].reverse();
+      const fixed = await transfers(pair, 'upload', 1, FIXED_COUNT, () => '');
+      for (const t of both) results.fixed[t.name].push(fixed.get(t)!.msEach);
+      log(
+        `round ${round + 1}, 1-byte uploads: ${both.map((t) => `${t.name} ${fmt(fixed.get(t)!.msEach, 2)} ms`).join(', ')}`,
+      );
+      for (const c of CASES) {
+        const m = await runCase(pair, c.id, storedOf);
+        for (const t of both) results.throughput.get(c.id)![t.name].push(m.get(t)!);
+        const busy = m.get(both[0]!)!.cpu.busy;
+        log(
+          `round ${round + 1}, ${c.title}: ${both.map((t) => `${t.name} ${fmt(m.get(t)!.mbps)} MB/s (server CPU ${pct(m.get(t)!.cpu.server, 1)}, client ${pct(m.get(t)!.cpu.client, 1)})`).join(', ')}; machine busy ${busy === undefined ? 'n/a' : pct(busy, 1)}`,
+        );
+      }
+      for (const t of pair) {
+        await concurrentDownloads(t, stored[t.name].concurrent, CONCURRENT.warmupS);
+        const m = await concurrentDownloads(t, stored[t.name].concurrent, CONCURRENT.durationS);
+        results.concurrent[t.name].push(m);
+        log(
+          `round ${round + 1}, concurrent downloads → ${t.name}: ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms`,
+        );
       }
     }
     for (const name of SERVERS) {
