@@ -49,12 +49,13 @@ import pg from 'pg';
 import { cleanupOnExit } from './cleanups.ts';
 import { gitRevision, readSection, reportDate } from './results-file.ts';
 
-/** Sections of RESULTS.md that other scripts write (bench:installed, bench:graphql, bench:auth, bench:webhooks, bench:soak, bench:workers), kept as they are. */
+/** Sections of RESULTS.md that other scripts write (bench:installed, bench:graphql, bench:auth, bench:webhooks, bench:bulk, bench:soak, bench:workers), kept as they are. */
 const OTHER_SECTIONS = [
   '## Installed svcgen serve',
   '## GraphQL',
   '## Authentication',
   '## Webhooks',
+  '## Bulk writes',
   '## Soak',
   '## Workers',
 ];
