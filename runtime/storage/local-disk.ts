@@ -5,8 +5,8 @@
  * the sweep removes after the grace period.
  */
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -17,6 +17,9 @@ const INCOMING = '.incoming';
 const KEY = /^(\.incoming\/[0-9a-f-]{36}|[a-z0-9_]+\/[a-z0-9_-]+\/[0-9a-f-]{36})$/;
 
 export class LocalDiskBackend implements StorageBackend {
+  /** Folders known to exist: an upload creates its two folders once, not on every upload (two file system calls fewer each). */
+  private readonly folders = new Set<string>();
+
   constructor(private readonly root: string) {}
 
   /** Keys come from objectKey (validated environment, bucket and uuid) or list(); refuse anything else outright. */
@@ -28,14 +31,29 @@ export class LocalDiskBackend implements StorageBackend {
   async put(key: string, body: Readable): Promise<void> {
     const target = this.pathOf(key);
     const incoming = path.join(this.root, INCOMING, randomUUID());
-    await mkdir(path.dirname(incoming), { recursive: true });
+    const file = await this.inFolder(incoming, () => open(incoming, 'wx'));
     try {
-      await pipeline(body, createWriteStream(incoming, { flags: 'wx' }));
-      await mkdir(path.dirname(target), { recursive: true });
-      await rename(incoming, target);
+      await pipeline(body, file.createWriteStream());
+      await this.inFolder(target, () => rename(incoming, target));
     } catch (error) {
       await rm(incoming, { force: true });
       throw error;
+    }
+  }
+
+  /** Runs `work` on `file` once its folder exists; a folder removed meanwhile (ENOENT) is created again, once. */
+  private async inFolder<T>(file: string, work: () => Promise<T>): Promise<T> {
+    const folder = path.dirname(file);
+    if (!this.folders.has(folder)) {
+      await mkdir(folder, { recursive: true });
+      this.folders.add(folder);
+    }
+    try {
+      return await work();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(folder, { recursive: true });
+      return await work();
     }
   }
 
