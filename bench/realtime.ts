@@ -38,7 +38,7 @@ import pg from 'pg';
 import { CASES, type Fixture } from './cases.ts';
 import { REPO } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
-import { measureCase, processTree, serveCli, type Measurement } from './cli-server.ts';
+import { measureCase, processTree, serveCli, treeCpuMicros, treeCpuSpent, type Measurement } from './cli-server.ts';
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
 import { installedProject, patchConfig, svcgenBin } from './installed-project.ts';
@@ -458,6 +458,7 @@ async function main(): Promise<void> {
       const total = SETTINGS.rate * SETTINGS.steadyS;
       const pending: Promise<Write>[] = [];
       const machineBefore = machineSample();
+      const serverBefore = treeCpuMicros(server.pid);
       const start = now();
       for (let i = 0; i < total; i++) {
         const due = start + (i * 1000) / SETTINGS.rate;
@@ -469,15 +470,19 @@ async function main(): Promise<void> {
       const elapsed = (now() - start) / 1000;
       const steadyCollected = await awaitReceipts(subscribers, total * SETTINGS.steadySubscribers);
       const busy = machineBusy(machineBefore, machineSample())?.busy;
+      const serverCpuS = treeCpuSpent(serverBefore, treeCpuMicros(server.pid)) / 1e6;
       steady = {
         ...latencyOf(steadyWrites, steadyCollected, SETTINGS.steadySubscribers),
         rate: total / elapsed,
         busy,
         fewest: Math.min(...steadyCollected.perSubscriber),
+        serverCpuS,
+        elapsedS: (now() - start) / 1000,
       };
       log(
         `steady: ${fmt(steady.rate)} writes/s, p50 ${fmt(steady.p50, 1)} ms, p99 ${fmt(steady.p99, 1)} ms, ` +
-          `missing ${steady.missing}, duplicates ${steady.duplicates}, closed ${steady.closed}`,
+          `missing ${steady.missing}, duplicates ${steady.duplicates}, closed ${steady.closed}; server CPU ${fmt(steady.serverCpuS, 1)} s ` +
+          `in ${fmt(steady.elapsedS, 1)} s (${fmt((1e6 * steady.serverCpuS) / steady.writes)} µs per write, ${fmt((1e6 * steady.serverCpuS) / steady.received, 1)} µs per change delivered)`,
       );
       await closeAll();
       await restoreSeed(database.url, fixture);
@@ -553,7 +558,7 @@ function report(r: {
     clientRss: number;
   };
   fanout: Latency;
-  steady: Latency & { rate: number; busy: number | undefined; fewest: number };
+  steady: Latency & { rate: number; busy: number | undefined; fewest: number; serverCpuS: number; elapsedS: number };
   writePath: { none: Measurement; idle: Measurement; rounds: Record<'none' | 'idle', Measurement[]> };
 }): string {
   const kb = (bytes: number) => `${fmt(bytes / 1024, 1)} KB`;
@@ -599,7 +604,9 @@ function report(r: {
     );
   out.push(
     '',
-    `The steady run kept the machine ${r.steady.busy === undefined ? 'n/a' : `${fmt(100 * r.steady.busy)} %`} busy; the subscriber that received fewest got ${fmt(r.steady.fewest)} of ${fmt(r.steady.writes)} changes.`,
+    `The steady run kept the machine ${r.steady.busy === undefined ? 'n/a' : `${fmt(100 * r.steady.busy)} %`} busy; the subscriber that received fewest got ${fmt(r.steady.fewest)} of ${fmt(r.steady.writes)} changes. ` +
+      `The server spent ${fmt(r.steady.serverCpuS, 1)} s of CPU in ${fmt(r.steady.elapsedS, 1)} s: ${fmt((1e6 * r.steady.serverCpuS) / r.steady.writes)} µs per write with its ${r.steady.subscribers} deliveries ` +
+      `(${fmt((1e6 * r.steady.serverCpuS) / r.steady.received, 1)} µs per change delivered, the write's own work included).`,
     '',
     `**Write path.** \`POST /Order\` (bench/cases.ts \`create\`), autocannon ${CONNECTIONS} connections, ${WARMUP_S} s warm-up and ${SETTINGS.durationS} s measured, ` +
       `${SETTINGS.rounds} round(s) of each, alternating; the figure is each side's median round. Idle subscribers: ${fmt(IDLE_WRITE_SUBSCRIBERS / 2)} sockets on ` +

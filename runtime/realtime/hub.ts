@@ -7,7 +7,7 @@
  * notifications arrived: commit order.
  */
 import { randomUUID } from 'node:crypto';
-import type { Database, NotificationChannel } from '../db/index.ts';
+import type { Database, NotificationChannel, Queryable } from '../db/index.ts';
 import { metrics } from '../observability/index.ts';
 import { announceSubscriptionChange } from '../webhooks/watched-tables.ts';
 import { LIVE_TOPIC } from './capture.ts';
@@ -55,6 +55,8 @@ export class LiveHub {
     private readonly db: Database,
     private readonly channel: NotificationChannel,
     private readonly log: (message: string, error?: unknown) => void,
+    /** Where the events are read: a connection of their own, not queued behind requests (db when left out). */
+    private readonly reader: Queryable = db,
   ) {}
 
   start(): void {
@@ -208,7 +210,7 @@ export class LiveHub {
   /** The events by id; undefined when the database could not answer. */
   private async read(ids: readonly string[]): Promise<Map<string, LiveEvent> | undefined> {
     try {
-      const rows = await this.db.query<{
+      const rows = await this.reader.query<{
         id: string;
         operation: LiveEvent['operation'];
         record: Record<string, unknown>;

@@ -5,6 +5,7 @@
  * closes every socket with 1001 before the HTTP drain.
  */
 import { SESSION_TOPIC, TOKEN_TOPIC } from '../../auth/tokens/revocations.ts';
+import { openDatabase } from '../../db/index.ts';
 import { REVOKED_TOPIC } from '../../keys/store.ts';
 import { metrics } from '../../observability/index.ts';
 import { LiveHub } from '../../realtime/hub.ts';
@@ -15,9 +16,17 @@ import { schemaCache } from './graphql.ts';
 
 export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
   name: 'realtime',
-  start({ db, channel, logger }, teardown) {
+  start({ db, channel, logger, options, config, directUrl }, teardown) {
     const log = (message: string, error?: unknown) => logger.error({ err: error }, message);
-    const hub = new LiveHub(db, channel, log);
+    // The hub reads committed events on a connection of its own (opened on the first read, closed
+    // after 10 s idle): on the request pool they would queue behind the writes (docs/realtime.md).
+    const reader = openDatabase(options.databaseUrl, {
+      max: 1,
+      statementTimeoutMs: config.database.statementTimeoutMs,
+      transactionPooler: directUrl !== options.databaseUrl,
+    });
+    teardown.add('realtime reads', () => reader.close());
+    const hub = new LiveHub(db, channel, log, reader);
     hub.start();
     teardown.add('realtime', () => hub.stop());
     let server: RealtimeServer | undefined;
