@@ -9,9 +9,9 @@
  * which this CTE writes as the statement's one outbox row. The delivery workers drain the outbox:
  * each pair becomes a delivery and its job there (runtime/webhooks/queue.ts), off the request's
  * path. (Queueing the job here would NOTIFY from every write, and PostgreSQL commits notifying
- * transactions one at a time.) The statement runs these CTEs only on tables that WatchedTables
- * says someone watches; with nothing matching, the function pays two index probes and writes
- * nothing.
+ * transactions one at a time.) The statement runs this CTE only on tables that WatchedTables
+ * says someone watches; with no subscription for its operation and no live interest it pays two
+ * index probes: no record is built, nothing is written.
  */
 import { fullRecord } from '../query/compile-read.ts';
 import { newAlias, type Scope } from '../query/compile-condition.ts';
@@ -46,11 +46,18 @@ export function captureEvents(site: CaptureSite): Capture {
   // The aggregates read the rows in the statement's order: a multi-row insert returns its rows in
   // the order of its VALUES, so a bulk write's events, and with them the queue, are in item order.
   const changes = site.changed ? `array_agg(to_json(${x}."${CHANGED_COLUMN}"))` : 'NULL::json[]';
+  // The table is watched (WatchedTables), but perhaps for other operations only, or by live
+  // interest that has expired: the records are built only when someone wants this statement's.
+  const wanted = `(EXISTS (SELECT 1 FROM svcgen.webhooks s
+      WHERE s.environment = ${env} AND s.table_name = ${name} AND s.active AND ${op} = ANY (s.events))
+    OR EXISTS (SELECT 1 FROM svcgen.live_interest l
+      WHERE l.environment = ${env} AND l.table_name = ${name} AND l.expires_at > now()))`;
   return {
     ctes: [
       `capture AS (INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids)
          SELECT c.event_ids, c.webhook_ids
-         FROM (SELECT array_agg(${fullRecord(table, x)}) AS records, ${changes} AS changes FROM ${site.rows} ${x}) r,
+         FROM (SELECT array_agg(${fullRecord(table, x)}) AS records, ${changes} AS changes FROM ${site.rows} ${x}
+           WHERE ${wanted}) r,
            LATERAL svcgen.capture_events(${env}, ${name}, ${op}, r.records, r.changes) c)`,
     ],
   };
