@@ -63,6 +63,10 @@ const bucket = z
     contentTypes: z.array(contentTypePattern).min(1).default(['*/*']),
     /** true: anyone may read a file's metadata and bytes by id, without credentials. */
     public: z.boolean().default(false),
+    /** Quota: bytes of all the bucket's files together, per environment; an upload past it → 413 quota-exceeded. */
+    maxTotalBytes: z.number().int().positive().optional(),
+    /** Quota: files in the bucket, per environment; an upload past it → 413 quota-exceeded. */
+    maxFiles: z.number().int().positive().optional(),
     roles: z
       .record(
         z.string(),
@@ -333,6 +337,20 @@ export const configSchema = z
         /** Default lifetime of a signed download URL; a request may ask for up to signedUrlMaxTtl. */
         signedUrlTtl: seconds.default(900),
         signedUrlMaxTtl: seconds.default(7 * 24 * 3600),
+        /** Per caller (API key or user) and environment, across buckets; unset: no such limit (docs/storage.md "Limits"). */
+        limits: z
+          .object({
+            /** Uploads a minute; more → 429 before the body is read. */
+            uploadsPerMinutePerCaller: z.number().int().positive().optional(),
+            /** Bytes stored a day (UTC); an upload that would pass it → 429, nothing kept. */
+            bytesPerDayPerCaller: z.number().int().positive().optional(),
+          })
+          .strict()
+          .prefault({}),
+        /** An upload that receives no byte for this long → 408, nothing kept (uploads are exempt from http.requestTimeoutMs). */
+        uploadIdleTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
+        /** An upload still arriving after this long → 408, nothing kept; unset: no bound but the idle one. */
+        uploadTimeoutMs: z.number().int().min(100).max(86_400_000).optional(),
         buckets: z
           .record(
             z

@@ -315,6 +315,13 @@ const STEPS: readonly string[] = [
        RETURN NEXT;
      END IF;
    END $$;`,
+  // Storage limits per caller (docs/storage.md "Limits"): bytes each caller stored a day (UTC).
+  `CREATE TABLE svcgen.file_usage (
+     caller       text NOT NULL,
+     day          date NOT NULL,
+     bytes        bigint NOT NULL,
+     PRIMARY KEY (caller, day)
+   );`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

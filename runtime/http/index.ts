@@ -15,6 +15,7 @@ export { nodeRequest, run, send, type Handler } from './node-adapter.ts';
 export { clientAddress } from './client-address.ts';
 export { clientErrorHandler, type ClientErrorLimits } from './client-error.ts';
 export { drainable, type Drain } from './drain.ts';
+export { releaseRequestDeadline, startRequestDeadline } from './request-deadline.ts';
 export { corsStage, type CorsStage } from './cors.ts';
 export {
   assignRequestId,

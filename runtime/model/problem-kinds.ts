@@ -63,6 +63,11 @@ export const PROBLEM_KINDS = {
     title: 'Payload Too Large',
     description: "the body is larger than limits.bodyBytes, or an upload larger than its bucket's maxBytes",
   },
+  'quota-exceeded': {
+    status: 413,
+    title: 'Quota exceeded',
+    description: "an upload would pass its bucket's maxTotalBytes or maxFiles; nothing was kept",
+  },
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported Media Type',

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/index.ts';
 import { ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
-import { clientErrorHandler, drainable } from '../http/index.ts';
+import { clientErrorHandler, drainable, startRequestDeadline, type ClientErrorLimits } from '../http/index.ts';
 import { flushLogger, flushLoggerSync } from '../observability/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import { installDeliveryQueue, startDeliveryWorker } from '../webhooks/index.ts';
@@ -35,7 +35,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const { services, routes, upgrades } = await startFeatures(foundation, lifecycle);
     const server = createHttpServer(options.config.http);
     const drain = drainable(server);
-    server.on('request', createRequestListener(services, routes));
+    const listener = createRequestListener(services, routes);
+    const onClientError = clientErrorHandler(clientErrorLimits(options.config.http));
+    const { requestTimeoutMs } = options.config.http;
+    server.on('request', (req, res) => {
+      startRequestDeadline(req, res, requestTimeoutMs, onClientError);
+      listener(req, res);
+    });
     // WebSocket upgrades (docs/realtime.md); one nobody takes is refused.
     server.on('upgrade', (req, socket, head) => {
       if (!upgrades.some((upgrade) => upgrade(req, socket, head)))
@@ -114,19 +120,21 @@ function createHttpServer(http: Config['http']): Server {
   const server = createServer({
     maxHeaderSize: MAX_HEADER_SIZE,
     headersTimeout: http.headersTimeoutMs,
-    requestTimeout: http.requestTimeoutMs,
+    // The whole request's bound is svcgen's (runtime/http/request-deadline.ts): uploads replace it.
+    requestTimeout: 0,
     keepAliveTimeout: http.keepAliveTimeoutMs,
     // Node checks the two timeouts only this often (default every 30 s), so a cut comes up to one interval late.
     connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(http.headersTimeoutMs / 10))),
   });
   server.maxConnections = http.maxConnections;
-  server.on(
-    'clientError',
-    clientErrorHandler({
-      headersTimeoutMs: http.headersTimeoutMs,
-      requestTimeoutMs: http.requestTimeoutMs,
-      maxHeaderSize: MAX_HEADER_SIZE,
-    }),
-  );
+  server.on('clientError', clientErrorHandler(clientErrorLimits(http)));
   return server;
+}
+
+function clientErrorLimits(http: Config['http']): ClientErrorLimits {
+  return {
+    headersTimeoutMs: http.headersTimeoutMs,
+    requestTimeoutMs: http.requestTimeoutMs,
+    maxHeaderSize: MAX_HEADER_SIZE,
+  };
 }

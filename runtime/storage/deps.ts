@@ -30,6 +30,8 @@ export interface StorageDeps {
      * address's share, a caller's share of the data budget; over it → 429 Problem.
      */
     anonymous(req: ApiRequest, environment: string): Promise<RateDecision>;
+    /** Counts an upload against storage.limits.uploadsPerMinutePerCaller (when set); over it → 429 Problem. */
+    uploads(tenant: Tenant, principal: Principal): Promise<void>;
   };
   readonly rateLimitHeaders: (decision: RateDecision) => Record<string, string>;
 }

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Database, transactionDatabase } from '../db/index.ts';
 import { header, Problem, readJson, jsonReply, type ApiRequest, type Reply } from '../http/index.ts';
 import { FILES_TABLE } from '../model/index.ts';
-import type { Principal } from '../principal/index.ts';
+import { callerId, type Principal } from '../principal/index.ts';
 import { compileWrite, createPresets, type Action, type Grant } from '../query/index.ts';
 import {
   answeringQueryErrors,
@@ -27,6 +27,8 @@ import { UploadInspector } from './inspector.ts';
 import { queueRemoval } from './jobs.ts';
 import { incomingFile } from './incoming.ts';
 import type { StorageDeps } from './deps.ts';
+import { overRoom, roomFor, settle } from './limits.ts';
+import { uploadDeadline, type UploadDeadline } from './upload-deadline.ts';
 
 export type { StorageDeps } from './deps.ts';
 
@@ -63,8 +65,10 @@ function knownBucket(deps: StorageDeps, req: ApiRequest): string {
   return name;
 }
 
+/** Adds `headers` to a Problem's own; its own win (a 429 of the upload limits says its own budget). */
 function withHeaders(problem: Problem, headers: Record<string, string>): Problem {
-  Object.assign(problem.headers, headers);
+  for (const [name, value] of Object.entries(headers))
+    if (!Object.hasOwn(problem.headers, name)) problem.headers[name] = value;
   return problem;
 }
 
@@ -133,67 +137,96 @@ function checkName(name: string | undefined, from: string): string {
 
 /** POST /_files/{bucket}: multipart (a `file` part) or a raw body with Content-Type and ?name=. */
 export async function upload(deps: StorageDeps, req: ApiRequest, raw: IncomingMessage): Promise<Reply> {
-  return asCaller(deps, req, async (who) => {
-    const ctx = dataContext(deps, req, who, 'create');
-    const settings = deps.config.storage.buckets[who.bucket]!;
-    const declaredLength = Number(raw.headers['content-length']);
-    // A multipart body carries a little more than its file; a raw one is the file.
-    if (Number.isFinite(declaredLength) && declaredLength > settings.maxBytes + 64 * 1024)
-      throw new Problem(
-        'payload-too-large',
-        `the file is larger than this bucket's limit of ${settings.maxBytes} bytes`,
-      );
-    const file = await incomingFile(raw, req, settings.maxBytes);
-    const contentType = mediaType(file.declaredType);
-    if (!contentType) {
-      file.discard();
-      throw new Problem('unsupported-media-type', 'declare the file\'s media type (e.g. "image/png")');
-    }
-    if (!allowedBy(settings.contentTypes, contentType)) {
-      file.discard();
-      throw new Problem(
+  // Bounded by progress, not by http.requestTimeoutMs (docs/storage.md "Long uploads").
+  const deadline = uploadDeadline(raw, deps.config.storage);
+  try {
+    return await asCaller(deps, req, (who) => storeUpload(deps, req, raw, who, deadline));
+  } catch (error) {
+    // A body cut off by the deadline is unread: the answer closes the connection.
+    if (deadline.expired && error instanceof Problem) error.headers.connection = 'close';
+    throw error;
+  } finally {
+    deadline.done();
+  }
+}
+
+async function storeUpload(
+  deps: StorageDeps,
+  req: ApiRequest,
+  raw: IncomingMessage,
+  who: Caller,
+  deadline: UploadDeadline,
+): Promise<Reply> {
+  const ctx = dataContext(deps, req, who, 'create');
+  await deps.limits.uploads(who.tenant, who.principal);
+  const settings = deps.config.storage.buckets[who.bucket]!;
+  const declaredLength = Number(raw.headers['content-length']);
+  const known = Number.isFinite(declaredLength) && raw.headers['content-length'] !== undefined;
+  // A multipart body carries a little more than its file; a raw one is the file.
+  if (known && declaredLength > settings.maxBytes + 64 * 1024)
+    throw new Problem('payload-too-large', `the file is larger than this bucket's limit of ${settings.maxBytes} bytes`);
+  const at = { environment: who.tenant.environment, bucket: who.bucket, caller: callerId(who.principal) };
+  const multipart = /^multipart\//i.test(header(req, 'content-type') ?? '');
+  const room = await roomFor(deps.db, deps.config, settings, at, known && !multipart ? declaredLength : undefined);
+  const incoming = incomingFile(raw, req, settings.maxBytes);
+  incoming.catch(() => {}); // a refusal that loses the race to the deadline is not reported twice
+  const file = await Promise.race([incoming, deadline.expiry]);
+  const refuse = (problem: Problem): never => {
+    file.discard();
+    throw problem;
+  };
+  const contentType = mediaType(file.declaredType);
+  if (!contentType) refuse(new Problem('unsupported-media-type', 'declare the file\'s media type (e.g. "image/png")'));
+  if (!allowedBy(settings.contentTypes, contentType!))
+    refuse(
+      new Problem(
         'unsupported-media-type',
         `bucket ${who.bucket} does not accept ${contentType}; it accepts ${settings.contentTypes.join(', ')}`,
-      );
-    }
-    let name: string;
-    try {
-      name = checkName(file.name, file.nameSource);
-    } catch (error) {
-      file.discard();
-      throw error;
-    }
-    const id = randomUUID();
-    const key = objectKey(who.tenant.environment, who.bucket, id);
-    const inspector = new UploadInspector(settings.maxBytes, contentType);
-    // A body that breaks off or a malformed multipart tail: the request's fault (400), never a 500.
-    const unreadable = (error: Error) =>
-      error instanceof Problem ? error : new Problem('bad-request', `the upload could not be read: ${error.message}`);
-    if (file.stream.errored) throw unreadable(file.stream.errored);
-    file.stream.on('error', (error) => inspector.destroy(unreadable(error)));
-    // put() reports the inspector's refusal; this listener keeps one raised before put() listens
-    // (a small body is inspected while the backend is still preparing) from being uncaught.
-    inspector.on('error', () => {});
-    file.stream.pipe(inspector);
-    try {
-      await deps.backend.put(key, inspector);
-    } catch (error) {
-      file.discard();
-      throw error;
-    }
-    try {
-      return await insertMetadata(deps, ctx, who, {
+      ),
+    );
+  let name = '';
+  try {
+    name = checkName(file.name, file.nameSource);
+  } catch (error) {
+    refuse(error as Problem);
+  }
+  const id = randomUUID();
+  const key = objectKey(who.tenant.environment, who.bucket, id);
+  const inspector = new UploadInspector(settings.maxBytes, contentType!, (size) =>
+    overRoom(deps.config, who.bucket, room, size),
+  );
+  // A body that breaks off or a malformed multipart tail: the request's fault (400), never a 500.
+  const unreadable = (error: Error) =>
+    error instanceof Problem ? error : new Problem('bad-request', `the upload could not be read: ${error.message}`);
+  if (file.stream.errored) throw unreadable(file.stream.errored);
+  file.stream.on('error', (error) => inspector.destroy(unreadable(error)));
+  // put() reports the inspector's refusal; this listener keeps one raised before put() listens
+  // (a small body is inspected while the backend is still preparing) from being uncaught.
+  inspector.on('error', () => {});
+  deadline.onExpire((problem) => inspector.destroy(problem));
+  file.stream.pipe(inspector);
+  try {
+    await deps.backend.put(key, inspector);
+  } catch (error) {
+    file.discard();
+    throw error;
+  }
+  try {
+    return await deps.db.transaction(async (tx) => {
+      await settle(tx, deps.config, settings, at, inspector.size);
+      const db = transactionDatabase(deps.db.pool, tx);
+      return insertMetadata({ ...deps, db }, { ...ctx, db }, who, {
         id,
         name,
-        contentType,
+        contentType: contentType!,
         size: inspector.size,
         sha256: inspector.sha256(),
       });
-    } catch (error) {
-      await deps.backend.remove(key).catch(() => {});
-      throw error;
-    }
-  });
+    });
+  } catch (error) {
+    await deps.backend.remove(key).catch(() => {});
+    throw error;
+  }
 }
 
 /** The metadata row, inserted once the bytes are stored: the file becomes visible with it (and its event is captured). */

@@ -17,6 +17,8 @@ export class UploadInspector extends Transform {
   constructor(
     private readonly maxBytes: number,
     private readonly declared: string,
+    /** A further bound on the size (a daily budget, a bucket quota): its Problem once passed, cutting the upload. */
+    private readonly cap: (size: number) => Problem | undefined = () => undefined,
   ) {
     super();
   }
@@ -33,6 +35,11 @@ export class UploadInspector extends Transform {
     this.size += chunk.length;
     if (this.size > this.maxBytes) {
       done(new Problem('payload-too-large', `the file is larger than this bucket's limit of ${this.maxBytes} bytes`));
+      return;
+    }
+    const capped = this.cap(this.size);
+    if (capped) {
+      done(capped);
       return;
     }
     this.hash.update(chunk);

@@ -19,6 +19,8 @@ import { RateLimitExceeded, type RateDecision } from '../../rate-limit/index.ts'
 import { DATA_BASE_PATH, SERVICE_PATHS } from '../../model/index.ts';
 import { serverSecret } from '../../secrets/index.ts';
 import * as files from '../../storage/index.ts';
+import { callerId, type Principal } from '../../principal/index.ts';
+import type { Tenant } from '../../tenancy/index.ts';
 import type { Route, ServerFeature } from '../feature.ts';
 import { every } from '../housekeeping.ts';
 import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
@@ -53,7 +55,7 @@ export const storageFeature: ServerFeature = {
           expensiveReads: services.expensiveReads,
           cursors: services.cursors,
           watchedTables: services.watchedTables,
-          limits: { ...dataLimits(services), anonymous: anonymousLimit(services) },
+          limits: { ...dataLimits(services), anonymous: anonymousLimit(services), uploads: uploadLimit(services) },
           rateLimitHeaders,
         };
         const at = `${DATA_BASE_PATH}/${SERVICE_PATHS.files}/:bucket`;
@@ -128,6 +130,29 @@ function anonymousLimit(services: Services): (req: ApiRequest, environment: stri
       throw new Problem(
         'rate-limited',
         `${limit} file requests a minute without credentials are answered from this address, and they are used up; retry in ${reset} s`,
+        [],
+        { 'retry-after': String(reset), ...rateLimitHeaders({ limit, remaining: 0, resetSeconds: reset }) },
+      );
+    }
+  };
+}
+
+/** storage.limits.uploadsPerMinutePerCaller: uploads per caller (API key or user), project and environment. */
+function uploadLimit(services: Services): (tenant: Tenant, principal: Principal) => Promise<void> {
+  const limit = services.config.storage.limits.uploadsPerMinutePerCaller;
+  return async (tenant, principal) => {
+    if (limit === undefined) return;
+    try {
+      await services.rateLimiter.hit(
+        `files-upload:${tenant.projectId}:${tenant.environment}:${callerId(principal)}`,
+        limit,
+      );
+    } catch (error) {
+      if (!(error instanceof RateLimitExceeded)) throw error;
+      const reset = error.retryAfterSeconds;
+      throw new Problem(
+        'rate-limited',
+        `each caller may upload ${limit} files a minute (storage.limits.uploadsPerMinutePerCaller), and yours are used up; retry in ${reset} s`,
         [],
         { 'retry-after': String(reset), ...rateLimitHeaders({ limit, remaining: 0, resetSeconds: reset }) },
       );
