@@ -140,6 +140,9 @@ interface Collected {
 
 /** The load generator: subscribers spread over the client processes. */
 class Subscribers {
+  /** Handshakes refused and tried again, over the run. */
+  retried = 0;
+
   constructor(
     private readonly clients: ClientProcess[],
     private readonly wsUrl: string,
@@ -151,7 +154,7 @@ class Subscribers {
     const share = Math.ceil(count / this.clients.length);
     const answers = await Promise.all(
       this.clients.map((c, i) =>
-        c.request<{ opened: number; failed: number; error?: string }>({
+        c.request<{ opened: number; failed: number; retried: number; error?: string }>({
           type: 'open',
           url: this.wsUrl,
           params: this.params,
@@ -161,6 +164,9 @@ class Subscribers {
       ),
     );
     const failed = answers.reduce((n, a) => n + a.failed, 0);
+    const retried = answers.reduce((n, a) => n + a.retried, 0);
+    if (retried) log(`${retried} handshakes refused and tried again`);
+    this.retried += retried;
     if (failed) throw new Error(`${failed} of ${count} sockets failed to open: ${answers.find((a) => a.error)?.error}`);
   }
 
@@ -418,6 +424,7 @@ async function main(): Promise<void> {
         perSubscriber: (rssN - rss0) / SETTINGS.idle,
         heapPerSubscriber: heap0 !== undefined && heapN !== undefined ? (heapN - heap0) / SETTINGS.idle : undefined,
         clientRss,
+        retried: subscribers.retried,
       };
       idle = held;
       log(
@@ -556,6 +563,7 @@ function report(r: {
     perSubscriber: number;
     heapPerSubscriber: number | undefined;
     clientRss: number;
+    retried: number;
   };
   fanout: Latency;
   steady: Latency & { rate: number; busy: number | undefined; fewest: number; serverCpuS: number; elapsedS: number };
@@ -589,7 +597,8 @@ function report(r: {
     `**Idle subscribers.** ${fmt(r.idle.n)} sockets opened (connection_init with the API key, then one \`customerChanged\` subscription) in ${fmt(r.idle.openS, 1)} s. ` +
       `Server RSS (after a warm-up of 1,000 sockets opened and closed, settled) ${mib(r.idle.rss0)} with none, ${mib(r.idle.rssN)} with ${fmt(r.idle.n)}: ` +
       `${kb(r.idle.perSubscriber)} each; V8 heap used ${r.idle.heapPerSubscriber === undefined ? 'n/a' : kb(r.idle.heapPerSubscriber)} each. ` +
-      `The ${CLIENT_PROCESSES} client processes held ${mib(r.idle.clientRss)}.`,
+      `The ${CLIENT_PROCESSES} client processes held ${mib(r.idle.clientRss)}. ` +
+      `Handshakes refused (408 on the loaded machine) and tried again, as a client reconnects: ${fmt(r.idle.retried)}.`,
     '',
     '| run | writes | subscribers | changes expected | received | missing | duplicates | sockets closed | p50 ms | p99 ms | max ms | p99 from request sent ms | received before the 201 |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
