@@ -57,7 +57,19 @@ export const CLOSE = {
   goingAway: 1001,
   /** The server lost its channel to the database: changes may have been missed. */
   interrupted: 1011,
+  /** The user's roles changed: what they may see changed (docs/realtime.md). */
+  rolesChanged: 4403,
 } as const;
+
+/**
+ * A subscriber's connection: a WebSocket, or a Server-Sent Events stream (sse.ts). `close` ends it
+ * with one of the codes above (an SSE stream sends the code in a last event, docs/realtime.md).
+ */
+export interface LiveConnection {
+  close(code: number, reason: string): void;
+  /** Bytes written but not yet sent to the client. */
+  readonly bufferedAmount: number;
+}
 
 /** config.realtime (docs/config.md). */
 export interface RealtimeLimits {
@@ -77,10 +89,12 @@ export interface RealtimeDeps {
   authenticate(req: ApiRequest, tenant: Tenant): Promise<{ kind: string }>;
   readonly hub: LiveHub;
   log(message: string, error?: unknown): void;
+  /** What a client did wrong that the server has nothing to fix for (a frame over the size limit). */
+  debug?(message: string, error?: unknown): void;
 }
 
-/** Who is on a socket, set by connection_init. */
-interface Caller {
+/** Who is on a socket (set by connection_init) or an SSE stream (from its headers). */
+export interface Caller {
   readonly tenant: Tenant;
   readonly principal: RolePrincipal;
   /** What ends the credential: the API key's digest, or the user's session and token ids. */
@@ -90,7 +104,7 @@ interface Caller {
 
 type Extra = { socket: WebSocket; request: IncomingMessage; caller?: Caller };
 
-const SUBSCRIPTION_MESSAGES = 'this endpoint serves subscriptions over WebSocket; send queries and mutations by HTTP';
+export const SUBSCRIPTION_MESSAGES = 'subscriptions only: send queries and mutations by HTTP to /gw/api/graphql';
 
 /** Only subscription operations come over the socket. */
 const SubscriptionsOnlyRule: ValidationRule = (context) => ({
@@ -114,7 +128,7 @@ function headersOf(params: Readonly<Record<string, unknown>> | undefined): Recor
   return headers;
 }
 
-function socketRequest(request: IncomingMessage, headers: Record<string, string>): ApiRequest {
+export function socketRequest(request: IncomingMessage, headers: Record<string, string>): ApiRequest {
   return {
     method: 'GET',
     path: GRAPHQL_PATH,
@@ -144,13 +158,21 @@ function callerKey(caller: Caller): string {
   return caller.principal.kind === 'apiKey' ? caller.principal.keyId : `user:${caller.principal.userId}`;
 }
 
+/**
+ * The revocation id that ends every connection of a user (docs/realtime.md "Lifecycle"): sent when
+ * the user's roles change (svcgen.users_roles_changed), as `<USER_REVOCATION><user id>`.
+ */
+export const USER_REVOCATION = 'user:';
+
 export class RealtimeServer {
   private readonly wss: WebSocketServer;
   private readonly disposer: { dispose(): void | Promise<void> };
   /** Sockets by what ends their credential (key digest, session id, token id). */
-  private readonly byRevocation = new Map<string, Set<WebSocket>>();
+  private readonly byRevocation = new Map<string, Set<LiveConnection>>();
   private readonly perCaller = new Map<string, number>();
   private closing = false;
+  /** SSE streams open now (sse.ts). */
+  readonly streams = new Set<LiveConnection>();
   /** Subscriptions live now (for metrics). */
   subscriptions = 0;
 
@@ -162,7 +184,7 @@ export class RealtimeServer {
     this.disposer = serveGraphqlWs<Record<string, unknown>, Extra>(
       {
         onConnect: (ctx) => this.connect(ctx),
-        onSubscribe: (ctx, _id, payload) => this.prepare(ctx, payload),
+        onSubscribe: (ctx, _id, payload) => this.prepareSocket(ctx, payload),
         subscribe: (args) => this.run(args),
         onClose: (ctx) => this.disconnected(ctx),
       },
@@ -170,9 +192,19 @@ export class RealtimeServer {
     );
   }
 
-  /** Sockets open now (for metrics and tests). */
+  /** Sockets and SSE streams open now (for metrics and tests). */
   get connections(): number {
-    return this.wss.clients.size;
+    return this.wss.clients.size + this.streams.size;
+  }
+
+  /** realtime.maxConnections: sockets and streams a process holds at most. */
+  get maxConnections(): number {
+    return this.limits.maxConnections;
+  }
+
+  /** True once SIGTERM began: no new socket or stream is taken. */
+  get stopping(): boolean {
+    return this.closing;
   }
 
   /** The HTTP server's 'upgrade' listener: true when the request was ours. */
@@ -185,8 +217,16 @@ export class RealtimeServer {
       );
     };
     if (this.closing) refuse(503, 'Service Unavailable');
-    else if (this.wss.clients.size >= this.limits.maxConnections) refuse(429, 'Too Many Requests');
-    else this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+    else if (this.connections >= this.limits.maxConnections) refuse(429, 'Too Many Requests');
+    else
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        this.wss.emit('connection', ws, req);
+        // graphql-ws writes a socket's 'error' (a frame over maxPayload, invalid UTF-8: ws has
+        // already closed the socket with 1009 or 1007) to console.error: a client's mistake, not
+        // ours, so it goes to the debug log instead of flooding stderr (docs/realtime.md).
+        ws.removeAllListeners('error');
+        ws.on('error', (error) => this.deps.debug?.('realtime socket error (the client sent a bad frame)', error));
+      });
     return true;
   }
 
@@ -194,6 +234,7 @@ export class RealtimeServer {
   async close(): Promise<void> {
     this.closing = true;
     for (const ws of this.wss.clients) ws.close(CLOSE.goingAway, 'the server is stopping');
+    for (const stream of this.streams) stream.close(CLOSE.goingAway, 'the server is stopping');
     await Promise.resolve(this.disposer.dispose()).catch(() => {});
   }
 
@@ -204,15 +245,9 @@ export class RealtimeServer {
 
   private async connect(ctx: Context<Record<string, unknown>, Extra>): Promise<boolean> {
     const { socket, request } = ctx.extra;
-    const req = socketRequest(request, headersOf(ctx.connectionParams));
-    let principal: RolePrincipal;
-    let tenant: Tenant;
     try {
-      tenant = resolveDataTenant(req, this.deps.config);
-      const found = await this.deps.authenticate(req, tenant);
-      if (found.kind === 'management')
-        throw new Problem('forbidden', 'a management token reads no data; use an API key or an access token');
-      principal = found as RolePrincipal;
+      ctx.extra.caller = await this.admit(socketRequest(request, headersOf(ctx.connectionParams)), socket, 'sockets');
+      return true;
     } catch (error) {
       const problem =
         error instanceof Problem
@@ -221,46 +256,62 @@ export class RealtimeServer {
       socket.close(CloseCode.Forbidden, problem.detail.slice(0, 120));
       return false;
     }
+  }
+
+  /**
+   * Who the request's credentials name (as the data routes resolve them), counted against the
+   * per-caller cap and registered for revocation and expiry on `connection`: throws a Problem
+   * (401/403 from authentication, 429 over the cap).
+   */
+  async admit(req: ApiRequest, connection: LiveConnection, what: string): Promise<Caller> {
+    const tenant = resolveDataTenant(req, this.deps.config);
+    const found = await this.deps.authenticate(req, tenant);
+    if (found.kind === 'management')
+      throw new Problem('forbidden', 'a management token reads no data; use an API key or an access token');
+    const principal = found as RolePrincipal;
     const credential = readCredential(req)?.token;
     const revokedBy =
-      principal.kind === 'apiKey' ? [digestSecret(credential ?? '')] : [principal.sessionId, principal.tokenId];
+      principal.kind === 'apiKey'
+        ? [digestSecret(credential ?? '')]
+        : [principal.sessionId, principal.tokenId, `${USER_REVOCATION}${principal.userId}`];
     const caller: Caller = { tenant, principal, revokedBy };
     const key = callerKey(caller);
     const count = this.perCaller.get(key) ?? 0;
-    if (count >= this.limits.maxConnectionsPerCaller) {
-      socket.close(
-        CloseCode.Forbidden,
-        `at most ${this.limits.maxConnectionsPerCaller} sockets per caller; close one first`,
+    if (count >= this.limits.maxConnectionsPerCaller)
+      throw new Problem(
+        'rate-limited',
+        `at most ${this.limits.maxConnectionsPerCaller} ${what} per caller; close one first`,
       );
-      return false;
-    }
     this.perCaller.set(key, count + 1);
-    ctx.extra.caller = caller;
     for (const id of revokedBy) {
       let set = this.byRevocation.get(id);
       if (!set) this.byRevocation.set(id, (set = new Set()));
-      set.add(socket);
+      set.add(connection);
     }
     if (principal.kind === 'user') {
       const exp = tokenExpiry(credential ?? '');
       if (exp !== undefined) {
         caller.expiryTimer = setTimeout(
-          () => socket.close(CLOSE.credentialEnded, 'the access token expired; connect again with a fresh one'),
+          () => connection.close(CLOSE.credentialEnded, 'the access token expired; connect again with a fresh one'),
           Math.max(0, exp * 1000 - Date.now()),
         );
         caller.expiryTimer.unref();
       }
     }
-    return true;
+    return caller;
   }
 
   private disconnected(ctx: Context<Record<string, unknown>, Extra>): void {
     const caller = ctx.extra.caller;
-    if (!caller) return;
+    if (caller) this.release(caller, ctx.extra.socket);
+  }
+
+  /** Undoes admit() when the connection ends. */
+  release(caller: Caller, connection: LiveConnection): void {
     if (caller.expiryTimer) clearTimeout(caller.expiryTimer);
     for (const id of caller.revokedBy) {
       const set = this.byRevocation.get(id);
-      set?.delete(ctx.extra.socket);
+      set?.delete(connection);
       if (set?.size === 0) this.byRevocation.delete(id);
     }
     const key = callerKey(caller);
@@ -270,11 +321,10 @@ export class RealtimeServer {
   }
 
   /** Parses and validates a subscribe message against the caller's schema (onSubscribe). */
-  private prepare(
+  private prepareSocket(
     ctx: Context<Record<string, unknown>, Extra>,
     payload: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null },
   ): ExecutionArgs | readonly GraphQLError[] {
-    const caller = ctx.extra.caller!;
     if (Object.keys(ctx.subscriptions).length > this.limits.maxSubscriptionsPerConnection)
       return [
         new GraphQLError(
@@ -282,6 +332,15 @@ export class RealtimeServer {
           { extensions: { code: 'TOO_MANY_REQUESTS', type: '/errors/rate-limited', status: 429 } },
         ),
       ];
+    return this.prepare(ctx.extra.caller!, ctx.extra.socket, payload);
+  }
+
+  /** Parses and validates a subscription of `caller` on `connection` against the caller's schema. */
+  prepare(
+    caller: Caller,
+    connection: LiveConnection,
+    payload: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null },
+  ): ExecutionArgs | readonly GraphQLError[] {
     const schema = this.deps.schemaFor(caller.principal);
     let document: ReturnType<typeof parseBounded>;
     try {
@@ -301,7 +360,7 @@ export class RealtimeServer {
       variableValues: payload.variables,
       contextValue: {
         caller,
-        socket: ctx.extra.socket,
+        socket: connection,
         executionKey: `${payload.operationName ?? ''}\n${JSON.stringify(payload.variables ?? null)}\n${payload.query}`,
       },
     };
@@ -313,7 +372,7 @@ export class RealtimeServer {
    * principal, table and `where`), not once per subscription: the change types resolve from the
    * payload alone.
    */
-  private async run(args: ExecutionArgs): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+  async run(args: ExecutionArgs): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
     const source = await createSourceEventStream({
       ...args,
       subscribeFieldResolver: this.subscribeField as GraphQLFieldResolver<unknown, unknown>,
@@ -327,7 +386,7 @@ export class RealtimeServer {
   private readonly subscribeField = async (
     _source: unknown,
     args: { where?: unknown; events?: string[] | null },
-    context: { caller: Caller; socket: WebSocket },
+    context: { caller: Caller; socket: LiveConnection },
     info: { fieldName: string; parentType: { getFields(): Record<string, { extensions: Record<string, unknown> }> } },
   ): Promise<AsyncIterable<unknown> | GraphQLError> => {
     const meta = info.parentType.getFields()[info.fieldName]?.extensions.svcgen as SubscriptionFieldMeta | undefined;

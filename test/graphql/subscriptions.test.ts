@@ -529,7 +529,7 @@ describe('lifecycle and protocol', () => {
     expect(sub.errors).toEqual([
       [
         expect.objectContaining({
-          message: 'this endpoint serves subscriptions over WebSocket; send queries and mutations by HTTP',
+          message: 'subscriptions only: send queries and mutations by HTTP to /gw/api/graphql',
         }),
       ],
     ]);

@@ -10,6 +10,9 @@ import { REVOKED_TOPIC } from '../../keys/store.ts';
 import { metrics } from '../../observability/index.ts';
 import { LiveHub } from '../../realtime/hub.ts';
 import { RealtimeServer } from '../../realtime/server.ts';
+import { sseHandler } from '../../realtime/sse.ts';
+import { errorReply, nodeRequest, send } from '../../http/index.ts';
+import { GRAPHQL_PATH } from '../../model/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { dataLimits } from '../pipeline.ts';
 import { schemaCache } from './graphql.ts';
@@ -51,6 +54,25 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
     });
     return {
       services: { liveHub: hub },
+      // Server-Sent Events (docs/realtime.md): the server is built with the upgrades, before any request.
+      routes: (services) => {
+        const logError = (error: unknown) => logger.error({ err: error }, 'realtime stream failed');
+        let handle: ReturnType<typeof sseHandler> | undefined;
+        return [
+          {
+            method: 'post',
+            path: `${GRAPHQL_PATH}/stream`,
+            express: (req, res) => {
+              const apiReq = nodeRequest(req, res, req.originalUrl, {}, services.config.limits.bodyBytes);
+              handle ??= sseHandler(server!);
+              handle(req, res, apiReq).catch((error: unknown) => {
+                if (res.headersSent) res.destroy();
+                else send(res, errorReply(error, apiReq, logError));
+              });
+            },
+          },
+        ];
+      },
       upgrades(services) {
         const limits = dataLimits(services);
         const schemaFor = schemaCache(services);
@@ -63,6 +85,7 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
             authenticate: (req, tenant) => limits.authenticate(req, tenant),
             hub,
             log,
+            debug: (message, error) => logger.debug({ err: error }, message),
           },
           services.config.realtime,
         );

@@ -1,0 +1,114 @@
+/**
+ * GraphQL subscriptions over Server-Sent Events (docs/realtime.md "Server-Sent Events"): graphql-sse
+ * in its distinct connections mode at `POST /gw/api/graphql/stream`, one subscription a stream.
+ * The request's headers carry the credentials, tenancy and environment exactly as on the data
+ * routes; the stream is then a subscriber like a WebSocket's (the same hub, matcher, caps and
+ * revocations: server.ts). Refusals before the stream starts are Problems (401, 403, 429, 400);
+ * what ends a running stream is a last `next` event whose error carries the close code, then
+ * `complete`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { GraphQLError, type ExecutionResult } from 'graphql';
+import { createHandler } from 'graphql-sse/lib/use/http';
+import { Problem, type ApiRequest } from '../http/index.ts';
+import { CLOSE, SUBSCRIPTION_MESSAGES, type Caller, type LiveConnection, type RealtimeServer } from './server.ts';
+
+/** The error code a stream's last event names for each close code (docs/realtime.md). */
+const CLOSE_NAMES: Record<number, string> = {
+  [CLOSE.credentialEnded]: 'CREDENTIAL_ENDED',
+  [CLOSE.rolesChanged]: 'ROLES_CHANGED',
+  [CLOSE.tooSlow]: 'TOO_SLOW',
+  [CLOSE.goingAway]: 'GOING_AWAY',
+  [CLOSE.interrupted]: 'INTERRUPTED',
+};
+
+/** How long a stream that was sent its last event may take to flush it before it is cut. */
+const FLUSH_GRACE_MS = 1000;
+
+/** One SSE stream as a subscriber connection. */
+class SseStream implements LiveConnection {
+  private ended = false;
+
+  constructor(private readonly res: ServerResponse) {}
+
+  get bufferedAmount(): number {
+    return this.res.writableLength;
+  }
+
+  close(code: number, reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    const res = this.res;
+    if (!res.headersSent || res.writableEnded || res.destroyed) {
+      res.destroy();
+      return;
+    }
+    const error = { message: reason, extensions: { code: CLOSE_NAMES[code] ?? 'CLOSED', closeCode: code } };
+    res.end(`event: next\ndata: ${JSON.stringify({ errors: [error] })}\n\nevent: complete\ndata:\n\n`);
+    // A client that stopped reading would hold the response (and its buffer) open: cut it.
+    setTimeout(() => res.destroy(), FLUSH_GRACE_MS).unref();
+  }
+}
+
+interface StreamContext {
+  readonly caller: Caller;
+  readonly stream: SseStream;
+}
+
+/**
+ * The route handler of `POST /gw/api/graphql/stream`: admits the caller (or throws the Problem to
+ * answer), then hands the request to graphql-sse.
+ */
+export function sseHandler(
+  server: RealtimeServer,
+): (req: IncomingMessage, res: ServerResponse, apiReq: ApiRequest) => Promise<void> {
+  const streams = new WeakMap<IncomingMessage, StreamContext>();
+  const handle = createHandler<{ res: ServerResponse }>({
+    // Distinct connections mode only: no stream reservations (PUT) and no token.
+    authenticate: () => '',
+    onSubscribe: (req, params) => {
+      const context = streams.get(req.raw);
+      if (!context) return { data: null, errors: [new GraphQLError('no stream')] } as never;
+      const prepared = server.prepare(context.caller, context.stream, {
+        query: params.query,
+        operationName: params.operationName,
+        variables: params.variables,
+      });
+      // Validation errors are sent as the stream's one event, then `complete` (graphql-sse's way).
+      if (Array.isArray(prepared)) return { data: null, errors: prepared } as ExecutionResult as never;
+      return prepared as never;
+    },
+    subscribe: (args) => server.run(args) as never,
+    // prepare() validated the document with the socket's rules; graphql-sse's own graphql import
+    // may be another copy of the module (CJS beside our ESM) that cannot read our schema.
+    validate: () => [],
+    execute: () => ({ errors: [new GraphQLError(SUBSCRIPTION_MESSAGES)] }) as never,
+  });
+  return async (req, res, apiReq) => {
+    if (req.headers.accept !== 'text/event-stream')
+      throw new Problem(
+        'bad-request',
+        'this endpoint streams subscriptions as Server-Sent Events: send the header Accept: text/event-stream (queries and mutations go to /gw/api/graphql)',
+      );
+    if (server.stopping)
+      throw new Problem('rate-limited', 'the server is stopping; connect again', [], { 'retry-after': '1' });
+    if (server.connections >= server.maxConnections)
+      throw new Problem(
+        'rate-limited',
+        `this server holds its maximum of ${server.maxConnections} connections; try again later`,
+        [],
+        {
+          'retry-after': '5',
+        },
+      );
+    const stream = new SseStream(res);
+    const caller = await server.admit(apiReq, stream, 'connections');
+    server.streams.add(stream);
+    res.once('close', () => {
+      server.streams.delete(stream);
+      server.release(caller, stream);
+    });
+    streams.set(req, { caller, stream });
+    await handle(req, res);
+  };
+}

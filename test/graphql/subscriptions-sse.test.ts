@@ -1,0 +1,259 @@
+// GraphQL subscriptions over Server-Sent Events (docs/realtime.md "Server-Sent Events") with the real
+// graphql-sse client in distinct connections mode: INSERT/UPDATE/DELETE arrive, a customer never
+// sees another's orders or hidden fields, credentials come from the headers as on REST (bad ones →
+// 401 Problem before any stream), the caps answer 429 Problems, revoking the key ends the stream with
+// a last event naming the close code, and a query is refused.
+import { randomUUID } from 'node:crypto';
+import { createClient, type Client } from 'graphql-sse';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
+import { MANAGEMENT_TOKEN, startTestServer } from '../support/server.ts';
+
+const REST = '/gw/api/rest';
+const STREAM = '/gw/api/graphql/stream';
+
+let t: AuthTestServer;
+let alice: { id: string; token: string };
+let bob: { id: string; token: string };
+const clients: Client[] = [];
+
+const unique = (tag: string) => `${tag}-${randomUUID()}`;
+
+beforeAll(async () => {
+  t = await startAuthServer();
+  for (const who of ['alice', 'bob'] as const) {
+    const email = `${unique(who)}@example.com`;
+    const session = await t.signupConfirmed(email, { roleId: 'customer' });
+    const user = { id: session.user.id, token: session.accessToken };
+    expect((await rest('POST', 'Customer', { id: user.id, email, name: who })).status).toBe(201);
+    if (who === 'alice') alice = user;
+    else bob = user;
+  }
+});
+afterAll(async () => {
+  for (const c of clients) c.dispose();
+  await t?.close();
+});
+
+function rest(method: string, path: string, body?: unknown) {
+  return t.request(method, `${REST}/${path}`, { body });
+}
+
+async function createOrder(customerId: string, fields: Record<string, unknown> = {}) {
+  const res = await rest('POST', 'Order', { customerId, total: 10, note: 'secret note', ...fields });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as { id: number };
+}
+
+function client(authorization: string, base = t.url): Client {
+  const c = createClient({
+    url: `${base}${STREAM}`,
+    // Header names in any case, as on REST.
+    headers: { 'x-project-id': 'shop', AUTHORIZATION: authorization, Environment: 'master' },
+    fetchFn: fetch,
+    retryAttempts: 0,
+  });
+  clients.push(c);
+  return c;
+}
+
+interface Subscription {
+  results: any[];
+  errors: unknown[];
+  closed: boolean;
+  stop(): void;
+}
+
+function subscribe(c: Client, query: string, variables?: Record<string, unknown>): Subscription {
+  const sub: Subscription = { results: [], errors: [], closed: false, stop: () => {} };
+  sub.stop = c.subscribe(
+    { query, variables },
+    {
+      next: (value) => sub.results.push(value),
+      error: (error) => {
+        sub.errors.push(error);
+        sub.closed = true;
+      },
+      complete: () => {
+        sub.closed = true;
+      },
+    },
+  );
+  return sub;
+}
+
+async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Writes `probe` until the subscription gets a change (it has taken effect), then forgets what came. */
+async function primed(sub: Subscription, probe: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    await probe();
+    const deadline = Date.now() + 200;
+    while (Date.now() < deadline && sub.results.length === 0 && !sub.closed)
+      await new Promise((r) => setTimeout(r, 10));
+    if (sub.closed) throw new Error(`the subscription ended: ${JSON.stringify([sub.errors, sub.results])}`);
+    if (sub.results.length) {
+      sub.results.length = 0;
+      return;
+    }
+  }
+  throw new Error('the subscription never took effect');
+}
+
+/** A raw POST to the stream endpoint (what the client would send), for the refusals. */
+function post(headers: Record<string, string>, query = 'subscription { cityChanged { id } }', base = t.url) {
+  return fetch(`${base}${STREAM}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-project-id': 'shop', ...headers },
+    body: JSON.stringify({ query }),
+  });
+}
+
+const ORDER_CHANGES = `subscription($where: OrderWhere, $events: [ChangeEvent!]) {
+  orderChanged(where: $where, events: $events) { id event record { id total status customerId } changedFields }
+}`;
+
+describe('subscriptions over Server-Sent Events', () => {
+  it('INSERT, UPDATE and DELETE arrive in order', async () => {
+    const customer = (await rest('POST', 'Customer', { email: `${unique('sse')}@example.com`, name: 'S' })).body.data
+      .id;
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, {
+      where: { customerId: { equals: customer } },
+    });
+    await primed(sub, () => createOrder(customer));
+    const order = await createOrder(customer, { total: 5 });
+    expect((await rest('PATCH', `Order/${order.id}`, { total: 6 })).status).toBe(200);
+    expect((await rest('DELETE', `Order/${order.id}`)).status).toBe(204);
+    await waitFor(() => (sub.results.length >= 3 ? true : undefined), 'three changes');
+    expect(sub.results.map((r) => r.data.orderChanged)).toEqual([
+      expect.objectContaining({ event: 'INSERT', record: expect.objectContaining({ id: order.id, total: 5 }) }),
+      expect.objectContaining({
+        event: 'UPDATE',
+        record: expect.objectContaining({ total: 6 }),
+        changedFields: ['total'],
+      }),
+      expect.objectContaining({ event: 'DELETE', record: expect.objectContaining({ id: order.id }) }),
+    ]);
+    sub.stop();
+  });
+
+  it("a customer gets its own orders' changes, never another's, and cannot select a hidden field", async () => {
+    const sub = subscribe(client(`Bearer ${alice.token}`), ORDER_CHANGES);
+    await primed(sub, () => createOrder(alice.id));
+    const others = await createOrder(bob.id, { total: 66 });
+    const mine = await createOrder(alice.id, { total: 42 });
+    const got = await waitFor(() => sub.results[0], 'the INSERT of alice’s order');
+    expect(got.data.orderChanged).toMatchObject({ event: 'INSERT', record: { id: mine.id, customerId: alice.id } });
+    expect(sub.results.map((r) => r.data.orderChanged.record.id)).not.toContain(others.id);
+    sub.stop();
+
+    const hidden = subscribe(client(`Bearer ${alice.token}`), 'subscription { orderChanged { record { id note } } }');
+    await waitFor(() => (hidden.closed ? true : undefined), 'the refusal');
+    expect(hidden.results).toEqual([
+      {
+        data: null,
+        errors: [expect.objectContaining({ message: 'Cannot query field "note" on type "OrderRecord".' })],
+      },
+    ]);
+  });
+
+  it('a query is refused: queries and mutations go to /gw/api/graphql', async () => {
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), '{ __typename }');
+    await waitFor(() => (sub.closed ? true : undefined), 'the refusal');
+    expect(sub.results).toEqual([
+      {
+        data: null,
+        errors: [
+          expect.objectContaining({
+            message: 'subscriptions only: send queries and mutations by HTTP to /gw/api/graphql',
+          }),
+        ],
+      },
+    ]);
+  });
+
+  it('bad credentials → 401 Problem, a management token → 403, no Accept: text/event-stream → 400, before any stream', async () => {
+    const bad = await post({ authorization: 'Bearer nope' });
+    expect(bad.status).toBe(401);
+    expect(bad.headers.get('content-type')).toMatch(/^application\/(problem\+)?json/);
+    expect(await bad.json()).toMatchObject({ status: 401 });
+    const management = await post({ authorization: `Bearer ${MANAGEMENT_TOKEN}` });
+    expect(management.status).toBe(403);
+    expect(await management.json()).toMatchObject({
+      status: 403,
+      detail: 'a management token reads no data; use an API key or an access token',
+    });
+    const json = await fetch(`${t.url}${STREAM}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-project-id': 'shop', authorization: `Bearer ${t.adminKey}` },
+      body: '{"query":"subscription { cityChanged { id } }"}',
+    });
+    expect(json.status).toBe(400);
+    expect(await json.json()).toMatchObject({
+      status: 400,
+      detail:
+        'this endpoint streams subscriptions as Server-Sent Events: send the header Accept: text/event-stream (queries and mutations go to /gw/api/graphql)',
+    });
+  });
+
+  it('revoking the API key ends its stream at once: a last event with code CREDENTIAL_ENDED (4401), then complete', async () => {
+    const { id, key } = await t.createKey(['admin']);
+    const sub = subscribe(client(`Bearer ${key}`), ORDER_CHANGES);
+    await primed(sub, () => createOrder(alice.id));
+    const res = await t.request('DELETE', `${REST}/_apikeys/${id}`, { key: MANAGEMENT_TOKEN });
+    expect(res.status, res.text).toBe(204);
+    await waitFor(() => (sub.closed ? true : undefined), 'the end of the stream');
+    expect(sub.errors).toEqual([]);
+    expect(sub.results).toEqual([
+      {
+        errors: [{ message: 'the API key was revoked', extensions: { code: 'CREDENTIAL_ENDED', closeCode: 4401 } }],
+      },
+    ]);
+  });
+
+  it('caps: a second stream of a caller and one past the process maximum → 429 Problem before the stream', async () => {
+    const small = await startTestServer({
+      databaseUrl: t.database.url,
+      configPatch: (raw) => {
+        raw.realtime = { maxConnectionsPerCaller: 1, maxConnections: 2 };
+      },
+    });
+    try {
+      const first = subscribe(client(`Bearer ${t.adminKey}`, small.url), ORDER_CHANGES);
+      await primed(first, () => createOrder(alice.id));
+      const second = await post({ authorization: `Bearer ${t.adminKey}` }, undefined, small.url);
+      expect(second.status).toBe(429);
+      expect(await second.json()).toMatchObject({
+        status: 429,
+        detail: 'at most 1 connections per caller; close one first',
+      });
+      const other = subscribe(client(`Bearer ${alice.token}`, small.url), ORDER_CHANGES);
+      await primed(other, () => createOrder(alice.id));
+      const third = await post({ authorization: `Bearer ${bob.token}` }, undefined, small.url);
+      expect(third.status).toBe(429);
+      expect(await third.json()).toMatchObject({
+        status: 429,
+        detail: 'this server holds its maximum of 2 connections; try again later',
+      });
+      // A stream that ends gives its place back.
+      first.stop();
+      await waitFor(async () => {
+        const again = await post({ authorization: `Bearer ${bob.token}` }, undefined, small.url);
+        const ok = again.status === 200;
+        await again.body?.cancel();
+        return ok ? true : undefined;
+      }, 'a free place');
+      other.stop();
+    } finally {
+      await small.close();
+    }
+  });
+});
