@@ -29,10 +29,11 @@
  * `--quick`: 1 MiB, 10 MiB and 100 MiB instead of 1 MiB, 100 MiB and 1 GiB, fewer requests, one
  * round, shorter concurrency runs (a smoke test; it writes the section too, saying so).
  * `BENCH_STORAGE_PROFILE=<case>` (upload-small, upload-large, download-small, download-large): no
- * report; svcgen serve runs under V8's CPU profiler (--cpu-prof) while the client repeats that case
+ * report; svcgen serve runs under V8's CPU profiler (the one behind --cpu-prof) while the client repeats that case
  * for 20 s, then the profile's summary (./profile.ts) is printed: where svcgen's time goes.
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (else the local server or an embedded
- * one, as ./database.ts finds it), BENCH_ROUNDS, BENCH_RESULTS.
+ * one, as ./database.ts finds it), BENCH_ROUNDS, BENCH_RESULTS; BENCH_NOTE: a sentence put into the
+ * report as it is (what else ran on the machine, say).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -421,6 +422,7 @@ function report(results: Results, env: { date: string; revision: string; postgre
       `shared by the client, both servers and PostgreSQL; files on ${diskOf(os.tmpdir())}.`,
     '',
   );
+  if (process.env.BENCH_NOTE) out.push(`> ${process.env.BENCH_NOTE}`, '');
   if (QUICK)
     out.push(
       '**`--quick` run: small sizes, one round. A smoke test, not figures to compare; run without `--quick`.**',
