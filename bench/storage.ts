@@ -21,7 +21,7 @@
  *      100 kB file (autocannon: p50, p99, req/s), one server after the other; after the rounds,
  *      once per server, the RSS of the server process sampled every 250 ms during a 1 GiB upload.
  *
- * The client is undici (one keep-alive connection for the sequential cases), sending the same
+ * The client is undici (one keep-alive connection per server for the sequential cases), sending the same
  * 64 KiB of random bytes over and over (no disk read on its side) and counting what it receives;
  * its CPU share is reported, so a client at 100 % of a CPU shows. Every svcgen upload's size and
  * sha256 are checked against what was sent; every answer must have the expected status.
