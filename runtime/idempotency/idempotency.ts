@@ -121,3 +121,116 @@ export async function withIdempotency(
 export async function pruneIdempotency(db: Database): Promise<void> {
   await db.query('DELETE FROM svcgen.idempotency WHERE expires_at < now()').catch(() => {});
 }
+
+/** A key's validity, as withIdempotency checks it: the key, or undefined when the request sends none. */
+export function idempotencyKeyOf(req: ApiRequest): string | undefined {
+  const key = header(req, 'idempotency-key');
+  if (key === undefined) return undefined;
+  if (key.length === 0 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
+    throw new Problem('bad-request', 'Idempotency-Key must be 1 to 255 visible ASCII characters', [
+      { field: 'Idempotency-Key', rule: 'format', message: '1 to 255 visible ASCII characters' },
+    ]);
+  }
+  return key;
+}
+
+/**
+ * A keyed request whose body is a stream too large to hold (a file upload, docs/storage.md
+ * "Idempotency-Key"). Its request hash is known only once the body has streamed, and holding a
+ * transaction (a pool connection) for as long as an upload lasts would let a few slow clients take
+ * the pool, so the key is claimed in a short transaction of its own before the body is read, as a
+ * 'running' record that expires after `claimSeconds` (the longest an upload may run):
+ * - 'first': nobody used the key; finish() stores the answer in the transaction of the upload's
+ *   row, release() gives the key back when the upload fails;
+ * - 'seen': a finished request used it; compare the request hash, then replay or refuse (422);
+ * - another request still holds it → 409. A crashed server's claim holds the key until it expires.
+ */
+export type StreamedClaim =
+  | {
+      readonly kind: 'first';
+      finish(tx: Database, requestHash: string, reply: Reply): Promise<void>;
+      release(): Promise<void>;
+    }
+  | { readonly kind: 'seen'; answer(requestHash: string): Reply };
+
+export async function claimStreamedKey(
+  db: Database,
+  key: string,
+  caller: string,
+  tenant: Tenant,
+  claimSeconds: number,
+): Promise<StreamedClaim> {
+  const ids = [caller, tenant.projectId, tenant.environment, key];
+  const found = await db.transaction(async (tx) => {
+    const [lock] = await tx.query<{ taken: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2) AS taken', [
+      IDEMPOTENCY_LOCK_NAMESPACE,
+      idempotencyLockKey(caller, tenant.projectId, tenant.environment, key),
+    ]);
+    if (!lock!.taken) throw stillRunning();
+    const [row] = await tx.query<StoredReply & { state: string }>(
+      `SELECT state, request_hash, status, headers, body FROM svcgen.idempotency
+       WHERE caller = $1 AND project_id = $2 AND environment = $3 AND key = $4 AND expires_at > now()`,
+      ids,
+    );
+    if (row?.state === 'running') throw stillRunning();
+    if (row) return row;
+    await tx.query(
+      `INSERT INTO svcgen.idempotency AS i (caller, project_id, environment, key, request_hash, state, expires_at)
+       VALUES ($1, $2, $3, $4, '', 'running', now() + make_interval(secs => $5))
+       ON CONFLICT (caller, project_id, environment, key) DO UPDATE
+         SET request_hash = '', state = 'running', status = NULL, headers = NULL, body = NULL, created_at = now(),
+             expires_at = EXCLUDED.expires_at`,
+      [...ids, claimSeconds],
+    );
+    return undefined;
+  });
+  if (found) {
+    return {
+      kind: 'seen',
+      answer(requestHash) {
+        if (found.request_hash !== requestHash) throw reused();
+        return {
+          status: found.status,
+          headers: { ...found.headers, 'idempotency-replayed': 'true' },
+          body: found.body ?? undefined,
+        };
+      },
+    };
+  }
+  return {
+    kind: 'first',
+    async finish(tx, requestHash, reply) {
+      const kept = Object.fromEntries(
+        Object.entries(reply.headers ?? {}).filter(([k]) => REPLAYED_HEADERS.includes(k.toLowerCase())),
+      );
+      const stored = await tx.query(
+        `UPDATE svcgen.idempotency SET request_hash = $5, state = 'done', status = $6, headers = $7, body = $8,
+           expires_at = now() + ${RETENTION}
+         WHERE caller = $1 AND project_id = $2 AND environment = $3 AND key = $4 AND state = 'running'
+         RETURNING 1`,
+        [...ids, requestHash, reply.status, JSON.stringify(kept), reply.body ?? null],
+      );
+      // The claim expired and another request took the key meanwhile: this one is not stored twice.
+      if (stored.length === 0) throw stillRunning();
+    },
+    async release() {
+      await db
+        .query(
+          `DELETE FROM svcgen.idempotency
+           WHERE caller = $1 AND project_id = $2 AND environment = $3 AND key = $4 AND state = 'running'`,
+          ids,
+        )
+        .catch(() => {});
+    },
+  };
+}
+
+function stillRunning(): Problem {
+  return new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
+}
+
+function reused(): Problem {
+  return new Problem('validation', 'this Idempotency-Key was already used with a different request; use a new key', [
+    { field: 'Idempotency-Key', rule: 'reused', message: 'the key was used with a different request' },
+  ]);
+}

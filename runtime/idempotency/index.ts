@@ -1,1 +1,9 @@
-export { withIdempotency, pruneIdempotency, idempotencyLockKey, IDEMPOTENCY_LOCK_NAMESPACE } from './idempotency.ts';
+export {
+  claimStreamedKey,
+  idempotencyKeyOf,
+  idempotencyLockKey,
+  IDEMPOTENCY_LOCK_NAMESPACE,
+  pruneIdempotency,
+  withIdempotency,
+  type StreamedClaim,
+} from './idempotency.ts';

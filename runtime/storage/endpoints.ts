@@ -4,10 +4,12 @@
  * signed URLs. Metadata goes through the REST handlers of the query layer (bucket-access.ts);
  * bytes stream between the request, the backend and the response.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { finished } from 'node:stream/promises';
 import { type Database, transactionDatabase } from '../db/index.ts';
 import { header, Problem, readJson, jsonReply, type ApiRequest, type Reply } from '../http/index.ts';
+import { claimStreamedKey, idempotencyKeyOf, type StreamedClaim } from '../idempotency/index.ts';
 import { FILES_TABLE } from '../model/index.ts';
 import { callerId, type Principal } from '../principal/index.ts';
 import { compileWrite, createPresets, type Action, type Grant } from '../query/index.ts';
@@ -157,7 +159,7 @@ async function storeUpload(
   who: Caller,
   deadline: UploadDeadline,
 ): Promise<Reply> {
-  const ctx = dataContext(deps, req, who, 'create');
+  dataContext(deps, req, who, 'create'); // 403 before anything is counted
   await deps.limits.uploads(who.tenant, who.principal);
   const settings = deps.config.storage.buckets[who.bucket]!;
   const declaredLength = Number(raw.headers['content-length']);
@@ -166,8 +168,47 @@ async function storeUpload(
   if (known && declaredLength > settings.maxBytes + 64 * 1024)
     throw new Problem('payload-too-large', `the file is larger than this bucket's limit of ${settings.maxBytes} bytes`);
   const at = { environment: who.tenant.environment, bucket: who.bucket, caller: callerId(who.principal) };
+  const key = idempotencyKeyOf(req);
+  if (key === undefined) return storeFile(deps, req, raw, who, deadline, at, undefined);
+  const { uploadTimeoutMs } = deps.config.storage;
+  const claim = await claimStreamedKey(
+    deps.db,
+    key,
+    at.caller,
+    who.tenant,
+    Math.ceil((uploadTimeoutMs ?? 3_600_000) / 1000),
+  );
+  try {
+    return await storeFile(deps, req, raw, who, deadline, at, claim);
+  } catch (error) {
+    if (claim.kind === 'first') await claim.release();
+    throw error;
+  }
+}
+
+/**
+ * The upload itself; under an Idempotency-Key a `seen` claim reads the bytes only to compare them
+ * (replayed or 422, nothing kept) and a `first` one stores its answer with the file's row.
+ */
+async function storeFile(
+  deps: StorageDeps,
+  req: ApiRequest,
+  raw: IncomingMessage,
+  who: Caller,
+  deadline: UploadDeadline,
+  at: { environment: string; bucket: string; caller: string },
+  claim: StreamedClaim | undefined,
+): Promise<Reply> {
+  const ctx = dataContext(deps, req, who, 'create');
+  const settings = deps.config.storage.buckets[who.bucket]!;
+  const declaredLength = Number(raw.headers['content-length']);
+  const known = Number.isFinite(declaredLength) && raw.headers['content-length'] !== undefined;
   const multipart = /^multipart\//i.test(header(req, 'content-type') ?? '');
-  const room = await roomFor(deps.db, deps.config, settings, at, known && !multipart ? declaredLength : undefined);
+  // A replay stores nothing: no room is needed.
+  const room =
+    claim?.kind === 'seen'
+      ? { dailyBytes: undefined, quotaBytes: undefined }
+      : await roomFor(deps.db, deps.config, settings, at, known && !multipart ? declaredLength : undefined);
   const incoming = incomingFile(raw, req, settings.maxBytes);
   incoming.catch(() => {}); // a refusal that loses the race to the deadline is not reported twice
   const file = await Promise.race([incoming, deadline.expiry]);
@@ -191,7 +232,7 @@ async function storeUpload(
     refuse(error as Problem);
   }
   const id = randomUUID();
-  const key = objectKey(who.tenant.environment, who.bucket, id);
+  const storedAt = objectKey(who.tenant.environment, who.bucket, id);
   const inspector = new UploadInspector(settings.maxBytes, contentType!, (size) =>
     overRoom(deps.config, who.bucket, room, size),
   );
@@ -205,8 +246,21 @@ async function storeUpload(
   inspector.on('error', () => {});
   deadline.onExpire((problem) => inspector.destroy(problem));
   file.stream.pipe(inspector);
+  const requestHash = () =>
+    createHash('sha256')
+      .update(JSON.stringify([req.method, req.path, name, contentType, inspector.sha256()]))
+      .digest('hex');
+  if (claim?.kind === 'seen') {
+    try {
+      await finished(inspector.resume());
+    } catch (error) {
+      file.discard();
+      throw error;
+    }
+    return claim.answer(requestHash());
+  }
   try {
-    await deps.backend.put(key, inspector);
+    await deps.backend.put(storedAt, inspector);
   } catch (error) {
     file.discard();
     throw error;
@@ -215,16 +269,18 @@ async function storeUpload(
     return await deps.db.transaction(async (tx) => {
       await settle(tx, deps.config, settings, at, inspector.size);
       const db = transactionDatabase(deps.db.pool, tx);
-      return insertMetadata({ ...deps, db }, { ...ctx, db }, who, {
+      const reply = await insertMetadata({ ...deps, db }, { ...ctx, db }, who, {
         id,
         name,
         contentType: contentType!,
         size: inspector.size,
         sha256: inspector.sha256(),
       });
+      if (claim?.kind === 'first') await claim.finish(db, requestHash(), reply);
+      return reply;
     });
   } catch (error) {
-    await deps.backend.remove(key).catch(() => {});
+    await deps.backend.remove(storedAt).catch(() => {});
     throw error;
   }
 }
