@@ -37,9 +37,12 @@ export const storageFeature: ServerFeature = {
     const worker = await files.startRemovalWorker(directUrl, backend, log);
     teardown.add('storage worker', () => worker.stop(), { alongside: true });
     const sweep = () =>
-      files.sweepOrphans(db, backend, config.storage.orphanGraceSeconds).catch((error: unknown) => {
-        log(`file sweep failed: ${error instanceof Error ? error.message : String(error)}`);
-      });
+      Promise.all([
+        files.sweepOrphans(db, backend, config.storage.orphanGraceSeconds).catch((error: unknown) => {
+          log(`file sweep failed: ${error instanceof Error ? error.message : String(error)}`);
+        }),
+        files.pruneUsage(db),
+      ]);
     void sweep();
     teardown.add('file sweep', every(sweep, SWEEP_INTERVAL_MS));
     const signer = new files.UrlSigner(await serverSecret(db, 'file-url-signing'));
