@@ -322,6 +322,15 @@ const STEPS: readonly string[] = [
      bytes        bigint NOT NULL,
      PRIMARY KEY (caller, day)
    );`,
+  // Role changes end the user's live subscriptions (docs/realtime.md "Lifecycle"): whatever changes
+  // svcgen.users.roles (an endpoint, SQL) notifies every process on commit, on the shared channel.
+  `CREATE FUNCTION svcgen.users_roles_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     PERFORM pg_notify('svcgen', 'roles-changed:' || NEW.id::text || chr(9) || to_json(NEW.roles)::text);
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER users_roles_changed AFTER UPDATE OF roles ON svcgen.users
+     FOR EACH ROW WHEN (OLD.roles IS DISTINCT FROM NEW.roles) EXECUTE FUNCTION svcgen.users_roles_changed();`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

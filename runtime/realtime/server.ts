@@ -158,11 +158,18 @@ function callerKey(caller: Caller): string {
   return caller.principal.kind === 'apiKey' ? caller.principal.keyId : `user:${caller.principal.userId}`;
 }
 
-/**
- * The revocation id that ends every connection of a user (docs/realtime.md "Lifecycle"): sent when
- * the user's roles change (svcgen.users_roles_changed), as `<USER_REVOCATION><user id>`.
- */
+/** The revocation id of every connection of a user (`user:<id>`): ended when the user's roles change. */
 export const USER_REVOCATION = 'user:';
+
+/**
+ * The channel topic of a role change (docs/realtime.md "Lifecycle"): a trigger on svcgen.users
+ * (svcgen.users_roles_changed) sends `<user id>\t<new roles as a JSON array>` on commit of any
+ * UPDATE that changes a user's roles, whatever made it (an endpoint, SQL).
+ */
+export const ROLES_TOPIC = 'roles-changed';
+
+const sameRoles = (a: readonly string[], b: readonly string[]) =>
+  JSON.stringify([...new Set(a)].sort()) === JSON.stringify([...new Set(b)].sort());
 
 export class RealtimeServer {
   private readonly wss: WebSocketServer;
@@ -170,6 +177,11 @@ export class RealtimeServer {
   /** Sockets by what ends their credential (key digest, session id, token id). */
   private readonly byRevocation = new Map<string, Set<LiveConnection>>();
   private readonly perCaller = new Map<string, number>();
+  /**
+   * Users whose roles changed while this process ran: their roles now, and until when an access
+   * token issued before the change may still be presented (it carries the old roles).
+   */
+  private readonly changedRoles = new Map<string, { roles: readonly string[]; until: number }>();
   private closing = false;
   /** SSE streams open now (sse.ts). */
   readonly streams = new Set<LiveConnection>();
@@ -238,6 +250,28 @@ export class RealtimeServer {
     await Promise.resolve(this.disposer.dispose()).catch(() => {});
   }
 
+  /**
+   * A user's roles changed (heard on ROLES_TOPIC from any process): their sockets and streams end
+   * with 4403, and until `tokenTtlSeconds` have passed an access token carrying other roles is
+   * refused here (a refreshed token carries the new ones).
+   */
+  rolesChanged(message: string, tokenTtlSeconds: number): void {
+    const tab = message.indexOf('\t');
+    const userId = tab < 0 ? message : message.slice(0, tab);
+    let roles: unknown;
+    try {
+      roles = JSON.parse(message.slice(tab + 1));
+    } catch {
+      roles = undefined;
+    }
+    const now = Date.now();
+    for (const [id, entry] of this.changedRoles) if (entry.until < now) this.changedRoles.delete(id);
+    if (Array.isArray(roles) && roles.every((r) => typeof r === 'string'))
+      this.changedRoles.set(userId, { roles, until: now + tokenTtlSeconds * 1000 });
+    for (const connection of this.byRevocation.get(`${USER_REVOCATION}${userId}`) ?? [])
+      connection.close(CLOSE.rolesChanged, 'your roles changed; refresh the access token and connect again');
+  }
+
   /** Closes the sockets whose credential `id` names (a revoked key's digest, an ended session or token). */
   revoked(id: string, reason: string): void {
     for (const ws of this.byRevocation.get(id) ?? []) ws.close(CLOSE.credentialEnded, reason);
@@ -269,6 +303,14 @@ export class RealtimeServer {
     if (found.kind === 'management')
       throw new Problem('forbidden', 'a management token reads no data; use an API key or an access token');
     const principal = found as RolePrincipal;
+    if (principal.kind === 'user') {
+      const changed = this.changedRoles.get(principal.userId);
+      if (changed && changed.until >= Date.now() && !sameRoles(changed.roles, principal.roles))
+        throw new Problem(
+          'forbidden',
+          'your roles changed after this access token was issued; refresh it (POST /auth/refresh-token) and connect again',
+        );
+    }
     const credential = readCredential(req)?.token;
     const revokedBy =
       principal.kind === 'apiKey'

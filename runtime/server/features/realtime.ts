@@ -9,7 +9,7 @@ import { openDatabase } from '../../db/index.ts';
 import { REVOKED_TOPIC } from '../../keys/store.ts';
 import { metrics } from '../../observability/index.ts';
 import { LiveHub } from '../../realtime/hub.ts';
-import { RealtimeServer } from '../../realtime/server.ts';
+import { RealtimeServer, ROLES_TOPIC } from '../../realtime/server.ts';
 import { sseHandler } from '../../realtime/sse.ts';
 import { errorReply, nodeRequest, send } from '../../http/index.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
@@ -41,6 +41,10 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
       }),
       channel.subscribe(SESSION_TOPIC, {
         onMessage: (id) => server?.revoked(id, 'the session ended (logout or revocation)'),
+        onGap: () => {},
+      }),
+      channel.subscribe(ROLES_TOPIC, {
+        onMessage: (message) => server?.rolesChanged(message, config.auth.accessTokenTtl),
         onGap: () => {},
       }),
       channel.subscribe(TOKEN_TOPIC, {
