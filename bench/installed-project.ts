@@ -3,10 +3,11 @@
  * (./installed.ts, ./realtime.ts): `npm pack` of this checkout (prepack compiles dist/) installed
  * with `npm install -D` into a new project outside the repository, holding a copy of examples/shop
  * (schema.prisma, svcgen.config.json, migrations) on which `svcgen generate` has run.
- * BENCH_INSTALLED_PROJECT reuses a project made by an earlier run.
+ * BENCH_INSTALLED_PROJECT reuses a project made by an earlier run. On a working tree others are
+ * editing, pack a commit instead (`commit`): what is served is then exactly that commit.
  */
 import { execFileSync } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO } from './children.ts';
@@ -14,13 +15,24 @@ import { REPO } from './children.ts';
 export async function installedProject(
   addCleanup: (step: () => Promise<void>) => void,
   log: (message: string) => void,
+  /** Pack this commit (a `git archive` of it, this checkout's node_modules linked in) instead of the working tree. */
+  commit?: string,
 ): Promise<string> {
   if (process.env.BENCH_INSTALLED_PROJECT) return path.resolve(process.env.BENCH_INSTALLED_PROJECT);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-installed-'));
   addCleanup(() => rm(dir, { recursive: true, force: true }));
-  log(`npm pack (compiles dist/) and npm install -D into ${dir}`);
+  let source = REPO;
+  if (commit) {
+    source = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-source-'));
+    addCleanup(() => rm(source, { recursive: true, force: true }));
+    execFileSync('sh', ['-c', `git archive ${commit} | tar -x -C "${source}"`], { cwd: REPO, stdio: 'inherit' });
+    await symlink(path.join(REPO, 'node_modules'), path.join(source, 'node_modules'));
+  }
+  log(
+    `npm pack of ${commit ? `commit ${commit}` : 'the working tree'} (compiles dist/) and npm install -D into ${dir}`,
+  );
   const packed = execFileSync('npm', ['pack', '--pack-destination', dir, '--silent'], {
-    cwd: REPO,
+    cwd: source,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -33,7 +45,7 @@ export async function installedProject(
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (const item of ['schema.prisma', 'svcgen.config.json', 'migrations'])
-    await cp(path.join(REPO, 'examples/shop', item), path.join(dir, item), { recursive: true });
+    await cp(path.join(source, 'examples/shop', item), path.join(dir, item), { recursive: true });
   execFileSync(process.execPath, [svcgenBin(dir), 'generate'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
   return dir;
 }

@@ -22,7 +22,8 @@
  * graphql-transport-ws over `ws` by hand (no per-socket client library), perMessageDeflate off.
  * Each process opens at most 2,500 sockets, far below `ulimit -n` (checked at start).
  *
- * svcgen as users run it: ./installed-project.ts (BENCH_INSTALLED_PROJECT reuses one), served with
+ * svcgen as users run it: ./installed-project.ts packs the HEAD commit (a git archive, so the
+ * uncommitted work of a shared tree is not served; BENCH_INSTALLED_PROJECT reuses a project), served with
  * default flags (one process, log level info, stdout to a file); the config's realtime limits
  * raised for one API key to hold 10,000 sockets (realtime.maxConnectionsPerCaller) and metrics on
  * (the bench waits on realtime_subscriptions). --quick: fewer commits, shorter runs, one round.
@@ -346,7 +347,9 @@ async function main(): Promise<void> {
   const cleanups = cleanupOnExit(log);
   const revision = gitRevision();
   try {
-    const project = await installedProject(cleanups.add, log);
+    const served = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
+    const project = await installedProject(cleanups.add, log, served);
+    const loadBefore = os.loadavg()[0]!;
     await patchConfig(project, (config) => {
       config.realtime = {
         ...config.realtime,
@@ -535,6 +538,10 @@ async function main(): Promise<void> {
     const section = report({
       date: reportDate(),
       revision,
+      served: process.env.BENCH_INSTALLED_PROJECT
+        ? `the project ${process.env.BENCH_INSTALLED_PROJECT} (BENCH_INSTALLED_PROJECT)`
+        : `commit ${served}`,
+      load: [loadBefore, os.loadavg()[0]!],
       postgres: await serverVersion(database.url),
       limit,
       idle,
@@ -553,6 +560,8 @@ async function main(): Promise<void> {
 function report(r: {
   date: string;
   revision: string;
+  served: string;
+  load: [number, number];
   postgres: string;
   limit: number;
   idle: {
@@ -579,7 +588,9 @@ function report(r: {
     `Written by \`npm run bench:realtime${QUICK ? ' -- --quick' : ''}\` (bench/realtime.ts) on ${r.date}, commit ${r.revision}; Node.js ${process.version}, ` +
       `PostgreSQL ${r.postgres}; ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown'}) shared by svcgen, PostgreSQL and the load generator.`,
     '',
-    'svcgen as users run it: `npm pack` of this checkout installed into a new project holding a copy of examples/shop, ' +
+    `Load average (1 min) ${fmt(r.load[0], 1)} at the start and ${fmt(r.load[1], 1)} at the end (2 CPUs: above 2, other processes were competing).`,
+    '',
+    `svcgen as users run it: \`npm pack\` of ${r.served} (a \`git archive\`: the working tree's uncommitted changes are not served) installed into a new project holding a copy of examples/shop, ` +
       '`svcgen serve --database-url <url>` with default flags (one process, request log at info to a file); the config allows ' +
       `one API key ${fmt(r.idle.n + 1_000)} sockets (\`realtime.maxConnections\`, \`realtime.maxConnectionsPerCaller\`) and serves /metrics. ` +
       `Subscribers: ${CLIENT_PROCESSES} forked processes holding raw \`ws\` sockets that speak graphql-transport-ws (perMessageDeflate off), ` +
@@ -632,6 +643,15 @@ function report(r: {
     );
   }
   out.push(
+    '',
+    '**Where the time goes.** The write path: each write to a watched table notifies, and PostgreSQL commits notifying ' +
+      'transactions one at a time, holding its notify lock while the commit record is flushed to disk; sampled in ' +
+      '`pg_stat_activity` during the idle-subscriber rounds, the writers wait on `Lock: object` (that lock) and on ' +
+      '`WALWrite`/`WALSync`, not on svcgen. The subscribers here match nothing, yet every write still notifies: capturing ' +
+      'only rows some subscriber could want is the next step (docs/realtime.md, "Not built yet"). The steady run is the ' +
+      'same ceiling seen from the writer: past it, writes queue (see "p99 from request sent"), while their changes, once ' +
+      'committed, reach the subscribers in the figures above. The fan-out: one change goes out as 1,000 messages, one ' +
+      'write to each socket, from one process; its p99 is the last of them.',
     '',
     '**Against Hasura.** Hasura reports 10,000 live queries on 2 CPUs at 73 % load. That is not the same measure: ' +
       'Hasura polls the database for its live queries (batched, about once a second), so its load grows with the subscriptions held, ' +
