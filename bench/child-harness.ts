@@ -9,6 +9,9 @@
  *     { type: 'profile-start' }  → starts V8's CPU profiler (the one behind --cpu-prof) and the SQL trace
  *     { type: 'profile-stop' }   → writes the .cpuprofile, answers { file, statements: [sql, count, values][] }
  *                                  (values: the parameters of the statement's first execution, for EXPLAIN)
+ *     { type: 'heap-start' }     → starts V8's sampling heap profiler, keeping the samples of objects the GC
+ *                                  has collected since (so the profile is what was allocated, not what lives)
+ *     { type: 'heap-stop' }      → writes the .heapprofile, answers { file }
  *     { type: 'loop-delay-start' } → starts measuring the event loop's delay (perf_hooks, 1 ms resolution)
  *     { type: 'loop-delay-stop' }  → stops it, answers { count, meanMs, p50Ms, p99Ms, maxMs } (see LoopDelay)
  *     { type: 'stop' }           → closes the server and exits
@@ -28,6 +31,8 @@ export type ChildRequest =
   | { id: number; type: 'stats' }
   | { id: number; type: 'profile-start' }
   | { id: number; type: 'profile-stop'; file: string }
+  | { id: number; type: 'heap-start' }
+  | { id: number; type: 'heap-stop'; file: string }
   | { id: number; type: 'loop-delay-start' }
   | { id: number; type: 'loop-delay-stop' }
   | { id: number; type: 'stop' };
@@ -94,6 +99,7 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
   if (!process.send) throw new Error('start this file through bench/run.ts (it needs an IPC channel to the parent)');
   const server = await start();
   let session: Session | undefined;
+  let heapSession: Session | undefined;
   let loopDelay: IntervalHistogram | undefined;
   let stopping = false;
 
@@ -137,6 +143,29 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
             .sort((a, b) => b[1] - a[1]);
           trace = undefined;
           reply({ file: message.file, statements });
+        })().catch(fail);
+        break;
+      case 'heap-start':
+        (async () => {
+          heapSession = new Session();
+          heapSession.connect();
+          await heapSession.post('HeapProfiler.enable');
+          await heapSession.post('HeapProfiler.startSampling', {
+            samplingInterval: 4096,
+            includeObjectsCollectedByMajorGC: true,
+            includeObjectsCollectedByMinorGC: true,
+          });
+          reply({});
+        })().catch(fail);
+        break;
+      case 'heap-stop':
+        (async () => {
+          if (!heapSession) throw new Error('the heap profiler is not running');
+          const { profile } = await heapSession.post('HeapProfiler.stopSampling');
+          heapSession.disconnect();
+          heapSession = undefined;
+          fs.writeFileSync(message.file, JSON.stringify(profile));
+          reply({ file: message.file });
         })().catch(fail);
         break;
       case 'loop-delay-start':

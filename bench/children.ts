@@ -16,6 +16,10 @@ export interface ServerChild {
   /** Stops the profiler, writes `file`, returns the SQL statements sent while it ran (by text). */
   stopProfile(file: string): Promise<{ statements: [string, number, unknown[]][] }>;
   /** Measures how late the child's event loop runs (until stopLoopDelay). */
+  /** Starts V8's sampling heap profiler (objects collected meanwhile included: what was allocated). */
+  startHeapSampling(): Promise<void>;
+  /** Stops it and writes the .heapprofile to `file`. */
+  stopHeapSampling(file: string): Promise<void>;
   startLoopDelay(): Promise<void>;
   stopLoopDelay(): Promise<LoopDelay>;
   stop(): Promise<void>;
@@ -156,6 +160,8 @@ export async function startServerChild(
     stats: () => call<ChildStats>({ type: 'stats' }),
     startProfile: () => call<void>({ type: 'profile-start' }),
     stopProfile: (file) => call<{ statements: [string, number, unknown[]][] }>({ type: 'profile-stop', file }),
+    startHeapSampling: () => call<void>({ type: 'heap-start' }),
+    stopHeapSampling: (file) => call<void>({ type: 'heap-stop', file }),
     startLoopDelay: () => call<void>({ type: 'loop-delay-start' }),
     stopLoopDelay: () => call<LoopDelay>({ type: 'loop-delay-stop' }),
     async stop() {

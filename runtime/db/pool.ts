@@ -34,6 +34,33 @@ function statementName(text: string): string {
   return name;
 }
 
+/**
+ * pg copies every query config it is given (its own properties, one property descriptor each,
+ * keeping the prototype), which cost a few µs per statement. So the fixed part of a statement's
+ * config (text, name, row mode) is built once per statement and kind and is the prototype of the
+ * per-call config, whose one own property is `values`: the copy pg makes is then that one property.
+ */
+type ConfigKind = 'named' | 'namedArrays' | 'unnamed' | 'unnamedArrays';
+const statementConfigs = new Map<string, Partial<Record<ConfigKind, object>>>();
+function queryConfig(text: string, values: readonly unknown[], named: boolean, arrays: boolean): pg.QueryConfig {
+  let configs = statementConfigs.get(text);
+  if (!configs) {
+    configs = {};
+    if (statementConfigs.size < 10_000) statementConfigs.set(text, configs);
+  }
+  const kind: ConfigKind = named ? (arrays ? 'namedArrays' : 'named') : arrays ? 'unnamedArrays' : 'unnamed';
+  let fixed = configs[kind];
+  if (!fixed) {
+    fixed = { text };
+    if (named) (fixed as { name?: string }).name = statementName(text);
+    if (arrays) (fixed as { rowMode?: string }).rowMode = 'array';
+    configs[kind] = fixed;
+  }
+  const config = Object.create(fixed) as pg.QueryConfig;
+  config.values = values as unknown[];
+  return config;
+}
+
 class ClientQueries implements Queryable {
   constructor(
     private readonly client: pg.Pool | pg.PoolClient,
@@ -44,22 +71,15 @@ class ClientQueries implements Queryable {
 
   async query<R = Row>(text: string, values: readonly unknown[] = []): Promise<R[]> {
     this.onQuery?.(text);
-    const result = await this.client.query<R & pg.QueryResultRow>({
-      text,
-      values: values as unknown[],
-      name: this.named ? statementName(text) : undefined,
-    });
+    const result = await this.client.query<R & pg.QueryResultRow>(queryConfig(text, values, this.named, false));
     return result.rows;
   }
 
   async queryArrays(text: string, values: readonly unknown[] = []): Promise<unknown[][]> {
     this.onQuery?.(text);
-    const result = await this.client.query({
-      text,
-      values: values as unknown[],
-      name: this.named ? statementName(text) : undefined,
-      rowMode: 'array',
-    });
+    const result = await this.client.query<unknown[]>(
+      queryConfig(text, values, this.named, true) as pg.QueryArrayConfig,
+    );
     return result.rows as unknown[][];
   }
 }

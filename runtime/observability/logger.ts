@@ -2,11 +2,14 @@
  * The one logger: pino, writing JSON lines to stdout through an asynchronous buffer (the request
  * path never waits on the write). Lines are batched: they go out in one write once
  * LOG_BATCH_BYTES have gathered or, when traffic is low, at the next periodic flush (every
- * LOG_FLUSH_INTERVAL_MS; one that finds a write under way leaves the rest to the next). Both are
- * sonic-boom's own (`minLength`, `periodicFlush`), and its timer is unref'd, so it keeps no
- * process alive. Nothing logged is lost on the way out: a server's close ends with flushLogger and
- * flushLoggerSync, and on process exit pino itself writes what is left with `flushSync()` (its
- * on-exit hook for every `pino.destination` with `sync: false`). `pretty` turns each line into a
+ * LOG_FLUSH_INTERVAL_MS; one that finds a write under way leaves the rest to the next). The lines
+ * gather in an array (LineBatch) and reach sonic-boom, pino's asynchronous writer, one batch at a
+ * time: sonic-boom's own `minLength` appends each line to one growing string and measures that
+ * string's UTF-8 length on every line, which copies the whole pending batch per request line
+ * (bench/RESULTS.md "CPU per request"). The flush timer is unref'd, so it keeps no process alive.
+ * Nothing logged is lost on the way out: a server's close ends with flushLogger and
+ * flushLoggerSync, and on process exit lines still gathered are written with sonic-boom's
+ * `flushSync()`. `pretty` turns each line into a
  * short readable one for a terminal; it costs a JSON.parse per line, which only matters under
  * load, where stdout is rarely a TTY.
  */
@@ -49,16 +52,83 @@ function isoTimeOncePerMs(): string {
   return lastTime;
 }
 
-/** Streams that batch (sonic-boom), by the logger writing to them. */
-const batched = new WeakMap<
-  Logger,
-  { flush(cb: (error?: Error) => void): void; flushSync(): void; destroyed?: boolean }
->();
+interface Flushable {
+  flush(cb: (error?: Error) => void): void;
+  flushSync(): void;
+  readonly destroyed?: boolean;
+}
+
+/**
+ * Request lines gathered in an array, handed to sonic-boom (started with `minLength: 0`: it writes
+ * what it is given at once, or after the write under way) as one string per LOG_BATCH_BYTES, or
+ * at the periodic flush.
+ */
+class LineBatch implements DestinationStream, Flushable {
+  private lines: string[] = [];
+  private length = 0;
+  /** Armed by the first line of a batch: no line waits longer than LOG_FLUSH_INTERVAL_MS. */
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly out: Flushable & { write(chunk: string): boolean }) {}
+
+  get destroyed(): boolean {
+    return this.out.destroyed === true;
+  }
+
+  write(line: string): boolean {
+    if (this.lines.length === 0) {
+      this.timer = setTimeout(() => this.handOver(), LOG_FLUSH_INTERVAL_MS);
+      this.timer.unref();
+      pendingBatches.add(this);
+    }
+    this.lines.push(line);
+    this.length += line.length;
+    if (this.length >= LOG_BATCH_BYTES) this.handOver();
+    return true;
+  }
+
+  /** Gives the gathered lines to sonic-boom as one string. */
+  handOver(): void {
+    if (this.lines.length === 0) return;
+    clearTimeout(this.timer);
+    pendingBatches.delete(this);
+    const text = this.lines.length === 1 ? this.lines[0]! : this.lines.join('');
+    this.lines = [];
+    this.length = 0;
+    if (!this.out.destroyed) this.out.write(text);
+  }
+
+  flush(cb: (error?: Error) => void): void {
+    this.handOver();
+    this.out.flush(cb);
+  }
+
+  flushSync(): void {
+    this.handOver();
+    this.out.flushSync();
+  }
+}
+
+// On exit, lines still gathered go to sonic-boom and are written at once (pino's own exit hook
+// flushes sonic-boom, but may run before this one).
+const pendingBatches = new Set<LineBatch>();
+process.once('exit', () => {
+  for (const batch of pendingBatches) {
+    try {
+      batch.flushSync();
+    } catch {
+      // stdout is gone: nothing more can reach it
+    }
+  }
+});
+
+/** The batching streams, by the logger writing to them. */
+const batched = new WeakMap<Logger, Flushable>();
 
 export function createLogger(options: LoggerOptions): Logger {
   const stdout = options.destination
     ? undefined
-    : pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS });
+    : new LineBatch(pino.destination({ dest: 1, sync: false, minLength: 0 }));
   const out = options.destination ?? stdout!;
   const logger = pino(
     {

@@ -15,6 +15,7 @@ import { OPERATIONS, type DataContext, type OperationHandler } from '../rest/ind
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { Operation } from '../model/index.ts';
 import type { Services } from './services.ts';
+import { fileAccess } from './file-access.ts';
 
 /** POSTs that create records honour Idempotency-Key; `_query` is read-only and does not. */
 const IDEMPOTENT = new Set<Operation>(['create', 'bulkCreate']);
@@ -70,18 +71,23 @@ export function dataLimits(services: Services): DataLimits {
   const projectLimit = config.rateLimits.dataPerMinutePerProject;
   const callerLimit = callerDataLimit(config);
   const unauthenticatedLimit = config.rateLimits.unauthenticatedPerMinutePerIp;
+  // The 429 details, built only when a limit is reached (no closure per request).
+  const unauthenticatedDetail = (reset: number) =>
+    `${unauthenticatedLimit} requests a minute with missing or invalid credentials are answered from this address, and they are used up; ` +
+    `send a valid API key or access token, or retry in ${reset} s`;
+  const callerDetail = (reset: number) =>
+    `each caller (API key or user) may make ${callerLimit} data requests a minute in this project and environment, and yours are used up; retry in ${reset} s`;
+  const projectDetail = (reset: number) =>
+    `this project and environment may make ${projectLimit} data requests a minute across all its callers, and they are used up; retry in ${reset} s`;
   limits = {
     async authenticate(req, tenant) {
       try {
         return await authenticate(req, tenant, services.resolvers);
       } catch (error) {
         if (error instanceof Problem && error.kind === 'unauthorized') {
-          await hit(
-            rateLimiter.hit(`data-unauthenticated:${clientIp(req)}`, unauthenticatedLimit),
-            (reset) =>
-              `${unauthenticatedLimit} requests a minute with missing or invalid credentials are answered from this address, and they are used up; ` +
-              `send a valid API key or access token, or retry in ${reset} s`,
-          );
+          await rateLimiter
+            .hit(`data-unauthenticated:${clientIp(req)}`, unauthenticatedLimit)
+            .catch((refused: unknown) => limitReached(refused, unauthenticatedDetail));
         }
         throw error;
       }
@@ -89,16 +95,18 @@ export function dataLimits(services: Services): DataLimits {
     async data(tenant, principal) {
       const scope = `${tenant.projectId}:${tenant.environment}`;
       // The caller's bucket first: a request over the caller's share is not counted in the project's.
-      const caller = await hit(
-        rateLimiter.hit(`data-caller:${scope}:${callerId(principal)}`, callerLimit),
-        (reset) =>
-          `each caller (API key or user) may make ${callerLimit} data requests a minute in this project and environment, and yours are used up; retry in ${reset} s`,
-      );
-      const project = await hit(
-        rateLimiter.hit(`data:${scope}`, projectLimit),
-        (reset) =>
-          `this project and environment may make ${projectLimit} data requests a minute across all its callers, and they are used up; retry in ${reset} s`,
-      );
+      let caller: RateDecision;
+      try {
+        caller = await rateLimiter.hit(`data-caller:${scope}:${callerId(principal)}`, callerLimit);
+      } catch (error) {
+        limitReached(error, callerDetail);
+      }
+      let project: RateDecision;
+      try {
+        project = await rateLimiter.hit(`data:${scope}`, projectLimit);
+      } catch (error) {
+        limitReached(error, projectDetail);
+      }
       // The headers report the tighter of the two: the one with fewer requests left.
       return caller.remaining <= project.remaining ? caller : project;
     },
@@ -107,18 +115,14 @@ export function dataLimits(services: Services): DataLimits {
   return limits;
 }
 
-/** A rate-limit hit, or the 429 Problem (Retry-After, RateLimit-*) saying which limit it reached. */
-async function hit(decision: Promise<RateDecision>, detail: (resetSeconds: number) => string): Promise<RateDecision> {
-  try {
-    return await decision;
-  } catch (error) {
-    if (!(error instanceof RateLimitExceeded)) throw error;
-    const reset = String(error.retryAfterSeconds);
-    throw new Problem('rate-limited', detail(error.retryAfterSeconds), [], {
-      'retry-after': reset,
-      ...rateLimitHeaders({ limit: error.limit, remaining: 0, resetSeconds: error.retryAfterSeconds }),
-    });
-  }
+/** Rethrows a rate limiter's refusal as the 429 Problem (Retry-After, RateLimit-*) saying which limit it reached. */
+function limitReached(error: unknown, detail: (resetSeconds: number) => string): never {
+  if (!(error instanceof RateLimitExceeded)) throw error;
+  const reset = String(error.retryAfterSeconds);
+  throw new Problem('rate-limited', detail(error.retryAfterSeconds), [], {
+    'retry-after': reset,
+    ...rateLimitHeaders({ limit: error.limit, remaining: 0, resetSeconds: error.retryAfterSeconds }),
+  });
 }
 
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
@@ -157,6 +161,7 @@ async function authorizeAndRun(
     cursors: services.cursors,
     watchedTables: services.watchedTables,
     basePath: services.basePath,
+    files: fileAccess(services.config, principal),
   };
   // A keyed create runs in the transaction that also stores its answer (runtime/idempotency).
   return IDEMPOTENT.has(operation)
