@@ -69,7 +69,12 @@ export interface LiveConnection {
   close(code: number, reason: string): void;
   /** Bytes written but not yet sent to the client. */
   readonly bufferedAmount: number;
+  /** Drops the connection without a closing handshake (a WebSocket's terminate()). */
+  terminate?(): void;
 }
+
+/** How long a client closed for reading too slowly may take to read the close before it is cut. */
+const SLOW_CLOSE_GRACE_MS = 1000;
 
 /** config.realtime (docs/config.md). */
 export interface RealtimeLimits {
@@ -455,18 +460,23 @@ export class RealtimeServer {
     const events = new Set(args.events ?? ['INSERT', 'UPDATE', 'DELETE']);
     const whereKey = JSON.stringify(args.where ?? null);
     const queue = new LiveQueue<unknown>();
+    let dropped = false;
     const listener: LiveListener = {
       environment: caller.tenant.environment,
       table: meta.table,
       deliver: (event) => {
-        if (!events.has(event.operation)) return;
+        if (dropped || !events.has(event.operation)) return;
         const now = access.grant(meta.table, 'read');
         if (!now) return;
         const change = sharedVisibleChange(now, whereKey, event, () => visibleChange(table, access, event, where));
         if (!change) return;
         if (queue.length >= this.limits.maxQueuedChanges || socket.bufferedAmount > this.limits.maxBufferedBytes) {
+          dropped = true;
           metrics.realtimeEvents('dropped');
           socket.close(CLOSE.tooSlow, 'changes come faster than this client reads them; subscribe again');
+          // A client that stopped reading never reads the close frame either: without this its
+          // socket (and what is buffered for it) would stay until ws's 30 s close timeout.
+          if (socket.terminate) setTimeout(() => socket.terminate?.(), SLOW_CLOSE_GRACE_MS).unref();
           return;
         }
         metrics.realtimeEvents('out');
