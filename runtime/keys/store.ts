@@ -159,7 +159,8 @@ export interface ResolvedApiKey {
 
 export class CredentialStore implements CredentialResolver {
   private readonly keys = new Map<string, CachedKey>();
-  private readonly lastUsed = new Map<string, Date>();
+  /** Key id → when it was last used (ms since the epoch), until the next flush. */
+  private readonly lastUsed = new Map<string, number>();
   private flushTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   /** Bumped by every revocation seen; a lookup that raced one does not cache its (stale) answer. */
@@ -261,7 +262,7 @@ export class CredentialStore implements CredentialResolver {
       if (this.channel.live && epoch === this.channel.epoch && generation === this.invalidations)
         this.keys.set(hash, cached);
     }
-    this.lastUsed.set(cached.principal.keyId, new Date(now));
+    this.lastUsed.set(cached.principal.keyId, now);
     return cached;
   }
 
@@ -295,7 +296,7 @@ export class CredentialStore implements CredentialResolver {
       .query(
         `UPDATE svcgen.api_keys k SET last_used_at = greatest(k.last_used_at, u.at)
          FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at) WHERE k.id = u.id`,
-        [entries.map(([id]) => id), entries.map(([, at]) => at.toISOString())],
+        [entries.map(([id]) => id), entries.map(([, at]) => new Date(at).toISOString())],
       )
       .catch(() => {});
   }
