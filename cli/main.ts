@@ -4,6 +4,7 @@ import { registerCodegenCommands } from './commands/codegen.ts';
 import { registerCredentialCommands } from './commands/credentials.ts';
 import { registerDevCommand } from './commands/dev.ts';
 import { registerDiffCommand } from './commands/diff.ts';
+import { registerFileCommands } from './commands/files.ts';
 import { registerMigrateCommands } from './commands/migrate.ts';
 import { registerProjectCommands } from './commands/project.ts';
 import { registerServeCommands } from './commands/serve.ts';
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerServeCommands(program);
   registerDevCommand(program);
   registerCredentialCommands(program);
+  registerFileCommands(program);
   // Subcommands inherit the same error handling.
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ outputError: () => {} });

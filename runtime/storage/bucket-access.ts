@@ -23,6 +23,9 @@ export function filesCatalog(): Catalog {
 
 type BucketAction = 'read' | 'create' | 'delete';
 
+/** The role of `svcgen files rm`; configured role names start with a letter, so none is this. */
+export const OPERATOR_ROLE = '$operator';
+
 /** A bucket's role rules as table rules of `_files`, each pinned to the bucket and environment and showing FILE_FIELDS only. */
 function rolesFor(bucketName: string, bucket: BucketConfig, environment: string): Config['roles'] {
   const roles: Config['roles'] = {};
@@ -61,6 +64,20 @@ export class BucketAccess {
         );
       }
     }
+  }
+
+  /**
+   * The Policy of `svcgen files rm` (an operator at the database, not a caller of the API): the
+   * role OPERATOR_ROLE, which no configured role can be named, may read and delete every file of
+   * the bucket in the environment.
+   */
+  operatorPolicy(bucket: string, environment: string): Policy {
+    const rules = { roles: { [OPERATOR_ROLE]: { read: true, delete: true } } } as unknown as BucketConfig;
+    return new Policy(
+      rolesFor(bucket, rules, environment),
+      (table, path, op, value) => roleOperand(this.catalog, table, path, op, value),
+      () => FILES_SPEC.fields.map((f) => f.name),
+    );
   }
 
   policy(bucket: string, environment: string): Policy {

@@ -391,13 +391,21 @@ export async function content(deps: StorageDeps, req: ApiRequest, res: ServerRes
 
 /** DELETE /_files/{bucket}/{id}: the row (and its event) in one transaction with the job that removes the bytes. */
 export function remove(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
-  return asCaller(deps, req, (who) => {
-    const ctx = dataContext(deps, req, who, 'delete');
-    return deps.db.transaction(async (tx) => {
-      const reply = await OPERATIONS.delete!.handle({ ...ctx, db: transactionDatabase(deps.db.pool, tx) });
-      await queueRemoval(tx, objectKey(who.tenant.environment, who.bucket, req.params.id!.toLowerCase()));
-      return reply;
-    });
+  return asCaller(deps, req, (who) =>
+    deleteFile(deps.db, dataContext(deps, req, who, 'delete'), who.tenant.environment, who.bucket),
+  );
+}
+
+/**
+ * Deletes the file `ctx.req.params.id` as `ctx` may: its row (capturing the `_files` DELETE event)
+ * and, in the same transaction, the job that removes its bytes. The HTTP delete and
+ * `svcgen files rm` (./operator.ts) both go through here.
+ */
+export function deleteFile(db: Database, ctx: DataContext, environment: string, bucket: string): Promise<Reply> {
+  return db.transaction(async (tx) => {
+    const reply = await OPERATIONS.delete!.handle({ ...ctx, db: transactionDatabase(db.pool, tx) });
+    await queueRemoval(tx, objectKey(environment, bucket, ctx.req.params.id!.toLowerCase()));
+    return reply;
   });
 }
 

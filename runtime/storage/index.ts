@@ -11,6 +11,7 @@ export { BucketAccess, FILES_MODULE, filesCatalog } from './bucket-access.ts';
 export { content, list, metadata, remove, signedUrl, upload, type StorageDeps } from './endpoints.ts';
 export { queueRemoval, REMOVE_TASK, startRemovalWorker, sweepOrphans, type RemovalWorker } from './jobs.ts';
 export { pruneUsage } from './limits.ts';
+export { listFiles, removeFile, type ListedFile } from './operator.ts';
 export { LocalDiskBackend } from './local-disk.ts';
 export { openBackend } from './open-backend.ts';
 export { S3Backend, storageUnavailable, type S3Settings } from './s3.ts';

@@ -62,6 +62,8 @@ const DOCUMENTED_COMMANDS: string[][] = [
   ['keys', 'create'],
   ['keys', 'list'],
   ['keys', 'revoke'],
+  ['files', 'ls'],
+  ['files', 'rm'],
   ['token', 'create'],
   ['openapi'],
 ];
