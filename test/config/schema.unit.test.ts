@@ -84,6 +84,8 @@ describe('defaults of a minimal config', () => {
         orphanGraceSeconds: 3600,
         signedUrlTtl: 900,
         signedUrlMaxTtl: 604_800,
+        limits: {},
+        uploadIdleTimeoutMs: 30_000,
         buckets: {},
       },
       roles: {},
