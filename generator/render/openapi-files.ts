@@ -100,11 +100,29 @@ export function filePaths(builder: OpenApiBuilder, buckets: readonly BucketSumma
       },
       responses: {
         '201': { ...created, headers: { Location: { schema: { type: 'string' } } } },
-        ...fileErrors(['payload-too-large', 'unsupported-media-type', 'validation', 'storage-unavailable'], {
-          'payload-too-large': "the file is larger than the bucket's maxBytes",
-          'unsupported-media-type': 'the bucket does not accept the type, or the bytes are not of the declared type',
-          validation: 'no file part, no name, or a name with control characters',
-        }),
+        ...fileErrors(
+          [
+            'request-timeout',
+            'conflict',
+            'payload-too-large',
+            'quota-exceeded',
+            'unsupported-media-type',
+            'validation',
+            'storage-unavailable',
+          ],
+          {
+            'request-timeout':
+              'no byte arrived for storage.uploadIdleTimeoutMs, or the upload outlasted storage.uploadTimeoutMs; nothing kept',
+            conflict: 'an upload with this Idempotency-Key is still arriving',
+            'payload-too-large': "the file is larger than the bucket's maxBytes",
+            'quota-exceeded': "the file would pass the bucket's maxTotalBytes or maxFiles; nothing kept",
+            'rate-limited':
+              "the rate limit is reached, or the caller's uploads a minute or bytes a day (storage.limits); retry after Retry-After seconds",
+            'unsupported-media-type': 'the bucket does not accept the type, or the bytes are not of the declared type',
+            validation:
+              'no file part, no name, a name with control characters, or the Idempotency-Key was used with another upload',
+          },
+        ),
       },
     },
     get: {
