@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { loadConfig } from '../runtime/config/index.ts';
 import type { TableSpec } from '../runtime/model/index.ts';
-import { describeModel } from './model/describe-model.ts';
+import { describeModel, ModelError, unknownFileBuckets } from './model/describe-model.ts';
 import { PACKAGE_MANIFEST, SVCGEN_VERSION } from './package-root.ts';
 import { generatePrismaClient, readDmmf } from './prisma/index.ts';
 import { renderFiles } from './render/index.ts';
@@ -52,6 +52,8 @@ export async function renderProject(
     projectDir,
     Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])),
   );
+  const badReferences = unknownFileBuckets(tables, Object.keys(config.storage.buckets), schemaText);
+  if (badReferences.length > 0) throw new ModelError(badReferences);
   const schemaSha256 = sha256(schemaText);
   const prismaInput = sha256(`${PRISMA_CLIENT_INPUT_VERSION}\0${schemaText}`);
   const prisma =

@@ -7,6 +7,7 @@ import {
   RESERVED_PATH_NAMES,
   type ClientDefault,
   type FieldSpec,
+  type FileReference,
   type IndexSpec,
   type RelationSpec,
   type ScalarType,
@@ -55,7 +56,27 @@ function hasDatabaseDefault(field: DMMF.Field): boolean {
   return clientDefault(field) === undefined;
 }
 
-function describeField(field: DMMF.Field, enums: Map<string, DMMF.DatamodelEnum>): FieldSpec {
+/** The marker of a file-reference field in its documentation comment (docs/storage.md "Records that reference files"). */
+const FILE_MARKER = /@svcgen\.file\b(?:\(([^)]*)\))?/;
+
+/** `/// @svcgen.file(<bucket>)` on a field: the file reference it declares, undefined without a marker, or a problem saying what to fix. */
+function fileReference(model: string, field: DMMF.Field): FileReference | string | undefined {
+  const match = FILE_MARKER.exec(field.documentation ?? '');
+  if (!match) return undefined;
+  const at = `model ${model}: field ${field.name}`;
+  const bucket = (match[1] ?? '').trim();
+  if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(bucket))
+    return `${at}: @svcgen.file takes the name of one bucket, e.g. /// @svcgen.file(attachments) (found "${match[0]}")`;
+  if (field.kind !== 'scalar' || field.type !== 'String' || field.isList)
+    return `${at}: a file reference holds one file id, so the field must be String or String @db.Uuid (not ${field.type}${field.isList ? '[]' : ''})`;
+  const native = field.nativeType?.[0];
+  if (native !== undefined && native !== 'Uuid' && native !== 'Text' && native !== 'VarChar')
+    return `${at}: a file reference must be String, String @db.Uuid or String @db.Text (not @db.${native})`;
+  if (field.isId) return `${at}: a file reference cannot be the primary key`;
+  return { bucket };
+}
+
+function describeField(field: DMMF.Field, enums: Map<string, DMMF.DatamodelEnum>, file?: FileReference): FieldSpec {
   const isEnum = field.kind === 'enum';
   const enumDef = isEnum ? enums.get(field.type) : undefined;
   const spec: FieldSpec = {
@@ -71,6 +92,7 @@ function describeField(field: DMMF.Field, enums: Map<string, DMMF.DatamodelEnum>
     dbDefault: hasDatabaseDefault(field),
     ...(clientDefault(field) ? { clientDefault: clientDefault(field) } : {}),
     managed: field.isUpdatedAt || field.name === 'createdAt' || field.name === 'updatedAt',
+    ...(file ? { file } : {}),
   };
   return spec;
 }
@@ -168,7 +190,9 @@ export function describeModel(dmmf: DMMF.Document): TableSpec[] {
       } else if (field.kind === 'unsupported' || (field.kind === 'scalar' && !SCALARS.has(field.type))) {
         problems.push(`model ${model.name}: field ${field.name} has a type svcgen cannot serve (${field.type})`);
       } else {
-        fields.push(describeField(field, enums));
+        const file = fileReference(model.name, field);
+        if (typeof file === 'string') problems.push(file);
+        else fields.push(describeField(field, enums, file));
       }
     }
     const indexes = primaryKey.length > 0 ? describeIndexes(model, dmmf.datamodel.indexes ?? [], primaryKey) : [];
@@ -176,4 +200,37 @@ export function describeModel(dmmf: DMMF.Document): TableSpec[] {
   }
   if (problems.length > 0) throw new ModelError(problems);
   return tables;
+}
+
+/**
+ * File references to buckets the config does not declare, each with the schema line of its field
+ * (`schema.prisma:<line>`), as ModelError problems.
+ */
+export function unknownFileBuckets(
+  tables: readonly TableSpec[],
+  buckets: readonly string[],
+  schemaText: string,
+): string[] {
+  const lines = schemaText.split('\n');
+  const lineOf = (model: string, field: string): number | undefined => {
+    let inModel = false;
+    for (const [i, line] of lines.entries()) {
+      const m = /^\s*model\s+(\w+)\s*\{/.exec(line);
+      if (m) inModel = m[1] === model;
+      else if (inModel && new RegExp(`^\\s*${field}\\s`).test(line)) return i + 1;
+    }
+    return undefined;
+  };
+  const problems: string[] = [];
+  for (const table of tables) {
+    for (const field of table.fields) {
+      if (!field.file || buckets.includes(field.file.bucket)) continue;
+      const line = lineOf(table.name, field.name);
+      const known = buckets.length ? `the buckets are ${buckets.join(', ')}` : 'svcgen.config.json declares no bucket';
+      problems.push(
+        `${line ? `schema.prisma:${line}: ` : ''}model ${table.name}: field ${field.name} references files of bucket ${field.file.bucket}, which storage.buckets does not declare (${known})`,
+      );
+    }
+  }
+  return problems;
 }

@@ -46,6 +46,13 @@ function fieldSchema(field: FieldSpec, input: boolean): SchemaObject {
         ? { ...schema, type: [schema.type, 'null'] }
         : { oneOf: [schema, { type: 'null' }] };
   }
+  if (field.file) {
+    schema = {
+      ...schema,
+      format: 'uuid',
+      description: `The id of a file of bucket ${field.file.bucket} (/_files/${field.file.bucket}/{id}); a write must name one the caller may read.`,
+    };
+  }
   return schema;
 }
 

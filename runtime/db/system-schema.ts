@@ -331,6 +331,16 @@ const STEPS: readonly string[] = [
    END $$;
    CREATE TRIGGER users_roles_changed AFTER UPDATE OF roles ON svcgen.users
      FOR EACH ROW WHEN (OLD.roles IS DISTINCT FROM NEW.roles) EXECUTE FUNCTION svcgen.users_roles_changed();`,
+  // Record fields that reference files (docs/storage.md "Records that reference files"): a data
+  // statement calls this with whether the file a field names exists and is readable to the caller;
+  // it aborts the statement with SQLSTATE SVFR1 (the field in DETAIL), which the API answers with 422.
+  `CREATE FUNCTION svcgen.file_reference_check(ok boolean, field text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+   BEGIN
+     IF ok IS NOT TRUE THEN
+       RAISE EXCEPTION 'no file the caller may read' USING ERRCODE = 'SVFR1', DETAIL = field;
+     END IF;
+     RETURN TRUE;
+   END $$;`,
 ];
 
 // Same key as Prisma's migrate lock, so svcgen and `prisma migrate deploy` never run at once.

@@ -66,6 +66,15 @@ export interface FieldSpec {
   readonly clientDefault?: ClientDefault;
   /** Set by the server on every write (`@updatedAt`, and `createdAt`): never taken from a body. */
   readonly managed: boolean;
+  /**
+   * The field holds the id of a file of this bucket (`/// @svcgen.file(<bucket>)` on the field,
+   * docs/storage.md "Records that reference files"): a write must name a file the caller may read.
+   */
+  readonly file?: FileReference;
+}
+
+export interface FileReference {
+  readonly bucket: string;
 }
 
 export interface RelationSpec {

@@ -21,6 +21,14 @@ export interface Scope {
   nextAlias: { n: number };
   /** The caller's permissions: every table the statement touches is asked for its grant. */
   readonly access: Access;
+  /** The caller's permissions on files, for fields that reference them (compile-write.ts); none: no file is readable. */
+  readonly files?: FileAccess;
+}
+
+/** The `_files` catalog and the caller's access to the files of a bucket in an environment (docs/storage.md). */
+export interface FileAccess {
+  readonly catalog: Catalog;
+  access(bucket: string, environment: string): Access | undefined;
 }
 
 export function newAlias(scope: Scope): string {

@@ -9,6 +9,7 @@
  * created or changed must match the action's filter afterwards, or the statement fails (SVRF1).
  */
 import { ident } from '../db/index.ts';
+import { FILES_TABLE, type FieldSpec } from '../model/index.ts';
 import { captureEvents, CHANGED_COLUMN, type EventOperation } from '../webhooks/capture.ts';
 import type { CatalogTable } from './catalog.ts';
 import { compileCondition, compileRoleCondition, newAlias, readableRows, type Scope } from './compile-condition.ts';
@@ -66,6 +67,36 @@ export interface CompiledWrite {
 /** SQLSTATE of a row that does not match the action's filter after the write (svcgen.row_filter_check). */
 export const ROW_FILTER_SQLSTATE = 'SVRF1';
 
+/** SQLSTATE of a file reference to no file the caller may read (svcgen.file_reference_check); its detail names the field. */
+export const FILE_REFERENCE_SQLSTATE = 'SVFR1';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The SQL value of `field` in a write. A file reference (docs/storage.md "Records that reference
+ * files") is checked in the statement itself: the value must be the id of a file of the field's
+ * bucket and environment that the caller may read (its bucket read rule), else the statement fails
+ * with FILE_REFERENCE_SQLSTATE, whether the file is missing or only unreadable. The file's row is
+ * locked FOR KEY SHARE, so a concurrent delete of the file waits for this statement's transaction
+ * (and a delete that committed first makes the check fail).
+ */
+function writeValue(scope: Scope, field: FieldSpec, value: unknown, add: (v: unknown) => string): string {
+  const p = add(toParameter(field, value));
+  if (!field.file || value === null || value === undefined) return p;
+  const name = `'${field.name.replace(/'/g, "''")}'`;
+  const access = scope.files?.access(field.file.bucket, scope.environment);
+  let readable = 'FALSE';
+  if (scope.files && access && typeof value === 'string' && UUID.test(value)) {
+    const files = scope.files.catalog.require(FILES_TABLE);
+    const sub: Scope = { ...scope, catalog: scope.files.catalog, access };
+    const f = newAlias(scope);
+    readable = `EXISTS (SELECT 1 FROM ${files.qualified(scope.environment)} ${f} WHERE ${f}."id" = ${add(value)}::uuid AND ${readableRows(sub, files, f)} FOR KEY SHARE OF ${f})`;
+  }
+  // Typed: inside CASE an untyped parameter would be text, which a uuid column does not take.
+  const type = field.nativeType?.[0] === 'Uuid' ? 'uuid' : 'text';
+  return `(CASE WHEN svcgen.file_reference_check(${readable}, ${name}) THEN ${p}::${type} END)`;
+}
+
 /** The caller may not do this write at all, or not with these fields: a 403 for the front end. */
 export class WriteRefused extends Error {
   constructor(
@@ -107,13 +138,18 @@ export function createPresets(scope: Scope, table: CatalogTable, fields: readonl
 }
 
 /** Column list and parameter placeholders of an INSERT for one validated record. */
-function insertColumns(table: CatalogTable, record: Readonly<Record<string, unknown>>, add: (v: unknown) => string) {
+function insertColumns(
+  scope: Scope,
+  table: CatalogTable,
+  record: Readonly<Record<string, unknown>>,
+  add: (v: unknown) => string,
+) {
   const columns: string[] = [];
   const values: string[] = [];
   for (const field of table.spec.fields) {
     if (Object.hasOwn(record, field.name)) {
       columns.push(ident(field.column));
-      values.push(add(toParameter(field, record[field.name])));
+      values.push(writeValue(scope, field, record[field.name], add));
     } else if (field.managed && field.name === 'updatedAt') {
       columns.push(ident(field.column));
       values.push('now()');
@@ -138,7 +174,12 @@ export function sameRules(a: readonly RoleRule[], b: readonly RoleRule[]): boole
  * a value of its own gets exactly what insertColumns would give it alone, the column's DEFAULT
  * where insertColumns leaves the column out. Undefined when no record sets any column.
  */
-function insertManyColumns(table: CatalogTable, records: readonly InsertRecord[], add: (v: unknown) => string) {
+function insertManyColumns(
+  scope: Scope,
+  table: CatalogTable,
+  records: readonly InsertRecord[],
+  add: (v: unknown) => string,
+) {
   const fields = table.spec.fields.filter(
     (f) =>
       (f.managed && f.name === 'updatedAt') ||
@@ -149,7 +190,7 @@ function insertManyColumns(table: CatalogTable, records: readonly InsertRecord[]
   if (fields.length === 0) return undefined;
   const rows = records.map(({ values: record }) => {
     const values = fields.map((field) => {
-      if (Object.hasOwn(record, field.name)) return add(toParameter(field, record[field.name]));
+      if (Object.hasOwn(record, field.name)) return writeValue(scope, field, record[field.name], add);
       if (field.managed && field.name === 'updatedAt') return 'now()';
       if (field.clientDefault) return add(toParameter(field, clientDefaultValue(field.clientDefault)));
       if (field.list && !field.dbDefault) return add([]);
@@ -204,7 +245,7 @@ function mutation(
   if (write.kind === 'insert') {
     const rules = writeRules(scope, table, 'create', write.written);
     const t = newAlias(scope);
-    const { columns, values } = insertColumns(table, write.values, add);
+    const { columns, values } = insertColumns(scope, table, write.values, add);
     const body = columns.length ? `(${columns.join(', ')}) VALUES (${values.join(', ')})` : 'DEFAULT VALUES';
     return {
       sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`,
@@ -221,7 +262,7 @@ function mutation(
         throw new Error('insertMany records must be decided by the same rules');
     }
     const t = newAlias(scope);
-    const list = insertManyColumns(table, write.records, add);
+    const list = insertManyColumns(scope, table, write.records, add);
     // Records that set no column at all: every column takes its default, as DEFAULT VALUES would.
     const body = list
       ? `(${list.columns.join(', ')}) VALUES ${list.rows.join(', ')}`
@@ -251,7 +292,7 @@ function mutation(
   if (patched.length === 0)
     return { sql: `SELECT ${before}.* FROM ${q} ${before} WHERE ${condition}`, operation: null, rules: [] };
   const after = newAlias(scope);
-  const sets = patched.map((f) => `${ident(f.column)} = ${add(toParameter(f, write.patch[f.name]))}`);
+  const sets = patched.map((f) => `${ident(f.column)} = ${writeValue(scope, f, write.patch[f.name], add)}`);
   const updatedAt = table.spec.fields.find((f) => f.managed && f.name === 'updatedAt');
   if (updatedAt && !Object.hasOwn(write.patch, updatedAt.name)) sets.push(`${ident(updatedAt.column)} = now()`);
   if (!capture) {

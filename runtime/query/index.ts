@@ -13,12 +13,13 @@ export {
   type AggregateTerm,
   type HavingTerm,
 } from './compile-aggregate.ts';
-export { compileCondition, type Scope } from './compile-condition.ts';
+export { compileCondition, type FileAccess, type Scope } from './compile-condition.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {
   compileWrite,
   createPresets,
+  FILE_REFERENCE_SQLSTATE,
   ROW_FILTER_SQLSTATE,
   sameRules,
   writeRules,

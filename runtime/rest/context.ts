@@ -9,6 +9,7 @@ import {
   type CatalogTable,
   type CursorCodec,
   type FilterContext,
+  type FileAccess,
   type Grant,
   type Scope,
 } from '../query/index.ts';
@@ -34,6 +35,8 @@ export interface DataContext {
   readonly watchedTables: WatchedTables;
   /** Path prefix of data routes, for Location headers. */
   readonly basePath: string;
+  /** The caller's access to files, for fields that reference them (none: no file may be referenced). */
+  readonly files?: FileAccess;
 }
 
 /** A fresh statement scope: its parameters, aliases and the caller's access. */
@@ -44,6 +47,7 @@ export function readScope(ctx: DataContext): Scope {
     params: new Params(),
     nextAlias: { n: 0 },
     access: ctx.access,
+    ...(ctx.files ? { files: ctx.files } : {}),
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { Problem } from '../http/index.ts';
 import type { FieldSpec } from '../model/index.ts';
-import { ROW_FILTER_SQLSTATE, toParameter, type CatalogTable } from '../query/index.ts';
+import { FILE_REFERENCE_SQLSTATE, ROW_FILTER_SQLSTATE, toParameter, type CatalogTable } from '../query/index.ts';
 import { fieldDescription } from './field-rules.ts';
 
 interface PgError {
@@ -47,6 +47,15 @@ export function databaseProblem(
   const e = error as PgError;
   if (typeof e?.code !== 'string') return undefined;
   switch (e.code) {
+    case FILE_REFERENCE_SQLSTATE: {
+      // The same answer whether the file does not exist or the caller may not read it (docs/storage.md).
+      const field = e.detail ?? '';
+      const bucket = table.fields.get(field)?.file?.bucket ?? '';
+      const message = `must be the id of a file in bucket ${bucket} that you may read`;
+      return new Problem('validation', `${field} ${message}; nothing was changed`, [
+        { field, rule: 'file_reference', message },
+      ]);
+    }
     case ROW_FILTER_SQLSTATE:
       return new Problem(
         'forbidden',

@@ -2,7 +2,7 @@
 // runtime's table descriptions, read with Prisma's own parser (its WebAssembly build, offline, no
 // database), and the schemas svcgen refuses to serve with what to change (README "A project").
 import { describe, expect, it } from 'vitest';
-import { describeModel, ModelError } from '../../generator/model/describe-model.ts';
+import { describeModel, ModelError, unknownFileBuckets } from '../../generator/model/describe-model.ts';
 import { readDmmf, type DMMF } from '../../generator/prisma/index.ts';
 import type { FieldSpec } from '../../runtime/model/index.ts';
 
@@ -190,5 +190,45 @@ ${TIMES}}
     expect(() => describeModel(dmmf)).toThrow(
       'schema.prisma cannot be served:\n  - model A is missing createdAt DateTime @default(now()) and updatedAt DateTime @updatedAt; add them to the model',
     );
+  });
+
+  it('reads /// @svcgen.file(<bucket>) into the field, and refuses markers and fields that cannot hold a file id', async () => {
+    const schema = `${DATASOURCE}model Doc {
+  id       Int     @id
+  /// @svcgen.file(attachments)
+  invoice  String? @db.Uuid
+  scan     String  /// @svcgen.file(scans)
+${TIMES}}
+`;
+    const [doc] = describeModel(await readDmmf(schema));
+    expect(doc!.fields.find((f) => f.name === 'invoice')!.file).toEqual({ bucket: 'attachments' });
+    expect(doc!.fields.find((f) => f.name === 'scan')!.file).toEqual({ bucket: 'scans' });
+    expect(doc!.fields.find((f) => f.name === 'id')!.file).toBeUndefined();
+    expect(unknownFileBuckets([doc!], ['attachments'], schema)).toEqual([
+      'schema.prisma:8: model Doc: field scan references files of bucket scans, which storage.buckets does not declare (the buckets are attachments)',
+    ]);
+    expect(unknownFileBuckets([doc!], [], schema)).toHaveLength(2);
+
+    const bad = `${DATASOURCE}model Doc {
+  id     Int      @id
+  /// @svcgen.file(attachments)
+  count  Int
+  /// @svcgen.file(attachments)
+  ids    String[]
+  /// @svcgen.file(attachments)
+  at     DateTime?
+  /// @svcgen.file()
+  none   String?
+  /// @svcgen.file(attachments, onDelete: cascade)
+  extra  String?
+${TIMES}}
+`;
+    expect(await problemsOf(bad)).toEqual([
+      'model Doc: field count: a file reference holds one file id, so the field must be String or String @db.Uuid (not Int)',
+      'model Doc: field ids: a file reference holds one file id, so the field must be String or String @db.Uuid (not String[])',
+      'model Doc: field at: a file reference holds one file id, so the field must be String or String @db.Uuid (not DateTime)',
+      'model Doc: field none: @svcgen.file takes the name of one bucket, e.g. /// @svcgen.file(attachments) (found "@svcgen.file()")',
+      'model Doc: field extra: @svcgen.file takes the name of one bucket, e.g. /// @svcgen.file(attachments) (found "@svcgen.file(attachments, onDelete: cascade)")',
+    ]);
   });
 });

@@ -46,6 +46,7 @@ export interface OrderRecord {
   note: string | null;
   placedAt: string | null;
   customerId: string;
+  invoiceId: string | null;
   createdAt: string;
   updatedAt: string;
   customer?: CustomerRecord | null;
@@ -179,6 +180,7 @@ export interface OrderCreate {
   note?: string | null;
   placedAt?: string | Date | null;
   customerId: string;
+  invoiceId?: string | null;
 }
 
 /** Body of PATCH /Order (JSON Merge Patch): every field optional; null clears a nullable field. */
@@ -188,6 +190,7 @@ export interface OrderUpdate {
   note?: string | null;
   placedAt?: string | Date | null;
   customerId?: string;
+  invoiceId?: string | null;
 }
 
 /** Filters on Order: its fields by operator, and its relations (a to-many relation matches when some related record does). */
@@ -198,6 +201,7 @@ export interface OrderFilter {
   note?: FieldFilter<string, TextOperator, true>;
   placedAt?: FieldFilter<string | Date, DateOperator, true>;
   customerId?: FieldFilter<string, OrderedOperator>;
+  invoiceId?: FieldFilter<string, OrderedOperator, true>;
   createdAt?: FieldFilter<string | Date, DateOperator>;
   updatedAt?: FieldFilter<string | Date, DateOperator>;
   customer?: CustomerFilter;
@@ -210,13 +214,13 @@ export interface OrderTable {
   create: OrderCreate;
   update: OrderUpdate;
   filter: OrderFilter;
-  field: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'createdAt' | 'updatedAt';
-  sort: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'createdAt' | 'updatedAt';
+  field: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'createdAt' | 'updatedAt';
+  sort: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'createdAt' | 'updatedAt';
   key: { id: number };
   id: number;
   numeric: 'id' | 'total';
   ordered: 'id' | 'total' | 'note' | 'placedAt' | 'createdAt' | 'updatedAt';
-  groupable: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'createdAt' | 'updatedAt';
+  groupable: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'createdAt' | 'updatedAt';
 }
 
 /** Body of POST /OrderItem (and of each bulk item): the fields it requires are required. */

@@ -32,6 +32,7 @@ export interface OrderRecord {
   note: string | null;
   placedAt: string | null;
   customerId: string;
+  invoiceId: string | null;
   createdAt: string;
   updatedAt: string;
   customer?: CustomerRecord | null;

@@ -41,6 +41,7 @@ import { webhookOperations } from '../../webhooks/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
 import type { Services } from '../services.ts';
+import { fileAccess } from '../file-access.ts';
 
 /** Role sets seen are bounded by the config's roles; the cap only guards against a surprise. */
 const MAX_CACHED_SCHEMAS = 256;
@@ -239,6 +240,7 @@ export function graphqlHandler(services: Services): Handler {
         cursors: services.cursors,
         watchedTables: services.watchedTables,
         basePath: services.basePath,
+        files: fileAccess(services.config, req.context.principal),
       },
       log: logFault,
       retryAfter: (seconds) => {

@@ -118,6 +118,7 @@ export const OrderScalarFieldEnum = {
   note: 'note',
   placedAt: 'placedAt',
   customerId: 'customerId',
+  invoiceId: 'invoiceId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

@@ -43,6 +43,7 @@ export type OrderMinAggregateOutputType = {
   note: string | null
   placedAt: Date | null
   customerId: string | null
+  invoiceId: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -54,6 +55,7 @@ export type OrderMaxAggregateOutputType = {
   note: string | null
   placedAt: Date | null
   customerId: string | null
+  invoiceId: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -65,6 +67,7 @@ export type OrderCountAggregateOutputType = {
   note: number
   placedAt: number
   customerId: number
+  invoiceId: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -88,6 +91,7 @@ export type OrderMinAggregateInputType = {
   note?: true
   placedAt?: true
   customerId?: true
+  invoiceId?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -99,6 +103,7 @@ export type OrderMaxAggregateInputType = {
   note?: true
   placedAt?: true
   customerId?: true
+  invoiceId?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -110,6 +115,7 @@ export type OrderCountAggregateInputType = {
   note?: true
   placedAt?: true
   customerId?: true
+  invoiceId?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -208,6 +214,7 @@ export type OrderGroupByOutputType = {
   note: string | null
   placedAt: Date | null
   customerId: string
+  invoiceId: string | null
   createdAt: Date
   updatedAt: Date
   _count: OrderCountAggregateOutputType | null
@@ -242,6 +249,7 @@ export type OrderWhereInput = {
   note?: Prisma.StringNullableFilter<"Order"> | string | null
   placedAt?: Prisma.DateTimeNullableFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidFilter<"Order"> | string
+  invoiceId?: Prisma.UuidNullableFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   customer?: Prisma.XOR<Prisma.CustomerScalarRelationFilter, Prisma.CustomerWhereInput>
@@ -255,6 +263,7 @@ export type OrderOrderByWithRelationInput = {
   note?: Prisma.SortOrderInput | Prisma.SortOrder
   placedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   customerId?: Prisma.SortOrder
+  invoiceId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   customer?: Prisma.CustomerOrderByWithRelationInput
@@ -271,6 +280,7 @@ export type OrderWhereUniqueInput = Prisma.AtLeast<{
   note?: Prisma.StringNullableFilter<"Order"> | string | null
   placedAt?: Prisma.DateTimeNullableFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidFilter<"Order"> | string
+  invoiceId?: Prisma.UuidNullableFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   customer?: Prisma.XOR<Prisma.CustomerScalarRelationFilter, Prisma.CustomerWhereInput>
@@ -284,6 +294,7 @@ export type OrderOrderByWithAggregationInput = {
   note?: Prisma.SortOrderInput | Prisma.SortOrder
   placedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   customerId?: Prisma.SortOrder
+  invoiceId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.OrderCountOrderByAggregateInput
@@ -303,6 +314,7 @@ export type OrderScalarWhereWithAggregatesInput = {
   note?: Prisma.StringNullableWithAggregatesFilter<"Order"> | string | null
   placedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidWithAggregatesFilter<"Order"> | string
+  invoiceId?: Prisma.UuidNullableWithAggregatesFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Order"> | Date | string
 }
@@ -312,6 +324,7 @@ export type OrderCreateInput = {
   total: number
   note?: string | null
   placedAt?: Date | string | null
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   customer: Prisma.CustomerCreateNestedOneWithoutOrdersInput
@@ -325,6 +338,7 @@ export type OrderUncheckedCreateInput = {
   note?: string | null
   placedAt?: Date | string | null
   customerId: string
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   items?: Prisma.OrderItemUncheckedCreateNestedManyWithoutOrderInput
@@ -335,6 +349,7 @@ export type OrderUpdateInput = {
   total?: Prisma.FloatFieldUpdateOperationsInput | number
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   customer?: Prisma.CustomerUpdateOneRequiredWithoutOrdersNestedInput
@@ -348,6 +363,7 @@ export type OrderUncheckedUpdateInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   customerId?: Prisma.StringFieldUpdateOperationsInput | string
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   items?: Prisma.OrderItemUncheckedUpdateManyWithoutOrderNestedInput
@@ -360,6 +376,7 @@ export type OrderCreateManyInput = {
   note?: string | null
   placedAt?: Date | string | null
   customerId: string
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -369,6 +386,7 @@ export type OrderUpdateManyMutationInput = {
   total?: Prisma.FloatFieldUpdateOperationsInput | number
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -380,6 +398,7 @@ export type OrderUncheckedUpdateManyInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   customerId?: Prisma.StringFieldUpdateOperationsInput | string
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -401,6 +420,7 @@ export type OrderCountOrderByAggregateInput = {
   note?: Prisma.SortOrder
   placedAt?: Prisma.SortOrder
   customerId?: Prisma.SortOrder
+  invoiceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -417,6 +437,7 @@ export type OrderMaxOrderByAggregateInput = {
   note?: Prisma.SortOrder
   placedAt?: Prisma.SortOrder
   customerId?: Prisma.SortOrder
+  invoiceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -428,6 +449,7 @@ export type OrderMinOrderByAggregateInput = {
   note?: Prisma.SortOrder
   placedAt?: Prisma.SortOrder
   customerId?: Prisma.SortOrder
+  invoiceId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -523,6 +545,7 @@ export type OrderCreateWithoutCustomerInput = {
   total: number
   note?: string | null
   placedAt?: Date | string | null
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   items?: Prisma.OrderItemCreateNestedManyWithoutOrderInput
@@ -534,6 +557,7 @@ export type OrderUncheckedCreateWithoutCustomerInput = {
   total: number
   note?: string | null
   placedAt?: Date | string | null
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   items?: Prisma.OrderItemUncheckedCreateNestedManyWithoutOrderInput
@@ -575,6 +599,7 @@ export type OrderScalarWhereInput = {
   note?: Prisma.StringNullableFilter<"Order"> | string | null
   placedAt?: Prisma.DateTimeNullableFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidFilter<"Order"> | string
+  invoiceId?: Prisma.UuidNullableFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Order"> | Date | string
 }
@@ -584,6 +609,7 @@ export type OrderCreateWithoutItemsInput = {
   total: number
   note?: string | null
   placedAt?: Date | string | null
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   customer: Prisma.CustomerCreateNestedOneWithoutOrdersInput
@@ -596,6 +622,7 @@ export type OrderUncheckedCreateWithoutItemsInput = {
   note?: string | null
   placedAt?: Date | string | null
   customerId: string
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -621,6 +648,7 @@ export type OrderUpdateWithoutItemsInput = {
   total?: Prisma.FloatFieldUpdateOperationsInput | number
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   customer?: Prisma.CustomerUpdateOneRequiredWithoutOrdersNestedInput
@@ -633,6 +661,7 @@ export type OrderUncheckedUpdateWithoutItemsInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   customerId?: Prisma.StringFieldUpdateOperationsInput | string
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -643,6 +672,7 @@ export type OrderCreateManyCustomerInput = {
   total: number
   note?: string | null
   placedAt?: Date | string | null
+  invoiceId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -652,6 +682,7 @@ export type OrderUpdateWithoutCustomerInput = {
   total?: Prisma.FloatFieldUpdateOperationsInput | number
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   items?: Prisma.OrderItemUpdateManyWithoutOrderNestedInput
@@ -663,6 +694,7 @@ export type OrderUncheckedUpdateWithoutCustomerInput = {
   total?: Prisma.FloatFieldUpdateOperationsInput | number
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   items?: Prisma.OrderItemUncheckedUpdateManyWithoutOrderNestedInput
@@ -674,6 +706,7 @@ export type OrderUncheckedUpdateManyWithoutCustomerInput = {
   total?: Prisma.FloatFieldUpdateOperationsInput | number
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -716,6 +749,7 @@ export type OrderSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   note?: boolean
   placedAt?: boolean
   customerId?: boolean
+  invoiceId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
@@ -730,6 +764,7 @@ export type OrderSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   note?: boolean
   placedAt?: boolean
   customerId?: boolean
+  invoiceId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
@@ -742,6 +777,7 @@ export type OrderSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   note?: boolean
   placedAt?: boolean
   customerId?: boolean
+  invoiceId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
@@ -754,11 +790,12 @@ export type OrderSelectScalar = {
   note?: boolean
   placedAt?: boolean
   customerId?: boolean
+  invoiceId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type OrderOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "status" | "total" | "note" | "placedAt" | "customerId" | "createdAt" | "updatedAt", ExtArgs["result"]["order"]>
+export type OrderOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "status" | "total" | "note" | "placedAt" | "customerId" | "invoiceId" | "createdAt" | "updatedAt", ExtArgs["result"]["order"]>
 export type OrderInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
   items?: boolean | Prisma.Order$itemsArgs<ExtArgs>
@@ -784,6 +821,10 @@ export type $OrderPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
     note: string | null
     placedAt: Date | null
     customerId: string
+    /**
+     * @svcgen.file(attachments)
+     */
+    invoiceId: string | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["order"]>
@@ -1217,6 +1258,7 @@ export interface OrderFieldRefs {
   readonly note: Prisma.FieldRef<"Order", 'String'>
   readonly placedAt: Prisma.FieldRef<"Order", 'DateTime'>
   readonly customerId: Prisma.FieldRef<"Order", 'String'>
+  readonly invoiceId: Prisma.FieldRef<"Order", 'String'>
   readonly createdAt: Prisma.FieldRef<"Order", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Order", 'DateTime'>
 }

@@ -1,0 +1,28 @@
+/**
+ * A caller's access to files, for record fields that reference them (docs/storage.md "Records that
+ * reference files"): the bucket rules of runtime/storage, built once per configuration.
+ */
+import type { Config } from '../config/index.ts';
+import type { Principal } from '../principal/index.ts';
+import type { FileAccess } from '../query/index.ts';
+import { BucketAccess } from '../storage/index.ts';
+
+const built = new WeakMap<Config, BucketAccess>();
+
+/** What `principal` may read of each bucket; undefined when no bucket is configured. */
+export function fileAccess(config: Config, principal: Principal): FileAccess | undefined {
+  if (Object.keys(config.storage.buckets).length === 0) return undefined;
+  let buckets = built.get(config);
+  if (!buckets) {
+    buckets = new BucketAccess(config);
+    built.set(config, buckets);
+  }
+  const access = buckets;
+  return {
+    catalog: access.catalog,
+    access: (bucket, environment) =>
+      Object.hasOwn(config.storage.buckets, bucket) && config.environments.includes(environment)
+        ? access.policy(bucket, environment).access(principal)
+        : undefined,
+  };
+}
