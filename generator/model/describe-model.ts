@@ -59,21 +59,30 @@ function hasDatabaseDefault(field: DMMF.Field): boolean {
 /** The marker of a file-reference field in its documentation comment (docs/storage.md "Records that reference files"). */
 const FILE_MARKER = /@svcgen\.file\b(?:\(([^)]*)\))?/;
 
-/** `/// @svcgen.file(<bucket>)` on a field: the file reference it declares, undefined without a marker, or a problem saying what to fix. */
+/**
+ * `/// @svcgen.file(<bucket>)` or `/// @svcgen.file(<bucket>, onDelete: delete)` on a field: the
+ * file reference it declares, undefined without a marker, or a problem saying what to fix.
+ */
 function fileReference(model: string, field: DMMF.Field): FileReference | string | undefined {
   const match = FILE_MARKER.exec(field.documentation ?? '');
   if (!match) return undefined;
   const at = `model ${model}: field ${field.name}`;
-  const bucket = (match[1] ?? '').trim();
-  if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(bucket))
-    return `${at}: @svcgen.file takes the name of one bucket, e.g. /// @svcgen.file(attachments) (found "${match[0]}")`;
+  const usage = `write /// @svcgen.file(<bucket>) or /// @svcgen.file(<bucket>, onDelete: delete) (found "${match[0]}")`;
+  const [bucket = '', ...options] = (match[1] ?? '').split(',').map((p) => p.trim());
+  if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(bucket)) return `${at}: @svcgen.file needs the name of a bucket; ${usage}`;
+  let onDelete: FileReference['onDelete'] = 'keep';
+  for (const option of options) {
+    const m = /^onDelete\s*:\s*(keep|delete)$/.exec(option);
+    if (!m) return `${at}: @svcgen.file takes only onDelete: keep or onDelete: delete after the bucket; ${usage}`;
+    onDelete = m[1] as FileReference['onDelete'];
+  }
   if (field.kind !== 'scalar' || field.type !== 'String' || field.isList)
     return `${at}: a file reference holds one file id, so the field must be String or String @db.Uuid (not ${field.type}${field.isList ? '[]' : ''})`;
   const native = field.nativeType?.[0];
   if (native !== undefined && native !== 'Uuid' && native !== 'Text' && native !== 'VarChar')
     return `${at}: a file reference must be String, String @db.Uuid or String @db.Text (not @db.${native})`;
   if (field.isId) return `${at}: a file reference cannot be the primary key`;
-  return { bucket };
+  return { bucket, onDelete };
 }
 
 function describeField(field: DMMF.Field, enums: Map<string, DMMF.DatamodelEnum>, file?: FileReference): FieldSpec {

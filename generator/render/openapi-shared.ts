@@ -50,7 +50,7 @@ function fieldSchema(field: FieldSpec, input: boolean): SchemaObject {
     schema = {
       ...schema,
       format: 'uuid',
-      description: `The id of a file of bucket ${field.file.bucket} (/_files/${field.file.bucket}/{id}); a write must name one the caller may read.`,
+      description: `The id of a file of bucket ${field.file.bucket} (/_files/${field.file.bucket}/{id}); a write must name one the caller may read${field.file.onDelete === 'delete' ? ' (and delete); deleting the record deletes the file' : ''}.`,
     };
   }
   return schema;

@@ -75,6 +75,8 @@ export interface FieldSpec {
 
 export interface FileReference {
   readonly bucket: string;
+  /** What deleting the record does to the file: `keep` it (the default) or `delete` it in the same transaction. */
+  readonly onDelete: 'keep' | 'delete';
 }
 
 export interface RelationSpec {

@@ -29,6 +29,8 @@ export interface Scope {
 export interface FileAccess {
   readonly catalog: Catalog;
   access(bucket: string, environment: string): Access | undefined;
+  /** An SQL expression queuing the removal of the bytes of the deleted file row `alias`, in the statement's transaction. */
+  removal(alias: string, add: (value: unknown) => string): string;
 }
 
 export function newAlias(scope: Scope): string {

@@ -90,7 +90,14 @@ function writeValue(scope: Scope, field: FieldSpec, value: unknown, add: (v: unk
     const files = scope.files.catalog.require(FILES_TABLE);
     const sub: Scope = { ...scope, catalog: scope.files.catalog, access };
     const f = newAlias(scope);
-    readable = `EXISTS (SELECT 1 FROM ${files.qualified(scope.environment)} ${f} WHERE ${f}."id" = ${add(value)}::uuid AND ${readableRows(sub, files, f)} FOR KEY SHARE OF ${f})`;
+    // A file deleted with the record must be one the writer may delete too, or referencing it
+    // would let a caller delete a file its bucket rules keep from it.
+    const deletable = access.grant(FILES_TABLE, 'delete');
+    const mayDelete =
+      field.file.onDelete !== 'delete'
+        ? ''
+        : ` AND ${deletable ? compileRoleCondition(sub, files, f, deletable.rows) : 'FALSE'}`;
+    readable = `EXISTS (SELECT 1 FROM ${files.qualified(scope.environment)} ${f} WHERE ${f}."id" = ${add(value)}::uuid AND ${readableRows(sub, files, f)}${mayDelete} FOR KEY SHARE OF ${f})`;
   }
   // Typed: inside CASE an untyped parameter would be text, which a uuid column does not take.
   const type = field.nativeType?.[0] === 'Uuid' ? 'uuid' : 'text';
@@ -323,6 +330,35 @@ function mutation(
   };
 }
 
+/**
+ * The CTEs that delete, with the records `w` deleted, the files their `onDelete: delete` fields
+ * reference (docs/storage.md "Records that reference files"): the file rows in this statement,
+ * their DELETE events of table `_files`, and a job per file that removes its bytes.
+ */
+function fileDeletes(scope: Scope, table: CatalogTable): string[] {
+  const files = scope.files;
+  const fields = table.spec.fields.filter((f) => f.file?.onDelete === 'delete');
+  if (!files || fields.length === 0) return [];
+  const filesTable = files.catalog.require(FILES_TABLE);
+  const sub: Scope = { ...scope, catalog: files.catalog };
+  const add = (v: unknown) => scope.params.add(v);
+  const ctes: string[] = [];
+  for (const field of fields) {
+    const f = newAlias(scope);
+    const column = `w.${ident(field.column)}`;
+    const id =
+      field.nativeType?.[0] === 'Uuid'
+        ? column
+        : `(CASE WHEN ${column} ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN ${column}::uuid END)`;
+    const rows = `deleted_files_${f}`;
+    ctes.push(
+      `${rows} AS (DELETE FROM ${filesTable.qualified(scope.environment)} ${f} USING w WHERE ${f}."id" = ${id} AND ${f}."bucket" = ${add(field.file!.bucket)} AND ${f}."environment" = ${add(scope.environment)} RETURNING ${f}.*, ${files.removal(f, add)} AS "svcgen:removal")`,
+      ...captureEvents({ scope: sub, table: filesTable, operation: 'DELETE', rows, changed: false }).ctes,
+    );
+  }
+  return ctes;
+}
+
 function resultSelect(scope: Scope, table: CatalogTable, result: WriteResult): string {
   if (result.kind === 'count') return `SELECT count(*)::int FROM w`;
   if (result.kind === 'key') return `SELECT ${keyJson(table, 'w')}::text FROM w`;
@@ -343,6 +379,7 @@ export function compileWrite(scope: Scope, write: Write, result: WriteResult, ca
     ctes.push(
       ...captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }).ctes,
     );
+  if (write.kind === 'delete') ctes.push(...fileDeletes(scope, write.table));
   return {
     sql: `WITH ${ctes.join(',\n')}\n${resultSelect(scope, write.table, result)}`,
     filterFields: [...new Set(rules.flatMap((r) => r.filterFields))],

@@ -5,7 +5,8 @@
 import type { Config } from '../config/index.ts';
 import type { Principal } from '../principal/index.ts';
 import type { FileAccess } from '../query/index.ts';
-import { BucketAccess } from '../storage/index.ts';
+import { BucketAccess, REMOVE_MAX_ATTEMPTS, REMOVE_TASK } from '../storage/index.ts';
+import { QUEUE_SCHEMA } from '../webhooks/index.ts';
 
 const built = new WeakMap<Config, BucketAccess>();
 
@@ -24,5 +25,10 @@ export function fileAccess(config: Config, principal: Principal): FileAccess | u
       Object.hasOwn(config.storage.buckets, bucket) && config.environments.includes(environment)
         ? access.policy(bucket, environment).access(principal)
         : undefined,
+    // The job queueRemoval queues (runtime/storage/jobs.ts), keyed as objectKey makes the key.
+    removal: (alias, add) => {
+      const key = `(${alias}."environment" || '/' || ${alias}."bucket" || '/' || ${alias}."id"::text)`;
+      return `(${QUEUE_SCHEMA}.add_job(${add(REMOVE_TASK)}::text, json_build_object('key', ${key}), max_attempts => ${add(REMOVE_MAX_ATTEMPTS)}::int, job_key => ${key})).id`;
+    },
   };
 }

@@ -9,7 +9,14 @@ export {
 } from './backend.ts';
 export { BucketAccess, FILES_MODULE, filesCatalog } from './bucket-access.ts';
 export { content, list, metadata, remove, signedUrl, upload, type StorageDeps } from './endpoints.ts';
-export { queueRemoval, REMOVE_TASK, startRemovalWorker, sweepOrphans, type RemovalWorker } from './jobs.ts';
+export {
+  queueRemoval,
+  REMOVE_MAX_ATTEMPTS,
+  REMOVE_TASK,
+  startRemovalWorker,
+  sweepOrphans,
+  type RemovalWorker,
+} from './jobs.ts';
 export { pruneUsage } from './limits.ts';
 export { listFiles, removeFile, type ListedFile } from './operator.ts';
 export { LocalDiskBackend } from './local-disk.ts';

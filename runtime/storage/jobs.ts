@@ -12,7 +12,7 @@ import { QUEUE_SCHEMA } from '../webhooks/index.ts';
 import { parseObjectKey, type StorageBackend } from './backend.ts';
 
 export const REMOVE_TASK = 'svcgen_storage_remove';
-const REMOVE_MAX_ATTEMPTS = 12;
+export const REMOVE_MAX_ATTEMPTS = 12;
 
 /** Queues the removal of `key`'s bytes in the transaction `tx` (it runs only if that commits). */
 export async function queueRemoval(tx: Queryable, key: string): Promise<void> {

@@ -197,12 +197,12 @@ ${TIMES}}
   id       Int     @id
   /// @svcgen.file(attachments)
   invoice  String? @db.Uuid
-  scan     String  /// @svcgen.file(scans)
+  scan     String  /// @svcgen.file(scans, onDelete: delete)
 ${TIMES}}
 `;
     const [doc] = describeModel(await readDmmf(schema));
-    expect(doc!.fields.find((f) => f.name === 'invoice')!.file).toEqual({ bucket: 'attachments' });
-    expect(doc!.fields.find((f) => f.name === 'scan')!.file).toEqual({ bucket: 'scans' });
+    expect(doc!.fields.find((f) => f.name === 'invoice')!.file).toEqual({ bucket: 'attachments', onDelete: 'keep' });
+    expect(doc!.fields.find((f) => f.name === 'scan')!.file).toEqual({ bucket: 'scans', onDelete: 'delete' });
     expect(doc!.fields.find((f) => f.name === 'id')!.file).toBeUndefined();
     expect(unknownFileBuckets([doc!], ['attachments'], schema)).toEqual([
       'schema.prisma:8: model Doc: field scan references files of bucket scans, which storage.buckets does not declare (the buckets are attachments)',
@@ -227,8 +227,8 @@ ${TIMES}}
       'model Doc: field count: a file reference holds one file id, so the field must be String or String @db.Uuid (not Int)',
       'model Doc: field ids: a file reference holds one file id, so the field must be String or String @db.Uuid (not String[])',
       'model Doc: field at: a file reference holds one file id, so the field must be String or String @db.Uuid (not DateTime)',
-      'model Doc: field none: @svcgen.file takes the name of one bucket, e.g. /// @svcgen.file(attachments) (found "@svcgen.file()")',
-      'model Doc: field extra: @svcgen.file takes the name of one bucket, e.g. /// @svcgen.file(attachments) (found "@svcgen.file(attachments, onDelete: cascade)")',
+      'model Doc: field none: @svcgen.file needs the name of a bucket; write /// @svcgen.file(<bucket>) or /// @svcgen.file(<bucket>, onDelete: delete) (found "@svcgen.file()")',
+      'model Doc: field extra: @svcgen.file takes only onDelete: keep or onDelete: delete after the bucket; write /// @svcgen.file(<bucket>) or /// @svcgen.file(<bucket>, onDelete: delete) (found "@svcgen.file(attachments, onDelete: cascade)")',
     ]);
   });
 });

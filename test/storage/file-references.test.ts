@@ -9,12 +9,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
-import { readResponse, type TestResponse } from '../support/server.ts';
+import { LocalDiskBackend } from '../../runtime/storage/index.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { MANAGEMENT_TOKEN, readResponse, type TestResponse } from '../support/server.ts';
+import { until } from '../support/until.ts';
 
 const BUCKET = '/gw/api/rest/_files/attachments';
 const MISSING = '00000000-0000-4000-8000-000000000000';
 
 let t: AuthTestServer;
+let receiver: Receiver;
 let root: string;
 let alice: Session;
 let bob: Session;
@@ -44,24 +48,24 @@ async function upload(
   return res.body.data.id as string;
 }
 
-const problem = (status = 422) => ({
+const problem = (field = 'invoiceId') => ({
   type: '/errors/validation',
-  title: expect.any(String),
-  status,
-  detail: 'invoiceId must be the id of a file in bucket attachments that you may read; nothing was changed',
+  title: 'Validation failed',
+  status: 422,
+  detail: `${field} must be the id of a file in bucket attachments that you may read; nothing was changed`,
   instance: expect.any(String),
   errors: [
     {
-      field: 'invoiceId',
+      field,
       rule: 'file_reference',
       message: 'must be the id of a file in bucket attachments that you may read',
     },
   ],
 });
 
-function expectRefused(res: TestResponse): void {
+function expectRefused(res: TestResponse, field = 'invoiceId'): void {
   expect(res.status, res.text).toBe(422);
-  expect(res.body).toEqual(problem());
+  expect(res.body).toEqual(problem(field));
 }
 
 async function customer(session: Session): Promise<void> {
@@ -73,6 +77,7 @@ async function customer(session: Session): Promise<void> {
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), 'svcgen-file-refs-'));
+  receiver = await startReceiver();
   t = await startAuthServer({
     log: (m) => process.env.FILE_REFS_LOG && console.log(m),
     configPatch: (raw) => {
@@ -82,6 +87,10 @@ beforeAll(async () => {
       order.read.fields.push('invoiceId');
       order.create.fields.push('invoiceId');
       order.update.fields.push('invoiceId');
+      // Catalog keys may read every attachment but delete none, and create orders.
+      raw.storage.buckets.attachments.roles.catalog = { read: true };
+      raw.roles.catalog.tables.Order = { read: true, create: true };
+      raw.webhooks = { allowHttp: true, allowPrivateTargets: true, retryDelaysMs: [0] };
     },
   });
   alice = await t.signupConfirmed('alice@example.com');
@@ -99,6 +108,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await t?.close();
+  await receiver?.close();
   await rm(root, { recursive: true, force: true });
 });
 
@@ -260,5 +270,73 @@ describe('deleting the file', () => {
     expectRefused(
       await t.request('PATCH', `/gw/api/rest/Order/${created.body.data.id}`, { body: { invoiceId: file } }),
     );
+  });
+});
+
+async function storedObjects(): Promise<string[]> {
+  const found: string[] = [];
+  for await (const o of new LocalDiskBackend(root).list()) found.push(o.key);
+  return found;
+}
+
+async function fileRow(id: string): Promise<number> {
+  const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM svcgen.files WHERE id = $1', [id]);
+  return row!.n;
+}
+
+describe('deleting a record', () => {
+  it('with onDelete: delete (receiptId) deletes its file: row, _files DELETE event, then the bytes', async () => {
+    const hook = await t.request('POST', '/gw/api/rest/_webhooks', {
+      key: MANAGEMENT_TOKEN,
+      environment: 'master',
+      body: {
+        projectId: 'shop',
+        environment: 'master',
+        table: '_files',
+        events: ['DELETE'],
+        url: `${receiver.url}/files`,
+        secret: 's3cret',
+      },
+    });
+    expect(hook.status, hook.text).toBe(201);
+    const receipt = await upload('receipt');
+    const invoice = await upload('invoice');
+    const created = await t.request('POST', '/gw/api/rest/Order', {
+      body: { total: 10, customerId: alice.user.id, invoiceId: invoice, receiptId: receipt },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(await storedObjects()).toContain(`master/attachments/${receipt}`);
+    expect((await t.request('DELETE', `/gw/api/rest/Order/${created.body.data.id}`)).status).toBe(204);
+    expect(await fileRow(receipt)).toBe(0);
+    expect((await t.request('GET', `${BUCKET}/${receipt}`)).status).toBe(404);
+    const [event] = await receiver.waitFor('/files', 1);
+    expect(event!.headers['x-service-event']).toBe('DELETE');
+    expect(event!.body.record).toMatchObject({ id: receipt, bucket: 'attachments', name: 'f.txt' });
+    await until(
+      storedObjects,
+      (keys) => !keys.includes(`master/attachments/${receipt}`),
+      10_000,
+      'the removal job removes the bytes',
+    );
+    // invoiceId keeps its file (the default).
+    expect(await fileRow(invoice)).toBe(1);
+    expect((await t.request('GET', `${BUCKET}/${invoice}`)).status).toBe(200);
+    expect(await storedObjects()).toContain(`master/attachments/${invoice}`);
+  });
+
+  it('a file deleted with the record must be one the writer may delete, not only read', async () => {
+    const { key } = await t.createKey(['catalog']);
+    const before = await orderCount();
+    const refused = await t.request('POST', '/gw/api/rest/Order', {
+      key,
+      body: { total: 1, customerId: alice.user.id, receiptId: adminFile },
+    });
+    expectRefused(refused, 'receiptId');
+    expect(await orderCount()).toBe(before);
+    const kept = await t.request('POST', '/gw/api/rest/Order', {
+      key,
+      body: { total: 1, customerId: alice.user.id, invoiceId: adminFile },
+    });
+    expect(kept.status, kept.text).toBe(201);
   });
 });

@@ -47,6 +47,7 @@ export interface OrderRecord {
   placedAt: string | null;
   customerId: string;
   invoiceId: string | null;
+  receiptId: string | null;
   createdAt: string;
   updatedAt: string;
   customer?: CustomerRecord | null;
@@ -181,6 +182,7 @@ export interface OrderCreate {
   placedAt?: string | Date | null;
   customerId: string;
   invoiceId?: string | null;
+  receiptId?: string | null;
 }
 
 /** Body of PATCH /Order (JSON Merge Patch): every field optional; null clears a nullable field. */
@@ -191,6 +193,7 @@ export interface OrderUpdate {
   placedAt?: string | Date | null;
   customerId?: string;
   invoiceId?: string | null;
+  receiptId?: string | null;
 }
 
 /** Filters on Order: its fields by operator, and its relations (a to-many relation matches when some related record does). */
@@ -202,6 +205,7 @@ export interface OrderFilter {
   placedAt?: FieldFilter<string | Date, DateOperator, true>;
   customerId?: FieldFilter<string, OrderedOperator>;
   invoiceId?: FieldFilter<string, OrderedOperator, true>;
+  receiptId?: FieldFilter<string, OrderedOperator, true>;
   createdAt?: FieldFilter<string | Date, DateOperator>;
   updatedAt?: FieldFilter<string | Date, DateOperator>;
   customer?: CustomerFilter;
@@ -214,13 +218,13 @@ export interface OrderTable {
   create: OrderCreate;
   update: OrderUpdate;
   filter: OrderFilter;
-  field: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'createdAt' | 'updatedAt';
-  sort: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'createdAt' | 'updatedAt';
+  field: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'receiptId' | 'createdAt' | 'updatedAt';
+  sort: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'receiptId' | 'createdAt' | 'updatedAt';
   key: { id: number };
   id: number;
   numeric: 'id' | 'total';
   ordered: 'id' | 'total' | 'note' | 'placedAt' | 'createdAt' | 'updatedAt';
-  groupable: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'createdAt' | 'updatedAt';
+  groupable: 'id' | 'status' | 'total' | 'note' | 'placedAt' | 'customerId' | 'invoiceId' | 'receiptId' | 'createdAt' | 'updatedAt';
 }
 
 /** Body of POST /OrderItem (and of each bulk item): the fields it requires are required. */

@@ -33,6 +33,7 @@ export interface OrderRecord {
   placedAt: string | null;
   customerId: string;
   invoiceId: string | null;
+  receiptId: string | null;
   createdAt: string;
   updatedAt: string;
   customer?: CustomerRecord | null;

@@ -875,6 +875,7 @@ export const OrderScalarFieldEnum = {
   placedAt: 'placedAt',
   customerId: 'customerId',
   invoiceId: 'invoiceId',
+  receiptId: 'receiptId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

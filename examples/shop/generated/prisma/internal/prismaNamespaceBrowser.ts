@@ -119,6 +119,7 @@ export const OrderScalarFieldEnum = {
   placedAt: 'placedAt',
   customerId: 'customerId',
   invoiceId: 'invoiceId',
+  receiptId: 'receiptId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

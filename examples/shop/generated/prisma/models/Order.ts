@@ -44,6 +44,7 @@ export type OrderMinAggregateOutputType = {
   placedAt: Date | null
   customerId: string | null
   invoiceId: string | null
+  receiptId: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -56,6 +57,7 @@ export type OrderMaxAggregateOutputType = {
   placedAt: Date | null
   customerId: string | null
   invoiceId: string | null
+  receiptId: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -68,6 +70,7 @@ export type OrderCountAggregateOutputType = {
   placedAt: number
   customerId: number
   invoiceId: number
+  receiptId: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -92,6 +95,7 @@ export type OrderMinAggregateInputType = {
   placedAt?: true
   customerId?: true
   invoiceId?: true
+  receiptId?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -104,6 +108,7 @@ export type OrderMaxAggregateInputType = {
   placedAt?: true
   customerId?: true
   invoiceId?: true
+  receiptId?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -116,6 +121,7 @@ export type OrderCountAggregateInputType = {
   placedAt?: true
   customerId?: true
   invoiceId?: true
+  receiptId?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -215,6 +221,7 @@ export type OrderGroupByOutputType = {
   placedAt: Date | null
   customerId: string
   invoiceId: string | null
+  receiptId: string | null
   createdAt: Date
   updatedAt: Date
   _count: OrderCountAggregateOutputType | null
@@ -250,6 +257,7 @@ export type OrderWhereInput = {
   placedAt?: Prisma.DateTimeNullableFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidFilter<"Order"> | string
   invoiceId?: Prisma.UuidNullableFilter<"Order"> | string | null
+  receiptId?: Prisma.UuidNullableFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   customer?: Prisma.XOR<Prisma.CustomerScalarRelationFilter, Prisma.CustomerWhereInput>
@@ -264,6 +272,7 @@ export type OrderOrderByWithRelationInput = {
   placedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   customerId?: Prisma.SortOrder
   invoiceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  receiptId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   customer?: Prisma.CustomerOrderByWithRelationInput
@@ -281,6 +290,7 @@ export type OrderWhereUniqueInput = Prisma.AtLeast<{
   placedAt?: Prisma.DateTimeNullableFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidFilter<"Order"> | string
   invoiceId?: Prisma.UuidNullableFilter<"Order"> | string | null
+  receiptId?: Prisma.UuidNullableFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   customer?: Prisma.XOR<Prisma.CustomerScalarRelationFilter, Prisma.CustomerWhereInput>
@@ -295,6 +305,7 @@ export type OrderOrderByWithAggregationInput = {
   placedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   customerId?: Prisma.SortOrder
   invoiceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  receiptId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.OrderCountOrderByAggregateInput
@@ -315,6 +326,7 @@ export type OrderScalarWhereWithAggregatesInput = {
   placedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidWithAggregatesFilter<"Order"> | string
   invoiceId?: Prisma.UuidNullableWithAggregatesFilter<"Order"> | string | null
+  receiptId?: Prisma.UuidNullableWithAggregatesFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Order"> | Date | string
 }
@@ -325,6 +337,7 @@ export type OrderCreateInput = {
   note?: string | null
   placedAt?: Date | string | null
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   customer: Prisma.CustomerCreateNestedOneWithoutOrdersInput
@@ -339,6 +352,7 @@ export type OrderUncheckedCreateInput = {
   placedAt?: Date | string | null
   customerId: string
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   items?: Prisma.OrderItemUncheckedCreateNestedManyWithoutOrderInput
@@ -350,6 +364,7 @@ export type OrderUpdateInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   customer?: Prisma.CustomerUpdateOneRequiredWithoutOrdersNestedInput
@@ -364,6 +379,7 @@ export type OrderUncheckedUpdateInput = {
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   customerId?: Prisma.StringFieldUpdateOperationsInput | string
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   items?: Prisma.OrderItemUncheckedUpdateManyWithoutOrderNestedInput
@@ -377,6 +393,7 @@ export type OrderCreateManyInput = {
   placedAt?: Date | string | null
   customerId: string
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -387,6 +404,7 @@ export type OrderUpdateManyMutationInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -399,6 +417,7 @@ export type OrderUncheckedUpdateManyInput = {
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   customerId?: Prisma.StringFieldUpdateOperationsInput | string
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -421,6 +440,7 @@ export type OrderCountOrderByAggregateInput = {
   placedAt?: Prisma.SortOrder
   customerId?: Prisma.SortOrder
   invoiceId?: Prisma.SortOrder
+  receiptId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -438,6 +458,7 @@ export type OrderMaxOrderByAggregateInput = {
   placedAt?: Prisma.SortOrder
   customerId?: Prisma.SortOrder
   invoiceId?: Prisma.SortOrder
+  receiptId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -450,6 +471,7 @@ export type OrderMinOrderByAggregateInput = {
   placedAt?: Prisma.SortOrder
   customerId?: Prisma.SortOrder
   invoiceId?: Prisma.SortOrder
+  receiptId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -546,6 +568,7 @@ export type OrderCreateWithoutCustomerInput = {
   note?: string | null
   placedAt?: Date | string | null
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   items?: Prisma.OrderItemCreateNestedManyWithoutOrderInput
@@ -558,6 +581,7 @@ export type OrderUncheckedCreateWithoutCustomerInput = {
   note?: string | null
   placedAt?: Date | string | null
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   items?: Prisma.OrderItemUncheckedCreateNestedManyWithoutOrderInput
@@ -600,6 +624,7 @@ export type OrderScalarWhereInput = {
   placedAt?: Prisma.DateTimeNullableFilter<"Order"> | Date | string | null
   customerId?: Prisma.UuidFilter<"Order"> | string
   invoiceId?: Prisma.UuidNullableFilter<"Order"> | string | null
+  receiptId?: Prisma.UuidNullableFilter<"Order"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Order"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Order"> | Date | string
 }
@@ -610,6 +635,7 @@ export type OrderCreateWithoutItemsInput = {
   note?: string | null
   placedAt?: Date | string | null
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   customer: Prisma.CustomerCreateNestedOneWithoutOrdersInput
@@ -623,6 +649,7 @@ export type OrderUncheckedCreateWithoutItemsInput = {
   placedAt?: Date | string | null
   customerId: string
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -649,6 +676,7 @@ export type OrderUpdateWithoutItemsInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   customer?: Prisma.CustomerUpdateOneRequiredWithoutOrdersNestedInput
@@ -662,6 +690,7 @@ export type OrderUncheckedUpdateWithoutItemsInput = {
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   customerId?: Prisma.StringFieldUpdateOperationsInput | string
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -673,6 +702,7 @@ export type OrderCreateManyCustomerInput = {
   note?: string | null
   placedAt?: Date | string | null
   invoiceId?: string | null
+  receiptId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -683,6 +713,7 @@ export type OrderUpdateWithoutCustomerInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   items?: Prisma.OrderItemUpdateManyWithoutOrderNestedInput
@@ -695,6 +726,7 @@ export type OrderUncheckedUpdateWithoutCustomerInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   items?: Prisma.OrderItemUncheckedUpdateManyWithoutOrderNestedInput
@@ -707,6 +739,7 @@ export type OrderUncheckedUpdateManyWithoutCustomerInput = {
   note?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   placedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   invoiceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  receiptId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -750,6 +783,7 @@ export type OrderSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
   placedAt?: boolean
   customerId?: boolean
   invoiceId?: boolean
+  receiptId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
@@ -765,6 +799,7 @@ export type OrderSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   placedAt?: boolean
   customerId?: boolean
   invoiceId?: boolean
+  receiptId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
@@ -778,6 +813,7 @@ export type OrderSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensi
   placedAt?: boolean
   customerId?: boolean
   invoiceId?: boolean
+  receiptId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
@@ -791,11 +827,12 @@ export type OrderSelectScalar = {
   placedAt?: boolean
   customerId?: boolean
   invoiceId?: boolean
+  receiptId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type OrderOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "status" | "total" | "note" | "placedAt" | "customerId" | "invoiceId" | "createdAt" | "updatedAt", ExtArgs["result"]["order"]>
+export type OrderOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "status" | "total" | "note" | "placedAt" | "customerId" | "invoiceId" | "receiptId" | "createdAt" | "updatedAt", ExtArgs["result"]["order"]>
 export type OrderInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   customer?: boolean | Prisma.CustomerDefaultArgs<ExtArgs>
   items?: boolean | Prisma.Order$itemsArgs<ExtArgs>
@@ -825,6 +862,10 @@ export type $OrderPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs 
      * @svcgen.file(attachments)
      */
     invoiceId: string | null
+    /**
+     * @svcgen.file(attachments, onDelete: delete)
+     */
+    receiptId: string | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["order"]>
@@ -1259,6 +1300,7 @@ export interface OrderFieldRefs {
   readonly placedAt: Prisma.FieldRef<"Order", 'DateTime'>
   readonly customerId: Prisma.FieldRef<"Order", 'String'>
   readonly invoiceId: Prisma.FieldRef<"Order", 'String'>
+  readonly receiptId: Prisma.FieldRef<"Order", 'String'>
   readonly createdAt: Prisma.FieldRef<"Order", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Order", 'DateTime'>
 }
