@@ -41,8 +41,11 @@ import {
   type Catalog,
   type CatalogTable,
   type Condition,
+  type FileAccess,
   type Grant,
 } from '../query/index.ts';
+import { FILES_TABLE } from '../model/index.ts';
+import { withFileChanges, type FileFieldMeta } from './files.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { LiveEvent, LiveHub, LiveListener } from './hub.ts';
 import { LiveQueue } from './queue.ts';
@@ -93,6 +96,10 @@ export interface RealtimeDeps {
   schemaFor(principal: RolePrincipal): GraphQLSchema;
   authenticate(req: ApiRequest, tenant: Tenant): Promise<{ kind: string }>;
   readonly hub: LiveHub;
+  /** The caller's access to each bucket's files (undefined when no bucket is configured). */
+  files?(principal: RolePrincipal): FileAccess | undefined;
+  /** The configured bucket names. */
+  readonly buckets?: readonly string[];
   log(message: string, error?: unknown): void;
   /** What a client did wrong that the server has nothing to fix for (a frame over the size limit). */
   debug?(message: string, error?: unknown): void;
@@ -388,7 +395,9 @@ export class RealtimeServer {
     connection: LiveConnection,
     payload: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null },
   ): ExecutionArgs | readonly GraphQLError[] {
-    const schema = this.deps.schemaFor(caller.principal);
+    const schema = this.deps.buckets?.length
+      ? withFileChanges(this.deps.schemaFor(caller.principal))
+      : this.deps.schemaFor(caller.principal);
     let document: ReturnType<typeof parseBounded>;
     try {
       document = parseBounded(payload.query);
@@ -436,9 +445,14 @@ export class RealtimeServer {
     context: { caller: Caller; socket: LiveConnection },
     info: { fieldName: string; parentType: { getFields(): Record<string, { extensions: Record<string, unknown> }> } },
   ): Promise<AsyncIterable<unknown> | GraphQLError> => {
-    const meta = info.parentType.getFields()[info.fieldName]?.extensions.svcgen as SubscriptionFieldMeta | undefined;
+    const meta = info.parentType.getFields()[info.fieldName]?.extensions.svcgen as
+      | SubscriptionFieldMeta
+      | FileFieldMeta
+      | undefined;
     if (!meta) return new GraphQLError(`${info.fieldName} is not a subscription of this API`);
-    const { caller, socket } = context;
+    if ('files' in meta)
+      return this.subscribeFiles(args as { bucket: string; events?: string[] | null }, context, info.fieldName);
+    const { caller } = context;
     const table = this.deps.catalog.require(meta.table);
     const access = this.deps.access(caller.principal);
     const grant = access.grant(meta.table, 'read');
@@ -457,8 +471,75 @@ export class RealtimeServer {
       return new GraphQLError(`this subscription cannot be matched in memory: ${reason}`, {
         extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-parameter', status: 400 },
       });
-    const events = new Set(args.events ?? ['INSERT', 'UPDATE', 'DELETE']);
     const whereKey = JSON.stringify(args.where ?? null);
+    return this.listen(
+      context,
+      info.fieldName,
+      meta.table,
+      args.events,
+      () => access.grant(meta.table, 'read'),
+      whereKey,
+      (event) => visibleChange(table, access, event, where),
+    );
+  };
+
+  /**
+   * `fileChanged(bucket:, events:)` (docs/realtime.md "File changes"): the `_files` changes of one
+   * bucket, each checked in memory against the caller's read rule of that bucket exactly as a
+   * table row against a role's read filter.
+   */
+  private async subscribeFiles(
+    args: { bucket: string; events?: string[] | null },
+    context: { caller: Caller; socket: LiveConnection },
+    fieldName: string,
+  ): Promise<AsyncIterable<unknown> | GraphQLError> {
+    const { caller } = context;
+    const buckets = this.deps.buckets ?? [];
+    if (!buckets.includes(args.bucket))
+      return new GraphQLError(`there is no bucket named "${args.bucket}"; buckets: ${buckets.join(', ')}`, {
+        extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-parameter', status: 400 },
+      });
+    const files = this.deps.files?.(caller.principal);
+    const access = files?.access(args.bucket, caller.tenant.environment);
+    const grant = access?.grant(FILES_TABLE, 'read');
+    if (!files || !access || !grant)
+      return new GraphQLError(`your role may not read the files of bucket "${args.bucket}"`, {
+        extensions: { code: 'FORBIDDEN', type: '/errors/forbidden', status: 403 },
+      });
+    const table = files.catalog.require(FILES_TABLE);
+    const reason =
+      unsupportedIn(table, grant.rows) ??
+      [...grant.fieldRows.values()].map((c) => unsupportedIn(table, c)).find((r) => r !== undefined);
+    if (reason)
+      return new GraphQLError(`this subscription cannot be matched in memory: ${reason}`, {
+        extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-parameter', status: 400 },
+      });
+    const always: Condition = { kind: 'true' };
+    return this.listen(
+      context,
+      fieldName,
+      FILES_TABLE,
+      args.events,
+      () => access.grant(FILES_TABLE, 'read'),
+      '',
+      (event) => visibleChange(table, access, event, always),
+    );
+  }
+
+  /** A subscription's source stream: the hub's changes of `table` the caller may see, bounded. */
+  private async listen(
+    context: { caller: Caller; socket: LiveConnection },
+    fieldName: string,
+    tableName: string,
+    wanted: readonly string[] | null | undefined,
+    currentGrant: () => Grant | null,
+    whereKey: string,
+    visible: (event: LiveEvent) => VisibleChange | undefined,
+  ): Promise<AsyncIterable<unknown>> {
+    const { caller, socket } = context;
+    const info = { fieldName };
+    const meta = { table: tableName };
+    const events = new Set(wanted ?? ['INSERT', 'UPDATE', 'DELETE']);
     const queue = new LiveQueue<unknown>();
     let dropped = false;
     const listener: LiveListener = {
@@ -466,9 +547,9 @@ export class RealtimeServer {
       table: meta.table,
       deliver: (event) => {
         if (dropped || !events.has(event.operation)) return;
-        const now = access.grant(meta.table, 'read');
+        const now = currentGrant();
         if (!now) return;
-        const change = sharedVisibleChange(now, whereKey, event, () => visibleChange(table, access, event, where));
+        const change = sharedVisibleChange(now, whereKey, event, () => visible(event));
         if (!change) return;
         if (queue.length >= this.limits.maxQueuedChanges || socket.bufferedAmount > this.limits.maxBufferedBytes) {
           dropped = true;
@@ -492,7 +573,7 @@ export class RealtimeServer {
       remove();
     });
     return queue;
-  };
+  }
 }
 
 /**

@@ -131,7 +131,8 @@ describe('subscriptions over Server-Sent Events', () => {
     await primed(sub, () => createOrder(customer));
     const order = await createOrder(customer, { total: 5 });
     expect((await rest('PATCH', `Order/${order.id}`, { total: 6 })).status).toBe(200);
-    expect((await rest('DELETE', `Order/${order.id}`)).status).toBe(204);
+    const deleted = await rest('DELETE', `Order/${order.id}`);
+    expect(deleted.status, deleted.text).toBe(204);
     await waitFor(() => (sub.results.length >= 3 ? true : undefined), 'three changes');
     expect(sub.results.map((r) => r.data.orderChanged)).toEqual([
       expect.objectContaining({ event: 'INSERT', record: expect.objectContaining({ id: order.id, total: 5 }) }),

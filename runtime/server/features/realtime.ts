@@ -11,6 +11,7 @@ import { metrics } from '../../observability/index.ts';
 import { LiveHub } from '../../realtime/hub.ts';
 import { RealtimeServer, ROLES_TOPIC } from '../../realtime/server.ts';
 import { sseHandler } from '../../realtime/sse.ts';
+import { fileAccess } from '../file-access.ts';
 import { errorReply, nodeRequest, send } from '../../http/index.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
 import type { ServerFeature } from '../feature.ts';
@@ -88,6 +89,8 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
             schemaFor,
             authenticate: (req, tenant) => limits.authenticate(req, tenant),
             hub,
+            files: (principal) => fileAccess(services.config, principal),
+            buckets: Object.keys(services.config.storage.buckets),
             log,
             debug: (message, error) => logger.debug({ err: error }, message),
           },
