@@ -165,7 +165,16 @@ const grantCases: [string, GrantCase][] = [
       want: {
         rows: { kind: 'or', items: [cmp('status', 'equals', 'open'), mine] },
         fields: null,
-        fieldRows: { total: mine, note: mine, placedAt: mine, customerId: mine, createdAt: mine, updatedAt: mine },
+        fieldRows: {
+          total: mine,
+          note: mine,
+          placedAt: mine,
+          customerId: mine,
+          invoiceId: mine,
+          receiptId: mine,
+          createdAt: mine,
+          updatedAt: mine,
+        },
       },
     },
   ],

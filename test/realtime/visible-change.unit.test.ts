@@ -14,6 +14,8 @@ const record: Record<string, unknown> = {
   total: 10,
   note: 'private',
   placedAt: null,
+  invoiceId: null,
+  receiptId: null,
   customerId: USER_ID,
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',

@@ -253,6 +253,9 @@ export function randomValue(rng: Rng, db: Db, table: Table, field: string, now: 
       return rng.chance(0.4) ? rng.pick(FIXED_DATES) : new Date(now - (rng.int(0, 40) + 0.3) * DAY).toISOString();
     case 'Order.customerId':
       return rng.pick(db.Customer).id as string;
+    case 'Order.invoiceId':
+    case 'Order.receiptId':
+      return null;
     case 'OrderItem.quantity':
       return rng.int(1, 9);
     default:
@@ -298,7 +301,7 @@ export function dataset(rng: Rng, users: Record<string, User>, now: number): Db 
   }
   for (let i = 1, count = rng.int(18, 32); i <= count; i++) {
     const row: Row = { id: i };
-    for (const f of ['status', 'total', 'note', 'placedAt', 'customerId'])
+    for (const f of ['status', 'total', 'note', 'placedAt', 'customerId', 'invoiceId', 'receiptId'])
       row[f] = randomValue(rng, db, 'Order', f, now);
     db.Order.push({ ...row, ...stamps() });
     for (const p of rng.sample(db.Product, rng.int(0, 3)))

@@ -93,6 +93,9 @@ export const SCHEMA: Record<Table, TableSpec> = {
       note: { type: 'string', nullable: true },
       placedAt: { type: 'datetime', nullable: true },
       customerId: { type: 'uuid', required: true },
+      // File references (docs/storage.md): the model writes them only as null (no files here).
+      invoiceId: { type: 'uuid', nullable: true },
+      receiptId: { type: 'uuid', nullable: true },
       ...stamps,
     },
     relations: [
@@ -122,7 +125,7 @@ export const DEFAULTS: Record<Table, Row> = {
   City: {},
   Customer: { vip: false, cityId: null },
   Product: { tags: [] },
-  Order: { status: 'open', note: null, placedAt: null },
+  Order: { status: 'open', note: null, placedAt: null, invoiceId: null, receiptId: null },
   OrderItem: { quantity: 1 },
 };
 /** Foreign keys a row must satisfy, and what deleting the referenced row does. */
