@@ -9,7 +9,8 @@
  *      `npm run bench:cpu > /tmp/serve.log`), one per entry of BENCH_SVCGEN (comma-separated,
  *      default `.`): `.` is this checkout (compiled into its dist/), a path starting with `/` a
  *      checkout compiled there already, anything else a git ref, checked out into a temporary
- *      worktree and compiled (e.g. BENCH_SVCGEN=HEAD~1,. for before and after); and the bare
+ *      worktree and compiled (e.g. BENCH_SVCGEN=HEAD~1,. for before and after); `<label>=` before
+ *      an entry names it in the report (BENCH_SVCGEN=before=HEAD~1,after=.); and the bare
  *      node:http + pg server (./bare-server.ts);
  *   3. per case, BENCH_ROUNDS rounds (default 3) with the servers in rotating order: a 2 s warm-up,
  *      then BENCH_DURATION s (default 10) at BENCH_RATE requests/s (default 400, autocannon's
@@ -134,7 +135,8 @@ function heapTop(file: string, count: number): { name: string; location: string;
   return [...by.values()].sort((a, b) => b.bytes - a.bytes).slice(0, count);
 }
 
-async function profile(server: ServerChild, benchCase: BenchCase, fixture: Fixture, tag: string): Promise<string[]> {
+async function profile(server: ServerChild, benchCase: BenchCase, fixture: Fixture): Promise<string[]> {
+  const tag = server.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '');
   fs.mkdirSync(PROFILE_DIR, { recursive: true });
   const cpuFile = path.join(PROFILE_DIR, `cpu-${benchCase.id}-${tag}.cpuprofile`);
   const heapFile = path.join(PROFILE_DIR, `cpu-${benchCase.id}-${tag}.heapprofile`);
@@ -152,7 +154,7 @@ async function profile(server: ServerChild, benchCase: BenchCase, fixture: Fixtu
   const top = heapTop(heapFile, 12);
   const totalBytes = heapTop(heapFile, Number.MAX_SAFE_INTEGER).reduce((s, x) => s + x.bytes, 0);
   const out = [
-    `<details><summary>${benchCase.title}, ${tag}: main thread ${fmt(perRequest(summary.busyMs, cpuRequests))} µs busy per request (profiled), ` +
+    `<details><summary>${benchCase.title}, ${server.name}: main thread ${fmt(perRequest(summary.busyMs, cpuRequests))} µs busy per request (profiled), ` +
       `${fmt(totalBytes / heapRequests / 1024, 1)} KiB allocated per request (sampled)</summary>`,
     '',
     '| main thread by category | µs/request |',
@@ -180,8 +182,15 @@ async function main(): Promise<void> {
   });
   const cleanups = cleanupOnExit(log);
   const revision = gitRevision();
+  const loadAtStart = os.loadavg()[0]!;
   try {
-    const builds = SVCGEN.map((spec) => {
+    const builds = SVCGEN.map((entry) => {
+      const label = entry.includes('=') ? entry.slice(0, entry.indexOf('=')) : undefined;
+      const spec = label === undefined ? entry : entry.slice(label.length + 1);
+      const build = svcgenBuild(spec);
+      return label === undefined ? build : { ...build, name: `svcgen ${label}` };
+    });
+    function svcgenBuild(spec: string): { name: string; env: Record<string, string> } {
       if (spec === '.') return { name: 'svcgen', env: {} };
       if (spec.startsWith('/')) {
         const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: spec, encoding: 'utf8' }).trim();
@@ -196,7 +205,7 @@ async function main(): Promise<void> {
       }
       const checkout = checkoutSvcgen(spec, cleanups.add);
       return { name: `svcgen ${checkout.sha}`, env: checkout.env as Record<string, string> };
-    });
+    }
     const dbServer = await findDatabaseServer(log);
     cleanups.add(() => dbServer.stop());
     const database = await createBenchDatabase(dbServer.url);
@@ -238,7 +247,7 @@ async function main(): Promise<void> {
         for (const server of servers.filter((s) => s.name !== 'bare')) {
           log(`${c.title} → ${server.name}: profiling`);
           try {
-            details.push(...(await profile(server, c, fixture, server.name.replace(/\s+/g, '-'))));
+            details.push(...(await profile(server, c, fixture)));
           } finally {
             if (c.writes) await restoreSeed(database.url, fixture);
           }
@@ -256,7 +265,10 @@ async function main(): Promise<void> {
         `${DURATION_S} s after a ${WARMUP_S} s warm-up, less the CPU the server spends idle in as long (measured for ${IDLE_S} s just before), ${ROUNDS} rounds with the servers in rotating order, median round. ` +
         'svcgen serves from compiled dist/ (./svcgen-server.ts) with the request log at info, as `svcgen serve` by default, its stdout going to a file; ' +
         'the bare server is node:http + pg with the record JSON built by PostgreSQL and no checks. ' +
-        'At a rate well below saturation the figure depends little on what else the machine runs, unlike requests/s.',
+        'At a rate well below saturation the figure depends less on what else the machine runs than requests/s do, but a machine whose ' +
+        'CPUs are oversubscribed still inflates it (cache misses, more wake-ups per request): compare the columns of one run, not runs. ' +
+        `Load average (1 min) ${fmt(loadAtStart, 1)} at the start and ${fmt(os.loadavg()[0]!, 1)} at the end, on ${os.availableParallelism()} CPUs. ` +
+        'The sampled bytes allocated per request (with BENCH_PROFILE=1, below) hardly depend on the machine at all.',
       '',
       `| case | ${names.map((n) => `${n} µs/request`).join(' | ')} | ${names
         .filter((n) => n !== 'bare')
