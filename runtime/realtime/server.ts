@@ -72,6 +72,8 @@ export interface LiveConnection {
   close(code: number, reason: string): void;
   /** Bytes written but not yet sent to the client. */
   readonly bufferedAmount: number;
+  /** Changes taken from the subscription's queue but not yet written (an SSE stream's library queue). */
+  readonly queued?: number;
   /** Drops the connection without a closing handshake (a WebSocket's terminate()). */
   terminate?(): void;
 }
@@ -551,7 +553,10 @@ export class RealtimeServer {
         if (!now) return;
         const change = sharedVisibleChange(now, whereKey, event, () => visible(event));
         if (!change) return;
-        if (queue.length >= this.limits.maxQueuedChanges || socket.bufferedAmount > this.limits.maxBufferedBytes) {
+        if (
+          queue.length + (socket.queued ?? 0) >= this.limits.maxQueuedChanges ||
+          socket.bufferedAmount > this.limits.maxBufferedBytes
+        ) {
           dropped = true;
           metrics.realtimeEvents('dropped');
           socket.close(CLOSE.tooSlow, 'changes come faster than this client reads them; subscribe again');

@@ -28,8 +28,24 @@ const FLUSH_GRACE_MS = 1000;
 /** One SSE stream as a subscriber connection. */
 class SseStream implements LiveConnection {
   private ended = false;
+  /** Changes graphql-sse took from the subscription, and those it wrote to the response. */
+  pulled = 0;
+  private written = 0;
 
-  constructor(private readonly res: ServerResponse) {}
+  constructor(private readonly res: ServerResponse) {
+    // graphql-sse pulls changes as they come into a queue of its own, unbounded, and writes them
+    // one at a time as the client reads: counting both bounds that queue (docs/realtime.md).
+    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+    res.write = ((chunk: unknown, ...rest: unknown[]) => {
+      if (typeof chunk === 'string' && chunk.startsWith('event: next')) this.written++;
+      return write(chunk, ...rest);
+    }) as typeof res.write;
+  }
+
+  /** Changes waiting in graphql-sse's queue. */
+  get queued(): number {
+    return this.pulled - this.written;
+  }
 
   get bufferedAmount(): number {
     return this.res.writableLength;
@@ -78,7 +94,18 @@ export function sseHandler(
       if (Array.isArray(prepared)) return { data: null, errors: prepared } as ExecutionResult as never;
       return prepared as never;
     },
-    subscribe: (args) => server.run(args) as never,
+    subscribe: async (args) => {
+      const result = await server.run(args);
+      const stream = (args.contextValue as unknown as { socket: SseStream }).socket;
+      if (!(Symbol.asyncIterator in result)) return result as never;
+      const next = result.next.bind(result);
+      result.next = async (...a) => {
+        const step = await next(...a);
+        if (!step.done) stream.pulled++;
+        return step;
+      };
+      return result as never;
+    },
     // prepare() validated the document with the socket's rules; graphql-sse's own graphql import
     // may be another copy of the module (CJS beside our ESM) that cannot read our schema.
     validate: () => [],

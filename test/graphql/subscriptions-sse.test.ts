@@ -220,6 +220,81 @@ describe('subscriptions over Server-Sent Events', () => {
     ]);
   });
 
+  it('stopping the server (SIGTERM drain) ends its streams with GOING_AWAY (1001), then complete', async () => {
+    const other = await startTestServer({ databaseUrl: t.database.url });
+    let closed = false;
+    try {
+      const sub = subscribe(client(`Bearer ${t.adminKey}`, other.url), ORDER_CHANGES);
+      await primed(sub, () => createOrder(alice.id));
+      const stopping = other.close();
+      await waitFor(() => (sub.closed ? true : undefined), 'the end of the stream');
+      await stopping;
+      closed = true;
+      expect(sub.errors).toEqual([]);
+      expect(sub.results.at(-1)).toEqual({
+        errors: [{ message: 'the server is stopping', extensions: { code: 'GOING_AWAY', closeCode: 1001 } }],
+      });
+    } finally {
+      if (!closed) await other.close();
+    }
+  });
+
+  it('a stream whose reader stops reading is ended (TOO_SLOW) once its queue fills and cut within a second', async () => {
+    const METRICS = 'sse-slow-reader-metrics-0123456789';
+    const other = await startTestServer({
+      databaseUrl: t.database.url,
+      configPatch: (raw) => {
+        raw.metrics = { enabled: true, token: METRICS };
+        raw.realtime = { maxQueuedChanges: 20 };
+      },
+    });
+    const metric = async (name: string) => {
+      const text = await (
+        await fetch(`${other.url}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })
+      ).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+      return line ? Number(line.split(' ')[1]) : 0;
+    };
+    try {
+      const customer = (await rest('POST', 'Customer', { email: `${unique('slow')}@example.com`, name: 'S' })).body.data
+        .id;
+      const order = await createOrder(customer);
+      const res = await post(
+        { authorization: `Bearer ${t.adminKey}` },
+        `subscription { orderChanged(where: { customerId: { equals: "${customer}" } }) { record { id note } } }`,
+        other.url,
+      );
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      let total = 0;
+      // Read until the first change arrives (the subscription has taken effect), then stop reading.
+      while (!text.includes('event: next')) {
+        await rest('PATCH', `Order/${order.id}`, { total: ++total });
+        const chunk = await Promise.race([reader.read(), new Promise<undefined>((r) => setTimeout(r, 200))]);
+        if (chunk?.value) text += decoder.decode(chunk.value);
+      }
+      // /metrics sums every server of this Node process (the file's other server too): compare to now.
+      const connections = await metric('realtime_connections');
+      const subscriptions = await metric('realtime_subscriptions');
+      const dropped = await metric('realtime_events_total{direction="dropped"}');
+      const note = 'x'.repeat(64 * 1024);
+      for (let i = 0; i < 600 && (await metric('realtime_subscriptions')) === subscriptions; i++)
+        await rest('PATCH', `Order/${order.id}`, { total: ++total, note });
+      expect(await metric('realtime_subscriptions')).toBe(subscriptions - 1);
+      expect(await metric('realtime_events_total{direction="dropped"}')).toBe(dropped + 1);
+      await waitFor(
+        async () => ((await metric('realtime_connections')) === connections - 1 ? true : undefined),
+        'the stream cut',
+        3000,
+      );
+      await reader.cancel().catch(() => {});
+    } finally {
+      await other.close();
+    }
+  });
+
   it('caps: a second stream of a caller and one past the process maximum → 429 Problem before the stream', async () => {
     const small = await startTestServer({
       databaseUrl: t.database.url,
