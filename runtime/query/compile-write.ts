@@ -353,7 +353,14 @@ function fileDeletes(scope: Scope, table: CatalogTable): string[] {
     const rows = `deleted_files_${f}`;
     ctes.push(
       `${rows} AS (DELETE FROM ${filesTable.qualified(scope.environment)} ${f} USING w WHERE ${f}."id" = ${id} AND ${f}."bucket" = ${add(field.file!.bucket)} AND ${f}."environment" = ${add(scope.environment)} RETURNING ${f}.*, ${files.removal(f, add)} AS "svcgen:removal")`,
-      ...captureEvents({ scope: sub, table: filesTable, operation: 'DELETE', rows, changed: false }).ctes,
+      ...captureEvents({
+        scope: sub,
+        table: filesTable,
+        operation: 'DELETE',
+        rows,
+        changed: false,
+        name: `capture_${f}`,
+      }).ctes,
     );
   }
   return ctes;

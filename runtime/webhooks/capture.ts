@@ -30,6 +30,8 @@ export interface CaptureSite {
   readonly rows: string;
   /** Whether `rows` carries the CHANGED_COLUMN. */
   readonly changed: boolean;
+  /** Name of the capture CTE (default `capture`): a statement that captures for two tables needs two. */
+  readonly name?: string;
 }
 
 export interface Capture {
@@ -54,7 +56,7 @@ export function captureEvents(site: CaptureSite): Capture {
       WHERE l.environment = ${env} AND l.table_name = ${name} AND l.expires_at > now()))`;
   return {
     ctes: [
-      `capture AS (INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids)
+      `${site.name ?? 'capture'} AS (INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids)
          SELECT c.event_ids, c.webhook_ids
          FROM (SELECT array_agg(${fullRecord(table, x)}) AS records, ${changes} AS changes FROM ${site.rows} ${x}
            WHERE ${wanted}) r,

@@ -7,7 +7,7 @@ import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
 import { MANAGEMENT_TOKEN } from '../support/server.ts';
 
 const BASE = '/gw/api/rest';
-const ORDER_FIELDS = 'id status total note placedAt customerId createdAt updatedAt';
+const ORDER_FIELDS = 'id status total note placedAt customerId invoiceId receiptId createdAt updatedAt';
 const CUSTOMER_ORDER_FIELDS = 'id status total customerId createdAt updatedAt';
 
 let t: AuthTestServer;

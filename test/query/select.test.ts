@@ -5,7 +5,18 @@ import { buildSeed, qs, uuid, writeSeed, type Customer, type Order, type Seed } 
 import { expectProblem, startTestServer, type TestServer } from '../support/server.ts';
 
 const BASE = '/gw/api/rest';
-const ORDER_FIELDS = ['id', 'status', 'total', 'note', 'placedAt', 'customerId', 'createdAt', 'updatedAt'];
+const ORDER_FIELDS = [
+  'id',
+  'status',
+  'total',
+  'note',
+  'placedAt',
+  'customerId',
+  'invoiceId',
+  'receiptId',
+  'createdAt',
+  'updatedAt',
+];
 let t: TestServer;
 let S: Seed;
 

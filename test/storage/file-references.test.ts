@@ -299,6 +299,20 @@ describe('deleting a record', () => {
       },
     });
     expect(hook.status, hook.text).toBe(201);
+    // The record's own DELETE event is captured in the same statement as the file's.
+    const orderHook = await t.request('POST', '/gw/api/rest/_webhooks', {
+      key: MANAGEMENT_TOKEN,
+      environment: 'master',
+      body: {
+        projectId: 'shop',
+        environment: 'master',
+        table: 'Order',
+        events: ['DELETE'],
+        url: `${receiver.url}/orders`,
+        secret: 's3cret',
+      },
+    });
+    expect(orderHook.status, orderHook.text).toBe(201);
     const receipt = await upload('receipt');
     const invoice = await upload('invoice');
     const created = await t.request('POST', '/gw/api/rest/Order', {
@@ -312,6 +326,8 @@ describe('deleting a record', () => {
     const [event] = await receiver.waitFor('/files', 1);
     expect(event!.headers['x-service-event']).toBe('DELETE');
     expect(event!.body.record).toMatchObject({ id: receipt, bucket: 'attachments', name: 'f.txt' });
+    const [orderEvent] = await receiver.waitFor('/orders', 1);
+    expect(orderEvent!.body.record).toMatchObject({ id: created.body.data.id, receiptId: receipt });
     await until(
       storedObjects,
       (keys) => !keys.includes(`master/attachments/${receipt}`),
