@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GraphQLError, type ExecutionResult } from 'graphql';
-import { createHandler } from 'graphql-sse/lib/use/http';
+import { createHandler } from 'graphql-sse';
 import { Problem, type ApiRequest } from '../http/index.ts';
 import { CLOSE, SUBSCRIPTION_MESSAGES, type Caller, type LiveConnection, type RealtimeServer } from './server.ts';
 
@@ -79,7 +79,9 @@ export function sseHandler(
   server: RealtimeServer,
 ): (req: IncomingMessage, res: ServerResponse, apiReq: ApiRequest) => Promise<void> {
   const streams = new WeakMap<IncomingMessage, StreamContext>();
-  const handle = createHandler<{ res: ServerResponse }>({
+  // graphql-sse's raw handler, not its Node adapter: the adapter reads the request body without a
+  // limit; here the body is read as every route reads it (http.limits.bodyBytes → 413).
+  const handle = createHandler<IncomingMessage, { res: ServerResponse }>({
     // Distinct connections mode only: no stream reservations (PUT) and no token.
     authenticate: () => '',
     onSubscribe: (req, params) => {
@@ -128,6 +130,7 @@ export function sseHandler(
           'retry-after': '5',
         },
       );
+    const text = (await apiReq.readBody())?.toString('utf8') ?? '';
     const stream = new SseStream(res);
     const caller = await server.admit(apiReq, stream, 'connections');
     server.streams.add(stream);
@@ -136,6 +139,36 @@ export function sseHandler(
       server.release(caller, stream);
     });
     streams.set(req, { caller, stream });
-    await handle(req, res);
+    const [body, init] = await handle({
+      method: req.method ?? 'POST',
+      url: req.url ?? '',
+      headers: {
+        get: (name: string) => {
+          const value = req.headers[name];
+          return Array.isArray(value) ? value.join('\n') : value;
+        },
+      },
+      body: text,
+      raw: req,
+      context: { res },
+    });
+    res.writeHead(init.status, init.statusText, init.headers as Record<string, string>);
+    if (!body || typeof body === 'string') {
+      res.end(body);
+      return;
+    }
+    const stop = () => void body.return(undefined);
+    res.once('close', stop);
+    try {
+      for await (const message of body) {
+        if (!res.writable) break;
+        await new Promise<void>((resolve, reject) =>
+          res.write(message, (error) => (error ? reject(error) : resolve())),
+        );
+      }
+    } finally {
+      res.off('close', stop);
+      if (!res.writableEnded) res.end();
+    }
   };
 }

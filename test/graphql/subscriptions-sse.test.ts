@@ -205,6 +205,18 @@ describe('subscriptions over Server-Sent Events', () => {
     });
   });
 
+  it('a body over the request body limit → 413 Problem (the body is read as every route reads it)', async () => {
+    const res = await post(
+      { authorization: `Bearer ${t.adminKey}` },
+      `subscription { cityChanged { id } } #${'x'.repeat(1_100_000)}`,
+    );
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({
+      status: 413,
+      detail: expect.stringMatching(/^the request body is \d+ bytes; the limit is 1048576 bytes$/),
+    });
+  });
+
   it('revoking the API key ends its stream at once: a last event with code CREDENTIAL_ENDED (4401), then complete', async () => {
     const { id, key } = await t.createKey(['admin']);
     const sub = subscribe(client(`Bearer ${key}`), ORDER_CHANGES);
