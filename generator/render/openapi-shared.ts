@@ -1,6 +1,6 @@
 /** Pieces shared by the OpenAPI builders: references, record schemas, common responses. */
 import type { HeaderObject, ReferenceObject, ResponseObject, SchemaObject } from 'openapi3-ts/oas31';
-import type { FieldSpec, TableSpec } from '../../runtime/model/index.ts';
+import { fileReferenceDescription, type FieldSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { PROBLEM_HEADERS, PROBLEM_KINDS, type ProblemKind } from '../../runtime/model/problem-kinds.ts';
 import { writableFields } from './zod-expressions.ts';
 
@@ -46,13 +46,7 @@ function fieldSchema(field: FieldSpec, input: boolean): SchemaObject {
         ? { ...schema, type: [schema.type, 'null'] }
         : { oneOf: [schema, { type: 'null' }] };
   }
-  if (field.file) {
-    schema = {
-      ...schema,
-      format: 'uuid',
-      description: `The id of a file of bucket ${field.file.bucket} (/_files/${field.file.bucket}/{id}); a write must name one the caller may read${field.file.onDelete === 'delete' ? ' (and delete); deleting the record deletes the file' : ''}.`,
-    };
-  }
+  if (field.file) schema = { ...schema, format: 'uuid', description: fileReferenceDescription(field.file) };
   return schema;
 }
 

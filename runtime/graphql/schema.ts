@@ -35,6 +35,7 @@ import { decimalMarker, RawNumber } from './exact-numbers.ts';
 import {
   aggregateMismatch,
   fieldOperators,
+  fileReferenceDescription,
   type AggregateFunction,
   type FieldSpec,
   type Operator,
@@ -423,6 +424,7 @@ export function buildGraphQLSchema(
           for (const f of fieldsOf(t))
             fields[f.name] = {
               type: valueType(t, f),
+              ...(f.file ? { description: fileReferenceDescription(f.file) } : {}),
               resolve: resolveField,
               extensions: { svcgen: { field: f.name } satisfies ObjectFieldMeta },
             };
@@ -631,7 +633,12 @@ function mutationFields(
       return new GraphQLInputObjectType({
         name,
         description: `A ${t.name} ${action === 'create' ? 'record to create' : 'merge patch'}: the JSON body of the REST route`,
-        fields: Object.fromEntries(members.map((f) => [f.name, { type: build.value(t, f) }])),
+        fields: Object.fromEntries(
+          members.map((f) => [
+            f.name,
+            { type: build.value(t, f), ...(f.file ? { description: fileReferenceDescription(f.file) } : {}) },
+          ]),
+        ),
       });
     };
     const id = t.primaryKey.length === 1 ? t.fields.find((f) => f.name === t.primaryKey[0]) : undefined;

@@ -54,5 +54,14 @@ export const FILE_FIELDS: readonly string[] = FILES_SPEC.fields.map((f) => f.nam
 /** Fields a bucket rule's filter may name (`bucket` and `environment` are the bucket's own). */
 export const FILE_FILTER_FIELDS: readonly string[] = FILE_FIELDS.filter((n) => n !== 'bucket');
 
+/** How OpenAPI and GraphQL describe a field that references files (docs/storage.md "Records that reference files"). */
+export function fileReferenceDescription(file: {
+  readonly bucket: string;
+  readonly onDelete: 'keep' | 'delete';
+}): string {
+  const deletes = file.onDelete === 'delete' ? ' (and delete); deleting the record deletes the file' : '';
+  return `The id of a file of bucket ${file.bucket} (/_files/${file.bucket}/{id}); a write must name one the caller may read${deletes}.`;
+}
+
 /** Bucket names: they are path segments and storage keys. */
 export const BUCKET_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;

@@ -16,7 +16,14 @@ export {
   TABLE_SUB_PATHS,
 } from './paths.ts';
 export { AUTH_ERRORS, type AuthErrorCode } from './auth-errors.ts';
-export { BUCKET_NAME_PATTERN, FILE_FIELDS, FILE_FILTER_FIELDS, FILES_SPEC, FILES_TABLE } from './files.ts';
+export {
+  BUCKET_NAME_PATTERN,
+  FILE_FIELDS,
+  FILE_FILTER_FIELDS,
+  fileReferenceDescription,
+  FILES_SPEC,
+  FILES_TABLE,
+} from './files.ts';
 export {
   aggregateMismatch,
   fieldOperators,
