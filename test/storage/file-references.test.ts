@@ -356,3 +356,33 @@ describe('deleting a record', () => {
     expect(kept.status, kept.text).toBe(201);
   });
 });
+
+describe('a file deleted while a write names it', () => {
+  it('the write waits for the delete and then refuses (422), creating nothing', async () => {
+    const file = await upload('racing');
+    const before = await orderCount();
+    const client = await t.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('DELETE FROM svcgen.files WHERE id = $1', [file]);
+      const pending = t.request('POST', '/gw/api/rest/Order', {
+        body: { total: 11, customerId: alice.user.id, invoiceId: file },
+      });
+      await until(
+        () =>
+          t.db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND query LIKE '%file_reference_check%' AND pid <> pg_backend_pid()`,
+          ),
+        (rows) => rows[0]!.n > 0,
+        10_000,
+        'the write waits for the file row',
+      );
+      await client.query('COMMIT');
+      expectRefused(await pending);
+    } finally {
+      client.release();
+    }
+    expect(await orderCount()).toBe(before);
+  });
+});
