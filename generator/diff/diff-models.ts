@@ -16,6 +16,7 @@ export interface ApiChange {
     | 'nullability changed'
     | 'enum value added'
     | 'enum value removed'
+    | 'file reference changed'
     | 'primary key changed'
     | 'relation added'
     | 'relation removed';
@@ -53,6 +54,24 @@ function compareFields(table: string, before: FieldSpec, after: FieldSpec, out: 
       if (!was.has(v)) out.push({ kind: 'enum value added', subject, detail: v, breaking: false });
     for (const v of before.enumValues ?? [])
       if (!now.has(v)) out.push({ kind: 'enum value removed', subject, detail: v, breaking: true });
+  }
+  const reference = (f: FieldSpec) =>
+    f.file
+      ? `files of ${f.file.bucket}${f.file.onDelete === 'delete' ? ', onDelete: delete' : ''}`
+      : 'no file reference';
+  if (reference(before) !== reference(after)) {
+    // A new or other bucket, or onDelete: delete (which needs delete permission), refuses values a
+    // writer could send before; dropping the reference, or onDelete: delete, refuses none.
+    const stricter =
+      after.file !== undefined &&
+      (before.file?.bucket !== after.file.bucket ||
+        (after.file.onDelete === 'delete' && before.file.onDelete !== 'delete'));
+    out.push({
+      kind: 'file reference changed',
+      subject,
+      detail: `${reference(before)} → ${reference(after)}`,
+      breaking: stricter,
+    });
   }
   if (before.nullable !== after.nullable) {
     // Either way a client breaks: required → nullable hands readers nulls; nullable → required

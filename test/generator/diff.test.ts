@@ -163,6 +163,30 @@ const CASES: [string, { after: string; want: Pick<ApiChange, 'kind' | 'subject' 
   ],
 ];
 
+describe('diffModels: file references (docs/storage.md)', () => {
+  it('a reference added or moved to another bucket, or onDelete: delete added, is breaking; dropped or relaxed is not', async () => {
+    const marked = (marker: string) => edit('  note      String?\n', `  /// ${marker}\n  note      String?\n`);
+    expect(await changes(marked('@svcgen.file(attachments)'))).toEqual([
+      { kind: 'file reference changed', subject: 'Order.note', breaking: true },
+    ]);
+    const model = async (text: string) => describeModel(await readDmmf(text));
+    const between = async (a: string, b: string) =>
+      diffModels(await model(marked(a)), await model(marked(b))).map(({ detail, breaking }) => ({ detail, breaking }));
+    expect(await between('@svcgen.file(attachments)', '@svcgen.file(scans)')).toEqual([
+      { detail: 'files of attachments → files of scans', breaking: true },
+    ]);
+    expect(await between('@svcgen.file(attachments)', '@svcgen.file(attachments, onDelete: delete)')).toEqual([
+      { detail: 'files of attachments → files of attachments, onDelete: delete', breaking: true },
+    ]);
+    expect(await between('@svcgen.file(attachments, onDelete: delete)', '@svcgen.file(attachments)')).toEqual([
+      { detail: 'files of attachments, onDelete: delete → files of attachments', breaking: false },
+    ]);
+    expect(await between('@svcgen.file(attachments)', 'nothing')).toEqual([
+      { detail: 'files of attachments → no file reference', breaking: false },
+    ]);
+  });
+});
+
 describe('diffModels', () => {
   it.each(CASES)('%s', async (_, { after, want }) => {
     expect(await changes(after)).toEqual(want);
