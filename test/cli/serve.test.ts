@@ -265,7 +265,7 @@ describe('serve --no-migrate', { timeout: 60_000 }, () => {
     );
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr, show(r)).toMatch(
-      /^svcgen: 2 migration\(s\) not applied \(\S+ in master, \S+ in staging\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m,
+      /^svcgen: 6 migration\(s\) not applied \((?:\S+ in master, ){3}\S+ in staging(?:, \S+ in staging){2}\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m,
     );
 
     const client = new pg.Client({ connectionString: database.url });

@@ -108,7 +108,7 @@ describe('CLI messages a person can act on', { timeout: 60_000 }, () => {
     expect(r.code, show(r)).toBe(1);
     const index = config.roles.customer.tables.Order.read.fields.length - 1;
     expect(r.stderr, show(r)).toContain(
-      `- $.roles.customer.tables.Order.read.fields[${index}]: Order has no field "colour" (fields: id, status, total, note, placedAt, customerId, createdAt, updatedAt)`,
+      `- $.roles.customer.tables.Order.read.fields[${index}]: Order has no field "colour" (fields: id, status, total, note, placedAt, customerId, invoiceId, receiptId, createdAt, updatedAt)`,
     );
   });
 
