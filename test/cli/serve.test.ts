@@ -315,7 +315,7 @@ describe('serve with the embedded database', () => {
       at(/^database: Started PostgreSQL on 127\.0\.0\.1:\d+ \(pid \d+\) in \d+ ms$/),
       at(/^applying migration \d+_init to master$/),
       at(/^applying migration \d+_init to staging$/),
-      at(/^migrations: 2 applied, all up to date$/),
+      at(/^migrations: 6 applied, all up to date$/),
       at(/^ {2}docs {7}http:\/\/127\.0\.0\.1:\d+\/gw\/api\/rest\/_docs$/),
       at(/^ {2}an API key: npx svcgen keys create --env master /),
     ];
