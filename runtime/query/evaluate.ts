@@ -154,3 +154,82 @@ function compare(field: FieldSpec, op: string, raw: unknown, operand: unknown): 
       throw new Error(`cannot evaluate the operator ${op}`);
   }
 }
+
+/** A JSON object a record's JSON must contain (PostgreSQL's jsonb `@>`): field name → value. */
+export type Containment = Readonly<Record<string, string | number | boolean>>;
+
+/** Most objects one condition narrows to; past it the condition narrows nothing. */
+export const MAX_CONTAINMENTS = 64;
+/** Fields whose values PostgreSQL's record JSON and a typed condition value spell alike. */
+const CONTAINABLE_TYPES = new Set(['String', 'Int', 'Float', 'Boolean']);
+
+/**
+ * The records `condition` can hold for, as JSON objects of which a record must contain one; every
+ * record (undefined) when it cannot be narrowed that way, none ([]) when it never holds. A superset,
+ * never fewer: equalities and `in` on plain scalar fields narrow, anything else (ranges, negations,
+ * relations, dates) counts as true. Real-time capture (docs/realtime.md "What a write costs")
+ * captures only the rows some subscriber's role filter and `where` can want, checked with it.
+ */
+export function containmentsOf(table: CatalogTable, condition: Condition): Containment[] | undefined {
+  const found = narrow(table, condition);
+  return found.some((c) => Object.keys(c).length === 0) ? undefined : found;
+}
+
+const EVERY: Containment[] = [{}];
+
+function narrow(table: CatalogTable, condition: Condition): Containment[] {
+  switch (condition.kind) {
+    case 'true':
+    case 'not':
+      return EVERY;
+    case 'false':
+      return [];
+    case 'or': {
+      const all = condition.items.flatMap((item) => narrow(table, item));
+      return all.length > MAX_CONTAINMENTS ? EVERY : distinct(all);
+    }
+    case 'and': {
+      let product: Containment[] = EVERY;
+      for (const item of condition.items) {
+        const options = narrow(table, item);
+        // Leaving out a conjunct that would narrow to too many objects still gives a superset.
+        if (product.length * options.length > MAX_CONTAINMENTS) continue;
+        product = distinct(
+          product.flatMap((a) =>
+            options.flatMap((b): Containment[] => {
+              const both = merged(a, b);
+              return both ? [both] : [];
+            }),
+          ),
+        );
+      }
+      return product;
+    }
+    case 'compare': {
+      const field = condition.path.length === 1 ? table.fields.get(condition.path[0]!) : undefined;
+      if (!field || field.list || !(field.enumValues || CONTAINABLE_TYPES.has(field.type))) return EVERY;
+      const values =
+        condition.op === 'equals' ? [condition.value] : condition.op === 'in' ? condition.value : undefined;
+      if (!Array.isArray(values) || values.length > MAX_CONTAINMENTS) return EVERY;
+      if (!values.every((v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) return EVERY;
+      return distinct(values.map((value) => ({ [field.name]: value as string | number | boolean })));
+    }
+  }
+}
+
+/** Both objects at once, or undefined when they disagree on a field (no record contains both). */
+function merged(a: Containment, b: Containment): Containment | undefined {
+  for (const key of Object.keys(b)) if (Object.hasOwn(a, key) && a[key] !== b[key]) return undefined;
+  return { ...a, ...b };
+}
+
+function distinct(list: Containment[]): Containment[] {
+  const seen = new Map<string, Containment>();
+  for (const c of list) seen.set(containmentKey(c), c);
+  return [...seen.values()];
+}
+
+/** One spelling per object (keys sorted): equal objects, equal keys. */
+export function containmentKey(c: Containment): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+}

@@ -64,7 +64,16 @@ export {
   type SelectNode,
 } from './parse-select.ts';
 export { MAX_SORT_TERMS, parseSort } from './parse-sort.ts';
-export { HIDDEN, holds, unsupportedIn, type RecordValues } from './evaluate.ts';
+export {
+  type Containment,
+  containmentKey,
+  containmentsOf,
+  HIDDEN,
+  holds,
+  MAX_CONTAINMENTS,
+  type RecordValues,
+  unsupportedIn,
+} from './evaluate.ts';
 export { Policy, type RoleOperand } from './policy.ts';
 export { Params } from './sql.ts';
 export { parseKey, toParameter } from './values.ts';

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, NotificationChannel, Queryable } from '../db/index.ts';
 import { metrics } from '../observability/index.ts';
+import { type Containment, containmentKey, MAX_CONTAINMENTS } from '../query/index.ts';
 import { announceSubscriptionChange } from '../webhooks/watched-tables.ts';
 import { LIVE_TOPIC } from './capture.ts';
 
@@ -24,6 +25,11 @@ export interface LiveEvent {
 export interface LiveListener {
   readonly environment: string;
   readonly table: string;
+  /**
+   * The records it can want, as JSON objects a record contains one of (the listener's role filter
+   * and `where` narrowed by containmentsOf, a superset); left out, every record. Only these are captured.
+   */
+  readonly interest?: readonly Containment[];
   deliver(event: LiveEvent): void;
   /** The channel to PostgreSQL dropped: changes may have been missed. */
   interrupted(): void;
@@ -35,12 +41,40 @@ const INTEREST_TTL_SECONDS = 30;
 
 const keyOf = (environment: string, table: string) => `${environment}\t${table}`;
 
+/** The records a table's listeners can want: every record, or those containing one of `items` (by containmentKey). */
+interface Interest {
+  readonly all: boolean;
+  readonly items: ReadonlyMap<string, Containment>;
+}
+
+const EVERY_RECORD: Interest = { all: true, items: new Map() };
+const interests = new WeakMap<LiveListener, Interest>();
+
+/** A listener's interest, keyed once. */
+function interestOf(listener: LiveListener): Interest {
+  let interest = interests.get(listener);
+  if (!interest) {
+    interest = listener.interest
+      ? { all: false, items: new Map(listener.interest.map((c) => [containmentKey(c), c])) }
+      : EVERY_RECORD;
+    interests.set(listener, interest);
+  }
+  return interest;
+}
+
+/** Whether capturing `declared` captures every record `needed` asks for. */
+const covers = (declared: Interest, needed: Interest) =>
+  declared.all || (!needed.all && [...needed.items.keys()].every((k) => declared.items.has(k)));
+
 export class LiveHub {
   /** This process, in svcgen.live_interest. */
   readonly instance = randomUUID();
   private readonly listeners = new Map<string, Set<LiveListener>>();
-  /** Interest rows being written (or written): a listener is live once its table's row is. */
-  private readonly interest = new Map<string, Promise<void>>();
+  /**
+   * Interest rows being written (or written), with what they capture: a listener is live once a
+   * row covering its interest is. Narrowed again (as listeners leave) at the next refresh.
+   */
+  private readonly interest = new Map<string, { readonly covers: Interest; readonly ready: Promise<void> }>();
   /** The interest row writes of each table, one after another (a removal must not overtake a re-declaration). */
   private readonly writes = new Map<string, Promise<unknown>>();
   /** Statements' events are handed out in the order their notifications came. */
@@ -96,12 +130,10 @@ export class LiveHub {
     let set = this.listeners.get(key);
     if (!set) this.listeners.set(key, (set = new Set()));
     set.add(listener);
-    let ready = this.interest.get(key);
-    if (!ready) {
-      ready = this.declare(listener.environment, listener.table);
-      this.interest.set(key, ready);
-      ready.catch(() => this.interest.delete(key));
-    }
+    let declared = this.interest.get(key);
+    if (!declared || !covers(declared.covers, interestOf(listener)))
+      declared = this.declare(listener.environment, listener.table, this.neededBy(set));
+    const { ready } = declared;
     const remove = () => {
       if (!set.delete(listener) || set.size > 0) return;
       this.listeners.delete(key);
@@ -123,12 +155,31 @@ export class LiveHub {
     return remove;
   }
 
+  /** What a table's listeners together can want. */
+  private neededBy(listeners: ReadonlySet<LiveListener>): Interest {
+    const items = new Map<string, Containment>();
+    for (const listener of listeners) {
+      const own = interestOf(listener);
+      if (own.all) return own;
+      for (const [k, c] of own.items) items.set(k, c);
+      // Every record past this many: checking each written row against thousands costs more than it saves.
+      if (items.size > MAX_CONTAINMENTS) return EVERY_RECORD;
+    }
+    return { all: false, items };
+  }
+
   /**
    * Writes (or refreshes) this process's interest in a table. A new row is announced to every
    * process in the same transaction, so their caches of watched tables (WatchedTables) take it in.
    */
-  private declare(environment: string, table: string): Promise<void> {
-    return this.serially(keyOf(environment, table), () => this.upsert(environment, table));
+  private declare(environment: string, table: string, interest: Interest) {
+    const key = keyOf(environment, table);
+    const declared = { covers: interest, ready: this.serially(key, () => this.upsert(environment, table, interest)) };
+    this.interest.set(key, declared);
+    declared.ready.catch(() => {
+      if (this.interest.get(key) === declared) this.interest.delete(key);
+    });
+    return declared;
   }
 
   /** Runs `write` after every interest write of `key` queued before it. */
@@ -143,23 +194,27 @@ export class LiveHub {
     return done;
   }
 
-  private upsert(environment: string, table: string): Promise<void> {
+  private upsert(environment: string, table: string, interest: Interest): Promise<void> {
+    const filters = interest.all ? null : JSON.stringify([...interest.items.values()]);
     return this.db.transaction(async (tx) => {
       const rows = await tx.query<{ inserted: boolean }>(
-        `INSERT INTO svcgen.live_interest (environment, table_name, instance, expires_at)
-         VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-         ON CONFLICT (environment, table_name, instance) DO UPDATE SET expires_at = EXCLUDED.expires_at
+        `INSERT INTO svcgen.live_interest (environment, table_name, instance, expires_at, filters)
+         VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5::jsonb)
+         ON CONFLICT (environment, table_name, instance)
+           DO UPDATE SET expires_at = EXCLUDED.expires_at, filters = EXCLUDED.filters
          RETURNING (xmax = 0) AS inserted`,
-        [environment, table, this.instance, INTEREST_TTL_SECONDS],
+        [environment, table, this.instance, INTEREST_TTL_SECONDS, filters],
       );
       if (rows[0]?.inserted) await announceSubscriptionChange(tx);
     });
   }
 
   private async refresh(): Promise<void> {
-    for (const key of this.listeners.keys()) {
+    for (const [key, listeners] of this.listeners) {
       const [environment, table] = key.split('\t') as [string, string];
-      await this.declare(environment, table).catch((error) => this.log('could not refresh live interest', error));
+      await this.declare(environment, table, this.neededBy(listeners)).ready.catch((error) =>
+        this.log('could not refresh live interest', error),
+      );
     }
     // Rows of processes that died without removing them.
     await this.db

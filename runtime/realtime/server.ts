@@ -34,6 +34,7 @@ import { GRAPHQL_PATH } from '../model/index.ts';
 import { metrics } from '../observability/index.ts';
 import { readCredential, type RolePrincipal } from '../principal/index.ts';
 import {
+  containmentsOf,
   HIDDEN,
   holds,
   unsupportedIn,
@@ -41,6 +42,7 @@ import {
   type Catalog,
   type CatalogTable,
   type Condition,
+  type Containment,
   type FileAccess,
   type Grant,
 } from '../query/index.ts';
@@ -482,6 +484,8 @@ export class RealtimeServer {
       () => access.grant(meta.table, 'read'),
       whereKey,
       (event) => visibleChange(table, access, event, where),
+      // Captured at all only if the role filter and `where` can hold (docs/realtime.md "What a write costs").
+      containmentsOf(table, { kind: 'and', items: [grant.rows, where] }),
     );
   };
 
@@ -537,6 +541,7 @@ export class RealtimeServer {
     currentGrant: () => Grant | null,
     whereKey: string,
     visible: (event: LiveEvent) => VisibleChange | undefined,
+    interest?: readonly Containment[],
   ): Promise<AsyncIterable<unknown>> {
     const { caller, socket } = context;
     const info = { fieldName };
@@ -547,6 +552,7 @@ export class RealtimeServer {
     const listener: LiveListener = {
       environment: caller.tenant.environment,
       table: meta.table,
+      interest,
       deliver: (event) => {
         if (dropped || !events.has(event.operation)) return;
         const now = currentGrant();

@@ -2,7 +2,14 @@
 // semantics (runtime/query/compile-condition.ts): each expectation is what the compiled WHERE
 // clause answers for the same row, NULL counting as "not matched".
 import { describe, expect, it } from 'vitest';
-import { HIDDEN, holds, unsupportedIn, type Condition } from '../../runtime/query/index.ts';
+import {
+  containmentsOf,
+  HIDDEN,
+  holds,
+  MAX_CONTAINMENTS,
+  unsupportedIn,
+  type Condition,
+} from '../../runtime/query/index.ts';
 import { cmp, table } from '../support/query-unit.ts';
 
 const order = table('Order');
@@ -66,5 +73,115 @@ describe('unsupportedIn', () => {
     expect(
       unsupportedIn(order, { kind: 'or', items: [cmp('total', 'gt', 1), not(cmp('note', 'contains', 'x'))] }),
     ).toBe(undefined);
+  });
+});
+
+describe('containmentsOf (what real-time capture narrows to)', () => {
+  it.each<[string, Condition, ReturnType<typeof containmentsOf>]>([
+    ['equals on a text field', cmp('status', 'equals', 'open'), [{ status: 'open' }]],
+    ['equals on a number', cmp('total', 'equals', -1), [{ total: -1 }]],
+    ['in: one object a value', cmp('status', 'in', ['open', 'paid']), [{ status: 'open' }, { status: 'paid' }]],
+    [
+      'and: every combination',
+      { kind: 'and', items: [cmp('status', 'in', ['open', 'paid']), cmp('customerId', 'equals', 'c1')] },
+      [
+        { status: 'open', customerId: 'c1' },
+        { status: 'paid', customerId: 'c1' },
+      ],
+    ],
+    [
+      'and: a conjunct it cannot narrow is left out (still every record that can hold)',
+      { kind: 'and', items: [cmp('customerId', 'equals', 'c1'), cmp('total', 'gt', 10)] },
+      [{ customerId: 'c1' }],
+    ],
+    [
+      'and: combinations that disagree on a field are dropped',
+      { kind: 'and', items: [cmp('status', 'in', ['open', 'paid']), cmp('status', 'equals', 'paid')] },
+      [{ status: 'paid' }],
+    ],
+    [
+      'and that can never hold: none',
+      { kind: 'and', items: [cmp('status', 'equals', 'open'), cmp('status', 'equals', 'paid')] },
+      [],
+    ],
+    ['false: none', { kind: 'false' }, []],
+    ['true: every record', { kind: 'true' }, undefined],
+    ['not: every record', not(cmp('status', 'equals', 'open')), undefined],
+    ['a range: every record', cmp('total', 'gt', 1), undefined],
+    ['equals null: every record', cmp('note', 'equals', null), undefined],
+    [
+      'a DateTime (spelled differently by PostgreSQL): every record',
+      cmp('placedAt', 'equals', row.placedAt),
+      undefined,
+    ],
+    ['through a relation: every record', cmp('customer.name', 'equals', 'x'), undefined],
+    [
+      'or with a branch it cannot narrow: every record',
+      { kind: 'or', items: [cmp('status', 'equals', 'open'), cmp('total', 'gt', 1)] },
+      undefined,
+    ],
+    [
+      'more than MAX_CONTAINMENTS values: every record',
+      cmp(
+        'customerId',
+        'in',
+        Array.from({ length: MAX_CONTAINMENTS + 1 }, (_, i) => `c${i}`),
+      ),
+      undefined,
+    ],
+  ])('%s', (_name, condition, expected) => {
+    expect(containmentsOf(order, condition)).toEqual(expected);
+  });
+
+  it('never leaves out a record the condition holds for (random conditions and records)', () => {
+    let seed = 20261126;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const values: Record<string, readonly unknown[]> = {
+      status: ['open', 'paid', 'shipped'],
+      customerId: ['c1', 'c2', 'c3'],
+      total: [-1, 0, 12.5],
+      note: [null, 'x'],
+    };
+    const leaf = (): Condition => {
+      const field = pick(Object.keys(values));
+      const op = pick(['equals', 'in', 'not_equals', 'gt'] as const);
+      if (op === 'in')
+        return cmp(
+          field,
+          op,
+          [pick(values[field]!), pick(values[field]!)].filter((v) => v !== null),
+        );
+      if (op === 'gt' && typeof values[field]![0] !== 'number') return cmp(field, 'equals', pick(values[field]!));
+      return cmp(field, op, pick(values[field]!));
+    };
+    const condition = (depth: number): Condition => {
+      const kind = depth === 0 ? 'leaf' : pick(['leaf', 'and', 'or', 'not', 'and'] as const);
+      if (kind === 'leaf') return leaf();
+      if (kind === 'not') return not(condition(depth - 1));
+      return { kind, items: Array.from({ length: 1 + Math.floor(random() * 3) }, () => condition(depth - 1)) };
+    };
+    let narrowed = 0;
+    for (let i = 0; i < 3000; i++) {
+      const c = condition(3);
+      const found = containmentsOf(order, c);
+      if (found) narrowed++;
+      for (let j = 0; j < 10; j++) {
+        const record = { ...row, ...Object.fromEntries(Object.entries(values).map(([f, v]) => [f, pick(v)])) };
+        if (!holds(order, c, record) || !found) continue;
+        const contained = found.some((o) =>
+          Object.entries(o).every(([f, v]) => record[f as keyof typeof record] === v),
+        );
+        expect(
+          contained,
+          `${JSON.stringify(c)} holds for ${JSON.stringify(record)}, not in ${JSON.stringify(found)}`,
+        ).toBe(true);
+      }
+    }
+    // The property is not vacuous: many random conditions do narrow.
+    expect(narrowed).toBeGreaterThan(300);
   });
 });
