@@ -341,19 +341,19 @@ const STEPS: readonly string[] = [
      END IF;
      RETURN TRUE;
    END $$;`,
-  // Live interest narrowed to the records subscribers can want (docs/realtime.md "What a write
-  // costs"): each process lists, per table, JSON objects one of which a record must contain for a
-  // local subscriber to want it (NULL: every record). A data statement captures and notifies only
-  // the rows some process wants (or a webhook matches): a write no subscriber can see takes no
+  // Live interest narrowed to the rows subscribers can want (docs/realtime.md "What a write
+  // costs"): each process lists, per table, JSON objects one of which a row (to_jsonb, by column)
+  // must contain for a local subscriber to want it (NULL: every row). The data statement decides
+  // per row whether some process wants it (in_live) and calls this only when a row is wanted by a
+  // live subscriber or could be by a webhook: a write no one can see takes no call, no event and no
   // NOTIFY, whose lock PostgreSQL holds across the commit's flush and so serializes such commits.
+  // The five-argument form stays for processes of the release before, during an upgrade.
   `ALTER TABLE svcgen.live_interest ADD COLUMN IF NOT EXISTS filters jsonb;
-   CREATE OR REPLACE FUNCTION svcgen.capture_events(in_environment text, in_table text, in_operation text, in_records json[],
-     in_changes json[]) RETURNS TABLE (event_ids text[], webhook_ids text[]) LANGUAGE plpgsql VOLATILE AS $$
+   CREATE FUNCTION svcgen.capture_events(in_environment text, in_table text, in_operation text, in_records json[],
+     in_changes json[], in_live boolean[]) RETURNS TABLE (event_ids text[], webhook_ids text[]) LANGUAGE plpgsql VOLATILE AS $$
    DECLARE
      hook_ids text[];
      hook_filters jsonb[];
-     live_all boolean;
-     live_filters jsonb[];
      live_ids text[];
      pair_events text[];
      pair_hooks text[];
@@ -362,18 +362,12 @@ const STEPS: readonly string[] = [
      SELECT array_agg(s.id ORDER BY s.id), array_agg(s.filter ORDER BY s.id) INTO hook_ids, hook_filters
        FROM svcgen.webhooks s
        WHERE s.environment = in_environment AND s.table_name = in_table AND s.active AND in_operation = ANY (s.events);
-     SELECT coalesce(bool_or(l.filters IS NULL), false), array_agg(DISTINCT f.value) FILTER (WHERE f.value IS NOT NULL)
-       INTO live_all, live_filters
-       FROM svcgen.live_interest l LEFT JOIN LATERAL jsonb_array_elements(l.filters) AS f(value) ON true
-       WHERE l.environment = in_environment AND l.table_name = in_table AND l.expires_at > now();
-     IF hook_ids IS NULL AND NOT live_all AND live_filters IS NULL THEN RETURN; END IF;
+     IF hook_ids IS NULL AND NOT (true = ANY (in_live)) THEN RETURN; END IF;
      WITH event AS (
          -- a UUIDv7 laid out as runtime/webhooks/queue.ts newIdSql does
          SELECT 'evt_' || encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
              placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex') AS id,
-           e.record, e.n,
-           live_all OR (live_filters IS NOT NULL
-             AND EXISTS (SELECT 1 FROM unnest(live_filters) AS w(filter) WHERE e.record::jsonb @> w.filter)) AS live
+           e.record, e.n, coalesce(in_live[e.n], false) AS live
          FROM unnest(in_records) WITH ORDINALITY AS e(record, n)),
        pair AS (
          SELECT event.id AS event_id, h.id AS webhook_id, event.n

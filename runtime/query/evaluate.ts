@@ -155,17 +155,17 @@ function compare(field: FieldSpec, op: string, raw: unknown, operand: unknown): 
   }
 }
 
-/** A JSON object a record's JSON must contain (PostgreSQL's jsonb `@>`): field name → value. */
+/** A JSON object a row must contain (PostgreSQL's `to_jsonb(row) @>`): column name → value. */
 export type Containment = Readonly<Record<string, string | number | boolean>>;
 
 /** Most objects one condition narrows to; past it the condition narrows nothing. */
 export const MAX_CONTAINMENTS = 64;
-/** Fields whose values PostgreSQL's record JSON and a typed condition value spell alike. */
+/** Fields whose values PostgreSQL's `to_jsonb` of a row and a typed condition value spell alike. */
 const CONTAINABLE_TYPES = new Set(['String', 'Int', 'Float', 'Boolean']);
 
 /**
- * The records `condition` can hold for, as JSON objects of which a record must contain one; every
- * record (undefined) when it cannot be narrowed that way, none ([]) when it never holds. A superset,
+ * The rows `condition` can hold for, as JSON objects (by column) of which a row must contain one;
+ * every row (undefined) when it cannot be narrowed that way, none ([]) when it never holds. A superset,
  * never fewer: equalities and `in` on plain scalar fields narrow, anything else (ranges, negations,
  * relations, dates) counts as true. Real-time capture (docs/realtime.md "What a write costs")
  * captures only the rows some subscriber's role filter and `where` can want, checked with it.
@@ -212,7 +212,7 @@ function narrow(table: CatalogTable, condition: Condition): Containment[] {
         condition.op === 'equals' ? [condition.value] : condition.op === 'in' ? condition.value : undefined;
       if (!Array.isArray(values) || values.length > MAX_CONTAINMENTS) return EVERY;
       if (!values.every((v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) return EVERY;
-      return distinct(values.map((value) => ({ [field.name]: value as string | number | boolean })));
+      return distinct(values.map((value) => ({ [field.column]: value as string | number | boolean })));
     }
   }
 }

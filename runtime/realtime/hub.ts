@@ -26,8 +26,8 @@ export interface LiveListener {
   readonly environment: string;
   readonly table: string;
   /**
-   * The records it can want, as JSON objects a record contains one of (the listener's role filter
-   * and `where` narrowed by containmentsOf, a superset); left out, every record. Only these are captured.
+   * The rows it can want, as JSON objects (by column) a row contains one of (the listener's role
+   * filter and `where` narrowed by containmentsOf, a superset); left out, every row. Only these are captured.
    */
   readonly interest?: readonly Containment[];
   deliver(event: LiveEvent): void;

@@ -4,14 +4,14 @@
  * the rows a mutation changed, it adds one CTE that builds each row's record once, in row order,
  * and hands them to svcgen.capture_events (runtime/db/system-schema.ts): that function writes one
  * event per row for which at least one active subscription matches (table, operation and filter,
- * as committed when it runs) or every row while live subscribers hold interest, notifies those
+ * as committed when it runs) or which some process's live subscribers want, notifies those
  * subscribers (runtime/realtime/hub.ts), and answers the (event, subscription) pairs in row order,
  * which this CTE writes as the statement's one outbox row. The delivery workers drain the outbox:
  * each pair becomes a delivery and its job there (runtime/webhooks/queue.ts), off the request's
  * path. (Queueing the job here would NOTIFY from every write, and PostgreSQL commits notifying
  * transactions one at a time.) The statement runs this CTE only on tables that WatchedTables
- * says someone watches; with no subscription for its operation and no live interest it pays two
- * index probes: no record is built, nothing is written.
+ * says someone watches; with no subscription for its operation and no live subscriber wanting
+ * its rows it pays an index probe or two per row: no record is built, nothing is called or written.
  */
 import { fullRecord } from '../query/compile-read.ts';
 import { newAlias, type Scope } from '../query/compile-condition.ts';
@@ -21,6 +21,8 @@ export type EventOperation = 'INSERT' | 'UPDATE' | 'DELETE';
 
 /** Column of the changed-rows CTE that lists changed field names (UPDATE only). */
 export const CHANGED_COLUMN = 'svcgen:changed';
+/** Column the capture adds to each changed row: whether a live subscriber's process wants it. */
+const LIVE_COLUMN = 'svcgen:live';
 
 export interface CaptureSite {
   readonly scope: Scope;
@@ -48,19 +50,24 @@ export function captureEvents(site: CaptureSite): Capture {
   // The aggregates read the rows in the statement's order: a multi-row insert returns its rows in
   // the order of its VALUES, so a bulk write's events, and with them the queue, are in item order.
   const changes = site.changed ? `array_agg(to_json(${x}."${CHANGED_COLUMN}"))` : 'NULL::json[]';
-  // The table is watched (WatchedTables), but perhaps for other operations only, or by live
-  // interest that has expired: the records are built only when someone wants this statement's.
-  const wanted = `(EXISTS (SELECT 1 FROM svcgen.webhooks s
-      WHERE s.environment = ${env} AND s.table_name = ${name} AND s.active AND ${op} = ANY (s.events))
-    OR EXISTS (SELECT 1 FROM svcgen.live_interest l
-      WHERE l.environment = ${env} AND l.table_name = ${name} AND l.expires_at > now()))`;
+  // The table is watched (WatchedTables), but perhaps for other operations only, by live interest
+  // that has expired, or by live subscribers who want other rows (their processes' filters, each
+  // an object the row must contain, by column: runtime/realtime/hub.ts): a row's record is built
+  // only when someone can want it, and a statement none of whose rows is wanted calls nothing.
+  const hooked = `EXISTS (SELECT 1 FROM svcgen.webhooks s
+      WHERE s.environment = ${env} AND s.table_name = ${name} AND s.active AND ${op} = ANY (s.events))`;
+  const live = `EXISTS (SELECT 1 FROM svcgen.live_interest l
+      WHERE l.environment = ${env} AND l.table_name = ${name} AND l.expires_at > now()
+        AND (l.filters IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements(l.filters) f WHERE to_jsonb(${x}) @> f.value)))`;
   return {
     ctes: [
       `${site.name ?? 'capture'} AS (INSERT INTO svcgen.webhook_event_outbox (event_ids, webhook_ids)
          SELECT c.event_ids, c.webhook_ids
-         FROM (SELECT array_agg(${fullRecord(table, x)}) AS records, ${changes} AS changes FROM ${site.rows} ${x}
-           WHERE ${wanted}) r,
-           LATERAL svcgen.capture_events(${env}, ${name}, ${op}, r.records, r.changes) c)`,
+         FROM (SELECT array_agg(${fullRecord(table, x)}) AS records, ${changes} AS changes, array_agg(${x}."${LIVE_COLUMN}") AS live
+           FROM (SELECT ${x}.*, ${live} AS "${LIVE_COLUMN}" FROM ${site.rows} ${x}) ${x}
+           WHERE ${x}."${LIVE_COLUMN}" OR ${hooked}) r,
+           LATERAL svcgen.capture_events(${env}, ${name}, ${op}, r.records, r.changes, r.live) c
+         WHERE r.records IS NOT NULL)`,
     ],
   };
 }
