@@ -14,7 +14,7 @@ import { captureEvents, CHANGED_COLUMN, type EventOperation } from '../webhooks/
 import type { CatalogTable } from './catalog.ts';
 import { compileCondition, compileRoleCondition, newAlias, readableRows, type Scope } from './compile-condition.ts';
 import { fieldExpression, readableRecord } from './compile-read.ts';
-import { or, type Action, type Condition, type RoleRule } from './description.ts';
+import { or, type Action, type Condition, type Grant, type RoleRule } from './description.ts';
 import { presetsOf, rulesAllowing } from './policy.ts';
 import { clientDefaultValue, toParameter } from './values.ts';
 
@@ -144,6 +144,21 @@ export function createPresets(scope: Scope, table: CatalogTable, fields: readonl
   return presets;
 }
 
+/**
+ * What an INSERT of `record` writes to `field`: its own value, `now()` (updatedAt), a client-side
+ * default, an empty list, or nothing (undefined: the column's DEFAULT).
+ */
+function insertSource(
+  field: FieldSpec,
+  record: Readonly<Record<string, unknown>>,
+): 'value' | 'now' | 'default' | 'empty' | undefined {
+  if (Object.hasOwn(record, field.name)) return 'value';
+  if (field.managed && field.name === 'updatedAt') return 'now';
+  if (field.clientDefault) return 'default';
+  if (field.list && !field.dbDefault) return 'empty';
+  return undefined;
+}
+
 /** Column list and parameter placeholders of an INSERT for one validated record. */
 function insertColumns(
   scope: Scope,
@@ -154,21 +169,58 @@ function insertColumns(
   const columns: string[] = [];
   const values: string[] = [];
   for (const field of table.spec.fields) {
-    if (Object.hasOwn(record, field.name)) {
-      columns.push(ident(field.column));
-      values.push(writeValue(scope, field, record[field.name], add));
-    } else if (field.managed && field.name === 'updatedAt') {
-      columns.push(ident(field.column));
-      values.push('now()');
-    } else if (field.clientDefault) {
-      columns.push(ident(field.column));
-      values.push(add(toParameter(field, clientDefaultValue(field.clientDefault))));
-    } else if (field.list && !field.dbDefault) {
-      columns.push(ident(field.column));
-      values.push(add([]));
-    }
+    const source = insertSource(field, record);
+    if (source === undefined) continue;
+    columns.push(ident(field.column));
+    if (source === 'value') values.push(writeValue(scope, field, record[field.name], add));
+    else if (source === 'now') values.push('now()');
+    else if (source === 'default') values.push(add(toParameter(field, clientDefaultValue(field.clientDefault!))));
+    else values.push(add([]));
   }
   return { columns, values };
+}
+
+/**
+ * The parameters insertColumns adds for `record`, in its order, without the SQL text (for a
+ * compiled create used again, compiledInsert). Only for records without file references, whose
+ * text depends on the value.
+ */
+function insertParameters(table: CatalogTable, record: Readonly<Record<string, unknown>>, into: unknown[]): void {
+  for (const field of table.spec.fields) {
+    const source = insertSource(field, record);
+    if (source === 'value') into.push(toParameter(field, record[field.name]));
+    else if (source === 'default') into.push(toParameter(field, clientDefaultValue(field.clientDefault!)));
+    else if (source === 'empty') into.push([]);
+  }
+}
+
+/**
+ * A create's statement for one caller, with the record's own parameters left out: its text and the
+ * parameters after them (row filter, readable record), which depend only on the caller and the
+ * record's shape, never on its values.
+ */
+interface CompiledInsert {
+  readonly write: CompiledWrite;
+  readonly rest: readonly unknown[];
+  readonly aliases: number;
+}
+
+// Grants are cached per principal (runtime/query/policy.ts) for as long as its credential is, so
+// they key this cache: a principal re-resolved (its key changed or was revoked) gets new grants
+// and compiles again. Per grant, a statement per record shape (the fields sent and set), bounded.
+const compiledInserts = new WeakMap<Grant, Map<string, CompiledInsert>>();
+const MAX_SHAPES_PER_GRANT = 64;
+
+/** The cache key of an insert's shape, or undefined when its statement may not be kept. */
+function insertShape(scope: Scope, write: Write & { kind: 'insert' }, result: WriteResult): string | undefined {
+  if (scope.params.values.length !== 0 || scope.nextAlias.n !== 0) return undefined;
+  let present = '';
+  for (const field of write.table.spec.fields) {
+    if (!Object.hasOwn(write.values, field.name)) continue;
+    if (field.file) return undefined; // a file reference's check is written for its value
+    present += `${field.name},`;
+  }
+  return `${scope.environment}\n${result.kind}\n${write.written.join(',')}\n${present}`;
 }
 
 /** Whether two writeRules answers are the same rules (so one row filter check serves both records). */
@@ -380,6 +432,38 @@ function resultSelect(scope: Scope, table: CatalogTable, result: WriteResult): s
  * has none, and the statement skips the capture CTEs.
  */
 export function compileWrite(scope: Scope, write: Write, result: WriteResult, capture: boolean): CompiledWrite {
+  // A create without capture CTEs (no subscriber), the cheap path: its statement is compiled once per caller and shape.
+  if (write.kind === 'insert' && !capture) {
+    const shape = insertShape(scope, write, result);
+    const grant = shape === undefined ? undefined : scope.access.grant(write.table.spec.name, 'create');
+    if (shape !== undefined && grant) {
+      let byShape = compiledInserts.get(grant);
+      const kept = byShape?.get(shape);
+      if (kept) {
+        // Refusals (403) were decided when it was compiled, by this grant for these fields.
+        insertParameters(write.table, write.values, scope.params.values);
+        scope.params.values.push(...kept.rest);
+        scope.nextAlias.n = kept.aliases;
+        return kept.write;
+      }
+      const compiled = compileStatement(scope, write, result, capture);
+      const count: unknown[] = [];
+      insertParameters(write.table, write.values, count);
+      if (!byShape) compiledInserts.set(grant, (byShape = new Map()));
+      if (byShape.size < MAX_SHAPES_PER_GRANT) {
+        byShape.set(shape, {
+          write: compiled,
+          rest: scope.params.values.slice(count.length),
+          aliases: scope.nextAlias.n,
+        });
+      }
+      return compiled;
+    }
+  }
+  return compileStatement(scope, write, result, capture);
+}
+
+function compileStatement(scope: Scope, write: Write, result: WriteResult, capture: boolean): CompiledWrite {
   const { sql, operation, rules } = mutation(scope, write, capture);
   const ctes = [`w AS (${sql})`];
   if (operation && capture)

@@ -1011,3 +1011,70 @@ describe('compileWrite', () => {
     if (want.filterFields) expect(filterFields).toEqual(want.filterFields);
   });
 });
+
+describe('a create compiled once per caller and record shape (compileWrite)', () => {
+  const customer = table('Customer');
+  const create = (values: Record<string, unknown>, written: string[] = Object.keys(values)): Write => ({
+    kind: 'insert',
+    table: order,
+    values,
+    written,
+  });
+
+  it('gives the same text with the second record’s own values, then the caller’s', () => {
+    const access = policy.access(user(['customer']));
+    const first = scopeOf(access);
+    const a = compileWrite(first, create({ total: 5, customerId: USER_ID }, ['total']), { kind: 'record' }, false);
+    const second = scopeOf(access);
+    const b = compileWrite(second, create({ total: 7, customerId: USER_ID }, ['total']), { kind: 'record' }, false);
+    expect(b).toBe(a); // kept, not compiled again
+    expect(b.filterFields).toEqual(a.filterFields);
+    expect(second.params.values).toEqual(first.params.values.map((v) => (v === 5 ? 7 : v)));
+    expect(second.params.values.slice(0, 2)).toEqual([7, USER_ID]);
+    expect(second.nextAlias.n).toBe(first.nextAlias.n);
+  });
+
+  it('compiles another shape, another caller and a statement with capture anew', () => {
+    const access = policy.access(user(['customer']));
+    const base = compileWrite(scopeOf(access), create({ total: 5 }), { kind: 'record' }, false).sql;
+    const withNote = scopeOf(policy.access(user(['customer', 'admin'])));
+    const other = compileWrite(withNote, create({ total: 5, note: 'n' }), { kind: 'record' }, false);
+    expect(other.sql).toContain('"note"');
+    expect(withNote.params.values.slice(0, 2)).toEqual([5, 'n']);
+    // The same shape by a caller of other roles: its own rules, no row filter check.
+    expect(
+      compileWrite(scopeOf(policy.access(user(['admin']))), create({ total: 5 }), { kind: 'record' }, false).sql,
+    ).not.toBe(base);
+    expect(compileWrite(scopeOf(access), create({ total: 5 }), { kind: 'record' }, true).sql).toContain('capture');
+    expect(compileWrite(scopeOf(access), create({ total: 5 }), { kind: 'record' }, false).sql).toBe(base);
+  });
+
+  it('still refuses a field the caller may not write', () => {
+    const access = policy.access(user(['customer']));
+    compileWrite(scopeOf(access), create({ total: 5 }), { kind: 'record' }, false);
+    expect(() => compileWrite(scopeOf(access), create({ total: 5, note: 'x' }), { kind: 'record' }, false)).toThrow(
+      WriteRefused,
+    );
+  });
+
+  it('gives a client-side default a new value on every create', () => {
+    const access = policy.access(user(['admin']));
+    const write: Write = {
+      kind: 'insert',
+      table: customer,
+      values: { email: 'a@b.c', name: 'A' },
+      written: ['email', 'name'],
+    };
+    const first = scopeOf(access);
+    const second = scopeOf(access);
+    expect(compileWrite(second, write, { kind: 'key' }, false).sql).toBe(
+      compileWrite(first, write, { kind: 'key' }, false).sql,
+    );
+    const ids = [first, second].map((s) =>
+      s.params.values.find((v) => typeof v === 'string' && /^[0-9a-f-]{36}$/.test(v)),
+    );
+    expect(ids[0]).toBeDefined();
+    expect(ids[1]).toBeDefined();
+    expect(ids[1]).not.toBe(ids[0]);
+  });
+});
