@@ -19,6 +19,7 @@ export { releaseRequestDeadline, startRequestDeadline } from './request-deadline
 export { corsStage, type CorsStage } from './cors.ts';
 export {
   assignRequestId,
+  requestId,
   noteCaller,
   noteRoute,
   requestIdOf,

@@ -36,18 +36,25 @@ function clientGone(res: ServerResponse, listener: () => void): () => void {
   return () => res.off('close', onClose);
 }
 
-export function send(res: ServerResponse, reply: Reply): void {
+/**
+ * Writes `reply`, with the request's id (X-Request-Id, request-log.ts) unless the response carries
+ * it already. A response with no header set before writeHead takes node's fast path: the headers
+ * object is written as is, where a header set earlier makes writeHead set each of them one by one.
+ */
+export function send(res: ServerResponse, reply: Reply, req?: ApiRequest): void {
   const headers = reply.headers ?? {};
   // The length up front instead of chunked framing (writeHead fixes the framing before end() sees
   // the body): fewer bytes and writes per response, and clients know the size.
   if (reply.body !== undefined) headers['content-length'] = String(Buffer.byteLength(reply.body));
+  const id = req?.headers['x-request-id'];
+  if (typeof id === 'string' && !res.hasHeader('x-request-id')) headers['x-request-id'] = id;
   res.writeHead(reply.status, headers);
   res.end(reply.body);
 }
 
 export function run(handler: Handler, apiReq: ApiRequest, res: ServerResponse, log: ErrorLogger): void {
   handler(apiReq).then(
-    (reply) => send(res, reply),
-    (error: unknown) => send(res, errorReply(error, apiReq, log)),
+    (reply) => send(res, reply, apiReq),
+    (error: unknown) => send(res, errorReply(error, apiReq, log), apiReq),
   );
 }

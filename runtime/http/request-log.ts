@@ -27,12 +27,19 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 /**
  * The request's id: the caller's X-Request-Id when it is sane (≤ 128 of `[A-Za-z0-9._-]`: safe in
  * a log line and a header), else a new UUID. It replaces the incoming header, so everything
- * downstream reads one value, and is set on the response before any handler can answer.
+ * downstream reads one value. The response must carry it too: assignRequestId sets it there at
+ * once; a request answered only by send() (node-adapter.ts) may leave that to send.
  */
-export function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
+export function requestId(req: IncomingMessage): string {
   const incoming = req.headers['x-request-id'];
   const id = typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
   req.headers['x-request-id'] = id;
+  return id;
+}
+
+/** requestId, also set on the response before any handler can answer. */
+export function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
+  const id = requestId(req);
   res.setHeader('x-request-id', id);
   return id;
 }

@@ -13,6 +13,7 @@ import {
   nodeRequest,
   noteRoute,
   Problem,
+  requestId,
   requestIdOf,
   requestObserver,
   run,
@@ -136,7 +137,10 @@ export function createRequestListener(services: Services, featureRoutes: readonl
   const metered = services.metricsToken !== undefined;
   const observe = requestObserver({ logger: services.logger, record: metered ? metrics.request : undefined });
   return (req: IncomingMessage, res: ServerResponse) => {
-    assignRequestId(req, res);
+    // On the response now only where something else may answer (CORS, Express); requests answered
+    // by run() get it from send(), so that their headers take node's fast path (node-adapter.ts).
+    if (cors) assignRequestId(req, res);
+    else requestId(req);
     observe?.(req, res);
     if (cors?.(req, res)) return;
     const url = req.url ?? '/';
@@ -172,6 +176,7 @@ export function createRequestListener(services: Services, featureRoutes: readonl
       run(handler, nodeRequest(req, res, url, {}, bodyLimit), res, log);
       return;
     }
+    if (!cors) res.setHeader('x-request-id', requestIdOf(req)!);
     app(req, res);
   };
 }
