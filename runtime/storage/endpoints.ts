@@ -29,7 +29,7 @@ import { UploadInspector } from './inspector.ts';
 import { queueRemoval } from './jobs.ts';
 import { incomingFile } from './incoming.ts';
 import type { StorageDeps } from './deps.ts';
-import { overRoom, roomFor, settle } from './limits.ts';
+import { overRoom, roomFor, settle, settles } from './limits.ts';
 import { uploadDeadline, type UploadDeadline } from './upload-deadline.ts';
 
 export type { StorageDeps } from './deps.ts';
@@ -200,6 +200,9 @@ async function storeFile(
   claim: StreamedClaim | undefined,
 ): Promise<Reply> {
   const ctx = dataContext(deps, req, who, 'create');
+  // Whether the row's event is captured: asked now, so that its round trip (if any) overlaps the body's bytes.
+  const captures = capturesEvents(ctx);
+  captures.catch(() => {}); // awaited below unless the upload is refused first
   const settings = deps.config.storage.buckets[who.bucket]!;
   const declaredLength = Number(raw.headers['content-length']);
   const known = Number.isFinite(declaredLength) && raw.headers['content-length'] !== undefined;
@@ -265,17 +268,16 @@ async function storeFile(
     file.discard();
     throw error;
   }
+  const stored = { id, name, contentType: contentType!, size: inspector.size, sha256: inspector.sha256() };
   try {
+    // With no limit to settle and no key to record, the row (and its captured event) is one
+    // INSERT, atomic on its own: no BEGIN and COMMIT round trips around it.
+    if (claim === undefined && !settles(deps.config, settings))
+      return await insertMetadata(deps, ctx, who, stored, await captures);
     return await deps.db.transaction(async (tx) => {
       await settle(tx, deps.config, settings, at, inspector.size);
       const db = transactionDatabase(deps.db.pool, tx);
-      const reply = await insertMetadata({ ...deps, db }, { ...ctx, db }, who, {
-        id,
-        name,
-        contentType: contentType!,
-        size: inspector.size,
-        sha256: inspector.sha256(),
-      });
+      const reply = await insertMetadata({ ...deps, db }, { ...ctx, db }, who, stored, await captures);
       if (claim?.kind === 'first') await claim.finish(db, requestHash(), reply);
       return reply;
     });
@@ -291,6 +293,7 @@ async function insertMetadata(
   ctx: DataContext,
   who: Caller,
   file: { id: string; name: string; contentType: string; size: number; sha256: string },
+  captures: boolean,
 ): Promise<Reply> {
   const scope = readScope(ctx);
   const written = ['name', 'contentType', 'size', 'sha256', 'ownerId'];
@@ -301,7 +304,7 @@ async function insertMetadata(
     scope,
     { kind: 'insert', table: ctx.table, values, written },
     { kind: 'record' },
-    await capturesEvents(ctx),
+    captures,
   );
   // A refusal names the rule's own fields, not the bucket and environment every rule here pins.
   const filterFields = write.filterFields.filter((f) => f !== 'bucket' && f !== 'environment');

@@ -131,6 +131,15 @@ export function overRoom(config: Config, bucket: string, room: Room, size: numbe
   return undefined;
 }
 
+/** Whether settle() has anything to do for an upload to this bucket (a quota or a daily budget is configured). */
+export function settles(config: Config, settings: BucketConfig): boolean {
+  return (
+    settings.maxTotalBytes !== undefined ||
+    settings.maxFiles !== undefined ||
+    config.storage.limits.bytesPerDayPerCaller !== undefined
+  );
+}
+
 /**
  * In the transaction that inserts the file's row: takes its bytes from the caller's day and checks
  * the bucket's quota with the bucket's other uploads held off until commit. Throws the refusal
