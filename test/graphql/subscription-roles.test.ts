@@ -9,6 +9,7 @@ import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
+import { waitFor } from '../support/realtime.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const STREAM = '/gw/api/graphql/stream';
@@ -29,16 +30,6 @@ afterAll(async () => {
   await b?.close();
   await a?.close();
 });
-
-async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A raw WebSocket that inits with `token` and subscribes; resolves its close. */
 function socket(token: string): { acked: Promise<void>; closed: Promise<{ code: number; reason: string }> } {

@@ -3,34 +3,22 @@
 // principal, a `where` or a selection. Two
 // customers, each with sockets of the same and of different filters, and an admin key likewise:
 // each subscription gets exactly the changes its own role and `where` allow.
-import { randomUUID } from 'node:crypto';
-import { createClient, type Client } from 'graphql-ws';
+import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
+import type { AuthTestServer } from '../support/auth.ts';
+import { type Customer, graphqlWsUrl, REST, type RealtimeServer, startRealtimeServer } from '../support/realtime.ts';
 
-const REST = '/gw/api/rest';
-
+let live: RealtimeServer;
 let t: AuthTestServer;
-let alice: { id: string; token: string };
-let bob: { id: string; token: string };
-const clients: Client[] = [];
+let alice: Customer;
+let bob: Customer;
 
 beforeAll(async () => {
-  t = await startAuthServer();
-  for (const who of ['alice', 'bob'] as const) {
-    const email = `${who}-${randomUUID()}@example.com`;
-    const session = await t.signupConfirmed(email, { roleId: 'customer' });
-    const user = { id: session.user.id, token: session.accessToken };
-    expect((await t.request('POST', `${REST}/Customer`, { body: { id: user.id, email, name: who } })).status).toBe(201);
-    if (who === 'alice') alice = user;
-    else bob = user;
-  }
+  live = await startRealtimeServer();
+  ({ t, alice, bob } = live);
 });
-afterAll(async () => {
-  for (const c of clients) await c.dispose();
-  await t?.close();
-});
+afterAll(() => live?.close());
 
 async function createOrder(customerId: string, total: number): Promise<number> {
   const res = await t.request('POST', `${REST}/Order`, { body: { customerId, total } });
@@ -48,15 +36,16 @@ interface Sub {
 const QUERY = 'subscription($where: OrderWhere) { orderChanged(where: $where, events: [INSERT]) { record { id } } }';
 
 function subscribe(name: string, authorization: string, total: number | null, query = QUERY): Sub {
-  const c = createClient({
-    url: `${t.url.replace(/^http/, 'ws')}/gw/api/graphql`,
-    webSocketImpl: WebSocket,
-    retryAttempts: 0,
-    lazy: false,
-    connectionParams: { 'X-Project-Id': 'shop', Authorization: authorization },
-    onNonLazyError: () => {},
-  });
-  clients.push(c);
+  const c = live.track(
+    createClient({
+      url: graphqlWsUrl(t.url),
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      lazy: false,
+      connectionParams: { 'X-Project-Id': 'shop', Authorization: authorization },
+      onNonLazyError: () => {},
+    }),
+  );
   const sub: Sub = { name, ids: [], errors: [], records: [] };
   c.subscribe(
     {

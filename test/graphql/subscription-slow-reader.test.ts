@@ -7,6 +7,7 @@
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { waitFor } from '../support/realtime.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const METRICS = 'realtime-slow-reader-metrics-0123';
@@ -26,16 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 async function metric(name: string): Promise<number> {
   const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text();
@@ -87,10 +78,14 @@ it('a reader that stops reading is closed with 1013 and dropped once its buffer 
     if (message.type === 'next') slowGot++;
   });
   let total = 0;
-  await waitFor(async () => {
-    await write(++total);
-    return slowGot > 0 && totals.length > 0 ? true : undefined;
-  }, 'both subscriptions live');
+  await waitFor(
+    async () => {
+      await write(++total);
+      return slowGot > 0 && totals.length > 0 ? true : undefined;
+    },
+    'both subscriptions live',
+    10_000,
+  );
   expect(await metric('realtime_connections')).toBe(2);
   expect(await metric('realtime_subscriptions')).toBe(2);
   const droppedBefore = await metric('realtime_events_total{direction="dropped"}');
@@ -116,5 +111,9 @@ it('a reader that stops reading is closed with 1013 and dropped once its buffer 
   slow.resume();
   await slowClosed;
   await reader.dispose();
-  await waitFor(async () => ((await metric('realtime_connections')) === 0 ? true : undefined), 'no socket left');
+  await waitFor(
+    async () => ((await metric('realtime_connections')) === 0 ? true : undefined),
+    'no socket left',
+    10_000,
+  );
 });

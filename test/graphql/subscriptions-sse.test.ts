@@ -3,112 +3,48 @@
 // sees another's orders or hidden fields, credentials come from the headers as on REST (bad ones →
 // 401 Problem before any stream), the caps answer 429 Problems, revoking the key ends the stream with
 // a last event naming the close code, and a query is refused.
-import { randomUUID } from 'node:crypto';
 import { createClient, type Client } from 'graphql-sse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
+import type { AuthTestServer } from '../support/auth.ts';
+import {
+  type Customer,
+  primed,
+  REST,
+  type RealtimeServer,
+  startRealtimeServer,
+  subscribe,
+  unique,
+  waitFor,
+} from '../support/realtime.ts';
 import { MANAGEMENT_TOKEN, startTestServer } from '../support/server.ts';
 
-const REST = '/gw/api/rest';
 const STREAM = '/gw/api/graphql/stream';
 
+let live: RealtimeServer;
 let t: AuthTestServer;
-let alice: { id: string; token: string };
-let bob: { id: string; token: string };
-const clients: Client[] = [];
-
-const unique = (tag: string) => `${tag}-${randomUUID()}`;
+let alice: Customer;
+let bob: Customer;
+let rest: RealtimeServer['rest'];
+let createOrder: RealtimeServer['createOrder'];
 
 beforeAll(async () => {
-  t = await startAuthServer();
-  for (const who of ['alice', 'bob'] as const) {
-    const email = `${unique(who)}@example.com`;
-    const session = await t.signupConfirmed(email, { roleId: 'customer' });
-    const user = { id: session.user.id, token: session.accessToken };
-    expect((await rest('POST', 'Customer', { id: user.id, email, name: who })).status).toBe(201);
-    if (who === 'alice') alice = user;
-    else bob = user;
-  }
+  live = await startRealtimeServer();
+  ({ t, alice, bob, rest, createOrder } = live);
 });
-afterAll(async () => {
-  for (const c of clients) c.dispose();
-  await t?.close();
-});
-
-function rest(method: string, path: string, body?: unknown) {
-  return t.request(method, `${REST}/${path}`, { body });
-}
-
-async function createOrder(customerId: string, fields: Record<string, unknown> = {}) {
-  const res = await rest('POST', 'Order', { customerId, total: 10, note: 'secret note', ...fields });
-  expect(res.status, res.text).toBe(201);
-  return res.body.data as { id: number };
-}
+afterAll(() => live?.close());
 
 function client(authorization: string, base = t.url): Client {
-  const c = createClient({
-    url: `${base}${STREAM}`,
-    // Header names in any case, as on REST.
-    headers: { 'x-project-id': 'shop', AUTHORIZATION: authorization, Environment: 'master' },
-    fetchFn: fetch,
-    retryAttempts: 0,
-  });
-  clients.push(c);
-  return c;
-}
-
-interface Subscription {
-  results: any[];
-  errors: unknown[];
-  closed: boolean;
-  stop(): void;
-}
-
-function subscribe(c: Client, query: string, variables?: Record<string, unknown>): Subscription {
-  const sub: Subscription = { results: [], errors: [], closed: false, stop: () => {} };
-  sub.stop = c.subscribe(
-    { query, variables },
-    {
-      next: (value) => sub.results.push(value),
-      error: (error) => {
-        sub.errors.push(error);
-        sub.closed = true;
-      },
-      complete: () => {
-        sub.closed = true;
-      },
-    },
+  return live.track(
+    createClient({
+      url: `${base}${STREAM}`,
+      // Header names in any case, as on REST.
+      headers: { 'x-project-id': 'shop', AUTHORIZATION: authorization, Environment: 'master' },
+      fetchFn: fetch,
+      retryAttempts: 0,
+    }),
   );
-  return sub;
 }
 
-async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** Writes `probe` until the subscription gets a change (it has taken effect), then forgets what came. */
-async function primed(sub: Subscription, probe: () => Promise<unknown>): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    await probe();
-    const deadline = Date.now() + 200;
-    while (Date.now() < deadline && sub.results.length === 0 && !sub.closed)
-      await new Promise((r) => setTimeout(r, 10));
-    if (sub.closed) throw new Error(`the subscription ended: ${JSON.stringify([sub.errors, sub.results])}`);
-    if (sub.results.length) {
-      sub.results.length = 0;
-      return;
-    }
-  }
-  throw new Error('the subscription never took effect');
-}
-
-/** A raw POST to the stream endpoint (what the client would send), for the refusals. */
 function post(headers: Record<string, string>, query = 'subscription { cityChanged { id } }', base = t.url) {
   return fetch(`${base}${STREAM}`, {
     method: 'POST',

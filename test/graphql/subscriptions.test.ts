@@ -3,26 +3,33 @@
 // changes arrive in commit order, a rolled-back write sends nothing, revoking the key closes the
 // socket (4401), and the protocol's close codes answer abuse (subscribe before init 4401,
 // duplicate id 4409, bad credentials 4403).
-import { randomUUID } from 'node:crypto';
 import { createClient, type Client } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
-import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
+import type { AuthTestServer } from '../support/auth.ts';
+import {
+  type Customer,
+  graphqlWsUrl,
+  primed,
+  REST,
+  type RealtimeServer,
+  startRealtimeServer,
+  subscribe,
+  unique,
+  waitFor,
+} from '../support/realtime.ts';
 import { MANAGEMENT_TOKEN, startTestServer } from '../support/server.ts';
 
-const REST = '/gw/api/rest';
-const PATH = '/gw/api/graphql';
-
+let live: RealtimeServer;
 let t: AuthTestServer;
 let wsUrl: string;
-let alice: { id: string; token: string };
-let bob: { id: string; token: string };
-const clients: Client[] = [];
-
-const unique = (tag: string) => `${tag}-${randomUUID()}`;
+let alice: Customer;
+let bob: Customer;
+let rest: RealtimeServer['rest'];
+let createOrder: RealtimeServer['createOrder'];
 
 beforeAll(async () => {
-  t = await startAuthServer({
+  live = await startRealtimeServer({
     configPatch: (raw) => {
       // A role whose read filter takes a value of the key's context ($context.customer).
       raw.roles.accountant = {
@@ -32,97 +39,22 @@ beforeAll(async () => {
       };
     },
   });
-  wsUrl = `${t.url.replace(/^http/, 'ws')}${PATH}`;
-  for (const who of ['alice', 'bob'] as const) {
-    const email = `${unique(who)}@example.com`;
-    const session = await t.signupConfirmed(email, { roleId: 'customer' });
-    const user = { id: session.user.id, token: session.accessToken };
-    expect((await rest('POST', 'Customer', { id: user.id, email, name: who })).status).toBe(201);
-    if (who === 'alice') alice = user;
-    else bob = user;
-  }
+  ({ t, wsUrl, alice, bob, rest, createOrder } = live);
 });
-afterAll(async () => {
-  for (const c of clients) await c.dispose();
-  await t?.close();
-});
-
-function rest(method: string, path: string, body?: unknown) {
-  return t.request(method, `${REST}/${path}`, { body });
-}
-
-async function createOrder(customerId: string, fields: Record<string, unknown> = {}) {
-  const res = await rest('POST', 'Order', { customerId, total: 10, note: 'secret note', ...fields });
-  expect(res.status, res.text).toBe(201);
-  return res.body.data as { id: number };
-}
+afterAll(() => live?.close());
 
 function client(authorization: string, extra: Record<string, unknown> = {}, url = wsUrl): Client {
-  const c = createClient({
-    url,
-    webSocketImpl: WebSocket,
-    retryAttempts: 0,
-    lazy: false,
-    // Header names in any case (docs/realtime.md "Connecting").
-    connectionParams: { 'x-project-id': 'shop', AUTHORIZATION: authorization, Environment: 'master', ...extra },
-    onNonLazyError: () => {},
-  });
-  clients.push(c);
-  return c;
-}
-
-interface Subscription {
-  results: any[];
-  errors: unknown[];
-  closed: boolean;
-  stop(): void;
-}
-
-function subscribe(c: Client, query: string, variables?: Record<string, unknown>): Subscription {
-  const sub: Subscription = { results: [], errors: [], closed: false, stop: () => {} };
-  sub.stop = c.subscribe(
-    { query, variables },
-    {
-      next: (value) => sub.results.push(value),
-      error: (error) => {
-        sub.errors.push(error);
-        sub.closed = true;
-      },
-      complete: () => {
-        sub.closed = true;
-      },
-    },
+  return live.track(
+    createClient({
+      url,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      lazy: false,
+      // Header names in any case (docs/realtime.md "Connecting").
+      connectionParams: { 'x-project-id': 'shop', AUTHORIZATION: authorization, Environment: 'master', ...extra },
+      onNonLazyError: () => {},
+    }),
   );
-  return sub;
-}
-
-async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/**
- * A subscription takes effect shortly after it is sent (its process declares its interest): write
- * `probe` until one arrives, then forget everything received so far.
- */
-async function primed(sub: Subscription, probe: () => Promise<unknown>): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    await probe();
-    const deadline = Date.now() + 200;
-    while (Date.now() < deadline && sub.results.length === 0 && !sub.closed)
-      await new Promise((r) => setTimeout(r, 10));
-    if (sub.closed) throw new Error(`the subscription ended: ${JSON.stringify(sub.errors)}`);
-    if (sub.results.length) {
-      sub.results.length = 0;
-      return;
-    }
-  }
-  throw new Error('the subscription never took effect');
 }
 
 const ORDER_CHANGES = `subscription($where: OrderWhere, $events: [ChangeEvent!]) {
@@ -246,7 +178,7 @@ describe('what a subscriber sees', () => {
   it('a subscriber on another process gets the changes written through this one', async () => {
     const other = await startTestServer({ databaseUrl: t.database.url });
     try {
-      const otherUrl = `${other.url.replace(/^http/, 'ws')}${PATH}`;
+      const otherUrl = graphqlWsUrl(other.url);
       const sub = subscribe(client(`Bearer ${t.adminKey}`, {}, otherUrl), ORDER_CHANGES, { events: ['INSERT'] });
       await primed(sub, () => createOrder(alice.id));
       const orders = [];
@@ -384,7 +316,7 @@ describe('lifecycle and protocol', () => {
       },
     });
     try {
-      const smallUrl = `${small.url.replace(/^http/, 'ws')}${PATH}`;
+      const smallUrl = graphqlWsUrl(small.url);
       const customer = (await rest('POST', 'Customer', { email: `${unique('burst')}@example.com`, name: 'Burst' })).body
         .data.id;
       const orders = [await createOrder(customer), await createOrder(customer), await createOrder(customer)];
@@ -495,7 +427,7 @@ describe('lifecycle and protocol', () => {
   it("losing the server's LISTEN connection closes subscribed sockets with 1011 (changes may have been missed)", async () => {
     const own = await startTestServer({ databaseUrl: t.database.url });
     try {
-      const ownUrl = `${own.url.replace(/^http/, 'ws')}${PATH}`;
+      const ownUrl = graphqlWsUrl(own.url);
       const ws = new WebSocket(ownUrl, 'graphql-transport-ws');
       const closed = new Promise<{ code: number; reason: string }>((resolve) =>
         ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
