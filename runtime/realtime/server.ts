@@ -529,6 +529,8 @@ export class RealtimeServer {
       () => access.grant(FILES_TABLE, 'read'),
       '',
       (event) => visibleChange(table, access, event, always),
+      // The rule pins the bucket and environment (and the owner, for `ownerId: $user.id`).
+      containmentsOf(table, grant.rows),
     );
   }
 

@@ -147,6 +147,17 @@ it("a customer gets its own files' uploads and removals, never another customer'
     ]);
     expect(JSON.stringify(sub.results)).not.toContain(bobs);
   }
+  // Nobody who may see bob's file listens: its upload captured no event at all (docs/realtime.md
+  // "What a write costs": the rule pins bucket, environment and owner).
+  const captured = await t.db.query(
+    `SELECT 1 FROM svcgen.webhook_events WHERE table_name = '_files' AND record->>'id' = $1`,
+    [bobs],
+  );
+  expect(captured).toEqual([]);
+  const [interest] = await t.db.query<{ filters: unknown }>(
+    `SELECT filters FROM svcgen.live_interest WHERE table_name = '_files'`,
+  );
+  expect(interest?.filters).toEqual([{ bucket: 'attachments', environment: 'master', owner_id: alice.user.id }]);
 });
 
 it('a bucket the role may not read, or no bucket of that name, is refused with the reason', async () => {
