@@ -22,6 +22,7 @@ interface Bucket {
   inFlight: number;
   pending: number;
   seen: boolean;
+  /** The flush that will write `pending` (shared by every bucket queued with it), while one is due. */
   timer: NodeJS.Timeout | undefined;
 }
 
@@ -53,13 +54,24 @@ function strictBelow(limit: number): number {
 
 export class SharedRateLimiter {
   private readonly buckets = new Map<string, Bucket>();
+  /**
+   * Buckets with hits to write at the next flush, by name. One flush (one statement) writes them
+   * all: a data request counts in two buckets (the caller's and the project's), which would
+   * otherwise take a statement each every FLUSH_DELAY_MS.
+   */
+  private readonly queued = new Map<string, Bucket>();
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly db: Database) {}
 
   private bucket(name: string, window: number): Bucket {
     let bucket = this.buckets.get(name);
     if (!bucket || bucket.window !== window) {
-      if (bucket?.timer) clearTimeout(bucket.timer);
+      // The hits of a window that ended are not written: nothing counts them any more.
+      if (bucket?.timer) {
+        bucket.timer = undefined;
+        this.queued.delete(name);
+      }
       bucket = { window, synced: 0, inFlight: 0, pending: 0, seen: false, timer: undefined };
       this.buckets.set(name, bucket);
     }
@@ -77,7 +89,11 @@ export class SharedRateLimiter {
       used = await this.claim(name, bucket, limit);
     } else if (used < limit) {
       bucket.pending++;
-      bucket.timer ??= setTimeout(() => void this.flush(name, bucket), FLUSH_DELAY_MS);
+      if (!bucket.timer) {
+        this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_DELAY_MS);
+        bucket.timer = this.flushTimer;
+        this.queued.set(name, bucket);
+      }
     }
     if (used >= limit) {
       metrics.rateLimitRefused(name);
@@ -134,9 +150,48 @@ export class SharedRateLimiter {
     }
   }
 
-  private async flush(name: string, bucket: Bucket): Promise<void> {
-    bucket.timer = undefined;
-    if (bucket.pending > 0) await this.write(name, bucket);
+  /** Writes the pending hits of every queued bucket, in one statement when there are several. */
+  private async flush(): Promise<void> {
+    this.flushTimer = undefined;
+    const due: [string, Bucket][] = [];
+    for (const [name, bucket] of this.queued) {
+      bucket.timer = undefined;
+      if (bucket.pending > 0) due.push([name, bucket]);
+    }
+    this.queued.clear();
+    if (due.length === 1) await this.write(...due[0]!);
+    else if (due.length > 1) await this.writeMany(due);
+  }
+
+  /** write() for several buckets (distinct names) at once. */
+  private async writeMany(due: readonly [string, Bucket][]): Promise<void> {
+    const hits = due.map(([, bucket]) => bucket.pending);
+    due.forEach(([, bucket], i) => {
+      bucket.pending = 0;
+      bucket.inFlight += hits[i]!;
+    });
+    try {
+      const rows = await this.db.query<{ bucket: string; hits: number }>(
+        `INSERT INTO svcgen.rate_limits (bucket, window_start, hits)
+         SELECT b, to_timestamp(w / 1000), h FROM unnest($1::text[], $2::double precision[], $3::int[]) AS u(b, w, h)
+         ON CONFLICT (bucket, window_start) DO UPDATE SET hits = svcgen.rate_limits.hits + EXCLUDED.hits
+         RETURNING bucket, hits`,
+        [due.map(([name]) => name), due.map(([, bucket]) => bucket.window), hits],
+      );
+      const written = new Map(rows.map((r) => [r.bucket, r.hits]));
+      due.forEach(([name, bucket], i) => {
+        const shared = written.get(name);
+        bucket.synced = shared === undefined ? bucket.synced + hits[i]! : Math.max(bucket.synced, shared);
+      });
+    } catch {
+      due.forEach(([, bucket], i) => {
+        bucket.synced += hits[i]!; // keep counting locally while the database is away
+      });
+    } finally {
+      due.forEach(([, bucket], i) => {
+        bucket.inFlight -= hits[i]!;
+      });
+    }
   }
 
   /**

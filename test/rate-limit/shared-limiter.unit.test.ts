@@ -11,7 +11,7 @@ const WINDOW = Date.UTC(2026, 0, 1, 12, 0); // a window start (a whole minute)
 /** svcgen.rate_limits as a Map from "bucket@window" to hits, and the statements it was sent. */
 function table() {
   const rows = new Map<string, number>();
-  const statements: Array<{ kind: 'add' | 'claim' | 'prune'; values: readonly unknown[] }> = [];
+  const statements: Array<{ kind: 'add' | 'addMany' | 'claim' | 'prune'; values: readonly unknown[] }> = [];
   let down = false;
   const db = {
     async query(text: string, values: readonly unknown[] = []) {
@@ -19,6 +19,16 @@ function table() {
       if (text.startsWith('DELETE')) {
         statements.push({ kind: 'prune', values });
         return [];
+      }
+      if (text.includes('unnest(')) {
+        // add, for several buckets: their names, windows and hits already answered
+        statements.push({ kind: 'addMany', values });
+        const [buckets, windows, ns] = values as [string[], number[], number[]];
+        return buckets.map((bucket, i) => {
+          const key = `${bucket}@${windows[i]}`;
+          rows.set(key, (rows.get(key) ?? 0) + ns[i]!);
+          return { bucket, hits: rows.get(key)! };
+        });
       }
       const [bucket, window, n] = values as [string, number, number];
       const key = `${bucket}@${window}`;
@@ -116,6 +126,27 @@ describe('SharedRateLimiter', () => {
       ['add', 51],
     ]);
     expect(t.hitsOf('data:shop')).toBe(52);
+  });
+
+  it('writes the local counts of several buckets in one statement', async () => {
+    const t = table();
+    const limiter = new SharedRateLimiter(t.db);
+    await hit(limiter, 'data-caller:shop:key', 1000);
+    await hit(limiter, 'data:shop', 1000);
+    for (let i = 0; i < 3; i++) {
+      await hit(limiter, 'data-caller:shop:key', 1000);
+      await hit(limiter, 'data:shop', 1000);
+    }
+    await vi.advanceTimersByTimeAsync(10);
+    expect(t.statements.map((s) => s.kind)).toEqual(['claim', 'claim', 'addMany']);
+    expect(t.statements[2]!.values).toEqual([
+      ['data-caller:shop:key', 'data:shop'],
+      [WINDOW, WINDOW],
+      [3, 3],
+    ]);
+    expect([t.hitsOf('data-caller:shop:key'), t.hitsOf('data:shop')]).toEqual([4, 4]);
+    // the shared counts came back: the next answers count from them
+    expect(await hit(limiter, 'data:shop', 1000)).toEqual({ limit: 1000, remaining: 995, resetSeconds: 60 });
   });
 
   it('near a large limit writes every hit before answering, so processes cannot overshoot it', async () => {
