@@ -130,6 +130,7 @@ export class Policy {
   /** Per principal, per action: table → grant (null: denied). Compilers ask many times per statement. */
   private readonly grants = new WeakMap<Principal, Record<Action, Map<string, Grant | null>>>();
   private readonly variables = new WeakMap<Principal, ReadonlyMap<string, unknown>>();
+  private readonly accesses = new WeakMap<Principal, Access>();
 
   constructor(
     roles: Config['roles'],
@@ -153,9 +154,14 @@ export class Policy {
     return [...this.rules.keys()];
   }
 
-  /** The caller's access, as the compilers ask for it. */
+  /** The caller's access, as the compilers ask for it (one object per principal, not per request). */
   access(principal: Principal): Access {
-    return { grant: (table, action) => this.grant(principal, table, action) };
+    let access = this.accesses.get(principal);
+    if (!access) {
+      access = { grant: (table, action) => this.grant(principal, table, action) };
+      this.accesses.set(principal, access);
+    }
+    return access;
   }
 
   /**

@@ -8,17 +8,29 @@ import type { FileAccess } from '../query/index.ts';
 import { BucketAccess, REMOVE_MAX_ATTEMPTS, REMOVE_TASK } from '../storage/index.ts';
 import { QUEUE_SCHEMA } from '../webhooks/index.ts';
 
-const built = new WeakMap<Config, BucketAccess>();
+const built = new WeakMap<Config, { buckets: BucketAccess; byPrincipal: WeakMap<Principal, FileAccess> } | null>();
 
 /** What `principal` may read of each bucket; undefined when no bucket is configured. */
 export function fileAccess(config: Config, principal: Principal): FileAccess | undefined {
-  if (Object.keys(config.storage.buckets).length === 0) return undefined;
-  let buckets = built.get(config);
-  if (!buckets) {
-    buckets = new BucketAccess(config);
-    built.set(config, buckets);
+  let forConfig = built.get(config);
+  if (forConfig === undefined) {
+    forConfig =
+      Object.keys(config.storage.buckets).length === 0
+        ? null
+        : { buckets: new BucketAccess(config), byPrincipal: new WeakMap() };
+    built.set(config, forConfig);
   }
-  const access = buckets;
+  if (forConfig === null) return undefined;
+  // One per principal, as its grants are (runtime/query/policy.ts), not one per request.
+  let files = forConfig.byPrincipal.get(principal);
+  if (!files) {
+    files = filesOf(config, forConfig.buckets, principal);
+    forConfig.byPrincipal.set(principal, files);
+  }
+  return files;
+}
+
+function filesOf(config: Config, access: BucketAccess, principal: Principal): FileAccess {
   return {
     catalog: access.catalog,
     access: (bucket, environment) =>
