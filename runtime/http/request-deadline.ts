@@ -21,7 +21,9 @@ export function startRequestDeadline(
   ms: number,
   onExpire: (error: NodeJS.ErrnoException, socket: Duplex) => void,
 ): void {
-  if (req.complete) return;
+  // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3): all of it
+  // has arrived with its headers, so there is nothing left to bound (and no timer per GET).
+  if (req.complete || !hasBody(req)) return;
   const timer = setTimeout(() => {
     deadlines.delete(req);
     if (req.complete || req.socket.destroyed) return;
@@ -34,6 +36,11 @@ export function startRequestDeadline(
   const release = () => releaseRequestDeadline(req);
   req.once('end', release);
   res.once('close', release);
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** Ends `req`'s deadline: its route bounds the request otherwise (a long upload). */
