@@ -13,6 +13,7 @@ import { startEmbeddedPostgres } from '../runtime/db/embedded-postgres/index.ts'
 import { createApiKey } from '../runtime/keys/index.ts';
 import type { Fixture } from './cases.ts';
 import { REPO } from './children.ts';
+import { BackendCpu } from './cpu.ts';
 
 export const SYSTEM_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const PROJECT_ID = 'shop';
@@ -167,6 +168,37 @@ export async function prepareDatabase(url: string, size: SeedSize): Promise<Fixt
   } finally {
     await db.close();
   }
+}
+
+export interface SeededBenchDatabase {
+  server: DatabaseServer;
+  database: BenchDatabase;
+  fixture: Fixture;
+  /** The CPU meter of the database's PostgreSQL backends (read over a client of the server's maintenance database). */
+  backends: BackendCpu;
+}
+
+/**
+ * The setup every bench of one seeded database shares: finds the server, creates a fresh database,
+ * migrates and seeds it (prepareDatabase) and starts the backends' CPU meter. Each step's undoing
+ * (stopping the server, dropping the database, ending the meter's client) goes to `addCleanup`.
+ */
+export async function seededBenchDatabase(
+  addCleanup: (step: () => Promise<void>) => void,
+  log: (message: string) => void,
+  seed: SeedSize,
+): Promise<SeededBenchDatabase> {
+  const server = await findDatabaseServer(log);
+  addCleanup(() => server.stop());
+  const database = await createBenchDatabase(server.url);
+  addCleanup(() => database.drop());
+  log(`database ${database.name}: migrating and seeding ${seed.orders.toLocaleString('en-US')} orders`);
+  const fixture = await prepareDatabase(database.url, seed);
+  const admin = new pg.Client({ connectionString: server.url });
+  admin.on('error', () => {});
+  await admin.connect();
+  addCleanup(() => admin.end());
+  return { server, database, fixture, backends: new BackendCpu(admin, database.name) };
 }
 
 /**

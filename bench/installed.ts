@@ -22,14 +22,12 @@ import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { CASES, type BenchCase } from './cases.ts';
 import { REPO, startServerChild } from './children.ts';
 import { installedProject, patchConfig, svcgenBin } from './installed-project.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { measureCase, serveCli, type Measurement, type Serving } from './cli-server.ts';
-import { BackendCpu } from './cpu.ts';
-import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
+import { restoreSeed, seededBenchDatabase, serverVersion } from './database.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const CONNECTIONS = 50;
@@ -153,17 +151,7 @@ async function main(): Promise<void> {
   try {
     const project = await installedProject(cleanups.add, log);
     await patchConfig(project);
-    const dbServer = await findDatabaseServer(log);
-    cleanups.add(() => dbServer.stop());
-    const database = await createBenchDatabase(dbServer.url);
-    cleanups.add(() => database.drop());
-    log(`database ${database.name}: migrating and seeding ${fmt(SEED.orders)} orders`);
-    const fixture = await prepareDatabase(database.url, SEED);
-    const admin = new pg.Client({ connectionString: dbServer.url });
-    admin.on('error', () => {});
-    await admin.connect();
-    cleanups.add(() => admin.end());
-    const backends = new BackendCpu(admin, database.name);
+    const { database, fixture, backends } = await seededBenchDatabase(cleanups.add, log, SEED);
 
     const logDir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-logs-'));
     cleanups.add(() => rm(logDir, { recursive: true, force: true }));

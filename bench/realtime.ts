@@ -35,13 +35,12 @@ import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { CASES, type Fixture } from './cases.ts';
 import { REPO } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { measureCase, processTree, serveCli, treeCpuMicros, treeCpuSpent, type Measurement } from './cli-server.ts';
-import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
-import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
+import { machineBusy, machineSample } from './cpu.ts';
+import { restoreSeed, seededBenchDatabase, serverVersion } from './database.ts';
 import { installedProject, patchConfig, svcgenBin } from './installed-project.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
@@ -360,17 +359,7 @@ async function main(): Promise<void> {
       config.http = { ...config.http, maxConnections: SETTINGS.idle + 2_000 };
       config.metrics = { ...config.metrics, enabled: true };
     });
-    const dbServer = await findDatabaseServer(log);
-    cleanups.add(() => dbServer.stop());
-    const database = await createBenchDatabase(dbServer.url);
-    cleanups.add(() => database.drop());
-    log(`database ${database.name}: migrating and seeding ${fmt(SEED.orders)} orders`);
-    const fixture = await prepareDatabase(database.url, SEED);
-    const admin = new pg.Client({ connectionString: dbServer.url });
-    admin.on('error', () => {});
-    await admin.connect();
-    cleanups.add(() => admin.end());
-    const backends = new BackendCpu(admin, database.name);
+    const { database, fixture, backends } = await seededBenchDatabase(cleanups.add, log, SEED);
 
     const logDir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-realtime-'));
     cleanups.add(() => rm(logDir, { recursive: true, force: true }));

@@ -15,13 +15,11 @@
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { CASES, type BenchCase } from './cases.ts';
 import { REPO } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { measureCase, serveCli, processTree, type Measurement } from './cli-server.ts';
-import { BackendCpu } from './cpu.ts';
-import { createBenchDatabase, findDatabaseServer, prepareDatabase, restoreSeed, serverVersion } from './database.ts';
+import { restoreSeed, seededBenchDatabase, serverVersion } from './database.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const CONNECTIONS = 50;
@@ -104,17 +102,7 @@ async function main(): Promise<void> {
   const cleanups = cleanupOnExit(log);
   const revision = gitRevision();
   try {
-    const dbServer = await findDatabaseServer(log);
-    cleanups.add(() => dbServer.stop());
-    const database = await createBenchDatabase(dbServer.url);
-    cleanups.add(() => database.drop());
-    log(`database ${database.name}: migrating and seeding ${fmt(SEED.orders)} orders`);
-    const fixture = await prepareDatabase(database.url, SEED);
-    const admin = new pg.Client({ connectionString: dbServer.url });
-    admin.on('error', () => {});
-    await admin.connect();
-    cleanups.add(() => admin.end());
-    const backends = new BackendCpu(admin, database.name);
+    const { database, fixture, backends } = await seededBenchDatabase(cleanups.add, log, SEED);
 
     const projectDir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-workers-'));
     cleanups.add(() => rm(projectDir, { recursive: true, force: true }));
@@ -143,6 +131,8 @@ async function main(): Promise<void> {
         env: { ...process.env, NODE_ENV: 'production' },
         label: `svcgen serve --workers ${n}`,
       });
+      // Stopped below as well; this stops it on Ctrl-C, which skips the finally.
+      cleanups.add(() => serving.stop());
       log(
         `svcgen serve --workers ${n}: ${serving.url} (pid ${serving.pid}, ${processTree(serving.pid).length} processes)`,
       );
