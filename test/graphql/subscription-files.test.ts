@@ -11,6 +11,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
+import { primed, subscribe, waitFor } from '../support/realtime.ts';
 
 const BUCKET = '/gw/api/rest/_files/attachments';
 const QUERY = `subscription($bucket: String!) {
@@ -62,52 +63,8 @@ function ws(token: string): Client {
   return c;
 }
 
-function subscribe(c: Pick<Client, 'subscribe'>, bucket: string) {
-  const sub = { results: [] as any[], errors: [] as unknown[], closed: false };
-  c.subscribe(
-    { query: QUERY, variables: { bucket } },
-    {
-      next: (value: unknown) => sub.results.push(value),
-      error: (error: unknown) => {
-        sub.errors.push(error);
-        sub.closed = true;
-      },
-      complete: () => {
-        sub.closed = true;
-      },
-    },
-  );
-  return sub;
-}
-
-async function waitFor<T>(probe: () => T | undefined, what: string, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** Uploads as alice until the subscription gets one of them (it has taken effect), then forgets them. */
-async function primed(sub: { results: any[]; closed: boolean; errors: unknown[] }): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    await upload(alice.accessToken, 'probe.txt');
-    const deadline = Date.now() + 200;
-    while (Date.now() < deadline && sub.results.length === 0 && !sub.closed)
-      await new Promise((r) => setTimeout(r, 10));
-    if (sub.closed) throw new Error(`ended: ${JSON.stringify([sub.errors, sub.results])}`);
-    if (sub.results.length) {
-      sub.results.length = 0;
-      return;
-    }
-  }
-  throw new Error('the subscription never took effect');
-}
-
 it("a customer gets its own files' uploads and removals, never another customer's (WebSocket and SSE)", async () => {
-  const overWs = subscribe(ws(alice.accessToken), 'attachments');
+  const overWs = subscribe(ws(alice.accessToken), QUERY, { bucket: 'attachments' });
   const overSse = subscribe(
     createSseClient({
       url: `${t.url}/gw/api/graphql/stream`,
@@ -115,9 +72,10 @@ it("a customer gets its own files' uploads and removals, never another customer'
       fetchFn: fetch,
       retryAttempts: 0,
     }),
-    'attachments',
+    QUERY,
+    { bucket: 'attachments' },
   );
-  await primed(overWs);
+  await primed(overWs, () => upload(alice.accessToken, 'probe.txt'));
   await waitFor(() => (overSse.results.length ? true : undefined), 'the SSE subscription');
   overSse.results.length = 0;
 
@@ -161,7 +119,7 @@ it("a customer gets its own files' uploads and removals, never another customer'
 });
 
 it('a bucket the role may not read, or no bucket of that name, is refused with the reason', async () => {
-  const secret = subscribe(ws(alice.accessToken), 'secret');
+  const secret = subscribe(ws(alice.accessToken), QUERY, { bucket: 'secret' });
   await waitFor(() => (secret.closed ? true : undefined), 'the refusal');
   expect(secret.results).toEqual([
     {
@@ -173,7 +131,7 @@ it('a bucket the role may not read, or no bucket of that name, is refused with t
       ],
     },
   ]);
-  const none = subscribe(ws(alice.accessToken), 'nope');
+  const none = subscribe(ws(alice.accessToken), QUERY, { bucket: 'nope' });
   await waitFor(() => (none.closed ? true : undefined), 'the refusal');
   expect(none.results).toEqual([
     {

@@ -9,7 +9,7 @@ import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
-import { waitFor } from '../support/realtime.ts';
+import { subscribe, waitFor } from '../support/realtime.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const STREAM = '/gw/api/graphql/stream';
@@ -57,26 +57,15 @@ function socket(token: string): { acked: Promise<void>; closed: Promise<{ code: 
 
 /** An SSE subscription on process `a` with graphql-sse's client. */
 function stream(token: string) {
-  const sub = { results: [] as any[], errors: [] as unknown[], closed: false };
-  createSseClient({
-    url: `${a.url}${STREAM}`,
-    headers: { 'X-Project-Id': 'shop', Authorization: `Bearer ${token}` },
-    fetchFn: fetch,
-    retryAttempts: 0,
-  }).subscribe(
-    { query: QUERY },
-    {
-      next: (value) => sub.results.push(value),
-      error: (error) => {
-        sub.errors.push(error);
-        sub.closed = true;
-      },
-      complete: () => {
-        sub.closed = true;
-      },
-    },
+  return subscribe(
+    createSseClient({
+      url: `${a.url}${STREAM}`,
+      headers: { 'X-Project-Id': 'shop', Authorization: `Bearer ${token}` },
+      fetchFn: fetch,
+      retryAttempts: 0,
+    }),
+    QUERY,
   );
-  return sub;
 }
 
 /** Sockets and streams held (both test servers run in this one Node process: /metrics counts both). */
