@@ -29,7 +29,7 @@
  *
  * `--quick`: 1 MiB, 10 MiB and 100 MiB instead of 1 MiB, 100 MiB and 1 GiB, fewer requests, one
  * round, shorter concurrency runs (a smoke test; it writes the section too, saying so).
- * `BENCH_STORAGE_PROFILE=<case>` (upload-small, upload-large, download-small, download-large): no
+ * `BENCH_STORAGE_PROFILE=<case>` (upload-small, upload-large, download-small, download-large, upload-1-byte): no
  * report; svcgen serve runs under V8's CPU profiler (the one behind --cpu-prof) while the client repeats that case
  * for 20 s, then the profile's summary (./profile.ts) is printed: where svcgen's time goes.
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (else the local server or an embedded
@@ -644,15 +644,27 @@ function runCase(targets: Target[], id: Case, stored: (t: Target) => StoredFiles
   );
 }
 
+/** What BENCH_STORAGE_PROFILE may name: a case, or `upload-1-byte` (what an upload costs besides its bytes). */
+type ProfileCase = Case | 'upload-1-byte';
+const PROFILE_CASES: ProfileCase[] = [...CASES.map((c) => c.id), 'upload-1-byte'];
+
 /** Repeats one case against svcgen for 20 s (BENCH_STORAGE_PROFILE). */
-async function profile(target: Target, id: Case, stored: StoredFiles): Promise<void> {
+async function profile(target: Target, id: ProfileCase, stored: StoredFiles): Promise<void> {
   const until = performance.now() + 20_000;
   let moved = 0;
+  let uploads = 0;
   while (performance.now() < until) {
+    if (id === 'upload-1-byte') {
+      await transfers([target], 'upload', 1, FIXED_COUNT, () => '');
+      uploads += FIXED_COUNT;
+      continue;
+    }
     await runCase([target], id, () => stored);
     moved += id.endsWith('small') ? SMALL.size * SMALL.count : LARGE.size * LARGE.count;
   }
-  log(`profiled ${id}: ${fmt(moved / MiB)} MiB moved in 20 s`);
+  log(
+    `profiled ${id}: ${id === 'upload-1-byte' ? `${fmt(uploads)} uploads` : `${fmt(moved / MiB)} MiB moved`} in 20 s`,
+  );
 }
 
 function diskOf(dir: string): string {
@@ -689,9 +701,9 @@ async function main(): Promise<void> {
     cleanups.add(() => database.drop());
     const fixture = await prepareDatabase(database.url, { cities: 1, customers: 1, orders: 1 });
 
-    const profileCase = process.env.BENCH_STORAGE_PROFILE as Case | undefined;
-    if (profileCase !== undefined && !CASES.some((c) => c.id === profileCase))
-      throw new Error(`BENCH_STORAGE_PROFILE: no case "${profileCase}"; cases: ${CASES.map((c) => c.id).join(', ')}`);
+    const profileCase = process.env.BENCH_STORAGE_PROFILE as ProfileCase | undefined;
+    if (profileCase !== undefined && !PROFILE_CASES.includes(profileCase))
+      throw new Error(`BENCH_STORAGE_PROFILE: no case "${profileCase}"; cases: ${PROFILE_CASES.join(', ')}`);
     const profileDir = path.join(tmp, 'profile');
     const serving = await serveCli({
       bin,
