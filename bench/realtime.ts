@@ -633,13 +633,13 @@ function report(r: {
   }
   out.push(
     '',
-    '**Where the time goes.** The write path: each write to a watched table notifies, and PostgreSQL commits notifying ' +
-      'transactions one at a time, holding its notify lock while the commit record is flushed to disk; sampled in ' +
-      '`pg_stat_activity` during the idle-subscriber rounds, the writers wait on `Lock: object` (that lock) and on ' +
-      '`WALWrite`/`WALSync`, not on svcgen. The subscribers here match nothing, yet every write still notifies: capturing ' +
-      'only rows some subscriber could want is the next step (docs/realtime.md, "Not built yet"). The steady run is the ' +
-      'same ceiling seen from the writer: past it, writes queue (see "p99 from request sent"), while their changes, once ' +
-      'committed, reach the subscribers in the figures above. The fan-out: one change goes out as 1,000 messages, one ' +
+    "**Where the time goes.** The write path: the idle subscribers' role filter and `where` narrow what is captured " +
+      '(docs/realtime.md, "What a write costs"): a written order none of them can want is checked in its own statement ' +
+      '(`to_jsonb(row) @> object` against the interest rows) and then gets no event, no call and no NOTIFY, so the ' +
+      "writes do not queue on PostgreSQL's notify lock, which a notifying commit holds while its commit record is " +
+      'flushed to disk (before, with every write to a watched table notifying, this case ran at 26 % of none). Writes ' +
+      'that subscribers do want still notify one commit at a time: the steady run is that path (past its ceiling, ' +
+      'writes would queue: see "p99 from request sent"). The fan-out: one change goes out as 1,000 messages, one ' +
       'write to each socket, from one process; its p99 is the last of them.',
     '',
     '**Against Hasura.** Hasura reports 10,000 live queries on 2 CPUs at 73 % load. That is not the same measure: ' +
