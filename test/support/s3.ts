@@ -6,7 +6,7 @@
  * one folder per upload id holding the key), so the tests can check that an upload which fails
  * leaves no pending upload behind, and the S3 backend can abort and list them as it does on S3.
  */
-import { mkdtemp, readdir, readFile, rm, stat, utimes } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -27,7 +27,7 @@ export interface TestS3 {
   /** Keys of multipart uploads that were started and neither completed nor aborted. */
   pendingUploads(): Promise<string[]>;
   put(key: string, body: string): Promise<void>;
-  /** Makes every pending multipart upload look `seconds` older (Initiated is its folder's time here). */
+  /** Makes every pending multipart upload look `seconds` older, for good (a part written later does not make it young). */
   ageUploads(seconds: number): Promise<void>;
   /** Stops the server (the store is then unreachable: connections are refused). */
   stop(): Promise<void>;
@@ -48,8 +48,13 @@ function xml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-/** AbortMultipartUpload and ListMultipartUploads over s3rver's store (path-style requests). */
-function multipartCalls(server: S3rver) {
+/**
+ * AbortMultipartUpload and ListMultipartUploads over s3rver's store (path-style requests). An
+ * upload's Initiated is its folder's time less the seconds `aged` holds for its id (ageUploads):
+ * kept apart from the folder's time, which a part still being written when its uploader was killed
+ * moves on again.
+ */
+function multipartCalls(server: S3rver, aged: ReadonlyMap<string, number>) {
   const store = server.store;
   return async (ctx: Ctx, next: () => Promise<unknown>) => {
     const url = new URL(ctx.url, 'http://s3');
@@ -75,7 +80,8 @@ function multipartCalls(server: S3rver) {
       for (const id of await readdir(uploads).catch(() => [] as string[])) {
         const name = await readFile(path.join(uploads, id, 'key'), 'utf8').catch(() => undefined);
         if (name === undefined || !name.startsWith(prefix)) continue;
-        const initiated = (await stat(path.join(uploads, id))).mtime.toISOString();
+        const folderTime = (await stat(path.join(uploads, id))).mtime.getTime();
+        const initiated = new Date(folderTime - (aged.get(id) ?? 0) * 1000).toISOString();
         entries.push(
           `<Upload><Key>${xml(name)}</Key><UploadId>${xml(id)}</UploadId><Initiated>${initiated}</Initiated><StorageClass>STANDARD</StorageClass></Upload>`,
         );
@@ -93,6 +99,8 @@ export async function startS3(): Promise<TestS3> {
   const directory = await mkdtemp(path.join(tmpdir(), 'svcgen-s3-'));
   let port = 0;
   let server: S3rver | undefined;
+  /** Seconds each pending upload (by id) was made to look older (ageUploads). */
+  const aged = new Map<string, number>();
   const start = async () => {
     const s = new S3rver({
       port,
@@ -101,7 +109,7 @@ export async function startS3(): Promise<TestS3> {
       directory,
       configureBuckets: [{ name: S3_BUCKET, configs: [] }],
     });
-    (s as unknown as { middleware: unknown[] }).middleware.unshift(multipartCalls(s));
+    (s as unknown as { middleware: unknown[] }).middleware.unshift(multipartCalls(s, aged));
     const info = await s.run();
     port = info.port;
     server = s;
@@ -132,9 +140,7 @@ export async function startS3(): Promise<TestS3> {
     },
     async ageUploads(seconds) {
       const uploads = server!.store.getResourcePath(S3_BUCKET, undefined, 'uploads');
-      const when = new Date(Date.now() - seconds * 1000);
-      for (const id of await readdir(uploads).catch(() => [] as string[]))
-        await utimes(path.join(uploads, id), when, when);
+      for (const id of await readdir(uploads).catch(() => [] as string[])) aged.set(id, (aged.get(id) ?? 0) + seconds);
     },
     async put(key, body) {
       await client.send(new PutObjectCommand({ Bucket: S3_BUCKET, Key: key, Body: body }));
