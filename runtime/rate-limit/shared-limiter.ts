@@ -160,7 +160,8 @@ export class SharedRateLimiter {
     }
     this.queued.clear();
     if (due.length === 1) await this.write(...due[0]!);
-    else if (due.length > 1) await this.writeMany(due);
+    // In name order: processes writing the same buckets lock their rows in the same order (no deadlock).
+    else if (due.length > 1) await this.writeMany(due.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   }
 
   /** write() for several buckets (distinct names) at once. */
