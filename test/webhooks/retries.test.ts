@@ -466,7 +466,8 @@ describe.concurrent('circuit breaker (failureThreshold 3, cooldown 4 s)', { time
     expect(secondOpen - trial.at).toBeGreaterThan(COOLDOWN_MS - 200);
 
     // 4. after the second cooldown a trial succeeds, the circuit closes and every deferred delivery is delivered
-    const all = await settled(ctx, circuit, hook, 3, ['delivered'], 20_000);
+    // (40 s: on a loaded CI machine a delivery job that errors once waits graphile-worker's backoff)
+    const all = await settled(ctx, circuit, hook, 3, ['delivered'], 40_000);
     expect(all.map((d) => [d.status, d.httpStatus, d.lastError])).toEqual(Array(3).fill(['delivered', 200, null]));
     // attempts: 3 failures + 1 failed trial + 3 successes, none spent while deferred
     expect(all.reduce((sum, d) => sum + d.attempts, 0)).toBe(7);
