@@ -401,6 +401,17 @@ interface RssRun {
 }
 
 /** One upload of `size` bytes while the serving process's RSS is sampled every RSS_INTERVAL_MS. */
+/** The most any sample rose above the lowest sample before it. */
+function rssGrowth(samples: readonly number[]): number {
+  let lowest = Number.POSITIVE_INFINITY;
+  let growth = 0;
+  for (const x of samples) {
+    lowest = Math.min(lowest, x);
+    growth = Math.max(growth, x - lowest);
+  }
+  return growth;
+}
+
 async function rssDuringUpload(target: Target, size: number): Promise<RssRun> {
   const pid = servingPid(target.pid, target.url);
   const before = rssMiB(pid);
@@ -513,8 +524,9 @@ function report(results: Results, env: { date: string; revision: string; postgre
       `MB/s is each server's median round; svcgen / bare is the median of the rounds' ratios (each round measures both side by side). ` +
       "CPU shares are of the measured wall time (100 % = one whole CPU): svcgen's or bare's process (all threads), the client, and the whole machine busy.",
     '',
-    `Aims: svcgen at least ${AIM.ratio * 100} % of bare's MB/s on every transfer; RSS during a ${HUGE.label} upload flat: every sample within ` +
-      `± ${AIM.rssMiB} MiB of the middle of their range, and at most ${AIM.rssMiB} MiB above the value before the upload.`,
+    `Aims: svcgen at least ${AIM.ratio * 100} % of bare's MB/s on every transfer; RSS during a ${HUGE.label} upload flat: no sample ` +
+      `more than ${AIM.rssMiB} MiB above the lowest one before it ("growth": memory the collector hands back is not growth), ` +
+      `and none more than ${AIM.rssMiB} MiB above the value before the upload.`,
     '',
   );
   const busy = [...results.throughput.values()]
@@ -591,16 +603,17 @@ function report(results: Results, env: { date: string; revision: string; postgre
       `such as the esbuild service tsx starts, are not counted) in MiB: /proc VmRSS, sampled every ${RSS_INTERVAL_MS} ms on a worker thread ` +
       '(the client thread is busy sending), from just before one upload per server to just after it, after the rounds above.',
     '',
-    '| | pid | before | min | max | max − min | max − before | after | samples (over s) | upload MB/s | aim |',
+    '| | pid | before | min | max | growth | max − before | after | samples (over s) | upload MB/s | aim |',
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|',
   );
   for (const name of SERVERS) {
     const r = results.rss[name];
     const min = Math.min(...r.samples);
     const max = Math.max(...r.samples);
-    const met = max - min <= 2 * AIM.rssMiB && max - r.before <= AIM.rssMiB;
+    const growth = rssGrowth(r.samples);
+    const met = growth <= AIM.rssMiB && max - r.before <= AIM.rssMiB;
     out.push(
-      `| ${name} | ${r.pid} | ${fmt(r.before, 1)} | ${fmt(min, 1)} | ${fmt(max, 1)} | ${fmt(max - min, 1)} | ${fmt(max - r.before, 1)} | ${fmt(r.after, 1)} | ${r.samples.length} (${fmt(r.seconds, 1)}) | ${fmt(r.mbps)} | ${name === 'svcgen' ? (met ? 'met' : 'missed') : ''} |`,
+      `| ${name} | ${r.pid} | ${fmt(r.before, 1)} | ${fmt(min, 1)} | ${fmt(max, 1)} | ${fmt(growth, 1)} | ${fmt(max - r.before, 1)} | ${fmt(r.after, 1)} | ${r.samples.length} (${fmt(r.seconds, 1)}) | ${fmt(r.mbps)} | ${name === 'svcgen' ? (met ? 'met' : 'missed') : ''} |`,
     );
   }
   for (const name of SERVERS)
