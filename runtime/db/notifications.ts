@@ -4,9 +4,12 @@
  * Messages are `<topic>:<payload>` on one PostgreSQL channel. While the connection is down,
  * messages may be missed: subscribers hear of every gap and must not trust caches meanwhile
  * (`live` is false, `epoch` has moved).
+ *
+ * How fresh a cache is: see ./announcements.ts.
  */
 import pg from 'pg';
 import { connectionConfig } from './connection.ts';
+import { announcementSettled, FRESHNESS_MS, settlesOnCommit } from './announcements.ts';
 import type { Queryable } from './pool.ts';
 
 const CHANNEL = 'svcgen';
@@ -15,6 +18,7 @@ const LISTENER_APPLICATION_NAME = 'svcgen-listen';
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 const CONNECT_TIMEOUT_MS = 5_000;
+const RESOLVED = Promise.resolve();
 
 export interface Subscriber {
   onMessage(payload: string): void;
@@ -25,9 +29,14 @@ export interface Subscriber {
   onGap(): void;
 }
 
-/** Sends a message to every process's channel; inside a transaction it is delivered on commit. */
+/**
+ * Sends a message to every process's channel; inside a transaction it is delivered on commit, and
+ * the transaction returns ANNOUNCEMENT_SETTLE_MS after its commit (./announcements.ts); outside one this
+ * waits as long itself.
+ */
 export async function notify(db: Queryable, topic: string, payload: string): Promise<void> {
   await db.query('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}:${payload}`]);
+  if (!settlesOnCommit(db)) await announcementSettled();
 }
 
 export class NotificationChannel {
@@ -35,6 +44,8 @@ export class NotificationChannel {
   private client: pg.Client | undefined;
   /** The round trip on the LISTEN connection now in flight, and the one queued behind it. */
   private pingInFlight: Promise<void> | undefined;
+  /** performance.now() when the round trip in flight was sent. */
+  private inFlightSentAt = -Infinity;
   private pingQueued: Promise<void> | undefined;
   private stopped = false;
   private everConnected = false;
@@ -78,11 +89,35 @@ export class NotificationChannel {
 
   /**
    * Resolves once this process has heard every message committed before `since` (a performance.now()
-   * time): at once when a round trip sent after `since` has completed, otherwise by a barrier.
+   * time): at once when a round trip sent after `since` has completed, else with the one in flight
+   * if it was sent after `since`, otherwise by a barrier.
    */
   heardSince(since: number): Promise<void> {
-    if (this.client && this.provenAt >= since) return Promise.resolve();
+    if (!this.client) return Promise.reject(new Error('the LISTEN connection is down'));
+    this.refreshAhead();
+    if (this.provenAt >= since) return RESOLVED;
+    if (this.pingInFlight && this.inFlightSentAt >= since) return this.pingInFlight;
     return this.barrier();
+  }
+
+  /**
+   * Whether this process has heard every announcement whose writer has returned (./announcements.ts):
+   * a round trip sent within FRESHNESS_MS has completed on a live connection.
+   */
+  isCurrent(): boolean {
+    if (!this.client) return false;
+    this.refreshAhead();
+    return this.provenAt >= performance.now() - FRESHNESS_MS;
+  }
+
+  /** Resolves once isCurrent() held at some point after the call; rejects when the connection is down or drops meanwhile. */
+  current(): Promise<void> {
+    return this.heardSince(performance.now() - FRESHNESS_MS);
+  }
+
+  /** While requests keep asking, a round trip every FRESHNESS_MS / 2 keeps the proof fresh, so they seldom wait for one. */
+  private refreshAhead(): void {
+    if (!this.pingInFlight && performance.now() - this.provenAt > FRESHNESS_MS / 2) this.pingInFlight = this.ping();
   }
 
   private afterQueued(): Promise<void> {
@@ -94,7 +129,9 @@ export class NotificationChannel {
     const client = this.client!;
     const epoch = this.epoch;
     const sentAt = performance.now();
-    // An empty query is the cheapest round trip PostgreSQL answers (no parse, no plan).
+    this.inFlightSentAt = sentAt;
+    // An empty query is the cheapest round trip PostgreSQL answers (no parse, no plan). Before it
+    // executes a command, a backend sends the notifications committed before it read that command.
     const done = client.query('').then(() => {
       if (epoch !== this.epoch) throw new Error('the LISTEN connection dropped');
       if (sentAt > this.provenAt) this.provenAt = sentAt;

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { createHash } from 'node:crypto';
 import { connectionConfig } from './connection.ts';
+import { announcementSettled, enclosingTransaction, openTransactions, transactionAnnounced } from './announcements.ts';
 
 /** Quotes an SQL identifier; every table, column and schema name goes through here. */
 export function ident(name: string): string {
@@ -132,6 +133,7 @@ export function transactionDatabase(pool: pg.Pool, tx: Queryable): Database {
     },
     close: () => Promise.reject(new Error('a transaction-bound database is closed by the owner of its transaction')),
   };
+  enclosingTransaction.set(bound, tx);
   return bound;
 }
 
@@ -198,19 +200,25 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     queryArrays: (text, values) => queries.queryArrays(text, values),
     async transaction(work) {
       const client = await pool.connect();
+      const tx = new ClientQueries(client, options.onQuery, !pooler);
+      openTransactions.add(tx);
       let broken: Error | undefined;
+      let result: Awaited<ReturnType<typeof work>>;
       try {
         await client.query(begin);
-        const result = await work(new ClientQueries(client, options.onQuery, !pooler));
+        result = await work(tx);
         await client.query('COMMIT');
-        return result;
       } catch (error) {
         // A connection that cannot even roll back must not go back to the pool for the next request.
         await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
         throw error;
       } finally {
+        openTransactions.delete(tx);
         client.release(broken);
       }
+      // A change announced to the other processes is known to all of them before the caller hears it is done.
+      if (transactionAnnounced(tx)) await announcementSettled();
+      return result;
     },
     async exec(sql) {
       await pool.query(sql);

@@ -228,10 +228,14 @@ export class CredentialStore implements CredentialResolver {
     const hash = digestSecret(key);
     const now = Date.now();
     let cached = this.keys.get(hash);
-    // A cached key is trusted once this process has heard every revocation committed before now,
-    // unless one removed it meanwhile. A fresher entry of the same key is no reason to look it up
-    // again: under load those lookups kept replacing the entry and set each other off.
-    if (cached && (cached.expiresAt < now || !(await this.heardEverything()) || !this.keys.has(hash)))
+    // A cached key is trusted once this process has heard every revocation whose writer has
+    // returned (runtime/db/announcements.ts), unless one removed it meanwhile. A fresher entry of
+    // the same key is no reason to look it up again: under load those lookups kept replacing the
+    // entry and set each other off.
+    if (
+      cached &&
+      (cached.expiresAt < now || !(this.channel.isCurrent() || (await this.heardEverything())) || !this.keys.has(hash))
+    )
       cached = undefined;
     if (!cached) {
       const generation = this.invalidations;
@@ -268,7 +272,7 @@ export class CredentialStore implements CredentialResolver {
 
   private async heardEverything(): Promise<boolean> {
     try {
-      await this.channel.barrier();
+      await this.channel.current();
       return true;
     } catch {
       return false;

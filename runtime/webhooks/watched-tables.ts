@@ -2,11 +2,11 @@
  * Which tables have an active webhook subscription or live subscribers (docs/realtime.md), per environment, cached in each process so that a
  * write to an unwatched table runs without the event capture CTEs. Every change to a subscription
  * notifies all processes in its own transaction; a write first makes sure the channel has heard
- * everything committed before the request arrived (usually proven already by the round trip of
- * its authentication), so the cache it consults knows every change committed before then.
+ * every change whose writer had returned before the request arrived (runtime/db/announcements.ts;
+ * usually proven already for its authentication), so the cache it consults knows them all.
  * Whenever that cannot be shown (channel down, a change arriving mid-load), writes capture.
  */
-import { notify, type Database, type NotificationChannel, type Queryable } from '../db/index.ts';
+import { FRESHNESS_MS, notify, type Database, type NotificationChannel, type Queryable } from '../db/index.ts';
 
 const TOPIC = 'webhooks-changed';
 
@@ -38,7 +38,7 @@ export class WatchedTables {
    */
   async watches(environment: string, table: string, since: number): Promise<boolean> {
     try {
-      await this.channel.heardSince(since);
+      await this.channel.heardSince(since - FRESHNESS_MS);
     } catch {
       return true;
     }

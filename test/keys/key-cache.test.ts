@@ -36,7 +36,8 @@ function harness() {
     live: true,
     epoch: 0,
     subscribe: () => () => {},
-    barrier: () => {
+    isCurrent: () => false,
+    current: () => {
       const d = deferred();
       barriers.push(d.release);
       return d.promise;

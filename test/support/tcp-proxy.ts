@@ -24,7 +24,16 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+export interface TcpProxyOptions {
+  /** Holds every chunk from the database back this long before passing it on (in order): a slow route. */
+  downstreamDelayMs?: number;
+}
+
+export async function startTcpProxy(
+  targetHost: string,
+  targetPort: number,
+  options: TcpProxyOptions = {},
+): Promise<TcpProxy> {
   const pairs = new Set<[net.Socket, net.Socket]>();
   let down: 'refuse' | 'blackhole' | undefined;
   const stalled = new Set<net.Socket>();
@@ -49,7 +58,11 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
     client.pipe(upstream);
-    upstream.pipe(client);
+    const delay = options.downstreamDelayMs ?? 0;
+    if (delay > 0) {
+      // Timers of equal delay fire in the order they were set, so the bytes keep theirs.
+      upstream.on('data', (chunk: Buffer) => setTimeout(() => client.writable && client.write(chunk), delay));
+    } else upstream.pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as net.AddressInfo).port;

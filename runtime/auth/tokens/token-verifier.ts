@@ -46,14 +46,16 @@ export class AccessTokenVerifier {
 
   /**
    * The first time in a channel epoch, the database says whether the token is revoked. After that
-   * the channel's barrier proves this process has heard every revocation committed before this
-   * request, so what it heard is the whole truth. Without the channel, the database answers.
+   * the channel proves this process has heard every revocation whose writer has returned
+   * (runtime/db/announcements.ts), so what it heard is the whole truth. Without the channel, the
+   * database answers.
    */
   private async checkRevocation(entry: VerifiedToken): Promise<void> {
     const epoch = this.channel.epoch;
     if (this.channel.live && entry.checkedEpoch === epoch) {
+      if (this.channel.isCurrent()) return;
       try {
-        await this.channel.barrier();
+        await this.channel.current();
         return;
       } catch {
         // the channel dropped meanwhile: ask the database below

@@ -1,0 +1,51 @@
+/**
+ * How fresh the caches that the LISTEN channel keeps correct are (docs/deployment.md "Caches and
+ * revocation"). A writer that announces a change (a revoked key, a logout, a new webhook) returns to
+ * its caller only ANNOUNCEMENT_SETTLE_MS after its commit, and a reader trusts its cache while it
+ * holds a proof that it heard everything committed up to FRESHNESS_MS ago: a completed round trip
+ * on the LISTEN connection sent since then (./notifications.ts). So whatever a caller was told is
+ * done before it sent its next request is known to every process that answers that request, and
+ * under load one round trip every FRESHNESS_MS / 2 proves it for all requests, instead of one round
+ * trip per request. A change written straight into the database by another tool (an UPDATE in psql)
+ * takes effect within FRESHNESS_MS.
+ */
+import type { Queryable } from './pool.ts';
+
+/** How old a reader's proof of having heard everything may be. */
+export const FRESHNESS_MS = 20;
+/**
+ * How long an announcing writer waits after its commit before it returns: longer than the window,
+ * so a proof a reader accepts was sent after the commit, whatever the two machines' clocks say
+ * (only their rates matter, and they differ by parts per million).
+ */
+export const ANNOUNCEMENT_SETTLE_MS = FRESHNESS_MS + 5;
+
+/** The statements of transactions open now (Database.transaction in ./pool.ts). */
+export const openTransactions = new WeakSet<Queryable>();
+/** A database bound to a transaction (transactionDatabase in ./pool.ts) → that transaction's statements. */
+export const enclosingTransaction = new WeakMap<Queryable, Queryable>();
+/** Transactions that announced a change (notify in ./notifications.ts): their commit waits for it to settle. */
+const announcing = new WeakSet<Queryable>();
+
+/**
+ * Marks `db`'s transaction as announcing and says whether it has one: true when the change is
+ * committed later, by a transaction that then waits before it returns; false when `db` commits
+ * each statement itself, so the caller must wait.
+ */
+export function settlesOnCommit(db: Queryable): boolean {
+  let tx = db;
+  for (let outer = enclosingTransaction.get(tx); outer; outer = enclosingTransaction.get(tx)) tx = outer;
+  if (!openTransactions.has(tx)) return false;
+  announcing.add(tx);
+  return true;
+}
+
+/** Whether the transaction `tx` announced a change (it must wait for announcementSettled after its commit). */
+export function transactionAnnounced(tx: Queryable): boolean {
+  return announcing.has(tx);
+}
+
+/** Resolves once an announcement committed before the call is known to every process that answers a request sent after it. */
+export function announcementSettled(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ANNOUNCEMENT_SETTLE_MS));
+}
