@@ -4,7 +4,8 @@
  * query they came from. Encrypted, not only signed: a cursor carries the sort values and the key of
  * the last row of a page, which the caller may not be allowed to read (docs/permissions.md).
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
+import { pooledRandomBytes } from '../secrets/index.ts';
 
 export class CursorError extends Error {}
 
@@ -27,7 +28,7 @@ export function cursorCodec(secret: string): CursorCodec {
   const key = createHash('sha256').update(`svcgen cursor key\n${secret}`).digest();
   return {
     encode(fingerprint, values) {
-      const nonce = randomBytes(NONCE_BYTES);
+      const nonce = pooledRandomBytes(NONCE_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, nonce);
       const sealed = Buffer.concat([
         cipher.update(JSON.stringify({ q: fingerprint, v: values }), 'utf8'),

@@ -1,5 +1,6 @@
 /** JSON values of a validated body → PostgreSQL parameters, and request ids → typed key values. */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { pooledRandomBytes } from '../secrets/index.ts';
 import type { ClientDefault, FieldSpec } from '../model/index.ts';
 
 function one(field: FieldSpec, value: unknown): unknown {
@@ -68,7 +69,7 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const URL_ALPHABET = 'useandom-26T198340PX75pxJACKVERYMINDBUSHWOLF_GQZbfghjklqvwyzrict';
 
 function uuid7(): string {
-  const bytes = randomBytes(16);
+  const bytes = pooledRandomBytes(16);
   const ms = BigInt(Date.now());
   for (let i = 0; i < 6; i++) bytes[i] = Number((ms >> BigInt(8 * (5 - i))) & 0xffn);
   bytes[6] = (bytes[6]! & 0x0f) | 0x70;
@@ -84,13 +85,13 @@ function ulid(): string {
     out = CROCKFORD[time % 32] + out;
     time = Math.floor(time / 32);
   }
-  for (const b of randomBytes(16)) out += CROCKFORD[b % 32];
+  for (const b of pooledRandomBytes(16)) out += CROCKFORD[b % 32];
   return out;
 }
 
 function randomString(alphabet: string, length: number): string {
   let out = '';
-  for (const b of randomBytes(length)) out += alphabet[b % alphabet.length];
+  for (const b of pooledRandomBytes(length)) out += alphabet[b % alphabet.length];
   return out;
 }
 

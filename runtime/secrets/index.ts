@@ -1,2 +1,3 @@
 export { serverSecret } from './server-secrets.ts';
 export { SecretBox } from './secret-box.ts';
+export { pooledRandomBytes } from './random.ts';
