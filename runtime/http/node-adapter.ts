@@ -1,7 +1,7 @@
 /** The same framework-free request over plain node:http, for routes that do not need Express. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorReply, type ErrorLogger } from './reply.ts';
-import { bodyReader, type ApiRequest, type Reply } from './request.ts';
+import { readWholeBody, type ApiRequest, type Reply } from './request.ts';
 
 export type Handler = (req: ApiRequest) => Promise<Reply>;
 
@@ -13,18 +13,49 @@ export function nodeRequest(
   params: Record<string, string>,
   bodyLimit: number,
 ): ApiRequest {
-  const q = url.indexOf('?');
-  return {
-    method: req.method ?? 'GET',
-    path: q === -1 ? url : url.slice(0, q),
-    query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
-    headers: req.headers,
-    params,
-    ip: req.socket.remoteAddress ?? '',
-    receivedAt: performance.now(),
-    readBody: bodyReader(req, bodyLimit),
-    onClientGone: (listener) => clientGone(res, listener),
-  };
+  return new NodeRequest(req, res, url, params, bodyLimit);
+}
+
+/**
+ * An ApiRequest over node:http: its methods live on the prototype and the query is parsed when
+ * first read, instead of closures and a URLSearchParams per request (a GET by id never reads its
+ * body, most requests have no query string).
+ */
+class NodeRequest implements ApiRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly ip: string;
+  readonly receivedAt = performance.now();
+  private readonly q: number;
+  private parsedQuery: URLSearchParams | undefined = undefined;
+  private body: Promise<Buffer | undefined> | undefined = undefined;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly url: string,
+    readonly params: Record<string, string>,
+    private readonly bodyLimit: number,
+  ) {
+    this.method = req.method ?? 'GET';
+    this.q = url.indexOf('?');
+    this.path = this.q === -1 ? url : url.slice(0, this.q);
+    this.headers = req.headers;
+    this.ip = req.socket.remoteAddress ?? '';
+  }
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.q === -1 ? '' : this.url.slice(this.q + 1)));
+  }
+
+  readBody(): Promise<Buffer | undefined> {
+    return (this.body ??= readWholeBody(this.req, this.bodyLimit));
+  }
+
+  onClientGone(listener: () => void): () => void {
+    return clientGone(this.res, listener);
+  }
 }
 
 /** A response closed before it was finished: the client went away (or the server force-closed it). */

@@ -52,31 +52,33 @@ export function header(req: ApiRequest, name: string): string | undefined {
 
 export function bodyReader(stream: IncomingMessage, limit: number): () => Promise<Buffer | undefined> {
   let read: Promise<Buffer | undefined> | undefined;
-  return () => {
-    read ??= new Promise<Buffer | undefined>((resolve, reject) => {
-      const declared = Number(stream.headers['content-length']);
-      if (Number.isFinite(declared) && declared > limit) {
+  return () => (read ??= readWholeBody(stream, limit));
+}
+
+/** The whole body of `stream` (call once), 413 past `limit` bytes; undefined when it is empty. */
+export function readWholeBody(stream: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise<Buffer | undefined>((resolve, reject) => {
+    const declared = Number(stream.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      stream.resume();
+      reject(new Problem('payload-too-large', `the request body is ${declared} bytes; the limit is ${limit} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        stream.removeAllListeners('data');
         stream.resume();
-        reject(new Problem('payload-too-large', `the request body is ${declared} bytes; the limit is ${limit} bytes`));
+        reject(new Problem('payload-too-large', `the request body is larger than the limit of ${limit} bytes`));
         return;
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > limit) {
-          stream.removeAllListeners('data');
-          stream.resume();
-          reject(new Problem('payload-too-large', `the request body is larger than the limit of ${limit} bytes`));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      stream.on('end', () => resolve(size === 0 ? undefined : Buffer.concat(chunks, size)));
-      stream.on('error', reject);
+      chunks.push(chunk);
     });
-    return read;
-  };
+    stream.on('end', () => resolve(size === 0 ? undefined : Buffer.concat(chunks, size)));
+    stream.on('error', reject);
+  });
 }
 
 /**

@@ -52,6 +52,11 @@ function strictBelow(limit: number): number {
   return limit <= 100 ? limit : Math.max(10, Math.ceil(limit * 0.02));
 }
 
+/** Seconds until the window starting at `window` ends, at least 1. */
+function resetSeconds(window: number, now: number): number {
+  return Math.max(1, Math.ceil((window + WINDOW_MS - now) / 1000));
+}
+
 export class SharedRateLimiter {
   private readonly buckets = new Map<string, Bucket>();
   /**
@@ -79,22 +84,38 @@ export class SharedRateLimiter {
   }
 
   /** Counts one hit in bucket `name`; throws RateLimitExceeded when its window is used up. */
-  async hit(name: string, limit: number, now = Date.now()): Promise<RateDecision> {
+  hit(name: string, limit: number, now = Date.now()): Promise<RateDecision> {
+    const decided = this.hitNow(name, limit, now);
+    return decided ? Promise.resolve(decided) : this.hitShared(name, limit, now);
+  }
+
+  /**
+   * hit() when this process can decide it alone (far from the limit: the hit is counted locally and
+   * written with the next batch), without a promise; undefined, with nothing counted, when the hit
+   * must go to the shared row first (hit() does that).
+   */
+  hitNow(name: string, limit: number, now = Date.now()): RateDecision | undefined {
     const window = now - (now % WINDOW_MS);
     const bucket = this.bucket(name, window);
-    const reset = Math.max(1, Math.ceil((window + WINDOW_MS - now) / 1000));
-    let used = bucket.synced + bucket.inFlight + bucket.pending;
-    if (!bucket.seen || limit - used <= strictBelow(limit)) {
-      bucket.seen = true;
-      used = await this.claim(name, bucket, limit);
-    } else if (used < limit) {
-      bucket.pending++;
-      if (!bucket.timer) {
-        this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_DELAY_MS);
-        bucket.timer = this.flushTimer;
-        this.queued.set(name, bucket);
-      }
+    const used = bucket.synced + bucket.inFlight + bucket.pending;
+    // Not here: a window's first hit, and every hit once the window is nearly used up (then also
+    // used >= limit, the refusal).
+    if (!bucket.seen || limit - used <= strictBelow(limit)) return undefined;
+    bucket.pending++;
+    if (!bucket.timer) {
+      this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_DELAY_MS);
+      bucket.timer = this.flushTimer;
+      this.queued.set(name, bucket);
     }
+    return { limit, remaining: limit - used - 1, resetSeconds: resetSeconds(window, now) };
+  }
+
+  private async hitShared(name: string, limit: number, now: number): Promise<RateDecision> {
+    const window = now - (now % WINDOW_MS);
+    const bucket = this.bucket(name, window);
+    bucket.seen = true;
+    const used = await this.claim(name, bucket, limit);
+    const reset = resetSeconds(window, now);
     if (used >= limit) {
       metrics.rateLimitRefused(name);
       throw new RateLimitExceeded(limit, reset);

@@ -55,10 +55,21 @@ export function readScope(ctx: DataContext): Scope {
  * Runs `work` in a slot of the expensive-read budget when `cost` says why the read is expensive,
  * straight away when it is cheap. No slot → 503 database-busy, saying how to make the read cheaper.
  */
-export async function budgeted<T>(ctx: DataContext, cost: string | undefined, work: () => Promise<T>): Promise<T> {
-  if (cost === undefined) return work();
+export function budgeted<T>(ctx: DataContext, cost: string | undefined, work: () => Promise<T>): Promise<T> {
+  if (cost === undefined) {
+    // A cheap read runs at once, without an async layer of its own.
+    try {
+      return work();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+  return expensive(ctx, cost, work);
+}
+
+async function expensive<T>(ctx: DataContext, cost: string, work: () => Promise<T>): Promise<T> {
   try {
-    return await ctx.expensiveReads.run(work, ctx.req.onClientGone);
+    return await ctx.expensiveReads.run(work, (listener) => ctx.req.onClientGone(listener));
   } catch (error) {
     if (!(error instanceof AdmissionRefused)) throw error;
     const { slots } = ctx.expensiveReads;

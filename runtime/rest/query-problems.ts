@@ -25,8 +25,13 @@ export async function answeringQueryErrors<T>(work: () => Promise<T>): Promise<T
   try {
     return await work();
   } catch (error) {
-    if (error instanceof QueryError) throw queryProblem(error);
-    if (error instanceof WriteRefused) throw writeRefusedProblem(error);
-    throw error;
+    throw asProblem(error);
   }
+}
+
+/** The Problem a query layer's refusal answers as; any other error as it is. */
+export function asProblem(error: unknown): unknown {
+  if (error instanceof QueryError) return queryProblem(error);
+  if (error instanceof WriteRefused) return writeRefusedProblem(error);
+  return error;
 }

@@ -92,7 +92,10 @@ export async function readOne(ctx: DataContext): Promise<Reply> {
           where,
           parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: selectText })).select,
         );
-  const rows = await budgeted(ctx, readOneCost(ctx.catalog, ctx.table, select), () => ctx.db.queryArrays(sql, values));
+  const cost = readOneCost(ctx.catalog, ctx.table, select);
+  const rows = await (cost === undefined
+    ? ctx.db.queryArrays(sql, values)
+    : budgeted(ctx, cost, () => ctx.db.queryArrays(sql, values)));
   if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
   const record = rows[0]![0] as string;
   return rawJsonReply(200, `{"data":${jsonb ? compactJson(record) : record}}`);

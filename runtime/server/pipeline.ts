@@ -37,7 +37,8 @@ export function dataHandler(services: Services, operation: Operation | undefined
           : `${name} has a composite primary key, so it has no /<id> routes; filter the list by its key fields (${table.spec.primaryKey.join(', ')})`,
       );
     }
-    const headers = rateLimitHeaders(await limits.data(tenant, principal));
+    const decided = limits.data(tenant, principal);
+    const headers = rateLimitHeaders(decided instanceof Promise ? await decided : decided);
     try {
       const reply = await authorizeAndRun(services, req, tenant, principal, table, op, operation!);
       reply.headers = reply.headers ? Object.assign(reply.headers, headers) : headers;
@@ -56,8 +57,12 @@ export interface DataLimits {
    * fail is answered 429 instead. Valid credentials are never counted nor refused here.
    */
   authenticate(req: ApiRequest, tenant: Tenant): Promise<Principal>;
-  /** Counts a data request against its caller's share, then the project's budget; over either → 429. */
-  data(tenant: Tenant, principal: Principal): Promise<RateDecision>;
+  /**
+   * Counts a data request against its caller's share, then the project's budget; over either → 429.
+   * The decision itself when this process can make it alone (the usual case, far from the limits:
+   * no promise per request), else a promise of it.
+   */
+  data(tenant: Tenant, principal: Principal): RateDecision | Promise<RateDecision>;
 }
 
 const limitsOf = new WeakMap<Services, DataLimits>();
@@ -92,27 +97,66 @@ export function dataLimits(services: Services): DataLimits {
         throw error;
       }
     },
-    async data(tenant, principal) {
-      const scope = `${tenant.projectId}:${tenant.environment}`;
+    data(tenant, principal) {
+      const { caller: callerBucket, project: projectBucket } = bucketNames(tenant, principal);
       // The caller's bucket first: a request over the caller's share is not counted in the project's.
-      let caller: RateDecision;
+      const caller = rateLimiter.hitNow(callerBucket, callerLimit);
+      const project = caller && rateLimiter.hitNow(projectBucket, projectLimit);
+      if (project) return tighter(caller!, project);
+      return sharedData(callerBucket, projectBucket, caller);
+    },
+  };
+  /** data() when a bucket's hit must go to the shared row; `caller` when the caller's is counted already. */
+  const sharedData = async (callerBucket: string, projectBucket: string, counted: RateDecision | undefined) => {
+    let caller = counted;
+    if (!caller) {
       try {
-        caller = await rateLimiter.hit(`data-caller:${scope}:${callerId(principal)}`, callerLimit);
+        caller = await rateLimiter.hit(callerBucket, callerLimit);
       } catch (error) {
         limitReached(error, callerDetail);
       }
-      let project: RateDecision;
-      try {
-        project = await rateLimiter.hit(`data:${scope}`, projectLimit);
-      } catch (error) {
-        limitReached(error, projectDetail);
-      }
-      // The headers report the tighter of the two: the one with fewer requests left.
-      return caller.remaining <= project.remaining ? caller : project;
-    },
+    }
+    let project: RateDecision;
+    try {
+      project = await rateLimiter.hit(projectBucket, projectLimit);
+    } catch (error) {
+      limitReached(error, projectDetail);
+    }
+    return tighter(caller, project);
   };
   limitsOf.set(services, limits);
   return limits;
+}
+
+/** The headers report the tighter of the two decisions: the one with fewer requests left. */
+function tighter(caller: RateDecision, project: RateDecision): RateDecision {
+  return caller.remaining <= project.remaining ? caller : project;
+}
+
+interface BucketNames {
+  /** The tenant the names are for. */
+  projectId: string;
+  environment: string;
+  caller: string;
+  project: string;
+}
+
+// The data buckets' names, per principal (principals live as long as their cached credential,
+// runtime/keys/store.ts) and its last tenant: not built again for every request.
+const bucketsOf = new WeakMap<Principal, BucketNames>();
+
+function bucketNames(tenant: Tenant, principal: Principal): BucketNames {
+  const known = bucketsOf.get(principal);
+  if (known && known.projectId === tenant.projectId && known.environment === tenant.environment) return known;
+  const scope = `${tenant.projectId}:${tenant.environment}`;
+  const names = {
+    projectId: tenant.projectId,
+    environment: tenant.environment,
+    caller: `data-caller:${scope}:${callerId(principal)}`,
+    project: `data:${scope}`,
+  };
+  bucketsOf.set(principal, names);
+  return names;
 }
 
 /** Rethrows a rate limiter's refusal as the 429 Problem (Retry-After, RateLimit-*) saying which limit it reached. */
@@ -133,7 +177,8 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
   };
 }
 
-async function authorizeAndRun(
+/** Throws its 403s at once (the caller awaits it inside its try): no async layer of its own. */
+function authorizeAndRun(
   services: Services,
   req: ApiRequest,
   tenant: Tenant,

@@ -24,7 +24,7 @@ export interface StorageDeps {
   /** The data API's credential check and rate limits (runtime/server/pipeline.ts dataLimits), shared with it. */
   readonly limits: {
     authenticate(req: ApiRequest, tenant: Tenant): Promise<Principal>;
-    data(tenant: Tenant, principal: Principal): Promise<RateDecision>;
+    data(tenant: Tenant, principal: Principal): RateDecision | Promise<RateDecision>;
     /**
      * Counts a request without credentials (a public bucket, a signed URL) against its client
      * address's share, a caller's share of the data budget; over it → 429 Problem.
