@@ -128,6 +128,30 @@ describe('SharedRateLimiter', () => {
     expect(t.hitsOf('data:shop')).toBe(52);
   });
 
+  it('hitNow decides a hit far from the limit at once and counts it; it leaves a first or near-limit hit, uncounted, to hit()', async () => {
+    const t = table();
+    const limiter = new SharedRateLimiter(t.db);
+    expect(limiter.hitNow('data:shop', 1000, WINDOW)).toBeUndefined(); // the window's first: the shared row decides
+    expect(limiter.hitNow('data:shop', 3, WINDOW)).toBeUndefined(); // a small limit: always the shared row
+    expect(await hit(limiter, 'data:shop', 1000)).toEqual({ limit: 1000, remaining: 999, resetSeconds: 60 });
+    expect(limiter.hitNow('data:shop', 1000, WINDOW + 30_500)).toEqual({
+      limit: 1000,
+      remaining: 998,
+      resetSeconds: 30,
+    });
+    expect(t.statements.map((s) => s.kind)).toEqual(['claim']);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(t.hitsOf('data:shop')).toBe(2); // the claim and the local hit; the undefined answers counted nothing
+    // 20 or fewer left (2 % of 1000): every hit goes to the shared row, which refuses past the limit
+    t.rows.set(`data:shop@${WINDOW}`, 979);
+    const other = new SharedRateLimiter(t.db);
+    await hit(other, 'data:shop', 1000); // another process's first hit claims: 980, 20 left
+    expect(other.hitNow('data:shop', 1000, WINDOW)).toBeUndefined();
+    t.rows.set(`data:shop@${WINDOW}`, 1000);
+    expect(await hit(other, 'data:shop', 1000)).toEqual({ refused: 1000, retryAfterSeconds: 60 });
+    expect(t.hitsOf('data:shop')).toBe(1000);
+  });
+
   it('writes the local counts of several buckets in one statement', async () => {
     const t = table();
     const limiter = new SharedRateLimiter(t.db);
