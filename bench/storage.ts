@@ -32,6 +32,9 @@
  * `BENCH_STORAGE_PROFILE=<case>` (upload-small, upload-large, download-small, download-large, upload-1-byte): no
  * report; svcgen serve runs under V8's CPU profiler (the one behind --cpu-prof) while the client repeats that case
  * for 20 s, then the profile's summary (./profile.ts) is printed: where svcgen's time goes.
+ * `BENCH_STORAGE_CASES=<case>,...` (the cases above, and `upload-1-byte`): only those, round by round, with the
+ * 1-byte uploads and the warm-up, no concurrency runs, no RSS upload and no report; each round logs MB/s and the
+ * server's CPU ms per request of both servers, and the end the median ratio (a quick A/B of one change).
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL (else the local server or an embedded
  * one, as ./database.ts finds it), BENCH_ROUNDS, BENCH_RESULTS; BENCH_NOTE: a sentence put into the
  * report as it is (what else ran on the machine, say).
@@ -680,6 +683,48 @@ async function profile(target: Target, id: ProfileCase, stored: StoredFiles): Pr
   );
 }
 
+/** CPU ms of the server per request in a measurement. */
+const cpuMsEach = (t: Throughput) => t.cpu.server * t.msEach;
+
+/** BENCH_STORAGE_CASES: only `cases`, ROUNDS rounds, logged; no report. */
+async function someCases(
+  targets: Record<ServerName, Target>,
+  cases: ProfileCase[],
+  stored: Record<ServerName, StoredFiles>,
+): Promise<void> {
+  const both = SERVERS.map((name) => targets[name]);
+  await transfers(both, 'upload', 1, 20, () => '');
+  await transfers(both, 'upload', SMALL.size, 10, () => '');
+  await transfers(both, 'download', SMALL.size, 10, (t) => stored[t.name].small);
+  const ratios = new Map<ProfileCase, number[]>(cases.map((c) => [c, []]));
+  const cpu = new Map<ProfileCase, Record<ServerName, number[]>>(cases.map((c) => [c, { svcgen: [], bare: [] }]));
+  for (let round = 0; round < ROUNDS; round++) {
+    const pair = round % 2 === 0 ? both : [...both].reverse();
+    for (const id of cases) {
+      const m =
+        id === 'upload-1-byte'
+          ? await transfers(pair, 'upload', 1, FIXED_COUNT, () => '')
+          : await runCase(pair, id, (t) => stored[t.name]);
+      const [s, b] = [m.get(targets.svcgen)!, m.get(targets.bare)!];
+      ratios.get(id)!.push(id === 'upload-1-byte' ? b.msEach / s.msEach : s.mbps / b.mbps);
+      cpu.get(id)!.svcgen.push(cpuMsEach(s));
+      cpu.get(id)!.bare.push(cpuMsEach(b));
+      log(
+        `round ${round + 1}, ${id}: svcgen ${fmt(s.mbps)} MB/s ${fmt(s.msEach, 2)} ms, CPU ${fmt(cpuMsEach(s), 2)} ms each; ` +
+          `bare ${fmt(b.mbps)} MB/s ${fmt(b.msEach, 2)} ms, CPU ${fmt(cpuMsEach(b), 2)} ms each; ${pct(s.mbps, b.mbps)}; machine busy ${pct(s.cpu.busy ?? 0, 1)}`,
+      );
+    }
+  }
+  for (const id of cases)
+    log(
+      `${id}: svcgen / bare median ${pct(median(ratios.get(id)!), 1)} (${ratios
+        .get(id)!
+        .map((r) => pct(r, 1))
+        .join(' / ')}); ` +
+        `server CPU ms per request, median: svcgen ${fmt(median(cpu.get(id)!.svcgen), 2)}, bare ${fmt(median(cpu.get(id)!.bare), 2)}`,
+    );
+}
+
 function diskOf(dir: string): string {
   try {
     const mounts = fs
@@ -759,6 +804,15 @@ async function main(): Promise<void> {
       await cp(path.join(profileDir, file), kept);
       console.log(JSON.stringify(summarizeProfile(kept, 40), null, 2));
       log(`the profile: ${kept} (open it in Chrome DevTools or VS Code)`);
+      return;
+    }
+
+    const onlyCases = process.env.BENCH_STORAGE_CASES?.split(',').map((c) => c.trim());
+    if (onlyCases) {
+      const unknown = onlyCases.filter((c) => !PROFILE_CASES.includes(c as ProfileCase));
+      if (unknown.length)
+        throw new Error(`BENCH_STORAGE_CASES: no case ${unknown.join(', ')}; cases: ${PROFILE_CASES.join(', ')}`);
+      await someCases(targets, onlyCases as ProfileCase[], stored);
       return;
     }
 
