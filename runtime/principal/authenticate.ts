@@ -30,11 +30,23 @@ export function unauthorized(detail: string): Problem {
 export function readCredential(req: ApiRequest): Credential | undefined {
   const value = header(req, 'authorization');
   if (!value) return undefined;
-  const match = /^([A-Za-z][A-Za-z0-9_.+-]*) +(\S+)$/.exec(value.trim());
-  if (!match) throw unauthorized('the Authorization header must be "<scheme> <credential>"');
-  const scheme = match[1]!;
-  return { scheme, token: match[2]!, bearer: scheme.toLowerCase() === 'bearer' };
+  // `<scheme> +<credential>` (/^([A-Za-z][A-Za-z0-9_.+-]*) +(\S+)$/ on the trimmed value), read
+  // without the match array and case-folded copy a RegExp exec and toLowerCase allocate per request.
+  const text = value.trim();
+  const space = text.indexOf(' ');
+  const scheme = space > 0 ? text.slice(0, space) : '';
+  let start = space + 1;
+  while (text.charCodeAt(start) === 32) start++;
+  const token = text.slice(start);
+  if (!SCHEME.test(scheme) || token === '' || WHITESPACE.test(token)) {
+    throw unauthorized('the Authorization header must be "<scheme> <credential>"');
+  }
+  return { scheme, token, bearer: BEARER.test(scheme) };
 }
+
+const SCHEME = /^[A-Za-z][A-Za-z0-9_.+-]*$/;
+const WHITESPACE = /\s/;
+const BEARER = /^bearer$/i;
 
 export async function authenticate(
   req: ApiRequest,
