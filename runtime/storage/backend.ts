@@ -24,8 +24,11 @@ export interface StorageBackend {
    * and the promise rejects with body's error.
    */
   put(key: string, body: Readable): Promise<void>;
-  /** The bytes of `key` (or of `range` of them); rejects with ObjectMissing when there is no such object. */
-  get(key: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * The bytes of `key` (or of `range` of them); rejects with ObjectMissing when there is no such
+   * object. `size`, the object's size as its metadata says, lets a backend size its reads.
+   */
+  get(key: string, range?: ByteRange, size?: number): Promise<Readable>;
   /** Removes `key`; removing a missing object is not an error. */
   remove(key: string): Promise<void>;
   /** Every stored object, including leftovers of uploads that never completed. */

@@ -77,7 +77,7 @@ export async function sendContent(
   const key = objectKey(environment, file.bucket, file.id);
   let stream: Awaited<ReturnType<typeof deps.backend.get>>;
   try {
-    stream = await deps.backend.get(key, range);
+    stream = await deps.backend.get(key, range, file.size);
   } catch (error) {
     if (error instanceof ObjectMissing) throw new Problem('not-found', `the bytes of file ${file.id} are gone`);
     throw error;

@@ -40,6 +40,30 @@ describe('LocalDiskBackend', () => {
     expect(await text(await backend.get(k2))).toBe('third');
   });
 
+  it('reads an object of a known size up to 1 MiB in one chunk, a larger one in 64 KiB chunks, a range exactly', async () => {
+    const backend = new LocalDiskBackend(root);
+    const chunks = async (stream: Readable) => {
+      const sizes: number[] = [];
+      for await (const chunk of stream) sizes.push((chunk as Buffer).length);
+      return sizes;
+    };
+    const MiB = 1024 * 1024;
+    const small = key();
+    await backend.put(small, Readable.from([Buffer.alloc(MiB, 1)]));
+    expect(await chunks(await backend.get(small, undefined, MiB))).toEqual([MiB]);
+    // without a size, as before: 64 KiB reads
+    expect((await chunks(await backend.get(small))).length).toBe(16);
+    expect(await chunks(await backend.get(small, { start: 10, end: 19 }, MiB))).toEqual([10]);
+    const large = key();
+    await backend.put(large, Readable.from([Buffer.alloc(MiB + 1, 2)]));
+    const sizes = await chunks(await backend.get(large, undefined, MiB + 1));
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(MiB + 1);
+    expect(Math.max(...sizes)).toBe(64 * 1024);
+    const empty = key();
+    await backend.put(empty, Readable.from([]));
+    expect(await chunks(await backend.get(empty, undefined, 0))).toEqual([]);
+  });
+
   it('keeps nothing when the body fails', async () => {
     const backend = new LocalDiskBackend(root);
     const k = key();
