@@ -76,14 +76,36 @@ function expressSegments(routes: readonly Route[]): ReadonlySet<string> {
   );
 }
 
-/** Data routes by `<METHOD> <table> <shape>`, where shape is '', a literal like `_bulk`, or `:id`. */
+/**
+ * Data routes by method, table and shape, where shape is '', a literal like `_bulk`, or `:id`
+ * (nested maps: no key string to build per request).
+ */
+class DataRouteTable {
+  private readonly byMethod = new Map<string, Map<string, Map<string, Handler>>>();
+
+  set(method: string, table: string, shape: string, handler: Handler): void {
+    let byTable = this.byMethod.get(method);
+    if (!byTable) this.byMethod.set(method, (byTable = new Map()));
+    let byShape = byTable.get(table);
+    if (!byShape) byTable.set(table, (byShape = new Map()));
+    byShape.set(shape, handler);
+  }
+
+  get(method: string | undefined, table: string, shape: string): Handler | undefined {
+    return this.byMethod
+      .get(method ?? '')
+      ?.get(table)
+      ?.get(shape);
+  }
+}
+
 function dataRoutes(services: Services) {
-  const routes = new Map<string, Handler>();
+  const routes = new DataRouteTable();
   const literals = new Set<string>();
   for (const r of services.service.routes) {
     const [, , sub = ''] = r.path.split('/');
     if (sub !== '' && !sub.startsWith(':')) literals.add(sub);
-    routes.set(`${r.method} ${r.table} ${sub}`, dataHandler(services, r.operation, r.table));
+    routes.set(r.method, r.table, sub, dataHandler(services, r.operation, r.table));
   }
   // Anything else under the data API still goes through tenancy and authentication before its 404.
   const unknown = dataHandler(services, undefined, undefined);
@@ -150,20 +172,23 @@ export function createRequestListener(services: Services, featureRoutes: readonl
     const url = req.url ?? '/';
     if (url.startsWith(prefix)) {
       const q = url.indexOf('?');
-      const segments = (q === -1 ? url : url.slice(0, q)).slice(prefix.length).split('/');
-      const table = decodeSegment(segments[0]!);
+      // `<table>`, `<table>/` or `<table>/<sub>`; more segments are no data route.
+      const rest = q === -1 ? url.slice(prefix.length) : url.slice(prefix.length, q);
+      const slash = rest.indexOf('/');
+      const table = decodeSegment(slash === -1 ? rest : rest.slice(0, slash));
       if (table !== undefined && table !== '' && !served.has(table)) {
-        const params: Record<string, string> = { table };
+        let params: Record<string, string> = { table };
         let handler: Handler = unknown;
         let shape = '';
-        if (segments.length === 1 || (segments.length === 2 && segments[1] === '')) {
-          handler = routes.get(`${req.method} ${table} `) ?? unknown;
-        } else if (segments.length === 2) {
-          const sub = decodeSegment(segments[1]!);
+        const second = slash === -1 ? '' : rest.slice(slash + 1);
+        if (second === '') {
+          handler = routes.get(req.method, table, '') ?? unknown;
+        } else if (!second.includes('/')) {
+          const sub = decodeSegment(second);
           if (sub !== undefined) {
             shape = literals.has(sub) ? sub : ':id';
-            if (shape === ':id') params.id = sub;
-            handler = routes.get(`${req.method} ${table} ${shape}`) ?? unknown;
+            if (shape === ':id') params = { table, id: sub };
+            handler = routes.get(req.method, table, shape) ?? unknown;
           }
         }
         // A route pattern, never the raw path: table names come from the model, unknown ones share one label.
