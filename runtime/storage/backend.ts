@@ -5,6 +5,16 @@
  */
 import type { Readable } from 'node:stream';
 
+/**
+ * Bytes an upload's streams buffer at each step (the default is 16 KiB): the upload inspector's two
+ * sides (./inspector.ts) and the local disk's file. With the socket's 64 KiB chunks a 16 KiB buffer
+ * is full after every chunk, pausing the request until the file took it; with 256 KiB the request
+ * keeps flowing (hashed meanwhile) while the disk writes, and chunks that arrived during a write go
+ * to the file together in one writev. bench:storage upload 1 MiB: 60-61 % of bare with 16 KiB,
+ * 66-81 % with 256 KiB, 64-65 % with 1 MiB. At most ~0.7 MiB more per upload in flight.
+ */
+export const UPLOAD_BUFFER_BYTES = 256 * 1024;
+
 export interface StoredObject {
   readonly key: string;
   /** When its bytes were last written: the sweep leaves young objects alone (an upload may still be committing). */

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { Problem } from '../http/index.ts';
+import { UPLOAD_BUFFER_BYTES } from './backend.ts';
 import { contentMismatch, SNIFF_BYTES } from './content-types.ts';
 
 export class UploadInspector extends Transform {
@@ -20,7 +21,7 @@ export class UploadInspector extends Transform {
     /** A further bound on the size (a daily budget, a bucket quota): its Problem once passed, cutting the upload. */
     private readonly cap: (size: number) => Problem | undefined = () => undefined,
   ) {
-    super();
+    super({ highWaterMark: UPLOAD_BUFFER_BYTES });
   }
 
   private digest: string | undefined;

@@ -10,7 +10,13 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ObjectMissing, type ByteRange, type StorageBackend, type StoredObject } from './backend.ts';
+import {
+  ObjectMissing,
+  UPLOAD_BUFFER_BYTES,
+  type ByteRange,
+  type StorageBackend,
+  type StoredObject,
+} from './backend.ts';
 
 const INCOMING = '.incoming';
 /** Objects (or ranges) up to this size are read in one piece: the memory a download holds at most beyond the default 64 KiB. */
@@ -35,7 +41,7 @@ export class LocalDiskBackend implements StorageBackend {
     const incoming = path.join(this.root, INCOMING, randomUUID());
     const file = await this.inFolder(incoming, () => open(incoming, 'wx'));
     try {
-      await pipeline(body, file.createWriteStream());
+      await pipeline(body, file.createWriteStream({ highWaterMark: UPLOAD_BUFFER_BYTES }));
       await this.inFolder(target, () => rename(incoming, target));
     } catch (error) {
       await rm(incoming, { force: true });
