@@ -125,48 +125,6 @@ process.once('exit', () => {
 /** The batching streams, by the logger writing to them. */
 const batched = new WeakMap<Logger, Flushable>();
 
-/**
- * Writes a request's info line (runtime/http/request-log.ts) as `logger.info(entry, 'request')`
- * would, byte for byte; undefined fields are left out. Undefined `aborted`, `caller` likewise.
- */
-export type RequestLineWriter = (
-  reqId: string | undefined,
-  method: string | undefined,
-  path: string,
-  status: number,
-  durationMs: number,
-  caller: string | undefined,
-  aborted: true | undefined,
-) => void;
-
-const requestLineWriters = new WeakMap<Logger, RequestLineWriter>();
-
-/**
- * The request line writer of a JSON logger made by createLogger, undefined for any other logger.
- * A request line is the one line every request writes: pino's generic serializer (a key and value
- * escaped one character at a time, a string concatenation per field) allocated ~1.9 KiB per line,
- * this some 0.7 KiB (bench/RESULTS.md "CPU per request"). Its values are strings that need no
- * escaping but quotes, backslashes and control characters, where JSON.stringify writes what pino
- * writes.
- */
-export function requestLineWriter(logger: Logger): RequestLineWriter | undefined {
-  return requestLineWriters.get(logger);
-}
-
-function jsonLineWriter(logger: Logger, out: DestinationStream): RequestLineWriter {
-  const pid = `,"pid":${process.pid}`;
-  const info = pino.levels.values.info!;
-  return (reqId, method, path, status, durationMs, caller, aborted) => {
-    if (logger.levelVal > info) return;
-    out.write(
-      `{"level":"info"${isoTimeOncePerMs()}${pid}${reqId === undefined ? '' : `,"reqId":${JSON.stringify(reqId)}`}` +
-        `${method === undefined ? '' : `,"method":${JSON.stringify(method)}`},"path":${JSON.stringify(path)}` +
-        `,"status":${status},"durationMs":${durationMs}${caller === undefined ? '' : `,"caller":${JSON.stringify(caller)}`}` +
-        `${aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
-    );
-  };
-}
-
 export function createLogger(options: LoggerOptions): Logger {
   const stdout = options.destination
     ? undefined
@@ -182,7 +140,6 @@ export function createLogger(options: LoggerOptions): Logger {
     options.format === 'pretty' ? prettyLines(out) : out,
   );
   if (stdout) batched.set(logger, stdout);
-  if (options.format === 'json') requestLineWriters.set(logger, jsonLineWriter(logger, out));
   return logger;
 }
 
