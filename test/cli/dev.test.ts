@@ -253,7 +253,14 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     const started = [...dev.stdout.matchAll(/^\{.*"pid":(\d+),"url":"([^"]+)".*"msg":"server started"\}$/gm)].pop();
     expect(started?.[2], dev.stdout).toBe(url);
     const pid = Number(started![1]);
-    expect((await processesMentioning(copy.dir)).filter((p) => p.pid === pid)).toHaveLength(1);
+    // It is this project's server (never kill a stranger); ps can miss a process for a moment on a busy machine.
+    const running = await until(
+      async () => ({ mine: await processesMentioning(copy.dir), stderr: dev.stderr.slice(-600) }),
+      ({ mine }) => mine.some((p) => p.pid === pid),
+      5_000,
+      `process ${pid} running for ${copy.dir}`,
+    );
+    expect(running.mine.filter((p) => p.pid === pid)).toHaveLength(1);
     process.kill(pid, 'SIGKILL');
     await dev.waitFor(
       /^the server exited on its own \(killed by SIGKILL\); save schema\.prisma or svcgen\.config\.json to start it again$/m,
