@@ -249,17 +249,20 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
   });
 
   it('a server that dies is reported, and the next save starts it again', async () => {
-    // The running server (not the standby dev keeps for the next restart) logged its pid as it started.
-    const started = [...dev.stdout.matchAll(/^\{.*"pid":(\d+),"url":"([^"]+)".*"msg":"server started"\}$/gm)].pop();
-    expect(started?.[2], dev.stdout).toBe(url);
-    const pid = Number(started![1]);
-    // It is this project's server (never kill a stranger); ps can miss a process for a moment on a busy machine.
+    // The running server (not the standby dev keeps for the next restart) logs its pid as it starts.
+    // Restarts keep the URL, and the request log is written in batches, so its `server started`
+    // line may come after `listening on`: until it has, the last one is the previous server's.
     const running = await until(
-      async () => ({ mine: await processesMentioning(copy.dir), stderr: dev.stderr.slice(-600) }),
-      ({ mine }) => mine.some((p) => p.pid === pid),
-      5_000,
-      `process ${pid} running for ${copy.dir}`,
+      async () => {
+        const started = [...dev.stdout.matchAll(/^\{.*"pid":(\d+),"url":"([^"]+)".*"msg":"server started"\}$/gm)].pop();
+        return { started: started?.slice(1), mine: await processesMentioning(copy.dir) };
+      },
+      ({ started, mine }) => started?.[1] === url && mine.some((p) => p.pid === Number(started[0])),
+      10_000,
+      `the running server's pid in ps for ${copy.dir}`,
     );
+    const pid = Number(running.started![0]);
+    // It is this project's server: never kill a stranger.
     expect(running.mine.filter((p) => p.pid === pid)).toHaveLength(1);
     process.kill(pid, 'SIGKILL');
     await dev.waitFor(
