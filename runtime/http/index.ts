@@ -10,8 +10,8 @@ export {
 export { JsonBodyError, MAX_JSON_DEPTH, parseJsonBody, type JsonBodyRule } from './json-body.ts';
 export { header, jsonReply, rawJsonReply, readJson, bodyReader, type ApiRequest, type Reply } from './request.ts';
 export { errorReply, databaseFaultProblem, DATABASE_RETRY_AFTER_SECONDS, type ErrorLogger } from './reply.ts';
-export { adapt } from './express-adapter.ts';
-export { nodeRequest, run, send, type Handler } from './node-adapter.ts';
+export { adapt, adaptStream } from './express-adapter.ts';
+export { nodeRequest, run, runStream, send, type Handler, type StreamHandler } from './node-adapter.ts';
 export { clientAddress } from './client-address.ts';
 export { clientErrorHandler, type ClientErrorLimits } from './client-error.ts';
 export { drainable, type Drain } from './drain.ts';

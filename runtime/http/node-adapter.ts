@@ -5,6 +5,13 @@ import { readWholeBody, type ApiRequest, type Reply } from './request.ts';
 
 export type Handler = (req: ApiRequest) => Promise<Reply>;
 
+/**
+ * A handler that reads the request body (`raw`) or writes the response (`res`) as streams itself
+ * (file uploads and downloads): it answers with the Reply it returns, or has answered when it
+ * returns undefined.
+ */
+export type StreamHandler = (req: ApiRequest, raw: IncomingMessage, res: ServerResponse) => Promise<Reply | undefined>;
+
 /** `url` is the request target as received; `params` the route parameters already matched. */
 export function nodeRequest(
   req: IncomingMessage,
@@ -81,6 +88,25 @@ export function send(res: ServerResponse, reply: Reply, req?: ApiRequest): void 
   if (typeof id === 'string' && !res.hasHeader('x-request-id')) headers['x-request-id'] = id;
   res.writeHead(reply.status, headers);
   res.end(reply.body);
+}
+
+/** Runs a StreamHandler: an error raised after the response started cuts the connection (its status is sent). */
+export function runStream(
+  handler: StreamHandler,
+  apiReq: ApiRequest,
+  raw: IncomingMessage,
+  res: ServerResponse,
+  log: ErrorLogger,
+): void {
+  handler(apiReq, raw, res).then(
+    (reply) => {
+      if (reply) send(res, reply, apiReq);
+    },
+    (error: unknown) => {
+      if (res.headersSent) res.destroy();
+      else send(res, errorReply(error, apiReq, log), apiReq);
+    },
+  );
 }
 
 export function run(handler: Handler, apiReq: ApiRequest, res: ServerResponse, log: ErrorLogger): void {

@@ -1,6 +1,7 @@
 /**
  * The HTTP front: the addresses of docs/api.md §1, each handed to the pipeline. Data routes (the hot path)
- * are matched from the generated route table before Express; Express serves everything else.
+ * are matched from the generated route table before Express, and so are framework-free feature
+ * routes at their exact paths (DirectRoutes); Express serves everything else.
  * Express 5 re-prototypes every request and response and walks its layer stack, which measured
  * at about half of the data API's throughput (bench/RESULTS.md).
  */
@@ -8,6 +9,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import express from 'express';
 import {
   adapt,
+  adaptStream,
   assignRequestId,
   corsStage,
   nodeRequest,
@@ -17,8 +19,10 @@ import {
   requestIdOf,
   requestObserver,
   run,
+  runStream,
   type ApiRequest,
   type Handler,
+  type StreamHandler,
 } from '../http/index.ts';
 import { DATA_BASE_PATH } from '../model/index.ts';
 import { metrics } from '../observability/index.ts';
@@ -46,7 +50,11 @@ export function createApp(services: Services, routes: readonly Route[]): express
   app.set('query parser', false);
   const options = { bodyLimit: services.config.limits.bodyBytes, log: errorLogger(services) };
   // On the app itself: a mounted sub-router costs ~30 µs a request.
-  for (const r of routes) app[r.method](r.path, 'handler' in r ? adapt(r.handler, options) : r.express);
+  for (const r of routes)
+    app[r.method](
+      r.path,
+      'handler' in r ? adapt(r.handler, options) : 'stream' in r ? adaptStream(r.stream, options) : r.express,
+    );
 
   app.use(
     adapt(async (req) => {
@@ -120,30 +128,105 @@ function decodeSegment(segment: string): string | undefined {
   }
 }
 
-/** Whether Express would match `pattern` (a route path with `:name` parameters) against the literal path `path`. */
-function patternMatches(pattern: string, path: string): boolean {
-  const want = pattern.split('/');
-  const got = path.split('/');
-  return want.length === got.length && want.every((segment, i) => segment.startsWith(':') || segment === got[i]);
+/** What a feature route answers with outside Express. */
+type DirectTarget =
+  | { readonly kind: 'handler'; readonly handler: Handler }
+  | { readonly kind: 'stream'; readonly handler: StreamHandler };
+
+interface PatternRoute {
+  readonly path: string;
+  /** The path split at '/': literal segments, and `:name` for a parameter. */
+  readonly segments: readonly string[];
+  /** A pattern this matcher does not read (`*`, `{…}`, a parameter inside a segment): Express decides from here on. */
+  readonly opaque: boolean;
+  /** Undefined for an Express-native route. */
+  readonly target: DirectTarget | undefined;
+}
+
+const PARAMETER = /^:[A-Za-z_$][\w$]*$/;
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+function targetOf(route: Route): DirectTarget | undefined {
+  if ('handler' in route) return { kind: 'handler', handler: route.handler };
+  if ('stream' in route) return { kind: 'stream', handler: route.stream };
+  return undefined;
 }
 
 /**
- * Feature routes Express need not route: `<METHOD> <path>` of a framework-free handler at a literal
- * path that no route registered before it matches (Express would run that one first). Requests to
- * exactly that path skip Express (the GraphQL API is one: Express cost it ~15 % of its throughput,
- * bench/RESULTS.md "GraphQL"); any other spelling (a trailing slash, HEAD, percent-encoding) still
- * goes through Express, which answers it as before.
+ * Feature routes Express need not route (the GraphQL API at a literal path: Express cost it ~15 %
+ * of its throughput, bench/RESULTS.md "GraphQL"; file uploads and downloads at
+ * `/_files/:bucket/...`: Express's layer walk allocated ~18 KiB of a 1-byte upload's 120). A request
+ * whose method and exact path the first matching route (in registration order, as Express tries
+ * them) is framework-free goes straight to it, with its parameters decoded as Express decodes them;
+ * anything else (an Express-native route, a trailing slash, HEAD, a pattern read only by Express,
+ * a parameter that is not valid percent-encoding) goes through Express, which answers as before.
  */
-function directRoutes(routes: readonly Route[]): Map<string, Handler> {
-  const direct = new Map<string, Handler>();
-  routes.forEach((route, i) => {
-    if (!('handler' in route) || /[:*?(]/.test(route.path)) return;
-    const shadowed = routes
-      .slice(0, i)
-      .some((earlier) => earlier.method === route.method && patternMatches(earlier.path, route.path));
-    if (!shadowed) direct.set(`${route.method.toUpperCase()} ${route.path}`, route.handler);
-  });
-  return direct;
+class DirectRoutes {
+  /** `<METHOD> <path>` of routes at a literal path that no route registered before could match. */
+  private readonly literal = new Map<string, DirectTarget>();
+  private readonly byMethod = new Map<string, PatternRoute[]>();
+
+  constructor(routes: readonly Route[]) {
+    for (const route of routes) {
+      const method = route.method.toUpperCase();
+      const segments = route.path.split('/');
+      const opaque = segments.some((s) => /[:*?(){}]/.test(s) && !PARAMETER.test(s));
+      const target = targetOf(route);
+      let list = this.byMethod.get(method);
+      if (!list) this.byMethod.set(method, (list = []));
+      const literalPath = !opaque && segments.every((s) => !s.startsWith(':'));
+      const shadowed = list.some(
+        (earlier) => earlier.opaque || matchSegments(earlier.segments, segments) !== undefined,
+      );
+      const key = `${method} ${route.path}`;
+      if (target && literalPath && !shadowed && !this.literal.has(key)) this.literal.set(key, target);
+      list.push({ path: route.path, segments, opaque, target });
+    }
+  }
+
+  /** The route that answers `method` `path` outside Express, with its parameters and its metrics label; undefined: Express. */
+  find(
+    method: string | undefined,
+    path: string,
+  ): { target: DirectTarget; params: Record<string, string>; label: string } | undefined {
+    const literal = this.literal.get(`${method} ${path}`);
+    if (literal) return { target: literal, params: NO_PARAMS, label: path };
+    const routes = this.byMethod.get(method ?? '');
+    if (!routes) return undefined;
+    const segments = path.split('/');
+    for (const route of routes) {
+      if (route.opaque) return undefined;
+      const params = matchSegments(route.segments, segments);
+      if (params === undefined) continue;
+      if (params === null || !route.target) return undefined;
+      return { target: route.target, params, label: route.path };
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The parameters of `path` (split at '/') under `pattern` (split likewise), undefined when it does
+ * not match, null when it matches but a parameter is not valid percent-encoding (Express answers that).
+ */
+function matchSegments(pattern: readonly string[], path: readonly string[]): Record<string, string> | null | undefined {
+  if (pattern.length !== path.length) return undefined;
+  let params: Record<string, string> | undefined;
+  let undecodable = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const want = pattern[i]!;
+    const got = path[i]!;
+    if (!want.startsWith(':')) {
+      if (want !== got) return undefined;
+      continue;
+    }
+    // A pattern compared with a pattern (shadowing): a parameter may match anything.
+    if (got === '') return undefined;
+    const value = decodeSegment(got);
+    if (value === undefined) undecodable = true;
+    else (params ??= {})[want.slice(1)] = value;
+  }
+  return undecodable ? null : (params ?? NO_PARAMS);
 }
 
 /** The data routes of the generated table first; the features' routes (`featureRoutes`) through Express. */
@@ -151,7 +234,7 @@ export function createRequestListener(services: Services, featureRoutes: readonl
   const app = createApp(services, featureRoutes);
   const served = expressSegments(featureRoutes);
   const { routes, literals, unknown } = dataRoutes(services);
-  const direct = directRoutes(featureRoutes);
+  const direct = new DirectRoutes(featureRoutes);
   const bodyLimit = services.config.limits.bodyBytes;
   const log = errorLogger(services);
   const prefix = `${DATA_BASE_PATH}/`;
@@ -195,10 +278,16 @@ export function createRequestListener(services: Services, featureRoutes: readonl
     }
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const handler = direct.get(`${req.method} ${path}`);
-    if (handler) {
-      if (metered) noteRoute(res, path);
-      run(handler, nodeRequest(req, res, url, {}, bodyLimit), res, log);
+    const found = direct.find(req.method, path);
+    if (found) {
+      if (metered) noteRoute(res, found.label);
+      const apiReq = nodeRequest(req, res, url, found.params, bodyLimit);
+      if (found.target.kind === 'handler') run(found.target.handler, apiReq, res, log);
+      else {
+        // A streamed response writes its own head: the request id goes on the response first.
+        if (!cors) res.setHeader('x-request-id', requestIdOf(req)!);
+        runStream(found.target.handler, apiReq, req, res, log);
+      }
       return;
     }
     if (!cors) res.setHeader('x-request-id', requestIdOf(req)!);

@@ -8,7 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RequestHandler } from 'express';
-import type { Handler } from '../http/index.ts';
+import type { Handler, StreamHandler } from '../http/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
 import type { Foundation } from './foundation.ts';
 import type { Services } from './services.ts';
@@ -40,7 +40,9 @@ export type Route = {
   readonly path: string;
 } & (
   | { readonly handler: Handler }
-  /** Express-native: for what streams files or redirects itself (the docs page). */
+  /** Reads the request or writes the response as streams (file uploads and downloads). */
+  | { readonly stream: StreamHandler }
+  /** Express-native: for what redirects itself or serves static files (the docs page). */
   | { readonly express: RequestHandler }
 );
 

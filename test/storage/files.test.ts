@@ -522,3 +522,51 @@ describe('the generated client (createFileClient)', () => {
     expect((gone as ServiceError).status).toBe(404);
   });
 });
+
+describe('request paths', () => {
+  // The file routes are answered outside Express when the path is exactly a route's (app.ts
+  // DirectRoutes); other spellings still go through Express. Both must answer alike.
+  it('an upload and a download at the exact paths carry the request id; a trailing slash answers the same through Express', async () => {
+    const direct = await call('POST', `${BUCKET}?name=direct.txt`, {
+      headers: { 'content-type': 'text/plain', 'x-request-id': 'upload-direct-1' },
+      body: 'direct',
+    });
+    expect(direct.status, direct.text).toBe(201);
+    expect(direct.headers.get('x-request-id')).toBe('upload-direct-1');
+    const slashed = await call('POST', `${BUCKET}/?name=slashed.txt`, {
+      headers: { 'content-type': 'text/plain', 'x-request-id': 'upload-slash-1' },
+      body: 'slashed',
+    });
+    expect(slashed.status, slashed.text).toBe(201);
+    expect(slashed.headers.get('x-request-id')).toBe('upload-slash-1');
+    expect(Object.keys(slashed.body.data).sort()).toEqual(Object.keys(direct.body.data).sort());
+
+    const content = await call('GET', `${BUCKET}/${direct.body.data.id}/content`, {
+      headers: { 'x-request-id': 'download-direct-1' },
+    });
+    expect(content.status).toBe(200);
+    expect(content.text).toBe('direct');
+    expect(content.headers.get('x-request-id')).toBe('download-direct-1');
+    const viaExpress = await call('GET', `${BUCKET}/${slashed.body.data.id}/content/`);
+    expect(viaExpress.status).toBe(200);
+    expect(viaExpress.text).toBe('slashed');
+  });
+
+  it('decodes percent-encoded parameters as Express does, and refuses invalid percent-encoding with a 400 Problem', async () => {
+    const encoded = '/gw/api/rest/_files/%61ttachments';
+    const up = await call('POST', `${encoded}?name=encoded.txt`, {
+      headers: { 'content-type': 'text/plain' },
+      body: 'enc',
+    });
+    expect(up.status, up.text).toBe(201);
+    expect(up.body.data.bucket).toBe('attachments');
+    const read = await call('GET', `${encoded}/${up.body.data.id}/content`);
+    expect(read.status).toBe(200);
+    expect(read.text).toBe('enc');
+
+    const bad = await call('GET', `/gw/api/rest/_files/%E0%A4%A/${up.body.data.id}/content`);
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(bad.body.detail).toBe('the path is not valid percent-encoding (RFC 3986)');
+  });
+});

@@ -3,18 +3,8 @@
  * deleted files' bytes, and the orphan sweep (at start, then every ten minutes). Nothing starts
  * when no bucket is configured.
  */
-import type { RequestHandler } from 'express';
 import { callerDataLimit } from '../../config/index.ts';
-import {
-  clientAddress,
-  errorReply,
-  nodeRequest,
-  Problem,
-  send,
-  type ApiRequest,
-  type Handler,
-  type Reply,
-} from '../../http/index.ts';
+import { clientAddress, Problem, type ApiRequest, type Handler, type Reply } from '../../http/index.ts';
 import { RateLimitExceeded, type RateDecision } from '../../rate-limit/index.ts';
 import { DATA_BASE_PATH, SERVICE_PATHS } from '../../model/index.ts';
 import { serverSecret } from '../../secrets/index.ts';
@@ -67,57 +57,18 @@ export const storageFeature: ServerFeature = {
           (req) =>
             h(deps, req);
         const routes: Route[] = [
-          { method: 'post', path: at, express: streaming(services, (req, raw) => files.upload(deps, req, raw)) },
+          { method: 'post', path: at, stream: (req, raw) => files.upload(deps, req, raw) },
           { method: 'get', path: at, handler: handler(files.list) },
           { method: 'get', path: `${at}/:id`, handler: handler(files.metadata) },
           { method: 'delete', path: `${at}/:id`, handler: handler(files.remove) },
           { method: 'post', path: `${at}/:id/signed-url`, handler: handler(files.signedUrl) },
-          {
-            method: 'get',
-            path: `${at}/:id/content`,
-            express: streaming(services, (req, _raw, res) => files.content(deps, req, res)),
-          },
+          { method: 'get', path: `${at}/:id/content`, stream: (req, _raw, res) => files.content(deps, req, res) },
         ];
         return routes;
       },
     };
   },
 };
-
-/**
- * An Express route whose handler reads the request or writes the response as streams: it answers
- * with the Reply it returns, or has answered itself when it returns undefined. Errors become
- * Problems like every other route's; one raised after the bytes started cuts the connection.
- */
-function streaming(
-  services: Services,
-  work: (
-    req: ApiRequest,
-    raw: Parameters<RequestHandler>[0],
-    res: Parameters<RequestHandler>[1],
-  ) => Promise<Reply | undefined>,
-): RequestHandler {
-  const log = (error: unknown, req: ApiRequest) =>
-    services.logger.error({ method: req.method, path: req.path, err: error }, 'request failed');
-  return (req, res) => {
-    const apiReq = nodeRequest(
-      req,
-      res,
-      req.originalUrl,
-      (req.params ?? {}) as Record<string, string>,
-      services.config.limits.bodyBytes,
-    );
-    work(apiReq, req, res).then(
-      (reply) => {
-        if (reply) send(res, reply);
-      },
-      (error: unknown) => {
-        if (res.headersSent) res.destroy();
-        else send(res, errorReply(error, apiReq, log));
-      },
-    );
-  };
-}
 
 /** Requests without credentials, per client address: each address gets a caller's share of the data budget. */
 function anonymousLimit(services: Services): (req: ApiRequest, environment: string) => Promise<RateDecision> {
