@@ -144,7 +144,6 @@ interface PatternRoute {
 }
 
 const PARAMETER = /^:[A-Za-z_$][\w$]*$/;
-const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 function targetOf(route: Route): DirectTarget | undefined {
   if ('handler' in route) return { kind: 'handler', handler: route.handler };
@@ -190,7 +189,7 @@ class DirectRoutes {
     path: string,
   ): { target: DirectTarget; params: Record<string, string>; label: string } | undefined {
     const literal = this.literal.get(`${method} ${path}`);
-    if (literal) return { target: literal, params: NO_PARAMS, label: path };
+    if (literal) return { target: literal, params: {}, label: path };
     const routes = this.byMethod.get(method ?? '');
     if (!routes) return undefined;
     const segments = path.split('/');
@@ -226,7 +225,7 @@ function matchSegments(pattern: readonly string[], path: readonly string[]): Rec
     if (value === undefined) undecodable = true;
     else (params ??= {})[want.slice(1)] = value;
   }
-  return undecodable ? null : (params ?? NO_PARAMS);
+  return undecodable ? null : (params ?? {});
 }
 
 /** The data routes of the generated table first; the features' routes (`featureRoutes`) through Express. */
