@@ -18,7 +18,7 @@
  *      machine does not hold the rate down); the server process's user + system CPU from /proc before
  *      and after, less what it spends idle in as long (measured for 3 s just before), divided by the
  *      requests answered; each figure is the median round;
- *   4. BENCH_PROFILE=1: afterwards, per case and svcgen server, 5 s at the same rate under V8's CPU
+ *   4. BENCH_PROFILE=1: afterwards, per case and svcgen server (BENCH_PROFILE=all: and the bare one), 5 s at the same rate under V8's CPU
  *      profiler and 5 s under its sampling heap profiler (objects the GC collected included, so it
  *      shows what each request allocates), summarized; the files go to bench/profiles/cpu-*.
  *
@@ -47,7 +47,9 @@ const PROFILE_S = 5;
 const IDLE_S = 3;
 const CASE_IDS = (process.env.BENCH_CASES ?? 'read-one,create').split(',');
 const SVCGEN = (process.env.BENCH_SVCGEN ?? '.').split(',');
-const PROFILE = process.env.BENCH_PROFILE === '1';
+const PROFILE = process.env.BENCH_PROFILE === '1' || process.env.BENCH_PROFILE === 'all';
+/** BENCH_PROFILE=all profiles the bare server too, for a side-by-side reading of the same categories. */
+const PROFILE_BARE = process.env.BENCH_PROFILE === 'all';
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
 const RESULTS_FILE = process.env.BENCH_RESULTS
   ? path.resolve(process.env.BENCH_RESULTS)
@@ -244,7 +246,7 @@ async function main(): Promise<void> {
     const details: string[] = [];
     if (PROFILE) {
       for (const c of cases) {
-        for (const server of servers.filter((s) => s.name !== 'bare')) {
+        for (const server of servers.filter((s) => PROFILE_BARE || s.name !== 'bare')) {
           log(`${c.title} → ${server.name}: profiling`);
           try {
             details.push(...(await profile(server, c, fixture)));

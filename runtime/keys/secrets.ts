@@ -1,11 +1,12 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * API keys and management tokens are 256-bit random values, so a plain SHA-256 digest is a safe
  * stored form (no salt or slow hash needed) and lets the database find a key by its digest.
  */
 export function digestSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  // One-shot hash(): no Hash object per request (each API-key request digests its key).
+  return hash('sha256', secret, 'hex');
 }
 
 export function newSecret(kind: 'svk' | 'svm'): string {

@@ -286,6 +286,9 @@ export interface CompiledRead {
   keyColumns: number;
   /** The JSON may hold a Json field's spaced jsonb text: pass each row's through compactJson. */
   jsonb: boolean;
+  /** Where the page's limit and offset (when one was given) are among the scope's parameters: a statement kept for its shape takes the next page's there. */
+  limitAt?: number;
+  offsetAt?: number;
 }
 
 /** The caller's filter and address on rows `alias`, with the rows it may read. */
@@ -323,7 +326,9 @@ export function compileRead(
   }
   const keys = orderColumns(scope, table, alias, query.orderBy).map((c) => `${c.value()}::text`);
   const limit = scope.params.add(query.limit);
+  const limitAt = scope.params.values.length - 1;
   const offset = query.offset > 0 ? ` OFFSET ${scope.params.add(query.offset)}` : '';
+  const offsetAt = query.offset > 0 ? scope.params.values.length - 1 : undefined;
   // The page is cut first and only its rows are turned into JSON (embeds included): rows skipped
   // by OFFSET never pay for the projection.
   const order = orderBySql(scope, table, alias, query.orderBy);
@@ -332,13 +337,15 @@ export function compileRead(
       ORDER BY ${order} LIMIT ${limit}${offset}) ${alias}
     CROSS JOIN LATERAL (SELECT ${shape.list}) ${x}
     ORDER BY ${order}`;
-  if (!options.count) return { sql: page, keyColumns: keys.length, jsonb: shape.jsonb };
+  if (!options.count) return { sql: page, keyColumns: keys.length, jsonb: shape.jsonb, limitAt, offsetAt };
   const c = newAlias(scope);
   const total = `SELECT count(*)::int AS total FROM ${table.qualified(scope.environment)} ${c} WHERE ${rowsWhere(scope, table, c, query)}`;
   return {
     sql: `SELECT p.*, n.total FROM (${total}) n LEFT JOIN LATERAL (${page}) p ON TRUE`,
     keyColumns: keys.length,
     jsonb: shape.jsonb,
+    limitAt,
+    offsetAt,
   };
 }
 

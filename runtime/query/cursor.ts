@@ -4,7 +4,7 @@
  * query they came from. Encrypted, not only signed: a cursor carries the sort values and the key of
  * the last row of a page, which the caller may not be allowed to read (docs/permissions.md).
  */
-import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hash } from 'node:crypto';
 import { pooledRandomBytes } from '../secrets/index.ts';
 
 export class CursorError extends Error {}
@@ -17,7 +17,7 @@ export interface CursorCodec {
 
 /** What a cursor is bound to: the table, the order and the filter, in a stable text form. */
 export function queryFingerprint(parts: unknown): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
+  return hash('sha256', JSON.stringify(parts), 'base64url').slice(0, 16);
 }
 
 const NONCE_BYTES = 12;

@@ -7,6 +7,7 @@ import {
   CursorError,
   parseKey,
   queryFingerprint,
+  type Access,
   type Condition,
   type Grant,
   type SelectItem,
@@ -115,19 +116,57 @@ export function respondWithList(ctx: DataContext, params: ListParams, afterName 
   return budgeted(ctx, cost, () => runList(ctx, params, count, afterName));
 }
 
-async function runList(ctx: DataContext, params: ListParams, count: boolean, afterName: string): Promise<Reply> {
-  const fingerprint = queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, params.orderBy, params.where]);
-  let after: (string | null)[] | undefined;
-  if (params.after !== undefined) {
-    try {
-      after = ctx.cursors.decode(fingerprint, params.after);
-    } catch (error) {
-      if (!(error instanceof CursorError)) throw error;
-      throw new Problem('invalid-parameter', `${afterName}: ${error.message}`, [
-        { field: afterName, rule: 'cursor', message: error.message },
-      ]);
-    }
+/** A page's statement: its text, parameters, cursor columns and the fingerprint its cursors are bound to. */
+interface PageStatement {
+  sql: string;
+  values: unknown[];
+  keyColumns: number;
+  jsonb: boolean;
+  fingerprint: string;
+}
+
+/** A page statement kept for its shape, with the limit and offset left to each page. */
+interface KeptPage extends Omit<PageStatement, 'values'> {
+  values: readonly unknown[];
+  limitAt: number;
+  offsetAt: number | undefined;
+}
+
+// Accesses are built once per principal (runtime/query/policy.ts) for as long as its credential is
+// cached, and every value a statement takes from them (row permissions of every table it reads,
+// embeds included) is the principal's own and never changes: so a statement compiled for one
+// access, table and page shape can serve that access's next pages. Two principals never share one.
+const keptPages = new WeakMap<Access, Map<string, KeptPage>>();
+/** Page shapes kept per principal (each select and sort a client uses is one). */
+const KEPT_PAGES_PER_ACCESS = 64;
+
+/**
+ * The page statement of a list without the caller's own filters and cursor (the common "next
+ * page" shape): compiled once per access and shape, then only the limit and offset change.
+ */
+function keptPage(ctx: DataContext, params: ListParams, count: boolean): PageStatement {
+  const key = `${ctx.table.spec.name}\n${ctx.tenant.environment}\n${count}\n${params.offset > 0}\n${JSON.stringify(params.select)}\n${JSON.stringify(params.orderBy)}`;
+  let byShape = keptPages.get(ctx.access);
+  if (!byShape) keptPages.set(ctx.access, (byShape = new Map()));
+  let kept = byShape.get(key);
+  if (!kept) {
+    const compiled = compilePage(ctx, params, count, undefined);
+    kept = { ...compiled, limitAt: compiled.limitAt!, offsetAt: compiled.offsetAt };
+    if (byShape.size < KEPT_PAGES_PER_ACCESS) byShape.set(key, kept);
   }
+  const values = kept.values.slice();
+  values[kept.limitAt] = params.limit + 1;
+  if (kept.offsetAt !== undefined) values[kept.offsetAt] = params.offset;
+  return { sql: kept.sql, values, keyColumns: kept.keyColumns, jsonb: kept.jsonb, fingerprint: kept.fingerprint };
+}
+
+function compilePage(
+  ctx: DataContext,
+  params: ListParams,
+  count: boolean,
+  after: (string | null)[] | undefined,
+  fingerprint = listFingerprint(ctx, params),
+): PageStatement & { limitAt?: number; offsetAt?: number } {
   const scope = readScope(ctx);
   const compiled = compileRead(
     scope,
@@ -142,12 +181,39 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
     },
     { count },
   );
-  if (after && after.length !== compiled.keyColumns) {
-    throw new Problem('invalid-parameter', `${afterName}: not a cursor of this query`, [
-      { field: afterName, rule: 'cursor', message: 'not a cursor of this query' },
-    ]);
+  return { ...compiled, values: scope.params.values, fingerprint };
+}
+
+/** What a list's cursors are bound to: table, environment, order and filter. */
+function listFingerprint(ctx: DataContext, params: ListParams): string {
+  return queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, params.orderBy, params.where]);
+}
+
+async function runList(ctx: DataContext, params: ListParams, count: boolean, afterName: string): Promise<Reply> {
+  let compiled: PageStatement;
+  let after: (string | null)[] | undefined;
+  if (params.after === undefined && params.where.kind === 'true') {
+    compiled = keptPage(ctx, params, count);
+  } else {
+    const fingerprint = listFingerprint(ctx, params);
+    if (params.after !== undefined) {
+      try {
+        after = ctx.cursors.decode(fingerprint, params.after);
+      } catch (error) {
+        if (!(error instanceof CursorError)) throw error;
+        throw new Problem('invalid-parameter', `${afterName}: ${error.message}`, [
+          { field: afterName, rule: 'cursor', message: error.message },
+        ]);
+      }
+    }
+    compiled = compilePage(ctx, params, count, after, fingerprint);
+    if (after && after.length !== compiled.keyColumns) {
+      throw new Problem('invalid-parameter', `${afterName}: not a cursor of this query`, [
+        { field: afterName, rule: 'cursor', message: 'not a cursor of this query' },
+      ]);
+    }
   }
-  let rows = await ctx.db.queryArrays(compiled.sql, scope.params.values);
+  let rows = await ctx.db.queryArrays(compiled.sql, compiled.values);
   let totalCount: number | undefined;
   if (count) {
     totalCount = Number(rows[0]?.[compiled.keyColumns + 1] ?? 0);
@@ -158,7 +224,7 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
   const last = page[page.length - 1];
   const nextCursor =
     hasNextPage && last
-      ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[])
+      ? ctx.cursors.encode(compiled.fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[])
       : null;
   const pagination = {
     limit: params.limit,

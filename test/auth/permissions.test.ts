@@ -1298,6 +1298,43 @@ const writes: WriteRow[] = [
   ],
 ];
 
+describe('list pages kept per caller (runtime/rest/read.ts keptPage)', () => {
+  // A list without filters or cursor is compiled once per caller and page shape, and later pages
+  // only change its limit and offset. alice and vic hold the same roles (customer + vipReader), so
+  // a statement kept per role set instead of per user would show one of them the other's orders.
+  it('users with the same roles walking the same page shapes, interleaved, each see only their own orders', async () => {
+    const walkers = [fx.alice, fx.vic, fx.bob];
+    const own = new Map(walkers.map((u) => [u, ownOrders(fx, u).sort((a, b) => a.total - b.total)]));
+    const shapes = [
+      { query: 'sort=total', fields: ORDER_FIELDS, count: false },
+      { query: 'sort=total&select=id,total', fields: ['id', 'total'], count: false },
+      { query: 'sort=total', fields: ORDER_FIELDS, count: true },
+    ];
+    for (const shape of shapes) {
+      for (let offset = 0; offset <= 3; offset++) {
+        for (const u of walkers) {
+          const path = `${BASE}/Order?${qs(shape.query)}&limit=1${offset ? `&offset=${offset}` : ''}`;
+          const res = await t.request('GET', path, {
+            key: false,
+            headers: { authorization: `Bearer ${u.token}`, ...(shape.count ? { prefer: 'count=exact' } : {}) },
+          });
+          expect(res.status, res.text).toBe(200);
+          const mine = own.get(u)!;
+          expect(res.body.data, `${u.email} ${path}`).toEqual(
+            mine.slice(offset, offset + 1).map((o) => pick(o, shape.fields)),
+          );
+          expect(res.body.meta.pagination).toMatchObject({
+            limit: 1,
+            offset,
+            hasNextPage: offset + 1 < mine.length,
+            ...(shape.count ? { totalCount: mine.length } : {}),
+          });
+        }
+      }
+    }
+  });
+});
+
 describe('writes', () => {
   it.each(writes)('%s', async (_name, row) => {
     const w = await writeFixture(row.roles);
