@@ -14,6 +14,7 @@ export {
   type HavingTerm,
 } from './compile-aggregate.ts';
 export { compileCondition, type FileAccess, type Scope } from './compile-condition.ts';
+export { PerCallerCache } from './per-caller.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {

@@ -7,7 +7,7 @@ import {
   CursorError,
   parseKey,
   queryFingerprint,
-  type Access,
+  PerCallerCache,
   type Condition,
   type Grant,
   type SelectItem,
@@ -132,27 +132,24 @@ interface KeptPage extends Omit<PageStatement, 'values'> {
   offsetAt: number | undefined;
 }
 
-// Accesses are built once per principal (runtime/query/policy.ts) for as long as its credential is
-// cached, and every value a statement takes from them (row permissions of every table it reads,
-// embeds included) is the principal's own and never changes: so a statement compiled for one
-// access, table and page shape can serve that access's next pages. Two principals never share one.
-const keptPages = new WeakMap<Access, Map<string, KeptPage>>();
-/** Page shapes kept per principal (each select and sort a client uses is one). */
-const KEPT_PAGES_PER_ACCESS = 64;
+// Every value a page statement takes from its caller (row permissions of every table it reads,
+// embeds included) is that principal's own and never changes while its Access lives, so a
+// statement compiled for one caller, table and page shape serves that caller's next pages.
+const keptPages = new PerCallerCache<KeptPage>(1_000);
+/** Longer statements (very wide selects) are compiled afresh each time (a bound on what the cache holds). */
+const MAX_KEPT_PAGE_CHARS = 20_000;
 
 /**
  * The page statement of a list without the caller's own filters and cursor (the common "next
- * page" shape): compiled once per access and shape, then only the limit and offset change.
+ * page" shape): compiled once per caller and shape, then only the limit and offset change.
  */
 function keptPage(ctx: DataContext, params: ListParams, count: boolean): PageStatement {
   const key = `${ctx.table.spec.name}\n${ctx.tenant.environment}\n${count}\n${params.offset > 0}\n${JSON.stringify(params.select)}\n${JSON.stringify(params.orderBy)}`;
-  let byShape = keptPages.get(ctx.access);
-  if (!byShape) keptPages.set(ctx.access, (byShape = new Map()));
-  let kept = byShape.get(key);
+  let kept = keptPages.get(ctx.access, key);
   if (!kept) {
     const compiled = compilePage(ctx, params, count, undefined);
     kept = { ...compiled, limitAt: compiled.limitAt!, offsetAt: compiled.offsetAt };
-    if (byShape.size < KEPT_PAGES_PER_ACCESS) byShape.set(key, kept);
+    if (kept.sql.length <= MAX_KEPT_PAGE_CHARS) keptPages.set(ctx.access, key, kept);
   }
   const values = kept.values.slice();
   values[kept.limitAt] = params.limit + 1;

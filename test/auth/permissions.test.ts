@@ -1333,6 +1333,22 @@ describe('list pages kept per caller (runtime/rest/read.ts keptPage)', () => {
       }
     }
   });
+
+  it("a select kept for one caller is not another caller's: note is shown to nick (noteReader) only", async () => {
+    for (const u of [fx.bob, fx.nick, fx.bob, fx.nick]) {
+      const res = await t.request('GET', `${BASE}/Order?${qs('select=id,note&sort=total')}`, {
+        key: false,
+        headers: { authorization: `Bearer ${u.token}` },
+      });
+      expect(res.status, res.text).toBe(200);
+      const fields = u === fx.nick ? ['id', 'note'] : ['id'];
+      expect(res.body.data, u.email).toEqual(
+        ownOrders(fx, u)
+          .sort((a, b) => a.total - b.total)
+          .map((o) => pick(o, fields)),
+      );
+    }
+  });
 });
 
 describe('writes', () => {
