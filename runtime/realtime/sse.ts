@@ -26,8 +26,10 @@ const CLOSE_NAMES: Record<number, string> = {
 const FLUSH_GRACE_MS = 1000;
 
 /** One SSE stream as a subscriber connection. */
-class SseStream implements LiveConnection {
+export class SseStream implements LiveConnection {
   private ended = false;
+  /** A close that came before the stream started (a caller is admitted before graphql-sse answers). */
+  private pending: { code: number; reason: string } | undefined;
   /** Changes graphql-sse took from the subscription, and those it wrote to the response. */
   pulled = 0;
   private written = 0;
@@ -53,16 +55,33 @@ class SseStream implements LiveConnection {
 
   close(code: number, reason: string): void {
     if (this.ended) return;
-    this.ended = true;
     const res = this.res;
+    if (!res.headersSent && !res.writableEnded && !res.destroyed) {
+      // Not started yet: the client gets the same last event once it does (started()).
+      this.pending ??= { code, reason };
+      return;
+    }
+    this.ended = true;
     if (!res.headersSent || res.writableEnded || res.destroyed) {
       res.destroy();
       return;
     }
     const error = { message: reason, extensions: { code: CLOSE_NAMES[code] ?? 'CLOSED', closeCode: code } };
     res.end(`event: next\ndata: ${JSON.stringify({ errors: [error] })}\n\nevent: complete\ndata:\n\n`);
-    // A client that stopped reading would hold the response (and its buffer) open: cut it.
-    setTimeout(() => res.destroy(), FLUSH_GRACE_MS).unref();
+    // A client that stopped reading would hold the response (and its buffer) open: cut it, unless
+    // the end reached the socket (the client then reads it at its own pace).
+    setTimeout(() => {
+      if (!res.writableFinished) res.destroy();
+    }, FLUSH_GRACE_MS).unref();
+  }
+
+  /** Called once the stream's headers are written: ends it at once if a close came before; true then. */
+  started(): boolean {
+    const pending = this.pending;
+    if (!pending) return false;
+    this.pending = undefined;
+    this.close(pending.code, pending.reason);
+    return true;
   }
 }
 
@@ -155,6 +174,10 @@ export function sseHandler(
     res.writeHead(init.status, init.statusText, init.headers as Record<string, string>);
     if (!body || typeof body === 'string') {
       res.end(body);
+      return;
+    }
+    if (stream.started()) {
+      void body.return(undefined);
       return;
     }
     const stop = () => void body.return(undefined);
