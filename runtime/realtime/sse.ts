@@ -62,7 +62,7 @@ export class SseStream implements LiveConnection {
       return;
     }
     this.ended = true;
-    if (!res.headersSent || res.writableEnded || res.destroyed) {
+    if (res.writableEnded || res.destroyed) {
       res.destroy();
       return;
     }

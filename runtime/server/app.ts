@@ -22,7 +22,6 @@ import {
   runStream,
   type ApiRequest,
   type Handler,
-  type StreamHandler,
 } from '../http/index.ts';
 import { DATA_BASE_PATH } from '../model/index.ts';
 import { metrics } from '../observability/index.ts';
@@ -128,10 +127,8 @@ function decodeSegment(segment: string): string | undefined {
   }
 }
 
-/** What a feature route answers with outside Express. */
-type DirectTarget =
-  | { readonly kind: 'handler'; readonly handler: Handler }
-  | { readonly kind: 'stream'; readonly handler: StreamHandler };
+/** A feature route that can answer outside Express (a framework-free handler or stream). */
+type DirectTarget = Exclude<Route, { readonly express: unknown }>;
 
 interface PatternRoute {
   readonly path: string;
@@ -146,9 +143,7 @@ interface PatternRoute {
 const PARAMETER = /^:[A-Za-z_$][\w$]*$/;
 
 function targetOf(route: Route): DirectTarget | undefined {
-  if ('handler' in route) return { kind: 'handler', handler: route.handler };
-  if ('stream' in route) return { kind: 'stream', handler: route.stream };
-  return undefined;
+  return 'express' in route ? undefined : route;
 }
 
 /**
@@ -281,11 +276,11 @@ export function createRequestListener(services: Services, featureRoutes: readonl
     if (found) {
       if (metered) noteRoute(res, found.label);
       const apiReq = nodeRequest(req, res, url, found.params, bodyLimit);
-      if (found.target.kind === 'handler') run(found.target.handler, apiReq, res, log);
+      if ('handler' in found.target) run(found.target.handler, apiReq, res, log);
       else {
         // A streamed response writes its own head: the request id goes on the response first.
         if (!cors) res.setHeader('x-request-id', requestIdOf(req)!);
-        runStream(found.target.handler, apiReq, req, res, log);
+        runStream(found.target.stream, apiReq, req, res, log);
       }
       return;
     }
