@@ -9,8 +9,10 @@
  *     { type: 'profile-start' }  → starts V8's CPU profiler (the one behind --cpu-prof) and the SQL trace
  *     { type: 'profile-stop' }   → writes the .cpuprofile, answers { file, statements: [sql, count, values][] }
  *                                  (values: the parameters of the statement's first execution, for EXPLAIN)
- *     { type: 'heap-start' }     → starts V8's sampling heap profiler, keeping the samples of objects the GC
- *                                  has collected since (so the profile is what was allocated, not what lives)
+ *     { type: 'heap-start', survivors? } → starts V8's sampling heap profiler, keeping the samples of objects the GC
+ *                                  has collected since (so the profile is what was allocated, not what lives);
+ *                                  survivors: true drops those a young-generation collection took, so the
+ *                                  profile is what outlived one (promoted to the old generation, or alive)
  *     { type: 'heap-stop' }      → writes the .heapprofile, answers { file }
  *     { type: 'loop-delay-start' } → starts measuring the event loop's delay (perf_hooks, 1 ms resolution)
  *     { type: 'loop-delay-stop' }  → stops it, answers { count, meanMs, p50Ms, p99Ms, maxMs } (see LoopDelay)
@@ -21,17 +23,29 @@ import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import pg from 'pg';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 export interface ChildServer {
   port: number;
   close(): Promise<void>;
 }
 
+/** V8's gc(), exposed on first use (only a survivors profile needs it). */
+let gcFunction: ((options: { type: 'minor' | 'major' }) => void) | undefined;
+function minorGc() {
+  if (!gcFunction) {
+    v8.setFlagsFromString('--expose-gc');
+    gcFunction = vm.runInNewContext('gc');
+  }
+  return gcFunction!;
+}
+
 export type ChildRequest =
   | { id: number; type: 'stats' }
   | { id: number; type: 'profile-start' }
   | { id: number; type: 'profile-stop'; file: string }
-  | { id: number; type: 'heap-start' }
+  | { id: number; type: 'heap-start'; survivors?: boolean }
   | { id: number; type: 'heap-stop'; file: string }
   | { id: number; type: 'loop-delay-start' }
   | { id: number; type: 'loop-delay-stop' }
@@ -100,6 +114,7 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
   const server = await start();
   let session: Session | undefined;
   let heapSession: Session | undefined;
+  let survivorsOnly = false;
   let loopDelay: IntervalHistogram | undefined;
   let stopping = false;
 
@@ -153,14 +168,18 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
           await heapSession.post('HeapProfiler.startSampling', {
             samplingInterval: 4096,
             includeObjectsCollectedByMajorGC: true,
-            includeObjectsCollectedByMinorGC: true,
+            includeObjectsCollectedByMinorGC: !message.survivors,
           });
+          survivorsOnly = message.survivors === true;
           reply({});
         })().catch(fail);
         break;
       case 'heap-stop':
         (async () => {
           if (!heapSession) throw new Error('the heap profiler is not running');
+          // What the young generation still holds has not been through a collection yet: two
+          // of them leave only what is really alive (requests in flight) or was promoted.
+          if (survivorsOnly) for (let i = 0; i < 2; i++) minorGc()({ type: 'minor' });
           const { profile } = await heapSession.post('HeapProfiler.stopSampling');
           heapSession.disconnect();
           heapSession = undefined;

@@ -16,8 +16,11 @@ export interface ServerChild {
   /** Stops the profiler, writes `file`, returns the SQL statements sent while it ran (by text). */
   stopProfile(file: string): Promise<{ statements: [string, number, unknown[]][] }>;
   /** Measures how late the child's event loop runs (until stopLoopDelay). */
-  /** Starts V8's sampling heap profiler (objects collected meanwhile included: what was allocated). */
-  startHeapSampling(): Promise<void>;
+  /**
+   * Starts V8's sampling heap profiler (objects collected meanwhile included: what was allocated);
+   * `survivors`: only objects that outlived a young-generation collection (what was promoted).
+   */
+  startHeapSampling(survivors?: boolean): Promise<void>;
   /** Stops it and writes the .heapprofile to `file`. */
   stopHeapSampling(file: string): Promise<void>;
   startLoopDelay(): Promise<void>;
@@ -160,7 +163,7 @@ export async function startServerChild(
     stats: () => call<ChildStats>({ type: 'stats' }),
     startProfile: () => call<void>({ type: 'profile-start' }),
     stopProfile: (file) => call<{ statements: [string, number, unknown[]][] }>({ type: 'profile-stop', file }),
-    startHeapSampling: () => call<void>({ type: 'heap-start' }),
+    startHeapSampling: (survivors = false) => call<void>({ type: 'heap-start', survivors }),
     stopHeapSampling: (file) => call<void>({ type: 'heap-stop', file }),
     startLoopDelay: () => call<void>({ type: 'loop-delay-start' }),
     stopLoopDelay: () => call<LoopDelay>({ type: 'loop-delay-stop' }),

@@ -20,7 +20,9 @@
  *      requests answered; each figure is the median round;
  *   4. BENCH_PROFILE=1: afterwards, per case and svcgen server (BENCH_PROFILE=all: and the bare one), 5 s at the same rate under V8's CPU
  *      profiler and 5 s under its sampling heap profiler (objects the GC collected included, so it
- *      shows what each request allocates), summarized; the files go to bench/profiles/cpu-*.
+ *      shows what each request allocates), then 5 s more keeping only the objects that outlived a
+ *      young-generation collection (what gets promoted: a request's objects should die young, and
+ *      each one promoted is old-generation GC work), summarized; the files go to bench/profiles/cpu-*.
  *
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_CASES (default read-one,create),
  * BENCH_RATE, BENCH_CONNECTIONS, BENCH_DURATION, BENCH_ROUNDS, BENCH_SVCGEN, BENCH_PROFILE, BENCH_RESULTS.
@@ -142,6 +144,7 @@ async function profile(server: ServerChild, benchCase: BenchCase, fixture: Fixtu
   fs.mkdirSync(PROFILE_DIR, { recursive: true });
   const cpuFile = path.join(PROFILE_DIR, `cpu-${benchCase.id}-${tag}.cpuprofile`);
   const heapFile = path.join(PROFILE_DIR, `cpu-${benchCase.id}-${tag}.heapprofile`);
+  const survivorsFile = path.join(PROFILE_DIR, `cpu-${benchCase.id}-${tag}.survivors.heapprofile`);
   await paced(server, benchCase, fixture, WARMUP_S);
   await server.startProfile();
   const cpuRun = await paced(server, benchCase, fixture, PROFILE_S);
@@ -149,15 +152,20 @@ async function profile(server: ServerChild, benchCase: BenchCase, fixture: Fixtu
   await server.startHeapSampling();
   const heapRun = await paced(server, benchCase, fixture, PROFILE_S);
   await server.stopHeapSampling(heapFile);
+  await server.startHeapSampling(true);
+  const survivorsRun = await paced(server, benchCase, fixture, PROFILE_S);
+  await server.stopHeapSampling(survivorsFile);
   const perRequest = (ms: number, requests: number) => (ms * 1000) / requests;
   const summary = summarizeProfile(cpuFile, 12);
   const cpuRequests = cpuRun.requests.total;
   const heapRequests = heapRun.requests.total;
   const top = heapTop(heapFile, 12);
   const totalBytes = heapTop(heapFile, Number.MAX_SAFE_INTEGER).reduce((s, x) => s + x.bytes, 0);
+  const survivorBytes = heapTop(survivorsFile, Number.MAX_SAFE_INTEGER).reduce((s, x) => s + x.bytes, 0);
   const out = [
     `<details><summary>${benchCase.title}, ${server.name}: main thread ${fmt(perRequest(summary.busyMs, cpuRequests))} µs busy per request (profiled), ` +
-      `${fmt(totalBytes / heapRequests / 1024, 1)} KiB allocated per request (sampled)</summary>`,
+      `${fmt(totalBytes / heapRequests / 1024, 1)} KiB allocated per request (sampled), ` +
+      `${fmt(survivorBytes / survivorsRun.requests.total)} bytes of it outlived a young-generation GC</summary>`,
     '',
     '| main thread by category | µs/request |',
     '|---|--:|',
@@ -303,7 +311,8 @@ async function main(): Promise<void> {
     if (details.length) {
       out.push(
         `Profiles (BENCH_PROFILE=1), ${PROFILE_S} s each at the same rate: the CPU profile's main-thread self time by category (wall time, see "Where the time goes") ` +
-          'and the sampling heap profile (every 4 KiB on average, objects the GC collected included) by allocating function.',
+          'and the sampling heap profile (every 4 KiB on average, objects the GC collected included) by allocating function; ' +
+          'in the title, the bytes per request a third sampling found still alive after a young-generation collection (promoted to the old generation).',
         '',
         ...details,
       );

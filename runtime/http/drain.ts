@@ -3,43 +3,61 @@
  * connections at once, let in-flight requests finish with `Connection: close` (so keep-alive
  * clients move on instead of being served until the process dies), and close whatever is left
  * after a bound.
+ *
+ * Nothing is kept per request. A response learns of the drain where node fixes its headers
+ * (writeHead, which an implicit header goes through too), and connections whose response was
+ * already under way are closed once they go idle. An earlier version kept the responses in flight
+ * in a Set: that kept every request and response alive across two young-generation collections,
+ * so all of them were promoted to the old generation, several KiB per request of garbage
+ * collection work (docs/deployment.md "Stopping: SIGTERM and draining").
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type Server, type ServerOptions } from 'node:http';
 
 export interface Drain {
   /** Stops the server; resolves once every connection is gone (at the latest `timeoutMs` after the call). */
   close(timeoutMs: number): Promise<void>;
 }
 
-/** Call before the request listener is added, so every request is seen first. */
-export function drainable(server: Server): Drain {
+/**
+ * How often a draining server closes the keep-alive connections that went idle since: those
+ * whose response had started before the drain and ended without `Connection: close`.
+ */
+export const IDLE_SWEEP_MS = 10;
+
+/** A node:http server (created with `options`) that can drain. */
+export function drainableServer(options: ServerOptions): { server: Server; drain: Drain } {
   let draining = false;
-  const inFlight = new Set<ServerResponse>();
-  // A response whose headers left before the drain said keep-alive: once it ends, its connection
-  // is idle and must not wait for the keep-alive timeout.
-  const closeWhenDone = (res: ServerResponse) =>
-    res.once('finish', () => setImmediate(() => server.closeIdleConnections()));
-
-  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
-    if (draining) {
-      res.shouldKeepAlive = false;
-      return;
-    }
-    inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
-  });
-
+  class DrainingResponse extends ServerResponse {}
+  const writeHead = ServerResponse.prototype.writeHead as (
+    this: ServerResponse,
+    status: unknown,
+    message: unknown,
+    headers: unknown,
+  ) => ServerResponse;
+  DrainingResponse.prototype.writeHead = function (
+    this: ServerResponse,
+    status: unknown,
+    message: unknown,
+    headers: unknown,
+  ) {
+    if (draining) this.shouldKeepAlive = false;
+    return writeHead.call(this, status, message, headers);
+  } as ServerResponse['writeHead'];
+  const server: Server = createServer({ ...options, ServerResponse: DrainingResponse });
   return {
-    close(timeoutMs) {
-      draining = true;
-      for (const res of inFlight) {
-        if (res.headersSent) closeWhenDone(res);
-        else res.shouldKeepAlive = false;
-      }
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const force = setTimeout(() => server.closeAllConnections(), timeoutMs);
-      return closed.finally(() => clearTimeout(force));
+    server,
+    drain: {
+      close(timeoutMs) {
+        draining = true;
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        const force = setTimeout(() => server.closeAllConnections(), timeoutMs);
+        return closed.finally(() => {
+          clearInterval(sweep);
+          clearTimeout(force);
+        });
+      },
     },
   };
 }

@@ -14,7 +14,7 @@ export { adapt, adaptStream } from './express-adapter.ts';
 export { nodeRequest, run, runStream, send, type Handler, type StreamHandler } from './node-adapter.ts';
 export { clientAddress } from './client-address.ts';
 export { clientErrorHandler, type ClientErrorLimits } from './client-error.ts';
-export { drainable, type Drain } from './drain.ts';
+export { drainableServer, type Drain } from './drain.ts';
 export { releaseRequestDeadline, startRequestDeadline } from './request-deadline.ts';
 export { corsStage, type CorsStage } from './cors.ts';
 export {

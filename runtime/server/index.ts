@@ -1,9 +1,15 @@
 /** Starting and stopping a server for one project: a foundation, the features on it, an HTTP listener. */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/index.ts';
 import { ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
-import { clientErrorHandler, drainable, startRequestDeadline, type ClientErrorLimits } from '../http/index.ts';
+import {
+  clientErrorHandler,
+  drainableServer,
+  startRequestDeadline,
+  type ClientErrorLimits,
+  type Drain,
+} from '../http/index.ts';
 import { flushLogger, flushLoggerSync } from '../observability/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import { installDeliveryQueue, startDeliveryWorker } from '../webhooks/index.ts';
@@ -33,8 +39,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   try {
     const foundation = await openFoundation(options, lifecycle);
     const { services, routes, upgrades } = await startFeatures(foundation, lifecycle);
-    const server = createHttpServer(options.config.http);
-    const drain = drainable(server);
+    const { server, drain } = createHttpServer(options.config.http);
     const listener = createRequestListener(services, routes);
     const onClientError = clientErrorHandler(clientErrorLimits(options.config.http));
     const { requestTimeoutMs } = options.config.http;
@@ -116,8 +121,8 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
 const MAX_HEADER_SIZE = 65_536;
 
 /** node:http with the config's limits: slow heads and bodies are cut off near their timeouts with a 408, connections capped. */
-function createHttpServer(http: Config['http']): Server {
-  const server = createServer({
+function createHttpServer(http: Config['http']): { server: Server; drain: Drain } {
+  const { server, drain } = drainableServer({
     maxHeaderSize: MAX_HEADER_SIZE,
     headersTimeout: http.headersTimeoutMs,
     // The whole request's bound is svcgen's (runtime/http/request-deadline.ts): uploads replace it.
@@ -128,7 +133,7 @@ function createHttpServer(http: Config['http']): Server {
   });
   server.maxConnections = http.maxConnections;
   server.on('clientError', clientErrorHandler(clientErrorLimits(http)));
-  return server;
+  return { server, drain };
 }
 
 function clientErrorLimits(http: Config['http']): ClientErrorLimits {
