@@ -30,7 +30,7 @@ class Raw {
   /** Resolves once `count` complete responses (Content-Length framed) arrived; their heads. */
   async responses(count: number): Promise<string[]> {
     for (;;) {
-      const heads = [...this.received.matchAll(/HTTP\/1\.1 [^]*?\r\n\r\n/g)].map((m) => m[0]);
+      const heads = [...this.received.matchAll(/HTTP\/1\.1 [\s\S]*?\r\n\r\n/g)].map((m) => m[0]);
       if (heads.length >= count && this.received.endsWith('done')) return heads;
       await new Promise((resolve) => this.socket.once('data', resolve));
     }
