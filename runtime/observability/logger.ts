@@ -1,18 +1,26 @@
 /**
- * The one logger: pino, writing JSON lines to stdout through an asynchronous buffer (the request
- * path never waits on the write). Lines are batched: they go out in one write once
- * LOG_BATCH_BYTES have gathered or, when traffic is low, at the next periodic flush (every
+ * The one logger: pino, writing JSON lines to stdout. Lines are batched: they go out in one write
+ * once LOG_BATCH_BYTES have gathered or, when traffic is low, at the next periodic flush (every
  * LOG_FLUSH_INTERVAL_MS; one that finds a write under way leaves the rest to the next). The lines
- * gather in an array (LineBatch) and reach sonic-boom, pino's asynchronous writer, one batch at a
- * time: sonic-boom's own `minLength` appends each line to one growing string and measures that
+ * gather in an array (LineBatch) and reach sonic-boom, pino's writer, one batch at a time:
+ * sonic-boom's own `minLength` appends each line to one growing string and measures that
  * string's UTF-8 length on every line, which copies the whole pending batch per request line
- * (bench/RESULTS.md "CPU per request"). The flush timer is unref'd, so it keeps no process alive.
- * Nothing logged is lost on the way out: a server's close ends with flushLogger and
- * flushLoggerSync, and on process exit lines still gathered are written with sonic-boom's
- * `flushSync()`. `pretty` turns each line into a
- * short readable one for a terminal; it costs a JSON.parse per line, which only matters under
- * load, where stdout is rarely a TTY.
+ * (bench/RESULTS.md "CPU per request").
+ *
+ * How a batch is written depends on what stdout is (stdoutWrites), as node does for
+ * process.stdout: a pipe or a socket (a container runtime, journald) is written asynchronously, so
+ * a reader that falls behind never holds up a request; a file, a terminal or /dev/null is written
+ * at once. A write to a file is a copy into the page cache and never waits for a reader, where the
+ * asynchronous write went through libuv's thread pool and cost a request some 10 µs of CPU at
+ * saturation in thread hand-offs (docs/deployment.md "Observability").
+ *
+ * The flush timer is unref'd, so it keeps no process alive. Nothing logged is lost on the way out:
+ * a server's close ends with flushLogger and flushLoggerSync, and on process exit lines still
+ * gathered are written with sonic-boom's `flushSync()`. `pretty` turns each line into a short
+ * readable one for a terminal; it costs a JSON.parse per line, which only matters under load,
+ * where stdout is rarely a TTY.
  */
+import fs from 'node:fs';
 import pino from 'pino';
 
 export type Logger = pino.Logger;
@@ -125,10 +133,23 @@ process.once('exit', () => {
 /** The batching streams, by the logger writing to them. */
 const batched = new WeakMap<Logger, Flushable>();
 
+/**
+ * `async` for a pipe or a socket, `sync` for anything else (a file, a terminal, /dev/null): how
+ * node's process.stdout writes to each (docs/deployment.md "Observability").
+ */
+export function stdoutWrites(fd = 1): 'sync' | 'async' {
+  try {
+    const stat = fs.fstatSync(fd);
+    return stat.isFIFO() || stat.isSocket() ? 'async' : 'sync';
+  } catch {
+    return 'async';
+  }
+}
+
 export function createLogger(options: LoggerOptions): Logger {
   const stdout = options.destination
     ? undefined
-    : new LineBatch(pino.destination({ dest: 1, sync: false, minLength: 0 }));
+    : new LineBatch(pino.destination({ dest: 1, sync: stdoutWrites() === 'sync', minLength: 0 }));
   const out = options.destination ?? stdout!;
   const logger = pino(
     {

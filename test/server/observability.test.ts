@@ -6,6 +6,7 @@
  * on SIGTERM and none held longer than the flush interval.
  */
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOG_FLUSH_INTERVAL_MS } from '../../runtime/observability/index.ts';
@@ -351,70 +352,88 @@ describe('svcgen serve with metrics off (the default)', { timeout: 60_000 }, () 
 });
 
 // Request lines go out in batches (runtime/observability/logger.ts; docs/deployment.md "Logs").
-describe('svcgen serve with default flags and stdout to a pipe: batched request lines', { timeout: 90_000 }, () => {
-  let database: TestDatabase;
+// A pipe is written asynchronously, a file at once (docs/deployment.md "Observability"); both batch.
+describe.each(['pipe', 'file'] as const)(
+  'svcgen serve with default flags and stdout to a %s: batched request lines',
+  { timeout: 90_000 },
+  (stdoutKind) => {
+    let database: TestDatabase;
+    let stdoutDir: string;
+    let started = 0;
 
-  beforeAll(async () => {
-    database = await freshDatabase();
-  });
+    beforeAll(async () => {
+      database = await freshDatabase();
+      stdoutDir = await fs.mkdtemp(path.join(os.tmpdir(), 'svcgen-stdout-'));
+    });
+    afterAll(async () => {
+      await fs.rm(stdoutDir, { recursive: true, force: true });
+    });
 
-  /** N requests, 10 at a time; their reqIds in order. */
-  async function requests(url: string, n: number): Promise<string[]> {
-    const ids: string[] = [];
-    for (let i = 0; i < n; i += 10) {
-      const batch = await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => call(url, 'GET', '/healthz')));
-      for (const res of batch) {
-        expect(res.status, res.text).toBe(200);
-        ids.push(res.headers.get('x-request-id')!);
-      }
+    function serveShop(): RunningCli {
+      const stdoutFile = stdoutKind === 'file' ? path.join(stdoutDir, `serve-${++started}.log`) : undefined;
+      return startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0'], { stdoutFile });
     }
-    return ids;
-  }
 
-  it('writes a lone request line within the flush interval, with no more traffic to fill a batch', async () => {
-    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0']);
-    const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
-    const [reqId] = await requests(url, 1);
-    const sent = Date.now();
-    // Far below the 8 KiB batch: only the periodic flush writes it. Its timer fires every
-    // LOG_FLUSH_INTERVAL_MS; the margin is for a busy test machine.
-    await expect
-      .poll(() => entries(serve.stdout).some((e) => e.reqId === reqId), {
-        timeout: LOG_FLUSH_INTERVAL_MS + 1500,
-        interval: 20,
-      })
-      .toBe(true);
-    expect(Date.now() - sent).toBeLessThan(LOG_FLUSH_INTERVAL_MS + 1500);
-    expect((await serve.stop('SIGTERM')).code).toBe(0);
-  });
+    /** N requests, 10 at a time; their reqIds in order. */
+    async function requests(url: string, n: number): Promise<string[]> {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i += 10) {
+        const batch = await Promise.all(
+          Array.from({ length: Math.min(10, n - i) }, () => call(url, 'GET', '/healthz')),
+        );
+        for (const res of batch) {
+          expect(res.status, res.text).toBe(200);
+          ids.push(res.headers.get('x-request-id')!);
+        }
+      }
+      return ids;
+    }
 
-  it('writes every request line before exiting on SIGTERM', async () => {
-    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0']);
-    const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
-    const ids = await requests(url, 300);
-    const result = await serve.stop('SIGTERM');
-    expect(result.code, show(result)).toBe(0);
-    const logged = entries(result.stdout);
-    const lines = logged.filter((e) => e.msg === 'request').map((e) => e.reqId);
-    expect(lines.length, 'request lines on stdout').toBe(300);
-    expect(new Set(lines)).toEqual(new Set(ids));
-    expect(logged.at(-1)?.msg).toBe('server stopped');
-    expect(result.stdout.endsWith('\n')).toBe(true);
-  });
+    it('writes a lone request line within the flush interval, with no more traffic to fill a batch', async () => {
+      const serve = serveShop();
+      const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
+      const [reqId] = await requests(url, 1);
+      const sent = Date.now();
+      // Far below the 8 KiB batch: only the periodic flush writes it. Its timer fires every
+      // LOG_FLUSH_INTERVAL_MS; the margin is for a busy test machine.
+      await expect
+        .poll(() => entries(serve.stdout).some((e) => e.reqId === reqId), {
+          timeout: LOG_FLUSH_INTERVAL_MS + 1500,
+          interval: 20,
+        })
+        .toBe(true);
+      expect(Date.now() - sent).toBeLessThan(LOG_FLUSH_INTERVAL_MS + 1500);
+      expect((await serve.stop('SIGTERM')).code).toBe(0);
+    });
 
-  it('writes every request line when a second signal exits at once', async () => {
-    const serve = startCli(['serve', '--project', SHOP, '--database-url', database.url, '--port', '0']);
-    const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
-    const ids = await requests(url, 100);
-    serve.child.kill('SIGTERM');
-    await serve.waitFor(/SIGTERM: finishing in-flight requests/, { stream: 'stderr' });
-    const result = await serve.stop('SIGTERM');
-    expect(result.code, show(result)).toBe(1);
-    expect(result.stderr).toContain('SIGTERM again: exiting without waiting');
-    const lines = entries(result.stdout)
-      .filter((e) => e.msg === 'request')
-      .map((e) => e.reqId);
-    expect(new Set(lines)).toEqual(new Set(ids));
-    expect(lines.length).toBe(100);
-  });
-});
+    it('writes every request line before exiting on SIGTERM', async () => {
+      const serve = serveShop();
+      const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
+      const ids = await requests(url, 300);
+      const result = await serve.stop('SIGTERM');
+      expect(result.code, show(result)).toBe(0);
+      const logged = entries(result.stdout);
+      const lines = logged.filter((e) => e.msg === 'request').map((e) => e.reqId);
+      expect(lines.length, 'request lines on stdout').toBe(300);
+      expect(new Set(lines)).toEqual(new Set(ids));
+      expect(logged.at(-1)?.msg).toBe('server stopped');
+      expect(result.stdout.endsWith('\n')).toBe(true);
+    });
+
+    it('writes every request line when a second signal exits at once', async () => {
+      const serve = serveShop();
+      const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
+      const ids = await requests(url, 100);
+      serve.child.kill('SIGTERM');
+      await serve.waitFor(/SIGTERM: finishing in-flight requests/, { stream: 'stderr' });
+      const result = await serve.stop('SIGTERM');
+      expect(result.code, show(result)).toBe(1);
+      expect(result.stderr).toContain('SIGTERM again: exiting without waiting');
+      const lines = entries(result.stdout)
+        .filter((e) => e.msg === 'request')
+        .map((e) => e.reqId);
+      expect(new Set(lines)).toEqual(new Set(ids));
+      expect(lines.length).toBe(100);
+    });
+  },
+);

@@ -8,6 +8,7 @@
  *   afterAll(cleanupCli);                                              // kills children, removes copies
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -35,6 +36,8 @@ export interface CliOptions {
   bin?: string;
   /** Its own process group, so that a test can signal the group as a terminal's Ctrl-C does (`process.kill(-pid, 'SIGINT')`). */
   detached?: boolean;
+  /** stdout goes to this file (created or truncated) instead of a pipe; `stdout` reads it as it grows. */
+  stdoutFile?: string;
 }
 
 /** The parent's environment without the variables that would change which database or token the CLI uses. */
@@ -70,19 +73,33 @@ export interface RunningCli {
 }
 
 export function startCli(args: string[], options: CliOptions = {}): RunningCli {
+  const stdoutFd = options.stdoutFile === undefined ? undefined : fsSync.openSync(options.stdoutFile, 'w');
   const child = spawn(process.execPath, [options.bin ?? SVCGEN, ...args], {
     cwd: options.cwd ?? REPO,
     env: childEnv(options.env),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'],
     detached: options.detached ?? false,
   });
   children.add(child);
   const out = { stdout: '', stderr: '' };
   const listeners = new Set<() => void>();
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-    out.stdout += d;
-    for (const l of listeners) l();
-  });
+  let readStdoutFile: (() => void) | undefined;
+  if (stdoutFd === undefined) {
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out.stdout += d;
+      for (const l of listeners) l();
+    });
+  } else {
+    fsSync.closeSync(stdoutFd);
+    readStdoutFile = () => {
+      const text = fsSync.readFileSync(options.stdoutFile!, 'utf8');
+      if (text.length === out.stdout.length) return;
+      out.stdout = text;
+      for (const l of listeners) l();
+    };
+    const poll = setInterval(readStdoutFile, 20);
+    child.once('close', () => clearInterval(poll));
+  }
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
     out.stderr += d;
     for (const l of listeners) l();
@@ -95,6 +112,7 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
       reject(error);
     });
     child.on('close', (code, signal) => {
+      readStdoutFile?.();
       done = true;
       children.delete(child);
       for (const l of listeners) l();
