@@ -6,7 +6,8 @@
  *
  * Nothing is kept per request. A response learns of the drain where node fixes its headers
  * (writeHead, which an implicit header goes through too), and connections whose response was
- * already under way are closed once they go idle. An earlier version kept the responses in flight
+ * already under way are closed once they go idle. Only responses a framework takes over (Express,
+ * which replaces their prototype and with it that writeHead) are followed one by one. An earlier version kept the responses in flight
  * in a Set: that kept every request and response alive across two young-generation collections,
  * so all of them were promoted to the old generation, several KiB per request of garbage
  * collection work (docs/deployment.md "Stopping: SIGTERM and draining").
@@ -16,6 +17,12 @@ import { createServer, ServerResponse, type Server, type ServerOptions } from 'n
 export interface Drain {
   /** Stops the server; resolves once every connection is gone (at the latest `timeoutMs` after the call). */
   close(timeoutMs: number): Promise<void>;
+  /**
+   * Keeps track of a response a framework takes over (Express gives it a prototype of its own, so
+   * writeHead is no longer the drain's), until it closes. Only for those: the data routes never
+   * come here.
+   */
+  follow(res: ServerResponse): void;
 }
 
 /**
@@ -44,11 +51,21 @@ export function drainableServer(options: ServerOptions): { server: Server; drain
     return writeHead.call(this, status, message, headers);
   } as ServerResponse['writeHead'];
   const server: Server = createServer({ ...options, ServerResponse: DrainingResponse });
+  const followed = new Set<ServerResponse>();
   return {
     server,
     drain: {
+      follow(res) {
+        if (draining) {
+          res.shouldKeepAlive = false;
+          return;
+        }
+        followed.add(res);
+        res.once('close', () => followed.delete(res));
+      },
       close(timeoutMs) {
         draining = true;
+        for (const res of followed) if (!res.headersSent) res.shouldKeepAlive = false;
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);

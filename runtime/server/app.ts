@@ -224,7 +224,16 @@ function matchSegments(pattern: readonly string[], path: readonly string[]): Rec
 }
 
 /** The data routes of the generated table first; the features' routes (`featureRoutes`) through Express. */
-export function createRequestListener(services: Services, featureRoutes: readonly Route[]): RequestListener {
+export interface RequestListenerOptions {
+  /** Called with each response before Express takes it over (runtime/http/drain.ts `follow`). */
+  beforeExpress?: (res: ServerResponse) => void;
+}
+
+export function createRequestListener(
+  services: Services,
+  featureRoutes: readonly Route[],
+  { beforeExpress }: RequestListenerOptions = {},
+): RequestListener {
   const app = createApp(services, featureRoutes);
   const served = expressSegments(featureRoutes);
   const { routes, literals, unknown } = dataRoutes(services);
@@ -285,6 +294,7 @@ export function createRequestListener(services: Services, featureRoutes: readonl
       return;
     }
     if (!cors) res.setHeader('x-request-id', requestIdOf(req)!);
+    beforeExpress?.(res);
     app(req, res);
   };
 }

@@ -40,7 +40,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const foundation = await openFoundation(options, lifecycle);
     const { services, routes, upgrades } = await startFeatures(foundation, lifecycle);
     const { server, drain } = createHttpServer(options.config.http);
-    const listener = createRequestListener(services, routes);
+    const listener = createRequestListener(services, routes, { beforeExpress: drain.follow });
     const onClientError = clientErrorHandler(clientErrorLimits(options.config.http));
     const { requestTimeoutMs } = options.config.http;
     server.on('request', (req, res) => {

@@ -6,6 +6,7 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { ServerResponse } from 'node:http';
+import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { drainableServer } from '../../runtime/http/drain.ts';
 
@@ -135,6 +136,39 @@ describe('drainableServer', () => {
     expect((await streaming.closed) - end).toBeLessThan(1_000);
     await closed;
     expect(performance.now() - began).toBeLessThan(DRAIN_BOUND_MS);
+  });
+
+  it('a response Express took over (its own prototype) is followed: Connection: close once the drain began', async () => {
+    const { server, drain, port } = await start();
+    const app = express();
+    let release!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      app.get('/express-hold', (_req, res) => {
+        release = () => res.send('done');
+        resolve();
+      });
+    });
+    app.get('/express', (_req, res) => {
+      res.send('done');
+    });
+    server.removeAllListeners('request');
+    server.on('request', (req, res) => {
+      drain.follow(res);
+      app(req, res);
+    });
+    const inFlight = new Raw(port);
+    inFlight.get('/express-hold');
+    await holding;
+    const later = new Raw(port);
+    later.get('/express');
+    expect((await later.responses(1))[0]).toMatch(/\r\nConnection: keep-alive\r\n/i);
+    later.received = '';
+
+    const closed = drain.close(DRAIN_BOUND_MS);
+    release();
+    expect((await inFlight.responses(1))[0]).toMatch(/\r\nConnection: close\r\n/i);
+    await inFlight.closed;
+    await closed;
   });
 
   it('closes what is still open at the bound', async () => {
