@@ -88,7 +88,8 @@ export const DRAIN_OUTBOX = `
   SELECT (SELECT count(*) FROM chunks)::int AS drained,
     (SELECT count(*) FROM candidates) > (SELECT count(*) FROM chosen) OR (SELECT count(*) FROM candidates) = $1::int
       OR (SELECT count(*) FROM earlier) = $1::int AS more,
-    (SELECT count(*) FROM specs, LATERAL ${QUEUE_SCHEMA}.add_jobs(specs.list) WHERE cardinality(specs.list) > 0)::int AS jobs`;
+    (SELECT count(*) FROM specs, LATERAL ${QUEUE_SCHEMA}.add_jobs(specs.list) WHERE cardinality(specs.list) > 0)::int AS jobs,
+    EXISTS (SELECT 1 FROM svcgen.webhooks WHERE active) AS watched`;
 
 /** SQL: the deliveries in the outbox (not yet recorded, or not yet jobs). */
 export const OUTBOX_DEPTH = `SELECT ((SELECT coalesce(sum(cardinality(event_ids)), 0) FROM svcgen.webhook_event_outbox)

@@ -18,6 +18,17 @@ const LOST_JOB_AFTER = "interval '2 minutes'";
 const SWEEP_INTERVAL_MS = 5_000;
 /** How often an idle worker looks for new deliveries in the outbox (the commit → job latency). */
 const DRAIN_INTERVAL_MS = 50;
+/**
+ * How often it looks while no webhook is active anywhere: no write captures events then, and the
+ * outbox only holds what a write that began before the last subscription went away commits late.
+ */
+const QUIET_DRAIN_INTERVAL_MS = 1_000;
+
+/** When to look at the outbox next, after a drain that answered `row` (docs/api.md "Delivery records"). */
+export function nextDrainDelay(row: { more: boolean; watched: boolean } | undefined): number {
+  if (row?.more) return 0;
+  return row && !row.watched ? QUIET_DRAIN_INTERVAL_MS : DRAIN_INTERVAL_MS;
+}
 const DRAIN_BATCH = 500;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 /**
@@ -185,10 +196,10 @@ export async function startDeliveryWorker(options: DeliveryWorkerOptions): Promi
   let drainTimer: NodeJS.Timeout | undefined;
   const drain = async () => {
     drainTimer = undefined;
-    let delay = DRAIN_INTERVAL_MS;
+    let delay: number;
     try {
-      const [row] = await db.query<{ more: boolean }>(DRAIN_OUTBOX, [DRAIN_BATCH]);
-      if (row?.more) delay = 0;
+      const [row] = await db.query<{ more: boolean; watched: boolean }>(DRAIN_OUTBOX, [DRAIN_BATCH]);
+      delay = nextDrainDelay(row);
     } catch (error) {
       failed('outbox drain')(error);
       delay = 1_000;

@@ -6,7 +6,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
 import { DRAIN_JOB_SIZE, DRAIN_OUTBOX, QUEUE_SCHEMA } from '../../runtime/webhooks/queue.ts';
-import { installDeliveryQueue, pruneDeliveryHistory, webhookQueueDepth } from '../../runtime/webhooks/worker.ts';
+import {
+  installDeliveryQueue,
+  nextDrainDelay,
+  pruneDeliveryHistory,
+  webhookQueueDepth,
+} from '../../runtime/webhooks/worker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -43,8 +48,13 @@ async function fill(rows: (string[] | string)[]): Promise<void> {
   }
 }
 
-const drain = async (limit: number) =>
-  (await db.query<{ drained: number; more: boolean; jobs: number }>(DRAIN_OUTBOX, [limit]))[0]!;
+/** The drain's whole answer; `drain` leaves out `watched` (any webhook active). */
+const drainRow = async (limit: number) =>
+  (await db.query<{ drained: number; more: boolean; jobs: number; watched: boolean }>(DRAIN_OUTBOX, [limit]))[0]!;
+const drain = async (limit: number) => {
+  const { watched: _, ...row } = await drainRow(limit);
+  return row;
+};
 
 /** The queued jobs' delivery lists, in the order they were queued. */
 const jobs = async () =>
@@ -69,6 +79,25 @@ async function events(ids: string[], createdAt = 'now()'): Promise<void> {
 }
 
 describe('outbox drain', () => {
+  it('says whether any webhook is active, and the worker looks every second only while none is', async () => {
+    const quiet = await drainRow(10);
+    expect(quiet).toMatchObject({ drained: 0, more: false, watched: false });
+    expect(nextDrainDelay(quiet)).toBe(1_000);
+    await subscription('wh_a');
+    const watched = await drainRow(10);
+    expect(watched).toMatchObject({ drained: 0, more: false, watched: true });
+    expect(nextDrainDelay(watched)).toBe(50);
+    await db.query("UPDATE svcgen.webhooks SET active = false WHERE id = 'wh_a'");
+    expect(await drainRow(10)).toMatchObject({ watched: false });
+    // Rows left by a write that committed after its subscription went: taken at once, then the next ones.
+    await fill([['d1'], ['d2']]);
+    const late = await drainRow(1);
+    expect(late).toMatchObject({ drained: 1, more: true, watched: false });
+    expect(nextDrainDelay(late)).toBe(0);
+    // A drain that failed answered nothing: look again soon, as before.
+    expect(nextDrainDelay(undefined)).toBe(50);
+  });
+
   it("records a delivery per (event, subscription) pair of a statement's row, in order, none for a deleted subscription", async () => {
     await subscription('wh_a');
     await subscription('wh_b');
