@@ -223,12 +223,12 @@ function matchSegments(pattern: readonly string[], path: readonly string[]): Rec
   return undecodable ? null : (params ?? {});
 }
 
-/** The data routes of the generated table first; the features' routes (`featureRoutes`) through Express. */
 export interface RequestListenerOptions {
   /** Called with each response before Express takes it over (runtime/http/drain.ts `follow`). */
   beforeExpress?: (res: ServerResponse) => void;
 }
 
+/** The data routes of the generated table first; the features' routes (`featureRoutes`) through Express. */
 export function createRequestListener(
   services: Services,
   featureRoutes: readonly Route[],

@@ -23,12 +23,6 @@ const DRAIN_INTERVAL_MS = 50;
  * outbox only holds what a write that began before the last subscription went away commits late.
  */
 const QUIET_DRAIN_INTERVAL_MS = 1_000;
-
-/** When to look at the outbox next, after a drain that answered `row` (docs/api.md "Delivery records"). */
-export function nextDrainDelay(row: { more: boolean; watched: boolean } | undefined): number {
-  if (row?.more) return 0;
-  return row && !row.watched ? QUIET_DRAIN_INTERVAL_MS : DRAIN_INTERVAL_MS;
-}
 const DRAIN_BATCH = 500;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 /**
@@ -37,6 +31,12 @@ const PRUNE_INTERVAL_MS = 10 * 60_000;
  * the pools' end() at shutdown would wait for it forever.
  */
 const CONNECT_TIMEOUT_MS = 5_000;
+
+/** When to look at the outbox next, after a drain that answered `row` (docs/api.md "Delivery records"). */
+export function nextDrainDelay(row: { more: boolean; watched: boolean } | undefined): number {
+  if (row?.more) return 0;
+  return row && !row.watched ? QUIET_DRAIN_INTERVAL_MS : DRAIN_INTERVAL_MS;
+}
 
 /** A pool of ours rather than graphile-worker's connectionString: pg alone would read sslmode its own way. */
 function queuePool(url: string, max: number): pg.Pool {
