@@ -29,7 +29,7 @@ export interface Drain {
  * How often a draining server closes the keep-alive connections that went idle since: those
  * whose response had started before the drain and ended without `Connection: close`.
  */
-export const IDLE_SWEEP_MS = 10;
+const IDLE_SWEEP_MS = 10;
 
 /** A node:http server (created with `options`) that can drain. */
 export function drainableServer(options: ServerOptions): { server: Server; drain: Drain } {
