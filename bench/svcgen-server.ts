@@ -26,7 +26,10 @@ const distDir = process.env.BENCH_SVCGEN_DIST ?? path.resolve(import.meta.dirnam
 const projectDir = process.env.BENCH_SVCGEN_PROJECT ?? path.resolve(import.meta.dirname, '../examples/shop');
 const dist = (file: string) => pathToFileURL(path.join(distDir, file)).href;
 const { loadService } = (await import(dist('cli/project.js'))) as typeof import('../cli/project.ts');
-const { parseConfig, startServer } = (await import(dist('runtime/index.js'))) as typeof import('../runtime/index.ts');
+const runtime = (await import(dist('runtime/index.js'))) as typeof import('../runtime/index.ts');
+const { parseConfig, startServer } = runtime;
+// As `svcgen serve` does before it serves (a checkout from before it existed has no such function).
+(runtime as Partial<typeof runtime>).tuneHeapForServing?.();
 
 const databaseUrl = process.env.BENCH_DATABASE_URL;
 if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set');

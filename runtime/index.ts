@@ -5,6 +5,7 @@ export {
   createApp,
   createRequestListener,
   DATA_BASE_PATH,
+  tuneHeapForServing,
   type RunningServer,
   type ServerOptions,
   type WorkerProcessOptions,
