@@ -16,6 +16,7 @@
  * BENCH_LOG_LEVEL=info|warn: request logging as `svcgen serve --log-level <level>` does it, JSON
  * lines on this process's stdout (redirect run.ts's stdout to a file or pipe); none without it.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runChild } from './child-harness.ts';
@@ -26,10 +27,11 @@ const distDir = process.env.BENCH_SVCGEN_DIST ?? path.resolve(import.meta.dirnam
 const projectDir = process.env.BENCH_SVCGEN_PROJECT ?? path.resolve(import.meta.dirname, '../examples/shop');
 const dist = (file: string) => pathToFileURL(path.join(distDir, file)).href;
 const { loadService } = (await import(dist('cli/project.js'))) as typeof import('../cli/project.ts');
-const runtime = (await import(dist('runtime/index.js'))) as typeof import('../runtime/index.ts');
-const { parseConfig, startServer } = runtime;
-// As `svcgen serve` does before it serves (a checkout from before it existed has no such function).
-(runtime as Partial<typeof runtime>).tuneHeapForServing?.();
+const { parseConfig, startServer } = (await import(dist('runtime/index.js'))) as typeof import('../runtime/index.ts');
+// As `svcgen serve` does before it serves (a checkout from before it existed has no such module).
+if (fs.existsSync(path.join(distDir, 'cli/heap-tuning.js'))) {
+  ((await import(dist('cli/heap-tuning.js'))) as typeof import('../cli/heap-tuning.ts')).tuneHeapForServing();
+}
 
 const databaseUrl = process.env.BENCH_DATABASE_URL;
 if (!databaseUrl) throw new Error('BENCH_DATABASE_URL is not set');

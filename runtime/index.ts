@@ -5,7 +5,6 @@ export {
   createApp,
   createRequestListener,
   DATA_BASE_PATH,
-  tuneHeapForServing,
   type RunningServer,
   type ServerOptions,
   type WorkerProcessOptions,

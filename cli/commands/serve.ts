@@ -97,7 +97,7 @@ export function registerServeCommands(program: Command): void {
     .action(async (options: ServeOptions) => {
       const dir = projectDir(options);
       // Before anything serves: how V8 places per-request objects (docs/deployment.md, "Garbage collection").
-      (await import('../../runtime/index.ts')).tuneHeapForServing();
+      (await import('../heap-tuning.ts')).tuneHeapForServing();
       const { isClusterWorker } = await import('../cluster.ts');
       if (isClusterWorker()) return serveAsWorker(dir, options);
       if (isDevChild()) return serveForDev(dir, options);

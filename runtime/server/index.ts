@@ -20,7 +20,6 @@ import { openFoundation, type ServerOptions } from './foundation.ts';
 
 export { createApp, createRequestListener, DATA_BASE_PATH } from './app.ts';
 export type { Route, ServerFeature, Teardown } from './feature.ts';
-export { tuneHeapForServing } from './heap-tuning.ts';
 export type { ServerOptions } from './foundation.ts';
 export type { Services } from './services.ts';
 

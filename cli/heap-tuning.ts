@@ -18,7 +18,7 @@ const FLAG = 'allocation-site-pretenuring';
 /**
  * Turns V8's allocation-site pretenuring off for this process, before it serves, unless the
  * operator set the flag on Node's command line (`node --allocation-site-pretenuring ...` keeps it).
- * Returns whether it changed the setting. Only the CLI calls it: a program that embeds
+ * Returns whether it changed the setting. The runtime never calls it: a program that embeds
  * startServer owns its process's flags.
  */
 export function tuneHeapForServing(execArgv: readonly string[] = process.execArgv): boolean {

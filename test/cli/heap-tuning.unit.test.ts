@@ -1,5 +1,5 @@
 /**
- * `svcgen serve` turns V8's allocation-site pretenuring off for its process (runtime/server/heap-tuning.ts,
+ * `svcgen serve` turns V8's allocation-site pretenuring off for its process (cli/heap-tuning.ts,
  * docs/deployment.md "Garbage collection"). Measured through V8's own trace of its pretenuring
  * decisions, in a child that allocates objects which outlive young collections.
  */
