@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tuneHeapForServing } from '../../cli/heap-tuning.ts';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 
@@ -37,4 +38,15 @@ describe('tuneHeapForServing', () => {
     expect(output).toContain('changed: false');
     expect(tenured).toBeGreaterThan(0);
   }, 60_000);
+
+  it('knows the flag in each spelling Node and V8 take', () => {
+    for (const given of [
+      '--allocation-site-pretenuring',
+      '--no-allocation-site-pretenuring',
+      '--allocation_site_pretenuring=true',
+      '--noallocation-site-pretenuring',
+    ]) {
+      expect(tuneHeapForServing([given]), given).toBe(false);
+    }
+  });
 });
