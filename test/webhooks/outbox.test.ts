@@ -94,7 +94,7 @@ describe('outbox drain', () => {
     const late = await drainRow(1);
     expect(late).toMatchObject({ drained: 1, more: true, watched: false });
     expect(nextDrainDelay(late)).toBe(0);
-    // A drain that failed answered nothing: look again soon, as before.
+    // A drain that answered no row: look again at the usual interval.
     expect(nextDrainDelay(undefined)).toBe(50);
   });
 
