@@ -26,7 +26,7 @@ pool.on('error', () => {});
 const iso = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const ORDER_JSON =
   `json_build_object('id', o.id, 'status', o.status, 'total', o.total, 'note', o.note, 'placedAt', ${iso('o."placedAt"')}, ` +
-  `'customerId', o."customerId", 'createdAt', ${iso('o."createdAt"')}, 'updatedAt', ${iso('o."updatedAt"')})::text`;
+  `'customerId', o."customerId", 'invoiceId', o."invoiceId", 'receiptId', o."receiptId", 'createdAt', ${iso('o."createdAt"')}, 'updatedAt', ${iso('o."updatedAt"')})::text`;
 const EMBED_JSON =
   `json_build_object('id', o.id, 'total', o.total, 'customer', json_build_object('name', c.name, ` +
   `'city', CASE WHEN ci.id IS NULL THEN NULL ELSE json_build_object('name', ci.name) END))::text`;

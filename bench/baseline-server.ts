@@ -91,7 +91,7 @@ async function authenticate(req: IncomingMessage): Promise<Key> {
 
 // ---- records ----------------------------------------------------------------------------------
 
-const ORDER_COLUMNS = `id, status, total, note, "placedAt", "customerId", "createdAt", "updatedAt"`;
+const ORDER_COLUMNS = `id, status, total, note, "placedAt", "customerId", "invoiceId", "receiptId", "createdAt", "updatedAt"`;
 
 interface OrderRow {
   id: number;
@@ -100,6 +100,8 @@ interface OrderRow {
   note: string | null;
   placedAt: Date | null;
   customerId: string;
+  invoiceId: string | null;
+  receiptId: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -112,6 +114,8 @@ function orderRecord(row: OrderRow) {
     note: row.note,
     placedAt: row.placedAt ? row.placedAt.toISOString() : null,
     customerId: row.customerId,
+    invoiceId: row.invoiceId,
+    receiptId: row.receiptId,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };

@@ -27,6 +27,7 @@ import { REPO, startServerChild } from './children.ts';
 import { installedProject, patchConfig, svcgenBin } from './installed-project.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { measureCase, serveCli, type Measurement, type Serving } from './cli-server.ts';
+import { checkSameAnswers } from './equivalence.ts';
 import { restoreSeed, seededBenchDatabase, serverVersion } from './database.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
@@ -174,6 +175,16 @@ async function main(): Promise<void> {
     const bare = await startServerChild('bare', 'bench/bare-server.ts', { BENCH_DATABASE_URL: database.url });
     cleanups.add(() => bare.stop());
     targets.bare = bare;
+
+    // A ratio means something only when both servers do the same work.
+    for (const c of cases) {
+      try {
+        await checkSameAnswers(c, { name: 'svcgen serve', url: targets.info.url }, [bare], fixture);
+      } finally {
+        if (c.writes) await restoreSeed(database.url, fixture);
+      }
+    }
+    log('svcgen serve and the bare server answer alike');
 
     const results = new Map<string, Record<ServerName, Measurement & { rounds: number[] }>>();
     for (const [i, c] of cases.entries()) {
