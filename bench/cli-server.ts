@@ -113,6 +113,8 @@ export function treeCpuSpent(before: Map<number, number>, after: Map<number, num
 }
 
 export interface Measurement {
+  /** requests answered in the measured run */
+  requests: number;
   rps: number;
   p50: number;
   p99: number;
@@ -146,7 +148,7 @@ async function load(
   });
 }
 
-/** A warm-up, then one measured run of `benchCase` against the server at `target`; every answer must be 2xx. */
+/** A warm-up (none when `settings.warmupS` is 0), then one measured run of `benchCase` against the server at `target`; every answer must be 2xx. */
 export async function measureCase(
   target: { readonly url: string; readonly pid: number },
   benchCase: BenchCase,
@@ -154,9 +156,11 @@ export async function measureCase(
   backends: BackendCpu,
   settings: LoadSettings,
 ): Promise<Measurement> {
-  const warm = await load(target.url, benchCase, fixture, settings.connections, settings.warmupS);
-  if (warm.non2xx || warm.errors)
-    throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  if (settings.warmupS > 0) {
+    const warm = await load(target.url, benchCase, fixture, settings.connections, settings.warmupS);
+    if (warm.non2xx || warm.errors)
+      throw new Error(`${benchCase.title}: warm-up had ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  }
   const serverBefore = treeCpuMicros(target.pid);
   const pgBefore = await backends.sample();
   const machineBefore = machineSample();
@@ -171,6 +175,7 @@ export async function measureCase(
   const requests = result.requests.total;
   const pgSpent = BackendCpu.spent(pgBefore, pgAfter);
   return {
+    requests,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -178,5 +183,34 @@ export async function measureCase(
     postgresUs: pgSpent === undefined ? undefined : pgSpent / requests,
     loadUs: (loadCpu.user + loadCpu.system) / requests,
     busy: machineBusy(machineBefore, machineAfter)?.busy,
+  };
+}
+
+/**
+ * Measured runs of equal length taken together: requests/s their mean, CPU per request over all
+ * their requests, latency percentiles and busy share the median and mean of the runs'.
+ */
+export function combine(runs: readonly Measurement[]): Measurement {
+  const requests = runs.reduce((sum, m) => sum + m.requests, 0);
+  const perRequest = (of: (m: Measurement) => number | undefined) => {
+    let spent = 0;
+    for (const m of runs) {
+      const us = of(m);
+      if (us === undefined) return undefined;
+      spent += us * m.requests;
+    }
+    return spent / requests;
+  };
+  const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+  const busy = runs.map((m) => m.busy);
+  return {
+    requests,
+    rps: runs.reduce((sum, m) => sum + m.rps, 0) / runs.length,
+    p50: mid(runs.map((m) => m.p50)),
+    p99: mid(runs.map((m) => m.p99)),
+    serverUs: perRequest((m) => m.serverUs)!,
+    postgresUs: perRequest((m) => m.postgresUs),
+    loadUs: perRequest((m) => m.loadUs)!,
+    busy: busy.includes(undefined) ? undefined : (busy as number[]).reduce((a, b) => a + b, 0) / busy.length,
   };
 }

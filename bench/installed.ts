@@ -9,9 +9,13 @@
  *   3. three servers: `svcgen serve --database-url <url>` with default flags (request log at info),
  *      the same with `--log-level warn`, both with stdout going to a file as under systemd or
  *      Docker; and the bare node:http + pg server (./bare-server.ts);
- *   4. per case, BENCH_ROUNDS rounds (default 3) with the servers in rotating order, each a 3 s
- *      warm-up and 10 s measured with autocannon (50 connections); each figure is the server's
- *      median round by requests/s. CPU per request of each process from /proc.
+ *   4. per case, a 3 s warm-up of each server, then BENCH_ROUNDS rounds (default 8), each a short
+ *      run (BENCH_DURATION, 4 s) of every server in rotating order, with autocannon (50
+ *      connections); each figure is over all of a server's runs (requests/s their mean). The
+ *      speed of a shared machine drifts by tens of percent within a minute: short runs that
+ *      alternate give the three servers the same mix of fast and slow seconds, where one long run
+ *      each compared whichever seconds each happened to get. CPU per request of each process
+ *      from /proc.
  *
  * The config of the copied project differs from the example's as `npm run bench`'s does: the data
  * rate limit out of reach and the pool's wait bound at 60 s (50 connections of scans on 2 CPUs).
@@ -26,17 +30,18 @@ import { CASES, type BenchCase } from './cases.ts';
 import { REPO, startServerChild } from './children.ts';
 import { installedProject, patchConfig, svcgenBin } from './installed-project.ts';
 import { cleanupOnExit } from './cleanups.ts';
-import { measureCase, serveCli, type Measurement, type Serving } from './cli-server.ts';
+import { combine, measureCase, serveCli, type Measurement, type Serving } from './cli-server.ts';
 import { checkSameAnswers } from './equivalence.ts';
 import { restoreSeed, seededBenchDatabase, serverVersion } from './database.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const CONNECTIONS = 50;
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
-const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const CASE_IDS = (process.env.BENCH_CASES ?? 'read-one,list-20,list-filtered,list-embed,create').split(',');
-const LOAD = { connections: CONNECTIONS, warmupS: WARMUP_S, durationS: DURATION_S };
+const WARMUP = { connections: CONNECTIONS, warmupS: 0, durationS: WARMUP_S };
+const RUN = { connections: CONNECTIONS, warmupS: 0, durationS: DURATION_S };
 const SEED = { cities: 100, customers: 1_000, orders: 100_000 };
 const RESULTS_FILE = process.env.BENCH_RESULTS
   ? path.resolve(process.env.BENCH_RESULTS)
@@ -58,9 +63,6 @@ const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
 
-const median = (rounds: Measurement[]) =>
-  [...rounds].sort((a, b) => a.rps - b.rps)[Math.floor((rounds.length - 1) / 2)]!;
-
 function report(
   cases: BenchCase[],
   results: Map<string, Record<ServerName, Measurement & { rounds: number[] }>>,
@@ -76,8 +78,9 @@ function report(
       'with default flags, stdout (the request log, one JSON line per request at info) going to a file. Beside it the same ' +
       'with `--log-level warn`, and the bare server of `npm run bench` (node:http + pg, the record JSON built by PostgreSQL, no checks). ' +
       `The project's config differs from the example's only as \`npm run bench\`'s does (data rate limit out of reach, pool wait bound 60 s). ` +
-      `The seeded database of \`npm run bench\`; autocannon, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up and ${DURATION_S} s measured per case, ` +
-      `${ROUNDS} rounds with the servers in rotating order, each figure the median round by requests/s.`,
+      `The seeded database of \`npm run bench\`; autocannon, ${CONNECTIONS} connections. Per case a ${WARMUP_S} s warm-up of each server, then ` +
+      `${ROUNDS} rounds of a ${DURATION_S} s run of each server in rotating order: requests/s is the mean of a server's runs, CPU per request is over all ` +
+      "their requests, p99 the median run's. Short alternating runs share the drift of a shared machine's speed among the servers.",
     '',
     `Request log lines written during the run: ${fmt(env.logLines.info)} at info, ${fmt(env.logLines.warn)} at warn.`,
     '',
@@ -116,7 +119,7 @@ function report(
   }
   out.push(
     '',
-    'Where the CPUs went in the median round (µs per request; machine busy share):',
+    'Where the CPUs went over all runs (µs per request; machine busy share, mean of the runs):',
     '',
     '| case | server | server processes | PostgreSQL | load generator | machine busy |',
     '|---|---|--:|--:|--:|--:|',
@@ -188,12 +191,19 @@ async function main(): Promise<void> {
 
     const results = new Map<string, Record<ServerName, Measurement & { rounds: number[] }>>();
     for (const [i, c] of cases.entries()) {
+      for (const name of SERVERS) {
+        try {
+          await measureCase(targets[name], c, fixture, backends, WARMUP);
+        } finally {
+          if (c.writes) await restoreSeed(database.url, fixture);
+        }
+      }
       const rounds = new Map<ServerName, Measurement[]>(SERVERS.map((s) => [s, []]));
       for (let round = 0; round < ROUNDS; round++) {
         for (let k = 0; k < SERVERS.length; k++) {
           const name = SERVERS[(k + i + round) % SERVERS.length]!;
           try {
-            const m = await measureCase(targets[name], c, fixture, backends, LOAD);
+            const m = await measureCase(targets[name], c, fixture, backends, RUN);
             rounds.get(name)!.push(m);
             log(
               `${c.title} → ${name}, round ${round + 1}: ${fmt(m.rps)} req/s, p99 ${m.p99} ms; CPU µs/request server ${fmt(m.serverUs)}, ` +
@@ -205,7 +215,7 @@ async function main(): Promise<void> {
         }
       }
       const byServer = {} as Record<ServerName, Measurement & { rounds: number[] }>;
-      for (const [name, ms] of rounds) byServer[name] = { ...median(ms), rounds: ms.map((m) => m.rps) };
+      for (const [name, ms] of rounds) byServer[name] = { ...combine(ms), rounds: ms.map((m) => m.rps) };
       results.set(c.id, byServer);
       log(
         `${c.title}: info / bare ${pct(byServer.info.rps, byServer.bare.rps)}, info / warn ${pct(byServer.info.rps, byServer.warn.rps)}`,
