@@ -2,17 +2,23 @@
  * Fixed one-minute rate limits with named buckets (the data API per project and environment and
  * per caller, failed data credentials per client address, signups and logins per IP, recovery per
  * e-mail), shared by every server process through one PostgreSQL row per bucket and window. Far
- * from the limit a process counts locally and adds its hits to the shared row in batches (every
- * few milliseconds), so the hot path does not wait on the database. A process's first request of a
- * window, and every request once the window is nearly used up, adds itself to the shared row
- * before it is answered: the processes together never pass the limit by more than the batches in
- * flight while far from it.
+ * from the limit a process counts locally and adds its hits to the shared row in batches, so the
+ * hot path does not wait on the database. A process's first request of a window, and every request
+ * once the window is nearly used up, adds itself to the shared row before it is answered: the
+ * processes together never pass the limit by more than the batches in flight while far from it,
+ * and a batch holds at most batchLimit(limit) hits of a bucket (docs/api.md §5.18 "Across server
+ * processes").
  */
 import type { Database } from '../db/index.ts';
 import { metrics } from '../observability/index.ts';
 
 const WINDOW_MS = 60_000;
-const FLUSH_DELAY_MS = 10;
+/**
+ * The longest a hit counted locally waits to be written. Each batch is a committed write, with
+ * its WAL flush, on a connection of the pool: at 10 ms (100 a second under load) they cost GET by
+ * id some 13 % of its throughput (bench/RESULTS.md "Installed svcgen serve").
+ */
+const FLUSH_DELAY_MS = 100;
 
 interface Bucket {
   window: number;
@@ -52,6 +58,15 @@ function strictBelow(limit: number): number {
   return limit <= 100 ? limit : Math.max(10, Math.ceil(limit * 0.02));
 }
 
+/**
+ * A batch is written at once when it holds this many hits of one bucket: a quarter of the margin
+ * below which every hit is written first. However fast requests come, what one process has
+ * answered without the others knowing stays well inside that margin.
+ */
+function batchLimit(limit: number): number {
+  return Math.max(1, Math.floor(strictBelow(limit) / 4));
+}
+
 /** Seconds until the window starting at `window` ends, at least 1. */
 function resetSeconds(window: number, now: number): number {
   return Math.max(1, Math.ceil((window + WINDOW_MS - now) / 1000));
@@ -66,6 +81,8 @@ export class SharedRateLimiter {
    */
   private readonly queued = new Map<string, Bucket>();
   private flushTimer: NodeJS.Timeout | undefined;
+  /** The flush now due is the one a full batch asked for (flushSoon). */
+  private flushingSoon = false;
 
   constructor(private readonly db: Database) {}
 
@@ -107,6 +124,7 @@ export class SharedRateLimiter {
       bucket.timer = this.flushTimer;
       this.queued.set(name, bucket);
     }
+    if (bucket.pending >= batchLimit(limit)) this.flushSoon();
     return { limit, remaining: limit - used - 1, resetSeconds: resetSeconds(window, now) };
   }
 
@@ -171,9 +189,19 @@ export class SharedRateLimiter {
     }
   }
 
+  /** Moves the next flush to the next turn of the event loop (not in the request's own path). */
+  private flushSoon(): void {
+    if (this.flushingSoon) return;
+    this.flushingSoon = true;
+    clearTimeout(this.flushTimer);
+    this.flushTimer = setTimeout(() => void this.flush(), 0);
+    for (const bucket of this.queued.values()) bucket.timer = this.flushTimer;
+  }
+
   /** Writes the pending hits of every queued bucket, in one statement when there are several. */
   private async flush(): Promise<void> {
     this.flushTimer = undefined;
+    this.flushingSoon = false;
     const due: [string, Bucket][] = [];
     for (const [name, bucket] of this.queued) {
       bucket.timer = undefined;

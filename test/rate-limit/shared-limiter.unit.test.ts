@@ -110,22 +110,48 @@ describe('SharedRateLimiter', () => {
     expect([t.hitsOf('a'), t.hitsOf('a', WINDOW + 60_000), t.hitsOf('b')]).toEqual([1, 1, 1]);
   });
 
-  it('far from a large limit answers from local counts and writes them in one batch 10 ms later', async () => {
+  it('far from a large limit answers from local counts and writes them in one batch 100 ms later', async () => {
     const t = table();
     const limiter = new SharedRateLimiter(t.db);
     // the first hit of a window claims in the shared row; the next 50 are only counted here
-    expect(await hit(limiter, 'data:shop', 1000)).toEqual({ limit: 1000, remaining: 999, resetSeconds: 60 });
-    for (let i = 0; i < 50; i++) await hit(limiter, 'data:shop', 1000);
-    expect(await hit(limiter, 'data:shop', 1000)).toEqual({ limit: 1000, remaining: 948, resetSeconds: 60 });
+    expect(await hit(limiter, 'data:shop', 100_000)).toEqual({ limit: 100_000, remaining: 99_999, resetSeconds: 60 });
+    for (let i = 0; i < 50; i++) await hit(limiter, 'data:shop', 100_000);
+    expect(await hit(limiter, 'data:shop', 100_000)).toEqual({ limit: 100_000, remaining: 99_948, resetSeconds: 60 });
     expect(t.statements.map((s) => s.kind)).toEqual(['claim']);
-    await vi.advanceTimersByTimeAsync(9);
+    await vi.advanceTimersByTimeAsync(99);
     expect(t.statements).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(1);
     expect(t.statements.map((s) => [s.kind, s.values[2]])).toEqual([
-      ['claim', 1000],
+      ['claim', 100_000],
       ['add', 51],
     ]);
     expect(t.hitsOf('data:shop')).toBe(52);
+  });
+
+  it('writes a batch at once when it holds a quarter of the margin of its limit, whatever the time', async () => {
+    const t = table();
+    const limiter = new SharedRateLimiter(t.db);
+    // 1000: the margin is 20 (2 %), so a batch holds at most 5 hits
+    await hit(limiter, 'data:shop', 1000);
+    for (let i = 0; i < 4; i++) await hit(limiter, 'data:shop', 1000);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.statements.map((s) => s.kind)).toEqual(['claim']);
+    await hit(limiter, 'data:shop', 1000); // the fifth: written on the next turn, not 100 ms later
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.statements.map((s) => [s.kind, s.values[2]])).toEqual([
+      ['claim', 1000],
+      ['add', 5],
+    ]);
+    for (let i = 0; i < 3; i++) await hit(limiter, 'data:shop', 1000);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(t.statements).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.statements.map((s) => [s.kind, s.values[2]])).toEqual([
+      ['claim', 1000],
+      ['add', 5],
+      ['add', 3],
+    ]);
+    expect(t.hitsOf('data:shop')).toBe(9);
   });
 
   it('hitNow decides a hit far from the limit at once and counts it; it leaves a first or near-limit hit, uncounted, to hit()', async () => {
@@ -140,7 +166,7 @@ describe('SharedRateLimiter', () => {
       resetSeconds: 30,
     });
     expect(t.statements.map((s) => s.kind)).toEqual(['claim']);
-    await vi.advanceTimersByTimeAsync(10);
+    await vi.advanceTimersByTimeAsync(100);
     expect(t.hitsOf('data:shop')).toBe(2); // the claim and the local hit; the undefined answers counted nothing
     // 20 or fewer left (2 % of 1000): every hit goes to the shared row, which refuses past the limit
     t.rows.set(`data:shop@${WINDOW}`, 979);
@@ -161,7 +187,7 @@ describe('SharedRateLimiter', () => {
       await hit(limiter, 'data-caller:shop:key', 1000);
       await hit(limiter, 'data:shop', 1000);
     }
-    await vi.advanceTimersByTimeAsync(10);
+    await vi.advanceTimersByTimeAsync(100);
     expect(t.statements.map((s) => s.kind)).toEqual(['claim', 'claim', 'addMany']);
     expect(t.statements[2]!.values).toEqual([
       ['data-caller:shop:key', 'data:shop'],
@@ -184,7 +210,7 @@ describe('SharedRateLimiter', () => {
     expect(t.statements.map((s) => s.kind)).toEqual(['claim', 'claim']);
     const rest = [];
     for (let i = 0; i < 30; i++) rest.push(await hit(i % 2 ? a : b, 'data:shop', 1000));
-    await vi.advanceTimersByTimeAsync(10);
+    await vi.advanceTimersByTimeAsync(100);
     expect(t.hitsOf('data:shop')).toBe(1000);
     expect(rest.filter((x) => 'refused' in (x as object))).toHaveLength(30 - 21);
   });
@@ -207,7 +233,7 @@ describe('SharedRateLimiter', () => {
     const limiter = new SharedRateLimiter(t.db);
     await hit(limiter, 'a', 1000);
     await hit(limiter, 'a', 1000); // counted locally: the bucket has seen its window
-    await vi.advanceTimersByTimeAsync(10);
+    await vi.advanceTimersByTimeAsync(100);
     await limiter.prune(WINDOW + 60_000);
     expect(t.statements.map((s) => s.kind)).toEqual(['claim', 'add', 'prune']);
     // The bucket of the old window is gone: a hit with that clock is the first again, so it claims.
