@@ -62,12 +62,25 @@ export interface RequestObservers {
   logger?: EntryLogger;
   /** Receives route, method, status and seconds per request. */
   record?: (route: string, method: string, status: number, seconds: number) => void;
+  /**
+   * Writes the info entry as `logger.info(entry, 'request')` would, without the entry object and
+   * pino's generic serializer (runtime/observability/logger.ts requestLineWriter).
+   */
+  infoLine?: (
+    reqId: string | undefined,
+    method: string | undefined,
+    path: string,
+    status: number,
+    durationMs: number,
+    caller: string | undefined,
+    aborted: true | undefined,
+  ) => void;
 }
 
 /** Called once per request at its start; undefined when nothing observes requests. */
 export type RequestObserver = (req: IncomingMessage, res: ServerResponse) => void;
 
-export function requestObserver({ logger, record }: RequestObservers): RequestObserver | undefined {
+export function requestObserver({ logger, record, infoLine }: RequestObservers): RequestObserver | undefined {
   const logInfo = logger?.isLevelEnabled('info') ?? false;
   if (!logger && !record) return undefined;
   return (req, res) => {
@@ -80,6 +93,19 @@ export function requestObserver({ logger, record }: RequestObservers): RequestOb
         // Express rewrites req.url inside mounted routers; originalUrl is what the client sent.
         const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';
         const q = url.indexOf('?');
+        const reqId = req.headers['x-request-id'];
+        if (infoLine && status < 500 && typeof reqId !== 'object') {
+          infoLine(
+            reqId,
+            req.method,
+            q === -1 ? url : url.slice(0, q),
+            status,
+            Math.round(ms * 10) / 10,
+            callers.get(req.headers),
+            res.writableFinished ? undefined : true,
+          );
+          return;
+        }
         const entry = {
           reqId: req.headers['x-request-id'],
           method: req.method,

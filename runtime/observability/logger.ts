@@ -146,6 +146,50 @@ export function stdoutWrites(fd = 1): 'sync' | 'async' {
   }
 }
 
+/**
+ * Writes a request's info line (runtime/http/request-log.ts) as `logger.info(entry, 'request')`
+ * would, byte for byte; undefined fields are left out. Undefined `aborted`, `caller` likewise.
+ */
+export type RequestLineWriter = (
+  reqId: string | undefined,
+  method: string | undefined,
+  path: string,
+  status: number,
+  durationMs: number,
+  caller: string | undefined,
+  aborted: true | undefined,
+) => void;
+
+const requestLineWriters = new WeakMap<Logger, RequestLineWriter>();
+
+/**
+ * The request line writer of a JSON logger made by createLogger, undefined for any other logger.
+ * A request line is the one line every request writes, and pino's generic serializer (a loop over
+ * the entry's keys, each key and value escaped and concatenated on its own) was the larger part of
+ * what the request log cost a request: GET /Order/<id> at saturation ran at 87 % of `warn`'s
+ * throughput with it, 95 % with this (A/B of one build, 8 alternating rounds). Its values are
+ * strings that need no escaping but quotes, backslashes and control characters, where
+ * JSON.stringify writes what pino writes (test/server/request-line.unit.test.ts holds it to
+ * pino's bytes).
+ */
+export function requestLineWriter(logger: Logger): RequestLineWriter | undefined {
+  return requestLineWriters.get(logger);
+}
+
+function jsonLineWriter(logger: Logger, out: DestinationStream): RequestLineWriter {
+  const pid = `,"pid":${process.pid}`;
+  const info = pino.levels.values.info!;
+  return (reqId, method, path, status, durationMs, caller, aborted) => {
+    if (logger.levelVal > info) return;
+    out.write(
+      `{"level":"info"${isoTimeOncePerMs()}${pid}${reqId === undefined ? '' : `,"reqId":${JSON.stringify(reqId)}`}` +
+        `${method === undefined ? '' : `,"method":${JSON.stringify(method)}`},"path":${JSON.stringify(path)}` +
+        `,"status":${status},"durationMs":${durationMs}${caller === undefined ? '' : `,"caller":${JSON.stringify(caller)}`}` +
+        `${aborted ? ',"aborted":true' : ''},"msg":"request"}\n`,
+    );
+  };
+}
+
 export function createLogger(options: LoggerOptions): Logger {
   const stdout = options.destination
     ? undefined
@@ -161,6 +205,7 @@ export function createLogger(options: LoggerOptions): Logger {
     options.format === 'pretty' ? prettyLines(out) : out,
   );
   if (stdout) batched.set(logger, stdout);
+  if (options.format === 'json') requestLineWriters.set(logger, jsonLineWriter(logger, out));
   return logger;
 }
 

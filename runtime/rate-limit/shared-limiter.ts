@@ -15,8 +15,8 @@ import { metrics } from '../observability/index.ts';
 const WINDOW_MS = 60_000;
 /**
  * The longest a hit counted locally waits to be written. Each batch is a committed write, with
- * its WAL flush, on a connection of the pool: at 10 ms (100 a second under load) they cost GET by
- * id some 13 % of its throughput (bench/RESULTS.md "Installed svcgen serve").
+ * its WAL flush, on a connection of the pool: at 10 ms (100 a second under load) they cost a GET by
+ * id at saturation some 13 % of its throughput.
  */
 const FLUSH_DELAY_MS = 100;
 

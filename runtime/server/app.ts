@@ -24,7 +24,7 @@ import {
   type Handler,
 } from '../http/index.ts';
 import { DATA_BASE_PATH } from '../model/index.ts';
-import { metrics } from '../observability/index.ts';
+import { metrics, requestLineWriter } from '../observability/index.ts';
 import type { Route } from './feature.ts';
 import { dataHandler } from './pipeline.ts';
 import type { Services } from './services.ts';
@@ -243,7 +243,11 @@ export function createRequestListener(
   const prefix = `${DATA_BASE_PATH}/`;
   const cors = corsStage(services.config.cors);
   const metered = services.metricsToken !== undefined;
-  const observe = requestObserver({ logger: services.logger, record: metered ? metrics.request : undefined });
+  const observe = requestObserver({
+    logger: services.logger,
+    record: metered ? metrics.request : undefined,
+    infoLine: requestLineWriter(services.logger),
+  });
   return (req: IncomingMessage, res: ServerResponse) => {
     // On the response now only where something else may answer (CORS, Express); requests answered
     // by run() get it from send(), so that their headers take node's fast path (node-adapter.ts).
