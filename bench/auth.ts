@@ -46,6 +46,9 @@ import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, serverVersion } from './database.ts';
 import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } from './profile.ts';
 import { cleanupOnExit } from './cleanups.ts';
+import { sendJson, type Sent as SentAs } from './equivalence.ts';
+
+type Sent = SentAs<any>;
 
 const CONNECTIONS = 50;
 const POOL_SIZE = 10; // startServer's pool
@@ -128,32 +131,8 @@ function configPatch(jwe: boolean): unknown {
   };
 }
 
-interface Sent {
-  status: number;
-  text: string;
-  body: any;
-}
-
-async function send(
-  url: string,
-  init: { method?: string; headers: Record<string, string>; body?: unknown },
-): Promise<Sent> {
-  const headers = { ...init.headers };
-  if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, {
-    method: init.method ?? 'GET',
-    headers,
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, text, body };
-}
+// The bench reads fields of answers it knows.
+const send = sendJson<any>;
 
 async function expectStatus(what: string, sent: Promise<Sent>, status: number): Promise<Sent> {
   const res = await sent;

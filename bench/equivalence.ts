@@ -12,29 +12,43 @@ export interface Target {
   readonly url: string;
 }
 
-interface Sent {
+/** An answer, its body parsed when it is JSON. */
+export interface Sent<Body = unknown> {
   status: number;
   text: string;
-  body: unknown;
+  body: Body;
   headers: Headers;
 }
 
-export async function send(server: Target, request: BenchRequest, fixture: Fixture): Promise<Sent> {
-  const headers: Record<string, string> = headersFor(fixture);
-  if (request.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${server.url}${request.path}`, {
-    method: request.method,
+/** One request with an optional JSON body; the answer read whole. */
+export async function sendJson<Body = unknown>(
+  url: string,
+  init: { method?: string; headers: Record<string, string>; body?: unknown },
+): Promise<Sent<Body | undefined>> {
+  const headers = { ...init.headers };
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url, {
+    method: init.method ?? 'GET',
     headers,
-    body: request.body === undefined ? undefined : JSON.stringify(request.body),
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
   const text = await res.text();
-  let body: unknown;
+  let body: Body | undefined;
   try {
     body = JSON.parse(text);
   } catch {
     body = undefined;
   }
   return { status: res.status, text, body, headers: res.headers };
+}
+
+/** A bench request to `server`, with the fixture's API key. */
+export function send(server: Target, request: BenchRequest, fixture: Fixture): Promise<Sent> {
+  return sendJson(`${server.url}${request.path}`, {
+    method: request.method,
+    headers: headersFor(fixture),
+    body: request.body,
+  });
 }
 
 /** Same keys in the same order and same JSON types, recursively. */

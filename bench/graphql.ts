@@ -36,6 +36,7 @@ import { fillRequest, headersFor, LIST_MAX_OFFSET, type BenchRequest, type Fixtu
 import { checkoutSvcgen, REPO, startServerChild, type ServerChild } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
+import { send } from './equivalence.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, serverVersion } from './database.ts';
 import { summarizeProfile } from './profile.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
@@ -263,28 +264,6 @@ interface Servers {
 const serverOf = (servers: Servers, variant: VariantName) =>
   variant === 'PostGraphile' ? servers.postgraphile : servers.svcgen;
 
-async function send(
-  server: ServerChild,
-  request: BenchRequest,
-  fixture: Fixture,
-): Promise<{ status: number; body: any; text: string }> {
-  const headers: Record<string, string> = headersFor(fixture);
-  if (request.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${server.url}${request.path}`, {
-    method: request.method,
-    headers,
-    body: request.body === undefined ? undefined : JSON.stringify(request.body),
-  });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, body, text };
-}
-
 /** Timestamps as instants (PostGraphile writes a `timestamp` column without a zone, svcgen as UTC with Z). */
 function instants(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(instants);
@@ -301,7 +280,8 @@ async function checkSameRecords(benchCase: GraphQLCase, servers: Servers, fixtur
   for (const name of VARIANTS) {
     const variant = benchCase.variants[name];
     const res = await send(serverOf(servers, name), variant.request(fixture, false), fixture);
-    if (res.status !== 200 || res.body === undefined || res.body.errors !== undefined)
+    const body = res.body as { errors?: unknown } | undefined;
+    if (res.status !== 200 || body === undefined || body.errors !== undefined)
       throw new Error(`${benchCase.title}, ${name}: answered ${res.status} ${res.text.slice(0, 500)}`);
     answers.set(name, variant.records(res.body));
   }

@@ -27,4 +27,5 @@ export {
   type EntryLogger,
   type RequestObserver,
   type RequestObservers,
+  type RequestLineWriter,
 } from './request-log.ts';

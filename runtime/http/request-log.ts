@@ -66,16 +66,22 @@ export interface RequestObservers {
    * Writes the info entry as `logger.info(entry, 'request')` would, without the entry object and
    * pino's generic serializer (runtime/observability/logger.ts requestLineWriter).
    */
-  infoLine?: (
-    reqId: string | undefined,
-    method: string | undefined,
-    path: string,
-    status: number,
-    durationMs: number,
-    caller: string | undefined,
-    aborted: true | undefined,
-  ) => void;
+  infoLine?: RequestLineWriter;
 }
+
+/**
+ * Writes a request's info line as `logger.info(entry, 'request')` would, byte for byte; undefined
+ * fields are left out.
+ */
+export type RequestLineWriter = (
+  reqId: string | undefined,
+  method: string | undefined,
+  path: string,
+  status: number,
+  durationMs: number,
+  caller: string | undefined,
+  aborted: true | undefined,
+) => void;
 
 /** Called once per request at its start; undefined when nothing observes requests. */
 export type RequestObserver = (req: IncomingMessage, res: ServerResponse) => void;

@@ -22,6 +22,9 @@
  */
 import fs from 'node:fs';
 import pino from 'pino';
+import type { RequestLineWriter } from '../http/index.ts';
+
+export type { RequestLineWriter };
 
 export type Logger = pino.Logger;
 type DestinationStream = pino.DestinationStream;
@@ -145,20 +148,6 @@ export function stdoutWrites(fd = 1): 'sync' | 'async' {
     return 'async';
   }
 }
-
-/**
- * Writes a request's info line (runtime/http/request-log.ts) as `logger.info(entry, 'request')`
- * would, byte for byte; undefined fields are left out. Undefined `aborted`, `caller` likewise.
- */
-export type RequestLineWriter = (
-  reqId: string | undefined,
-  method: string | undefined,
-  path: string,
-  status: number,
-  durationMs: number,
-  caller: string | undefined,
-  aborted: true | undefined,
-) => void;
 
 const requestLineWriters = new WeakMap<Logger, RequestLineWriter>();
 
