@@ -189,6 +189,12 @@ export class SharedRateLimiter {
     }
   }
 
+  /** Writes every hit counted locally now (a stopping server: its last batch is not left unwritten). */
+  flushPending(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    return this.flush();
+  }
+
   /** Moves the next flush to the next turn of the event loop (not in the request's own path). */
   private flushSoon(): void {
     if (this.flushingSoon) return;

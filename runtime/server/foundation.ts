@@ -122,6 +122,9 @@ export async function openFoundation(options: ServerOptions, teardown: Teardown)
     if (pooled) await direct.close().catch(() => {});
   }
   await channel.start();
+  const rateLimiter = new SharedRateLimiter(db);
+  // Added after the database: stops run in reverse, so the last batch is written before the pool closes.
+  teardown.add('rate limits', () => rateLimiter.flushPending());
   return {
     options,
     config,
@@ -136,7 +139,7 @@ export async function openFoundation(options: ServerOptions, teardown: Teardown)
     applied,
     channel,
     box: await SecretBox.open(db, options.secret),
-    rateLimiter: new SharedRateLimiter(db),
+    rateLimiter,
   };
 }
 

@@ -154,6 +154,20 @@ describe('SharedRateLimiter', () => {
     expect(t.hitsOf('data:shop')).toBe(9);
   });
 
+  it('flushPending writes the hits counted locally at once, and the timer then finds nothing to write', async () => {
+    const t = table();
+    const limiter = new SharedRateLimiter(t.db);
+    await hit(limiter, 'data:shop', 100_000);
+    for (let i = 0; i < 7; i++) await hit(limiter, 'data:shop', 100_000);
+    await limiter.flushPending();
+    expect(t.statements.map((s) => [s.kind, s.values[2]])).toEqual([
+      ['claim', 100_000],
+      ['add', 7],
+    ]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(t.statements).toHaveLength(2);
+  });
+
   it('hitNow decides a hit far from the limit at once and counts it; it leaves a first or near-limit hit, uncounted, to hit()', async () => {
     const t = table();
     const limiter = new SharedRateLimiter(t.db);
