@@ -187,8 +187,8 @@ export async function measureCase(
 }
 
 /**
- * Measured runs of equal length taken together: requests/s their mean, CPU per request over all
- * their requests, latency percentiles and busy share the median and mean of the runs'.
+ * Measured runs of equal length taken together: requests/s and the machine's busy share their
+ * mean, CPU per request over all their requests, each latency percentile the median run's.
  */
 export function combine(runs: readonly Measurement[]): Measurement {
   const requests = runs.reduce((sum, m) => sum + m.requests, 0);
