@@ -10,7 +10,7 @@ import type { Config } from '../config/index.ts';
 import type { Database } from '../db/index.ts';
 import { metrics } from '../observability/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
-import { enqueueSql } from './queue.ts';
+import { enqueueSql, queueMissed, type Queued } from './queue.ts';
 import { checkedLookup, checkLiteralHost, TargetRefused } from './targets.ts';
 
 type WebhookSettings = Config['webhooks'];
@@ -149,7 +149,7 @@ const FAILED = `
         trial_until = NULL
       RETURNING 1),
     queued AS (${enqueueSql(`ARRAY(SELECT id FROM d WHERE status = 'retrying')`, `(SELECT next_attempt_at FROM d)`)})
-  SELECT (SELECT status FROM d) AS status, (SELECT count(*) FROM circuit), (SELECT count(*) FROM queued)`;
+  SELECT (SELECT status FROM d) AS status, (SELECT count(*) FROM circuit), (SELECT missed FROM queued) AS missed`;
 
 export class DeliveryAgent {
   private readonly agent: Agent;
@@ -195,32 +195,40 @@ export class DeliveryAgent {
       (a): a is { c: Claimed; outcome: AttemptOutcome } => a !== undefined && !a.outcome.ok,
     );
     await Promise.all([
-      succeeded.length
-        ? this.db.query(SUCCEEDED, [
-            succeeded.map((a) => a.c.id),
-            succeeded.map((a) => a.outcome.httpStatus),
-            succeeded.map((a) => a.c.environment),
-            succeeded.map((a) => a.c.endpoint),
-          ])
-        : undefined,
+      succeeded.length ? this.recordSuccesses(succeeded) : undefined,
       ...failed.map(({ c, outcome }) => this.recordFailure(c, outcome)),
     ]);
     metrics.webhookOutcome('delivered', succeeded.length);
+  }
+
+  private async recordSuccesses(succeeded: readonly { c: Claimed; outcome: AttemptOutcome }[]): Promise<void> {
+    const [woken] = await this.db.query<Queued>(SUCCEEDED, [
+      succeeded.map((a) => a.c.id),
+      succeeded.map((a) => a.outcome.httpStatus),
+      succeeded.map((a) => a.c.environment),
+      succeeded.map((a) => a.c.endpoint),
+    ]);
+    await queueMissed(this.db, woken?.missed);
+  }
+
+  /** Waits (`deferred`) until `until` without spending an attempt. */
+  private async defer(c: Claimed, until: Date): Promise<void> {
+    const [row] = await this.db.query<Queued>(DEFER, [c.id, until]);
+    await queueMissed(this.db, row?.missed);
+    metrics.webhookOutcome('deferred');
   }
 
   /** Consults the endpoint's circuit: closed → attempt; open → defer; cooled down → one trial at a time. */
   private async mayAttempt(c: Claimed, leaseMs: number): Promise<boolean> {
     if (!c.open_until) return true;
     if (c.open_until > c.now) {
-      await this.db.query(DEFER, [c.id, c.open_until]);
-      metrics.webhookOutcome('deferred');
+      await this.defer(c, c.open_until);
       return false;
     }
     if ((await this.db.query(CLAIM_TRIAL, [c.environment, c.endpoint, leaseMs])).length > 0) return true;
     // Another attempt is the trial: look again shortly (a success also wakes the waiting ones, but
     // this delivery may be between its claim and this deferral when that happens).
-    await this.db.query(DEFER, [c.id, new Date(c.now.getTime() + TRIAL_RECHECK_MS)]);
-    metrics.webhookOutcome('deferred');
+    await this.defer(c, new Date(c.now.getTime() + TRIAL_RECHECK_MS));
     return false;
   }
 
@@ -229,7 +237,7 @@ export class DeliveryAgent {
     const nextDelay = delays[c.attempts + 1] ?? 0;
     // A target refused by the address policy says nothing about the endpoint's health.
     const countsForCircuit = outcome.error === null || !outcome.error.startsWith('target refused');
-    const [row] = await this.db.query<{ status: string | null }>(FAILED, [
+    const [row] = await this.db.query<{ status: string | null } & Queued>(FAILED, [
       c.id,
       outcome.httpStatus,
       outcome.error,
@@ -241,6 +249,7 @@ export class DeliveryAgent {
       this.settings.circuit.cooldownMs,
       countsForCircuit,
     ]);
+    await queueMissed(this.db, row?.missed);
     if (row?.status === 'dead_letter' || row?.status === 'retrying') metrics.webhookOutcome(row.status);
   }
 

@@ -2,6 +2,8 @@
  * Where webhook deliveries wait: graphile-worker, installed in its own schema so that a project
  * using graphile-worker for its own jobs keeps its queue to itself.
  */
+import type { Queryable } from '../db/index.ts';
+
 export const QUEUE_SCHEMA = 'svcgen_worker';
 
 /**
@@ -17,16 +19,43 @@ export const DELIVER_TASK = 'svcgen_webhook_delivery';
 export const TASK_MAX_ATTEMPTS = 25;
 
 /**
- * SQL: queue one job per delivery id in `ids` (an expression of type text[]), to run at `runAt`.
- * Jobs are keyed by the delivery, so queueing one again replaces a waiting job instead of adding
- * a second. An empty list calls nothing (and wakes no worker).
+ * SQL: queue one job per delivery id in `ids` (an expression of type text[]), to run at `runAt`
+ * (an expression that may name the id as `d`). Jobs are keyed by the delivery, so queueing one
+ * again replaces a waiting job instead of adding a second. An empty list calls nothing (and wakes
+ * no worker), and answers no row.
+ *
+ * Answers `missed`: the ids that got no job. graphile-worker's add_jobs queues nothing for a key
+ * whose waiting job a worker locks between its two statements (graphile/worker#580); the caller
+ * hands those to `queueMissed` once its statement has committed.
  */
 export function enqueueSql(ids: string, runAt = 'now()'): string {
-  return `SELECT count(*) FROM (SELECT ${ids} AS ids) queue_ids,
-    LATERAL ${QUEUE_SCHEMA}.add_jobs(ARRAY(
+  return `SELECT ARRAY(SELECT unnest(queue_ids.ids) EXCEPT SELECT job.key FROM ${QUEUE_SCHEMA}.add_jobs(ARRAY(
       SELECT ROW('${DELIVER_TASK}', json_build_object('id', d), NULL, ${runAt}, ${TASK_MAX_ATTEMPTS}, d, NULL, NULL)::${QUEUE_SCHEMA}.job_spec
-      FROM unnest(queue_ids.ids) AS d))
+      FROM unnest(queue_ids.ids) AS d)) job) AS missed
+    FROM (SELECT ${ids} AS ids) queue_ids
     WHERE cardinality(queue_ids.ids) > 0`;
+}
+
+/** The row of a statement that ends with `enqueueSql` (none when it had no id to queue). */
+export interface Queued {
+  missed: string[] | null;
+}
+
+/** Queues the ids again, each at its delivery's next attempt; answers those missed once more. */
+const QUEUE_AGAIN = enqueueSql('$1::text[]', '(SELECT next_attempt_at FROM svcgen.webhook_deliveries WHERE id = d)');
+
+/**
+ * Queues the deliveries an enqueue statement answered as `missed`. A later statement sees the
+ * locked job that hid the key from add_jobs, so it frees the key and queues a new job; a job too
+ * many is harmless (the lease lets one attempt through). What still misses after a few tries
+ * waits for the worker's sweep of deliveries without a job.
+ */
+export async function queueMissed(db: Queryable, missed: readonly string[] | null | undefined): Promise<void> {
+  let left = missed;
+  for (let tries = 0; left?.length && tries < 3; tries++) {
+    const [row] = await db.query<Queued>(QUEUE_AGAIN, [left]);
+    left = row?.missed;
+  }
 }
 
 /** First attempts travel in jobs of this many deliveries, so the queue's own work is shared among them. */

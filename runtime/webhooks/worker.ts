@@ -11,7 +11,16 @@ import type { Config } from '../config/index.ts';
 import { connectionConfig, openDatabase, type Database } from '../db/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
-import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, OUTBOX_DEPTH, OUTBOX_EVENTS, QUEUE_SCHEMA } from './queue.ts';
+import {
+  DELIVER_TASK,
+  DRAIN_OUTBOX,
+  enqueueSql,
+  OUTBOX_DEPTH,
+  OUTBOX_EVENTS,
+  QUEUE_SCHEMA,
+  queueMissed,
+  type Queued,
+} from './queue.ts';
 
 /** A delivery whose job should have run this long ago and holds no lease has lost its job. */
 const LOST_JOB_AFTER = "interval '2 minutes'";
@@ -84,16 +93,18 @@ export async function installDeliveryQueue(databaseUrl: string, log: (message: s
 
 /** Queues again the deliveries whose worker died mid-attempt or whose job was lost. */
 export async function sweepStalledDeliveries(db: Database): Promise<number> {
-  const rows = await db.query<{ count: string }>(
+  const [row] = await db.query<{ count: number } & Queued>(
     `WITH stalled AS (
        SELECT d.id FROM svcgen.webhook_deliveries d JOIN svcgen.webhooks w ON w.id = d.webhook_id AND w.active
        WHERE d.status IN ('pending', 'retrying', 'deferred')
          AND (d.lease_until < now() OR (d.lease_until IS NULL AND d.next_attempt_at < now() - ${LOST_JOB_AFTER}))
        ORDER BY d.next_attempt_at LIMIT 1000 FOR UPDATE OF d SKIP LOCKED),
-     released AS (UPDATE svcgen.webhook_deliveries x SET lease_until = NULL FROM stalled WHERE x.id = stalled.id RETURNING x.id)
-     ${enqueueSql('ARRAY(SELECT id FROM released)')}`,
+     released AS (UPDATE svcgen.webhook_deliveries x SET lease_until = NULL FROM stalled WHERE x.id = stalled.id RETURNING x.id),
+     queued AS (${enqueueSql('ARRAY(SELECT id FROM released)')})
+     SELECT (SELECT count(*) FROM released)::int AS count, (SELECT missed FROM queued) AS missed`,
   );
-  return Number(rows[0]?.count ?? 0);
+  await queueMissed(db, row?.missed);
+  return row?.count ?? 0;
 }
 
 /** Drops finished deliveries older than the retention, then events no delivery or outbox row refers to. */

@@ -10,9 +10,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { MANAGEMENT_TOKEN, startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/until.ts';
 import type { DeliveryRecord } from '../../runtime/webhooks/subscriptions.ts';
 
 const BASE = '/gw/api/rest';
@@ -261,6 +263,55 @@ describe.concurrent('dead letter and redelivery', () => {
     const unknown = await manage(loose, 'POST', `/${hook}/deliveries/del_nope/redeliver`);
     expect(unknown.status, unknown.text).toBe(404);
     expect(unknown.body.type).toBe('/errors/not-found');
+  });
+});
+
+// graphile-worker's add_jobs queues nothing for a key whose waiting job a worker locks while the
+// call runs (graphile/worker#580). Queueing a delivery must still leave it a job: here a worker
+// takes the delivery's old job (run an hour out) at the moment a redelivery queues it again.
+describe('queueing a delivery whose job a worker takes at that moment', () => {
+  it('still leaves a job: the redelivered event goes out at once', async (ctx) => {
+    const { expect } = ctx;
+    const r = await receiver(ctx);
+    const name = tag('taken');
+    const hook = await subscribe(ctx, loose, `${r.url}/taken`, name);
+    await insert(ctx, loose, name);
+    const [first] = await r.waitFor('/taken', 1);
+    const [done] = await settled(ctx, loose, hook, 1, ['delivered']);
+    await loose.db.query(
+      `SELECT svcgen_worker.add_job('svcgen_webhook_delivery', json_build_object('id', $1::text),
+         run_at => now() + interval '1 hour', max_attempts => 25, job_key => $1::text)`,
+      [done!.id],
+    );
+    const worker = new pg.Client({ connectionString: loose.database.url });
+    await worker.connect();
+    ctx.onTestFinished(() => worker.end());
+    await worker.query('BEGIN');
+    await worker.query(
+      `UPDATE svcgen_worker._private_jobs SET locked_at = now(), locked_by = 'test-worker' WHERE key = $1`,
+      [done!.id],
+    );
+    const again = manage(loose, 'POST', `/${hook}/deliveries/${done!.id}/redeliver`);
+    // add_jobs found the job free and now waits for the worker's lock on it ...
+    await until(
+      () =>
+        loose.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH again AS%'`,
+        ),
+      (rows) => rows[0]!.n === 1,
+      10_000,
+      'the redelivery waiting for the job the worker holds',
+    );
+    // ... which then holds it: add_jobs leaves that job alone and queues no other
+    await worker.query('COMMIT');
+    expect((await again).status).toBe(202);
+    const both = await r.waitFor('/taken', 2);
+    expect(both[1]!.body.id).toBe(done!.eventId);
+    expect(both[1]!.raw).toBe(first!.raw);
+    await expect
+      .poll(async () => (await history(loose, hook)).map((d) => [d.status, d.attempts]), { timeout: 10_000 })
+      .toEqual([['delivered', 1]]);
   });
 });
 
