@@ -26,7 +26,7 @@ export const TASK_MAX_ATTEMPTS = 25;
  *
  * Answers `missed`: the ids that got no job. graphile-worker's add_jobs queues nothing for a key
  * whose waiting job a worker locks between its two statements (graphile/worker#580); the caller
- * hands those to `queueMissed` once its statement has committed.
+ * hands those to `queueMissed`, whose later statement sees that job locked.
  */
 export function enqueueSql(ids: string, runAt = 'now()'): string {
   return `SELECT ARRAY(SELECT unnest(queue_ids.ids) EXCEPT SELECT job.key FROM ${QUEUE_SCHEMA}.add_jobs(ARRAY(
