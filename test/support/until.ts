@@ -14,3 +14,23 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** Waits until one statement of this database that starts with `statement` waits for a lock. */
+export async function waitingForLock(
+  db: { query<R>(text: string, values?: unknown[]): Promise<R[]> },
+  statement: string,
+  what: string,
+  ms = 10_000,
+): Promise<void> {
+  await until(
+    () =>
+      db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, $1)`,
+        [statement],
+      ),
+    (rows) => rows[0]!.n === 1,
+    ms,
+    what,
+  );
+}

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGEMENT_TOKEN, startTestServer, type TestServer } from '../support/server.ts';
-import { until } from '../support/until.ts';
+import { waitingForLock } from '../support/until.ts';
 
 let t: TestServer;
 
@@ -63,14 +63,9 @@ describe('DELETE /_webhooks/{id} against a worker recording its deliveries', () 
         key: MANAGEMENT_TOKEN,
       });
       // The DELETE has removed d2 and d3 and waits for d1.
-      await until(
-        () =>
-          t.db.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-             WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM svcgen.webhook_deliveries%'`,
-          ),
-        (rows) => rows[0]!.n === 1,
-        10_000,
+      await waitingForLock(
+        t.db,
+        'DELETE FROM svcgen.webhook_deliveries',
         'the DELETE waiting for the row the worker holds',
       );
       // The worker now wants d2: a deadlock, and the DELETE (waiting longer) is the one rolled back.

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { MANAGEMENT_TOKEN, startTestServer, type TestServer } from '../support/server.ts';
-import { until } from '../support/until.ts';
+import { waitingForLock } from '../support/until.ts';
 import type { DeliveryRecord } from '../../runtime/webhooks/subscriptions.ts';
 
 const BASE = '/gw/api/rest';
@@ -293,16 +293,7 @@ describe('queueing a delivery whose job a worker takes at that moment', () => {
     );
     const again = manage(loose, 'POST', `/${hook}/deliveries/${done!.id}/redeliver`);
     // add_jobs found the job free and now waits for the worker's lock on it ...
-    await until(
-      () =>
-        loose.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH again AS%'`,
-        ),
-      (rows) => rows[0]!.n === 1,
-      10_000,
-      'the redelivery waiting for the job the worker holds',
-    );
+    await waitingForLock(loose.db, 'WITH again AS', 'the redelivery waiting for the job the worker holds');
     // ... which then holds it: add_jobs leaves that job alone and queues no other
     await worker.query('COMMIT');
     expect((await again).status).toBe(202);
