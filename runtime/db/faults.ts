@@ -94,6 +94,11 @@ function directFault(e: { code?: unknown; message?: unknown }): DatabaseFault | 
     };
   }
   if (NETWORK_CODES.has(code)) return { kind: 'unavailable', detail: 'the database cannot be reached' };
+  // Refused at connection start: the database was dropped or renamed (3D000), or the role or its
+  // password is no longer accepted (28xxx). Nothing the caller can fix; the log says which.
+  if (code === '3D000' || code === '28000' || code === '28P01') {
+    return { kind: 'unavailable', detail: "the database refused this server's connection" };
+  }
   if (message === POOL_WAIT_MESSAGE) {
     return { kind: 'pool-timeout', detail: 'every database connection stayed busy past the pool wait timeout' };
   }

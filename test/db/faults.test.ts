@@ -215,6 +215,27 @@ describe('a database outage through a proxy', () => {
   }, 30_000);
 });
 
+describe('the database dropped under a running server', () => {
+  it("answers 503 database-unavailable (not 500) when new connections are refused, and still stops", async () => {
+    const t = await startTestServer();
+    try {
+      expect((await t.request('GET', '/gw/api/rest/City')).status).toBe(200);
+      await t.db.close();
+      await t.database.drop();
+      for (const res of [
+        await t.request('GET', '/gw/api/rest/City'),
+        await t.request('GET', '/gw/api/rest/_webhooks', { key: MANAGEMENT_TOKEN, headers: { environment: 'master' } }),
+      ]) {
+        expectProblem(res, 503, 'database-unavailable');
+        expect(res.headers.get('retry-after')).toBe('1');
+        expect(res.body.detail).toMatch(/^the database (refused this server's connection|is not accepting connections)/);
+      }
+    } finally {
+      await t.server.close();
+    }
+  }, 60_000);
+});
+
 describe('stopping while the database is black-holed', () => {
   const DRAIN_MS = 1000;
 
@@ -436,6 +457,9 @@ describe('database fault classification', () => {
     [{ code: '57P03', message: 'the database system is starting up' }, 'unavailable'],
     [{ code: '08006', message: 'connection failure' }, 'unavailable'],
     [{ code: '53300', message: 'sorry, too many clients already' }, 'unavailable'],
+    [{ code: '3D000', message: 'database "shop" does not exist' }, 'unavailable'],
+    [{ code: '28P01', message: 'password authentication failed for user "svc"' }, 'unavailable'],
+    [{ code: '28000', message: 'role "svc" does not exist' }, 'unavailable'],
     [{ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' }, 'unavailable'],
     [{ code: 'ECONNRESET', message: 'read ECONNRESET' }, 'unavailable'],
     [new Error('Connection terminated unexpectedly'), 'unavailable'],
