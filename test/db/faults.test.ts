@@ -216,7 +216,7 @@ describe('a database outage through a proxy', () => {
 });
 
 describe('the database dropped under a running server', () => {
-  it("answers 503 database-unavailable (not 500) when new connections are refused, and still stops", async () => {
+  it('answers 503 database-unavailable (not 500) when new connections are refused, and still stops', async () => {
     const t = await startTestServer();
     try {
       expect((await t.request('GET', '/gw/api/rest/City')).status).toBe(200);
@@ -228,7 +228,9 @@ describe('the database dropped under a running server', () => {
       ]) {
         expectProblem(res, 503, 'database-unavailable');
         expect(res.headers.get('retry-after')).toBe('1');
-        expect(res.body.detail).toMatch(/^the database (refused this server's connection|is not accepting connections)/);
+        expect(res.body.detail).toMatch(
+          /^the database (refused this server's connection|is not accepting connections)/,
+        );
       }
     } finally {
       await t.server.close();
