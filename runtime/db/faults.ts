@@ -10,7 +10,9 @@ export type DatabaseFaultKind =
   /** PostgreSQL cancelled the statement at `statement_timeout`. */
   | 'statement-timeout'
   /** Every pool connection stayed busy past the pool wait timeout. */
-  | 'pool-timeout';
+  | 'pool-timeout'
+  /** The statement lost a lock conflict with a concurrent transaction and its transaction was rolled back. */
+  | 'lock-conflict';
 
 export interface DatabaseFault {
   kind: DatabaseFaultKind;
@@ -86,6 +88,23 @@ function directFault(e: { code?: unknown; message?: unknown }): DatabaseFault | 
           detail: 'the database statement took longer than the statement timeout and was cancelled',
         }
       : { kind: 'unavailable', detail: 'the database cancelled the statement' };
+  }
+  // Concurrent writes, not a fault of this request or of the server: PostgreSQL rolled back the
+  // transaction, and the same request sent again normally goes through.
+  if (code === '40P01') {
+    return { kind: 'lock-conflict', detail: 'the write deadlocked with a concurrent one and was rolled back' };
+  }
+  if (code === '40001') {
+    return {
+      kind: 'lock-conflict',
+      detail: 'the write could not be serialized with a concurrent one and was rolled back',
+    };
+  }
+  if (code === '55P03') {
+    return {
+      kind: 'lock-conflict',
+      detail: "a lock the write needed was not granted within the database's lock_timeout",
+    };
   }
   if (/^[0-9A-Z]{5}$/.test(code) && unavailableSqlState(code)) {
     return {

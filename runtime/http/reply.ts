@@ -28,6 +28,7 @@ export function errorReply(error: unknown, req: ApiRequest, log: ErrorLogger): R
 const FAULT_KINDS: Record<DatabaseFaultKind, ProblemKind> = {
   unavailable: 'database-unavailable',
   'pool-timeout': 'database-busy',
+  'lock-conflict': 'database-busy',
   'statement-timeout': 'statement-timeout',
 };
 

@@ -108,7 +108,8 @@ export const PROBLEM_KINDS = {
   'database-busy': {
     status: 503,
     title: 'Database busy',
-    description: 'no database connection or expensive-read slot became free in time; retry after Retry-After seconds',
+    description:
+      'no database connection or expensive-read slot became free in time, or a write lost a lock conflict with a concurrent one and was rolled back; retry after Retry-After seconds',
   },
   'statement-timeout': {
     status: 503,

@@ -17,7 +17,7 @@ import {
   type TestServer,
 } from '../support/server.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
-import { until } from '../support/until.ts';
+import { until, waitingForLock } from '../support/until.ts';
 
 function expectUnavailable(res: TestResponse): void {
   expectProblem(res, 503);
@@ -234,6 +234,39 @@ describe('the database dropped under a running server', () => {
       }
     } finally {
       await t.server.close();
+    }
+  }, 60_000);
+});
+
+describe('a write that deadlocks with a concurrent transaction', () => {
+  it('answers 503 database-busy with Retry-After (not 500), and changes nothing', async () => {
+    const t = await startTestServer();
+    const other = new pg.Client({ connectionString: t.database.url });
+    try {
+      const ids: string[] = [];
+      for (const name of ['Lockton', 'Deadwood']) {
+        const res = await t.request('POST', '/gw/api/rest/City', { body: { name, country: 'NO' } });
+        expect(res.status, res.text).toBe(201);
+        ids.push(String(res.body.data.id));
+      }
+      const [a, b] = ids as [string, string];
+      // Another transaction holds b; the bulk delete removes a, then waits for b ...
+      await other.connect();
+      await other.query('BEGIN');
+      await other.query('UPDATE env_master."City" SET name = name WHERE id = $1', [b]);
+      const removing = t.request('DELETE', '/gw/api/rest/City/_bulk', { body: { ids: [a, b] } });
+      await waitingForLock(t.db, '', 'the bulk delete waiting for the row the other transaction holds');
+      // ... which now wants a: PostgreSQL rolls back the one that waited longer, the bulk delete.
+      await other.query('UPDATE env_master."City" SET name = name WHERE id = $1', [a]);
+      await other.query('COMMIT');
+      const res = await removing;
+      expectProblem(res, 503, 'database-busy');
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(res.body.detail).toBe('the write deadlocked with a concurrent one and was rolled back');
+      for (const id of [a, b]) expect((await t.request('GET', `/gw/api/rest/City/${id}`)).status).toBe(200);
+    } finally {
+      await other.end().catch(() => {});
+      await t.close();
     }
   }, 60_000);
 });
@@ -472,6 +505,9 @@ describe('database fault classification', () => {
     [new Error('timeout exceeded when trying to connect'), 'pool-timeout'],
     [{ code: '57014', message: 'canceling statement due to statement timeout' }, 'statement-timeout'],
     [{ code: '57014', message: 'canceling statement due to user request' }, 'unavailable'],
+    [{ code: '40P01', message: 'deadlock detected' }, 'lock-conflict'],
+    [{ code: '40001', message: 'could not serialize access due to concurrent update' }, 'lock-conflict'],
+    [{ code: '55P03', message: 'canceling statement due to lock timeout' }, 'lock-conflict'],
   ])('%o → %s', (error, kind) => {
     expect(databaseFault(error)?.kind).toBe(kind);
   });
