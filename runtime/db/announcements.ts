@@ -27,15 +27,26 @@ export const enclosingTransaction = new WeakMap<Queryable, Queryable>();
 /** Transactions that announced a change (notify in ./notifications.ts): their commit waits for it to settle. */
 const announcing = new WeakSet<Queryable>();
 
+/** The transaction `db` runs in (itself or one it is bound to), if any. */
+function transactionOf(db: Queryable): Queryable | undefined {
+  let tx = db;
+  for (let outer = enclosingTransaction.get(tx); outer; outer = enclosingTransaction.get(tx)) tx = outer;
+  return openTransactions.has(tx) ? tx : undefined;
+}
+
+/** Whether `db`'s statements run inside a transaction (false: each commits by itself). */
+export function insideTransaction(db: Queryable): boolean {
+  return transactionOf(db) !== undefined;
+}
+
 /**
  * Marks `db`'s transaction as announcing and says whether it has one: true when the change is
  * committed later, by a transaction that then waits before it returns; false when `db` commits
  * each statement itself, so the caller must wait.
  */
 export function settlesOnCommit(db: Queryable): boolean {
-  let tx = db;
-  for (let outer = enclosingTransaction.get(tx); outer; outer = enclosingTransaction.get(tx)) tx = outer;
-  if (!openTransactions.has(tx)) return false;
+  const tx = transactionOf(db);
+  if (!tx) return false;
   announcing.add(tx);
   return true;
 }

@@ -61,6 +61,16 @@ const UNAVAILABLE_MESSAGES = [
   'Cannot use a pool after calling end on the pool',
 ];
 
+/**
+ * Whether PostgreSQL rolled the statement's transaction back because it lost to a concurrent one
+ * (deadlock victim, 40P01; serialization failure, 40001): the same statement run again normally
+ * goes through. (A lock_timeout, 55P03, is not: it would wait as long again.)
+ */
+export function lostToConcurrentWrite(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 export function databaseFault(error: unknown): DatabaseFault | undefined {
   // A fault may be wrapped (pg-pool puts the socket error in `cause`, AggregateError lists attempts).
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {

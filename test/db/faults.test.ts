@@ -238,8 +238,39 @@ describe('the database dropped under a running server', () => {
   }, 60_000);
 });
 
-describe('a write that deadlocks with a concurrent transaction', () => {
-  it('answers 503 database-busy with Retry-After (not 500), and changes nothing', async () => {
+describe('writes that deadlock with a concurrent transaction (docs/api.md §6.2 "Concurrent writes")', () => {
+  it('a single-statement write rolled back as the deadlock victim runs again and answers 200', async () => {
+    const t = await startTestServer();
+    const other = new pg.Client({ connectionString: t.database.url });
+    try {
+      const ids: string[] = [];
+      for (const name of ['Lockby', 'Waitham']) {
+        const res = await t.request('POST', '/gw/api/rest/City', { body: { name, country: 'NO' } });
+        expect(res.status, res.text).toBe(201);
+        ids.push(String(res.body.data.id));
+      }
+      const [a, b] = ids as [string, string];
+      await other.connect();
+      await other.query('BEGIN');
+      await other.query('UPDATE env_master."City" SET country = country WHERE id = $1', [b]);
+      const patching = t.request('PATCH', `/gw/api/rest/City?id=in.(${a},${b})`, { body: { name: 'Patched' } });
+      await waitingForLock(t.db, '', 'the update by filter waiting for the row the other transaction holds');
+      // The update holds a and wants b, the other transaction now wants a: the update is rolled back ...
+      await other.query('UPDATE env_master."City" SET country = country WHERE id = $1', [a]);
+      await other.query('COMMIT');
+      // ... and runs again once the other has committed.
+      const res = await patching;
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual({ data: { count: 2 } });
+      for (const id of [a, b])
+        expect((await t.request('GET', `/gw/api/rest/City/${id}`)).body.data.name).toBe('Patched');
+    } finally {
+      await other.end().catch(() => {});
+      await t.close();
+    }
+  }, 60_000);
+
+  it('a bulk request (one transaction) answers 503 database-busy with Retry-After (not 500), and changes nothing', async () => {
     const t = await startTestServer();
     const other = new pg.Client({ connectionString: t.database.url });
     try {
