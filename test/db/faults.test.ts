@@ -239,7 +239,12 @@ describe('the database dropped under a running server', () => {
 });
 
 describe('writes that deadlock with a concurrent transaction (docs/api.md §6.2 "Concurrent writes")', () => {
-  it('a single-statement write rolled back as the deadlock victim runs again and answers 200', async () => {
+  /**
+   * Two cities a and b, and another transaction that holds b. `write` starts a request that takes a
+   * and then waits for b; once it waits, the other transaction wants a too: a deadlock, in which
+   * PostgreSQL rolls back the one that waited longer, the request. Answers the request's response.
+   */
+  async function deadlocked(write: (t: TestServer, a: string, b: string) => Promise<TestResponse>) {
     const t = await startTestServer();
     const other = new pg.Client({ connectionString: t.database.url });
     try {
@@ -253,52 +258,37 @@ describe('writes that deadlock with a concurrent transaction (docs/api.md §6.2 
       await other.connect();
       await other.query('BEGIN');
       await other.query('UPDATE env_master."City" SET country = country WHERE id = $1', [b]);
-      const patching = t.request('PATCH', `/gw/api/rest/City?id=in.(${a},${b})`, { body: { name: 'Patched' } });
-      await waitingForLock(t.db, '', 'the update by filter waiting for the row the other transaction holds');
-      // The update holds a and wants b, the other transaction now wants a: the update is rolled back ...
+      const response = write(t, a, b);
+      await waitingForLock(t.db, '', 'the request waiting for the row the other transaction holds');
       await other.query('UPDATE env_master."City" SET country = country WHERE id = $1', [a]);
       await other.query('COMMIT');
-      // ... and runs again once the other has committed.
-      const res = await patching;
-      expect(res.status, res.text).toBe(200);
-      expect(res.body).toEqual({ data: { count: 2 } });
-      for (const id of [a, b])
-        expect((await t.request('GET', `/gw/api/rest/City/${id}`)).body.data.name).toBe('Patched');
+      const res = await response;
+      const names = [];
+      for (const id of [a, b]) names.push((await t.request('GET', `/gw/api/rest/City/${id}`)).body.data.name);
+      return { res, names };
     } finally {
       await other.end().catch(() => {});
       await t.close();
     }
+  }
+
+  it('a single-statement write rolled back as the deadlock victim runs again and answers 200', async () => {
+    const { res, names } = await deadlocked((t, a, b) =>
+      t.request('PATCH', `/gw/api/rest/City?id=in.(${a},${b})`, { body: { name: 'Patched' } }),
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ data: { count: 2 } });
+    expect(names).toEqual(['Patched', 'Patched']);
   }, 60_000);
 
   it('a bulk request (one transaction) answers 503 database-busy with Retry-After (not 500), and changes nothing', async () => {
-    const t = await startTestServer();
-    const other = new pg.Client({ connectionString: t.database.url });
-    try {
-      const ids: string[] = [];
-      for (const name of ['Lockton', 'Deadwood']) {
-        const res = await t.request('POST', '/gw/api/rest/City', { body: { name, country: 'NO' } });
-        expect(res.status, res.text).toBe(201);
-        ids.push(String(res.body.data.id));
-      }
-      const [a, b] = ids as [string, string];
-      // Another transaction holds b; the bulk delete removes a, then waits for b ...
-      await other.connect();
-      await other.query('BEGIN');
-      await other.query('UPDATE env_master."City" SET name = name WHERE id = $1', [b]);
-      const removing = t.request('DELETE', '/gw/api/rest/City/_bulk', { body: { ids: [a, b] } });
-      await waitingForLock(t.db, '', 'the bulk delete waiting for the row the other transaction holds');
-      // ... which now wants a: PostgreSQL rolls back the one that waited longer, the bulk delete.
-      await other.query('UPDATE env_master."City" SET name = name WHERE id = $1', [a]);
-      await other.query('COMMIT');
-      const res = await removing;
-      expectProblem(res, 503, 'database-busy');
-      expect(res.headers.get('retry-after')).toBe('1');
-      expect(res.body.detail).toBe('the write deadlocked with a concurrent one and was rolled back');
-      for (const id of [a, b]) expect((await t.request('GET', `/gw/api/rest/City/${id}`)).status).toBe(200);
-    } finally {
-      await other.end().catch(() => {});
-      await t.close();
-    }
+    const { res, names } = await deadlocked((t, a, b) =>
+      t.request('DELETE', '/gw/api/rest/City/_bulk', { body: { ids: [a, b] } }),
+    );
+    expectProblem(res, 503, 'database-busy');
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(res.body.detail).toBe('the write deadlocked with a concurrent one and was rolled back');
+    expect(names).toEqual(['Lockby', 'Waitham']);
   }, 60_000);
 });
 
