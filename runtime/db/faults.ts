@@ -66,9 +66,29 @@ const UNAVAILABLE_MESSAGES = [
  * (deadlock victim, 40P01; serialization failure, 40001): the same statement run again normally
  * goes through. (A lock_timeout, 55P03, is not: it would wait as long again.)
  */
-export function lostToConcurrentWrite(error: unknown): boolean {
+function lostToConcurrentWrite(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === '40P01' || code === '40001';
+}
+
+/** Runs of a write that PostgreSQL rolls back for a concurrent one, before its error (a 503). */
+const CONFLICT_TRIES = 3;
+
+/**
+ * Runs `attempt`, and again (CONFLICT_TRIES runs in all) while PostgreSQL rolls it back for a
+ * concurrent transaction, after `forget` drops what a rolled-back run recorded outside the database.
+ * Only for work that is its own transaction (or statement) from start to end: rolled back, it
+ * changed nothing, and running it again is what a client sending the request again would do.
+ */
+export async function againOnConflict<T>(attempt: () => Promise<T>, forget?: () => void): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (tries >= CONFLICT_TRIES || !lostToConcurrentWrite(error)) throw error;
+      forget?.();
+    }
+  }
 }
 
 export function databaseFault(error: unknown): DatabaseFault | undefined {

@@ -29,7 +29,7 @@ export {
 } from './migrations.ts';
 export { NotificationChannel, notify, type Subscriber } from './notifications.ts';
 export { ANNOUNCEMENT_SETTLE_MS, FRESHNESS_MS, insideTransaction } from './announcements.ts';
-export { databaseFault, lostToConcurrentWrite, type DatabaseFault, type DatabaseFaultKind } from './faults.ts';
+export { againOnConflict, databaseFault, type DatabaseFault, type DatabaseFaultKind } from './faults.ts';
 export { Readiness, type ReadinessReport, type ReadinessOptions, type CheckState } from './readiness.ts';
 export { Admission, AdmissionRefused, type AdmissionOptions, type AdmissionRefusal } from './admission.ts';
 export {

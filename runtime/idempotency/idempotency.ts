@@ -21,7 +21,7 @@
  * is replaced by the next run of its key.
  */
 import { createHash } from 'node:crypto';
-import { transactionDatabase, type Database } from '../db/index.ts';
+import { againOnConflict, transactionDatabase, type Database } from '../db/index.ts';
 import { header, Problem, type ApiRequest, type Reply } from '../http/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 
@@ -69,52 +69,56 @@ export async function withIdempotency(
     .update(body ?? Buffer.alloc(0))
     .digest('hex');
   const ids = [caller, tenant.projectId, tenant.environment, key];
-  return db.transaction(async (tx) => {
-    const [lock] = await tx.query<{ taken: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2) AS taken', [
-      IDEMPOTENCY_LOCK_NAMESPACE,
-      idempotencyLockKey(caller, tenant.projectId, tenant.environment, key),
-    ]);
-    if (!lock!.taken)
-      throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
-    const [first] = await tx.query<StoredReply>(
-      `SELECT request_hash, status, headers, body FROM svcgen.idempotency
+  // The handler's writes, its answer and the key are one transaction: rolled back for a concurrent
+  // one, it changed nothing and runs again whole (docs/api.md §6.2 "Concurrent writes").
+  return againOnConflict(() =>
+    db.transaction(async (tx) => {
+      const [lock] = await tx.query<{ taken: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2) AS taken', [
+        IDEMPOTENCY_LOCK_NAMESPACE,
+        idempotencyLockKey(caller, tenant.projectId, tenant.environment, key),
+      ]);
+      if (!lock!.taken)
+        throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
+      const [first] = await tx.query<StoredReply>(
+        `SELECT request_hash, status, headers, body FROM svcgen.idempotency
        WHERE caller = $1 AND project_id = $2 AND environment = $3 AND key = $4 AND state = 'done' AND expires_at > now()`,
-      ids,
-    );
-    if (first) {
-      if (first.request_hash !== requestHash) {
-        throw new Problem(
-          'validation',
-          'this Idempotency-Key was already used with a different request; use a new key',
-          [{ field: 'Idempotency-Key', rule: 'reused', message: 'the key was used with a different request' }],
-        );
+        ids,
+      );
+      if (first) {
+        if (first.request_hash !== requestHash) {
+          throw new Problem(
+            'validation',
+            'this Idempotency-Key was already used with a different request; use a new key',
+            [{ field: 'Idempotency-Key', rule: 'reused', message: 'the key was used with a different request' }],
+          );
+        }
+        return {
+          status: first.status,
+          headers: { ...first.headers, 'idempotency-replayed': 'true' },
+          body: first.body ?? undefined,
+        };
       }
-      return {
-        status: first.status,
-        headers: { ...first.headers, 'idempotency-replayed': 'true' },
-        body: first.body ?? undefined,
-      };
-    }
-    const reply = await handle(transactionDatabase(db.pool, tx));
-    const kept = Object.fromEntries(
-      Object.entries(reply.headers ?? {}).filter(([k]) => REPLAYED_HEADERS.includes(k.toLowerCase())),
-    );
-    // An expired record not pruned yet, or an older version's 'running' leftover, is replaced. A
-    // live record cannot appear while we hold the lock; if one did, this write is refused, not doubled.
-    const stored = await tx.query(
-      `INSERT INTO svcgen.idempotency AS i (caller, project_id, environment, key, request_hash, state, status, headers, body, expires_at)
+      const reply = await handle(transactionDatabase(db.pool, tx));
+      const kept = Object.fromEntries(
+        Object.entries(reply.headers ?? {}).filter(([k]) => REPLAYED_HEADERS.includes(k.toLowerCase())),
+      );
+      // An expired record not pruned yet, or an older version's 'running' leftover, is replaced. A
+      // live record cannot appear while we hold the lock; if one did, this write is refused, not doubled.
+      const stored = await tx.query(
+        `INSERT INTO svcgen.idempotency AS i (caller, project_id, environment, key, request_hash, state, status, headers, body, expires_at)
        VALUES ($1, $2, $3, $4, $5, 'done', $6, $7, $8, now() + ${RETENTION})
        ON CONFLICT (caller, project_id, environment, key) DO UPDATE
          SET request_hash = EXCLUDED.request_hash, state = 'done', status = EXCLUDED.status, headers = EXCLUDED.headers,
              body = EXCLUDED.body, created_at = now(), expires_at = EXCLUDED.expires_at
          WHERE i.expires_at <= now() OR i.state <> 'done'
        RETURNING 1`,
-      [...ids, requestHash, reply.status, JSON.stringify(kept), reply.body ?? null],
-    );
-    if (stored.length === 0)
-      throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
-    return reply;
-  });
+        [...ids, requestHash, reply.status, JSON.stringify(kept), reply.body ?? null],
+      );
+      if (stored.length === 0)
+        throw new Problem('conflict', 'a request with this Idempotency-Key is still running; retry later');
+      return reply;
+    }),
+  );
 }
 
 /** Drops expired entries (called now and then, off the request path). */

@@ -3,7 +3,7 @@
  * statement from compileWrite, atomic on its own, carrying its webhook events and checked against
  * the caller's roles (docs/permissions.md "Writing").
  */
-import { insideTransaction, lostToConcurrentWrite, type Queryable } from '../db/index.ts';
+import { againOnConflict, insideTransaction, type Queryable } from '../db/index.ts';
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
 import { RESERVED_PARAMETERS } from '../model/index.ts';
 import {
@@ -35,20 +35,15 @@ export async function runWrite(
   scope: Scope,
   written: Readonly<Record<string, unknown>> = {},
 ): Promise<unknown[][]> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await db.queryArrays(write.sql, scope.params.values);
-    } catch (error) {
-      // A statement that commits by itself and lost a lock conflict changed nothing: it runs again
-      // (docs/api.md §6.2 "Concurrent writes"). In a transaction only its owner could redo it: 503.
-      if (tries < CONFLICT_TRIES && lostToConcurrentWrite(error) && !insideTransaction(db)) continue;
-      throw databaseProblem(error, table, write.filterFields, written) ?? error;
-    }
+  const run = () => db.queryArrays(write.sql, scope.params.values);
+  try {
+    // A statement that commits by itself and lost a lock conflict changed nothing: it runs again
+    // (docs/api.md §6.2 "Concurrent writes"). In a transaction, its owner runs the whole again.
+    return await (insideTransaction(db) ? run() : againOnConflict(run));
+  } catch (error) {
+    throw databaseProblem(error, table, write.filterFields, written) ?? error;
   }
 }
-
-/** Runs of a write statement that PostgreSQL rolls back for a concurrent one, before its 503. */
-const CONFLICT_TRIES = 3;
 
 /** Location of a created record: its `/<id>` route, or a filter on the key for composite keys. */
 function location(ctx: DataContext, key: Record<string, unknown>): string {

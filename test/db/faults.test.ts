@@ -240,9 +240,10 @@ describe('the database dropped under a running server', () => {
 
 describe('writes that deadlock with a concurrent transaction (docs/api.md §6.2 "Concurrent writes")', () => {
   /**
-   * Two cities a and b, and another transaction that holds b. `write` starts a request that takes a
-   * and then waits for b; once it waits, the other transaction wants a too: a deadlock, in which
-   * PostgreSQL rolls back the one that waited longer, the request. Answers the request's response.
+   * Cities a and b, and another transaction that holds b. `write` starts a request that takes a and
+   * then waits for b; once it waits, the other transaction wants a too: a deadlock, in which
+   * PostgreSQL rolls back the one that waited longer, the request. The other then commits. Answers
+   * the request's response and what GET answers for a and b afterwards.
    */
   async function deadlocked(write: (t: TestServer, a: string, b: string) => Promise<TestResponse>) {
     const t = await startTestServer();
@@ -263,32 +264,100 @@ describe('writes that deadlock with a concurrent transaction (docs/api.md §6.2 
       await other.query('UPDATE env_master."City" SET country = country WHERE id = $1', [a]);
       await other.query('COMMIT');
       const res = await response;
-      const names = [];
-      for (const id of [a, b]) names.push((await t.request('GET', `/gw/api/rest/City/${id}`)).body.data.name);
-      return { res, names };
+      const after = [];
+      for (const id of [a, b]) {
+        const got = await t.request('GET', `/gw/api/rest/City/${id}`);
+        after.push(got.status === 200 ? got.body.data.name : got.status);
+      }
+      return { res, after };
     } finally {
       await other.end().catch(() => {});
       await t.close();
     }
   }
 
-  it('a single-statement write rolled back as the deadlock victim runs again and answers 200', async () => {
-    const { res, names } = await deadlocked((t, a, b) =>
+  it('an update by filter (one statement) rolled back as the deadlock victim runs again: 200', async () => {
+    const { res, after } = await deadlocked((t, a, b) =>
       t.request('PATCH', `/gw/api/rest/City?id=in.(${a},${b})`, { body: { name: 'Patched' } }),
     );
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ data: { count: 2 } });
-    expect(names).toEqual(['Patched', 'Patched']);
+    expect(after).toEqual(['Patched', 'Patched']);
   }, 60_000);
 
-  it('a bulk request (one transaction) answers 503 database-busy with Retry-After (not 500), and changes nothing', async () => {
-    const { res, names } = await deadlocked((t, a, b) =>
-      t.request('DELETE', '/gw/api/rest/City/_bulk', { body: { ids: [a, b] } }),
+  it('a bulk delete (one transaction) rolled back as the deadlock victim runs again whole: 200, both deleted', async () => {
+    const { res, after } = await deadlocked((t, a, b) =>
+      t.request('DELETE', '/gw/api/rest/City/_bulk', { body: { ids: [Number(a), Number(b)] } }),
     );
-    expectProblem(res, 503, 'database-busy');
-    expect(res.headers.get('retry-after')).toBe('1');
-    expect(res.body.detail).toBe('the write deadlocked with a concurrent one and was rolled back');
-    expect(names).toEqual(['Lockby', 'Waitham']);
+    expect(res.status, res.text).toBe(200);
+    expect(after).toEqual([404, 404]);
+  }, 60_000);
+
+  it('a create under an Idempotency-Key runs again with its key: 201, and that answer is the one kept', async () => {
+    const t = await startTestServer();
+    const other = new pg.Client({ connectionString: t.database.url });
+    try {
+      const [x, y] = [900_001, 900_002];
+      const insert = (id: number) =>
+        other.query(
+          `INSERT INTO env_master."City" (id, name, country, "updatedAt") VALUES ($1, 'Other', 'NO', now())`,
+          [id],
+        );
+      // The other transaction inserts y; the keyed bulk create inserts x, then waits for y ...
+      await other.connect();
+      await other.query('BEGIN');
+      await insert(y);
+      const body = {
+        items: [
+          { id: x, name: 'Keyed', country: 'NO' },
+          { id: y, name: 'Keyed', country: 'NO' },
+        ],
+      };
+      const headers = { 'idempotency-key': 'deadlock-key-1' };
+      const creating = t.request('POST', '/gw/api/rest/City/_bulk', { body, headers });
+      await waitingForLock(t.db, '', 'the keyed create waiting for the key the other transaction inserted');
+      // ... which now inserts x: the keyed create is rolled back; the other gives up, and the create runs again.
+      await insert(x);
+      await other.query('ROLLBACK');
+      const res = await creating;
+      expect(res.status, res.text).toBe(201);
+      const again = await t.request('POST', '/gw/api/rest/City/_bulk', { body, headers });
+      expect(again.status).toBe(201);
+      expect(again.headers.get('idempotency-replayed')).toBe('true');
+      expect(again.text).toBe(res.text);
+      for (const id of [x, y]) expect((await t.request('GET', `/gw/api/rest/City/${id}`)).body.data.name).toBe('Keyed');
+    } finally {
+      await other.end().catch(() => {});
+      await t.close();
+    }
+  }, 60_000);
+
+  it("a write that meets the database's lock_timeout answers 503 database-busy with Retry-After (not 500)", async () => {
+    const database = await createTestDatabase();
+    const system = new pg.Client({ connectionString: database.url });
+    await system.connect();
+    await system.query(`ALTER DATABASE ${system.escapeIdentifier(database.name)} SET lock_timeout = '300ms'`);
+    const t = await startTestServer({ databaseUrl: database.url });
+    const other = new pg.Client({ connectionString: database.url });
+    try {
+      const created = await t.request('POST', '/gw/api/rest/City', { body: { name: 'Slowby', country: 'NO' } });
+      expect(created.status, created.text).toBe(201);
+      const id = String(created.body.data.id);
+      await other.connect();
+      await other.query('BEGIN');
+      await other.query('UPDATE env_master."City" SET country = country WHERE id = $1', [id]);
+      const res = await t.request('PATCH', `/gw/api/rest/City/${id}`, { body: { name: 'Never' } });
+      await other.query('COMMIT');
+      expectProblem(res, 503, 'database-busy');
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(res.body.detail).toBe("a lock the write needed was not granted within the database's lock_timeout");
+      expect((await t.request('GET', `/gw/api/rest/City/${id}`)).body.data.name).toBe('Slowby');
+    } finally {
+      await other.end().catch(() => {});
+      await system.end();
+      await t.close();
+      await database.drop();
+    }
   }, 60_000);
 });
 
