@@ -4,6 +4,9 @@
  * /readyz reports it; nothing else in the runtime needs to know pg's or Node's error shapes.
  */
 
+import { insideTransaction } from './announcements.ts';
+import type { Queryable } from './pool.ts';
+
 export type DatabaseFaultKind =
   /** Unreachable, refusing, restarting, shutting down, or the connection dropped mid-request. */
   | 'unavailable'
@@ -75,17 +78,19 @@ function lostToConcurrentWrite(error: unknown): boolean {
 const CONFLICT_TRIES = 3;
 
 /**
- * Runs `attempt`, and again (CONFLICT_TRIES runs in all) while PostgreSQL rolls it back for a
- * concurrent transaction, after `forget` drops what a rolled-back run recorded outside the database.
- * Only for work that is its own transaction (or statement) from start to end: rolled back, it
- * changed nothing, and running it again is what a client sending the request again would do.
+ * Runs `attempt` on `db`, and again (CONFLICT_TRIES runs in all) while PostgreSQL rolls it back for
+ * a concurrent transaction, after `forget` drops what a rolled-back run recorded outside the
+ * database: rolled back, it changed nothing, and running it again is what a client sending the
+ * request again would do. When `db` is inside a transaction, the rollback took that whole
+ * transaction, so `attempt` runs once and its owner (with its own againOnConflict) runs it all again.
  */
-export async function againOnConflict<T>(attempt: () => Promise<T>, forget?: () => void): Promise<T> {
-  for (let tries = 1; ; tries++) {
+export async function againOnConflict<T>(db: Queryable, attempt: () => Promise<T>, forget?: () => void): Promise<T> {
+  const tries = insideTransaction(db) ? 1 : CONFLICT_TRIES;
+  for (let run = 1; ; run++) {
     try {
       return await attempt();
     } catch (error) {
-      if (tries >= CONFLICT_TRIES || !lostToConcurrentWrite(error)) throw error;
+      if (run >= tries || !lostToConcurrentWrite(error)) throw error;
       forget?.();
     }
   }

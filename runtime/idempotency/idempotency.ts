@@ -71,7 +71,7 @@ export async function withIdempotency(
   const ids = [caller, tenant.projectId, tenant.environment, key];
   // The handler's writes, its answer and the key are one transaction: rolled back for a concurrent
   // one, it changed nothing and runs again whole (docs/api.md §6.2 "Concurrent writes").
-  return againOnConflict(() =>
+  return againOnConflict(db, () =>
     db.transaction(async (tx) => {
       const [lock] = await tx.query<{ taken: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2) AS taken', [
         IDEMPOTENCY_LOCK_NAMESPACE,

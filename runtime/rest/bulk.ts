@@ -5,7 +5,7 @@
  * the valid items as one multi-row INSERT first (insertAll): when the database takes them all,
  * the answer is the one the items one by one would have given, at a fraction of the statements.
  */
-import { againOnConflict, insideTransaction, type Queryable } from '../db/index.ts';
+import { againOnConflict, type Queryable } from '../db/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { jsonReply, Problem, readJson, type Reply } from '../http/index.ts';
 import {
@@ -127,20 +127,6 @@ function itemMessage(messages: readonly string[]): string {
 
 class RollBack extends Error {}
 
-/**
- * Runs `work` in a transaction, again when PostgreSQL rolls it back for a concurrent one
- * (docs/api.md §6.2 "Concurrent writes"), after `forget` drops what the rolled-back run recorded.
- * Under an Idempotency-Key the work is part of the key's transaction, whose owner runs it again.
- */
-function retriedTransaction(
-  ctx: DataContext,
-  work: (tx: Queryable) => Promise<void>,
-  forget: () => void,
-): Promise<void> {
-  const run = () => ctx.db.transaction(work);
-  return insideTransaction(ctx.db) ? run() : againOnConflict(run, forget);
-}
-
 async function inTransaction(
   ctx: DataContext,
   transactionMode: TransactionMode,
@@ -149,12 +135,14 @@ async function inTransaction(
 ) {
   const recorded = { items: outcome.items.length, errors: outcome.errors.length };
   try {
-    await retriedTransaction(
-      ctx,
-      async (tx) => {
-        await run(tx);
-        if (transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) throw new RollBack();
-      },
+    // Run again whole when rolled back for a concurrent write (docs/api.md §6.2 "Concurrent writes").
+    await againOnConflict(
+      ctx.db,
+      () =>
+        ctx.db.transaction(async (tx) => {
+          await run(tx);
+          if (transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) throw new RollBack();
+        }),
       () => {
         outcome.items.length = recorded.items;
         outcome.errors.length = recorded.errors;
@@ -213,18 +201,19 @@ async function insertAll(
   try {
     // A transaction even for one statement: under an Idempotency-Key ctx.db is the key's open
     // transaction, which a refused statement would abort; there it is a savepoint to roll back to.
-    await retriedTransaction(
-      ctx,
-      async (tx) => {
-        // Before the insert: a row of the statement that takes the next key must not meet a key
-        // another item chose (all of one statement's defaults are drawn before any row is checked).
-        const highest = highestChosenKey(
-          ctx,
-          valid.map((v) => v.value),
-        );
-        if (highest) await advanceKeySequence(ctx, tx, highest);
-        for (const run of runs) keys.push(...(await insertRun(tx, run)));
-      },
+    await againOnConflict(
+      ctx.db,
+      () =>
+        ctx.db.transaction(async (tx) => {
+          // Before the insert: a row of the statement that takes the next key must not meet a key
+          // another item chose (all of one statement's defaults are drawn before any row is checked).
+          const highest = highestChosenKey(
+            ctx,
+            valid.map((v) => v.value),
+          );
+          if (highest) await advanceKeySequence(ctx, tx, highest);
+          for (const run of runs) keys.push(...(await insertRun(tx, run)));
+        }),
       () => {
         keys.length = 0;
       },

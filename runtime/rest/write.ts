@@ -3,7 +3,7 @@
  * statement from compileWrite, atomic on its own, carrying its webhook events and checked against
  * the caller's roles (docs/permissions.md "Writing").
  */
-import { againOnConflict, insideTransaction, type Queryable } from '../db/index.ts';
+import { againOnConflict, type Queryable } from '../db/index.ts';
 import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/index.ts';
 import { RESERVED_PARAMETERS } from '../model/index.ts';
 import {
@@ -35,11 +35,10 @@ export async function runWrite(
   scope: Scope,
   written: Readonly<Record<string, unknown>> = {},
 ): Promise<unknown[][]> {
-  const run = () => db.queryArrays(write.sql, scope.params.values);
   try {
-    // A statement that commits by itself and lost a lock conflict changed nothing: it runs again
-    // (docs/api.md §6.2 "Concurrent writes"). In a transaction, its owner runs the whole again.
-    return await (insideTransaction(db) ? run() : againOnConflict(run));
+    // Rolled back for a concurrent write, it changed nothing and runs again (docs/api.md §6.2
+    // "Concurrent writes"); in a transaction, its owner runs the whole again.
+    return await againOnConflict(db, () => db.queryArrays(write.sql, scope.params.values));
   } catch (error) {
     throw databaseProblem(error, table, write.filterFields, written) ?? error;
   }

@@ -10,7 +10,7 @@ import type { Config } from '../config/index.ts';
 import type { Database } from '../db/index.ts';
 import { metrics } from '../observability/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
-import { enqueueSql, queueMissed, type Queued } from './queue.ts';
+import { enqueueSql, queueDeliveries } from './queue.ts';
 import { checkedLookup, checkLiteralHost, TargetRefused } from './targets.ts';
 
 type WebhookSettings = Config['webhooks'];
@@ -195,26 +195,22 @@ export class DeliveryAgent {
       (a): a is { c: Claimed; outcome: AttemptOutcome } => a !== undefined && !a.outcome.ok,
     );
     await Promise.all([
-      succeeded.length ? this.recordSuccesses(succeeded) : undefined,
+      succeeded.length
+        ? queueDeliveries(this.db, SUCCEEDED, [
+            succeeded.map((a) => a.c.id),
+            succeeded.map((a) => a.outcome.httpStatus),
+            succeeded.map((a) => a.c.environment),
+            succeeded.map((a) => a.c.endpoint),
+          ])
+        : undefined,
       ...failed.map(({ c, outcome }) => this.recordFailure(c, outcome)),
     ]);
     metrics.webhookOutcome('delivered', succeeded.length);
   }
 
-  private async recordSuccesses(succeeded: readonly { c: Claimed; outcome: AttemptOutcome }[]): Promise<void> {
-    const [woken] = await this.db.query<Queued>(SUCCEEDED, [
-      succeeded.map((a) => a.c.id),
-      succeeded.map((a) => a.outcome.httpStatus),
-      succeeded.map((a) => a.c.environment),
-      succeeded.map((a) => a.c.endpoint),
-    ]);
-    await queueMissed(this.db, woken?.missed);
-  }
-
   /** Waits (`deferred`) until `until` without spending an attempt. */
   private async defer(c: Claimed, until: Date): Promise<void> {
-    const [row] = await this.db.query<Queued>(DEFER, [c.id, until]);
-    await queueMissed(this.db, row?.missed);
+    await queueDeliveries(this.db, DEFER, [c.id, until]);
     metrics.webhookOutcome('deferred');
   }
 
@@ -237,7 +233,7 @@ export class DeliveryAgent {
     const nextDelay = delays[c.attempts + 1] ?? 0;
     // A target refused by the address policy says nothing about the endpoint's health.
     const countsForCircuit = outcome.error === null || !outcome.error.startsWith('target refused');
-    const [row] = await this.db.query<{ status: string | null } & Queued>(FAILED, [
+    const row = await queueDeliveries<{ status: string | null }>(this.db, FAILED, [
       c.id,
       outcome.httpStatus,
       outcome.error,
@@ -249,7 +245,6 @@ export class DeliveryAgent {
       this.settings.circuit.cooldownMs,
       countsForCircuit,
     ]);
-    await queueMissed(this.db, row?.missed);
     if (row?.status === 'dead_letter' || row?.status === 'retrying') metrics.webhookOutcome(row.status);
   }
 

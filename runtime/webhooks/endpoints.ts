@@ -3,7 +3,7 @@
  * token only, `environment` header required on every request and equal to the body's.
  */
 import type { Config } from '../config/index.ts';
-import type { Database } from '../db/index.ts';
+import { againOnConflict, type Database } from '../db/index.ts';
 import { jsonReply, Problem, readJson, type ApiRequest, type FieldError, type Reply } from '../http/index.ts';
 import { authenticate, type CredentialResolver } from '../principal/index.ts';
 import type { Catalog } from '../query/index.ts';
@@ -25,10 +25,6 @@ import {
   type Subscription,
   type SubscriptionInput,
 } from './subscriptions.ts';
-
-/** SQLSTATE deadlock_detected, and how often DELETE /_webhooks/{id} runs after it. */
-const DEADLOCK_DETECTED = '40P01';
-const REMOVE_ATTEMPTS = 3;
 
 /** Deliveries listed by GET /_webhooks/{id}, newest first. */
 export const DELIVERY_HISTORY_LIMIT = 100;
@@ -143,15 +139,9 @@ export function webhookOperations(deps: Omit<WebhookDeps, 'resolvers'>) {
       // Removing the deliveries can deadlock with a worker recording a batch of them (each locks
       // the rows in its own order), and PostgreSQL may pick this transaction to roll back: it
       // changed nothing then, and runs again.
-      let removed: boolean;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          removed = await deps.db.transaction((tx) => deleteSubscription(tx, tenant.projectId, tenant.environment, id));
-          break;
-        } catch (error) {
-          if ((error as { code?: unknown }).code !== DEADLOCK_DETECTED || attempt === REMOVE_ATTEMPTS) throw error;
-        }
-      }
+      const removed = await againOnConflict(deps.db, () =>
+        deps.db.transaction((tx) => deleteSubscription(tx, tenant.projectId, tenant.environment, id)),
+      );
       if (!removed) throw new Problem('not-found', `no webhook with id "${id}" in environment "${tenant.environment}"`);
     },
 

@@ -25,8 +25,8 @@ export const TASK_MAX_ATTEMPTS = 25;
  * no worker), and answers no row.
  *
  * Answers `missed`: the ids that got no job. graphile-worker's add_jobs queues nothing for a key
- * whose waiting job a worker locks between its two statements (graphile/worker#580); the caller
- * hands those to `queueMissed`, whose later statement sees that job locked.
+ * whose waiting job a worker locks between its two statements (graphile/worker#580). Run such
+ * statements with `queueDeliveries`, which queues those again.
  */
 export function enqueueSql(ids: string, runAt = 'now()'): string {
   return `SELECT ARRAY(SELECT unnest(queue_ids.ids) EXCEPT SELECT job.key FROM ${QUEUE_SCHEMA}.add_jobs(ARRAY(
@@ -37,7 +37,7 @@ export function enqueueSql(ids: string, runAt = 'now()'): string {
 }
 
 /** The row of a statement that ends with `enqueueSql` (none when it had no id to queue). */
-export interface Queued {
+interface Queued {
   missed: string[] | null;
 }
 
@@ -45,17 +45,24 @@ export interface Queued {
 const QUEUE_AGAIN = enqueueSql('$1::text[]', '(SELECT next_attempt_at FROM svcgen.webhook_deliveries WHERE id = d)');
 
 /**
- * Queues the deliveries an enqueue statement answered as `missed`. A later statement sees the
- * locked job that hid the key from add_jobs, so it frees the key and queues a new job; a job too
- * many is harmless (the lease lets one attempt through). What still misses after a few tries
- * waits for the worker's sweep of deliveries without a job.
+ * Runs `sql`, a statement whose result has the `missed` column of `enqueueSql`, and answers its
+ * row; then queues the missed deliveries again. A later statement sees the locked job that hid the
+ * key from add_jobs, so it frees the key and queues a new job; a job too many is harmless (the
+ * lease lets one attempt through). What still misses after a few tries waits for the worker's
+ * sweep of deliveries without a job.
  */
-export async function queueMissed(db: Queryable, missed: readonly string[] | null | undefined): Promise<void> {
-  let left = missed;
+export async function queueDeliveries<Row extends object = object>(
+  db: Queryable,
+  sql: string,
+  values: unknown[] = [],
+): Promise<(Row & Queued) | undefined> {
+  const [row] = await db.query<Row & Queued>(sql, values);
+  let left = row?.missed;
   for (let tries = 0; left?.length && tries < 3; tries++) {
-    const [row] = await db.query<Queued>(QUEUE_AGAIN, [left]);
-    left = row?.missed;
+    const [again] = await db.query<Queued>(QUEUE_AGAIN, [left]);
+    left = again?.missed;
   }
+  return row;
 }
 
 /** First attempts travel in jobs of this many deliveries, so the queue's own work is shared among them. */

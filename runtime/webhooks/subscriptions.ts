@@ -12,7 +12,7 @@ import type { FieldSpec } from '../model/index.ts';
 import type { Catalog, CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { filesCatalog } from '../storage/bucket-access.ts';
-import { enqueueSql, queueMissed, type Queued } from './queue.ts';
+import { enqueueSql, queueDeliveries } from './queue.ts';
 import { urlProblems } from './targets.ts';
 import { announceSubscriptionChange } from './watched-tables.ts';
 
@@ -307,13 +307,13 @@ export async function updateSubscription(
   await announceSubscriptionChange(db);
   if (!before.active && after.active) {
     // Deliveries that waited while paused go on now (docs/api.md §8.4 "Pausing").
-    const [resumed] = await db.query<Queued>(
+    await queueDeliveries(
+      db,
       `WITH waiting AS (UPDATE svcgen.webhook_deliveries SET next_attempt_at = now(), updated_at = now()
          WHERE webhook_id = $1 AND status IN ('pending', 'retrying', 'deferred') RETURNING id)
        ${enqueueSql('ARRAY(SELECT id FROM waiting)')}`,
       [before.id],
     );
-    await queueMissed(db, resumed?.missed);
   }
   return toSubscription(rows[0]!);
 }
@@ -396,12 +396,12 @@ export async function redeliver(
   );
   if (!rows[0]) return 'missing';
   if (rows[0].status !== 'dead_letter' && rows[0].status !== 'delivered') return 'busy';
-  const [again] = await db.query<Queued>(
+  await queueDeliveries(
+    db,
     `WITH again AS (UPDATE svcgen.webhook_deliveries SET status = 'pending', attempts = 0, http_status = NULL, last_error = NULL,
        next_attempt_at = now(), lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING id)
      ${enqueueSql('ARRAY(SELECT id FROM again)')}`,
     [deliveryId],
   );
-  await queueMissed(db, again?.missed);
   return 'queued';
 }

@@ -18,8 +18,7 @@ import {
   OUTBOX_DEPTH,
   OUTBOX_EVENTS,
   QUEUE_SCHEMA,
-  queueMissed,
-  type Queued,
+  queueDeliveries,
 } from './queue.ts';
 
 /** A delivery whose job should have run this long ago and holds no lease has lost its job. */
@@ -93,7 +92,8 @@ export async function installDeliveryQueue(databaseUrl: string, log: (message: s
 
 /** Queues again the deliveries whose worker died mid-attempt or whose job was lost. */
 export async function sweepStalledDeliveries(db: Database): Promise<number> {
-  const [row] = await db.query<{ count: number } & Queued>(
+  const row = await queueDeliveries<{ count: number }>(
+    db,
     `WITH stalled AS (
        SELECT d.id FROM svcgen.webhook_deliveries d JOIN svcgen.webhooks w ON w.id = d.webhook_id AND w.active
        WHERE d.status IN ('pending', 'retrying', 'deferred')
@@ -103,7 +103,6 @@ export async function sweepStalledDeliveries(db: Database): Promise<number> {
      queued AS (${enqueueSql('ARRAY(SELECT id FROM released)')})
      SELECT (SELECT count(*) FROM released)::int AS count, (SELECT missed FROM queued) AS missed`,
   );
-  await queueMissed(db, row?.missed);
   return row?.count ?? 0;
 }
 
