@@ -141,10 +141,15 @@ export class UserAuth implements CredentialResolver {
   }
 
   /** The data pipeline's resolver for `Bearer <access token>`: JWS or JWE, verified and not revoked. */
-  async resolve(credential: Credential, tenant: Tenant): Promise<Principal | undefined> {
+  resolve(credential: Credential, tenant: Tenant): Promise<Principal> | undefined {
+    // Not a token of this kind: the next resolver is asked at once (an API key request takes no promise here).
     if (!credential.bearer || !looksLikeJwt(credential.token)) return undefined;
+    return this.verifiedPrincipal(credential.token, tenant);
+  }
+
+  private async verifiedPrincipal(token: string, tenant: Tenant): Promise<Principal> {
     try {
-      return (await this.verifier.verify(credential.token, tenant.environment)).principal;
+      return (await this.verifier.verify(token, tenant.environment)).principal;
     } catch (error) {
       if (!(error instanceof TokenRejected)) throw error;
       throw unauthorized(

@@ -157,6 +157,21 @@ export interface ResolvedApiKey {
   prefix: string;
 }
 
+/** A found key admitted for this request's scheme and tenant, or the 401 that says why not. */
+function admitKey(key: ResolvedApiKey | undefined, credential: Credential, tenant: Tenant): Principal | undefined {
+  if (!key) return undefined;
+  if (!credential.bearer && credential.scheme.toLowerCase() !== key.prefix.toLowerCase()) {
+    throw unauthorized(`this API key is sent as "${key.prefix} <key>" or "Bearer <key>"`);
+  }
+  if (key.projectId !== tenant.projectId) throw unauthorized('this API key belongs to another project');
+  if (key.principal.environment !== tenant.environment) {
+    throw unauthorized(
+      `this API key belongs to environment "${key.principal.environment}", not "${tenant.environment}"`,
+    );
+  }
+  return key.principal;
+}
+
 export class CredentialStore implements CredentialResolver {
   private readonly keys = new Map<string, CachedKey>();
   /** Key id → when it was last used (ms since the epoch), until the next flush. */
@@ -193,24 +208,27 @@ export class CredentialStore implements CredentialResolver {
     await this.flushLastUsed();
   }
 
-  /** The authentication stage's resolver for management tokens (Bearer) and API keys. */
-  async resolve(credential: Credential, tenant: Tenant): Promise<Principal | undefined> {
+  /**
+   * The authentication stage's resolver for management tokens (Bearer) and API keys: at once for
+   * a key this process has cached while its revocation proof is fresh (most requests), else after
+   * the database or the proof's round trip.
+   */
+  resolve(credential: Credential, tenant: Tenant): Principal | undefined | Promise<Principal | undefined> {
     if (credential.bearer) {
-      const management = await this.resolveManagementToken(credential.token);
+      const management = this.resolveManagementToken(credential.token);
+      if (management instanceof Promise) {
+        return management.then((found) => found ?? this.resolveKey(credential, tenant));
+      }
       if (management) return management;
     }
-    const key = await this.resolveApiKey(credential.token);
-    if (!key) return undefined;
-    if (!credential.bearer && credential.scheme.toLowerCase() !== key.prefix.toLowerCase()) {
-      throw unauthorized(`this API key is sent as "${key.prefix} <key>" or "Bearer <key>"`);
-    }
-    if (key.projectId !== tenant.projectId) throw unauthorized('this API key belongs to another project');
-    if (key.principal.environment !== tenant.environment) {
-      throw unauthorized(
-        `this API key belongs to environment "${key.principal.environment}", not "${tenant.environment}"`,
-      );
-    }
-    return key.principal;
+    return this.resolveKey(credential, tenant);
+  }
+
+  private resolveKey(credential: Credential, tenant: Tenant): Principal | undefined | Promise<Principal | undefined> {
+    const key = this.resolveApiKey(credential.token);
+    return key instanceof Promise
+      ? key.then((found) => admitKey(found, credential, tenant))
+      : admitKey(key, credential, tenant);
   }
 
   /** Revokes a key; this process forgets it at once, the others when the notification arrives. */
@@ -222,52 +240,60 @@ export class CredentialStore implements CredentialResolver {
     return true;
   }
 
-  /** Finds an unrevoked API key by its value; undefined when unknown, malformed or revoked. */
-  async resolveApiKey(key: string): Promise<ResolvedApiKey | undefined> {
+  /**
+   * Finds an unrevoked API key by its value; undefined when unknown, malformed or revoked. At once
+   * when the key is cached and this process has heard every revocation whose writer has returned
+   * (runtime/db/announcements.ts); otherwise a promise.
+   */
+  resolveApiKey(key: string): ResolvedApiKey | undefined | Promise<ResolvedApiKey | undefined> {
     if (!API_KEY_PATTERN.test(key)) return undefined;
     const hash = digestSecret(key);
     const now = Date.now();
-    let cached = this.keys.get(hash);
-    // A cached key is trusted once this process has heard every revocation whose writer has
-    // returned (runtime/db/announcements.ts), unless one removed it meanwhile. A fresher entry of
-    // the same key is no reason to look it up again: under load those lookups kept replacing the
-    // entry and set each other off.
-    if (
-      cached &&
-      (cached.expiresAt < now || !(this.channel.isCurrent() || (await this.heardEverything())) || !this.keys.has(hash))
-    )
-      cached = undefined;
-    if (!cached) {
-      const generation = this.invalidations;
-      const epoch = this.channel.epoch;
-      const rows = await this.db.query<KeyRow & { project_id: string }>(
-        `SELECT id, project_id, name, prefix, environment, roles, context, created_at, last_used_at
-         FROM svcgen.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-        [hash],
-      );
-      const row = rows[0];
-      if (!row) {
-        this.keys.delete(hash);
-        return undefined;
-      }
-      cached = {
-        principal: {
-          kind: 'apiKey',
-          keyId: row.id,
-          environment: row.environment,
-          roles: row.roles,
-          context: row.context,
-        },
-        projectId: row.project_id,
-        prefix: row.prefix,
-        expiresAt: now + CACHE_TTL_MS,
-      };
-      // Without a live listener a cached key could outlive its revocation, so cache only with one.
-      if (this.channel.live && epoch === this.channel.epoch && generation === this.invalidations)
-        this.keys.set(hash, cached);
-    }
+    const cached = this.keys.get(hash);
+    if (!cached || cached.expiresAt < now) return this.lookUpApiKey(hash, now);
+    if (this.channel.isCurrent()) return this.used(cached, now);
+    // The proof is stale: wait for one round trip. A revocation heard meanwhile removed the entry,
+    // unless the key was not cached under it (a fresher entry of the same key is no reason to
+    // look it up again: under load those lookups kept replacing the entry and set each other off).
+    return this.heardEverything().then((heard) =>
+      heard && this.keys.has(hash) ? this.used(cached, now) : this.lookUpApiKey(hash, now),
+    );
+  }
+
+  private used(cached: CachedKey, now: number): CachedKey {
     this.lastUsed.set(cached.principal.keyId, now);
     return cached;
+  }
+
+  private async lookUpApiKey(hash: string, now: number): Promise<ResolvedApiKey | undefined> {
+    const generation = this.invalidations;
+    const epoch = this.channel.epoch;
+    const rows = await this.db.query<KeyRow & { project_id: string }>(
+      `SELECT id, project_id, name, prefix, environment, roles, context, created_at, last_used_at
+       FROM svcgen.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row) {
+      this.keys.delete(hash);
+      return undefined;
+    }
+    const cached: CachedKey = {
+      principal: {
+        kind: 'apiKey',
+        keyId: row.id,
+        environment: row.environment,
+        roles: row.roles,
+        context: row.context,
+      },
+      projectId: row.project_id,
+      prefix: row.prefix,
+      expiresAt: now + CACHE_TTL_MS,
+    };
+    // Without a live listener a cached key could outlive its revocation, so cache only with one.
+    if (this.channel.live && epoch === this.channel.epoch && generation === this.invalidations)
+      this.keys.set(hash, cached);
+    return this.used(cached, now);
   }
 
   private async heardEverything(): Promise<boolean> {
@@ -279,16 +305,17 @@ export class CredentialStore implements CredentialResolver {
     }
   }
 
-  async resolveManagementToken(token: string): Promise<ManagementPrincipal | undefined> {
+  /** A management token: the environment's at once; a stored one (never cached) from the database. */
+  resolveManagementToken(token: string): ManagementPrincipal | undefined | Promise<ManagementPrincipal | undefined> {
     if (this.envManagementToken && constantTimeEqual(token, this.envManagementToken)) {
       return { kind: 'management', tokenId: 'env' };
     }
     if (!MANAGEMENT_TOKEN_PATTERN.test(token)) return undefined;
-    const rows = await this.db.query<{ id: string }>(
-      'SELECT id FROM svcgen.management_tokens WHERE token_hash = $1 AND revoked_at IS NULL',
-      [digestSecret(token)],
-    );
-    return rows[0] ? { kind: 'management', tokenId: rows[0].id } : undefined;
+    return this.db
+      .query<{ id: string }>('SELECT id FROM svcgen.management_tokens WHERE token_hash = $1 AND revoked_at IS NULL', [
+        digestSecret(token),
+      ])
+      .then((rows) => (rows[0] ? { kind: 'management', tokenId: rows[0].id } : undefined));
   }
 
   /** Writes the batched last-used times: one statement every few seconds, not one per request. */

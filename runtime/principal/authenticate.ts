@@ -17,9 +17,13 @@ export interface Credential {
 export interface CredentialResolver {
   /**
    * The principal for a credential this resolver recognises, undefined for one it does not (the
-   * next resolver is asked); throws a 401 Problem (`unauthorized`) for one it recognises and refuses.
+   * next resolver is asked); throws (or rejects with) a 401 Problem (`unauthorized`) for one it
+   * recognises and refuses. A resolver answers at once when it can (a credential of another kind,
+   * an API key this process has cached) and with a promise only when it must wait (the database,
+   * a token's verification): most requests then authenticate without a promise or a microtask
+   * turn per resolver (docs/deployment.md "Caches and revocation").
    */
-  resolve(credential: Credential, tenant: Tenant): Promise<Principal | undefined>;
+  resolve(credential: Credential, tenant: Tenant): Principal | undefined | Promise<Principal | undefined>;
 }
 
 export function unauthorized(detail: string): Problem {
@@ -48,23 +52,45 @@ const SCHEME = /^[A-Za-z][A-Za-z0-9_.+-]*$/;
 const WHITESPACE = /\s/;
 const BEARER = /^bearer$/i;
 
-export async function authenticate(
+/**
+ * The request's principal, or a 401 Problem thrown (at once) or rejected with (when a resolver had
+ * to wait). The principal itself comes at once when every resolver asked could answer at once.
+ */
+export function authenticate(
   req: ApiRequest,
   tenant: Tenant,
   resolvers: readonly CredentialResolver[],
-): Promise<Principal> {
+): Principal | Promise<Principal> {
   const credential = readCredential(req);
   if (!credential) {
     throw unauthorized(
       'send credentials in the Authorization header: "Bearer <access token or API key>" or "<key prefix> <API key>"',
     );
   }
-  for (const resolver of resolvers) {
-    const principal = await resolver.resolve(credential, tenant);
-    if (principal) {
-      noteCaller(req, callerId(principal));
-      return principal;
+  return resolveFrom(req, credential, tenant, resolvers, 0);
+}
+
+/** Asks the resolvers from `first` on, in order, until one recognises the credential. */
+function resolveFrom(
+  req: ApiRequest,
+  credential: Credential,
+  tenant: Tenant,
+  resolvers: readonly CredentialResolver[],
+  first: number,
+): Principal | Promise<Principal> {
+  for (let i = first; i < resolvers.length; i++) {
+    const found = resolvers[i]!.resolve(credential, tenant);
+    if (found instanceof Promise) {
+      return found.then((principal) =>
+        principal ? identified(req, principal) : resolveFrom(req, credential, tenant, resolvers, i + 1),
+      );
     }
+    if (found) return identified(req, found);
   }
   throw unauthorized('the credential is not a valid API key or token, or it was revoked');
+}
+
+function identified(req: ApiRequest, principal: Principal): Principal {
+  noteCaller(req, callerId(principal));
+  return principal;
 }

@@ -98,7 +98,7 @@ export interface RealtimeDeps {
   readonly catalog: Catalog;
   access(principal: RolePrincipal): Access;
   schemaFor(principal: RolePrincipal): GraphQLSchema;
-  authenticate(req: ApiRequest, tenant: Tenant): Promise<{ kind: string }>;
+  authenticate(req: ApiRequest, tenant: Tenant): { kind: string } | Promise<{ kind: string }>;
   readonly hub: LiveHub;
   /** The caller's access to each bucket's files (undefined when no bucket is configured). */
   files?(principal: RolePrincipal): FileAccess | undefined;

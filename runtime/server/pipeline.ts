@@ -25,7 +25,8 @@ export function dataHandler(services: Services, operation: Operation | undefined
   const limits = dataLimits(services);
   return async (req: ApiRequest): Promise<Reply> => {
     const tenant = resolveDataTenant(req, services.config);
-    const principal = await limits.authenticate(req, tenant);
+    const authenticated = limits.authenticate(req, tenant);
+    const principal = authenticated instanceof Promise ? await authenticated : authenticated;
     const name = tableName ?? req.params.table ?? '';
     const table = services.catalog.get(name);
     if (!table) throw new Problem('unknown-table', `there is no table named "${name}"`);
@@ -54,9 +55,10 @@ export interface DataLimits {
   /**
    * `authenticate`, with its 401s counted per client address: once
    * rateLimits.unauthenticatedPerMinutePerIp are used up in a minute, a request whose credentials
-   * fail is answered 429 instead. Valid credentials are never counted nor refused here.
+   * fail is answered 429 instead. Valid credentials are never counted nor refused here. The
+   * principal comes at once when `authenticate` has it at once; a refusal is always a rejection.
    */
-  authenticate(req: ApiRequest, tenant: Tenant): Promise<Principal>;
+  authenticate(req: ApiRequest, tenant: Tenant): Principal | Promise<Principal>;
   /**
    * Counts a data request against its caller's share, then the project's budget; over either → 429.
    * The decision itself when this process can make it alone (the usual case, far from the limits:
@@ -85,16 +87,12 @@ export function dataLimits(services: Services): DataLimits {
   const projectDetail = (reset: number) =>
     `this project and environment may make ${projectLimit} data requests a minute across all its callers, and they are used up; retry in ${reset} s`;
   limits = {
-    async authenticate(req, tenant) {
+    authenticate(req, tenant) {
       try {
-        return await authenticate(req, tenant, services.resolvers);
+        const found = authenticate(req, tenant, services.resolvers);
+        return found instanceof Promise ? found.catch((error: unknown) => countRefusal(req, error)) : found;
       } catch (error) {
-        if (error instanceof Problem && error.kind === 'unauthorized') {
-          await rateLimiter
-            .hit(`data-unauthenticated:${clientIp(req)}`, unauthenticatedLimit)
-            .catch((refused: unknown) => limitReached(refused, unauthenticatedDetail));
-        }
-        throw error;
+        return countRefusal(req, error);
       }
     },
     data(tenant, principal) {
@@ -105,6 +103,15 @@ export function dataLimits(services: Services): DataLimits {
       if (project) return tighter(caller!, project);
       return sharedData(callerBucket, projectBucket, caller);
     },
+  };
+  /** Counts a 401 against the client address (a 429 once those are used up), then rethrows it. */
+  const countRefusal = async (req: ApiRequest, error: unknown): Promise<never> => {
+    if (error instanceof Problem && error.kind === 'unauthorized') {
+      await rateLimiter
+        .hit(`data-unauthenticated:${clientIp(req)}`, unauthenticatedLimit)
+        .catch((refused: unknown) => limitReached(refused, unauthenticatedDetail));
+    }
+    throw error;
   };
   /** data() when a bucket's hit must go to the shared row; `caller` when the caller's is counted already. */
   const sharedData = async (callerBucket: string, projectBucket: string, counted: RateDecision | undefined) => {

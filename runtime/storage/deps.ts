@@ -23,7 +23,7 @@ export interface StorageDeps {
   readonly watchedTables: WatchedTables;
   /** The data API's credential check and rate limits (runtime/server/pipeline.ts dataLimits), shared with it. */
   readonly limits: {
-    authenticate(req: ApiRequest, tenant: Tenant): Promise<Principal>;
+    authenticate(req: ApiRequest, tenant: Tenant): Principal | Promise<Principal>;
     data(tenant: Tenant, principal: Principal): RateDecision | Promise<RateDecision>;
     /**
      * Counts a request without credentials (a public bucket, a signed URL) against its client

@@ -2,7 +2,10 @@
 // database and the LISTEN channel replaced by fakes whose answers the test releases.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Database, NotificationChannel } from '../../runtime/db/index.ts';
+import type { ApiRequest } from '../../runtime/http/index.ts';
 import { CredentialStore } from '../../runtime/keys/index.ts';
+import { authenticate, type Credential } from '../../runtime/principal/index.ts';
+import type { Tenant } from '../../runtime/tenancy/index.ts';
 
 const KEY = `svk_${'k'.repeat(43)}`;
 const ROW = {
@@ -17,13 +20,20 @@ const ROW = {
   last_used_at: null,
 };
 
+const BEARER: Credential = { scheme: 'Bearer', token: KEY, bearer: true };
+const TENANT: Tenant = { projectId: 'shop', environment: 'master' };
+
+function requestWith(authorization: string): ApiRequest {
+  return { headers: { authorization }, params: {}, method: 'GET', path: '/' } as unknown as ApiRequest;
+}
+
 function deferred() {
   let release!: () => void;
   const promise = new Promise<void>((resolve) => (release = resolve));
   return { promise, release };
 }
 
-function harness() {
+function harness({ current = false } = {}) {
   let lookups = 0;
   const barriers: Array<() => void> = [];
   const db = {
@@ -36,7 +46,7 @@ function harness() {
     live: true,
     epoch: 0,
     subscribe: () => () => {},
-    isCurrent: () => false,
+    isCurrent: () => current,
     current: () => {
       const d = deferred();
       barriers.push(d.release);
@@ -86,5 +96,34 @@ describe('API key cache', () => {
     await waiting;
     expect(h.lookups(), 'asked the database again').toBe(2);
     await h.store.stop();
+  });
+
+  it('a cached key with a fresh revocation proof is resolved at once: no promise, no database, no wait (the common request)', async () => {
+    const h = harness({ current: true });
+    await h.store.resolve(BEARER, TENANT); // looked up and cached
+    const again = h.store.resolve(BEARER, TENANT);
+    expect(again).not.toBeInstanceOf(Promise);
+    expect(again).toMatchObject({ kind: 'apiKey', keyId: 'key_1' });
+    const found = authenticate(requestWith(`Bearer ${KEY}`), TENANT, [{ resolve: () => undefined }, h.store]);
+    expect(found).not.toBeInstanceOf(Promise);
+    expect(found).toMatchObject({ kind: 'apiKey', keyId: 'key_1' });
+    expect(h.lookups()).toBe(1);
+  });
+
+  it('a cached key is still refused at once for another environment or scheme, and looked up again once the proof is stale', async () => {
+    const h = harness({ current: true });
+    await h.store.resolve(BEARER, TENANT);
+    expect(() => h.store.resolve(BEARER, { ...TENANT, environment: 'staging' })).toThrow(
+      'this API key belongs to environment "master", not "staging"',
+    );
+    expect(() => h.store.resolve({ scheme: 'Token', token: KEY, bearer: false }, TENANT)).toThrow(
+      'this API key is sent as "ApiKey <key>" or "Bearer <key>"',
+    );
+    const stale = harness();
+    await stale.store.resolve(BEARER, TENANT);
+    const waiting = stale.store.resolve(BEARER, TENANT);
+    expect(waiting, 'waits for the round trip').toBeInstanceOf(Promise);
+    stale.releaseBarriers();
+    expect(await waiting).toMatchObject({ keyId: 'key_1' });
   });
 });
