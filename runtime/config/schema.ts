@@ -337,20 +337,31 @@ export const configSchema = z
         /** Default lifetime of a signed download URL; a request may ask for up to signedUrlMaxTtl. */
         signedUrlTtl: seconds.default(900),
         signedUrlMaxTtl: seconds.default(7 * 24 * 3600),
-        /** Per caller (API key or user) and environment, across buckets; unset: no such limit (docs/storage.md "Limits"). */
+        /**
+         * Per caller (API key or user), project and environment, so that one caller cannot hog uploads,
+         * downloads or the disk (docs/storage.md "Limits and quotas"); `null` turns a limit off.
+         */
         limits: z
           .object({
-            /** Uploads a minute; more → 429 before the body is read. */
-            uploadsPerMinutePerCaller: z.number().int().positive().optional(),
-            /** Bytes stored a day (UTC); an upload that would pass it → 429, nothing kept. */
-            bytesPerDayPerCaller: z.number().int().positive().optional(),
+            /** Uploads a minute, across buckets; more → 429 before the body is read. */
+            uploadsPerMinutePerCaller: z.number().int().positive().nullable().default(60),
+            /** Bytes stored a day (UTC), across buckets; an upload that would pass it → 429, nothing kept. */
+            bytesPerDayPerCaller: z.number().int().positive().nullable().default(1_073_741_824),
+            /** Uploads in progress at once per server process; one more → 429 before the body is read. */
+            concurrentUploadsPerCaller: z.number().int().positive().nullable().default(10),
+            /** Downloads (file content being sent) at once per server process; one more → 429. */
+            concurrentDownloadsPerCaller: z.number().int().positive().nullable().default(32),
+            /** An upload arriving slower than this over a window (after the first) → 408, nothing kept. */
+            minUploadBytesPerSecond: z.number().int().positive().nullable().default(1024),
+            /** The window over which minUploadBytesPerSecond is measured; the first one is a grace period. */
+            uploadRateWindowMs: z.number().int().min(100).max(600_000).default(10_000),
           })
           .strict()
           .prefault({}),
         /** An upload that receives no byte for this long → 408, nothing kept (uploads are exempt from http.requestTimeoutMs). */
         uploadIdleTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
-        /** An upload still arriving after this long → 408, nothing kept; unset: no bound but the idle one. */
-        uploadTimeoutMs: z.number().int().min(100).max(86_400_000).optional(),
+        /** An upload still arriving after this long → 408, nothing kept; `null`: no bound but the idle and rate ones. */
+        uploadTimeoutMs: z.number().int().min(100).max(86_400_000).nullable().default(3_600_000),
         buckets: z
           .record(
             z

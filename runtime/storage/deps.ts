@@ -9,6 +9,7 @@ import type { Tenant } from '../tenancy/index.ts';
 import type { WatchedTables } from '../webhooks/index.ts';
 import type { StorageBackend } from './backend.ts';
 import type { BucketAccess } from './bucket-access.ts';
+import type { InFlight } from './in-flight.ts';
 import type { UrlSigner } from './signed-urls.ts';
 
 export interface StorageDeps {
@@ -34,4 +35,8 @@ export interface StorageDeps {
     uploads(tenant: Tenant, principal: Principal): Promise<void>;
   };
   readonly rateLimitHeaders: (decision: RateDecision) => Record<string, string>;
+  /** Uploads and downloads in progress per caller in this process (storage.limits.concurrent*PerCaller). */
+  readonly inFlight: { readonly uploads: InFlight; readonly downloads: InFlight };
+  /** The client address of a request (per http trustProxy): whom a download without credentials counts against. */
+  readonly clientAddress: (req: ApiRequest) => string;
 }

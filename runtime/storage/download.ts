@@ -1,7 +1,7 @@
 /**
  * Sending a file's bytes (docs/storage.md "Downloading"): a strong ETag from its sha256
- * (If-None-Match → 304), one byte range (Range → 206, outside the file → 416; several ranges get
- * the whole file), and headers that keep a browser from running it: `attachment` with an RFC 6266
+ * (If-None-Match → 304), one byte range (Range → 206, outside the file → 416; several ranges or a
+ * malformed header get the whole file), and headers that keep a browser from running it: `attachment` with an RFC 6266
  * filename (quotes escaped, non-ASCII as filename*=UTF-8''…, stored names hold no control
  * characters), nosniff and a sandboxing CSP.
  */
@@ -40,6 +40,32 @@ function matches(ifNoneMatch: string, etag: string): boolean {
   return ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }
 
+/** A suffix range (`-<length>`) with a length above 0: it selects at least the file's last byte. */
+const SUFFIX = /^\s*-\s*0*[1-9]\d*\s*$/;
+
+/**
+ * What a Range header asks of a file of `size` (> 0) bytes (docs/storage.md "Downloading"): one
+ * byte range; the whole file when the header is malformed, of another unit, or names several
+ * ranges (even overlapping ones: no multipart/byteranges answers, RFC 9110 §14.2 lets a server
+ * ignore Range); or unsatisfiable (416) when none of its ranges has a byte in the file.
+ * range-parser answers -2 for malformed and -1 for unsatisfiable; it drops a suffix range longer
+ * than the file, which RFC 9110 §14.1.2 says selects the whole file, so that case is handled here.
+ */
+export function requestedRange(size: number, rangeHeader: string): ByteRange | 'whole' | 'unsatisfiable' {
+  // Without `combine`: `bytes=0-0,0-0` stays two ranges, not one merged range.
+  const ranges = parseRange(size, rangeHeader);
+  if (ranges === -2) return 'whole';
+  // range-parser splits the header the same way: the unit before the first `=`, ranges between commas.
+  const equals = rangeHeader.indexOf('=');
+  if (rangeHeader.slice(0, equals) !== 'bytes') return 'whole';
+  const specs = rangeHeader.slice(equals + 1).split(',');
+  if (ranges === -1) {
+    if (!specs.some((spec) => SUFFIX.test(spec))) return 'unsatisfiable';
+    return specs.length === 1 ? { start: 0, end: size - 1 } : 'whole';
+  }
+  return specs.length === 1 ? ranges[0]! : 'whole';
+}
+
 /**
  * Answers a download: a Reply for what has no body to stream (304, 416), else streams the bytes
  * to `res` itself and returns undefined.
@@ -62,18 +88,14 @@ export async function sendContent(
   };
   const ifNoneMatch = header(req, 'if-none-match');
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, etag)) return { status: 304, headers: common };
-  let range: ByteRange | undefined;
   const rangeHeader = header(req, 'range');
-  if (rangeHeader !== undefined && file.size > 0) {
-    const ranges = parseRange(file.size, rangeHeader, { combine: true });
-    if (ranges === -1)
-      throw new Problem('range-not-satisfiable', `the file has ${file.size} bytes; ask for a range within them`, [], {
-        ...common,
-        'content-range': `bytes */${file.size}`,
-      });
-    // -2 (malformed) and multiple ranges: the whole file, as RFC 9110 §14.2 allows.
-    if (ranges !== -2 && ranges.type === 'bytes' && ranges.length === 1) range = ranges[0];
-  }
+  const wanted = rangeHeader === undefined || file.size === 0 ? 'whole' : requestedRange(file.size, rangeHeader);
+  if (wanted === 'unsatisfiable')
+    throw new Problem('range-not-satisfiable', `the file has ${file.size} bytes; ask for a range within them`, [], {
+      ...common,
+      'content-range': `bytes */${file.size}`,
+    });
+  const range = wanted === 'whole' ? undefined : wanted;
   const key = objectKey(environment, file.bucket, file.id);
   let stream: Awaited<ReturnType<typeof deps.backend.get>>;
   try {

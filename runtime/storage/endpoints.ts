@@ -137,18 +137,38 @@ function checkName(name: string | undefined, from: string): string {
   return name;
 }
 
+/** Whom uploads and downloads in progress count against: the caller, per project and environment. */
+function inFlightKey(who: Caller): string {
+  return `${who.tenant.projectId}:${who.tenant.environment}:${callerId(who.principal)}`;
+}
+
 /** POST /_files/{bucket}: multipart (a `file` part) or a raw body with Content-Type and ?name=. */
 export async function upload(deps: StorageDeps, req: ApiRequest, raw: IncomingMessage): Promise<Reply> {
   // Bounded by progress, not by http.requestTimeoutMs (docs/storage.md "Long uploads").
   const deadline = uploadDeadline(raw, deps.config.storage);
+  let release: (() => void) | undefined;
+  let closing = false;
   try {
-    return await asCaller(deps, req, (who) => storeUpload(deps, req, raw, who, deadline));
+    return await asCaller(deps, req, (who) => {
+      dataContext(deps, req, who, 'create'); // 403 before anything is counted
+      try {
+        release = deps.inFlight.uploads.take(inFlightKey(who));
+      } catch (error) {
+        // Refused for holding too many connections already: this one is not kept open to drain a body.
+        closing = true;
+        throw error;
+      }
+      return storeUpload(deps, req, raw, who, deadline);
+    });
   } catch (error) {
     // A body cut off by the deadline is unread: the answer closes the connection.
-    if (deadline.expired && error instanceof Problem) error.headers.connection = 'close';
+    if ((closing || deadline.expired) && error instanceof Problem) error.headers.connection = 'close';
     throw error;
   } finally {
     deadline.done();
+    // The connection stays the upload's until its body has all arrived (a refused one's rest is
+    // drained) or the connection closes (docs/storage.md "Limits and quotas").
+    if (release) finished(raw).then(release, release);
   }
 }
 
@@ -159,7 +179,6 @@ async function storeUpload(
   who: Caller,
   deadline: UploadDeadline,
 ): Promise<Reply> {
-  dataContext(deps, req, who, 'create'); // 403 before anything is counted
   await deps.limits.uploads(who.tenant, who.principal);
   const settings = deps.config.storage.buckets[who.bucket]!;
   const declaredLength = Number(raw.headers['content-length']);
@@ -377,19 +396,44 @@ export async function content(deps: StorageDeps, req: ApiRequest, res: ServerRes
     const verdict = deps.signer.verify(token, bucket, req.params.id ?? '');
     if (!verdict.ok) throw new Problem('unauthorized', `${verdict.reason}; ask for a new signed URL`);
     const headers = deps.rateLimitHeaders(await deps.limits.anonymous(req, verdict.environment));
-    const record = await publicRecord(deps.db, verdict.environment, bucket, req);
-    return sendContent(deps, req, res, verdict.environment, record, headers);
+    return downloading(deps, anonymousKey(deps, req, verdict.environment), async () => {
+      const record = await publicRecord(deps.db, verdict.environment, bucket, req);
+      return sendContent(deps, req, res, verdict.environment, record, headers);
+    });
   }
   if (isAnonymousPublic(deps, req)) {
     const { environment } = resolveDataTenant(req, deps.config);
     const bucket = knownBucket(deps, req);
     const headers = deps.rateLimitHeaders(await deps.limits.anonymous(req, environment));
-    const record = await publicRecord(deps.db, environment, bucket, req);
-    return sendContent(deps, req, res, environment, record, headers);
+    return downloading(deps, anonymousKey(deps, req, environment), async () => {
+      const record = await publicRecord(deps.db, environment, bucket, req);
+      return sendContent(deps, req, res, environment, record, headers);
+    });
   }
-  return withCaller(deps, req, async (who) =>
-    sendContent(deps, req, res, who.tenant.environment, await readMetadata(deps, req, who), who.headers),
+  return withCaller(deps, req, (who) =>
+    downloading(deps, inFlightKey(who), async () =>
+      sendContent(deps, req, res, who.tenant.environment, await readMetadata(deps, req, who), who.headers),
+    ),
   );
+}
+
+/**
+ * A download without credentials (a signed URL, a public bucket) counts against its client
+ * address, as its rate limit does: not against whoever signed the URL, whose links a page may
+ * show to any number of visitors (docs/storage.md "Limits and quotas").
+ */
+function anonymousKey(deps: StorageDeps, req: ApiRequest, environment: string): string {
+  return `${deps.config.project.id}:${environment}:address:${deps.clientAddress(req)}`;
+}
+
+/** Runs a download in one of `key`'s download slots (429 when it has none left), given back once the bytes are sent. */
+async function downloading<T>(deps: StorageDeps, key: string, send: () => Promise<T>): Promise<T> {
+  const release = deps.inFlight.downloads.take(key);
+  try {
+    return await send();
+  } finally {
+    release();
+  }
 }
 
 /** DELETE /_files/{bucket}/{id}: the row (and its event) in one transaction with the job that removes the bytes. */

@@ -17,6 +17,7 @@ export {
   sweepOrphans,
   type RemovalWorker,
 } from './jobs.ts';
+export { InFlight } from './in-flight.ts';
 export { pruneUsage } from './limits.ts';
 export { listFiles, removeFile, type ListedFile } from './operator.ts';
 export { LocalDiskBackend } from './local-disk.ts';

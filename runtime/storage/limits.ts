@@ -96,7 +96,7 @@ export async function roomFor(
 ): Promise<Room> {
   const perDay = config.storage.limits.bytesPerDayPerCaller;
   let dailyBytes: number | undefined;
-  if (perDay !== undefined) {
+  if (perDay !== null) {
     const used = await dailyUsed(db, usageName(config, at.environment, at.caller));
     dailyBytes = perDay - used;
     if (dailyBytes <= 0 || (declared !== undefined && declared > dailyBytes))
@@ -124,7 +124,7 @@ function checkQuota(settings: BucketConfig, bucket: string, usage: Usage, size: 
 /** While the body streams: the Problem for passing `room`'s bytes at `size`, or undefined while it fits. */
 export function overRoom(config: Config, bucket: string, room: Room, size: number): Problem | undefined {
   const perDay = config.storage.limits.bytesPerDayPerCaller;
-  if (perDay !== undefined && room.dailyBytes !== undefined && size > room.dailyBytes)
+  if (perDay !== null && room.dailyBytes !== undefined && size > room.dailyBytes)
     return dailyBytesExceeded(perDay, perDay - room.dailyBytes, 'this upload does not fit in what is left today');
   if (room.quotaBytes !== undefined && size > room.quotaBytes)
     return quotaExceeded(bucket, `${room.quotaBytes} bytes are free and the file has more`);
@@ -136,7 +136,7 @@ export function settles(config: Config, settings: BucketConfig): boolean {
   return (
     settings.maxTotalBytes !== undefined ||
     settings.maxFiles !== undefined ||
-    config.storage.limits.bytesPerDayPerCaller !== undefined
+    config.storage.limits.bytesPerDayPerCaller !== null
   );
 }
 
@@ -160,7 +160,7 @@ export async function settle(
     checkQuota(settings, at.bucket, await bucketUsage(tx, at.environment, at.bucket), size);
   }
   const perDay = config.storage.limits.bytesPerDayPerCaller;
-  if (perDay === undefined) return;
+  if (perDay === null) return;
   const name = usageName(config, at.environment, at.caller);
   if (size > perDay) throw dailyBytesExceeded(perDay, await dailyUsed(tx, name), 'this upload does not fit in it');
   const taken = await tx.query(

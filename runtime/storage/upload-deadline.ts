@@ -1,17 +1,20 @@
 /**
  * How long an upload may take (docs/storage.md "Long uploads"): not http.requestTimeoutMs, which
  * would cut off a large file on a slow link, but its progress: no byte received for
- * storage.uploadIdleTimeoutMs → 408, and, when storage.uploadTimeoutMs is set, still arriving after
- * it → 408. Either way the upload is cut like a refused one (nothing kept) and the answer closes
- * the connection, since the rest of the body is never read.
+ * storage.uploadIdleTimeoutMs → 408; fewer than storage.limits.minUploadBytesPerSecond over a
+ * window of storage.limits.uploadRateWindowMs (the first window is a grace period) → 408; and
+ * still arriving after storage.uploadTimeoutMs → 408. Each way the upload is cut like a refused one
+ * (nothing kept) and the answer closes the connection, since the rest of the body is never read.
  *
  * Idleness is the socket's (node:http refreshes its timer with every chunk it parses), so a client
- * that stalls mid-multipart-header or after a refusal is caught too. The idle timer runs until the
- * body has all arrived; from then on only the server is working.
+ * that stalls mid-multipart-header or after a refusal is caught too. The idle and rate checks run
+ * until the body has all arrived (after a refusal too: a client trickling the rest of a refused
+ * body holds its connection as much as an upload); from then on only the server is working.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/index.ts';
 import { Problem, releaseRequestDeadline } from '../http/index.ts';
+import { watchUploadRate } from './upload-rate.ts';
 
 export interface UploadDeadline {
   /** Whether the deadline cut the upload. */
@@ -30,6 +33,7 @@ export function uploadDeadline(raw: IncomingMessage, storage: Config['storage'])
   let problem: Problem | undefined;
   let cut: ((problem: Problem) => void) | undefined;
   let overall: NodeJS.Timeout | undefined;
+  let stopRate = () => {};
   let answered = false;
   let reject: (problem: Problem) => void = () => {};
   const expiry = new Promise<never>((_, no) => {
@@ -52,6 +56,7 @@ export function uploadDeadline(raw: IncomingMessage, storage: Config['storage'])
   const onTimeout = () =>
     expire(`no byte of the upload arrived for ${storage.uploadIdleTimeoutMs} ms (storage.uploadIdleTimeoutMs)`);
   const stopIdle = () => {
+    stopRate();
     raw.off('timeout', onTimeout);
     // Once answered, node:http owns the socket's timer (the keep-alive timeout).
     if (!answered && !socket.destroyed) socket.setTimeout(0);
@@ -62,7 +67,14 @@ export function uploadDeadline(raw: IncomingMessage, storage: Config['storage'])
     raw.on('timeout', onTimeout);
     socket.setTimeout(storage.uploadIdleTimeoutMs);
     raw.once('end', stopIdle);
-    if (storage.uploadTimeoutMs !== undefined) {
+    const { minUploadBytesPerSecond, uploadRateWindowMs } = storage.limits;
+    if (minUploadBytesPerSecond !== null)
+      stopRate = watchUploadRate(raw, minUploadBytesPerSecond, uploadRateWindowMs, () =>
+        expire(
+          `the upload arrived slower than ${minUploadBytesPerSecond} bytes a second over ${uploadRateWindowMs} ms (storage.limits.minUploadBytesPerSecond)`,
+        ),
+      );
+    if (storage.uploadTimeoutMs !== null) {
       overall = setTimeout(
         () => expire(`the upload took longer than ${storage.uploadTimeoutMs} ms (storage.uploadTimeoutMs)`),
         storage.uploadTimeoutMs,

@@ -1,7 +1,12 @@
-/** The pure parts of file storage, table-driven: filenames in headers, media types, signed URL tokens. */
+/**
+ * The pure parts of file storage, table-driven: filenames in headers, Range headers, media types,
+ * signed URL tokens, the per-caller count of transfers in progress.
+ */
 import { describe, expect, it } from 'vitest';
 import { allowedBy, contentMismatch, mediaType } from '../../runtime/storage/content-types.ts';
-import { attachmentDisposition } from '../../runtime/storage/download.ts';
+import { attachmentDisposition, requestedRange } from '../../runtime/storage/download.ts';
+import { InFlight } from '../../runtime/storage/in-flight.ts';
+import { Problem } from '../../runtime/http/index.ts';
 import { UrlSigner } from '../../runtime/storage/signed-urls.ts';
 
 describe('attachmentDisposition (RFC 6266)', () => {
@@ -101,4 +106,77 @@ describe('UrlSigner', () => {
     ],
     ['garbage', 'x', target.bucket, target.id, now, { ok: false, reason: 'the token is not a download token' }],
   ] as const)('%s', (_, given, bucket, id, at, want) => expect(signer.verify(given, bucket, id, at)).toEqual(want));
+});
+
+describe('requestedRange (docs/storage.md "Downloading", RFC 9110 §14)', () => {
+  const size = 100;
+  const cases: [string, ReturnType<typeof requestedRange>][] = [
+    ['bytes=0-9', { start: 0, end: 9 }],
+    ['bytes=90-', { start: 90, end: 99 }],
+    ['bytes=95-200', { start: 95, end: 99 }],
+    ['bytes=-10', { start: 90, end: 99 }],
+    ['bytes=-100', { start: 0, end: 99 }],
+    // A suffix longer than the file selects the whole file (§14.1.2), as one range.
+    ['bytes=-101', { start: 0, end: 99 }],
+    ['bytes=-99999999999999', { start: 0, end: 99 }],
+    // Several ranges, overlapping or not, even when only one is satisfiable: the whole file.
+    ['bytes=0-0,0-0', 'whole'],
+    ['bytes=0-9,20-29', 'whole'],
+    ['bytes=0-9,500-600', 'whole'],
+    ['bytes=500-600,-99999', 'whole'],
+    // Malformed, or another unit: Range is ignored.
+    ['bytes=abc', 'whole'],
+    ['bytes=0-1,', 'whole'],
+    ['bytes', 'whole'],
+    ['items=0-9', 'whole'],
+    ['items=500-600', 'whole'],
+    // Nothing of the file: 416.
+    ['bytes=100-', 'unsatisfiable'],
+    ['bytes=500-600', 'unsatisfiable'],
+    ['bytes=500-600,700-800', 'unsatisfiable'],
+    ['bytes=-0', 'unsatisfiable'],
+    ['bytes=9-5', 'unsatisfiable'],
+  ];
+  for (const [given, want] of cases)
+    it(`${given} of ${size} bytes → ${JSON.stringify(want)}`, () => {
+      expect(requestedRange(size, given)).toEqual(want);
+    });
+});
+
+describe('InFlight (storage.limits.concurrent*PerCaller)', () => {
+  it('refuses the slot past the cap with a 429 naming the key, per caller; a slot given back (once) frees one', () => {
+    const uploads = new InFlight(2, 'uploads', 'storage.limits.concurrentUploadsPerCaller');
+    const first = uploads.take('a');
+    uploads.take('a');
+    let refused: unknown;
+    try {
+      uploads.take('a');
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(Problem);
+    expect((refused as Problem).status).toBe(429);
+    expect((refused as Problem).message).toBe(
+      'each caller may have 2 uploads in progress at once (storage.limits.concurrentUploadsPerCaller), and you have 2; retry in 1 s, once one of them has finished',
+    );
+    expect((refused as Problem).headers).toEqual({
+      'retry-after': '1',
+      'ratelimit-limit': '2',
+      'ratelimit-remaining': '0',
+      'ratelimit-reset': '1',
+    });
+    expect(uploads.count('b')).toBe(0);
+    uploads.take('b');
+    first();
+    first();
+    expect(uploads.count('a')).toBe(1);
+    uploads.take('a');
+    expect(uploads.count('a')).toBe(2);
+  });
+
+  it('null: no cap', () => {
+    const downloads = new InFlight(null, 'downloads', 'storage.limits.concurrentDownloadsPerCaller');
+    for (let i = 0; i < 1000; i++) downloads.take('a');
+    expect(downloads.count('a')).toBe(1000);
+  });
 });

@@ -50,6 +50,19 @@ export const storageFeature: ServerFeature = {
           watchedTables: services.watchedTables,
           limits: { ...dataLimits(services), anonymous: anonymousLimit(services), uploads: uploadLimit(services) },
           rateLimitHeaders,
+          inFlight: {
+            uploads: new files.InFlight(
+              config.storage.limits.concurrentUploadsPerCaller,
+              'uploads',
+              'storage.limits.concurrentUploadsPerCaller',
+            ),
+            downloads: new files.InFlight(
+              config.storage.limits.concurrentDownloadsPerCaller,
+              'downloads',
+              'storage.limits.concurrentDownloadsPerCaller',
+            ),
+          },
+          clientAddress: clientAddress(config.trustProxy),
         };
         const at = `${DATA_BASE_PATH}/${SERVICE_PATHS.files}/:bucket`;
         const handler =
@@ -95,7 +108,7 @@ function anonymousLimit(services: Services): (req: ApiRequest, environment: stri
 function uploadLimit(services: Services): (tenant: Tenant, principal: Principal) => Promise<void> {
   const limit = services.config.storage.limits.uploadsPerMinutePerCaller;
   return async (tenant, principal) => {
-    if (limit === undefined) return;
+    if (limit === null) return;
     try {
       await services.rateLimiter.hit(
         `files-upload:${tenant.projectId}:${tenant.environment}:${callerId(principal)}`,
