@@ -373,6 +373,22 @@ describe('downloads', () => {
     expect(outside.body.detail).toBe('the file has 20 bytes; ask for a range within them');
   });
 
+  it('several ranges, even overlapping ones, get the whole file (200); a suffix longer than the file gets all of it (206 bytes 0-19/20)', async () => {
+    for (const range of ['bytes=0-0,0-0', 'bytes=0-1,5-6', 'bytes=0-1,500-600']) {
+      const whole = await call('GET', `${BUCKET}/${id}/content`, { headers: { range } });
+      expect([range, whole.status, whole.text, whole.headers.get('content-range')]).toEqual([range, 200, text, null]);
+    }
+    for (const range of ['bytes=-20', 'bytes=-21', 'bytes=-99999999999999']) {
+      const all = await call('GET', `${BUCKET}/${id}/content`, { headers: { range } });
+      expect([range, all.status, all.text, all.headers.get('content-range')]).toEqual([
+        range,
+        206,
+        text,
+        'bytes 0-19/20',
+      ]);
+    }
+  });
+
   it('answers If-None-Match with the ETag with 304 and no body', async () => {
     const first = await call('GET', `${BUCKET}/${id}/content`);
     const again = await call('GET', `${BUCKET}/${id}/content`, {

@@ -1,7 +1,8 @@
 /**
  * Long uploads (docs/storage.md "Long uploads"): an upload is bounded by its progress
- * (storage.uploadIdleTimeoutMs) and by storage.uploadTimeoutMs, not by http.requestTimeoutMs,
- * which still cuts every other request. Raw sockets against a real server and PostgreSQL.
+ * (storage.uploadIdleTimeoutMs, storage.limits.minUploadBytesPerSecond) and by
+ * storage.uploadTimeoutMs, not by http.requestTimeoutMs, which still cuts every other request. Raw
+ * sockets against a real server and PostgreSQL.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
@@ -23,6 +24,8 @@ beforeAll(async () => {
       raw.storage.root = root;
       raw.storage.uploadIdleTimeoutMs = 700;
       raw.storage.uploadTimeoutMs = 4000;
+      // 10 bytes a second over 1 s windows: the steady uploads below send 50 and more.
+      raw.storage.limits = { minUploadBytesPerSecond: 10, uploadRateWindowMs: 1000 };
       raw.storage.buckets.slow = {
         contentTypes: ['text/plain'],
         roles: { admin: { read: true, create: true, delete: true } },
@@ -146,6 +149,37 @@ describe('uploads are bounded by progress, not by http.requestTimeoutMs', { time
       'the upload took longer than 4000 ms (storage.uploadTimeoutMs); nothing was kept, send the file again',
     );
     expect(await kept()).toEqual(before);
+  });
+
+  it('an upload trickling a byte every 250 ms, never idle but under storage.limits.minUploadBytesPerSecond (10 a second over 1 s): 408 naming the key, the connection closed, nothing kept', async () => {
+    const before = await kept();
+    const raw = await open();
+    raw.socket.write(uploadHead(1000));
+    void drip(raw, 1000, 1, 250);
+    const { text } = await raw.closed;
+    const res = parse(text);
+    expect(res.status, text).toBe(408);
+    expect(res.headers.connection).toBe('close');
+    expect(res.body).toEqual({
+      type: '/errors/request-timeout',
+      title: 'Request Timeout',
+      status: 408,
+      detail:
+        'the upload arrived slower than 10 bytes a second over 1000 ms (storage.limits.minUploadBytesPerSecond); nothing was kept, send the file again',
+      instance: '/gw/api/rest/_files/slow',
+      errors: [],
+    });
+    expect(await kept()).toEqual(before);
+  });
+
+  it('a refused upload whose client keeps trickling the rest of its body, under the minimum rate: answered 415, then the connection closed', async () => {
+    const raw = await open();
+    raw.socket.write(uploadHead(1000).replace('text/plain', 'image/png').replace('Connection: close\r\n', ''));
+    raw.socket.write('z'.repeat(10));
+    void drip(raw, 1000, 1, 250);
+    const { text } = await raw.closed;
+    expect(text.match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
+    expect(parse(text).status, text).toBe(415);
   });
 
   it('other routes keep http.requestTimeoutMs: a JSON body dripped for longer → 408 at ~1 s, nothing created', async () => {
