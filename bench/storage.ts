@@ -462,6 +462,13 @@ async function benchProject(dir: string, filesDir: string): Promise<string> {
   config.storage = {
     ...config.storage,
     root: filesDir,
+    // Throughput, not the per-caller limits: one key makes every upload (files of up to 2 GiB) and 200 concurrent downloads.
+    limits: {
+      uploadsPerMinutePerCaller: null,
+      bytesPerDayPerCaller: null,
+      concurrentUploadsPerCaller: null,
+      concurrentDownloadsPerCaller: null,
+    },
     buckets: {
       ...config.storage?.buckets,
       [BUCKET]: {

@@ -112,12 +112,12 @@ export function filePaths(builder: OpenApiBuilder, buckets: readonly BucketSumma
           ],
           {
             'request-timeout':
-              'no byte arrived for storage.uploadIdleTimeoutMs, or the upload outlasted storage.uploadTimeoutMs; nothing kept',
+              'no byte arrived for storage.uploadIdleTimeoutMs, the upload arrived slower than storage.limits.minUploadBytesPerSecond, or it outlasted storage.uploadTimeoutMs; nothing kept',
             conflict: 'an upload with this Idempotency-Key is still arriving',
             'payload-too-large': "the file is larger than the bucket's maxBytes",
             'quota-exceeded': "the file would pass the bucket's maxTotalBytes or maxFiles; nothing kept",
             'rate-limited':
-              "the rate limit is reached, or the caller's uploads a minute or bytes a day (storage.limits); retry after Retry-After seconds",
+              "the rate limit is reached, or the caller's uploads a minute, bytes a day or uploads in progress (storage.limits); retry after Retry-After seconds",
             'unsupported-media-type': 'the bucket does not accept the type, or the bytes are not of the declared type',
             validation:
               'no file part, no name, a name with control characters, or the Idempotency-Key was used with another upload',
@@ -193,6 +193,8 @@ export function filePaths(builder: OpenApiBuilder, buckets: readonly BucketSumma
         '304': { description: 'The copy with this ETag is current' },
         ...fileErrors(['range-not-satisfiable', 'storage-unavailable'], {
           unauthorized: 'missing or invalid credentials, or a signed URL token that is invalid or expired',
+          'rate-limited':
+            "the rate limit is reached, or the caller's downloads in progress (storage.limits.concurrentDownloadsPerCaller; per client address without credentials); retry after Retry-After seconds",
         }),
       },
     },

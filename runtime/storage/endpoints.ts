@@ -410,11 +410,12 @@ export async function content(deps: StorageDeps, req: ApiRequest, res: ServerRes
       return sendContent(deps, req, res, environment, record, headers);
     });
   }
-  return withCaller(deps, req, (who) =>
-    downloading(deps, inFlightKey(who), async () =>
+  return withCaller(deps, req, (who) => {
+    dataContext(deps, req, who, 'read'); // 403 before a download slot is taken
+    return downloading(deps, inFlightKey(who), async () =>
       sendContent(deps, req, res, who.tenant.environment, await readMetadata(deps, req, who), who.headers),
-    ),
-  );
+    );
+  });
 }
 
 /**

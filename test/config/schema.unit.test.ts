@@ -84,8 +84,16 @@ describe('defaults of a minimal config', () => {
         orphanGraceSeconds: 3600,
         signedUrlTtl: 900,
         signedUrlMaxTtl: 604_800,
-        limits: {},
+        limits: {
+          uploadsPerMinutePerCaller: 60,
+          bytesPerDayPerCaller: 1_073_741_824,
+          concurrentUploadsPerCaller: 10,
+          concurrentDownloadsPerCaller: 32,
+          minUploadBytesPerSecond: 1024,
+          uploadRateWindowMs: 10_000,
+        },
         uploadIdleTimeoutMs: 30_000,
+        uploadTimeoutMs: 3_600_000,
         buckets: {},
       },
       roles: {},
@@ -102,6 +110,34 @@ describe('defaults of a minimal config', () => {
       accountChangesPerMinutePerUser: 5,
     });
     expect(rateLimits.dataPerMinutePerCaller).toBeUndefined();
+  });
+
+  it('storage limits and the upload bound are on by default; null turns each off', () => {
+    const off = parseConfig(
+      {
+        ...MINIMAL,
+        storage: {
+          limits: {
+            uploadsPerMinutePerCaller: null,
+            bytesPerDayPerCaller: null,
+            concurrentUploadsPerCaller: null,
+            concurrentDownloadsPerCaller: null,
+            minUploadBytesPerSecond: null,
+          },
+          uploadTimeoutMs: null,
+        },
+      },
+      'svcgen.config.json',
+    ).storage;
+    expect(off.limits).toEqual({
+      uploadsPerMinutePerCaller: null,
+      bytesPerDayPerCaller: null,
+      concurrentUploadsPerCaller: null,
+      concurrentDownloadsPerCaller: null,
+      minUploadBytesPerSecond: null,
+      uploadRateWindowMs: 10_000,
+    });
+    expect(off.uploadTimeoutMs).toBeNull();
   });
 
   it('fills in a role', () => {
