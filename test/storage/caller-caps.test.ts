@@ -18,7 +18,7 @@ import { until } from '../support/until.ts';
 const UPLOAD_CAP = 3;
 const DOWNLOAD_CAP = 2;
 /** Large enough that a client that stops reading holds its download (socket buffers fill long before). */
-const BIG = 8 * 1024 * 1024;
+const BIG = 16 * 1024 * 1024;
 
 let t: TestServer;
 let root: string;
