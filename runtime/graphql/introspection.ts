@@ -7,8 +7,8 @@
  *
  * The cache is small and bounded (MAX_ENTRIES answers, MAX_TOTAL_BYTES of text, least recently
  * used dropped first): a caller sending ever new introspection documents gets each executed once
- * (rules.ts holds each to one copy of the schema), like any other document; the answer counts
- * against graphql.maxAnswerBytes either way.
+ * (rules.ts holds each to one copy of the schema), counted as BUILT_ANSWER_COST requests; the
+ * answer counts against graphql.maxAnswerBytes either way.
  */
 import {
   execute,
@@ -21,6 +21,7 @@ import {
 } from 'graphql';
 import { DataText } from './direct.ts';
 import { AnswerTooLarge, answerTooLargeError, type DocumentBudget } from './document-budget.ts';
+import { GRAPHQL_LIMITS } from './rules.ts';
 
 const MAX_ENTRIES = 64;
 const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
@@ -38,14 +39,33 @@ function onlyIntrospection(operation: OperationDefinitionNode): boolean {
   );
 }
 
+/** Whether the operation asks for `__schema` or `__type` at its root (fragments at the root not looked into). */
+function introspects(operation: OperationDefinitionNode): boolean {
+  return operation.selectionSet.selections.some(
+    (s) => s.kind === Kind.FIELD && (s.name.value === '__schema' || s.name.value === '__type'),
+  );
+}
+
+/**
+ * What an introspection answer built for this document counts against the rate limit: as many
+ * requests as a document may have root fields (it walks the whole schema, a kept answer is one read).
+ */
+const BUILT_ANSWER_COST = GRAPHQL_LIMITS.maxRootFields;
+
 export interface IntrospectionAnswers {
   /**
    * The answer of an introspection-only operation (from the cache, or executed now and kept), or
-   * undefined for any other operation. `document` is the request's budget (its answer bound).
+   * undefined for any other operation. `document` is the request's budget: its answer bound, and
+   * its rate-limit count, raised to BUILT_ANSWER_COST when introspection is executed for it (here,
+   * or by graphql-js for an operation mixing introspection with data).
    */
   answer(args: ExecutionArgs, document: DocumentBudget): ExecutionResult | undefined;
-  /** For tests: how many introspection answers were executed (not served from the cache). */
-  readonly executed: number;
+}
+
+/** For tests: how many introspection answers were executed (not served from a kept one), in this process. */
+let executed = 0;
+export function introspectionExecutions(): number {
+  return executed;
 }
 
 export function introspectionAnswers(): IntrospectionAnswers {
@@ -54,7 +74,6 @@ export function introspectionAnswers(): IntrospectionAnswers {
   /** By schema id, operation name and document text; Map order is the least recently used first. */
   const answers = new Map<string, DataText>();
   let totalBytes = 0;
-  let executed = 0;
   const keep = (key: string, answer: DataText) => {
     if (answer.text.length > MAX_TOTAL_BYTES / 4) return;
     answers.set(key, answer);
@@ -66,12 +85,13 @@ export function introspectionAnswers(): IntrospectionAnswers {
     }
   };
   return {
-    get executed() {
-      return executed;
-    },
     answer(args, document) {
       const operation = getOperationAST(args.document, args.operationName);
-      if (!operation || !onlyIntrospection(operation)) return undefined;
+      if (!operation) return undefined;
+      if (!onlyIntrospection(operation)) {
+        if (introspects(operation)) document.rootFields = Math.max(document.rootFields, BUILT_ANSWER_COST);
+        return undefined;
+      }
       const text = args.document.loc?.source.body;
       let key: string | undefined;
       if (text !== undefined && text.length <= MAX_CACHED_TEXT) {
@@ -86,6 +106,7 @@ export function introspectionAnswers(): IntrospectionAnswers {
         answers.set(key!, answer);
       } else {
         executed++;
+        if (introspects(operation)) document.rootFields = Math.max(document.rootFields, BUILT_ANSWER_COST);
         // Introspection's resolvers are graphql-js's own and synchronous: the result is not a promise.
         const result = execute(args) as ExecutionResult;
         if (result.errors?.length || !result.data) return result;
