@@ -12,7 +12,13 @@
  *   bound of one statement, and of one REST read): its root field answers STATEMENT_TIMEOUT;
  * - rate limit: the document counts as many data requests as it has root fields (rootFields).
  */
-import { GraphQLError, Kind, type GraphQLResolveInfo, type OperationDefinitionNode, responsePathAsArray } from 'graphql';
+import {
+  GraphQLError,
+  Kind,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+  responsePathAsArray,
+} from 'graphql';
 import { DATABASE_RETRY_AFTER_SECONDS, Problem } from '../http/index.ts';
 
 /** A read that would take the document's answer past graphql.maxAnswerBytes. */

@@ -192,7 +192,15 @@ export function recordsStatement(
       { single: true },
     );
     const cost = readOneCost(ctx.catalog, ctx.table, select);
-    return { ctx, document: context.document, select, sql: compiled.sql, values: scope.params.values, cost, jsonb: compiled.jsonb };
+    return {
+      ctx,
+      document: context.document,
+      select,
+      sql: compiled.sql,
+      values: scope.params.values,
+      cost,
+      jsonb: compiled.jsonb,
+    };
   }
   const where = whereCondition(t, ctx.table, args.where);
   const orderBy = orderTerms(t, ctx.table, args.orderBy);
@@ -207,7 +215,15 @@ export function recordsStatement(
     offset,
     count: false,
   });
-  return { ctx, document: context.document, select, sql: compiled.sql, values: scope.params.values, cost, jsonb: compiled.jsonb };
+  return {
+    ctx,
+    document: context.document,
+    select,
+    sql: compiled.sql,
+    values: scope.params.values,
+    cost,
+    jsonb: compiled.jsonb,
+  };
 }
 
 /** The rows of a records statement: each one's first column is its record's JSON text. */
