@@ -14,10 +14,13 @@ import {
   execute,
   getOperationAST,
   Kind,
+  type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
+  type FragmentDefinitionNode,
   type GraphQLSchema,
   type OperationDefinitionNode,
+  type SelectionSetNode,
 } from 'graphql';
 import { DataText } from './direct.ts';
 import { AnswerTooLarge, answerTooLargeError, type DocumentBudget } from './document-budget.ts';
@@ -39,11 +42,21 @@ function onlyIntrospection(operation: OperationDefinitionNode): boolean {
   );
 }
 
-/** Whether the operation asks for `__schema` or `__type` at its root (fragments at the root not looked into). */
-function introspects(operation: OperationDefinitionNode): boolean {
-  return operation.selectionSet.selections.some(
-    (s) => s.kind === Kind.FIELD && (s.name.value === '__schema' || s.name.value === '__type'),
-  );
+/** Whether the operation asks for `__schema` or `__type` at its root, fragments spread there included. */
+function introspects(operation: OperationDefinitionNode, document: DocumentNode): boolean {
+  const seen = new Set<string>();
+  const inSet = (set: SelectionSetNode): boolean =>
+    set.selections.some((s) => {
+      if (s.kind === Kind.FIELD) return s.name.value === '__schema' || s.name.value === '__type';
+      if (s.kind === Kind.INLINE_FRAGMENT) return inSet(s.selectionSet);
+      if (seen.has(s.name.value)) return false;
+      seen.add(s.name.value);
+      const fragment = document.definitions.find(
+        (d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === s.name.value,
+      );
+      return fragment !== undefined && inSet(fragment.selectionSet);
+    });
+  return inSet(operation.selectionSet);
 }
 
 /**
@@ -89,7 +102,8 @@ export function introspectionAnswers(): IntrospectionAnswers {
       const operation = getOperationAST(args.document, args.operationName);
       if (!operation) return undefined;
       if (!onlyIntrospection(operation)) {
-        if (introspects(operation)) document.rootFields = Math.max(document.rootFields, BUILT_ANSWER_COST);
+        if (introspects(operation, args.document))
+          document.rootFields = Math.max(document.rootFields, BUILT_ANSWER_COST);
         return undefined;
       }
       const text = args.document.loc?.source.body;
@@ -106,7 +120,8 @@ export function introspectionAnswers(): IntrospectionAnswers {
         answers.set(key!, answer);
       } else {
         executed++;
-        if (introspects(operation)) document.rootFields = Math.max(document.rootFields, BUILT_ANSWER_COST);
+        if (introspects(operation, args.document))
+          document.rootFields = Math.max(document.rootFields, BUILT_ANSWER_COST);
         // Introspection's resolvers are graphql-js's own and synchronous: the result is not a promise.
         const result = execute(args) as ExecutionResult;
         if (result.errors?.length || !result.data) return result;

@@ -97,15 +97,24 @@ describe('documents bounded before they run', () => {
     expect(used).toEqual([10, 1]);
   });
 
-  it('a document counts one request per root field', async () => {
+  it('a document counts one request per root field; introspection built for it, 10', async () => {
     const four =
       '{ a: productList(limit: 1) { id } b: productList(limit: 1) { id } c: cityList { id } d: city(id: 1) { id } }';
     const used = await counted(t, victim, [
       () => post(t, victim, { query: '{ productList(limit: 1) { id } }' }),
       () => post(t, victim, { query: four }),
       () => post(t, victim, { query: '{ cityList(limit: 1) { id } __typename }' }),
+      // Introspection built for the document (mixed with data, or behind a fragment: never kept) counts 10.
+      () => post(t, victim, { query: '{ __schema { queryType { name } } cityList(limit: 1) { id } }' }),
+      () => post(t, victim, { query: '{ ...Q } fragment Q on Query { __schema { queryType { name } } }' }),
+      // Refused before it runs: counted once.
+      () =>
+        post(t, victim, {
+          query: 'query($w: CityWhere) { a: cityList(where: $w) { id } b: cityList { id } }',
+          variables: { w: { nope: 1 } },
+        }),
     ]);
-    expect(used).toEqual([1, 4, 1]);
+    expect(used).toEqual([1, 4, 1, 10, 10, 1]);
   });
 
   it('one caller sending expensive documents in a loop: the other caller’s paced GETs all complete, the abuser’s documents are refused or bounded', async () => {

@@ -264,11 +264,13 @@ export function graphqlHandler(services: Services): Handler {
     // introspection query is answered from its schema's kept answer; a query of records the
     // database writes as the answer needs them is answered with its text.
     execute: async (args: ExecutionArgs) => {
+      const refused = refuseVariables(args);
+      if (refused) return refused;
+      // What runs counts against the rate limit per root field (docs/graphql.md "Limits").
       const { document } = args.contextValue as GraphQLContext;
       const operation = getOperationAST(args.document, args.operationName);
       if (operation) document.rootFields = countRootFields(operation, (name) => fragmentOf(args, name));
       return (
-        refuseVariables(args) ??
         introspection.answer(args, document) ??
         (await answerDirectly(args)) ??
         execute({ ...args, fieldResolver: fieldResolver as never })
