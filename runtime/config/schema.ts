@@ -297,6 +297,8 @@ export const configSchema = z
       .object({
         /** Whether __schema/__type are answered: true (everywhere), false, or the environments where they are. */
         introspection: z.union([z.boolean(), z.array(environmentName)]).default(true),
+        /** Bytes of JSON text one document may read (records, introspection); past it → ANSWER_TOO_LARGE. */
+        maxAnswerBytes: z.number().int().min(65_536).max(1_073_741_824).default(8_388_608),
       })
       .strict()
       .prefault({}),

@@ -28,6 +28,7 @@ import {
 import { budgeted, readScope, type DataContext } from '../rest/context.ts';
 import { AGGREGATE_COST, listCost, readOneCost } from '../rest/cost.ts';
 import { queryProblem } from '../rest/query-problems.ts';
+import { AnswerTooLarge, answerTooLargeError, type DocumentBudget } from './document-budget.ts';
 import { resolveMutation } from './mutations.ts';
 import { DecimalScalar, type MutationFieldMeta, type ObjectFieldMeta, type RootFieldMeta } from './schema.ts';
 import {
@@ -47,6 +48,8 @@ import {
 /** What every resolver of one request shares: the data context of the REST pipeline, without a table. */
 export type GraphQLContext = {
   readonly data: Omit<DataContext, 'table' | 'grant'>;
+  /** What this document may still take: answer bytes, expensive reads one at a time, time (document-budget.ts). */
+  readonly document: DocumentBudget;
   /** Logs a fault that is answered as an internal error (its message is not the caller's). */
   readonly log: (error: unknown) => void;
   /** A field met a fault that passes by itself (database busy or away): the answer says when to retry. */
@@ -122,8 +125,25 @@ function recordParser(exact: boolean): (text: string) => unknown {
   return exact ? parseKeepingNumbers : (text) => JSON.parse(text);
 }
 
-async function rows(ctx: DataContext, cost: string | undefined, sql: string, values: unknown[]): Promise<unknown[][]> {
-  return budgeted(ctx, cost, () => ctx.db.queryArrays(sql, values));
+/**
+ * A root field's rows, read within the document's budget (document-budget.ts): an expensive read
+ * after the document's earlier ones, none once its time is up, and its records' text counted
+ * against the answer bound before anything parses them.
+ */
+async function rows(
+  document: DocumentBudget,
+  ctx: DataContext,
+  cost: string | undefined,
+  sql: string,
+  values: unknown[],
+): Promise<unknown[][]> {
+  document.checkTime();
+  const read = () => budgeted(ctx, cost, () => ctx.db.queryArrays(sql, values));
+  const found = await (cost === undefined ? read() : document.oneAtATime(read));
+  let bytes = 0;
+  for (const row of found) bytes += typeof row[0] === 'string' ? row[0].length : 0;
+  document.take(bytes);
+  return found;
 }
 
 /** What a root field's translation reads of graphql-js's resolve info (the fast path builds it too, direct.ts). */
@@ -135,6 +155,7 @@ export type RootInfo = Pick<
 /** A list or by-key root field's statement, as compiled under the caller's access, with its cost for the budget. */
 export interface RecordsStatement {
   readonly ctx: DataContext;
+  readonly document: DocumentBudget;
   readonly select: readonly SelectItem[];
   readonly sql: string;
   readonly values: unknown[];
@@ -171,7 +192,15 @@ export function recordsStatement(
       { single: true },
     );
     const cost = readOneCost(ctx.catalog, ctx.table, select);
-    return { ctx, select, sql: compiled.sql, values: scope.params.values, cost, jsonb: compiled.jsonb };
+    return {
+      ctx,
+      document: context.document,
+      select,
+      sql: compiled.sql,
+      values: scope.params.values,
+      cost,
+      jsonb: compiled.jsonb,
+    };
   }
   const where = whereCondition(t, ctx.table, args.where);
   const orderBy = orderTerms(t, ctx.table, args.orderBy);
@@ -186,12 +215,20 @@ export function recordsStatement(
     offset,
     count: false,
   });
-  return { ctx, select, sql: compiled.sql, values: scope.params.values, cost, jsonb: compiled.jsonb };
+  return {
+    ctx,
+    document: context.document,
+    select,
+    sql: compiled.sql,
+    values: scope.params.values,
+    cost,
+    jsonb: compiled.jsonb,
+  };
 }
 
 /** The rows of a records statement: each one's first column is its record's JSON text. */
 export function runStatement(statement: RecordsStatement): Promise<unknown[][]> {
-  return rows(statement.ctx, statement.cost, statement.sql, statement.values);
+  return rows(statement.document, statement.ctx, statement.cost, statement.sql, statement.values);
 }
 
 function settledRows(outcome: PromiseSettledResult<unknown[][]>): unknown[][] {
@@ -259,7 +296,7 @@ async function resolveRoot(
         offset: 0,
         count,
       });
-      let all = await rows(ctx, cost, compiled.sql, scope.params.values);
+      let all = await rows(context.document, ctx, cost, compiled.sql, scope.params.values);
       let totalCount: number | undefined;
       if (count) {
         // The count rides on every row; with no row on the page, one row holds it alone.
@@ -287,7 +324,9 @@ async function resolveRoot(
         (f) => f !== undefined && ctx.table.fields.get(f)?.type === 'Decimal',
       );
       const parse = recordParser(decimal);
-      return (await rows(ctx, AGGREGATE_COST, sql, scope.params.values)).map((r) => parse(r[0] as string));
+      return (await rows(context.document, ctx, AGGREGATE_COST, sql, scope.params.values)).map((r) =>
+        parse(r[0] as string),
+      );
     }
   }
 }
@@ -312,6 +351,7 @@ export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (sou
         : resolveMutation(meta, args, context, info);
     return resolved.catch((error: unknown) => {
       if (context.keyed) context.keyed.failed = true;
+      if (error instanceof AnswerTooLarge) throw answerTooLargeError(error, info);
       const problem = toProblem(error, context);
       const retry = problem.headers['retry-after'];
       if (retry !== undefined) context.retryAfter(retry);

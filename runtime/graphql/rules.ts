@@ -2,8 +2,9 @@
  * Bounds on a GraphQL document, checked before anything runs (docs/graphql.md "Limits"): a small
  * document cannot ask for a huge answer. Each root field is one SQL statement, so root fields are
  * counted like requests; every selection visited (fields, fragment spreads, inline fragments) is
- * counted with fragments expanded where they are spread, so a fragment spread many times counts
- * many times and the walk stops as soon as the bound is passed.
+ * counted with fragments expanded where they are spread, introspection's included, so a fragment
+ * spread many times counts many times and the walk stops as soon as the bound is passed.
+ * Introspection asks for one copy of the schema at most (see introspectionTwice).
  */
 import {
   GraphQLError,
@@ -19,6 +20,7 @@ import {
   type ExecutionArgs,
   type ExecutionResult,
   type ASTVisitor,
+  type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLInputType,
   type OperationDefinitionNode,
@@ -35,6 +37,12 @@ export const GRAPHQL_LIMITS = {
   maxSelections: 500,
   /** Nesting of selection sets (a page's nodes with 3 embeds is 5). */
   maxDepth: 8,
+  /**
+   * Nesting of selection sets under `__schema` / `__type`: the standard introspection query
+   * (graphql-js getIntrospectionQuery, used by GraphiQL and code generators) nests 15 with its
+   * 9 levels of `ofType`, and counts 230 to 240 selections of maxSelections.
+   */
+  maxIntrospectionDepth: 20,
   /** Nesting of braces, brackets and parentheses in the document text (selections, arguments, lists), checked before parsing. */
   maxNesting: 64,
 } as const;
@@ -126,58 +134,113 @@ function tooComplexError(message: string, node: ASTNode): GraphQLError {
   });
 }
 
+type CostProblem = { message: string; node: ASTNode };
+
 /**
- * The first bound an operation passes (root fields, selections with fragments expanded, depth),
- * or undefined. The walk stops at the first one, so it visits at most maxSelections selections.
+ * The response keys of the introspection fields of one selection set, by field name, each with
+ * those of its own selection set: fields of one response key are merged by GraphQL (fragments
+ * included), so this is one node of the answer's shape.
+ */
+type IntrospectionKeys = Map<string, { key: string; inner: IntrospectionKeys }>;
+
+const INTROSPECTION_ROOTS = new Set(['__schema', '__type']);
+
+/**
+ * A field of introspection selected under a second response key in the same selection set
+ * (docs/graphql.md "Limits"): `{ __schema { a: types {…} b: types {…} } }` asks for the schema
+ * twice, and 700 aliases of `types` made a 12 kB document answer 51 MB. At the root only
+ * `__schema` is held to one key (`__type` takes a name: several aliases ask for several types).
+ * Returns the inner keys of the field otherwise, merged with those of the same key met before.
+ */
+function introspectionTwice(
+  keys: IntrospectionKeys,
+  field: FieldNode,
+  root: boolean,
+): { problem: CostProblem } | { inner: IntrospectionKeys } {
+  const name = field.name.value;
+  const key = field.alias?.value ?? name;
+  const seen = keys.get(name);
+  if (seen === undefined || (root && name === '__type')) {
+    const inner: IntrospectionKeys = new Map();
+    if (!(root && name === '__type')) keys.set(name, { key, inner });
+    return { inner };
+  }
+  if (seen.key === key) return { inner: seen.inner };
+  return {
+    problem: {
+      message: `introspection answers one copy of the schema: ${name} is selected as both "${seen.key}" and "${key}" in one selection set; select it once`,
+      node: field,
+    },
+  };
+}
+
+/**
+ * The first bound an operation passes (root fields, selections with fragments expanded, depth,
+ * a second copy of introspection), or undefined. The walk stops at the first one, so it visits at
+ * most maxSelections selections.
  */
 function operationCost(
   operation: OperationDefinitionNode,
   fragment: (name: string) => FragmentDefinitionNode | undefined,
-): { message: string; node: ASTNode } | undefined {
+): CostProblem | undefined {
   let selections = 0;
   let roots = 0;
+  const rootKeys: IntrospectionKeys = new Map();
+  /** `keys`: the introspection keys of this selection set, undefined outside introspection (and at the root). */
   const walk = (
     set: SelectionSetNode,
     depth: number,
     spreading: Set<string>,
-  ): { message: string; node: ASTNode } | undefined => {
+    keys: IntrospectionKeys | undefined,
+  ): CostProblem | undefined => {
     for (const s of set.selections) {
       if (++selections > GRAPHQL_LIMITS.maxSelections)
         return {
-          message: `the operation selects more than ${GRAPHQL_LIMITS.maxSelections} fields (fragments counted where they are spread); split it`,
+          message: `the operation selects more than ${GRAPHQL_LIMITS.maxSelections} fields (fragments counted where they are spread, introspection included); split it`,
           node: operation,
         };
-      let problem: { message: string; node: ASTNode } | undefined;
+      let problem: CostProblem | undefined;
       if (s.kind === Kind.FIELD) {
         if (depth === 0 && ++roots > GRAPHQL_LIMITS.maxRootFields)
           return {
             message: `at most ${GRAPHQL_LIMITS.maxRootFields} root fields (aliases included) per operation; each is one database statement`,
             node: s,
           };
-        // Introspection is bounded by the schema's own size and graphql-js's MaxIntrospectionDepthRule;
-        // tools' standard introspection query nests deeper than any data query needs.
-        if (depth === 0 && (s.name.value === '__schema' || s.name.value === '__type')) continue;
+        let inner: IntrospectionKeys | undefined;
+        const introspecting = keys !== undefined || (depth === 0 && INTROSPECTION_ROOTS.has(s.name.value));
+        if (introspecting) {
+          const once = introspectionTwice(keys ?? rootKeys, s, keys === undefined);
+          if ('problem' in once) return once.problem;
+          inner = once.inner;
+        }
         if (s.selectionSet) {
-          if (depth + 1 >= GRAPHQL_LIMITS.maxDepth)
-            return { message: `selections nest at most ${GRAPHQL_LIMITS.maxDepth} levels`, node: s };
-          problem = walk(s.selectionSet, depth + 1, spreading);
+          // The standard introspection query nests deeper than any data query needs.
+          const bound = introspecting ? GRAPHQL_LIMITS.maxIntrospectionDepth : GRAPHQL_LIMITS.maxDepth;
+          if (depth + 1 >= bound)
+            return {
+              message: introspecting
+                ? `introspection selections nest at most ${bound} levels`
+                : `selections nest at most ${bound} levels`,
+              node: s,
+            };
+          problem = walk(s.selectionSet, depth + 1, spreading, inner);
         }
       } else if (s.kind === Kind.INLINE_FRAGMENT) {
-        problem = walk(s.selectionSet, depth, spreading);
+        problem = walk(s.selectionSet, depth, spreading, keys);
       } else {
         const name = s.name.value;
         const definition = fragment(name);
         // A cycle is NoFragmentCyclesRule's to report; here it only must not loop.
         if (!definition || spreading.has(name)) continue;
         spreading.add(name);
-        problem = walk(definition.selectionSet, depth, spreading);
+        problem = walk(definition.selectionSet, depth, spreading, keys);
         spreading.delete(name);
       }
       if (problem) return problem;
     }
     return undefined;
   };
-  return walk(operation.selectionSet, 0, new Set());
+  return walk(operation.selectionSet, 0, new Set(), undefined);
 }
 
 /** The bounds of parseBounded as a validation rule, for a document that was parsed some other way. */

@@ -48,6 +48,11 @@ export const PROBLEM_KINDS = {
     description: 'the environment is not configured',
   },
   'unknown-table': { status: 404, title: 'Unknown table', description: 'no such table (names are case-sensitive)' },
+  'method-not-allowed': {
+    status: 405,
+    title: 'Method Not Allowed',
+    description: 'the path does not answer this method; the Allow header lists those it answers',
+  },
   'request-timeout': {
     status: 408,
     title: 'Request Timeout',

@@ -35,7 +35,8 @@ export interface FeatureParts<Provides extends object = object> {
 export type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
 export type Route = {
-  readonly method: 'get' | 'post' | 'patch' | 'delete';
+  /** `all`: every method not answered by a route registered before (e.g. a 405 with Allow). */
+  readonly method: 'get' | 'post' | 'patch' | 'delete' | 'all';
   /** The whole path, e.g. `/auth/login` or `${DATA_BASE_PATH}/_apikeys/:id`. */
   readonly path: string;
 } & (

@@ -69,7 +69,7 @@ describe('defaults of a minimal config', () => {
       },
       // expensiveReadConcurrency stays unset: the server resolves it to half of poolSize at start.
       database: { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 },
-      graphql: { introspection: true },
+      graphql: { introspection: true, maxAnswerBytes: 8_388_608 },
       realtime: {
         maxConnections: 10_000,
         maxConnectionsPerCaller: 100,

@@ -2,7 +2,7 @@
 // with which code and message, and that refusing a document built to be expensive is cheap.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildSchema, GraphQLError, parse } from 'graphql';
+import { buildSchema, GraphQLError, getIntrospectionQuery, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { MAX_VARIABLE_LIST, parseBounded, refuseVariables } from '../../runtime/graphql/rules.ts';
 import { SHOP } from '../support/server.ts';
@@ -50,13 +50,81 @@ describe('parseBounded: the cost bounds, before validation', () => {
     expect(error.extensions).toEqual({ code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 });
   });
 
-  it('a fragment cycle does not loop (validation reports it), and introspection is not counted', () => {
+  it('a fragment cycle does not loop (validation reports it)', () => {
     expect(
       parseBounded('{ cityList { ...A } } fragment A on City { id ...B } fragment B on City { name ...A }').kind,
     ).toBe('Document');
-    expect(
-      parseBounded('{ __schema { types { fields { type { ofType { ofType { ofType { name } } } } } } } }').kind,
-    ).toBe('Document');
+  });
+});
+
+describe('parseBounded: introspection counted, one copy of the schema', () => {
+  const ONE_COPY = (name: string, a: string, b: string) =>
+    `introspection answers one copy of the schema: ${name} is selected as both "${a}" and "${b}" in one selection set; select it once`;
+
+  it.each([
+    ['the standard query', getIntrospectionQuery()],
+    [
+      'the standard query with every option (code generators)',
+      getIntrospectionQuery({
+        descriptions: true,
+        specifiedByUrl: true,
+        directiveIsRepeatable: true,
+        schemaDescription: true,
+        inputValueDeprecation: true,
+        oneOf: true,
+      }),
+    ],
+    ['several types by name', '{ a: __type(name: "City") { name } b: __type(name: "Order") { fields { name } } }'],
+    ['one field selected twice under one key (merged)', '{ __schema { types { name } types { kind } } }'],
+    [
+      'aliases of data fields beside introspection',
+      '{ a: cityList { id } b: cityList { id } __schema { queryType { name } } }',
+    ],
+  ])('accepted: %s', (_, text) => {
+    expect(parseBounded(text).kind).toBe('Document');
+  });
+
+  const I = 'fragment I on __Type { name fields { name args { name type { name } } type { name } } }';
+  it.each([
+    [
+      '700 aliases of types (12 kB, answered 51 MB before)',
+      `{ __schema { ${Array.from({ length: 700 }, (_, i) => `a${i}: types { ...I }`).join(' ')} } } ${I}`,
+      ONE_COPY('types', 'a0', 'a1'),
+    ],
+    [
+      'two aliases of __schema',
+      '{ a: __schema { types { name } } b: __schema { types { name } } }',
+      ONE_COPY('__schema', 'a', 'b'),
+    ],
+    [
+      'aliases merged in from two selections of one field',
+      '{ __schema { types { a: fields { name } } types { b: fields { name } } } }',
+      ONE_COPY('fields', 'a', 'b'),
+    ],
+    [
+      'aliases through fragments and inline fragments',
+      '{ __schema { ...S ... on __Schema { b: directives { name } } } } fragment S on __Schema { directives { name } }',
+      ONE_COPY('directives', 'directives', 'b'),
+    ],
+    [
+      'aliases inside __type',
+      '{ __type(name: "City") { a: fields { name } b: fields { name } } }',
+      ONE_COPY('fields', 'a', 'b'),
+    ],
+    [
+      'a fragment of introspection spread past the selection bound',
+      `{ __schema { types { ...F0 } } } ${Array.from({ length: 12 }, (_, i) => `fragment F${i} on __Type { ...F${i + 1} ...F${i + 1} }`).join(' ')} fragment F12 on __Type { name }`,
+      'the operation selects more than 500 fields (fragments counted where they are spread, introspection included); split it',
+    ],
+    [
+      'introspection nested 21 levels',
+      `{ __schema { types { fields { type ${'{ ofType '.repeat(16)}{ name }${' }'.repeat(16)} } } } }`,
+      'introspection selections nest at most 20 levels',
+    ],
+  ])('refused: %s', (_, text, message) => {
+    const error = refusal(text);
+    expect(error.message).toBe(message);
+    expect(error.extensions).toEqual({ code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 });
   });
 });
 

@@ -5,14 +5,18 @@
  * front's, shared by every route); graphql-http speaks GraphQL over HTTP; every root field compiles
  * through runtime/query under the caller's access. Each distinct set of roles gets the schema of
  * what it may read, built once. A management token gets the management schema instead (API keys and
- * webhooks, no data; runtime/graphql/management.ts).
+ * webhooks, no data; runtime/graphql/management.ts). Each document runs within a budget of its own
+ * (runtime/graphql/document-budget.ts), and introspection answers are kept per schema
+ * (runtime/graphql/introspection.ts).
  */
 import {
   execute,
   getOperationAST,
   GraphQLError,
+  Kind,
   specifiedRules,
   type ExecutionArgs,
+  type FragmentDefinitionNode,
   type GraphQLSchema,
 } from 'graphql';
 import { createHandler } from 'graphql-http';
@@ -32,6 +36,8 @@ import {
   ServedOperationsRule,
 } from '../../graphql/rules.ts';
 import { documentCache, type DocumentCache } from '../../graphql/document-cache.ts';
+import { countRootFields, DocumentBudget } from '../../graphql/document-budget.ts';
+import { introspectionAnswers } from '../../graphql/introspection.ts';
 import type { Database } from '../../db/index.ts';
 import { withIdempotency } from '../../idempotency/index.ts';
 import { keyOperations } from '../../keys/index.ts';
@@ -39,7 +45,7 @@ import { callerId, type Principal, type RolePrincipal } from '../../principal/in
 import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
 import { webhookOperations } from '../../webhooks/index.ts';
 import type { ServerFeature } from '../feature.ts';
-import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
+import { dataLimits, rateLimitHeaders, type DataLimits } from '../pipeline.ts';
 import type { Services } from '../services.ts';
 import { fileAccess } from '../file-access.ts';
 
@@ -107,6 +113,8 @@ interface RequestContext extends AnswerState {
   db: Database;
   /** Present for a keyed mutation (GraphQLContext.keyed). */
   keyed?: { failed: boolean };
+  /** What the document may take (GraphQLContext.document); its root fields are counted against the rate limit. */
+  readonly document: DocumentBudget;
 }
 
 interface ManagementRequestContext extends AnswerState {
@@ -225,6 +233,9 @@ export function graphqlHandler(services: Services): Handler {
   const log = services.logger;
   const logFault = (error: unknown) => log.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed');
   const manage = managementHandler(services, documents, logFault);
+  const introspection = introspectionAnswers();
+  const { maxAnswerBytes } = services.config.graphql;
+  const { statementTimeoutMs } = services.config.database;
   const handle = createHandler<ApiRequest, RequestContext, GraphQLContext>({
     ...commonOptions(services, documents, logFault),
     schema: (req) => schemaFor(req.context.principal),
@@ -242,31 +253,45 @@ export function graphqlHandler(services: Services): Handler {
         basePath: services.basePath,
         files: fileAccess(services.config, req.context.principal),
       },
+      document: req.context.document,
       log: logFault,
       retryAfter: (seconds) => {
         req.context.retryAfter = seconds;
       },
       keyed: req.context.keyed,
     }),
-    // Variables are checked first, stopping at the first bad one (runtime/graphql/rules.ts); a
-    // query of records the database writes as the answer needs them is answered with its text.
-    execute: async (args: ExecutionArgs) =>
-      refuseVariables(args) ??
-      (await answerDirectly(args)) ??
-      execute({ ...args, fieldResolver: fieldResolver as never }),
+    // Variables are checked first, stopping at the first bad one (runtime/graphql/rules.ts); an
+    // introspection query is answered from its schema's kept answer; a query of records the
+    // database writes as the answer needs them is answered with its text.
+    execute: async (args: ExecutionArgs) => {
+      const refused = refuseVariables(args);
+      if (refused) return refused;
+      // What runs counts against the rate limit per root field (docs/graphql.md "Limits").
+      const { document } = args.contextValue as GraphQLContext;
+      const operation = getOperationAST(args.document, args.operationName);
+      if (operation) document.rootFields = countRootFields(operation, (name) => fragmentOf(args, name));
+      return (
+        introspection.answer(args, document) ??
+        (await answerDirectly(args)) ??
+        execute({ ...args, fieldResolver: fieldResolver as never })
+      );
+    },
   });
   return async (req: ApiRequest): Promise<Reply> => {
+    if (req.method !== 'GET' && req.method !== 'POST') throw methodNotAllowed(req, GRAPHQL_METHODS);
     const tenant = resolveDataTenant(req, services.config);
     const principal: Principal = await limits.authenticate(req, tenant);
     // A management token reads and writes no data: it gets the management schema instead.
     if (principal.kind === 'management') return manage(req, tenant);
-    const headers = rateLimitHeaders(await limits.data(tenant, principal));
+    let headers = rateLimitHeaders(await limits.data(tenant, principal));
     try {
       const body = await readBody(req);
       if (body === TOO_DEEP) return tooDeep(headers);
       const run = async (db: Database, keyed?: { failed: boolean }): Promise<Reply> => {
-        const context: RequestContext = { tenant, principal, req, db, keyed };
+        const document = new DocumentBudget(maxAnswerBytes, statementTimeoutMs);
+        const context: RequestContext = { tenant, principal, req, db, keyed, document };
         const [text, init] = await handle(graphqlRequest(req, body, context));
+        headers = (await countMore(limits, tenant, principal, document.rootFields - 1)) ?? headers;
         return answer(context, text, init, headers);
       };
       if (body === null || !isMutation(body, documents)) return await run(services.db);
@@ -290,6 +315,46 @@ export function graphqlHandler(services: Services): Handler {
       throw error;
     }
   };
+}
+
+/** The methods GraphQL over HTTP answers at /gw/api/graphql (docs/graphql.md "Requests"). */
+const GRAPHQL_METHODS = 'GET, POST';
+
+/** 405 with Allow, as a Problem: before the credentials are looked at, nothing counted. */
+export function methodNotAllowed(req: ApiRequest, allow: string): Problem {
+  return new Problem('method-not-allowed', `${req.path} answers ${allow}, not ${req.method}`, [], { allow });
+}
+
+function fragmentOf(args: ExecutionArgs, name: string) {
+  return args.document.definitions.find((d) => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === name) as
+    | FragmentDefinitionNode
+    | undefined;
+}
+
+/**
+ * Counts `more` data requests after a document ran, one per root field past the first (the first
+ * was counted before it ran; docs/graphql.md "Limits"): its answer stands, and once the caller's
+ * share or the project's budget is used up the next request is refused. The headers of the last
+ * decision, or undefined when nothing more was counted.
+ */
+async function countMore(
+  limits: DataLimits,
+  tenant: Tenant,
+  principal: Principal,
+  more: number,
+): Promise<Record<string, string> | undefined> {
+  let last: Record<string, string> | undefined;
+  for (let i = 0; i < more; i++) {
+    try {
+      last = rateLimitHeaders(await limits.data(tenant, principal));
+    } catch (error) {
+      // Used up: this request is answered; the window stays used up for the next ones.
+      if (error instanceof Problem && error.kind === 'rate-limited')
+        return Object.fromEntries(Object.entries(error.headers).filter(([name]) => name.startsWith('ratelimit-')));
+      throw error;
+    }
+  }
+  return last;
 }
 
 /** A keyed mutation's answer with errors: thrown to roll its transaction back, then answered. */
@@ -360,8 +425,8 @@ export const graphqlFeature: ServerFeature = {
     return {
       routes(services) {
         const handler = graphqlHandler(services);
-        // GET and POST answer; other methods get graphql-http's 405 with Allow.
-        return (['get', 'post', 'patch', 'delete'] as const).map((method) => ({ method, path: GRAPHQL_PATH, handler }));
+        // GET and POST answer; every other method gets a 405 Problem with Allow (graphqlHandler).
+        return (['get', 'post', 'all'] as const).map((method) => ({ method, path: GRAPHQL_PATH, handler }));
       },
     };
   },

@@ -16,7 +16,7 @@ import { errorReply, nodeRequest, send } from '../../http/index.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { dataLimits } from '../pipeline.ts';
-import { schemaCache } from './graphql.ts';
+import { methodNotAllowed, schemaCache } from './graphql.ts';
 
 export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
   name: 'realtime',
@@ -74,6 +74,14 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
                 if (res.headersSent) res.destroy();
                 else send(res, errorReply(error, apiReq, logError));
               });
+            },
+          },
+          // Distinct connections mode takes POST only (sse.ts): every other method is a 405 with Allow.
+          {
+            method: 'all',
+            path: `${GRAPHQL_PATH}/stream`,
+            handler: async (req) => {
+              throw methodNotAllowed(req, 'POST');
             },
           },
         ];
