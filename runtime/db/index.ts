@@ -28,7 +28,7 @@ export {
   type ResolvedMigration,
 } from './migrations.ts';
 export { NotificationChannel, notify, type Subscriber } from './notifications.ts';
-export { ANNOUNCEMENT_SETTLE_MS, FRESHNESS_MS } from './announcements.ts';
+export { ANNOUNCEMENT_SETTLE_MS, FRESHNESS_MS, insideTransaction } from './announcements.ts';
 export { againOnConflict, databaseFault, type DatabaseFault, type DatabaseFaultKind } from './faults.ts';
 export { Readiness, type ReadinessReport, type ReadinessOptions, type CheckState } from './readiness.ts';
 export { Admission, AdmissionRefused, type AdmissionOptions, type AdmissionRefusal } from './admission.ts';

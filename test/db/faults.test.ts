@@ -610,3 +610,23 @@ describe('database fault classification', () => {
     expect(databaseFault(error)).toBeUndefined();
   });
 });
+
+describe('a write inside a transaction does not wait for a second pool connection', () => {
+  it('a keyed create as the first write of a server whose pool has one connection answers 201 (the watched-tables cache is not loaded through the pool it holds)', async () => {
+    const t = await startTestServer({
+      configPatch: (raw) => (raw.database = { poolSize: 1, poolWaitTimeoutMs: 2000 }),
+    });
+    try {
+      const body = { name: 'Coldstart', country: 'NO' };
+      const headers = { 'idempotency-key': 'cold-cache-1' };
+      const res = await t.request('POST', '/gw/api/rest/City', { body, headers });
+      expect(res.status, res.text).toBe(201);
+      const bulk = await t.request('POST', '/gw/api/rest/City/_bulk', { body: { items: [body] } });
+      expect(bulk.status, bulk.text).toBe(201);
+      const replay = await t.request('POST', '/gw/api/rest/City', { body, headers });
+      expect(replay.headers.get('idempotency-replayed')).toBe('true');
+    } finally {
+      await t.close();
+    }
+  }, 30_000);
+});
