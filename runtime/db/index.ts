@@ -12,6 +12,7 @@ export {
 } from './pool.ts';
 export { ensureSystemSchema } from './system-schema.ts';
 export { connectionConfig, ConnectionStringError } from './connection.ts';
+export { newClient, newPool, raisedAtConnectionStart, withConnection } from './client.ts';
 export {
   applyMigrations,
   dropEnvironmentSchemas,

@@ -38,7 +38,10 @@ function expectUnavailable(res: TestResponse): void {
  */
 function expectGraphqlUnavailable(res: TestResponse): void {
   expect(res.headers.get('retry-after'), res.text).toBe('1');
-  if (res.status === 503) return expectUnavailable(res);
+  if (res.status === 503) {
+    expectUnavailable(res);
+    return;
+  }
   expect(res.status, res.text).toBe(200);
   expect(res.body.errors, res.text).toHaveLength(1);
   expect(['DATABASE_UNAVAILABLE', 'DATABASE_BUSY']).toContain(res.body.errors[0].extensions.code);
