@@ -5,6 +5,9 @@
  * The server process survives (no unhandled 'error' event of a pg client), requests caught by the
  * cut answer 503 with Retry-After (never 500), and the next ones are served again.
  */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../runtime/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -52,12 +55,22 @@ let proxy: TcpProxy;
 let t: TestServer;
 /** SQL straight to the database, past the proxy. */
 let direct: Database;
+/** The local-disk storage root of the server's files. */
+let filesRoot: string;
 
 beforeAll(async () => {
   database = await createTestDatabase();
   const target = new URL(database.url);
   proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
-  t = await startTestServer({ databaseUrl: proxy.url(database.url) });
+  filesRoot = await mkdtemp(path.join(tmpdir(), 'svcgen-fault-proxy-'));
+  t = await startTestServer({
+    databaseUrl: proxy.url(database.url),
+    configPatch: (raw) => {
+      raw.storage.root = filesRoot;
+      // The load of this file is not what the rate limits are for (test/db/fault-proxy-background.test.ts cuts those).
+      raw.rateLimits = { dataPerMinutePerProject: 1_000_000, dataPerMinutePerCaller: 1_000_000 };
+    },
+  });
   direct = openDatabase(database.url, { max: 2 });
 }, 60_000);
 
@@ -66,6 +79,7 @@ afterAll(async () => {
   await direct?.close();
   await proxy?.close();
   await database?.drop();
+  if (filesRoot) await rm(filesRoot, { recursive: true, force: true });
 });
 
 /**
@@ -161,4 +175,80 @@ describe('every database connection cut without a word', () => {
     expect(rows.filter((r) => r.n !== 1)).toEqual([]);
     expect(unhandled, 'errors no handler caught').toEqual([]);
   }, 90_000);
+
+  it('8 clients reading and writing over REST: the process survives, cut requests answer 503 with Retry-After, every acknowledged create is stored once', async () => {
+    const name = (n: number) => `cut-rest-${n}`;
+    const { responses } = await underCuts(8, async (n) => {
+      const res =
+        n % 2 === 0
+          ? await t.request('POST', '/gw/api/rest/City', { body: { name: name(n), country: 'RS' } })
+          : await t.request('GET', '/gw/api/rest/City?country=equals.RS&limit=5');
+      return { res, ok: res.status === 200 || res.status === 201 };
+    });
+    expect(unhandled, 'errors no handler caught').toEqual([]);
+    const acknowledged = new Set<string>();
+    let caught = 0;
+    for (const res of responses) {
+      if (res.status === 201) acknowledged.add(res.body.data.name);
+      else if (res.status !== 200) {
+        caught++;
+        expectUnavailable(res);
+      }
+    }
+    expect(caught, 'requests caught by the cuts').toBeGreaterThan(0);
+    const rows = await direct.query<{ name: string; n: number }>(
+      `SELECT name, count(*)::int AS n FROM env_master."City" WHERE country = 'RS' GROUP BY name`,
+    );
+    expect(rows.filter((r) => r.n !== 1)).toEqual([]);
+    const stored = new Set(rows.map((r) => r.name));
+    expect(
+      [...acknowledged].filter((n) => !stored.has(n)),
+      'acknowledged but missing',
+    ).toEqual([]);
+  }, 90_000);
+
+  it('an ALL_OR_NOTHING bulk create cut mid-transaction answers 503 with Retry-After and writes none of its items; sent again, 201 with all', async () => {
+    const items = ['bulk-cut-a', 'bulk-cut-b', 'bulk-cut-c'].map((name) => ({ name, country: 'BK' }));
+    const stored = async () =>
+      (
+        await direct.query<{ name: string }>(`SELECT name FROM env_master."City" WHERE country = 'BK' ORDER BY name`)
+      ).map((r) => r.name);
+    // The statement carrying the second item reaches PostgreSQL inside the transaction; its answer never comes back.
+    const cut = proxy.cutNextAnswer({ after: 'bulk-cut-b' });
+    const res = await t.request('POST', '/gw/api/rest/City/_bulk', { body: { items } });
+    await cut;
+    expectProblem(res, 503, 'database-unavailable');
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(res.body.detail).toBe('the connection to the database was lost');
+    expect(await stored(), 'nothing half-written').toEqual([]);
+    const again = await t.request('POST', '/gw/api/rest/City/_bulk', { body: { items } });
+    expect(again.status, again.text).toBe(201);
+    expect(await stored()).toEqual(['bulk-cut-a', 'bulk-cut-b', 'bulk-cut-c']);
+    expect(unhandled, 'errors no handler caught').toEqual([]);
+  }, 30_000);
+
+  it('an upload under an Idempotency-Key cut during its metadata transaction answers 503 with Retry-After and leaves no row and no bytes; sent again with the key, 201', async () => {
+    const upload = () =>
+      t.request('POST', '/gw/api/rest/_files/attachments?name=meta-cut.txt', {
+        raw: 'bytes of a cut upload',
+        headers: { 'content-type': 'text/plain', 'idempotency-key': 'upload-cut-1' },
+      });
+    const rows = () => direct.query(`SELECT id FROM svcgen.files WHERE name = 'meta-cut.txt'`);
+    const files = async () =>
+      (await readdir(filesRoot, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).length;
+    const filesBefore = await files();
+    // The metadata row's INSERT (the file's name is one of its values) is cut before PostgreSQL answers it.
+    const cut = proxy.cutNextAnswer({ after: 'meta-cut.txt' });
+    const res = await upload();
+    await cut;
+    expectProblem(res, 503, 'database-unavailable');
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await rows(), 'no orphan row').toEqual([]);
+    expect(await files(), 'no orphan bytes').toBe(filesBefore);
+    const again = await upload();
+    expect(again.status, again.text).toBe(201);
+    expect(again.body.data.name).toBe('meta-cut.txt');
+    expect(await rows()).toHaveLength(1);
+    expect(unhandled, 'errors no handler caught').toEqual([]);
+  }, 30_000);
 });
