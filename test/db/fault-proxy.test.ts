@@ -84,13 +84,14 @@ afterAll(async () => {
 
 /**
  * Runs `send` from `clients` concurrent loops; once `before` answers succeeded, cuts every database
- * connection `cuts` times (each after `between` more successes), and stops after `after` successes
- * past the last cut. Answers every response in the order received.
+ * connection (or plays `fault`) `cuts` times (each after `between` more successes), and stops
+ * after `after` successes past the last cut. Answers every response in the order received.
  */
 async function underCuts(
   clients: number,
   send: (n: number) => Promise<{ res: TestResponse; ok: boolean }>,
   plan = { before: 24, cuts: 4, between: 12, after: 24 },
+  fault: () => number = () => proxy.cut(),
 ): Promise<{ responses: TestResponse[]; cutConnections: number[] }> {
   const responses: TestResponse[] = [];
   let successes = 0;
@@ -114,7 +115,7 @@ async function underCuts(
       );
     await successesReach(plan.before, 'successes before the first cut');
     for (let i = 0; i < plan.cuts && unhandled.length === 0; i++) {
-      cutConnections.push(proxy.cut());
+      cutConnections.push(fault());
       await successesReach(successes + plan.between, `successes after cut ${i + 1}`);
     }
     await successesReach(successes + plan.after, 'successes after the last cut');
@@ -251,4 +252,26 @@ describe('every database connection cut without a word', () => {
     expect(await rows()).toHaveLength(1);
     expect(unhandled, 'errors no handler caught').toEqual([]);
   }, 30_000);
+
+  it('a PgBouncer restart or a failover as the proxy plays it (every connection ended, new ones refused for 1 s): 503 with Retry-After meanwhile, served again after, by itself', async () => {
+    const { responses, cutConnections } = await underCuts(
+      8,
+      async () => {
+        const res = await t.request('GET', '/gw/api/rest/City?limit=1');
+        return { res, ok: res.status === 200 };
+      },
+      { before: 16, cuts: 1, between: 16, after: 16 },
+      () => {
+        const n = proxy.cut();
+        proxy.refuseFor(1000);
+        return n;
+      },
+    );
+    expect(unhandled, 'errors no handler caught').toEqual([]);
+    expect(cutConnections[0]).toBeGreaterThan(0);
+    const refused = responses.filter((r) => r.status !== 200);
+    expect(refused.length, 'requests while refused').toBeGreaterThan(0);
+    for (const res of refused) expectUnavailable(res);
+    expect(responses.at(-1)!.status).toBe(200);
+  }, 60_000);
 });

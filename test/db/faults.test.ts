@@ -640,6 +640,7 @@ describe('database fault classification', () => {
     [{ code: '57P03', message: 'the database system is starting up' }, 'unavailable'],
     [{ code: '08006', message: 'connection failure' }, 'unavailable'],
     [{ code: '53300', message: 'sorry, too many clients already' }, 'unavailable'],
+    [{ code: '53100', message: 'could not extend file "base/16384/16385": No space left on device' }, 'unavailable'],
     [{ code: '3D000', message: 'database "shop" does not exist' }, 'unavailable'],
     [{ code: '28P01', message: 'password authentication failed for user "svc"' }, 'unavailable'],
     [{ code: '28000', message: 'role "svc" does not exist' }, 'unavailable'],
