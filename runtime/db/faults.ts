@@ -155,6 +155,11 @@ function directFault(e: { code?: unknown; message?: unknown; severity?: unknown 
     // (docs/deployment.md "What survives what").
     return { kind: 'unavailable', detail: 'the database is not accepting connections' };
   }
+  if (code === '25006') {
+    // read_only_sql_transaction on svcgen's own writes: the server is a standby (a failover under
+    // way, or an address still naming the old primary), docs/deployment.md "What survives what".
+    return { kind: 'unavailable', detail: 'the database accepts no writes now (a standby, or a failover under way)' };
+  }
   if (NETWORK_CODES.has(code)) return { kind: 'unavailable', detail: 'the database cannot be reached' };
   // Refused at connection start: the database was dropped or renamed (3D000), or the role or its
   // password is no longer accepted (28xxx). Nothing the caller can fix; the log says which.
