@@ -45,7 +45,8 @@ export class WatchedTables {
    * `db` is the write's database: inside a transaction (a keyed or bulk write) the cache is not
    * waited for, since its load needs a second pool connection, and with as many such writes in
    * flight as the pool has connections (a cold cache: at start, after every gap of the channel)
-   * each would wait for one of the others' until the pool wait timeout. They capture instead.
+   * each would wait for one of the others' until the pool wait timeout. They capture instead
+   * (docs/deployment.md "Sizing the pool").
    */
   async watches(environment: string, table: string, since: number, db?: Queryable): Promise<boolean> {
     try {
