@@ -42,12 +42,13 @@ export async function openProjectDatabase(
  * Returns the name it created, or undefined when the database was there.
  */
 export async function createDatabaseIfMissing(url: string): Promise<string | undefined> {
-  const [{ default: pg }, { connectionConfig }] = await Promise.all([
-    import('pg'),
+  const [{ newClient }, { connectionConfig }] = await Promise.all([
+    import('../runtime/db/client.ts'),
     import('../runtime/db/connection.ts'),
   ]);
-  const tryConnect = async (target: string): Promise<InstanceType<typeof pg.Client> | 'missing'> => {
-    const client = new pg.Client(connectionConfig(target));
+  type Client = ReturnType<typeof newClient>;
+  const tryConnect = async (target: string): Promise<Client | 'missing'> => {
+    const client = newClient(connectionConfig(target));
     try {
       await client.connect();
       return client;
@@ -68,7 +69,7 @@ export async function createDatabaseIfMissing(url: string): Promise<string | und
     throw new Error(
       'the database URL names no database, and the default one (the user name) does not exist: add /<database> to it',
     );
-  let admin: InstanceType<typeof pg.Client> | 'missing' = 'missing';
+  let admin: Client | 'missing' = 'missing';
   for (const maintenance of ['postgres', 'template1']) {
     if (maintenance === name) continue;
     const other = new URL(url);

@@ -5,6 +5,7 @@
  */
 
 import { insideTransaction } from './announcements.ts';
+import { raisedAtConnectionStart } from './client.ts';
 import type { Queryable } from './pool.ts';
 
 export type DatabaseFaultKind =
@@ -112,7 +113,7 @@ export function databaseFault(error: unknown): DatabaseFault | undefined {
   return undefined;
 }
 
-function directFault(e: { code?: unknown; message?: unknown }): DatabaseFault | undefined {
+function directFault(e: { code?: unknown; message?: unknown; severity?: unknown }): DatabaseFault | undefined {
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
   if (code === '57014') {
@@ -146,6 +147,18 @@ function directFault(e: { code?: unknown; message?: unknown }): DatabaseFault | 
       kind: 'unavailable',
       detail: 'the database is not accepting connections (restarting, shutting down or overloaded)',
     };
+  }
+  if (code === '55000' && (raisedAtConnectionStart(e) || e.severity === 'FATAL')) {
+    // object_not_in_prerequisite_state is also an ordinary statement's error (currval before
+    // nextval, a table with pending trigger events): only refusing or ending the session (the
+    // database set to ALLOW_CONNECTIONS false) makes it the database's unavailability
+    // (docs/deployment.md "What survives what").
+    return { kind: 'unavailable', detail: 'the database is not accepting connections' };
+  }
+  if (code === '25006') {
+    // read_only_sql_transaction on svcgen's own writes: the server is a standby (a failover under
+    // way, or an address still naming the old primary), docs/deployment.md "What survives what".
+    return { kind: 'unavailable', detail: 'the database accepts no writes now (a standby, or a failover under way)' };
   }
   if (NETWORK_CODES.has(code)) return { kind: 'unavailable', detail: 'the database cannot be reached' };
   // Refused at connection start: the database was dropped or renamed (3D000), or the role or its

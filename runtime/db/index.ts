@@ -12,6 +12,7 @@ export {
 } from './pool.ts';
 export { ensureSystemSchema } from './system-schema.ts';
 export { connectionConfig, ConnectionStringError } from './connection.ts';
+export { newClient, newPool, raisedAtConnectionStart, withConnection } from './client.ts';
 export {
   applyMigrations,
   dropEnvironmentSchemas,
@@ -28,7 +29,7 @@ export {
   type ResolvedMigration,
 } from './migrations.ts';
 export { NotificationChannel, notify, type Subscriber } from './notifications.ts';
-export { ANNOUNCEMENT_SETTLE_MS, FRESHNESS_MS } from './announcements.ts';
+export { ANNOUNCEMENT_SETTLE_MS, FRESHNESS_MS, insideTransaction } from './announcements.ts';
 export { againOnConflict, databaseFault, type DatabaseFault, type DatabaseFaultKind } from './faults.ts';
 export { Readiness, type ReadinessReport, type ReadinessOptions, type CheckState } from './readiness.ts';
 export { Admission, AdmissionRefused, type AdmissionOptions, type AdmissionRefusal } from './admission.ts';

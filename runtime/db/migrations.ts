@@ -6,6 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { withConnection } from './client.ts';
 import { environmentSchema, ident, type Database, type Queryable } from './pool.ts';
 import { MIGRATION_LOCK_KEY } from './system-schema.ts';
 
@@ -157,65 +158,65 @@ export async function applyMigrations(
 ): Promise<AppliedMigration[]> {
   const migrations = await readMigrations(migrationsDir);
   const applied: AppliedMigration[] = [];
-  const client = await db.pool.connect();
-  try {
-    // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
-    await client.query('SET statement_timeout = 0');
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    for (const environment of environments) {
-      const schema = ident(environmentSchema(environment));
-      await client.query(
-        `CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}; ${PRISMA_MIGRATIONS_TABLE}`,
-      );
-      const { rows } = await client.query<{
-        migration_name: string;
-        finished_at: Date | null;
-        rolled_back_at: Date | null;
-      }>(`SELECT migration_name, finished_at, rolled_back_at FROM ${schema}."_prisma_migrations"`);
-      const failed = rows.find((r) => r.finished_at === null && r.rolled_back_at === null);
-      if (failed) throw new MigrationError(failedMigrationMessage(failed.migration_name, environment));
-      const done = new Set(rows.filter((r) => r.finished_at !== null).map((r) => r.migration_name));
-      for (const migration of migrations) {
-        if (done.has(migration.name)) continue;
-        onApply?.({ environment, name: migration.name });
-        const id = randomUUID();
-        await client.query('BEGIN');
-        try {
-          await client.query(
-            `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)`,
-            [id, migration.checksum, migration.name],
-          );
-          await client.query(migration.sql);
-          await client.query(
-            `UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
-            [id],
-          );
-          await client.query('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK');
-          const reason = postgresError(error);
-          // Recorded after the rollback, as Prisma records a failed migration (finished_at and
-          // rolled_back_at NULL, the error in logs), so that later runs stop until it is resolved.
-          await client.query(
-            `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, logs, applied_steps_count) VALUES ($1, $2, $3, now(), $4, 0)`,
-            [id, migration.checksum, migration.name, reason],
-          );
-          throw new MigrationError(
-            `migration ${migration.name} failed in environment ${environment}: ${reason}\n` +
-              `It was rolled back there (a migration that commits its own transaction, e.g. an enum change, may have left part of it applied) and is recorded as failed. ` +
-              `Fix migrations/${migration.name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${migration.name}\`, then \`npx svcgen migrate deploy\` (docs/migrations.md)`,
-          );
+  return withConnection(db.pool, async (client) => {
+    try {
+      // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
+      await client.query('SET statement_timeout = 0');
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      for (const environment of environments) {
+        const schema = ident(environmentSchema(environment));
+        await client.query(
+          `CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}; ${PRISMA_MIGRATIONS_TABLE}`,
+        );
+        const { rows } = await client.query<{
+          migration_name: string;
+          finished_at: Date | null;
+          rolled_back_at: Date | null;
+        }>(`SELECT migration_name, finished_at, rolled_back_at FROM ${schema}."_prisma_migrations"`);
+        const failed = rows.find((r) => r.finished_at === null && r.rolled_back_at === null);
+        if (failed) throw new MigrationError(failedMigrationMessage(failed.migration_name, environment));
+        const done = new Set(rows.filter((r) => r.finished_at !== null).map((r) => r.migration_name));
+        for (const migration of migrations) {
+          if (done.has(migration.name)) continue;
+          onApply?.({ environment, name: migration.name });
+          const id = randomUUID();
+          await client.query('BEGIN');
+          try {
+            await client.query(
+              `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)`,
+              [id, migration.checksum, migration.name],
+            );
+            await client.query(migration.sql);
+            await client.query(
+              `UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
+              [id],
+            );
+            await client.query('COMMIT');
+          } catch (error) {
+            await client.query('ROLLBACK');
+            const reason = postgresError(error);
+            // Recorded after the rollback, as Prisma records a failed migration (finished_at and
+            // rolled_back_at NULL, the error in logs), so that later runs stop until it is resolved.
+            await client.query(
+              `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, logs, applied_steps_count) VALUES ($1, $2, $3, now(), $4, 0)`,
+              [id, migration.checksum, migration.name, reason],
+            );
+            throw new MigrationError(
+              `migration ${migration.name} failed in environment ${environment}: ${reason}\n` +
+                `It was rolled back there (a migration that commits its own transaction, e.g. an enum change, may have left part of it applied) and is recorded as failed. ` +
+                `Fix migrations/${migration.name}/migration.sql, run \`npx svcgen migrate resolve --rolled-back ${migration.name}\`, then \`npx svcgen migrate deploy\` (docs/migrations.md)`,
+            );
+          }
+          applied.push({ environment, name: migration.name });
         }
-        applied.push({ environment, name: migration.name });
       }
+    } finally {
+      await client.query('RESET search_path').catch(() => {});
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+      await client.query('RESET statement_timeout').catch(() => {});
     }
-  } finally {
-    await client.query('RESET search_path').catch(() => {});
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    await client.query('RESET statement_timeout').catch(() => {});
-    client.release();
-  }
-  return applied;
+    return applied;
+  });
 }
 
 /** PostgreSQL's own words for a failed statement: message, then detail and hint when it gave them. */
@@ -310,16 +311,16 @@ async function requireMigration(migrationsDir: string, name: string): Promise<Mi
  * svcgen's own schema (API keys, tokens, accounts, webhooks) is kept: see docs/migrations.md.
  */
 export async function dropEnvironmentSchemas(db: Database, environments: readonly string[]): Promise<void> {
-  const client = await db.pool.connect();
-  try {
-    // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
-    await client.query('SET statement_timeout = 0');
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    for (const environment of environments)
-      await client.query(`DROP SCHEMA IF EXISTS ${ident(environmentSchema(environment))} CASCADE`);
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    await client.query('RESET statement_timeout').catch(() => {});
-    client.release();
-  }
+  return withConnection(db.pool, async (client) => {
+    try {
+      // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
+      await client.query('SET statement_timeout = 0');
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      for (const environment of environments)
+        await client.query(`DROP SCHEMA IF EXISTS ${ident(environmentSchema(environment))} CASCADE`);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+      await client.query('RESET statement_timeout').catch(() => {});
+    }
+  });
 }

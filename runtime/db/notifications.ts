@@ -7,7 +7,8 @@
  *
  * How fresh a cache is: see ./announcements.ts.
  */
-import pg from 'pg';
+import type pg from 'pg';
+import { newClient } from './client.ts';
 import { connectionConfig } from './connection.ts';
 import { announcementSettled, FRESHNESS_MS, settlesOnCommit } from './announcements.ts';
 import type { Queryable } from './pool.ts';
@@ -159,7 +160,7 @@ export class NotificationChannel {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({
+    const client = newClient({
       ...connectionConfig(this.databaseUrl),
       application_name: LISTENER_APPLICATION_NAME,
       // An attempt that hangs (a host that vanished drops packets instead of refusing) would

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { createHash } from 'node:crypto';
+import { newPool, withConnection } from './client.ts';
 import { connectionConfig } from './connection.ts';
 import { announcementSettled, enclosingTransaction, openTransactions, transactionAnnounced } from './announcements.ts';
 
@@ -178,7 +179,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   const via = pooler ? 'transaction' : (options.statementTimeoutVia ?? 'startup');
   // DateTime columns are `timestamp(3)` holding UTC (as Prisma writes them): pin the session time
   // zone so now() and CURRENT_TIMESTAMP defaults are stored as UTC too.
-  const pool = new pg.Pool({
+  const pool = newPool({
     ...connectionConfig(url),
     max: options.max ?? 10,
     types: types as pg.CustomTypesConfig,
@@ -191,33 +192,31 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     keepAlive: true,
   });
   const begin = timeoutMs > 0 && via === 'transaction' ? `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}` : 'BEGIN';
-  // An idle client's connection error must not crash the process; the pool replaces the client.
-  pool.on('error', () => {});
   const queries = new ClientQueries(pool, options.onQuery, !pooler);
   return {
     pool,
     query: (text, values) => queries.query(text, values),
     queryArrays: (text, values) => queries.queryArrays(text, values),
     async transaction(work) {
-      const client = await pool.connect();
-      const tx = new ClientQueries(client, options.onQuery, !pooler);
-      openTransactions.add(tx);
-      let broken: Error | undefined;
-      let result: Awaited<ReturnType<typeof work>>;
-      try {
-        await client.query(begin);
-        result = await work(tx);
-        await client.query('COMMIT');
-      } catch (error) {
-        // A connection that cannot even roll back must not go back to the pool for the next request.
-        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-        throw error;
-      } finally {
-        openTransactions.delete(tx);
-        client.release(broken);
-      }
+      let tx: ClientQueries | undefined;
+      // A connection that broke, or cannot even roll back, is closed rather than given to the next request.
+      const result = await withConnection(pool, async (client, discard) => {
+        tx = new ClientQueries(client, options.onQuery, !pooler);
+        openTransactions.add(tx);
+        try {
+          await client.query(begin);
+          const result = await work(tx);
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch(discard);
+          throw error;
+        } finally {
+          openTransactions.delete(tx);
+        }
+      });
       // A change announced to the other processes is known to all of them before the caller hears it is done.
-      if (transactionAnnounced(tx)) await announcementSettled();
+      if (transactionAnnounced(tx!)) await announcementSettled();
       return result;
     },
     async exec(sql) {

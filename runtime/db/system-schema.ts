@@ -2,6 +2,7 @@
  * svcgen's own tables. They are versioned here, not in the project's migrations folder: the
  * project's migrations describe the user's data model only.
  */
+import { withConnection } from './client.ts';
 import type { Database } from './pool.ts';
 
 const STEPS: readonly string[] = [
@@ -396,28 +397,28 @@ const STEPS: readonly string[] = [
 export const MIGRATION_LOCK_KEY = 72707369;
 
 export async function ensureSystemSchema(db: Database): Promise<void> {
-  const client = await db.pool.connect();
-  try {
-    // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
-    await client.query('SET statement_timeout = 0');
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS svcgen;
+  await withConnection(db.pool, async (client) => {
+    try {
+      // Schema changes and waiting for another process's migration lock may outlast a request's statement_timeout.
+      await client.query('SET statement_timeout = 0');
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS svcgen;
       CREATE TABLE IF NOT EXISTS svcgen.schema_version (version integer NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM svcgen.schema_version');
-    for (let version = (rows[0]?.v ?? 0) + 1; version <= STEPS.length; version++) {
-      await client.query('BEGIN');
-      try {
-        await client.query(STEPS[version - 1]!);
-        await client.query('INSERT INTO svcgen.schema_version (version) VALUES ($1)', [version]);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
+      const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM svcgen.schema_version');
+      for (let version = (rows[0]?.v ?? 0) + 1; version <= STEPS.length; version++) {
+        await client.query('BEGIN');
+        try {
+          await client.query(STEPS[version - 1]!);
+          await client.query('INSERT INTO svcgen.schema_version (version) VALUES ($1)', [version]);
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK');
+          throw error;
+        }
       }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+      await client.query('RESET statement_timeout').catch(() => {});
     }
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    await client.query('RESET statement_timeout').catch(() => {});
-    client.release();
-  }
+  });
 }

@@ -91,7 +91,7 @@ async function expensive<T>(ctx: DataContext, cost: string, work: () => Promise<
 
 /** Whether this request's writes must carry the event capture (see compileWrite). */
 export function capturesEvents(ctx: DataContext): Promise<boolean> {
-  return ctx.watchedTables.watches(ctx.tenant.environment, ctx.table.spec.name, ctx.req.receivedAt);
+  return ctx.watchedTables.watches(ctx.tenant.environment, ctx.table.spec.name, ctx.req.receivedAt, ctx.db);
 }
 
 /** Filters, sorts and selects may name only fields and relations the caller can read. */

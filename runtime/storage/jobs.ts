@@ -6,8 +6,7 @@
  */
 import { Logger, run } from 'graphile-worker';
 import { superviseRunner, type SupervisedRunner } from '../db/supervised-runner.ts';
-import pg from 'pg';
-import { connectionConfig, type Database, type Queryable } from '../db/index.ts';
+import { connectionConfig, newPool, type Database, type Queryable } from '../db/index.ts';
 import { QUEUE_SCHEMA } from '../webhooks/index.ts';
 import { parseObjectKey, type StorageBackend } from './backend.ts';
 
@@ -37,9 +36,8 @@ export async function startRemovalWorker(
   backend: StorageBackend,
   log: (message: string) => void,
 ): Promise<RemovalWorker> {
-  const pgPool = new pg.Pool({ ...connectionConfig(directUrl), max: 2, connectionTimeoutMillis: 5000 });
-  pgPool.on('error', () => {});
-  pgPool.on('connect', (client) => client.on('error', () => {}));
+  // newPool's clients cannot crash the process, also while graphile-worker holds them.
+  const pgPool = newPool({ ...connectionConfig(directUrl), max: 2, connectionTimeoutMillis: 5000, keepAlive: true });
   const start = () =>
     run({
       pgPool,

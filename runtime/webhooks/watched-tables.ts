@@ -6,7 +6,14 @@
  * usually proven already for its authentication), so the cache it consults knows them all.
  * Whenever that cannot be shown (channel down, a change arriving mid-load), writes capture.
  */
-import { FRESHNESS_MS, notify, type Database, type NotificationChannel, type Queryable } from '../db/index.ts';
+import {
+  FRESHNESS_MS,
+  insideTransaction,
+  notify,
+  type Database,
+  type NotificationChannel,
+  type Queryable,
+} from '../db/index.ts';
 
 const TOPIC = 'webhooks-changed';
 
@@ -35,11 +42,20 @@ export class WatchedTables {
   /**
    * Whether a write to `table` in `environment` must carry the capture CTEs, counting every
    * subscription change committed before `since` (the request's arrival); true when unsure.
+   * `db` is the write's database: inside a transaction (a keyed or bulk write) the cache is not
+   * waited for, since its load needs a second pool connection, and with as many such writes in
+   * flight as the pool has connections (a cold cache: at start, after every gap of the channel)
+   * each would wait for one of the others' until the pool wait timeout. They capture instead
+   * (docs/deployment.md "Sizing the pool").
    */
-  async watches(environment: string, table: string, since: number): Promise<boolean> {
+  async watches(environment: string, table: string, since: number, db?: Queryable): Promise<boolean> {
     try {
       await this.channel.heardSince(since - FRESHNESS_MS);
     } catch {
+      return true;
+    }
+    if (!this.watched && db && insideTransaction(db)) {
+      this.load().catch(() => {});
       return true;
     }
     const watched = this.watched ?? (await this.load());

@@ -6,9 +6,9 @@
  */
 import { Logger, run, runMigrations } from 'graphile-worker';
 import { superviseRunner, type SupervisedRunner } from '../db/supervised-runner.ts';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Config } from '../config/index.ts';
-import { connectionConfig, openDatabase, type Database } from '../db/index.ts';
+import { connectionConfig, newClient, newPool, openDatabase, type Database } from '../db/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
 import {
@@ -48,16 +48,9 @@ export function nextDrainDelay(row: { more: boolean; watched: boolean } | undefi
 
 /** A pool of ours rather than graphile-worker's connectionString: pg alone would read sslmode its own way. */
 function queuePool(url: string, max: number): pg.Pool {
-  const pool = new pg.Pool({
-    ...connectionConfig(url),
-    max,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    keepAlive: true,
-  });
-  // Dropped connections are graphile-worker's to notice (the runner restarts); none may crash the process.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
-  return pool;
+  // Dropped connections are graphile-worker's to notice (the runner restarts); newPool's clients
+  // cannot crash the process, also while graphile-worker holds them.
+  return newPool({ ...connectionConfig(url), max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
 }
 
 function quietLogger(log: (message: string) => void): Logger {
@@ -73,12 +66,11 @@ const QUEUE_MIGRATION_LOCK_KEY = 72707370;
 
 /** Creates or upgrades the job queue's schema; data statements queue jobs, so it precedes serving. */
 export async function installDeliveryQueue(databaseUrl: string, log: (message: string) => void): Promise<void> {
-  const lock = new pg.Client({
+  const lock = newClient({
     ...connectionConfig(databaseUrl),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     keepAlive: true,
   });
-  lock.on('error', () => {});
   const pgPool = queuePool(databaseUrl, 1);
   try {
     await lock.connect();

@@ -6,9 +6,16 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseFault, openDatabase, Readiness, type Database } from '../../runtime/db/index.ts';
+import {
+  databaseFault,
+  newClient,
+  openDatabase,
+  raisedAtConnectionStart,
+  Readiness,
+  type Database,
+} from '../../runtime/db/index.ts';
 import { revokeApiKey } from '../../runtime/keys/index.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, databaseServerUrl, type TestDatabase } from '../support/database.ts';
 import {
   expectProblem,
   MANAGEMENT_TOKEN,
@@ -234,6 +241,57 @@ describe('the database dropped under a running server', () => {
       }
     } finally {
       await t.server.close();
+    }
+  }, 60_000);
+});
+
+describe('the database set to ALLOW_CONNECTIONS false under a running server (docs/deployment.md "What survives what")', () => {
+  it('answers 503 database-unavailable with Retry-After (not 500) once its pool must open a connection, and 200 again after ALLOW_CONNECTIONS true', async () => {
+    const t = await startTestServer();
+    const admin = new pg.Client({ connectionString: databaseServerUrl() });
+    await admin.connect();
+    const allow = (on: boolean) =>
+      admin.query(`ALTER DATABASE ${admin.escapeIdentifier(t.database.name)} ALLOW_CONNECTIONS ${on}`);
+    try {
+      expect((await t.request('GET', '/gw/api/rest/City')).status).toBe(200);
+      await allow(false);
+      // The pool's idle connections (and every other) end, so the next request must open one.
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [t.database.name]);
+      const refused = await until(
+        () => t.request('GET', '/gw/api/rest/City'),
+        (res) => res.status !== 503 || res.body.detail === 'the database is not accepting connections',
+        10_000,
+        'a request refused at connection start',
+      );
+      expectProblem(refused, 503, 'database-unavailable');
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expectProblem(await t.request('POST', '/gw/api/rest/City', { body: { name: 'Shut', country: 'NO' } }), 503);
+      // Told apart from a statement's 55000 by where it was raised, not by the server's (translatable) words.
+      const refusal = await newClient({ connectionString: t.database.url })
+        .connect()
+        .then(
+          () => undefined,
+          (error: Error & { code?: string; severity?: string }) => error,
+        );
+      expect(refusal?.code).toBe('55000');
+      expect(raisedAtConnectionStart(refusal)).toBe(true);
+      // As a server with lc_messages = 'de_DE' words it.
+      expect(databaseFault(Object.assign(refusal!, { severity: 'SCHWERWIEGEND' }))?.kind).toBe('unavailable');
+      await allow(true);
+      const back = await until(
+        () => t.request('GET', '/gw/api/rest/City'),
+        (res) => res.status === 200,
+        10_000,
+        'served again',
+      );
+      expect(back.status).toBe(200);
+      expect((await t.request('POST', '/gw/api/rest/City', { body: { name: 'Open', country: 'NO' } })).status).toBe(
+        201,
+      );
+    } finally {
+      await allow(true).catch(() => {});
+      await admin.end();
+      await t.close();
     }
   }, 60_000);
 });
@@ -582,6 +640,7 @@ describe('database fault classification', () => {
     [{ code: '57P03', message: 'the database system is starting up' }, 'unavailable'],
     [{ code: '08006', message: 'connection failure' }, 'unavailable'],
     [{ code: '53300', message: 'sorry, too many clients already' }, 'unavailable'],
+    [{ code: '53100', message: 'could not extend file "base/16384/16385": No space left on device' }, 'unavailable'],
     [{ code: '3D000', message: 'database "shop" does not exist' }, 'unavailable'],
     [{ code: '28P01', message: 'password authentication failed for user "svc"' }, 'unavailable'],
     [{ code: '28000', message: 'role "svc" does not exist' }, 'unavailable'],
@@ -598,6 +657,10 @@ describe('database fault classification', () => {
     [{ code: '40P01', message: 'deadlock detected' }, 'lock-conflict'],
     [{ code: '40001', message: 'could not serialize access due to concurrent update' }, 'lock-conflict'],
     [{ code: '55P03', message: 'canceling statement due to lock timeout' }, 'lock-conflict'],
+    [
+      { code: '55000', severity: 'FATAL', message: 'database "shop" is not currently accepting connections' },
+      'unavailable',
+    ],
   ])('%o → %s', (error, kind) => {
     expect(databaseFault(error)?.kind).toBe(kind);
   });
@@ -605,8 +668,30 @@ describe('database fault classification', () => {
   it.each([
     [{ code: '23505', message: 'duplicate key value violates unique constraint' }],
     [{ code: '42P01', message: 'relation "x" does not exist' }],
+    // 55000 raised by a statement on an open session is the statement's own (docs/deployment.md "What survives what").
+    [{ code: '55000', severity: 'ERROR', message: 'currval of sequence "s" is not yet defined in this session' }],
     [new TypeError("Cannot read properties of undefined (reading 'id')")],
   ])('%o is not a database fault (it stays a 4xx or a 500)', (error) => {
     expect(databaseFault(error)).toBeUndefined();
   });
+});
+
+describe('a write inside a transaction does not wait for a second pool connection', () => {
+  it('a keyed create as the first write of a server whose pool has one connection answers 201 (the watched-tables cache is not loaded through the pool it holds)', async () => {
+    const t = await startTestServer({
+      configPatch: (raw) => (raw.database = { poolSize: 1, poolWaitTimeoutMs: 2000 }),
+    });
+    try {
+      const body = { name: 'Coldstart', country: 'NO' };
+      const headers = { 'idempotency-key': 'cold-cache-1' };
+      const res = await t.request('POST', '/gw/api/rest/City', { body, headers });
+      expect(res.status, res.text).toBe(201);
+      const bulk = await t.request('POST', '/gw/api/rest/City/_bulk', { body: { items: [body] } });
+      expect(bulk.status, bulk.text).toBe(201);
+      const replay = await t.request('POST', '/gw/api/rest/City', { body, headers });
+      expect(replay.headers.get('idempotency-replayed')).toBe('true');
+    } finally {
+      await t.close();
+    }
+  }, 30_000);
 });

@@ -1,7 +1,7 @@
 // inspecting an existing server
 import fs from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
+import { newClient } from '../client.ts';
 import { readPassword, type Paths } from './directories.ts';
 import { START_TIMEOUT_MS } from './limits.ts';
 import { logTail } from './log.ts';
@@ -55,7 +55,7 @@ export async function findRunningServer(
 
 /** 'ok' = select 1 worked; 'auth' = server answered but refused our password; 'down' = anything else */
 export async function probe(port: number, password: string): Promise<'ok' | 'auth' | 'down'> {
-  const client = new pg.Client({
+  const client = newClient({
     host: '127.0.0.1',
     port,
     user: 'postgres',
@@ -63,7 +63,6 @@ export async function probe(port: number, password: string): Promise<'ok' | 'aut
     database: 'postgres',
     connectionTimeoutMillis: 3000,
   });
-  client.on('error', () => {});
   try {
     await client.connect();
     await client.query('select 1');
