@@ -51,6 +51,7 @@ import { withFileChanges, type FileFieldMeta } from './files.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { LiveEvent, LiveHub, LiveListener } from './hub.ts';
 import { LiveQueue } from './queue.ts';
+import { boundMessages } from './socket-input.ts';
 
 /** Close codes of docs/realtime.md beyond graphql-ws's own (4400, 4401, 4403, 4408, 4409, 4429). */
 export const CLOSE = {
@@ -248,6 +249,7 @@ export class RealtimeServer {
     else if (this.connections >= this.limits.maxConnections) refuse(429, 'Too Many Requests');
     else
       this.wss.handleUpgrade(req, socket, head, (ws) => {
+        boundMessages(ws);
         this.wss.emit('connection', ws, req);
         // graphql-ws writes a socket's 'error' (a frame over maxPayload, invalid UTF-8: ws has
         // already closed the socket with 1009 or 1007) to console.error: a client's mistake, not
