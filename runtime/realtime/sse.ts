@@ -11,7 +11,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
 import { jsonBodyProblem, parseJsonBody, Problem, type ApiRequest } from '../http/index.ts';
-import { CLOSE, SUBSCRIPTION_MESSAGES, type Caller, type LiveConnection, type RealtimeServer } from './server.ts';
+import {
+  CAP_RETRY_AFTER_SECONDS,
+  CLOSE,
+  SUBSCRIPTION_MESSAGES,
+  type Caller,
+  type LiveConnection,
+  type RealtimeServer,
+} from './server.ts';
 
 /** The error code a stream's last event names for each close code (docs/realtime.md). */
 const CLOSE_NAMES: Record<number, string> = {
@@ -171,9 +178,7 @@ export function sseHandler(
         'rate-limited',
         `this server holds its maximum of ${server.maxConnections} connections; try again later`,
         [],
-        {
-          'retry-after': '5',
-        },
+        { 'retry-after': String(CAP_RETRY_AFTER_SECONDS) },
       );
     const raw = await apiReq.readBody();
     const stream = new SseStream(res);
