@@ -30,7 +30,7 @@ export {
   type Write,
   type WriteResult,
 } from './compile-write.ts';
-export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
+export { cursorCodec, cursorOwner, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {
   and,
   or,
