@@ -18,6 +18,7 @@ export { PerCallerCache } from './per-caller.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {
+  compileUnwritableFields,
   compileWrite,
   createPresets,
   FILE_REFERENCE_SQLSTATE,
@@ -75,6 +76,6 @@ export {
   type RecordValues,
   unsupportedIn,
 } from './evaluate.ts';
-export { Policy, type RoleOperand } from './policy.ts';
+export { Policy, writeDecision, type RoleOperand, type WriteDecision } from './policy.ts';
 export { Params } from './sql.ts';
 export { parseKey, toParameter } from './values.ts';
