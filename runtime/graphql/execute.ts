@@ -25,7 +25,7 @@ import {
   queryFingerprint,
   type SelectItem,
 } from '../query/index.ts';
-import { budgeted, readScope, type DataContext } from '../rest/context.ts';
+import { budgeted, cursorOwnerOf, readScope, type DataContext } from '../rest/context.ts';
 import { AGGREGATE_COST, listCost, readOneCost } from '../rest/cost.ts';
 import { queryProblem } from '../rest/query-problems.ts';
 import { AnswerTooLarge, answerTooLargeError, type DocumentBudget } from './document-budget.ts';
@@ -276,7 +276,7 @@ async function resolveRoot(
       let after: (string | null)[] | undefined;
       if (args.after !== undefined && args.after !== null) {
         try {
-          after = ctx.cursors.decode(fingerprint, args.after as string);
+          after = ctx.cursors.decode(cursorOwnerOf(ctx), fingerprint, args.after as string);
         } catch (error) {
           if (error instanceof CursorError) throw new QueryError('after', error.message);
           throw error;
@@ -311,7 +311,11 @@ async function resolveRoot(
         pageInfo: {
           hasNextPage: all.length > limit,
           endCursor: last
-            ? ctx.cursors.encode(fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[])
+            ? ctx.cursors.encode(
+                cursorOwnerOf(ctx),
+                fingerprint,
+                last.slice(1, 1 + compiled.keyColumns) as (string | null)[],
+              )
             : null,
         },
         totalCount,

@@ -7,8 +7,17 @@ export {
   type FieldError,
   type AuthErrorCode,
 } from './problems.ts';
-export { JsonBodyError, MAX_JSON_DEPTH, parseJsonBody, type JsonBodyRule } from './json-body.ts';
-export { header, jsonReply, rawJsonReply, readJson, bodyReader, type ApiRequest, type Reply } from './request.ts';
+export { boundJsonDepth, JsonBodyError, MAX_JSON_DEPTH, parseJsonBody, type JsonBodyRule } from './json-body.ts';
+export {
+  header,
+  jsonBodyProblem,
+  jsonReply,
+  rawJsonReply,
+  readJson,
+  bodyReader,
+  type ApiRequest,
+  type Reply,
+} from './request.ts';
 export { errorReply, databaseFaultProblem, DATABASE_RETRY_AFTER_SECONDS, type ErrorLogger } from './reply.ts';
 export { adapt, adaptStream } from './express-adapter.ts';
 export { nodeRequest, run, runStream, send, type Handler, type StreamHandler } from './node-adapter.ts';

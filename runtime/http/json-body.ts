@@ -1,8 +1,11 @@
 /**
- * The one way a request body becomes a JSON value (data API, _query, bulk, auth, keys, webhooks).
- * Everything that could cost more than the body's length is refused first, in linear scans:
- * bytes that are not UTF-8, nesting deeper than LIMITS.maxJsonDepth, and afterwards strings that
- * hold an unpaired surrogate (`"\ud800"`), which no UTF-8 column can store faithfully.
+ * The one way a request body becomes a JSON value (data API, _query, bulk, auth, keys, webhooks,
+ * storage, the SSE subscription body). Everything that could cost more than the body's length is
+ * refused first, in linear scans: bytes that are not UTF-8, nesting deeper than
+ * LIMITS.maxJsonDepth, and afterwards strings that hold an unpaired surrogate (`"\ud800"`), which
+ * no UTF-8 column can store faithfully. The nesting bound (boundJsonDepth) is also what the GraphQL
+ * endpoint and the subscription socket check before anything parses their JSON (docs/api.md
+ * §7 "Limits", docs/realtime.md "Lifecycle and limits").
  */
 import { LIMITS } from '../model/index.ts';
 
@@ -50,6 +53,20 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
+/**
+ * The nesting bound of every JSON input, on every transport: throws JsonBodyError `max_depth`
+ * when `text` nests arrays and objects more than MAX_JSON_DEPTH levels deep, before JSON.parse or
+ * any walker sees it. `what` names the input in the message; `envelope` is the levels a wrapper
+ * adds around it (a graphql-ws message's `{"type":…,"payload":…}`), which do not count.
+ */
+export function boundJsonDepth(text: string, what = 'the body', envelope = 0): void {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH + envelope))
+    throw new JsonBodyError(
+      'max_depth',
+      `${what} nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})`,
+    );
+}
+
 // In a `u` regex a well-formed pair is one code point, so \p{Cs} only matches a lone surrogate.
 const LONE_SURROGATE = /\p{Cs}/u;
 // A decoded UTF-8 text cannot hold a surrogate, so one can only come from a \uD800–\uDFFF escape.
@@ -84,12 +101,7 @@ export function parseJsonBody(body: Uint8Array): unknown {
   } catch {
     throw new JsonBodyError('utf8', 'the body is not valid UTF-8; send JSON encoded as UTF-8');
   }
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-    throw new JsonBodyError(
-      'max_depth',
-      `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})`,
-    );
-  }
+  boundJsonDepth(text);
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -58,19 +58,34 @@ function shortDetail(detail: string, errors: readonly FieldError[]): string {
   return `${parts.slice(0, kept).join('; ')}; … and ${parts.length - kept} more`;
 }
 
+/**
+ * The Retry-After of a 429 whose source gave none (docs/api.md §6.2): every 429 carries one, so a
+ * client always knows when to come back. Each source sets its own (a rate limit's window, a cap's
+ * guess); this only keeps a forgotten one from reaching a client without it.
+ */
+export const DEFAULT_RETRY_AFTER_SECONDS = 1;
+
+/** `headers` with Retry-After when `status` is 429 and they have none. */
+function withRetryAfter(status: number, headers: Record<string, string>): Record<string, string> {
+  if (status !== 429 || Object.keys(headers).some((name) => name.toLowerCase() === 'retry-after')) return headers;
+  return { ...headers, 'retry-after': String(DEFAULT_RETRY_AFTER_SECONDS) };
+}
+
 export class Problem extends Error {
   readonly status: number;
+  readonly headers: Record<string, string>;
   constructor(
     readonly kind: ProblemKind,
     readonly detail: string,
     readonly errors: FieldError[] = [],
-    readonly headers: Record<string, string> = {},
+    headers: Record<string, string> = {},
     /** Extension members (RFC 9457 §3.2), e.g. the bulk envelope as `data`. */
     readonly extensions: Record<string, unknown> = {},
   ) {
     super(detail);
     this.name = 'Problem';
     this.status = PROBLEM_KINDS[kind].status;
+    this.headers = withRetryAfter(this.status, headers);
   }
 
   /**
@@ -99,13 +114,15 @@ export { AUTH_ERRORS, type AuthErrorCode };
 
 export class AuthError extends Error {
   readonly status: number;
+  readonly headers: Record<string, string>;
   constructor(
     readonly code: AuthErrorCode,
     readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
+    headers: Record<string, string> = {},
   ) {
     super(code);
     this.name = 'AuthError';
     this.status = AUTH_ERRORS[code];
+    this.headers = withRetryAfter(this.status, headers);
   }
 }

@@ -100,11 +100,16 @@ export async function readJson(req: ApiRequest, types: readonly string[] = ['app
   try {
     return parseJsonBody(body);
   } catch (error) {
-    if (!(error instanceof JsonBodyError)) throw error;
-    throw new Problem(
-      'invalid-json',
-      error.message,
-      error.rule === 'json' ? [] : [{ field: error.field, rule: error.rule, message: error.message }],
-    );
+    throw jsonBodyProblem(error);
   }
+}
+
+/** A JsonBodyError as the 400 `invalid-json` Problem of every route (docs/api.md §6.2); anything else as it is. */
+export function jsonBodyProblem(error: unknown): unknown {
+  if (!(error instanceof JsonBodyError)) return error;
+  return new Problem(
+    'invalid-json',
+    error.message,
+    error.rule === 'json' ? [] : [{ field: error.field, rule: error.rule, message: error.message }],
+  );
 }

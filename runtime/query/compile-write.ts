@@ -14,8 +14,8 @@ import { captureEvents, CHANGED_COLUMN, type EventOperation } from '../webhooks/
 import type { CatalogTable } from './catalog.ts';
 import { compileCondition, compileRoleCondition, newAlias, readableRows, type Scope } from './compile-condition.ts';
 import { fieldExpression, readableRecord } from './compile-read.ts';
-import { or, type Action, type Condition, type Grant, type RoleRule } from './description.ts';
-import { presetsOf, rulesAllowing } from './policy.ts';
+import type { Action, Condition, Grant, RoleRule } from './description.ts';
+import { presetsOf, writeDecision, type WriteDecision } from './policy.ts';
 import { clientDefaultValue, toParameter } from './values.ts';
 
 export type Write =
@@ -117,29 +117,28 @@ export class WriteRefused extends Error {
 }
 
 /**
- * The rules that decide a write of `fields` (docs/permissions.md "Writing"): those of the caller's
- * roles allowing the action with every one of the fields. Refused when there are none.
+ * How a write of `fields` is decided (docs/permissions.md "Writing", "Several roles"): refused
+ * (403) when no role allows the action, or names a field that no role allowing it lists;
+ * otherwise the rows on which the caller may write every one of the fields (policy.ts
+ * writeDecision: per row, the union of the lists of the roles allowing the action there).
  */
 export function writeRules(
   scope: Scope,
   table: CatalogTable,
   action: Exclude<Action, 'read'>,
   fields: readonly string[],
-): RoleRule[] {
+): WriteDecision {
   const grant = scope.access.grant(table.spec.name, action);
   if (!grant) throw new WriteRefused(`your role may not ${action} ${table.spec.name} records`, []);
   const forbidden = fields.filter((f) => grant.fields !== null && !grant.fields.has(f));
   if (forbidden.length > 0)
     throw new WriteRefused(`your role may not write ${forbidden.join(', ')} of ${table.spec.name}`, forbidden);
-  const rules = rulesAllowing(grant, fields);
-  if (rules.length === 0)
-    throw new WriteRefused(`none of your roles may write ${fields.join(', ')} of ${table.spec.name} together`, fields);
-  return rules;
+  return writeDecision(grant, fields);
 }
 
-/** Values a create of `fields` gets from the deciding roles' filters (`$user.id`, ...) where the body has none. */
+/** Values a create of `fields` gets from the filters of the roles bearing on them (`$user.id`, ...) where the body has none. */
 export function createPresets(scope: Scope, table: CatalogTable, fields: readonly string[]): Record<string, unknown> {
-  const presets = presetsOf(writeRules(scope, table, 'create', fields));
+  const presets = presetsOf(writeRules(scope, table, 'create', fields).rules);
   for (const f of fields) delete presets[f];
   return presets;
 }
@@ -223,9 +222,9 @@ function insertShape(scope: Scope, write: Write & { kind: 'insert' }, result: Wr
   return `${scope.environment}\n${result.kind}\n${write.written.join(',')}\n${present}`;
 }
 
-/** Whether two writeRules answers are the same rules (so one row filter check serves both records). */
-export function sameRules(a: readonly RoleRule[], b: readonly RoleRule[]): boolean {
-  return a.length === b.length && a.every((r, i) => r === b[i]);
+/** Whether two writeRules answers decide alike (so one row filter check serves both records). */
+export function sameRules(a: WriteDecision, b: WriteDecision): boolean {
+  return a.key === b.key;
 }
 
 /**
@@ -285,6 +284,36 @@ function targetCondition(
   return parts.filter((p) => p !== 'TRUE').join(' AND ') || 'TRUE';
 }
 
+/**
+ * Why an update of `fields` by `key` changed no row (docs/permissions.md "Several roles"): a
+ * statement answering one row, when the caller may read the addressed record and some role allows
+ * updating it, that holds the fields it may not write there (text[]); no row when the record is
+ * "not found". Undefined when no field's writability depends on the row: then no row changed
+ * means not found, with no statement to ask.
+ */
+export function compileUnwritableFields(
+  scope: Scope,
+  table: CatalogTable,
+  key: Condition,
+  fields: readonly string[],
+): string | undefined {
+  const decision = writeRules(scope, table, 'update', fields);
+  if (!fields.some((f) => decision.fieldRows.has(f))) return undefined;
+  const t = newAlias(scope);
+  const checks = fields.flatMap((f) => {
+    const rows = decision.fieldRows.get(f);
+    return rows
+      ? [`CASE WHEN ${compileRoleCondition(scope, table, t, rows)} THEN NULL ELSE '${f.replace(/'/g, "''")}' END`]
+      : [];
+  });
+  const where = [
+    compileRoleCondition(scope, table, t, key),
+    readableRows(scope, table, t),
+    compileRoleCondition(scope, table, t, decision.anyRows),
+  ].filter((p) => p !== 'TRUE');
+  return `SELECT array_remove(ARRAY[${checks.join(', ')}]::text[], NULL) FROM ${table.qualified(scope.environment)} ${t} WHERE ${where.join(' AND ') || 'TRUE'}`;
+}
+
 /** A RETURNING column that fails the statement when the row `alias` does not match `rows` afterwards. */
 function checkColumn(scope: Scope, table: CatalogTable, alias: string, rows: Condition): string {
   return rows.kind === 'true'
@@ -302,22 +331,22 @@ function mutation(
   const q = table.qualified(scope.environment);
   const add = (v: unknown) => scope.params.add(v);
   if (write.kind === 'insert') {
-    const rules = writeRules(scope, table, 'create', write.written);
+    const decision = writeRules(scope, table, 'create', write.written);
     const t = newAlias(scope);
     const { columns, values } = insertColumns(scope, table, write.values, add);
     const body = columns.length ? `(${columns.join(', ')}) VALUES (${values.join(', ')})` : 'DEFAULT VALUES';
     return {
-      sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`,
+      sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, decision.rows)}`,
       operation: 'INSERT',
-      rules,
+      rules: decision.rules,
     };
   }
   if (write.kind === 'insertMany') {
     const [first, ...rest] = write.records;
     if (!first) throw new Error('insertMany needs at least one record');
-    const rules = writeRules(scope, table, 'create', first.written);
+    const decision = writeRules(scope, table, 'create', first.written);
     for (const r of rest) {
-      if (!sameRules(rules, writeRules(scope, table, 'create', r.written)))
+      if (!sameRules(decision, writeRules(scope, table, 'create', r.written)))
         throw new Error('insertMany records must be decided by the same rules');
     }
     const t = newAlias(scope);
@@ -327,25 +356,29 @@ function mutation(
       ? `(${list.columns.join(', ')}) VALUES ${list.rows.join(', ')}`
       : `SELECT FROM generate_series(1, ${write.records.length})`;
     return {
-      sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, or(...rules.map((r) => r.rows)))}`,
+      sql: `INSERT INTO ${q} AS ${t} ${body} RETURNING ${t}.*${checkColumn(scope, table, t, decision.rows)}`,
       operation: 'INSERT',
-      rules,
+      rules: decision.rules,
     };
   }
   if (write.kind === 'delete') {
-    const rules = writeRules(scope, table, 'delete', []);
+    const decision = writeRules(scope, table, 'delete', []);
     const t = newAlias(scope);
-    const where = targetCondition(scope, table, t, write, or(...rules.map((r) => r.rows)));
+    const where = targetCondition(scope, table, t, write, decision.anyRows);
     return { sql: `DELETE FROM ${q} AS ${t} WHERE ${where} RETURNING ${t}.*`, operation: 'DELETE', rules: [] };
   }
   const patched = table.spec.fields.filter((f) => Object.hasOwn(write.patch, f.name));
-  const rules = writeRules(
+  const decision = writeRules(
     scope,
     table,
     'update',
     patched.map((f) => f.name),
   );
-  const allowed = or(...rules.map((r) => r.rows));
+  const rules = decision.rules;
+  // The rows on which every patched field is writable, before the change and after it (a row
+  // some role may update, but not with these fields, is not reached: an update by key that
+  // changes nothing asks unwritableFields why).
+  const allowed = decision.rows;
   const before = newAlias(scope);
   const condition = targetCondition(scope, table, before, write, allowed);
   if (patched.length === 0)

@@ -18,6 +18,7 @@ export { PerCallerCache } from './per-caller.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {
+  compileUnwritableFields,
   compileWrite,
   createPresets,
   FILE_REFERENCE_SQLSTATE,
@@ -30,7 +31,7 @@ export {
   type Write,
   type WriteResult,
 } from './compile-write.ts';
-export { cursorCodec, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
+export { cursorCodec, cursorOwner, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {
   and,
   or,
@@ -75,6 +76,6 @@ export {
   type RecordValues,
   unsupportedIn,
 } from './evaluate.ts';
-export { Policy, type RoleOperand } from './policy.ts';
+export { Policy, writeDecision, type RoleOperand, type WriteDecision } from './policy.ts';
 export { Params } from './sql.ts';
 export { parseKey, toParameter } from './values.ts';

@@ -214,11 +214,59 @@ export class Policy {
 }
 
 /**
- * The rules of a write grant that allow every one of `fields`: they decide the write (its target
- * rows, its after-the-fact check and its presets). Empty when no single role allows them all.
+ * How a write of `fields` is decided under several roles (docs/permissions.md "Several roles",
+ * CONTRACT §5): a row's writable fields are the union of the lists of the roles that allow the
+ * action on that row, so the write may change a row when, for every field, some rule listing it
+ * holds there. Every condition uses the rules' own filters (variables resolved for the caller).
  */
-export function rulesAllowing(grant: Grant, fields: readonly string[]): RoleRule[] {
-  return grant.rules.filter((r) => r.fields === null || fields.every((f) => r.fields!.has(f)));
+export interface WriteDecision {
+  /** Rows on which every one of the fields is writable: those an update changes, and what a written row must match afterwards. */
+  readonly rows: Condition;
+  /** Rows some rule allows the action on at all, whatever the fields. */
+  readonly anyRows: Condition;
+  /**
+   * Each field that is not writable on every row of `anyRows`, with the rows it is writable on
+   * (the rules listing it): what names the fields of a 403 on a row the caller may update.
+   */
+  readonly fieldRows: ReadonlyMap<string, Condition>;
+  /** The rules that bear on the fields (listing one of them; all when there are none): presets and `row_filter`'s field names come from them. */
+  readonly rules: readonly RoleRule[];
+  /** Equal for two field lists that are decided alike (bulk records sharing one statement). */
+  readonly key: string;
+}
+
+/** The decision for `fields` of a write grant (fields no rule lists make it match no row: the caller refuses them first). */
+export function writeDecision(grant: Grant, fields: readonly string[]): WriteDecision {
+  const anyRows = or(...grant.rules.map((r) => r.rows));
+  const listing = (field: string) => grant.rules.filter((r) => r.fields === null || r.fields.has(field));
+  // Fields listed by the same rules share one condition.
+  const groups = new Map<string, { rules: RoleRule[]; fields: string[] }>();
+  for (const field of fields) {
+    const rules = listing(field);
+    const key = rules.map((r) => grant.rules.indexOf(r)).join(',');
+    const group = groups.get(key);
+    if (group) group.fields.push(field);
+    else groups.set(key, { rules, fields: [field] });
+  }
+  const fieldRows = new Map<string, Condition>();
+  const conditions: Condition[] = [];
+  for (const group of groups.values()) {
+    const rows = or(...group.rules.map((r) => r.rows));
+    conditions.push(rows);
+    if (group.rules.length < grant.rules.length && rows.kind !== 'true')
+      for (const field of group.fields) fieldRows.set(field, rows);
+  }
+  const bearing =
+    fields.length === 0
+      ? grant.rules
+      : grant.rules.filter((r) => fields.some((f) => r.fields === null || r.fields.has(f)));
+  return {
+    rows: fields.length === 0 ? anyRows : and(...conditions),
+    anyRows,
+    fieldRows,
+    rules: bearing,
+    key: [...groups.keys()].sort().join(';'),
+  };
 }
 
 /** Values the rules fill in on create; a field two rules would fill differently is left alone. */

@@ -51,6 +51,7 @@ import { withFileChanges, type FileFieldMeta } from './files.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import type { LiveEvent, LiveHub, LiveListener } from './hub.ts';
 import { LiveQueue } from './queue.ts';
+import { boundMessages } from './socket-input.ts';
 
 /** Close codes of docs/realtime.md beyond graphql-ws's own (4400, 4401, 4403, 4408, 4409, 4429). */
 export const CLOSE = {
@@ -79,6 +80,13 @@ export interface LiveConnection {
   /** Drops the connection without a closing handshake (a WebSocket's terminate()). */
   terminate?(): void;
 }
+
+/**
+ * The Retry-After of a connection cap's 429 (per process at the upgrade or an SSE request, per
+ * caller for an SSE request; docs/realtime.md "Lifecycle and limits"): a connection frees when a
+ * client leaves, which no clock tells, so a client is asked to wait a few seconds, not hammer.
+ */
+export const CAP_RETRY_AFTER_SECONDS = 5;
 
 /** How long a client closed for reading too slowly may take to read the close before it is cut. */
 const SLOW_CLOSE_GRACE_MS = 1000;
@@ -239,15 +247,16 @@ export class RealtimeServer {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const path = (req.url ?? '').split('?')[0];
     if (path !== GRAPHQL_PATH) return false;
-    const refuse = (status: number, reason: string) => {
+    const refuse = (status: number, reason: string, retryAfter: number) => {
       socket.end(
-        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(reason)}\r\n\r\n${reason}`,
+        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain\r\nRetry-After: ${retryAfter}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(reason)}\r\n\r\n${reason}`,
       );
     };
-    if (this.closing) refuse(503, 'Service Unavailable');
-    else if (this.connections >= this.limits.maxConnections) refuse(429, 'Too Many Requests');
+    if (this.closing) refuse(503, 'Service Unavailable', 1);
+    else if (this.connections >= this.limits.maxConnections) refuse(429, 'Too Many Requests', CAP_RETRY_AFTER_SECONDS);
     else
       this.wss.handleUpgrade(req, socket, head, (ws) => {
+        boundMessages(ws);
         this.wss.emit('connection', ws, req);
         // graphql-ws writes a socket's 'error' (a frame over maxPayload, invalid UTF-8: ws has
         // already closed the socket with 1009 or 1007) to console.error: a client's mistake, not
@@ -339,6 +348,8 @@ export class RealtimeServer {
       throw new Problem(
         'rate-limited',
         `at most ${this.limits.maxConnectionsPerCaller} ${what} per caller; close one first`,
+        [],
+        { 'retry-after': String(CAP_RETRY_AFTER_SECONDS) },
       );
     this.perCaller.set(key, count + 1);
     for (const id of revokedBy) {

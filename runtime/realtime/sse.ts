@@ -10,8 +10,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
-import { Problem, type ApiRequest } from '../http/index.ts';
-import { CLOSE, SUBSCRIPTION_MESSAGES, type Caller, type LiveConnection, type RealtimeServer } from './server.ts';
+import { jsonBodyProblem, parseJsonBody, Problem, type ApiRequest } from '../http/index.ts';
+import {
+  CAP_RETRY_AFTER_SECONDS,
+  CLOSE,
+  SUBSCRIPTION_MESSAGES,
+  type Caller,
+  type LiveConnection,
+  type RealtimeServer,
+} from './server.ts';
 
 /** The error code a stream's last event names for each close code (docs/realtime.md). */
 const CLOSE_NAMES: Record<number, string> = {
@@ -85,6 +92,32 @@ export class SseStream implements LiveConnection {
   }
 }
 
+/**
+ * The request's parameters for graphql-sse: a JSON body is read as every route reads one
+ * (runtime/http/json-body.ts: UTF-8, at most MAX_JSON_DEPTH levels, checked before it is parsed,
+ * so nothing recursive ever walks a deeper `variables`), a bad one answered with the same 400
+ * `invalid-json` Problem (docs/realtime.md "Server-Sent Events"). Any other body is left to
+ * graphql-sse, which refuses it (415, or 400 when it is missing).
+ */
+function jsonParams(req: IncomingMessage, raw: Buffer | undefined): string | Record<PropertyKey, unknown> {
+  // graphql-sse's own test for a JSON body: whatever it would parse is parsed here first.
+  if (raw === undefined || !req.headers['content-type']?.includes('application/json'))
+    return raw?.toString('utf8') ?? '';
+  let value: unknown;
+  try {
+    value = parseJsonBody(raw);
+  } catch (error) {
+    throw jsonBodyProblem(error);
+  }
+  // graphql-sse would parse a JSON string again, unbounded: only an object goes on.
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new Problem(
+      'bad-request',
+      'the body must be a JSON object: {"query": "subscription { … }", "variables": {…}}',
+    );
+  return value as Record<PropertyKey, unknown>;
+}
+
 interface StreamContext {
   readonly caller: Caller;
   readonly stream: SseStream;
@@ -145,11 +178,9 @@ export function sseHandler(
         'rate-limited',
         `this server holds its maximum of ${server.maxConnections} connections; try again later`,
         [],
-        {
-          'retry-after': '5',
-        },
+        { 'retry-after': String(CAP_RETRY_AFTER_SECONDS) },
       );
-    const text = (await apiReq.readBody())?.toString('utf8') ?? '';
+    const raw = await apiReq.readBody();
     const stream = new SseStream(res);
     const caller = await server.admit(apiReq, stream, 'connections');
     server.streams.add(stream);
@@ -157,6 +188,7 @@ export function sseHandler(
       server.streams.delete(stream);
       server.release(caller, stream);
     });
+    const params = jsonParams(req, raw);
     streams.set(req, { caller, stream });
     const [body, init] = await handle({
       method: req.method ?? 'POST',
@@ -167,7 +199,7 @@ export function sseHandler(
           return Array.isArray(value) ? value.join('\n') : value;
         },
       },
-      body: text,
+      body: params,
       raw: req,
       context: { res },
     });

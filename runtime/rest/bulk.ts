@@ -17,7 +17,7 @@ import {
   writeRules,
   type Condition,
   type InsertRecord,
-  type RoleRule,
+  type WriteDecision,
 } from '../query/index.ts';
 import { capturesEvents, readScope, type DataContext } from './context.ts';
 import { checkRecord, requireObject } from './validate-body.ts';
@@ -175,12 +175,12 @@ async function insertAll(
   outcome: BulkOutcome,
 ): Promise<boolean> {
   const runs: InsertRecord[][] = [];
-  let runRules: RoleRule[] = [];
+  let runRules: WriteDecision | undefined;
   // A statement's bind parameters are bounded (65,535): a very wide table takes fewer rows a statement.
   const perStatement = Math.max(1, Math.floor(PARAMETER_BUDGET / (ctx.table.spec.fields.length + 1)));
   for (const { value, written } of valid) {
     const rules = writeRules(readScope(ctx), ctx.table, 'create', written);
-    if (runs.length > 0 && sameRules(rules, runRules) && runs.at(-1)!.length < perStatement)
+    if (runRules && sameRules(rules, runRules) && runs.at(-1)!.length < perStatement)
       runs.at(-1)!.push({ values: value, written });
     else runs.push([{ values: value, written }]);
     runRules = rules;

@@ -1,8 +1,9 @@
 /** What a data handler receives once tenancy, authentication and the permission check have run. */
-import type { Principal } from '../principal/index.ts';
+import { callerId, type Principal } from '../principal/index.ts';
 import { AdmissionRefused, type Admission, type Database } from '../db/index.ts';
 import { DATABASE_RETRY_AFTER_SECONDS, Problem, type ApiRequest } from '../http/index.ts';
 import {
+  cursorOwner,
   Params,
   type Access,
   type Catalog,
@@ -37,6 +38,11 @@ export interface DataContext {
   readonly basePath: string;
   /** The caller's access to files, for fields that reference them (none: no file may be referenced). */
   readonly files?: FileAccess;
+}
+
+/** The caller a list's cursors are bound to, in REST and GraphQL alike (docs/api.md §5.8). */
+export function cursorOwnerOf(ctx: DataContext): string {
+  return cursorOwner(callerId(ctx.principal), ctx.tenant.environment);
 }
 
 /** A fresh statement scope: its parameters, aliases and the caller's access. */

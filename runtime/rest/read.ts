@@ -12,7 +12,7 @@ import {
   type Grant,
   type SelectItem,
 } from '../query/index.ts';
-import { budgeted, readScope, filterContext, type DataContext } from './context.ts';
+import { budgeted, cursorOwnerOf, readScope, filterContext, type DataContext } from './context.ts';
 import { listCost, readOneCost } from './cost.ts';
 import { parseListParams, type ListParams } from './list-params.ts';
 
@@ -181,7 +181,7 @@ function compilePage(
   return { ...compiled, values: scope.params.values, fingerprint };
 }
 
-/** What a list's cursors are bound to: table, environment, order and filter. */
+/** What a list's cursors are bound to besides their caller (cursorOwnerOf): table, environment, order and filter. */
 function listFingerprint(ctx: DataContext, params: ListParams): string {
   return queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, params.orderBy, params.where]);
 }
@@ -195,7 +195,7 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
     const fingerprint = listFingerprint(ctx, params);
     if (params.after !== undefined) {
       try {
-        after = ctx.cursors.decode(fingerprint, params.after);
+        after = ctx.cursors.decode(cursorOwnerOf(ctx), fingerprint, params.after);
       } catch (error) {
         if (!(error instanceof CursorError)) throw error;
         throw new Problem('invalid-parameter', `${afterName}: ${error.message}`, [
@@ -221,7 +221,11 @@ async function runList(ctx: DataContext, params: ListParams, count: boolean, aft
   const last = page[page.length - 1];
   const nextCursor =
     hasNextPage && last
-      ? ctx.cursors.encode(compiled.fingerprint, last.slice(1, 1 + compiled.keyColumns) as (string | null)[])
+      ? ctx.cursors.encode(
+          cursorOwnerOf(ctx),
+          compiled.fingerprint,
+          last.slice(1, 1 + compiled.keyColumns) as (string | null)[],
+        )
       : null;
   const pagination = {
     limit: params.limit,

@@ -8,9 +8,11 @@ import { header, Problem, rawJsonReply, readJson, type Reply } from '../http/ind
 import { RESERVED_PARAMETERS } from '../model/index.ts';
 import {
   compactJson,
+  compileUnwritableFields,
   compileWrite,
   createPresets,
   writeRules,
+  WriteRefused,
   type CompiledWrite,
   type CatalogTable,
   type Condition,
@@ -18,6 +20,7 @@ import {
 } from '../query/index.ts';
 import { capturesEvents, filterContext, readScope, type DataContext } from './context.ts';
 import { databaseProblem } from './database-errors.ts';
+import { writeRefusedProblem } from './query-problems.ts';
 import { parseFilters } from './list-params.ts';
 import { keyCondition, notFound } from './read.ts';
 import { requireObject, validateRecord } from './validate-body.ts';
@@ -125,20 +128,48 @@ export function patchValues(ctx: DataContext, scope: Scope, body: Record<string,
   return validateRecord(ctx.table, ctx.table.module.validators.update, body, 'update');
 }
 
+/** Runs of an update by key that found no row it may write while the probe found one (rows changing meanwhile). */
+const UPDATE_RUNS = 3;
+
 export async function update(ctx: DataContext): Promise<Reply> {
   const body = requireObject(await readJson(ctx.req, ['application/json', 'application/merge-patch+json']));
-  const scope = readScope(ctx);
-  const patch = patchValues(ctx, scope, body);
+  const patch = patchValues(ctx, readScope(ctx), body);
   const key = keyCondition(ctx); // existence comes after validation (docs/api.md "Order of checks")
-  const write = compileWrite(
-    scope,
-    { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch },
-    { kind: 'record' },
-    await capturesEvents(ctx),
-  );
-  const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
-  if (rows.length === 0) throw notFound(ctx, ctx.req.params.id!);
-  return rawJsonReply(200, `{"data":${recordText(ctx, rows[0]![0] as string | null)}}`);
+  for (let run = 1; ; run++) {
+    const scope = readScope(ctx);
+    const write = compileWrite(
+      scope,
+      { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch },
+      { kind: 'record' },
+      await capturesEvents(ctx),
+    );
+    const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
+    if (rows.length > 0) return rawJsonReply(200, `{"data":${recordText(ctx, rows[0]![0] as string | null)}}`);
+    const unwritable = await unwritableFields(ctx, key, Object.keys(patch));
+    if (unwritable === undefined || run === UPDATE_RUNS) throw notFound(ctx, ctx.req.params.id!);
+    if (unwritable.length > 0)
+      throw writeRefusedProblem(
+        new WriteRefused(
+          `your roles may not write ${unwritable.join(', ')} of this ${ctx.table.spec.name} record`,
+          unwritable,
+        ),
+      );
+    // The record became writable after the update looked: run it again.
+  }
+}
+
+/**
+ * Why an update by key changed nothing (docs/permissions.md "Several roles"): undefined when the
+ * record is not found (not readable, or no role may update it), else the fields of the body that
+ * no role allowing the update of this record lists (403 forbidden_field, as for a field no role
+ * lists at all); empty when it has become writable meanwhile.
+ */
+async function unwritableFields(ctx: DataContext, key: Condition, fields: string[]): Promise<string[] | undefined> {
+  const scope = readScope(ctx);
+  const sql = compileUnwritableFields(scope, ctx.table, key, fields);
+  if (sql === undefined) return undefined;
+  const rows = await ctx.db.queryArrays(sql, scope.params.values);
+  return rows.length === 0 ? undefined : (rows[0]![0] as string[]);
 }
 
 export async function remove(ctx: DataContext): Promise<Reply> {

@@ -13,7 +13,7 @@ import {
   readJson,
   type ApiRequest,
 } from '../../runtime/http/index.ts';
-import { nestsDeeperThan } from '../../runtime/http/json-body.ts';
+import { boundJsonDepth, nestsDeeperThan } from '../../runtime/http/json-body.ts';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -137,6 +137,43 @@ describe('nestsDeeperThan', () => {
     ['"unterminated [[[[', 1, false],
   ])('%s deeper than %i: %s', (text, max, want) => {
     expect(nestsDeeperThan(text, max)).toBe(want);
+  });
+});
+
+describe('boundJsonDepth: the one bound of every JSON input', () => {
+  const refusal = (text: string, what?: string, envelope?: number) => {
+    try {
+      boundJsonDepth(text, what, envelope);
+      return 'within';
+    } catch (error) {
+      if (!(error instanceof JsonBodyError)) throw error;
+      return { rule: error.rule, field: error.field, message: error.message };
+    }
+  };
+  const deep = (what: string) =>
+    `${what} nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit is ${MAX_JSON_DEPTH})`;
+
+  it.each<[string, { given: [string, string?, number?]; want: unknown }]>([
+    ['the limit', { given: [nested(MAX_JSON_DEPTH)], want: 'within' }],
+    [
+      'one more, named as the body',
+      { given: [nested(MAX_JSON_DEPTH + 1)], want: { rule: 'max_depth', field: 'body', message: deep('the body') } },
+    ],
+    // A graphql-ws message: its envelope's level does not count, its payload's do.
+    [
+      'a payload at the limit in an envelope',
+      { given: [`{"payload":${nested(MAX_JSON_DEPTH)}}`, 'x', 1], want: 'within' },
+    ],
+    [
+      'a payload one level over in an envelope',
+      {
+        given: [`{"payload":${nested(MAX_JSON_DEPTH + 1)}}`, 'the message payload', 1],
+        want: { rule: 'max_depth', field: 'body', message: deep('the message payload') },
+      },
+    ],
+    ['20,000 levels', { given: [nested(20_000), 'the body'], want: expect.objectContaining({ rule: 'max_depth' }) }],
+  ])('%s', (_name, { given, want }) => {
+    expect(refusal(...given)).toEqual(want);
   });
 });
 

@@ -723,7 +723,7 @@ describe('writeRules and createPresets', () => {
       string,
       {
         given: { roles: string[]; table: string; action: 'create' | 'update' | 'delete'; fields: string[] };
-        want: { refused?: string[]; rules?: number };
+        want: { refused?: string[]; rules?: number; rowsVary?: string[] };
       },
     ]
   >([
@@ -742,27 +742,34 @@ describe('writeRules and createPresets', () => {
         want: { refused: ['note', 'status'] },
       },
     ],
+    // CONTRACT §5: no single role need cover the fields; each is writable on the rows of the roles listing it.
     [
-      'no single role covers the fields: all named',
+      'no single role covers the fields: both decide (neither has a filter: writable everywhere)',
       {
         given: { roles: ['titles', 'skus'], table: 'Product', action: 'update', fields: ['title', 'sku'] },
-        want: { refused: ['title', 'sku'] },
+        want: { rules: 2, rowsVary: [] },
       },
     ],
     [
       'each alone is fine',
-      { given: { roles: ['titles', 'skus'], table: 'Product', action: 'update', fields: ['sku'] }, want: { rules: 1 } },
+      {
+        given: { roles: ['titles', 'skus'], table: 'Product', action: 'update', fields: ['sku'] },
+        want: { rules: 1, rowsVary: [] },
+      },
     ],
     [
       'a role without a list decides with the others',
       {
         given: { roles: ['titles', 'catalog'], table: 'Product', action: 'update', fields: ['title'] },
-        want: { rules: 2 },
+        want: { rules: 2, rowsVary: [] },
       },
     ],
     [
       'allowed',
-      { given: { roles: ['customer'], table: 'Order', action: 'update', fields: ['total'] }, want: { rules: 1 } },
+      {
+        given: { roles: ['customer'], table: 'Order', action: 'update', fields: ['total'] },
+        want: { rules: 1, rowsVary: [] },
+      },
     ],
   ])('writeRules: %s', (_name, { given, want }) => {
     const run = () => writeRules(scopeFor(given.roles), table(given.table), given.action, given.fields);
@@ -773,7 +780,10 @@ describe('writeRules and createPresets', () => {
       } catch (error) {
         expect((error as WriteRefused).fields).toEqual(want.refused);
       }
-    } else expect(run()).toHaveLength(want.rules!);
+    } else {
+      expect(run().rules).toHaveLength(want.rules!);
+      expect([...run().fieldRows.keys()]).toEqual(want.rowsVary);
+    }
   });
 
   it('createPresets fills in what the body leaves out', () => {

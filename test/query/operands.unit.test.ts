@@ -5,6 +5,7 @@ import type { FieldSpec } from '../../runtime/model/index.ts';
 import {
   CursorError,
   cursorCodec,
+  cursorOwner,
   FilterValueError,
   MAX_IN_LIST,
   operandValue,
@@ -256,17 +257,18 @@ describe('cursors', () => {
     where: 'status=paid',
   });
   const values = ['hidden note: VIP discount 42', null, '1234567'];
+  const owner = cursorOwner('key_a', 'master');
 
   it('round trip', () => {
-    const cursor = codec.encode(fingerprint, values);
+    const cursor = codec.encode(owner, fingerprint, values);
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(codec.decode(fingerprint, cursor)).toEqual(values);
-    expect(cursorCodec('unit-test-secret').decode(fingerprint, cursor)).toEqual(values); // another process, same secret
-    expect(codec.encode(fingerprint, values)).not.toBe(cursor); // a fresh nonce each time
+    expect(codec.decode(owner, fingerprint, cursor)).toEqual(values);
+    expect(cursorCodec('unit-test-secret').decode(owner, fingerprint, cursor)).toEqual(values); // another process, same secret
+    expect(codec.encode(owner, fingerprint, values)).not.toBe(cursor); // a fresh nonce each time
   });
 
   it('the payload is not readable in the cursor', () => {
-    const cursor = codec.encode(fingerprint, values);
+    const cursor = codec.encode(owner, fingerprint, values);
     const bytes = Buffer.from(cursor, 'base64url');
     for (const text of [bytes.toString('utf8'), bytes.toString('latin1')]) {
       for (const visible of ['hidden note', 'VIP discount', '1234567', fingerprint, '{"q"', '"v":'])
@@ -281,33 +283,49 @@ describe('cursors', () => {
       expect(cursor).not.toContain(visible);
   });
 
-  it.each<[string, { given: (cursor: string) => [string, string]; want: RegExp }]>([
-    ...[0, 12, 28, -1].map((at): [string, { given: (c: string) => [string, string]; want: RegExp }] => [
+  it.each<[string, { given: (cursor: string) => [string, string, string]; want: RegExp }]>([
+    ...[0, 12, 28, -1].map((at): [string, { given: (c: string) => [string, string, string]; want: RegExp }] => [
       `a flipped bit at byte ${at} (${at === 0 ? 'nonce' : at === 12 ? 'tag' : 'payload'})`,
       {
         given: (c) => {
           const b = Buffer.from(c, 'base64url');
           b[at < 0 ? b.length + at : at]! ^= 1;
-          return [fingerprint, b.toString('base64url')];
+          return [owner, fingerprint, b.toString('base64url')];
         },
         want: /altered or comes from elsewhere/,
       },
     ]),
-    ['another query', { given: (c) => [queryFingerprint({ table: 'Order' }), c], want: /different sort or filter/ }],
+    [
+      'another query',
+      { given: (c) => [owner, queryFingerprint({ table: 'Order' }), c], want: /different sort or filter/ },
+    ],
     [
       'another secret',
       {
-        given: () => [fingerprint, cursorCodec('another-secret').encode(fingerprint, values)],
+        given: () => [owner, fingerprint, cursorCodec('another-secret').encode(owner, fingerprint, values)],
         want: /altered or comes from elsewhere/,
       },
     ],
-    ['not base64url', { given: (c) => [fingerprint, `${c.slice(0, 10)}+/=`], want: /not a cursor/ }],
-    ['too short', { given: () => [fingerprint, 'AAAA'], want: /not a cursor/ }],
-    ['too long', { given: (c) => [fingerprint, c.repeat(200)], want: /not a cursor/ }],
-    ['truncated', { given: (c) => [fingerprint, c.slice(0, -4)], want: /altered or comes from elsewhere/ }],
+    ['not base64url', { given: (c) => [owner, fingerprint, `${c.slice(0, 10)}+/=`], want: /not a cursor/ }],
+    // Another caller's cursor is refused exactly as a forged one: it says nothing of whose it is.
+    [
+      "another caller's (API key)",
+      { given: (c) => [cursorOwner('key_b', 'master'), fingerprint, c], want: /altered or comes from elsewhere/ },
+    ],
+    [
+      'a user with the same id as the key',
+      { given: (c) => [cursorOwner('user:key_a', 'master'), fingerprint, c], want: /altered or comes from elsewhere/ },
+    ],
+    [
+      'the same caller in another environment',
+      { given: (c) => [cursorOwner('key_a', 'staging'), fingerprint, c], want: /altered or comes from elsewhere/ },
+    ],
+    ['too short', { given: () => [owner, fingerprint, 'AAAA'], want: /not a cursor/ }],
+    ['too long', { given: (c) => [owner, fingerprint, c.repeat(200)], want: /not a cursor/ }],
+    ['truncated', { given: (c) => [owner, fingerprint, c.slice(0, -4)], want: /altered or comes from elsewhere/ }],
   ])('refused: %s', (_name, { given, want }) => {
-    const [fp, cursor] = given(codec.encode(fingerprint, values));
-    expect(() => codec.decode(fp, cursor)).toThrow(CursorError);
-    expect(() => codec.decode(fp, cursor)).toThrow(want);
+    const [by, fp, cursor] = given(codec.encode(owner, fingerprint, values));
+    expect(() => codec.decode(by, fp, cursor)).toThrow(CursorError);
+    expect(() => codec.decode(by, fp, cursor)).toThrow(want);
   });
 });

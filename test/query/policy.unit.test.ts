@@ -11,7 +11,7 @@ import {
   type Grant,
   type RoleRule,
 } from '../../runtime/query/index.ts';
-import { presetsOf, rulesAllowing } from '../../runtime/query/policy.ts';
+import { presetsOf, writeDecision } from '../../runtime/query/policy.ts';
 import {
   apiKey,
   catalog,
@@ -335,16 +335,57 @@ const rule = (presets: Record<string, unknown>, fields: string[] | null = null):
   filterFields: Object.keys(presets),
 });
 
-describe('rulesAllowing and presetsOf', () => {
+describe('writeDecision and presetsOf', () => {
+  // titles: update title of every product; prices: title and price of products whose sku starts with P-.
   const products = policy.grant(user(['titles', 'prices']), 'Product', 'update')!;
-  it.each<[string, { given: string[]; want: number[] }]>([
-    ['a field both list: both decide', { given: ['title'], want: [0, 1] }],
-    ['a field one lists: that one', { given: ['price'], want: [1] }],
-    ['fields only one covers together', { given: ['title', 'price'], want: [1] }],
-    ['a field none lists: none', { given: ['sku'], want: [] }],
-    ['no fields: every rule', { given: [], want: [0, 1] }],
-  ])('rulesAllowing: %s', (_name, { given, want }) => {
-    expect(rulesAllowing(products, given)).toEqual(want.map((i) => products.rules[i]));
+  const [titles, prices] = products.rules as [RoleRule, RoleRule];
+  const everywhere: Condition = { kind: 'true' };
+  it.each<
+    [
+      string,
+      {
+        given: string[];
+        want: { rows: Condition; fieldRows: [string, Condition][]; rules: RoleRule[] };
+      },
+    ]
+  >([
+    [
+      'a field both list: writable on every row either allows',
+      { given: ['title'], want: { rows: everywhere, fieldRows: [], rules: [titles, prices] } },
+    ],
+    [
+      'a field one lists: writable on its rows only',
+      { given: ['price'], want: { rows: prices.rows, fieldRows: [['price', prices.rows]], rules: [prices] } },
+    ],
+    // CONTRACT §5: a row's writable fields are the union of the lists of the roles allowing it there.
+    [
+      'fields of different roles together: each on its own rows',
+      {
+        given: ['title', 'price'],
+        want: { rows: prices.rows, fieldRows: [['price', prices.rows]], rules: [titles, prices] },
+      },
+    ],
+    [
+      'a field none lists: no row',
+      { given: ['sku'], want: { rows: { kind: 'false' }, fieldRows: [['sku', { kind: 'false' }]], rules: [] } },
+    ],
+    [
+      'no fields: every row some rule allows',
+      { given: [], want: { rows: everywhere, fieldRows: [], rules: [titles, prices] } },
+    ],
+  ])('writeDecision: %s', (_name, { given, want }) => {
+    const decision = writeDecision(products, given);
+    expect(decision.rows).toEqual(want.rows);
+    expect(decision.anyRows).toEqual(everywhere);
+    expect([...decision.fieldRows]).toEqual(want.fieldRows);
+    expect(decision.rules).toEqual(want.rules);
+  });
+
+  it('writeDecision: field lists decided alike share a key, others do not', () => {
+    const key = (fields: string[]) => writeDecision(products, fields).key;
+    expect(key(['price', 'title'])).toBe(key(['title', 'price']));
+    expect(key(['price'])).not.toBe(key(['title']));
+    expect(key([])).not.toBe(key(['title']));
   });
 
   it.each<[string, { given: RoleRule[]; want: Record<string, unknown> }]>([

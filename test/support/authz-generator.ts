@@ -149,6 +149,30 @@ export const ROLES: RolesConfig = {
       },
     },
   },
+  // CONTRACT §5 "Several roles" with [shipper, cashier]: `status` is writable on open and paid
+  // orders only, `total` on shipped ones too; on create `note` needs a total of 100 or more and
+  // `status` an open order, which no single role lists together.
+  shipper: {
+    tables: {
+      Order: {
+        read: { filter: { status: { in: ['paid', 'shipped'] } } },
+        create: { filter: { total: { gte: 100 } }, fields: ['note', 'total', 'customerId'] },
+        update: { filter: { status: 'shipped' }, fields: ['total'] },
+      },
+    },
+  },
+  cashier: {
+    tables: {
+      Order: {
+        read: {
+          filter: { status: { in: ['open', 'paid', 'cancelled'] } },
+          fields: ['id', 'status', 'total', 'customerId'],
+        },
+        create: { filter: { status: 'open' }, fields: ['status', 'total', 'customerId'] },
+        update: { filter: { status: { in: ['open', 'paid'] } }, fields: ['total', 'status'] },
+      },
+    },
+  },
   browser: {
     tables: {
       '*': { read: true },
@@ -200,6 +224,7 @@ export function principals(db: Db, users: Record<string, User>, rng: Rng): Princ
     key(['catalog']),
     key(['catalog', 'tagger']),
     key(['browser']),
+    key(['shipper', 'cashier']),
     { name: 'management token', roles: [], management: true },
   ];
 }

@@ -1,6 +1,7 @@
 /**
  * Reference answers of the data API's writes (docs/api.md 5.11–5.15) under docs/permissions.md
- * "Writing", for test/query/authorization-differential.test.ts: which roles decide, presets, which rows
+ * "Writing" and "Several roles", for test/query/authorization-differential.test.ts: which fields a
+ * row may take (the union of the lists of the roles allowing the action on it), presets, which rows
  * an update or delete may touch, the after-the-fact row_filter check, and the database afterwards.
  */
 import {
@@ -106,12 +107,32 @@ function presetVariables(g: Grant): Record<string, string> {
 }
 
 /**
- * The roles that decide about a body: those whose fields cover every body field. A preset field
- * named in the body must be listed too (presets only fill fields the body leaves out; the docs'
- * example lists `customerId` in the customer's create fields for that reason).
+ * CONTRACT §5 "Several roles": a row's writable fields are the union of the lists of the roles
+ * that allow the action on that row. So `fields` may be written on `row` when each of them is
+ * listed by some grant whose filter holds there; with no fields, when some grant's filter holds.
  */
-function deciding(gs: Grant[], fields: string[]): Grant[] {
-  return gs.filter((g) => g.fields === null || fields.every((f) => g.fields!.includes(f)));
+const listing = (g: Grant, f: string) => g.fields === null || g.fields.includes(f);
+
+/** The fields of `fields` that no grant whose filter holds on `row` lists (all of them writable: []). */
+function unwritableOn(env: Env, db: Db, table: Table, row: Row, gs: Grant[], fields: string[]): string[] {
+  const holding = gs.filter((g) => filterHolds(db, env.p, table, row, g.filter, env.now));
+  return fields.filter((f) => !holding.some((g) => listing(g, f)));
+}
+
+function writableOn(env: Env, db: Db, table: Table, row: Row, gs: Grant[], fields: string[]): boolean {
+  if (fields.length === 0) return gs.some((g) => filterHolds(db, env.p, table, row, g.filter, env.now));
+  return unwritableOn(env, db, table, row, gs, fields).length === 0;
+}
+
+/** Body fields that no grant lists at all: 403 forbidden_field before anything else. */
+const unlisted = (gs: Grant[], fields: string[]) => fields.filter((f) => !gs.some((g) => listing(g, f)));
+
+/**
+ * The grants bearing on a body: those listing one of its fields (all when it has none). Their
+ * presets fill what the body leaves out; a preset field named in the body is the body's.
+ */
+function bearing(gs: Grant[], fields: string[]): Grant[] {
+  return fields.length === 0 ? gs : gs.filter((g) => fields.some((f) => listing(g, f)));
 }
 
 function forbidden(gs: Grant[], fields: string[]): Expected {
@@ -139,8 +160,10 @@ function uniqueError(db: Db, table: Table, row: Row, self?: string): boolean {
   return Object.entries(spec.fields).some(([f, s]) => s.unique && others.some((r) => r[f] === row[f]));
 }
 
-/** One create, applied to `db` when it succeeds. */
-function createOne(env: Env, db: Db, table: Table, body: Row, ds: Grant[]): ItemResult {
+/** One create, applied to `db` when it succeeds: the new row must take every field of the body (writableOn). */
+function createOne(env: Env, db: Db, table: Table, body: Row, gs: Grant[]): ItemResult {
+  const fields = Object.keys(body);
+  const ds = bearing(gs, fields);
   const presets = new Map<string, string | null>();
   for (const g of ds) {
     for (const [f, text] of Object.entries(presetVariables(g))) {
@@ -157,8 +180,7 @@ function createOne(env: Env, db: Db, table: Table, body: Row, ds: Grant[]): Item
   if (SCHEMA[table].serial && next.id === undefined) next.id = GEN;
   next.createdAt = GEN;
   next.updatedAt = GEN;
-  const rowFilter = () =>
-    !ds.some((g) => filterHolds({ ...db, [table]: [...db[table], next] }, env.p, table, next, g.filter, env.now));
+  const rowFilter = () => !writableOn(env, { ...db, [table]: [...db[table], next] }, table, next, gs, fields);
   if (missing) {
     // a preset the caller has no value for leaves the field out: the row could not match the filter either
     const unfilled = ds.some((g) => Object.keys(presetVariables(g)).some((f) => !(f in body) && !presets.get(f)));
@@ -225,7 +247,7 @@ const restricted = (db: Db, table: Table, row: Row) =>
     (fk) => fk.target === table && fk.onDelete === 'restrict' && db[fk.table].some((r) => r[fk.field] === row.id),
   );
 
-/** Rows an update or delete may act on: visible to the caller, and some deciding grant's filter holds. */
+/** Rows an update or delete may act on: visible to the caller, and some grant's filter holds (the grants allowing the action). */
 function targets(env: Env, db: Db, table: Table, ds: Grant[]): Row[] {
   const view = viewOf(env.roles, env.p, db, env.now);
   return view.tables[table].rows
@@ -261,9 +283,9 @@ export function modelWrite(
 
   if (req.kind === 'create' || req.kind === 'bulkCreate') {
     const bodies = req.kind === 'create' ? [req.body] : req.items;
-    const bad = bodies.find((b) => deciding(gs, Object.keys(b)).length === 0);
+    const bad = bodies.find((b) => unlisted(gs, Object.keys(b)).length > 0);
     if (bad) return fixed(before, forbidden(gs, Object.keys(bad)));
-    const results = bodies.map((b) => createOne(env, db, req.table, b, deciding(gs, Object.keys(b))));
+    const results = bodies.map((b) => createOne(env, db, req.table, b, gs));
     return createOutcome(env, before, db, req, results);
   }
 
@@ -290,7 +312,6 @@ export function modelWrite(
 
   // updates
   const fields = Object.keys(req.body);
-  const ds = deciding(gs, fields);
   // PATCH /T?<filters>: docs/api.md does not order a forbidden body field (403) against the query (400, 422)
   let queryError: Expected | undefined;
   if (req.kind === 'patchWhere') {
@@ -303,7 +324,7 @@ export function modelWrite(
         params: bad.flatMap((c) => (c.kind === 'leaf' ? [leafParam(c), c.path.join('.')] : [c.kind])),
       });
   }
-  if (ds.length === 0) {
+  if (unlisted(gs, fields).length > 0) {
     const e = forbidden(gs, fields);
     return fixed(
       before,
@@ -319,11 +340,18 @@ export function modelWrite(
   if (queryError) return fixed(before, queryError);
   let rows: Row[];
   if (req.kind === 'patch') {
-    rows = targets(env, db, req.table, ds).filter((r) => keyOf(req.table, r) === String(req.id));
+    // A row no grant may update is not found; one some grant may update, but not with every field
+    // of the body, is a 403 naming the fields none of its grants lists (CONTRACT §5).
+    rows = targets(env, db, req.table, gs).filter((r) => keyOf(req.table, r) === String(req.id));
     if (rows.length === 0) return fixed(before, problem(404, 'not-found'));
+    const bad = unwritableOn(env, db, req.table, rows[0]!, gs, fields);
+    if (bad.length) return fixed(before, problem(403, 'forbidden', { rules: ['forbidden_field'], params: bad }));
   } else {
+    // By filter: rows on which the body's fields are not all writable are not touched and not counted.
     const view = viewOf(roles, p, db, now);
-    const chosen = new Set(targets(env, db, req.table, ds));
+    const chosen = new Set(
+      targets(env, db, req.table, gs).filter((r) => writableOn(env, db, req.table, r, gs, fields)),
+    );
     rows = view.tables[req.table].rows
       .filter((r) => chosen.has(r.row) && and3(req.filters.map((c) => evalCond(view, req.table, r, c))) === true)
       .map((r) => r.row);
@@ -335,7 +363,8 @@ export function modelWrite(
     trial[req.table] = trial[req.table].map(
       (r) => changed.find((c) => keyOf(req.table, c.old) === keyOf(req.table, r))?.next ?? r,
     );
-    if (changed.some((c) => !ds.some((g) => filterHolds(trial, p, req.table, c.next, g.filter, now))))
+    // After the change every field of the body must still be writable on the row.
+    if (changed.some((c) => !writableOn(env, trial, req.table, c.next, gs, fields)))
       return fixed(before, problem(403, 'forbidden', { rules: ['row_filter'] }));
     if (changed.some((c) => fkError(db, req.table, c.next))) return fixed(before, problem(422, 'validation'));
     if (changed.some((c) => uniqueError(trial, req.table, c.next, keyOf(req.table, c.old))))
