@@ -43,9 +43,11 @@ describe('parseBounded: the cost bounds, before validation', () => {
       /^the operation selects more than 500 fields/,
     ],
   ])('%s: QUERY_TOO_COMPLEX', (_, text, message) => {
+    // A bound that catches an unbounded walk (2^40 spreads, 65,000 members named one by one), not a speed test:
+    // a loaded CI machine took 53 ms for what takes 18 ms alone.
     const started = performance.now();
     const error = refusal(text);
-    expect(performance.now() - started).toBeLessThan(50);
+    expect(performance.now() - started).toBeLessThan(1000);
     expect(error.message).toMatch(message);
     expect(error.extensions).toEqual({ code: 'QUERY_TOO_COMPLEX', type: '/errors/invalid-parameter', status: 400 });
   });
@@ -137,7 +139,7 @@ describe('refuseVariables: the first variable graphql-js would answer slowly', (
     const w = Object.fromEntries(Array.from({ length: 65_000 }, (_, i) => [`n${i}`, 1]));
     const started = performance.now();
     const result = run(cityWhere, { w });
-    expect(performance.now() - started).toBeLessThan(100);
+    expect(performance.now() - started).toBeLessThan(1000);
     expect(result?.errors?.map((e) => [e.message, e.extensions])).toEqual([
       [
         'Variable "$w" got invalid value at "w.n0"; Field "n0" is not defined by type "CityWhere".',
