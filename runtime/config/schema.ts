@@ -284,6 +284,11 @@ export const configSchema = z
         expensiveReadConcurrency: z.number().int().min(1).max(1000).optional(),
         /** Expensive reads waiting for a slot (at most poolWaitTimeoutMs); beyond it → 503 at once. */
         expensiveReadQueue: z.number().int().min(0).max(100_000).default(50),
+        /**
+         * Places of that budget (running and waiting) one caller may hold at once; past it → 429. Unset,
+         * half of the budget's places at most (runtime/server/features/data.ts expensiveReadsPerCaller).
+         */
+        expensiveReadsPerCaller: z.number().int().min(1).max(100_000).optional(),
       })
       .strict()
       .refine((db) => db.expensiveReadConcurrency === undefined || db.expensiveReadConcurrency <= db.poolSize, {

@@ -4,7 +4,9 @@
  * FIFO queue. Expensive reads share the pool with everything else; without this, enough of them
  * hold every connection and a GET by id queues behind them for seconds. With it they can take at
  * most the limit's connections, and what does not fit the queue, or waits too long, is refused at
- * once instead of holding its request (and later its rows) in memory.
+ * once instead of holding its request (and later its rows) in memory. With `perKey`, each key (a
+ * caller, for the data API) may hold at most that many of its places, running and waiting together,
+ * so that one key's burst cannot take every slot and queue place that the other keys need.
  */
 import type { ConcurrencyLimit } from './concurrency-limit.ts';
 
@@ -14,7 +16,9 @@ export type AdmissionRefusal =
   /** No slot came free within the wait bound. */
   | 'wait-timeout'
   /** The client went away while its work waited: its place goes to the next one. */
-  | 'client-gone';
+  | 'client-gone'
+  /** The work's key holds `perKey` places already (running and waiting); the budget may have room for others. */
+  | 'key-share';
 
 export class AdmissionRefused extends Error {
   constructor(readonly reason: AdmissionRefusal) {
@@ -23,7 +27,9 @@ export class AdmissionRefused extends Error {
         ? 'the queue of expensive reads is full'
         : reason === 'wait-timeout'
           ? 'no expensive-read slot came free in time'
-          : 'the client went away while its read waited',
+          : reason === 'key-share'
+            ? "this key's share of the expensive-read budget is taken"
+            : 'the client went away while its read waited',
     );
     this.name = 'AdmissionRefused';
   }
@@ -36,6 +42,11 @@ export interface AdmissionOptions {
   queue: number;
   /** How long a work waits for a slot before it is refused (database.poolWaitTimeoutMs). */
   waitTimeoutMs: number;
+  /**
+   * Places (running and waiting together) one key may hold at once (database.expensiveReadsPerCaller);
+   * a work past it is refused at once with 'key-share'. Unset: works of every key share all places.
+   */
+  perKey?: number;
   onRefused?: (reason: AdmissionRefusal) => void;
 }
 
@@ -47,6 +58,8 @@ interface Waiter {
 export class Admission {
   private active = 0;
   private readonly waiting: Waiter[] = [];
+  /** Places held per key, running or waiting; a key holding none is not kept. */
+  private readonly heldByKey = new Map<string, number>();
 
   constructor(readonly options: AdmissionOptions) {}
 
@@ -60,6 +73,11 @@ export class Admission {
     return this.waiting.length;
   }
 
+  /** Places `key` holds now: its works running or waiting. */
+  held(key: string): number {
+    return this.heldByKey.get(key) ?? 0;
+  }
+
   /** Works that may run at once now. */
   get slots(): number {
     return this.options.limit.current;
@@ -69,8 +87,26 @@ export class Admission {
    * Runs `work` in a slot, waiting for one in turn; throws AdmissionRefused when it cannot get one.
    * `onGone` registers for the client's departure (ApiRequest.onClientGone): a waiter whose client
    * left is dropped, so a burst of abandoned requests does not fill the queue for the next ones.
+   * `key` (with options.perKey) counts the work against its key's share from now until it ends,
+   * whether it ran, was refused or its client went away.
    */
-  async run<T>(work: () => Promise<T>, onGone?: (listener: () => void) => () => void): Promise<T> {
+  async run<T>(work: () => Promise<T>, onGone?: (listener: () => void) => () => void, key?: string): Promise<T> {
+    const { perKey } = this.options;
+    if (key === undefined || perKey === undefined) return this.runInSlot(work, onGone);
+    const held = this.held(key);
+    // Checked before the queue: a key past its share is told so, even when the budget is full too.
+    if (held >= perKey) throw this.refuse('key-share');
+    this.heldByKey.set(key, held + 1);
+    try {
+      return await this.runInSlot(work, onGone);
+    } finally {
+      const left = this.held(key) - 1;
+      if (left > 0) this.heldByKey.set(key, left);
+      else this.heldByKey.delete(key);
+    }
+  }
+
+  private async runInSlot<T>(work: () => Promise<T>, onGone?: (listener: () => void) => () => void): Promise<T> {
     const inflight = await this.acquire(onGone);
     const started = performance.now();
     try {

@@ -107,7 +107,7 @@ new Gauge({
 
 const expensiveReadRefusals = new Counter({
   name: 'db_expensive_read_refusals_total',
-  help: 'Expensive reads that did not run, by reason: queue-full, wait-timeout (both answered 503 database-busy), client-gone (the client left while it waited)',
+  help: 'Expensive reads that did not run, by reason: queue-full, wait-timeout (both answered 503 database-busy), client-gone (the client left while it waited), key-share (the caller held its share of the budget: 429 rate-limited)',
   labelNames: ['reason'] as const,
   registers,
 });
@@ -195,7 +195,7 @@ export const metrics = {
   webhookOutcome(outcome: 'delivered' | 'retrying' | 'dead_letter' | 'deferred', count = 1): void {
     if (count > 0) webhookDeliveries.inc({ outcome }, count);
   },
-  expensiveReadRefused(reason: 'queue-full' | 'wait-timeout' | 'client-gone'): void {
+  expensiveReadRefused(reason: 'queue-full' | 'wait-timeout' | 'client-gone' | 'key-share'): void {
     expensiveReadRefusals.inc({ reason });
   },
   /** Reports an expensive-read budget's running and queued reads until the returned function is called. */

@@ -59,7 +59,8 @@ export function readScope(ctx: DataContext): Scope {
 
 /**
  * Runs `work` in a slot of the expensive-read budget when `cost` says why the read is expensive,
- * straight away when it is cheap. No slot → 503 database-busy, saying how to make the read cheaper.
+ * straight away when it is cheap. No slot → 503 database-busy, the caller's share of the budget
+ * held already → 429 rate-limited; both say how to make the read cheaper (docs/api.md §6.2).
  */
 export function budgeted<T>(ctx: DataContext, cost: string | undefined, work: () => Promise<T>): Promise<T> {
   if (cost === undefined) {
@@ -73,11 +74,21 @@ export function budgeted<T>(ctx: DataContext, cost: string | undefined, work: ()
   return expensive(ctx, cost, work);
 }
 
+/**
+ * Whose share of the expensive-read budget a read counts against (docs/config.md
+ * `database.expensiveReadsPerCaller`): its API key or user, per project and environment, as the
+ * data rate limit counts callers. GraphQL's root fields count against it through their context too.
+ */
+export function budgetKey(ctx: Pick<DataContext, 'tenant' | 'principal'>): string {
+  return `${ctx.tenant.projectId}:${ctx.tenant.environment}:${callerId(ctx.principal)}`;
+}
+
 async function expensive<T>(ctx: DataContext, cost: string, work: () => Promise<T>): Promise<T> {
   try {
-    return await ctx.expensiveReads.run(work, (listener) => ctx.req.onClientGone(listener));
+    return await ctx.expensiveReads.run(work, (listener) => ctx.req.onClientGone(listener), budgetKey(ctx));
   } catch (error) {
     if (!(error instanceof AdmissionRefused)) throw error;
+    if (error.reason === 'key-share') throw shareTaken(ctx, cost);
     const { slots } = ctx.expensiveReads;
     const { queue, waitTimeoutMs } = ctx.expensiveReads.options;
     const slotCount = `${slots} slot${slots === 1 ? '' : 's'}`;
@@ -88,11 +99,34 @@ async function expensive<T>(ctx: DataContext, cost: string, work: () => Promise<
     throw new Problem(
       'database-busy',
       `this read is expensive (${cost}), and expensive reads wait in a budget of their own so that they cannot crowd out cheap ones; ${why}. ` +
-        `Retry later, or make the read cheaper: a page of at most ${LARGE_PAGE} records, no Prefer: count=exact, filters and sort on indexed fields (${indexedFields(ctx.table).join(', ')})`,
+        `Retry later, or ${cheaper(ctx)}`,
       [],
       { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
     );
   }
+}
+
+/** How a read stops being expensive (runtime/rest/cost.ts), the advice of both refusals. */
+function cheaper(ctx: DataContext): string {
+  return `make the read cheaper: a page of at most ${LARGE_PAGE} records, no Prefer: count=exact, filters and sort on indexed fields (${indexedFields(ctx.table).join(', ')})`;
+}
+
+/** How long a caller past its share is told to wait: a place frees as soon as one of its reads ends. */
+const SHARE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The 429 of a caller holding its whole share: Retry-After and RateLimit-* of the share, so that they do not say the data rate limit's requests.
+ */
+function shareTaken(ctx: DataContext, cost: string): Problem {
+  const share = ctx.expensiveReads.options.perKey ?? 0;
+  const retry = String(SHARE_RETRY_AFTER_SECONDS);
+  return new Problem(
+    'rate-limited',
+    `this read is expensive (${cost}), and each caller (API key or user) may have ${share} expensive read${share === 1 ? '' : 's'} running or waiting at once (database.expensiveReadsPerCaller) so that one caller cannot take the budget every other caller needs; you have ${share}. ` +
+      `Retry in ${retry} s, once one of them has finished, or ${cheaper(ctx)}`,
+    [],
+    { 'retry-after': retry, 'ratelimit-limit': String(share), 'ratelimit-remaining': '0', 'ratelimit-reset': retry },
+  );
 }
 
 /** Whether this request's writes must carry the event capture (see compileWrite). */

@@ -45,10 +45,18 @@ export function dataHandler(services: Services, operation: Operation | undefined
       reply.headers = reply.headers ? Object.assign(reply.headers, headers) : headers;
       return reply;
     } catch (error) {
-      if (error instanceof Problem) Object.assign(error.headers, headers);
+      // A 429 of another limit met while handling (the caller's share of the expensive-read budget,
+      // runtime/rest/context.ts) keeps its own RateLimit-*, which say that limit.
+      if (error instanceof Problem) Object.assign(error.headers, headers, ownRateLimit(error));
       throw error;
     }
   };
+}
+
+function ownRateLimit(problem: Problem): Record<string, string> | undefined {
+  return problem.headers['ratelimit-limit'] === undefined
+    ? undefined
+    : Object.fromEntries(Object.entries(problem.headers).filter(([name]) => name.startsWith('ratelimit-')));
 }
 
 export interface DataLimits {

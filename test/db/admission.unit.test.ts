@@ -4,6 +4,7 @@
 // test/rest/fairness.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Admission, AdmissionRefused, FixedLimit, type AdmissionRefusal } from '../../runtime/db/index.ts';
+import { expensiveReadsPerCaller } from '../../runtime/server/features/data.ts';
 
 /** A work that runs until the test opens its gate. */
 function gate() {
@@ -141,5 +142,131 @@ describe('Admission', () => {
     await expect(admission.run(async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(state()).toEqual([0, 0]);
     expect(await admission.run(async () => 'again')).toBe('again');
+  });
+});
+
+describe('Admission with a share per key (database.expensiveReadsPerCaller)', () => {
+  function shared(options: { slots: number; queue: number; perKey?: number; waitTimeoutMs?: number }) {
+    const refusals: AdmissionRefusal[] = [];
+    const admission = new Admission({
+      waitTimeoutMs: options.waitTimeoutMs ?? 1000,
+      queue: options.queue,
+      limit: new FixedLimit(options.slots),
+      ...(options.perKey === undefined ? {} : { perKey: options.perKey }),
+      onRefused: (reason) => refusals.push(reason),
+    });
+    const held = (...keys: string[]) => keys.map((key) => admission.held(key));
+    return { admission, refusals, held, state: () => [admission.running, admission.queued] };
+  }
+
+  it("holds each key to `perKey` places, running and waiting together, refusing past it at once, while other keys take the budget's other places", async () => {
+    const { admission, refusals, held, state } = shared({ slots: 2, queue: 4, perKey: 3 });
+    const gates = new Map<string, ReturnType<typeof gate>>();
+    const started: string[] = [];
+    const run = (key: string, name: string) => {
+      const g = gate();
+      gates.set(name, g);
+      return admission.run(async () => (started.push(name), await g.opened, name), undefined, key);
+    };
+    // Key a floods with 5: 2 run, 1 waits, the other 2 are refused before anything has ended.
+    const a = ['a0', 'a1', 'a2'].map((name) => run('a', name));
+    await expect(run('a', 'a3')).rejects.toMatchObject({
+      reason: 'key-share',
+      message: "this key's share of the expensive-read budget is taken",
+    });
+    await expect(run('a', 'a4')).rejects.toBeInstanceOf(AdmissionRefused);
+    expect(refusals).toEqual(['key-share', 'key-share']);
+    expect(state()).toEqual([2, 1]);
+    // Keys b and c still find places, in turn behind a's waiter, until the budget's own queue is full.
+    const others = [run('b', 'b0'), run('b', 'b1'), run('c', 'c0')];
+    expect(state()).toEqual([2, 4]);
+    expect(held('a', 'b', 'c')).toEqual([3, 2, 1]);
+    // The budget's bound is as it was: c, within its share, is refused for the full queue.
+    await expect(run('c', 'c1')).rejects.toMatchObject({ reason: 'queue-full' });
+    expect(refusals).toEqual(['key-share', 'key-share', 'queue-full']);
+    expect(held('c')).toEqual([1]);
+    await settle();
+    expect(started).toEqual(['a0', 'a1']);
+    // a0's slot goes to a2 (first in first out); a then holds 2 of its 3 places and may take one more.
+    gates.get('a0')!.open();
+    await settle();
+    expect(started).toEqual(['a0', 'a1', 'a2']);
+    expect(held('a', 'b', 'c')).toEqual([2, 2, 1]);
+    for (const name of ['a1', 'a2', 'b0', 'b1', 'c0']) {
+      gates.get(name)!.open();
+      await settle();
+    }
+    expect(await Promise.all([...a, ...others])).toEqual(['a0', 'a1', 'a2', 'b0', 'b1', 'c0']);
+    expect(started).toEqual(['a0', 'a1', 'a2', 'b0', 'b1', 'c0']);
+    expect(state()).toEqual([0, 0]);
+    expect(held('a', 'b', 'c')).toEqual([0, 0, 0]);
+  });
+
+  it('gives a key its place back whatever became of the work: waited out, client gone, refused for the queue, thrown, done', async () => {
+    const { admission, refusals, held, state } = shared({ slots: 1, queue: 1, perKey: 1, waitTimeoutMs: 1000 });
+    const g = gate();
+    const holder = admission.run(() => g.opened, undefined, 'a');
+    // Waited out.
+    const waited = admission.run(async () => 'never', undefined, 'b').catch((error: unknown) => error);
+    expect(held('a', 'b')).toEqual([1, 1]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await waited).toMatchObject({ reason: 'wait-timeout' });
+    expect(held('b')).toEqual([0]);
+    // Client gone while waiting.
+    let leave!: () => void;
+    const gone = admission
+      .run(
+        async () => 'never',
+        (listener) => ((leave = listener), () => {}),
+        'b',
+      )
+      .catch((error: unknown) => error);
+    expect(held('b')).toEqual([1]);
+    // Refused for the full queue (b's waiter fills it): c's place is given back too.
+    await expect(admission.run(async () => 'never', undefined, 'c')).rejects.toMatchObject({ reason: 'queue-full' });
+    expect(held('c')).toEqual([0]);
+    leave();
+    expect(await gone).toMatchObject({ reason: 'client-gone' });
+    expect(held('b')).toEqual([0]);
+    // a's share is taken all along: a second read of a is refused, however the others fared.
+    await expect(admission.run(async () => 'never', undefined, 'a')).rejects.toMatchObject({ reason: 'key-share' });
+    expect(refusals).toEqual(['wait-timeout', 'queue-full', 'client-gone', 'key-share']);
+    g.open();
+    await holder;
+    expect(held('a')).toEqual([0]);
+    // Thrown, then done: each frees the key's one place for its next work.
+    await expect(admission.run(async () => Promise.reject(new Error('boom')), undefined, 'a')).rejects.toThrow('boom');
+    expect(await admission.run(async () => 'again', undefined, 'a')).toBe('again');
+    expect(held('a')).toEqual([0]);
+    expect(state()).toEqual([0, 0]);
+  });
+
+  it('without `perKey`, or for a work without a key, holds no share: one key may take every place', async () => {
+    for (const [perKey, key] of [
+      [undefined, 'a'],
+      [1, undefined],
+    ] as const) {
+      const { admission, refusals, held, state } = shared({ slots: 1, queue: 2, perKey });
+      const g = gate();
+      const runs = [0, 1, 2].map((i) => admission.run(async () => (await g.opened, i), undefined, key));
+      expect(state()).toEqual([1, 2]);
+      expect(held('a')).toEqual([0]);
+      g.open();
+      expect(await Promise.all(runs)).toEqual([0, 1, 2]);
+      expect(refusals).toEqual([]);
+    }
+  });
+});
+
+describe('expensiveReadsPerCaller (docs/config.md `database.expensiveReadsPerCaller`)', () => {
+  const database = { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 };
+
+  it("is the setting, else half of the budget's most places (its most slots and its queue), at least 1", () => {
+    // The adaptive limit's ceiling, 10 less a quarter (7), and the queue of 50: 57 / 2.
+    expect(expensiveReadsPerCaller(database)).toBe(28);
+    expect(expensiveReadsPerCaller({ ...database, expensiveReadConcurrency: 2, expensiveReadQueue: 4 })).toBe(3);
+    expect(expensiveReadsPerCaller({ ...database, poolSize: 4, expensiveReadQueue: 0 })).toBe(1);
+    expect(expensiveReadsPerCaller({ ...database, expensiveReadConcurrency: 1, expensiveReadQueue: 0 })).toBe(1);
+    expect(expensiveReadsPerCaller({ ...database, expensiveReadsPerCaller: 5 })).toBe(5);
   });
 });

@@ -3,6 +3,7 @@
  * expensive-read budget). Its routes are the generated route table, which the HTTP front matches
  * before Express (../app.ts).
  */
+import type { Config } from '../../config/index.ts';
 import { Admission, FixedLimit, GradientLimit, type ConcurrencyLimit } from '../../db/index.ts';
 import { pruneIdempotency } from '../../idempotency/index.ts';
 import { metrics, type Logger } from '../../observability/index.ts';
@@ -28,6 +29,7 @@ export const dataFeature: ServerFeature<{
           : new FixedLimit(expensiveReadConcurrency),
       queue: expensiveReadQueue,
       waitTimeoutMs: poolWaitTimeoutMs,
+      perKey: expensiveReadsPerCaller(config.database),
       onRefused: metrics.expensiveReadRefused,
     });
     if (metricsToken) teardown.add('read budget metrics', metrics.watchReadBudget(expensiveReads));
@@ -51,6 +53,22 @@ export const dataFeature: ServerFeature<{
   },
 };
 
+/** The most expensive reads the budget may run at once: the fixed limit, or the adaptive one's ceiling. */
+function mostSlots(poolSize: number, expensiveReadConcurrency?: number): number {
+  return expensiveReadConcurrency ?? Math.max(1, poolSize - Math.ceil(poolSize / 4));
+}
+
+/**
+ * A caller's share of the budget's places, running and waiting (docs/config.md
+ * `database.expensiveReadsPerCaller`): the setting, else half of the most places the budget has
+ * (its most slots and its queue; 28 of 7 + 50 by default), at least 1, so one caller's burst always
+ * leaves the other half to everyone else.
+ */
+export function expensiveReadsPerCaller(database: Config['database']): number {
+  const { poolSize, expensiveReadConcurrency, expensiveReadQueue, expensiveReadsPerCaller: set } = database;
+  return set ?? Math.max(1, Math.floor((mostSlots(poolSize, expensiveReadConcurrency) + expensiveReadQueue) / 2));
+}
+
 /**
  * The default budget (docs/deployment.md "Sizing the pool"): it starts at half the pool and follows
  * the reads' latency (runtime/db/concurrency-limit.ts) between 1 and the pool less a quarter of it
@@ -58,8 +76,7 @@ export const dataFeature: ServerFeature<{
  * and the limit is at its highest.
  */
 export function expensiveReadLimit(poolSize: number, logger: Logger): ConcurrencyLimit {
-  const reserved = Math.ceil(poolSize / 4);
-  const max = Math.max(1, poolSize - reserved);
+  const max = mostSlots(poolSize);
   return new GradientLimit({
     initial: Math.max(1, Math.floor(poolSize / 2)),
     min: 1,
