@@ -4,7 +4,6 @@
 // test/rest/fairness.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Admission, AdmissionRefused, FixedLimit, type AdmissionRefusal } from '../../runtime/db/index.ts';
-import { expensiveReadsPerCaller } from '../../runtime/server/features/data.ts';
 
 /** A work that runs until the test opens its gate. */
 function gate() {
@@ -255,18 +254,5 @@ describe('Admission with a share per key (database.expensiveReadsPerCaller)', ()
       expect(await Promise.all(runs)).toEqual([0, 1, 2]);
       expect(refusals).toEqual([]);
     }
-  });
-});
-
-describe('expensiveReadsPerCaller (docs/config.md `database.expensiveReadsPerCaller`)', () => {
-  const database = { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 };
-
-  it("is the setting, else half of the budget's most places (its most slots and its queue), at least 1", () => {
-    // The adaptive limit's ceiling, 10 less a quarter (7), and the queue of 50: 57 / 2.
-    expect(expensiveReadsPerCaller(database)).toBe(28);
-    expect(expensiveReadsPerCaller({ ...database, expensiveReadConcurrency: 2, expensiveReadQueue: 4 })).toBe(3);
-    expect(expensiveReadsPerCaller({ ...database, poolSize: 4, expensiveReadQueue: 0 })).toBe(1);
-    expect(expensiveReadsPerCaller({ ...database, expensiveReadConcurrency: 1, expensiveReadQueue: 0 })).toBe(1);
-    expect(expensiveReadsPerCaller({ ...database, expensiveReadsPerCaller: 5 })).toBe(5);
   });
 });

@@ -17,6 +17,7 @@ const METRICS_TOKEN = 'fairness-metrics-token-5c1e0a9b';
 const ORDERS = 200_000;
 
 // Which reads are expensive: test/rest/cost.unit.test.ts; the budget alone: test/db/admission.unit.test.ts;
+// a caller's share of it: test/rest/caller-share.test.ts;
 // how its limit adapts: test/db/concurrency-limit.unit.test.ts, and rises in a served shop:
 // test/rest/adaptive-budget.test.ts; its settings: test/config/schema.unit.test.ts.
 
@@ -30,10 +31,21 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
     raw.metrics = { enabled: true, token: METRICS_TOKEN };
     raw.rateLimits = { dataPerMinutePerProject: 1_000_000 };
   };
+  /**
+   * These tests are about the budget every caller shares; one key stands for many callers, so its
+   * share of the budget (database.expensiveReadsPerCaller) is every place. The share itself:
+   * test/rest/caller-share.test.ts.
+   */
+  const ALL_PLACES = 100_000;
 
   beforeAll(async () => {
     // Pool 10: an adaptive budget starting at 5 slots (at most 7) and a queue of 50 (the defaults), wait bound 2000 ms.
-    t = await startTestServer({ configPatch: metricsConfig });
+    t = await startTestServer({
+      configPatch: (raw) => {
+        metricsConfig(raw);
+        raw.database = { expensiveReadsPerCaller: ALL_PLACES };
+      },
+    });
     await t.db.exec(`
       INSERT INTO env_master."City" (name, country, "updatedAt") SELECT 'City ' || i, 'DE', now() FROM generate_series(1, 20) AS i;
       INSERT INTO env_master."Customer" (id, email, name, "cityId", "updatedAt")
@@ -261,6 +273,7 @@ describe('expensive reads against a served shop of 200k orders', { timeout: 120_
             expensiveReadQueue: 2,
             poolWaitTimeoutMs: 800,
             statementTimeoutMs: 0,
+            expensiveReadsPerCaller: ALL_PLACES,
           };
         },
       });

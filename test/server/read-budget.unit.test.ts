@@ -1,10 +1,11 @@
 // The default expensive-read limit a server builds (runtime/server/features/data.ts; docs/deployment.md
-// "Sizing the pool"): its bounds for a pool size, and the debug line when it moves. The algorithm:
+// "Sizing the pool"): its bounds for a pool size, and the debug line when it moves; a caller's share
+// of the budget (docs/config.md `database.expensiveReadsPerCaller`). The algorithm:
 // test/db/concurrency-limit.unit.test.ts; in a served shop: test/rest/adaptive-budget.test.ts.
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../runtime/observability/index.ts';
-import { expensiveReadLimit } from '../../runtime/server/features/data.ts';
+import { expensiveReadLimit, expensiveReadsPerCaller } from '../../runtime/server/features/data.ts';
 
 function debugLog() {
   const lines: Array<Record<string, unknown>> = [];
@@ -63,5 +64,18 @@ describe('expensiveReadLimit', () => {
     ]);
     expect(lines[2]).toMatchObject({ lastReadMs: 100, gradient: 0.5 });
     expect(lines[2]!.usualReadMs).toBeCloseTo(20, 0);
+  });
+});
+
+describe('expensiveReadsPerCaller (docs/config.md `database.expensiveReadsPerCaller`)', () => {
+  const database = { poolSize: 10, statementTimeoutMs: 5000, poolWaitTimeoutMs: 2000, expensiveReadQueue: 50 };
+
+  it("is the setting, else half of the budget's most places (its most slots and its queue), at least 1", () => {
+    // The adaptive limit's ceiling, 10 less a quarter (7), and the queue of 50: 57 / 2.
+    expect(expensiveReadsPerCaller(database)).toBe(28);
+    expect(expensiveReadsPerCaller({ ...database, expensiveReadConcurrency: 2, expensiveReadQueue: 4 })).toBe(3);
+    expect(expensiveReadsPerCaller({ ...database, poolSize: 4, expensiveReadQueue: 0 })).toBe(1);
+    expect(expensiveReadsPerCaller({ ...database, expensiveReadConcurrency: 1, expensiveReadQueue: 0 })).toBe(1);
+    expect(expensiveReadsPerCaller({ ...database, expensiveReadsPerCaller: 5 })).toBe(5);
   });
 });
