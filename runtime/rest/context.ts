@@ -115,7 +115,8 @@ function cheaper(ctx: DataContext): string {
 const SHARE_RETRY_AFTER_SECONDS = 1;
 
 /**
- * The 429 of a caller holding its whole share: Retry-After and RateLimit-* of the share, so that they do not say the data rate limit's requests.
+ * The 429 of a caller holding its whole share (docs/api.md §6.2): Retry-After and RateLimit-* of the
+ * share, which the data pipeline leaves as they are, so that they do not say the rate limit's requests.
  */
 function shareTaken(ctx: DataContext, cost: string): Problem {
   const share = ctx.expensiveReads.options.perKey ?? 0;

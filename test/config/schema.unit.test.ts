@@ -347,6 +347,11 @@ describe('problems of an invalid config', () => {
       ['$.database.expensiveReadQueue: Too small: expected number to be >=0'],
     ],
     [
+      'a share of expensive reads per caller of 0',
+      { ...MINIMAL, database: { expensiveReadsPerCaller: 0 } },
+      ['$.database.expensiveReadsPerCaller: Too small: expected number to be >=1'],
+    ],
+    [
       'a short metrics token',
       { ...MINIMAL, metrics: { enabled: true, token: 'short' } },
       ['$.metrics.token: at least 16 characters'],

@@ -61,8 +61,8 @@ function mostSlots(poolSize: number, expensiveReadConcurrency?: number): number 
 /**
  * A caller's share of the budget's places, running and waiting (docs/config.md
  * `database.expensiveReadsPerCaller`): the setting, else half of the most places the budget has
- * (its most slots and its queue; 28 of 7 + 50 by default), at least 1, so one caller's burst always
- * leaves the other half to everyone else.
+ * (its most slots and its queue; 28 of 7 + 50 by default), at least 1, so that one caller's burst
+ * leaves about the other half to everyone else.
  */
 export function expensiveReadsPerCaller(database: Config['database']): number {
   const { poolSize, expensiveReadConcurrency, expensiveReadQueue, expensiveReadsPerCaller: set } = database;
