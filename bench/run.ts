@@ -430,7 +430,8 @@ function report(env: Environment, results: CaseResult[]): string {
       "svcgen's config is the example's except for the shared data rate limit, raised out of reach (the limiter still counts and " +
       'syncs to PostgreSQL as in production), and the wait bound of its pool and expensive-read budget (`database.poolWaitTimeoutMs`, 2 s by ' +
       'default, raised to 60 s): 50 connections of scans on 2 CPUs keep most of them queued, and svcgen would refuse some with 503, as it ' +
-      'should in production, where the bench wants throughput; the budget itself (5 expensive reads at a time) stays on. ' +
+      'should in production, where the bench wants throughput; the budget itself (5 expensive reads at a time) stays on, but the one ' +
+      "API key's share of it (`database.expensiveReadsPerCaller`, 28 by default) is raised out of reach, as its 429s would be. " +
       '**bare** = bench/bare-server.ts, the physical limit of this design for the five core requests: node:http + pg, the record JSON ' +
       'built by PostgreSQL with one prepared statement, no key lookup, no X-Project-Id, no validation, no rate limit, no request log, ' +
       "no headers beyond Content-Type (and Location); its answers must equal svcgen's too.",
