@@ -258,6 +258,8 @@ export const configSchema = z
         keepAliveTimeoutMs: z.number().int().min(100).max(600_000).default(5_000),
         /** Connections open at once per process; more are closed on accept. */
         maxConnections: z.number().int().min(1).max(1_000_000).default(1_000),
+        /** Connections open at once per client address (the TCP peer; trustProxy peers are exempt); more → 429 on accept; `null`: off. */
+        maxConnectionsPerAddress: z.number().int().min(1).max(1_000_000).nullable().default(200),
         /** On SIGTERM, in-flight requests get this long before their connections are closed. */
         drainTimeoutMs: z.number().int().min(0).max(600_000).default(10_000),
       })
@@ -367,6 +369,8 @@ export const configSchema = z
           .prefault({}),
         /** An upload that receives no byte for this long → 408, nothing kept (uploads are exempt from http.requestTimeoutMs). */
         uploadIdleTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
+        /** A download that hands no byte to its connection for this long (the client stopped reading) is cut; `null`: no bound. */
+        downloadStallTimeoutMs: z.number().int().min(100).max(3_600_000).nullable().default(60_000),
         /** An upload still arriving after this long → 408, nothing kept; `null`: no bound but the idle and rate ones. */
         uploadTimeoutMs: z.number().int().min(100).max(86_400_000).nullable().default(3_600_000),
         buckets: z

@@ -22,6 +22,12 @@ export { errorReply, databaseFaultProblem, DATABASE_RETRY_AFTER_SECONDS, type Er
 export { adapt, adaptStream } from './express-adapter.ts';
 export { nodeRequest, run, runStream, send, type Handler, type StreamHandler } from './node-adapter.ts';
 export { clientAddress } from './client-address.ts';
+export {
+  capConnectionsPerAddress,
+  connectionRefusal,
+  ConnectionsPerAddress,
+  CONNECTION_RETRY_SECONDS,
+} from './connections-per-address.ts';
 export { clientErrorHandler, type ClientErrorLimits } from './client-error.ts';
 export { drainableServer, type Drain } from './drain.ts';
 export { releaseRequestDeadline, startRequestDeadline } from './request-deadline.ts';

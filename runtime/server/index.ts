@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/index.ts';
 import { ensureSystemSchema, openDatabase, type AppliedMigration } from '../db/index.ts';
 import {
+  capConnectionsPerAddress,
   clientErrorHandler,
+  ConnectionsPerAddress,
   drainableServer,
   startRequestDeadline,
   type ClientErrorLimits,
@@ -39,7 +41,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   try {
     const foundation = await openFoundation(options, lifecycle);
     const { services, routes, upgrades } = await startFeatures(foundation, lifecycle);
-    const { server, drain } = createHttpServer(options.config.http);
+    const { server, drain } = createHttpServer(options.config, (address, cap) =>
+      log(`connections from ${address} refused: it holds ${cap} already (http.maxConnectionsPerAddress)`),
+    );
     const listener = createRequestListener(services, routes, { beforeExpress: drain.follow });
     const onClientError = clientErrorHandler(clientErrorLimits(options.config.http));
     const { requestTimeoutMs } = options.config.http;
@@ -120,8 +124,16 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
 /** Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB). */
 const MAX_HEADER_SIZE = 65_536;
 
-/** node:http with the config's limits: slow heads and bodies are cut off near their timeouts with a 408, connections capped. */
-function createHttpServer(http: Config['http']): { server: Server; drain: Drain } {
+/**
+ * node:http with the config's limits: slow heads and bodies are cut off near their timeouts with a
+ * 408, connections capped, per process and per client address. `onRefused` hears of an address
+ * over its cap (once until it is under it again).
+ */
+function createHttpServer(
+  config: Config,
+  onRefused: (address: string, cap: number) => void,
+): { server: Server; drain: Drain } {
+  const { http } = config;
   const { server, drain } = drainableServer({
     maxHeaderSize: MAX_HEADER_SIZE,
     headersTimeout: http.headersTimeoutMs,
@@ -132,6 +144,12 @@ function createHttpServer(http: Config['http']): { server: Server; drain: Drain 
     connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(http.headersTimeoutMs / 10))),
   });
   server.maxConnections = http.maxConnections;
+  // docs/deployment.md "Connections per client address": before any other 'connection' listener.
+  capConnectionsPerAddress(
+    server,
+    new ConnectionsPerAddress(http.maxConnectionsPerAddress, config.trustProxy),
+    onRefused,
+  );
   server.on('clientError', clientErrorHandler(clientErrorLimits(http)));
   return { server, drain };
 }

@@ -37,6 +37,8 @@ export interface StorageDeps {
   readonly rateLimitHeaders: (decision: RateDecision) => Record<string, string>;
   /** Uploads and downloads in progress per caller in this process (storage.limits.concurrent*PerCaller). */
   readonly inFlight: { readonly uploads: InFlight; readonly downloads: InFlight };
+  /** The server's log, for what an operator should hear of (a download cut by storage.downloadStallTimeoutMs). */
+  readonly log: (message: string) => void;
   /** The client address of a request (per http trustProxy): whom a download without credentials counts against. */
   readonly clientAddress: (req: ApiRequest) => string;
 }

@@ -11,6 +11,7 @@ import parseRange from 'range-parser';
 import { header, Problem, type ApiRequest, type Reply } from '../http/index.ts';
 import { ObjectMissing, objectKey, type ByteRange } from './backend.ts';
 import type { StorageDeps } from './deps.ts';
+import { watchDownloadStall } from './download-stall.ts';
 
 export interface FileRecord {
   readonly id: string;
@@ -118,7 +119,17 @@ export async function sendContent(
     res.end();
     return undefined;
   }
-  // A client that goes away ends the pipeline with an error: nothing more to answer.
-  await pipeline(stream, res).catch(() => {});
+  // A client that goes away (or a stall cut) ends the pipeline with an error: nothing more to answer.
+  const sent = pipeline(stream, res).catch(() => {});
+  const stallMs = deps.config.storage.downloadStallTimeoutMs;
+  if (stallMs !== null) {
+    // Watched once piped: a 'data' listener of its own must not start the bytes flowing first.
+    const stopWatching = watchDownloadStall(stream, res, stallMs, (side) =>
+      deps.log(
+        `download of file ${file.id} (bucket ${file.bucket}) cut: ${side === 'client' ? 'its client read' : 'the file store sent'} nothing for ${stallMs} ms (storage.downloadStallTimeoutMs); connection closed, download slot freed`,
+      ),
+    );
+    await sent.finally(stopWatching);
+  } else await sent;
   return undefined;
 }

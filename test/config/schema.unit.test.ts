@@ -65,6 +65,7 @@ describe('defaults of a minimal config', () => {
         requestTimeoutMs: 30_000,
         keepAliveTimeoutMs: 5000,
         maxConnections: 1000,
+        maxConnectionsPerAddress: 200,
         drainTimeoutMs: 10_000,
       },
       // expensiveReadConcurrency stays unset: the server resolves it to half of poolSize at start.
@@ -93,6 +94,7 @@ describe('defaults of a minimal config', () => {
           uploadRateWindowMs: 10_000,
         },
         uploadIdleTimeoutMs: 30_000,
+        downloadStallTimeoutMs: 60_000,
         uploadTimeoutMs: 3_600_000,
         buckets: {},
       },

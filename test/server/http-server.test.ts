@@ -351,12 +351,13 @@ describe('http config', () => {
     ]);
   });
 
-  it('defaults: headers 10 s, request 30 s, keep-alive 5 s, 1000 connections, drain 10 s', () => {
+  it('defaults: headers 10 s, request 30 s, keep-alive 5 s, 1000 connections (200 per address), drain 10 s', () => {
     expect(parseConfig({ project: { id: 'p' } }, 'svcgen.config.json').http).toEqual({
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       keepAliveTimeoutMs: 5_000,
       maxConnections: 1_000,
+      maxConnectionsPerAddress: 200,
       drainTimeoutMs: 10_000,
     });
   });

@@ -63,6 +63,7 @@ export const storageFeature: ServerFeature = {
             ),
           },
           clientAddress: clientAddress(config.trustProxy),
+          log,
         };
         const at = `${DATA_BASE_PATH}/${SERVICE_PATHS.files}/:bucket`;
         const handler =
