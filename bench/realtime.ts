@@ -355,8 +355,9 @@ async function main(): Promise<void> {
         maxConnections: SETTINGS.idle + 1_000,
         maxConnectionsPerCaller: SETTINGS.idle + 1_000,
       };
-      // Every TCP connection counts against http.maxConnections (default 1,000), upgraded ones too.
-      config.http = { ...config.http, maxConnections: SETTINGS.idle + 2_000 };
+      // Every TCP connection counts against http.maxConnections (default 1,000), upgraded ones too, and
+      // against http.maxConnectionsPerAddress (200): every subscriber here comes from 127.0.0.1.
+      config.http = { ...config.http, maxConnections: SETTINGS.idle + 2_000, maxConnectionsPerAddress: null };
       config.metrics = { ...config.metrics, enabled: true };
     });
     const { database, fixture, backends } = await seededBenchDatabase(cleanups.add, log, SEED);
