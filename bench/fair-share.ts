@@ -6,19 +6,19 @@
  *
  *   1. svcgen installed as users install it (./installed-project.ts: `npm pack`, `npm install -D`
  *      into a new project holding examples/shop), served by `svcgen serve` with default flags and
- *      the example's config as shipped, except the project's data rate limit, raised out of reach
- *      so that the abuser is stopped by the per-caller shares and bounds, not by the project's budget;
+ *      the example's config as shipped (every default: the data rate limit and each caller's share
+ *      of it are part of what keeps the callers apart);
  *   2. a fresh database seeded with 20,000 orders (./database.ts) and two admin API keys: the
  *      victim's and the abuser's (two callers with the same roles: the worst case, no permission
- *      stands between them);
- *   3. the victim sends `GET /Order/<id>` every 50 ms on its own keep-alive connection for
- *      BENCH_DURATION seconds (default 10), first alone, then while the abuser runs each scenario:
+ *      stands between them), the abuser connecting from another loopback address (127.0.0.2);
+ *   3. the victim sends `GET /Order/<id>` every 100 ms on its own keep-alive connection for
+ *      BENCH_DURATION seconds (default 20), first alone, then while the abuser runs each scenario:
  *      - introspection: 4 loops of a 700-alias `__schema { aN: types {...} }` document;
  *      - slow uploads: 200 raw uploads declaring 100 bytes and sending one byte a second;
  *      - expensive reads: 20 loops of a page sorted by an unindexed column at offset 10,000;
  *      - deep JSON: 4 loops of a POST whose body nests 20,000 levels;
  *      - GraphQL answers: 4 loops of a document of 10 aliased pages of 100 orders.
- *   4. per scenario: the victim's p50, p99 and max latency against its run alone, and how the
+ *   4. each scenario with a new abuser key (a fresh share of the data rate limit); per scenario: the victim's p50, p99 and max latency against its run alone, and how the
  *      abuser was answered (status counts).
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION, BENCH_RESULTS,
  * BENCH_INSTALLED_PROJECT.
@@ -31,18 +31,23 @@ import { REPO } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';
 import { serveCli } from './cli-server.ts';
 import { seededBenchDatabase, serverVersion } from './database.ts';
-import { installedProject, patchConfig, svcgenBin } from './installed-project.ts';
+import { installedProject, svcgenBin } from './installed-project.ts';
 import { gitRevision, reportDate, writeSection } from './results-file.ts';
 
-const DURATION_MS = Number(process.env.BENCH_DURATION ?? 10) * 1000;
-const PACE_MS = 50;
+const DURATION_MS = Number(process.env.BENCH_DURATION ?? 20) * 1000;
+/** 10 requests a second: 600 a minute, half of a caller's default share of the data rate limit. */
+const PACE_MS = 100;
 const SEED = { cities: 100, customers: 1_000, orders: 20_000 };
 const RESULTS_FILE = process.env.BENCH_RESULTS
   ? path.resolve(process.env.BENCH_RESULTS)
   : path.join(REPO, 'bench', 'RESULTS.md');
 const SECTION = '## Fair share';
-/** The bound the docs state: another caller's p99 under any one abuser stays within this many times its p99 alone. */
-const BOUND = 3;
+/**
+ * The bound the docs state: under any one abuser, another caller's p99 stays below this (ms). An
+ * absolute bound: on 2 CPUs shared by the load generator, the server and PostgreSQL, an abuser's
+ * admitted work takes CPU from every caller, and a ratio to a 10 ms p99 alone is mostly noise.
+ */
+const BOUND_MS = 100;
 
 const log = (message: string) => console.error(`[fair-share] ${message}`);
 
@@ -50,6 +55,7 @@ interface Target {
   url: string;
   projectId: string;
   victimKey: string;
+  /** A new key for each scenario. */
   abuserKey: string;
   orderIds: { min: number; max: number };
 }
@@ -68,6 +74,13 @@ async function loop(times: number, body: () => Promise<void>, running: () => boo
   );
 }
 
+/**
+ * The abuser connects from another loopback address: two callers on one address share its
+ * http.maxConnectionsPerAddress (docs/deployment.md "Connections per client address").
+ */
+const ABUSER_ADDRESS = '127.0.0.2';
+const abuserAgent = new Agent({ connect: { localAddress: ABUSER_ADDRESS } });
+
 async function send(
   target: Target,
   count: (status: string) => void,
@@ -80,6 +93,7 @@ async function send(
       method,
       headers: { ...headers(target, target.abuserKey), ...(body ? { 'content-type': 'application/json' } : {}) },
       body,
+      dispatcher: abuserAgent,
     });
     await res.body.dump();
     count(String(res.statusCode));
@@ -109,7 +123,7 @@ const SCENARIOS: Record<string, Abuse> = {
     const port = Number(new URL(target.url).port);
     const sockets: net.Socket[] = [];
     for (let i = 0; i < 200; i++) {
-      const socket = net.connect(port, '127.0.0.1');
+      const socket = net.connect({ port, host: '127.0.0.1', localAddress: ABUSER_ADDRESS });
       socket.on('error', () => {});
       socket.setEncoding('latin1');
       let answer = '';
@@ -195,7 +209,6 @@ async function main(): Promise<void> {
   try {
     const revision = gitRevision();
     const project = await installedProject(cleanups.add, log);
-    await patchConfig(project);
     const { database, fixture, server } = await seededBenchDatabase(cleanups.add, log, SEED);
     const makeKey = (name: string) =>
       JSON.parse(
@@ -231,7 +244,7 @@ async function main(): Promise<void> {
       url: serving.url,
       projectId: fixture.projectId,
       victimKey: makeKey('victim'),
-      abuserKey: makeKey('abuser'),
+      abuserKey: '',
       orderIds: fixture.orderIds,
     };
     log('warm-up');
@@ -245,6 +258,8 @@ async function main(): Promise<void> {
     );
     for (const [name, abuse] of Object.entries(SCENARIOS)) {
       log(`scenario: ${name}`);
+      // A new abuser for each scenario: its share of the data rate limit is not used up by the last one.
+      target.abuserKey = makeKey(`abuser-${name.replace(/\W+/g, '-')}`);
       let on = true;
       const abuser: Record<string, number> = {};
       const abusing = abuse(
@@ -258,9 +273,11 @@ async function main(): Promise<void> {
       on = false;
       await abusing;
       const sorted = [...run.latencies].sort((a, b) => a - b);
-      const ratio = quantile(sorted, 0.99) / aloneP99;
+      const p99 = quantile(sorted, 0.99);
+      const ratio = p99 / aloneP99;
+      const met = p99 <= BOUND_MS && (run.statuses[200] ?? 0) === run.latencies.length;
       rows.push(
-        `| ${name} | ${run.latencies.length} | ${counts(run.statuses)} | ${ms(quantile(sorted, 0.5))} | ${ms(quantile(sorted, 0.99))} | ${ms(sorted.at(-1)!)} | ${ratio.toFixed(2)} | ${ratio <= BOUND ? 'met' : 'missed'} | ${counts(abuser)} |`,
+        `| ${name} | ${run.latencies.length} | ${counts(run.statuses)} | ${ms(quantile(sorted, 0.5))} | ${ms(quantile(sorted, 0.99))} | ${ms(sorted.at(-1)!)} | ${ratio.toFixed(2)} | ${met ? 'met' : 'missed'} | ${counts(abuser)} |`,
       );
       log(rows.at(-1)!);
     }
@@ -269,9 +286,9 @@ async function main(): Promise<void> {
       '',
       `Written by \`npm run bench:fair-share\` (bench/fair-share.ts) on ${reportDate()}, svcgen ${revision}, Node.js ${process.version}, PostgreSQL ${await serverVersion(server.url)}. Rerun it rather than editing this section.`,
       '',
-      `svcgen installed from its tarball and served by \`svcgen serve\` with default flags and the example's config (the project's data rate limit raised out of reach, so that only the per-caller shares and bounds stand between the callers), ${SEED.orders.toLocaleString('en-US')} orders. Two callers, both admin API keys: the victim sends \`GET /Order/<id>\` every ${PACE_MS} ms on one keep-alive connection for ${DURATION_MS / 1000} s, alone and then while the abuser runs each scenario (bench/fair-share.ts says what each sends). The load generator, the server and PostgreSQL share the machine's 2 CPUs, so an abuser that makes the server or PostgreSQL work slows every caller somewhat: the aim is a bound, not equality.`,
+      `svcgen installed from its tarball and served by \`svcgen serve\` with default flags and the example's config as shipped (every default, the data rate limit and each caller's share of it included), ${SEED.orders.toLocaleString('en-US')} orders. Two callers, both admin API keys: the victim sends \`GET /Order/<id>\` every ${PACE_MS} ms on one keep-alive connection for ${DURATION_MS / 1000} s, alone and then while the abuser runs each scenario (bench/fair-share.ts says what each sends). The load generator, the server and PostgreSQL share the machine's 2 CPUs, so an abuser that makes the server or PostgreSQL work slows every caller somewhat: the aim is a bound, not equality.`,
       '',
-      `Aim (docs/deployment.md "A fair share for every caller"): under any one abuser, the victim's requests all succeed and its p99 stays within ${BOUND}× its p99 alone.`,
+      `Aim (docs/deployment.md "A fair share for every caller"): under any one abuser, the victim's requests all succeed and its p99 stays below ${BOUND_MS} ms (its p99 alone is the first row).`,
       '',
       '| abuser | victim requests | victim answers | p50 (ms) | p99 (ms) | max (ms) | p99 / alone | aim | abuser answers |',
       '|---|--:|---|--:|--:|--:|--:|:-:|---|',
