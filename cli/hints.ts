@@ -1,6 +1,6 @@
 /**
  * A svcgen command as a message should show it. svcgen is installed as a project's dev dependency
- * (README "Install"), so a bare `svcgen` is not on the PATH of the user's shell; `npx svcgen`
+ * (README "Quick start in your own project"), so a bare `svcgen` is not on the PATH of the user's shell; `npx svcgen`
  * runs the project's own copy.
  */
 export function command(args: string): string {

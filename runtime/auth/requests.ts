@@ -9,7 +9,7 @@ import { passwordViolations } from './password-rule.ts';
 /**
  * X-Project-Id required (400 VALIDATION_ERROR), then the project, the environment and auth being
  * enabled there (404 AUTH_NOT_CONFIGURED otherwise). The query parameters `project_id` and
- * `environment` stand in for the headers, so a JWKS client can fetch by URL (docs/api.md §3 "Verifying tokens yourself").
+ * `environment` stand in for the headers, so a JWKS client can fetch by URL (docs/api.md §3 "Verifying tokens yourself (JWKS)").
  */
 export function resolveAuthTenant(req: ApiRequest, config: Config): Tenant {
   const projectId = header(req, 'x-project-id') || req.query.get('project_id') || undefined;

@@ -316,14 +316,14 @@ const STEPS: readonly string[] = [
        RETURN NEXT;
      END IF;
    END $$;`,
-  // Storage limits per caller (docs/storage.md "Limits"): bytes each caller stored a day (UTC).
+  // Storage limits per caller (docs/storage.md "Limits and quotas"): bytes each caller stored a day (UTC).
   `CREATE TABLE svcgen.file_usage (
      caller       text NOT NULL,
      day          date NOT NULL,
      bytes        bigint NOT NULL,
      PRIMARY KEY (caller, day)
    );`,
-  // Role changes end the user's live subscriptions (docs/realtime.md "Lifecycle"): whatever changes
+  // Role changes end the user's live subscriptions (docs/realtime.md "Lifecycle and limits"): whatever changes
   // svcgen.users.roles (an endpoint, SQL) notifies every process on commit, on the shared channel.
   `CREATE FUNCTION svcgen.users_roles_changed() RETURNS trigger LANGUAGE plpgsql AS $$
    BEGIN

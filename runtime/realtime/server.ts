@@ -186,7 +186,7 @@ function callerKey(caller: Caller): string {
 export const USER_REVOCATION = 'user:';
 
 /**
- * The channel topic of a role change (docs/realtime.md "Lifecycle"): a trigger on svcgen.users
+ * The channel topic of a role change (docs/realtime.md "Lifecycle and limits"): a trigger on svcgen.users
  * (svcgen.users_roles_changed) sends `<user id>\t<new roles as a JSON array>` on commit of any
  * UPDATE that changes a user's roles, whatever made it (an endpoint, SQL).
  */

@@ -1,5 +1,5 @@
 /**
- * What a body value of each field must be, said in words (docs/api.md §6.1 "Messages"), and the
+ * What a body value of each field must be, said in words (docs/api.md §6.1 "Record bodies"), and the
  * storage bounds the generated zod validators leave to the runtime: Decimal digits, the years a
  * timestamp holds, SmallInt range and NUL characters. Every 422 about a field value is built from
  * here, so a message never shows a regex or a zod default, and a value the database would refuse

@@ -1,4 +1,4 @@
-// The GraphQL API against the REST API (docs/graphql.md "Mapping from REST"): for the shapes of the
+// The GraphQL API against the REST API (docs/graphql.md "Filters: `where`", "Order and pages", "Relations"): for the shapes of the
 // REST tests (filters incl. relation filters and groups, sorts, offset and cursor pagination, embeds
 // two levels deep, by key, aggregates), the GraphQL `data` equals the REST answer for the same
 // caller: an admin key, a narrow-role key (catalog), a key whose role hides fields (noteless), and a

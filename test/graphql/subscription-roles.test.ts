@@ -1,5 +1,5 @@
 // A user's roles changing ends their live subscriptions on every process (docs/realtime.md
-// "Lifecycle"): an UPDATE of svcgen.users.roles by plain SQL closes their WebSocket on one process
+// "Lifecycle and limits"): an UPDATE of svcgen.users.roles by plain SQL closes their WebSocket on one process
 // with 4403 and ends their SSE stream on another with a last event ROLES_CHANGED (4403); the access
 // token issued before the change is then refused on both transports, a refreshed one is taken; the
 // subscriptions of another user stay open.

@@ -1,4 +1,4 @@
-// A subscriber that stops reading while changes keep coming (docs/realtime.md "Lifecycle"): one
+// A subscriber that stops reading while changes keep coming (docs/realtime.md "Lifecycle and limits"): one
 // change a statement, so no single statement overflows it; once the kernel's buffers and its queue
 // of realtime.maxQueuedChanges are full it is closed with 1013 and its socket dropped within a
 // second (it would never read the close frame), counted as `dropped`; a subscriber beside it that

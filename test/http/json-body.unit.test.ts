@@ -1,6 +1,6 @@
 // The one reader of request bodies (runtime/http/json-body.ts, request.ts), without a server: the
 // size limit (413), the media type (415), and what JSON is refused with which rule (400,
-// docs/api.md §7 "Cost bounds on input"). One row per case.
+// docs/api.md §7 "Limits"). One row per case.
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';

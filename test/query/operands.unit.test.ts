@@ -1,5 +1,5 @@
 // Typed operands (runtime/query/operands.ts) and encrypted cursors (cursor.ts), without a database.
-// docs/api.md "Operators"; docs/permissions.md "Cursors ... are encrypted". One row per case.
+// docs/api.md "Operators"; docs/permissions.md "Reading" (cursors are encrypted). One row per case.
 import { describe, expect, it } from 'vitest';
 import type { FieldSpec } from '../../runtime/model/index.ts';
 import {

@@ -1,5 +1,5 @@
 // Role permissions (runtime/query/policy.ts) and what a caller may name (access.ts), without a
-// database: docs/permissions.md "Roles", "Reading", "Several roles". One row per case.
+// database: docs/permissions.md "Roles in `svcgen.config.json`", "Reading", "Several roles". One row per case.
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../runtime/principal/index.ts';
 import {

@@ -1,6 +1,7 @@
 // The text syntax of filters and selects (runtime/query/parse-filter.ts, parse-select.ts) under a
 // caller's access, without a database: what parses to which description, and what is refused
-// (docs/api.md "Filters", "select"; docs/permissions.md "What the caller cannot read"). One row per case.
+// (docs/api.md "Filters", "Selecting fields and embedding relations"; docs/permissions.md
+// "What the caller cannot read cannot shape an answer"). One row per case.
 import { describe, expect, it } from 'vitest';
 import {
   MAX_CONDITIONS,

@@ -1,7 +1,7 @@
 // SseStream (runtime/realtime/sse.ts): how a Server-Sent Events subscription ends. A caller is
 // admitted (and counted) before graphql-sse writes the stream's headers, so a close can arrive
 // before the stream starts (roles changed, revocation, the server stopping); the client must still
-// get the last event naming why, not a connection reset (docs/realtime.md "Lifecycle").
+// get the last event naming why, not a connection reset (docs/realtime.md "Lifecycle and limits").
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';

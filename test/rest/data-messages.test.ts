@@ -1,6 +1,6 @@
 /**
  * Every 4xx about a body value names the field and says in words what it takes (docs/api.md
- * §6.1 "Messages"): Decimal digits, date formats, UUIDs, enums, lists, Json, Bytes, integers,
+ * §6.1 "Record bodies"): Decimal digits, date formats, UUIDs, enums, lists, Json, Bytes, integers,
  * composite unique keys, and missing with unknown fields in one answer. Each case runs on create,
  * PATCH, bulk items and update-by-filter, against a fixture model (test/fixtures/messages) with the
  * types the example shop lacks. Exact status and body each time, and nothing written.
