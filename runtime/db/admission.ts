@@ -1,7 +1,7 @@
 /**
  * A per-process budget for expensive reads (docs/config.md `database.expensiveRead*`): a semaphore
  * whose size `limit` gives (fixed, or adapted to latency: ./concurrency-limit.ts) with a bounded
- * FIFO queue. Expensive reads share the pool with everything else; without this, enough of them
+ * queue (first in first out, but a freed slot goes first to a key running fewer works). Expensive reads share the pool with everything else; without this, enough of them
  * hold every connection and a GET by id queues behind them for seconds. With it they can take at
  * most the limit's connections, and what does not fit the queue, or waits too long, is refused at
  * once instead of holding its request (and later its rows) in memory. With `perKey`, each key (a
@@ -51,6 +51,8 @@ export interface AdmissionOptions {
 }
 
 interface Waiter {
+  /** The key the work counts against, if any. */
+  readonly key: string | undefined;
   /** Starts the work, with `inflight` works running (itself included). */
   admit(inflight: number): void;
 }
@@ -60,6 +62,8 @@ export class Admission {
   private readonly waiting: Waiter[] = [];
   /** Places held per key, running or waiting; a key holding none is not kept. */
   private readonly heldByKey = new Map<string, number>();
+  /** Works running per key; a key running none is not kept. */
+  private readonly runningByKey = new Map<string, number>();
 
   constructor(readonly options: AdmissionOptions) {}
 
@@ -92,36 +96,41 @@ export class Admission {
    */
   async run<T>(work: () => Promise<T>, onGone?: (listener: () => void) => () => void, key?: string): Promise<T> {
     const { perKey } = this.options;
-    if (key === undefined || perKey === undefined) return this.runInSlot(work, onGone);
+    if (key === undefined || perKey === undefined) return this.runInSlot(work, onGone, key);
     const held = this.held(key);
     // Checked before the queue: a key past its share is told so, even when the budget is full too.
     if (held >= perKey) throw this.refuse('key-share');
     this.heldByKey.set(key, held + 1);
     try {
-      return await this.runInSlot(work, onGone);
+      return await this.runInSlot(work, onGone, key);
     } finally {
-      const left = this.held(key) - 1;
-      if (left > 0) this.heldByKey.set(key, left);
-      else this.heldByKey.delete(key);
+      count(this.heldByKey, key, -1);
     }
   }
 
-  private async runInSlot<T>(work: () => Promise<T>, onGone?: (listener: () => void) => () => void): Promise<T> {
-    const inflight = await this.acquire(onGone);
+  private async runInSlot<T>(
+    work: () => Promise<T>,
+    onGone: ((listener: () => void) => () => void) | undefined,
+    key: string | undefined,
+  ): Promise<T> {
+    // Counted as running by acquire (a free slot) or release (a waiter admitted), synchronously with its slot.
+    const inflight = await this.acquire(onGone, key);
     const started = performance.now();
     try {
       return await work();
     } finally {
       // Every outcome is a sample: a read cancelled at the statement timeout is the clearest sign of overload.
       this.options.limit.sample(performance.now() - started, inflight);
+      if (key !== undefined) count(this.runningByKey, key, -1);
       this.release();
     }
   }
 
   /** Resolves with the works running once this one got its slot, itself included. */
-  private acquire(onGone?: (listener: () => void) => () => void): Promise<number> {
+  private acquire(onGone: ((listener: () => void) => () => void) | undefined, key: string | undefined): Promise<number> {
     if (this.active < this.slots) {
       this.active++;
+      if (key !== undefined) count(this.runningByKey, key, 1);
       return Promise.resolve(this.active);
     }
     if (this.waiting.length >= this.options.queue) return Promise.reject(this.refuse('queue-full'));
@@ -133,6 +142,7 @@ export class Admission {
         reject(this.refuse(reason));
       };
       const waiter: Waiter = {
+        key,
         admit(inflight) {
           clearTimeout(timer);
           stopWatching?.();
@@ -151,12 +161,41 @@ export class Admission {
     // queues behind them. A limit that shrank admits none until enough runs end; one that grew, several.
     while (this.active < this.slots && this.waiting.length > 0) {
       this.active++;
-      this.waiting.shift()!.admit(this.active);
+      const [next] = this.waiting.splice(this.nextWaiter(), 1);
+      if (next!.key !== undefined) count(this.runningByKey, next!.key, 1);
+      next!.admit(this.active);
     }
+  }
+
+  /**
+   * The waiter to admit: the first of those whose key runs the fewest works (docs/config.md
+   * `database.expensiveReadsPerCaller`), so a caller with many reads waiting does not keep
+   * another's single read waiting behind them all; among equals, first in first out. Works
+   * without a key count as running none.
+   */
+  private nextWaiter(): number {
+    let best = 0;
+    let fewest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.waiting.length && fewest > 0; i++) {
+      const key = this.waiting[i]!.key;
+      const running = key === undefined ? 0 : (this.runningByKey.get(key) ?? 0);
+      if (running < fewest) {
+        fewest = running;
+        best = i;
+      }
+    }
+    return best;
   }
 
   private refuse(reason: AdmissionRefusal): AdmissionRefused {
     this.options.onRefused?.(reason);
     return new AdmissionRefused(reason);
   }
+}
+
+/** Adds `delta` to `key`'s count, dropping a key whose count reaches 0. */
+function count(counts: Map<string, number>, key: string, delta: number): void {
+  const next = (counts.get(key) ?? 0) + delta;
+  if (next > 0) counts.set(key, next);
+  else counts.delete(key);
 }

@@ -186,19 +186,48 @@ describe('Admission with a share per key (database.expensiveReadsPerCaller)', ()
     expect(held('c')).toEqual([1]);
     await settle();
     expect(started).toEqual(['a0', 'a1']);
-    // a0's slot goes to a2 (first in first out); a then holds 2 of its 3 places and may take one more.
+    // a0's slot goes to b0, not to a2 that waited longer: a still runs a1, b runs none (the fewest
+    // running first). a then holds 2 of its 3 places and may take one more.
     gates.get('a0')!.open();
     await settle();
-    expect(started).toEqual(['a0', 'a1', 'a2']);
+    expect(started).toEqual(['a0', 'a1', 'b0']);
     expect(held('a', 'b', 'c')).toEqual([2, 2, 1]);
     for (const name of ['a1', 'a2', 'b0', 'b1', 'c0']) {
       gates.get(name)!.open();
       await settle();
     }
     expect(await Promise.all([...a, ...others])).toEqual(['a0', 'a1', 'a2', 'b0', 'b1', 'c0']);
-    expect(started).toEqual(['a0', 'a1', 'a2', 'b0', 'b1', 'c0']);
+    // a1's slot: a2 (a runs none now, first of the keys running none); a2's: c0 (c runs none, b one).
+    expect(started).toEqual(['a0', 'a1', 'b0', 'a2', 'c0', 'b1']);
     expect(state()).toEqual([0, 0]);
     expect(held('a', 'b', 'c')).toEqual([0, 0, 0]);
+  });
+
+  it("admits the waiter of the key running the fewest works first: one key's many waiters do not keep another key's one waiting behind them", async () => {
+    const { admission } = shared({ slots: 2, queue: 10, perKey: 10 });
+    const gates = new Map<string, ReturnType<typeof gate>>();
+    const started: string[] = [];
+    const run = (key: string, name: string) => {
+      const g = gate();
+      gates.set(name, g);
+      return admission.run(async () => (started.push(name), await g.opened, name), undefined, key);
+    };
+    // The flooder takes both slots and queues 5 more; then another caller's one read, and a work without a key.
+    const runs = ['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6'].map((name) => run('flooder', name));
+    runs.push(run('other', 'o0'));
+    await settle();
+    expect(started).toEqual(['f0', 'f1']);
+    gates.get('f0')!.open();
+    await settle();
+    // FIFO would have started f2; the other caller runs none, the flooder one.
+    expect(started).toEqual(['f0', 'f1', 'o0']);
+    // Among waiters whose keys run as many, first in first out.
+    for (const name of ['f1', 'o0', 'f2', 'f3', 'f4', 'f5', 'f6']) {
+      gates.get(name)!.open();
+      await settle();
+    }
+    expect(await Promise.all(runs)).toEqual(['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'o0']);
+    expect(started).toEqual(['f0', 'f1', 'o0', 'f2', 'f3', 'f4', 'f5', 'f6']);
   });
 
   it('gives a key its place back whatever became of the work: waited out, client gone, refused for the queue, thrown, done', async () => {
