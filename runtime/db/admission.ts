@@ -127,7 +127,10 @@ export class Admission {
   }
 
   /** Resolves with the works running once this one got its slot, itself included. */
-  private acquire(onGone: ((listener: () => void) => () => void) | undefined, key: string | undefined): Promise<number> {
+  private acquire(
+    onGone: ((listener: () => void) => () => void) | undefined,
+    key: string | undefined,
+  ): Promise<number> {
     if (this.active < this.slots) {
       this.active++;
       if (key !== undefined) count(this.runningByKey, key, 1);
