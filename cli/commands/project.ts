@@ -20,7 +20,7 @@ function idFromFolder(folder: string): string {
 const IGNORED = ['.svcgen/', 'node_modules/'];
 
 /** `init --empty`: the datasource and no model (svcgen adds Prisma's generator block itself). */
-const EMPTY_SCHEMA = `// Every model is a table of the generated REST API (svcgen's docs/api.md §5.1 "Routes").
+const EMPTY_SCHEMA = `// Every model is a table of the generated REST API (node_modules/svcgen/docs/api.md §5.1 "Routes").
 datasource db {
   provider = "postgresql"
 }
