@@ -177,6 +177,15 @@ export function recordsStatement(
   const rootType = unwrap(info.parentType.getFields()[info.fieldName]!);
   const scope = readScope(ctx);
   const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
+  const statement = (compiled: { sql: string; jsonb: boolean }, cost: string | undefined): RecordsStatement => ({
+    ctx,
+    document: context.document,
+    select,
+    sql: compiled.sql,
+    values: scope.params.values,
+    cost,
+    jsonb: compiled.jsonb,
+  });
   if (meta.kind === 'byKey') {
     const compiled = compileRead(
       scope,
@@ -191,39 +200,24 @@ export function recordsStatement(
       },
       { single: true },
     );
-    const cost = readOneCost(ctx.catalog, ctx.table, select);
-    return {
-      ctx,
-      document: context.document,
-      select,
-      sql: compiled.sql,
-      values: scope.params.values,
-      cost,
-      jsonb: compiled.jsonb,
-    };
+    return statement(compiled, readOneCost(ctx.catalog, ctx.table, select));
   }
   const where = whereCondition(t, ctx.table, args.where);
   const orderBy = orderTerms(t, ctx.table, args.orderBy);
   const limit = bounded(args.limit, 'limit', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
   const offset = bounded(args.offset, 'offset', 0, 0, MAX_OFFSET);
   const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit, offset });
-  const cost = listCost(ctx.catalog, ctx.table, {
-    where: { kind: 'and', items: [where, ctx.grant.rows] },
-    orderBy,
-    select,
-    limit,
-    offset,
-    count: false,
-  });
-  return {
-    ctx,
-    document: context.document,
-    select,
-    sql: compiled.sql,
-    values: scope.params.values,
-    cost,
-    jsonb: compiled.jsonb,
-  };
+  return statement(
+    compiled,
+    listCost(ctx.catalog, ctx.table, {
+      where: { kind: 'and', items: [where, ctx.grant.rows] },
+      orderBy,
+      select,
+      limit,
+      offset,
+      count: false,
+    }),
+  );
 }
 
 /** The rows of a records statement: each one's first column is its record's JSON text. */

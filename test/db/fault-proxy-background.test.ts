@@ -5,7 +5,7 @@
  * The server process survives each cut and each comes back by itself.
  */
 import { createClient, type Client } from 'graphql-ws';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { graphqlWsUrl, subscribe, waitFor } from '../support/realtime.ts';
@@ -13,19 +13,10 @@ import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { expectProblem, MANAGEMENT_TOKEN, startTestServer, type TestServer } from '../support/server.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { until } from '../support/until.ts';
+import { collectUnhandled } from '../support/unhandled.ts';
 
 /** Errors no handler caught in this process (the server runs in it): each would end `svcgen serve`. */
-const unhandled: unknown[] = [];
-const onUnhandled = (error: unknown) => void unhandled.push(error);
-beforeEach(() => {
-  unhandled.length = 0;
-  process.on('uncaughtException', onUnhandled);
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('uncaughtException', onUnhandled);
-  process.off('unhandledRejection', onUnhandled);
-});
+const unhandled = collectUnhandled();
 
 let database: TestDatabase;
 let proxy: TcpProxy;

@@ -8,25 +8,16 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../runtime/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { expectProblem, startTestServer, type TestResponse, type TestServer } from '../support/server.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { until } from '../support/until.ts';
+import { collectUnhandled } from '../support/unhandled.ts';
 
 /** Errors no handler caught in this process (the server runs in it): each would end `svcgen serve`. */
-const unhandled: unknown[] = [];
-const onUnhandled = (error: unknown) => void unhandled.push(error);
-beforeEach(() => {
-  unhandled.length = 0;
-  process.on('uncaughtException', onUnhandled);
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('uncaughtException', onUnhandled);
-  process.off('unhandledRejection', onUnhandled);
-});
+const unhandled = collectUnhandled();
 
 function expectUnavailable(res: TestResponse): void {
   expectProblem(res, 503);
