@@ -7,6 +7,7 @@
  * machine (Linux): each is another client address. Raw sockets against a real server and
  * PostgreSQL; order and counts, no clock.
  */
+import { parseRawResponse as parse } from '../support/raw-response.ts';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -69,17 +70,6 @@ async function healthz(raw: Raw): Promise<string> {
     'the healthz answer',
   );
   return text.slice(0, text.indexOf('\r\n'));
-}
-
-function parse(text: string): { status: number; headers: Record<string, string>; body: unknown } {
-  const end = text.indexOf('\r\n\r\n');
-  const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  return { status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(text.slice(end + 4)) };
 }
 
 describe('connections per client address', { timeout: 60_000 }, () => {

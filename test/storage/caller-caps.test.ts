@@ -7,6 +7,7 @@
  * http.maxConnections the abuser alone would otherwise fill. Raw sockets against a real server and
  * PostgreSQL; order and counts, no clock.
  */
+import { parseRawResponse as parse } from '../support/raw-response.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -138,17 +139,6 @@ async function stalledDownload(pathAndQuery: string, key?: string): Promise<Raw>
   raw.socket.pause();
   expect(first.slice(0, 12)).toBe('HTTP/1.1 200');
   return raw;
-}
-
-function parse(text: string): { status: number; headers: Record<string, string>; body: any } {
-  const end = text.indexOf('\r\n\r\n');
-  const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  return { status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(text.slice(end + 4)) };
 }
 
 async function uploadText(bucket: string, text: string, key: string): Promise<TestResponse> {

@@ -4,6 +4,7 @@
  * storage.uploadTimeoutMs, not by http.requestTimeoutMs, which still cuts every other request. Raw
  * sockets against a real server and PostgreSQL.
  */
+import { parseRawResponse as parse } from '../support/raw-response.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -75,17 +76,6 @@ async function drip(raw: Raw, chunks: number, size: number, everyMs: number): Pr
     raw.socket.write('x'.repeat(size));
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
-}
-
-function parse(text: string): { status: number; headers: Record<string, string>; body: any } {
-  const end = text.indexOf('\r\n\r\n');
-  const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  return { status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(text.slice(end + 4)) };
 }
 
 async function kept(): Promise<{ rows: number; objects: number }> {
