@@ -1,7 +1,8 @@
 /** The OpenAPI paths of API key management (docs/api.md §4). */
 import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
-import { KEY_PREFIX_PATTERN } from '../../runtime/model/index.ts';
+import { newKeyBody } from '../../runtime/model/wire/index.ts';
 import { BASE, BODY, dataEnvelope, managementErrors } from './openapi-shared.ts';
+import { wireBody } from './openapi-wire.ts';
 
 export function apiKeyPaths(builder: OpenApiBuilder): void {
   const keyFields = {
@@ -20,25 +21,7 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
       operationId: 'createApiKey',
       summary: 'Create an API key (its value is shown only in this response)',
       security,
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['name', 'prefix', 'roles', 'environment'],
-              properties: {
-                name: { type: 'string' },
-                prefix: { type: 'string', pattern: KEY_PREFIX_PATTERN },
-                roles: { type: 'array', items: { type: 'string' }, minItems: 1 },
-                context: { type: 'object', additionalProperties: { type: 'string' } },
-                environment: { type: 'string' },
-              },
-            },
-          },
-        },
-      },
+      requestBody: wireBody(newKeyBody),
       responses: {
         '201': {
           description: 'The new key',

@@ -12,14 +12,8 @@ import type { Tenant } from '../tenancy/index.ts';
 import { validationError } from './auth-errors.ts';
 import { checkCurrentPassword } from './login.ts';
 import { listSessions, startSession } from './refresh-tokens.ts';
-import {
-  changeEmailBody,
-  changePasswordBody,
-  confirmEmailChangeBody,
-  deleteAccountBody,
-  readAuthBody,
-  resolveAuthTenant,
-} from './requests.ts';
+import { changeEmailBody, changePasswordBody, confirmEmailChangeBody, deleteAccountBody } from '../model/wire/index.ts';
+import { authRules, readAuthBody, resolveAuthTenant } from './requests.ts';
 import { Revocations, TokenRejected, type AccessClaims } from './tokens/index.ts';
 import type { UserAuth } from './user-auth.ts';
 import * as users from './users.ts';
@@ -57,7 +51,7 @@ export async function authenticate(auth: UserAuth, req: ApiRequest): Promise<Cal
 
 export function accountHandlers(auth: UserAuth) {
   const { config, db } = auth;
-  const passwordSchema = changePasswordBody(config);
+  const passwordSchema = changePasswordBody(authRules(config));
   const limit = (bucket: string, perMinute: number) => auth.rateLimiter.hit(bucket, perMinute);
 
   /** The caller and their account; reads and session ends count in one budget, changes in another. */

@@ -9,15 +9,14 @@ import { asAuthError } from './auth-errors.ts';
 import { checkLogin } from './login.ts';
 import { endSession, rotateRefreshToken, startSession } from './refresh-tokens.ts';
 import {
-  confirmBody,
+  confirmSignupBody,
   loginBody,
-  readAuthBody,
-  recoverBody,
-  refreshBody,
-  resetBody,
-  resolveAuthTenant,
+  recoverPasswordBody,
+  refreshTokenBody,
+  resetPasswordBody,
   signupBody,
-} from './requests.ts';
+} from '../model/wire/index.ts';
+import { authRules, readAuthBody, resolveAuthTenant } from './requests.ts';
 import { jwks, Revocations } from './tokens/index.ts';
 import type { UserAuth } from './user-auth.ts';
 import * as users from './users.ts';
@@ -31,8 +30,9 @@ function authRoute(handler: Handler): Handler {
 
 export function authHandlers(auth: UserAuth) {
   const { config, db } = auth;
-  const signupSchema = signupBody(config);
-  const resetSchema = resetBody(config);
+  const rules = authRules(config);
+  const signupSchema = signupBody(rules);
+  const resetSchema = resetPasswordBody(rules);
 
   const limit = (bucket: string, perMinute: number) => auth.rateLimiter.hit(bucket, perMinute);
   /** confirm-signup and reset-password share one budget per client address (codes are guessed there). */
@@ -87,7 +87,7 @@ export function authHandlers(auth: UserAuth) {
   async function confirmSignup(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
     await limitCodes(req, tenant);
-    const body = await readAuthBody(req, confirmBody);
+    const body = await readAuthBody(req, confirmSignupBody);
     const user = await users.findUser(db, tenant, body.email);
     if (!user || user.verified_at || !(await auth.codes.consume(db, user.id, 'confirm-signup', body.code))) {
       throw new AuthError('AUTH_INVALID_CODE');
@@ -106,7 +106,7 @@ export function authHandlers(auth: UserAuth) {
 
   async function recoverPassword(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
-    const body = await readAuthBody(req, recoverBody);
+    const body = await readAuthBody(req, recoverPasswordBody);
     const email = users.normalizeEmail(body.email);
     await limit(
       `auth-recovery:${tenant.projectId}:${tenant.environment}:${email}`,
@@ -139,7 +139,7 @@ export function authHandlers(auth: UserAuth) {
 
   async function refreshToken(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
-    const body = await readAuthBody(req, refreshBody);
+    const body = await readAuthBody(req, refreshTokenBody);
     const rotation = await rotateRefreshToken(db, tenant, body.refreshToken, config.auth.refreshTokenTtl);
     if (!rotation.ok) {
       if (rotation.revokedSession) auth.revocations.remember({ sessionId: rotation.revokedSession });

@@ -14,7 +14,7 @@ import {
   type Principal,
 } from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import { contextKeyProblem } from './names.ts';
+import { contextKeyProblem } from '../model/index.ts';
 import {
   API_KEY_PATTERN,
   MANAGEMENT_TOKEN_PATTERN,

@@ -7,6 +7,7 @@ import type { ZodType } from 'zod';
 
 export { LIMITS } from './limits.ts';
 export { KEY_PREFIX, KEY_PREFIX_PATTERN, KEY_PREFIX_RULE } from './api-keys.ts';
+export { CONTEXT_KEY, contextKeyProblem, isObjectPrototypeName } from './names.ts';
 export {
   DATA_BASE_PATH,
   GRAPHQL_PATH,

@@ -3,13 +3,8 @@ export { captureEvents, CHANGED_COLUMN, type Capture, type CaptureSite, type Eve
 export { eventBody, signature, DeliveryAgent } from './delivery.ts';
 export { webhookHandlers, webhookOperations, DELIVERY_HISTORY_LIMIT, type WebhookDeps } from './endpoints.ts';
 export { QUEUE_SCHEMA, DELIVER_TASK } from './queue.ts';
-export {
-  EVENT_NAMES,
-  newSubscription,
-  subscriptionPatch,
-  type DeliveryRecord,
-  type Subscription,
-} from './subscriptions.ts';
+export type { DeliveryRecord, Subscription } from './subscriptions.ts';
+export { EVENT_NAMES } from '../model/wire/index.ts';
 export { refusedAddress, urlProblems, type TargetPolicy } from './targets.ts';
 export {
   installDeliveryQueue,

@@ -1,70 +1,21 @@
 /**
- * Webhook subscriptions (docs/api.md §8.1): the request schema,
- * the checks against the model and the target policy, and the rows in svcgen.webhooks. The
+ * Webhook subscriptions (docs/api.md §8.1): the checks against the model and the target policy
+ * that follow the request schema (runtime/model/wire/webhooks.ts), and the rows in svcgen.webhooks. The
  * secret is sealed (it must be read back to sign) and never leaves through the API.
  */
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Config } from '../config/index.ts';
 import type { Queryable } from '../db/index.ts';
 import type { FieldError } from '../http/index.ts';
 import type { FieldSpec } from '../model/index.ts';
+import type { subscriptionFields } from '../model/wire/index.ts';
 import type { Catalog, CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { filesCatalog } from '../storage/bucket-access.ts';
 import { enqueueSql, queueDeliveries } from './queue.ts';
 import { urlProblems } from './targets.ts';
 import { announceSubscriptionChange } from './watched-tables.ts';
-
-export const EVENT_NAMES = ['INSERT', 'UPDATE', 'DELETE'] as const;
-
-const filterValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-
-/**
- * zod's record skips a `__proto__` key (JSON.parse makes it an own property), which would store
- * `{}` and fire on every event: refuse it as a field the table does not have (docs/api.md §8.1).
- * Other names (`constructor`, `toString`) reach checkSubscription and fail there like any unknown field.
- */
-function refuseProtoKey(value: unknown, ctx: z.RefinementCtx): unknown {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, '__proto__')) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['__proto__'],
-      message: 'no table has a field "__proto__"',
-      params: { rule: 'exists' },
-      input: value,
-    });
-  }
-  return value;
-}
-
-/** Every field a subscription has; create requires the first six, PATCH takes any subset. */
-export const subscriptionFields = z
-  .object({
-    projectId: z.string().min(1),
-    environment: z.string().min(1),
-    table: z.string().min(1),
-    events: z
-      .array(z.enum(EVENT_NAMES, { error: 'each event must be INSERT, UPDATE or DELETE' }))
-      .min(1, 'events must name at least one of INSERT, UPDATE, DELETE')
-      .refine((events) => new Set(events).size === events.length, 'events must not repeat'),
-    url: z.string().min(1).max(2048),
-    secret: z.string().min(1, 'secret must not be empty').max(1024),
-    active: z.boolean(),
-    filter: z.preprocess(refuseProtoKey, z.record(z.string(), filterValue)).nullable(),
-    select: z
-      .array(z.string())
-      .min(1, 'select must name at least one field (leave it out for every field)')
-      .refine((fields) => new Set(fields).size === fields.length, 'select must not repeat a field')
-      .nullable(),
-  })
-  .strict();
-
-export const newSubscription = subscriptionFields
-  .partial({ active: true, filter: true, select: true })
-  .required({ projectId: true, environment: true, table: true, events: true, url: true, secret: true });
-
-export const subscriptionPatch = subscriptionFields.partial();
 
 export type SubscriptionInput = z.output<typeof subscriptionFields>;
 
