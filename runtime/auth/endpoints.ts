@@ -4,7 +4,8 @@
  */
 import { AuthError, jsonReply, type ApiRequest, type Handler, type Reply } from '../http/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import { accountHandlers, authenticate } from './account.ts';
+import { authenticate } from './account-context.ts';
+import { accountHandlers } from './account.ts';
 import { asAuthError } from './auth-errors.ts';
 import { checkLogin } from './login.ts';
 import { endSession, rotateRefreshToken, startSession } from './refresh-tokens.ts';
