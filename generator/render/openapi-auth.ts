@@ -17,7 +17,7 @@ import {
   signupBody,
 } from '../../runtime/model/wire/index.ts';
 import { ref } from './openapi-shared.ts';
-import { wireBody } from './openapi-wire.ts';
+import { wireBody, wireComponents } from './openapi-wire.ts';
 
 const AUTH = '/auth';
 const TAGS = ['auth'];
@@ -74,35 +74,9 @@ export function authPaths(builder: OpenApiBuilder): void {
       },
     },
   });
-  builder.addSchema('User', {
-    type: 'object',
-    required: ['id', 'email', 'firstName', 'lastName', 'roles'],
-    properties: {
-      id: { type: 'string', format: 'uuid' },
-      email: { type: 'string', format: 'email' },
-      firstName: { type: 'string' },
-      lastName: { type: 'string' },
-      roles: { type: 'array', items: { type: 'string' } },
-    },
-  });
-  builder.addSchema('TokenPair', {
-    type: 'object',
-    required: ['accessToken', 'refreshToken'],
-    properties: {
-      accessToken: { type: 'string', description: 'A JWT for the bearerJwt scheme' },
-      refreshToken: { type: 'string', description: 'Single use: POST /auth/refresh-token swaps it for a new pair' },
-    },
-  });
-  builder.addSchema('Session', {
-    type: 'object',
-    required: ['accessToken', 'refreshToken', 'user'],
-    properties: {
-      accessToken: { type: 'string', description: 'A JWT for the bearerJwt scheme' },
-      refreshToken: { type: 'string', description: 'Single use: POST /auth/refresh-token swaps it for a new pair' },
-      user: ref('User'),
-    },
-  });
-  builder.addSchema('Message', { type: 'object', required: ['message'], properties: { message: { type: 'string' } } });
+  const wire = wireComponents();
+  for (const name of ['User', 'TokenPair', 'Session', 'Message', 'AccountSession'])
+    builder.addSchema(name, wire[name]!);
   builder.addSchema('Jwks', {
     type: 'object',
     description: 'JSON Web Key Set (RFC 7517): the signing key, plus the encryption key when auth.jwe is on',
@@ -321,26 +295,6 @@ const LOCKED = authError('Too many failed logins or wrong current passwords; loc
 
 /** A signed-in user's own account (docs/api.md §3 "Your account"): every route takes the user's access token. */
 function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): void {
-  builder.addSchema('AccountSession', {
-    type: 'object',
-    required: ['id', 'createdAt', 'lastUsedAt', 'expiresAt', 'current'],
-    properties: {
-      id: { type: 'string', format: 'uuid', description: 'The sid claim of its access tokens' },
-      createdAt: { type: 'string', format: 'date-time', description: 'The login (or confirmation) that started it' },
-      lastUsedAt: {
-        type: 'string',
-        format: 'date-time',
-        description: 'Its latest login or refresh (data requests do not count)',
-      },
-      expiresAt: {
-        type: ['string', 'null'],
-        format: 'date-time',
-        description: 'When its refresh token runs out; null when it has (only the current session is listed then)',
-      },
-      current: { type: 'boolean', description: 'The session of the access token that asked' },
-    },
-  });
-
   builder.addPath(`${AUTH}/me`, {
     parameters,
     get: {

@@ -1,8 +1,8 @@
 /** The OpenAPI paths of webhook management (docs/api.md §8.1). */
 import type { OpenApiBuilder, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
-import { EVENT_NAMES, newSubscriptionBody, subscriptionPatchBody } from '../../runtime/model/wire/index.ts';
+import { newSubscriptionBody, subscriptionPatchBody } from '../../runtime/model/wire/index.ts';
 import { BASE, BODY, dataEnvelope, managementErrors } from './openapi-shared.ts';
-import { wireSchema } from './openapi-wire.ts';
+import { wireComponents, wireSchema } from './openapi-wire.ts';
 
 export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[]): void {
   // The table must be one of the project's (runtime/webhooks checks it against the model).
@@ -10,56 +10,9 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
     ...schema,
     properties: { ...schema.properties, table: { type: 'string', enum: [...tables] } },
   });
-  const { secret: _secret, ...shown } = withTables(wireSchema(subscriptionPatchBody)).properties!;
-  builder.addSchema('WebhookSubscription', {
-    type: 'object',
-    required: [
-      'id',
-      'projectId',
-      'environment',
-      'table',
-      'events',
-      'url',
-      'active',
-      'filter',
-      'select',
-      'createdAt',
-      'updatedAt',
-    ],
-    properties: {
-      id: { type: 'string', pattern: '^wh_' },
-      ...shown,
-      createdAt: { type: 'string', format: 'date-time' },
-      updatedAt: { type: 'string', format: 'date-time' },
-    },
-  });
-  builder.addSchema('WebhookDelivery', {
-    type: 'object',
-    required: [
-      'id',
-      'eventId',
-      'event',
-      'status',
-      'httpStatus',
-      'attempts',
-      'lastError',
-      'nextAttemptAt',
-      'createdAt',
-      'updatedAt',
-    ],
-    properties: {
-      id: { type: 'string', pattern: '^del_' },
-      eventId: { type: 'string', pattern: '^evt_' },
-      event: { type: 'string', enum: [...EVENT_NAMES] },
-      status: { type: 'string', enum: ['pending', 'delivered', 'retrying', 'deferred', 'dead_letter'] },
-      httpStatus: { type: ['integer', 'null'], description: 'status of the last answer' },
-      attempts: { type: 'integer' },
-      lastError: { type: ['string', 'null'] },
-      nextAttemptAt: { type: ['string', 'null'], format: 'date-time', description: 'while the delivery waits' },
-      createdAt: { type: 'string', format: 'date-time' },
-      updatedAt: { type: 'string', format: 'date-time' },
-    },
-  });
+  const wire = wireComponents();
+  builder.addSchema('WebhookSubscription', withTables(wire.WebhookSubscription!));
+  builder.addSchema('WebhookDelivery', wire.WebhookDelivery!);
   const subscription = { $ref: '#/components/schemas/WebhookSubscription' };
   const security = [{ managementToken: [], projectId: [] }];
   const headers: ParameterObject[] = [

@@ -121,7 +121,7 @@ export function webhookOperations(deps: Omit<WebhookDeps, 'resolvers'>) {
           projectId: before.projectId,
           environment: before.environment,
           table: before.table,
-          events: before.events as SubscriptionInput['events'],
+          events: before.events,
           url: before.url,
           secret: '',
           active: before.active,

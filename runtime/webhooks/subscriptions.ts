@@ -9,7 +9,7 @@ import type { Config } from '../config/index.ts';
 import type { Queryable } from '../db/index.ts';
 import type { FieldError } from '../http/index.ts';
 import type { FieldSpec } from '../model/index.ts';
-import type { subscriptionFields } from '../model/wire/index.ts';
+import type { subscriptionFields, webhookDelivery, webhookSubscription } from '../model/wire/index.ts';
 import type { Catalog, CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { filesCatalog } from '../storage/bucket-access.ts';
@@ -19,26 +19,15 @@ import { announceSubscriptionChange } from './watched-tables.ts';
 
 export type SubscriptionInput = z.output<typeof subscriptionFields>;
 
-export interface Subscription {
-  id: string;
-  projectId: string;
-  environment: string;
-  table: string;
-  events: string[];
-  url: string;
-  active: boolean;
-  filter: Record<string, string | number | boolean | null> | null;
-  select: string[] | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** What the API answers for a subscription (runtime/model/wire/webhooks.ts). */
+export type Subscription = z.output<typeof webhookSubscription>;
 
 interface SubscriptionRow {
   id: string;
   project_id: string;
   environment: string;
   table_name: string;
-  events: string[];
+  events: Subscription['events'];
   url: string;
   active: boolean;
   filter: Subscription['filter'];
@@ -285,18 +274,7 @@ export async function deleteSubscription(
   return true;
 }
 
-export interface DeliveryRecord {
-  id: string;
-  eventId: string;
-  event: string;
-  status: string;
-  httpStatus: number | null;
-  attempts: number;
-  lastError: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type DeliveryRecord = z.output<typeof webhookDelivery>;
 
 /** A subscription's deliveries, newest first: the newest `limit`, or the one with `id`. */
 export async function deliveries(
@@ -307,8 +285,8 @@ export async function deliveries(
   const rows = await db.query<{
     id: string;
     event_id: string;
-    operation: string;
-    status: string;
+    operation: DeliveryRecord['event'];
+    status: DeliveryRecord['status'];
     http_status: number | null;
     attempts: number;
     last_error: string | null;

@@ -1,6 +1,7 @@
 /**
  * The request bodies of /auth (docs/api.md §3): the runtime validates with these, the generator
  * derives their OpenAPI schemas from them. Objects are not strict: unknown fields are dropped.
+ * The answers' shapes follow: the runtime types what it sends with them (it does not parse them).
  */
 import { z } from 'zod';
 import { type FieldRule, ruled } from './rules.ts';
@@ -62,3 +63,36 @@ export function changePasswordBody(rules: AuthRules = {}) {
 export const changeEmailBody = z.object({ newEmail: address, currentPassword });
 export const confirmEmailChangeBody = z.object({ code });
 export const deleteAccountBody = z.object({ currentPassword });
+
+const uuid = z.string().meta({ format: 'uuid' });
+const dateTime = z.string().meta({ format: 'date-time' });
+
+/** `user` in answers: the account without its password hash or state. */
+export const publicUser = z.object({
+  id: uuid,
+  email: z.string().meta({ format: 'email' }),
+  firstName: z.string(),
+  lastName: z.string(),
+  roles: z.array(z.string()),
+});
+
+export const tokenPair = z.object({
+  accessToken: z.string().meta({ description: 'A JWT for the bearerJwt scheme' }),
+  refreshToken: z.string().meta({ description: 'Single use: POST /auth/refresh-token swaps it for a new pair' }),
+});
+
+/** The answer of a login, a confirmation and a confirmed e-mail change: tokens and their user. */
+export const session = tokenPair.extend({ user: publicUser });
+
+export const message = z.object({ message: z.string() });
+
+/** One entry of GET /auth/sessions (docs/api.md §3 "Your account"): no token values. */
+export const accountSession = z.object({
+  id: uuid.meta({ description: 'The sid claim of its access tokens' }),
+  createdAt: dateTime.meta({ description: 'The login (or confirmation) that started it' }),
+  lastUsedAt: dateTime.meta({ description: 'Its latest login or refresh (data requests do not count)' }),
+  expiresAt: dateTime.nullable().meta({
+    description: 'When its refresh token runs out; null when it has (only the current session is listed then)',
+  }),
+  current: z.boolean().meta({ description: 'The session of the access token that asked' }),
+});

@@ -1,6 +1,6 @@
 /**
- * The request bodies of /_webhooks (docs/api.md §8.1): the runtime validates with these, OpenAPI
- * is derived from them. What the schema cannot check (the table and fields exist, the URL's target
+ * The request bodies of /_webhooks (docs/api.md §8.1) and the shapes of its answers: the runtime
+ * validates the bodies and types its answers with these, OpenAPI is derived from them. What the schema cannot check (the table and fields exist, the URL's target
  * is allowed) runtime/webhooks checks after it.
  */
 import { z } from 'zod';
@@ -71,3 +71,28 @@ export const newSubscriptionBody = subscriptionFields
   .required({ projectId: true, environment: true, table: true, events: true, url: true, secret: true });
 
 export const subscriptionPatchBody = subscriptionFields.partial();
+
+const dateTime = z.string().meta({ format: 'date-time' });
+
+/** A subscription as answered: every field but the secret. */
+export const webhookSubscription = z.object({
+  id: z.string().regex(/^wh_/),
+  ...subscriptionFields.omit({ secret: true }).shape,
+  createdAt: dateTime,
+  updatedAt: dateTime,
+});
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'retrying', 'deferred', 'dead_letter'] as const;
+
+export const webhookDelivery = z.object({
+  id: z.string().regex(/^del_/),
+  eventId: z.string().regex(/^evt_/),
+  event: z.enum(EVENT_NAMES),
+  status: z.enum(DELIVERY_STATUSES),
+  httpStatus: z.int().nullable().meta({ description: 'status of the last answer' }),
+  attempts: z.int(),
+  lastError: z.string().nullable(),
+  nextAttemptAt: dateTime.nullable().meta({ description: 'while the delivery waits' }),
+  createdAt: dateTime,
+  updatedAt: dateTime,
+});
