@@ -35,6 +35,12 @@ export function wireSchema(schema: z.ZodType): SchemaObject {
   return json as SchemaObject;
 }
 
+/** The JSON Schema of an answer the server sends, written out in place. */
+export function wireAnswer(schema: z.ZodType): SchemaObject {
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { ...OPTIONS, io: 'output', reused: 'inline' });
+  return json as SchemaObject;
+}
+
 /**
  * components.schemas of the answers runtime/model/wire names (WIRE_COMPONENTS), as the server
  * sends them (`io: 'output'`); one that contains another refers to its component.

@@ -5,7 +5,7 @@ import type { Database } from '../db/index.ts';
 import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
 import { authenticate, type CredentialResolver } from '../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
-import { newKeyBody } from '../model/wire/index.ts';
+import { type createdApiKey, newKeyBody } from '../model/wire/index.ts';
 import { createApiKey, listApiKeys, type ApiKeyRecord, type CredentialStore } from './store.ts';
 
 export interface KeyRouteDeps {
@@ -59,16 +59,8 @@ function issueRule(issue: z.core.$ZodIssue): string {
   return typeof rule === 'string' ? rule : issue.code;
 }
 
-/** What POST /_apikeys answers in `data`: the key's value is shown here once, never again. */
-export interface CreatedApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  roles: string[];
-  environment: string;
-  createdAt: string;
-  key: string;
-}
+/** What POST /_apikeys answers in `data` (runtime/model/wire/keys.ts). */
+export type CreatedApiKey = z.output<typeof createdApiKey>;
 
 /**
  * API key management after the caller is known to hold a management token: the one implementation

@@ -4,6 +4,7 @@
  * The answers' shapes follow: the runtime types what it sends with them (it does not parse them).
  */
 import { z } from 'zod';
+import { dateTimeText, uuidText } from './formats.ts';
 import { type FieldRule, ruled } from './rules.ts';
 
 /** bcrypt reads no further (docs/api.md §3 "Sign up and confirm"). */
@@ -64,12 +65,9 @@ export const changeEmailBody = z.object({ newEmail: address, currentPassword });
 export const confirmEmailChangeBody = z.object({ code });
 export const deleteAccountBody = z.object({ currentPassword });
 
-const uuid = z.string().meta({ format: 'uuid' });
-const dateTime = z.string().meta({ format: 'date-time' });
-
 /** `user` in answers: the account without its password hash or state. */
 export const publicUser = z.object({
-  id: uuid,
+  id: uuidText,
   email: z.string().meta({ format: 'email' }),
   firstName: z.string(),
   lastName: z.string(),
@@ -88,10 +86,10 @@ export const message = z.object({ message: z.string() });
 
 /** One entry of GET /auth/sessions (docs/api.md §3 "Your account"): no token values. */
 export const accountSession = z.object({
-  id: uuid.meta({ description: 'The sid claim of its access tokens' }),
-  createdAt: dateTime.meta({ description: 'The login (or confirmation) that started it' }),
-  lastUsedAt: dateTime.meta({ description: 'Its latest login or refresh (data requests do not count)' }),
-  expiresAt: dateTime.nullable().meta({
+  id: uuidText.meta({ description: 'The sid claim of its access tokens' }),
+  createdAt: dateTimeText.meta({ description: 'The login (or confirmation) that started it' }),
+  lastUsedAt: dateTimeText.meta({ description: 'Its latest login or refresh (data requests do not count)' }),
+  expiresAt: dateTimeText.nullable().meta({
     description: 'When its refresh token runs out; null when it has (only the current session is listed then)',
   }),
   current: z.boolean().meta({ description: 'The session of the access token that asked' }),

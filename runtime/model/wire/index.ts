@@ -29,7 +29,7 @@ export {
   type AuthRules,
 } from './auth.ts';
 export { fileName, MAX_FILE_NAME_CHARS, signedUrlBody } from './files.ts';
-export { newKeyBody } from './keys.ts';
+export { apiKey, createdApiKey, newKeyBody } from './keys.ts';
 export { type FieldRule, ruled } from './rules.ts';
 export {
   DELIVERY_STATUSES,

@@ -1,7 +1,11 @@
-/** The request body of POST /_apikeys (docs/api.md §4): the runtime validates with it, OpenAPI is derived from it. */
+/**
+ * The request body of POST /_apikeys (docs/api.md §4) and the shapes of the answers: the runtime
+ * validates the body and types its answers with these, OpenAPI is derived from them.
+ */
 import { z } from 'zod';
 import { KEY_PREFIX, KEY_PREFIX_RULE } from '../api-keys.ts';
 import { CONTEXT_KEY, contextKeyProblem } from '../names.ts';
+import { dateTimeText } from './formats.ts';
 
 /**
  * Context keys are checked on the parsed JSON, before zod's record: that would silently drop a
@@ -31,3 +35,20 @@ export const newKeyBody = z
     environment: z.string(),
   })
   .strict();
+
+/** A key as listed: never its value. */
+export const apiKey = z.object({
+  id: z.string(),
+  name: z.string(),
+  prefix: z.string(),
+  roles: z.array(z.string()),
+  environment: z.string(),
+  createdAt: dateTimeText,
+  context: z.record(z.string(), z.string()),
+  lastUsedAt: dateTimeText.nullable(),
+});
+
+/** What POST /_apikeys answers in `data`: the key's value is shown here once, never again. */
+export const createdApiKey = apiKey
+  .pick({ id: true, name: true, prefix: true, roles: true, environment: true, createdAt: true })
+  .extend({ key: z.string().meta({ description: 'The key; shown only in this answer' }) });

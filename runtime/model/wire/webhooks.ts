@@ -4,6 +4,7 @@
  * is allowed) runtime/webhooks checks after it.
  */
 import { z } from 'zod';
+import { dateTimeText } from './formats.ts';
 
 export const EVENT_NAMES = ['INSERT', 'UPDATE', 'DELETE'] as const;
 
@@ -72,14 +73,12 @@ export const newSubscriptionBody = subscriptionFields
 
 export const subscriptionPatchBody = subscriptionFields.partial();
 
-const dateTime = z.string().meta({ format: 'date-time' });
-
 /** A subscription as answered: every field but the secret. */
 export const webhookSubscription = z.object({
   id: z.string().regex(/^wh_/),
   ...subscriptionFields.omit({ secret: true }).shape,
-  createdAt: dateTime,
-  updatedAt: dateTime,
+  createdAt: dateTimeText,
+  updatedAt: dateTimeText,
 });
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'retrying', 'deferred', 'dead_letter'] as const;
@@ -92,7 +91,7 @@ export const webhookDelivery = z.object({
   httpStatus: z.int().nullable().meta({ description: 'status of the last answer' }),
   attempts: z.int(),
   lastError: z.string().nullable(),
-  nextAttemptAt: dateTime.nullable().meta({ description: 'while the delivery waits' }),
-  createdAt: dateTime,
-  updatedAt: dateTime,
+  nextAttemptAt: dateTimeText.nullable().meta({ description: 'while the delivery waits' }),
+  createdAt: dateTimeText,
+  updatedAt: dateTimeText,
 });
