@@ -7,11 +7,12 @@
  * as committed when it runs) or which some process's live subscribers want, notifies those
  * subscribers (runtime/realtime/hub.ts), and answers the (event, subscription) pairs in row order,
  * which this CTE writes as the statement's one outbox row. The delivery workers drain the outbox
- * (./outbox.ts): each pair becomes a delivery and its job (runtime/webhooks/queue.ts), off the request's
- * path. (Queueing the job here would NOTIFY from every write, and PostgreSQL commits notifying
- * transactions one at a time.) The statement runs this CTE only on tables that WatchedTables
- * says someone watches; with no subscription for its operation and no live subscriber wanting
- * its rows it pays an index probe or two per row: no record is built, nothing is called or written.
+ * (./outbox.ts): each pair becomes a delivery and its job (runtime/webhooks/queue.ts), off the
+ * request's path. (Queueing the job here would NOTIFY from every write, and PostgreSQL commits
+ * notifying transactions one at a time.) The statement runs this CTE only on tables that
+ * WatchedTables says someone watches; with no subscription for its operation and no live
+ * subscriber wanting its rows it pays an index probe or two per row: no record is built, nothing
+ * is called or written.
  */
 import type { EventOperation } from './event.ts';
 

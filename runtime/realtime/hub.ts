@@ -1,10 +1,10 @@
 /**
  * The live subscribers of one process and the changes they receive (docs/realtime.md). While the
  * process holds a subscriber for a table it keeps a row in svcgen.live_interest fresh, so every
- * process's writes to that table capture events and NOTIFY their ids (runtime/events/capture.ts). Each
- * notification names one statement's events; the hub reads them once (one query per statement, not
- * per subscriber) and hands every event to the local subscribers of its table, in the order the
- * notifications arrived: commit order.
+ * process's writes to that table capture events and NOTIFY their ids (runtime/events/capture.ts).
+ * Each notification names one statement's events; the hub reads them once (one query per
+ * statement, not per subscriber) and hands every event to the local subscribers of its table, in
+ * the order the notifications arrived: commit order.
  */
 import { randomUUID } from 'node:crypto';
 import type { Database, NotificationChannel, Queryable } from '../db/index.ts';
