@@ -106,9 +106,8 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
   const [
     { readModel, renderProject, writeProject },
     { loadConfig },
-    { diffModels },
-    { diffConfigs },
-    { reportLines },
+    { changeReport },
+    { reportLines, isModelChange },
     { openProjectDatabase },
     { describeError },
     { PACKAGE_ROOT },
@@ -116,8 +115,7 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
   ] = await Promise.all([
     import('../../generator/generate.ts'),
     import('../../runtime/config/index.ts'),
-    import('../../generator/diff/diff-models.ts'),
-    import('../../generator/diff/diff-config.ts'),
+    import('../../generator/diff/change-report.ts'),
     import('../../generator/diff/report.ts'),
     import('../database.ts'),
     import('../errors.ts'),
@@ -373,15 +371,15 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
     } catch (error) {
       return fail(describeError(error).message);
     }
-    const changes =
-      good && inputs['schema.prisma'] !== good.inputs['schema.prisma'] ? diffModels(good.tables, tables) : undefined;
-    // Permission and setting changes too, as `svcgen diff` lists them (WIDENS ACCESS, BREAKING).
-    const configChanges =
-      good && inputs['svcgen.config.json'] !== good.inputs['svcgen.config.json']
-        ? diffConfigs(good.config, config, tables)
+    // What `svcgen diff` prints for the same two versions (the running server's and this one).
+    const report =
+      good &&
+      (inputs['schema.prisma'] !== good.inputs['schema.prisma'] ||
+        inputs['svcgen.config.json'] !== good.inputs['svcgen.config.json'])
+        ? changeReport(good, { tables, config })
         : undefined;
-    if (changes || configChanges)
-      for (const line of reportLines([...(changes ?? []), ...(configChanges ?? [])])) say(line);
+    if (report) for (const line of reportLines(report.changes, report.graphql)) say(line);
+    const changes = report?.changes.filter(isModelChange) ?? [];
 
     const rendering = timed('render generated/', renderProject(dir)).then(
       (files) => ({ files }),
@@ -393,7 +391,7 @@ async function runDev(dir: string, options: DevOptions): Promise<void> {
       migrated?.schema !== undefined && migrated.migrations === inputs.migrations ? migrated.schema : undefined;
     const migrating = migrationsCurrent
       ? Promise.resolve(true)
-      : timed('migrate dev', migrate(changes ? migrationName(changes) : 'dev', config.environments, known));
+      : timed('migrate dev', migrate(migrationName(changes), config.environments, known));
     const [rendered, ok] = await Promise.all([rendering, migrating]);
     // The fingerprint after this migration (dev's own new folder included), so that its watch event is a no-op.
     if (ok && !migrationsCurrent) {
