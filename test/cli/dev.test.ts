@@ -130,7 +130,9 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     const stderr = dev.stderr.slice(from);
     expect(stderr).toMatch(/^change detected: schema\.prisma$/m);
     expect(stderr).toMatch(/^ {10}field added {2}City\.population {2}Int\?$/m);
-    expect(stderr).toMatch(/^1 change, 0 breaking, 0 widening access$/m);
+    // As `svcgen diff` counts it: the GraphQL schema's new inputs and enum value are changes too.
+    expect(stderr).toMatch(/^GraphQL:$/m);
+    expect(stderr).toMatch(/^17 changes \(16 in the GraphQL schema\), 0 breaking, 0 widening access$/m);
     await dev.waitFor(nth(`restarted: serving ${url.replace(/\./g, '\\.')} \\d+\\.\\d s after the change`, 1), {
       stream: 'stderr',
     });
