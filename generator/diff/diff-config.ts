@@ -3,6 +3,7 @@
  * the shape the server reads them (parsed by runtime/config, defaults filled in). Each change says
  * whether it widens access (someone may now read or write more: flagged, not breaking), narrows it
  * (a client may break: breaking, as model removals are) or neither. docs/diff.md describes them.
+ * Roles' table rules are compared here, buckets' rules in diff-buckets.ts, both with access.ts.
  */
 import type { Config } from '../../runtime/config/index.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
