@@ -36,7 +36,9 @@ import {
   aggregateMismatch,
   fieldOperators,
   fileReferenceDescription,
+  OPERATOR_DEFINITIONS,
   type AggregateFunction,
+  type OperandShape,
   type FieldSpec,
   type Operator,
   type RelationSpec,
@@ -700,26 +702,19 @@ function mutationFields(
   return fields;
 }
 
+/** The GraphQL type of an operator's operand (runtime/model/operators.ts), for a field of `scalar`. */
+const OPERAND_TYPES: Record<OperandShape['kind'], (scalar: GraphQLInputType) => GraphQLInputType> = {
+  value: (scalar) => scalar,
+  nullable: (scalar) => scalar,
+  list: (scalar) => new GraphQLList(new GraphQLNonNull(scalar)),
+  pair: (scalar) => new GraphQLList(new GraphQLNonNull(scalar)),
+  flag: () => GraphQLBoolean,
+  true: () => GraphQLBoolean,
+  count: () => GraphQLInt,
+};
+
 function operandType(op: Operator, scalar: GraphQLInputType): GraphQLInputType {
-  switch (op) {
-    case 'in':
-    case 'not_in':
-    case 'between':
-      return new GraphQLList(new GraphQLNonNull(scalar));
-    case 'is_empty':
-    case 'is_not_empty':
-    case 'today':
-    case 'yesterday':
-    case 'this_week':
-    case 'this_month':
-      return GraphQLBoolean;
-    case 'last_days':
-    case 'last_weeks':
-    case 'last_months':
-      return GraphQLInt;
-    default:
-      return scalar;
-  }
+  return OPERAND_TYPES[OPERATOR_DEFINITIONS[op].operand.kind](scalar);
 }
 
 /** `<T>Aggregate`: REST's _aggregate with its members named as REST names them (count, sum_total, ...). */
