@@ -3,6 +3,11 @@
  * evaluation against one record in memory (./evaluate.ts, for real-time subscriptions), side by
  * side so the two cannot drift. A Record keyed by `Operator`: a new operator does not compile until
  * it has both halves.
+ *
+ * The case-insensitive operators fold A-Z only, as `lower()` does under the "C" collation whatever
+ * the database's locale, so the in-memory side answers exactly as the SQL does (docs/api.md §5.5
+ * "Operators"): PostgreSQL's `lower()`/`ILIKE` under the database's collation depend on its
+ * locale provider and version, which JavaScript's `toLowerCase()` cannot reproduce.
  */
 import { isTextField, type FieldSpec, type Operator } from '../model/index.ts';
 
@@ -49,6 +54,13 @@ function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
+/** A-Z to a-z, nothing else: `lower()` under the "C" collation (see the file comment). */
+export function foldAscii(text: string): string {
+  return text.replace(/[A-Z]+/g, (s) => s.toLowerCase());
+}
+
+const folded = (column: string) => `lower(${column}::text COLLATE "C")`;
+
 /** Unknown on a NULL value, as any SQL comparison with NULL. */
 function strict(evaluate: (c: MemoryComparison) => boolean): MemoryEvaluation {
   return { evaluate: (c) => (c.raw === null ? null : evaluate(c)) };
@@ -67,6 +79,14 @@ function like(before: string, after: string, holds: (text: string, part: string)
     sql: (c) => `${c.column} LIKE ${c.param(`${before}${escapeLike(String(c.value))}${after}`)}`,
     memory: strict((c) => holds(String(c.raw), String(c.operand))),
   };
+}
+
+/** The same, with A-Z folded on both sides. */
+function foldedLike(before: string, after: string, holds: (text: string, part: string) => boolean) {
+  return {
+    sql: (c) => `${folded(c.column)} LIKE ${c.param(`${before}${escapeLike(foldAscii(String(c.value)))}${after}`)}`,
+    memory: strict((c) => holds(foldAscii(String(c.raw)), foldAscii(String(c.operand)))),
+  } satisfies OperatorImplementation;
 }
 
 function emptiness(column: string, field: FieldSpec): string {
@@ -128,6 +148,13 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   },
   starts_with: like('', '%', (text, part) => text.startsWith(part)),
   ends_with: like('%', '', (text, part) => text.endsWith(part)),
+  iequals: {
+    sql: (c) => `${folded(c.column)} = ${c.param(foldAscii(String(c.value)))}`,
+    memory: strict((c) => foldAscii(String(c.raw)) === foldAscii(String(c.operand))),
+  },
+  icontains: foldedLike('%', '%', (text, part) => text.includes(part)),
+  istarts_with: foldedLike('', '%', (text, part) => text.startsWith(part)),
+  iends_with: foldedLike('%', '', (text, part) => text.endsWith(part)),
   in: {
     sql: (c) => `${c.column} = ANY(${c.param(c.value)})`,
     memory: strict((c) => (c.operand as unknown[]).some((o) => c.comparable(o) === c.value)),

@@ -80,7 +80,7 @@ export interface ProductRecord {
 // Filters.
 
 /** Every filter operator of the API. */
-export type Operator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty' | 'today' | 'yesterday' | 'this_week' | 'this_month' | 'last_days' | 'last_weeks' | 'last_months';
+export type Operator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'iequals' | 'icontains' | 'istarts_with' | 'iends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty' | 'today' | 'yesterday' | 'this_week' | 'this_month' | 'last_days' | 'last_weeks' | 'last_months';
 
 /** The operand each operator takes, for a field whose values are `T` (`Null`: null where it means SQL NULL). */
 export interface OperandOf<T, Null = never> {
@@ -93,6 +93,10 @@ export interface OperandOf<T, Null = never> {
   contains: T;
   starts_with: T;
   ends_with: T;
+  iequals: T;
+  icontains: T;
+  istarts_with: T;
+  iends_with: T;
   in: readonly T[];
   not_in: readonly T[];
   /** Both bounds included. */
@@ -117,7 +121,7 @@ export type DateOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte'
 export type EqualityOperator = 'equals' | 'not_equals' | 'in' | 'not_in' | 'is_empty' | 'is_not_empty';
 export type ListOperator = 'contains' | 'is_empty' | 'is_not_empty';
 export type OrderedOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty';
-export type TextOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty';
+export type TextOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'iequals' | 'icontains' | 'istarts_with' | 'iends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty';
 
 // Tables.
 
