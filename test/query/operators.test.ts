@@ -1,7 +1,7 @@
-// Every operator of the table (runtime/model/operators.ts) through the three ways a condition is
-// decided: REST filters and GraphQL `where` against PostgreSQL, and the in-memory evaluator of
-// real-time subscriptions (runtime/query/evaluate.ts) over the same rows. Each row of OPERATOR_CASES
-// must give the same records all three ways; adding an operator means adding a row here (the
+// Every operator of the table (runtime/model/operators.ts) through each way a condition is
+// decided: REST filters, `_query` bodies and GraphQL `where` against PostgreSQL, and the in-memory
+// evaluator of real-time subscriptions (runtime/query/evaluate.ts) over the same rows. Each row of
+// OPERATOR_CASES must give the same records every way; adding an operator means adding a row here (the
 // last test fails until every operator has one).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATORS, takesList, type Operator } from '../../runtime/model/index.ts';
@@ -105,6 +105,19 @@ async function restRows(tableName: string, filter = ''): Promise<Row[]> {
   return res.body.data;
 }
 
+/** The same condition as a `_query` body (docs/api.md §5.10). */
+async function bodyIds(k: Case): Promise<unknown[]> {
+  const res = await t.request('POST', `${BASE}/${k.table}/_query`, {
+    body: {
+      filter: [{ field: k.field, operator: k.op, value: k.operand }],
+      sort: [{ field: 'id' }],
+      pagination: { first: 1000 },
+    },
+  });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data.map((r: Row) => r.id);
+}
+
 async function graphqlIds(k: Case): Promise<unknown[]> {
   const root = `${k.table.charAt(0).toLowerCase()}${k.table.slice(1)}List`;
   const res = await t.request('POST', '/gw/api/graphql', {
@@ -118,12 +131,13 @@ async function graphqlIds(k: Case): Promise<unknown[]> {
   return res.body.data[root].map((r: Row) => r.id);
 }
 
-describe('each operator gives the same records through REST, GraphQL and the in-memory evaluator', () => {
+describe('each operator gives the same records through REST, _query, GraphQL and the in-memory evaluator', () => {
   it.each(OPERATOR_CASES)('$op on $table $field: $operand', async (k) => {
     const all = await restRows(k.table);
     const rest = await restRows(k.table, qs(`${k.field}=${k.op}.${restOperand(k.op, k.operand)}`));
     const restIds = rest.map((r) => r.id);
     expect(await graphqlIds(k)).toEqual(restIds);
+    expect(await bodyIds(k)).toEqual(restIds);
     if (k.names) expect(rest.map((r) => r.name)).toEqual(k.names);
     // A test row that matches every record or none (unless pinned by names) tells nothing apart.
     else expect(restIds.length > 0 && restIds.length < all.length, `${restIds.length} of ${all.length}`).toBe(true);
