@@ -26,17 +26,28 @@ export {
   FILES_TABLE,
 } from './files.ts';
 export {
-  aggregateMismatch,
-  fieldOperators,
-  FILTER_GROUPS,
-  MAX_AGGREGATE_ROWS,
   CLOCK_OPERATORS,
+  fieldKind,
+  fieldOperators,
+  isOperator,
+  listed,
+  OPERATOR_DEFINITIONS,
   OPERATORS,
   operatorMismatch,
+  takesList,
+  type FieldApplicability,
+  type FieldKind,
+  type OperandShape,
+  type Operator,
+  type OperatorDefinition,
+} from './operators.ts';
+export {
+  aggregateMismatch,
+  FILTER_GROUPS,
+  MAX_AGGREGATE_ROWS,
   RESERVED_PARAMETERS,
   type AggregateFunction,
   type FilteringOperation,
-  type Operator,
 } from './query-language.ts';
 
 export type ScalarType =

@@ -6,6 +6,7 @@
  */
 export { canFollow, canReadField, followable, QueryError } from './access.ts';
 export { Catalog, type CatalogTable } from './catalog.ts';
+export { FILES_MODULE, filesCatalog } from './files-catalog.ts';
 export {
   compileAggregate,
   type AggregateFunction,
@@ -46,6 +47,7 @@ export {
   type SelectItem,
 } from './description.ts';
 export { FilterValueError, isOperator, MAX_IN_LIST, operandValue, roleOperand, scalarValue } from './operands.ts';
+export { takesList } from '../model/index.ts';
 export {
   MAX_CONDITIONS,
   MAX_GROUP_DEPTH,

@@ -9,7 +9,7 @@ import type { Database } from '../db/index.ts';
 import { FILES_TABLE } from '../model/index.ts';
 import type { Principal } from '../principal/index.ts';
 import type { DataContext } from '../rest/index.ts';
-import type { WatchedTables } from '../webhooks/index.ts';
+import type { WatchedTables } from '../events/index.ts';
 import { BucketAccess, OPERATOR_ROLE } from './bucket-access.ts';
 import { deleteFile } from './endpoints.ts';
 

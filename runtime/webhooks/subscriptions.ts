@@ -10,12 +10,11 @@ import type { Queryable } from '../db/index.ts';
 import type { FieldError } from '../http/index.ts';
 import type { FieldSpec } from '../model/index.ts';
 import type { subscriptionFields, webhookDelivery, webhookSubscription } from '../model/wire/index.ts';
-import type { Catalog, CatalogTable } from '../query/index.ts';
+import { announceSubscriptionChange } from '../events/index.ts';
+import { filesCatalog, type Catalog, type CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
-import { filesCatalog } from '../storage/bucket-access.ts';
 import { enqueueSql, queueDeliveries } from './queue.ts';
 import { urlProblems } from './targets.ts';
-import { announceSubscriptionChange } from './watched-tables.ts';
 
 export type SubscriptionInput = z.output<typeof subscriptionFields>;
 
