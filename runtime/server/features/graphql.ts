@@ -45,7 +45,7 @@ import { callerId, type Principal, type RolePrincipal } from '../../principal/in
 import { resolveDataTenant, type Tenant } from '../../tenancy/index.ts';
 import { webhookOperations } from '../../webhooks/index.ts';
 import type { ServerFeature } from '../feature.ts';
-import { dataLimits, rateLimitHeaders, type DataLimits } from '../pipeline.ts';
+import { dataLimits, rateLimitHeaders, type DataLimits } from '../../data/index.ts';
 import type { Services } from '../services.ts';
 import { fileAccess } from '../file-access.ts';
 

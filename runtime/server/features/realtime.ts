@@ -15,7 +15,7 @@ import { fileAccess } from '../file-access.ts';
 import { errorReply, nodeRequest, send } from '../../http/index.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
 import type { ServerFeature } from '../feature.ts';
-import { dataLimits } from '../pipeline.ts';
+import { dataLimits } from '../../data/index.ts';
 import { methodNotAllowed, schemaCache } from './graphql.ts';
 
 export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
