@@ -1,6 +1,7 @@
 export {
   Problem,
   AuthError,
+  methodNotAllowed,
   PROBLEM_KINDS,
   AUTH_ERRORS,
   type ProblemKind,

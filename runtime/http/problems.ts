@@ -126,3 +126,8 @@ export class AuthError extends Error {
     this.headers = withRetryAfter(this.status, headers);
   }
 }
+
+/** 405 with Allow, as a Problem: thrown before the credentials are looked at, so nothing is counted. */
+export function methodNotAllowed(req: { readonly method: string; readonly path: string }, allow: string): Problem {
+  return new Problem('method-not-allowed', `${req.path} answers ${allow}, not ${req.method}`, [], { allow });
+}

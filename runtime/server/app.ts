@@ -23,6 +23,9 @@ import {
   type ApiRequest,
   type Handler,
 } from '../http/index.ts';
+import { PatternRouter } from '../http/pattern-router.ts';
+import { decodeSegment } from '../http/router.ts';
+import { TableRouter } from '../http/table-router.ts';
 import { DATA_BASE_PATH } from '../model/index.ts';
 import { metrics, requestLineWriter } from '../observability/index.ts';
 import type { Route } from './feature.ts';
@@ -83,68 +86,20 @@ function expressSegments(routes: readonly Route[]): ReadonlySet<string> {
   );
 }
 
-/**
- * Data routes by method, table and shape, where shape is '', a literal like `_bulk`, or `:id`
- * (nested maps: no key string to build per request).
- */
-class DataRouteTable {
-  private readonly byMethod = new Map<string, Map<string, Map<string, Handler>>>();
-
-  set(method: string, table: string, shape: string, handler: Handler): void {
-    let byTable = this.byMethod.get(method);
-    if (!byTable) this.byMethod.set(method, (byTable = new Map()));
-    let byShape = byTable.get(table);
-    if (!byShape) byTable.set(table, (byShape = new Map()));
-    byShape.set(shape, handler);
-  }
-
-  get(method: string | undefined, table: string, shape: string): Handler | undefined {
-    return this.byMethod
-      .get(method ?? '')
-      ?.get(table)
-      ?.get(shape);
-  }
-}
-
 function dataRoutes(services: Services) {
-  const routes = new DataRouteTable();
-  const literals = new Set<string>();
-  for (const r of services.service.routes) {
-    const [, , sub = ''] = r.path.split('/');
-    if (sub !== '' && !sub.startsWith(':')) literals.add(sub);
-    routes.set(r.method, r.table, sub, dataHandler(services, r.operation, r.table));
-  }
+  const routes = new TableRouter<Handler>(DATA_BASE_PATH);
+  for (const r of services.service.routes)
+    routes.add(r.method, `${DATA_BASE_PATH}${r.path}`, dataHandler(services, r.operation, r.table));
   // Anything else under the data API still goes through tenancy and authentication before its 404.
   const unknown = dataHandler(services, undefined, undefined);
-  return { routes, literals, unknown };
-}
-
-function decodeSegment(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
+  return { routes, unknown };
 }
 
 /** A feature route that can answer outside Express (a framework-free handler or stream). */
 type DirectTarget = Exclude<Route, { readonly express: unknown }>;
 
-interface PatternRoute {
-  readonly path: string;
-  /** The path split at '/': literal segments, and `:name` for a parameter. */
-  readonly segments: readonly string[];
-  /** A pattern this matcher does not read (`*`, `{…}`, a parameter inside a segment): Express decides from here on. */
-  readonly opaque: boolean;
-  /** Undefined for an Express-native route. */
-  readonly target: DirectTarget | undefined;
-}
-
-const PARAMETER = /^:[A-Za-z_$][\w$]*$/;
-
-function targetOf(route: Route): DirectTarget | undefined {
-  return 'express' in route ? undefined : route;
-}
+/** An Express-native route: found by the direct routes only to leave the request to Express. */
+const EXPRESS = Symbol('express');
 
 /**
  * Feature routes Express need not route (the GraphQL API at a literal path: Express cost it ~15 %
@@ -154,73 +109,14 @@ function targetOf(route: Route): DirectTarget | undefined {
  * them) is framework-free goes straight to it, with its parameters decoded as Express decodes them;
  * anything else (an Express-native route, a trailing slash, HEAD, a pattern read only by Express,
  * a parameter that is not valid percent-encoding) goes through Express, which answers as before.
+ * `all` routes (a 405 with Allow) are Express's: no request method is `ALL`.
  */
-class DirectRoutes {
-  /** `<METHOD> <path>` of routes at a literal path that no route registered before could match. */
-  private readonly literal = new Map<string, DirectTarget>();
-  private readonly byMethod = new Map<string, PatternRoute[]>();
-
-  constructor(routes: readonly Route[]) {
-    for (const route of routes) {
-      const method = route.method.toUpperCase();
-      const segments = route.path.split('/');
-      const opaque = segments.some((s) => /[:*?(){}]/.test(s) && !PARAMETER.test(s));
-      const target = targetOf(route);
-      let list = this.byMethod.get(method);
-      if (!list) this.byMethod.set(method, (list = []));
-      const literalPath = !opaque && segments.every((s) => !s.startsWith(':'));
-      const shadowed = list.some(
-        (earlier) => earlier.opaque || matchSegments(earlier.segments, segments) !== undefined,
-      );
-      const key = `${method} ${route.path}`;
-      if (target && literalPath && !shadowed && !this.literal.has(key)) this.literal.set(key, target);
-      list.push({ path: route.path, segments, opaque, target });
-    }
-  }
-
-  /** The route that answers `method` `path` outside Express, with its parameters and its metrics label; undefined: Express. */
-  find(
-    method: string | undefined,
-    path: string,
-  ): { target: DirectTarget; params: Record<string, string>; label: string } | undefined {
-    const literal = this.literal.get(`${method} ${path}`);
-    if (literal) return { target: literal, params: {}, label: path };
-    const routes = this.byMethod.get(method ?? '');
-    if (!routes) return undefined;
-    const segments = path.split('/');
-    for (const route of routes) {
-      if (route.opaque) return undefined;
-      const params = matchSegments(route.segments, segments);
-      if (params === undefined) continue;
-      if (params === null || !route.target) return undefined;
-      return { target: route.target, params, label: route.path };
-    }
-    return undefined;
-  }
-}
-
-/**
- * The parameters of `path` (split at '/') under `pattern` (split likewise), undefined when it does
- * not match, null when it matches but a parameter is not valid percent-encoding (Express answers that).
- */
-function matchSegments(pattern: readonly string[], path: readonly string[]): Record<string, string> | null | undefined {
-  if (pattern.length !== path.length) return undefined;
-  let params: Record<string, string> | undefined;
-  let undecodable = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const want = pattern[i]!;
-    const got = path[i]!;
-    if (!want.startsWith(':')) {
-      if (want !== got) return undefined;
-      continue;
-    }
-    // A pattern compared with a pattern (shadowing): a parameter may match anything.
-    if (got === '') return undefined;
-    const value = decodeSegment(got);
-    if (value === undefined) undecodable = true;
-    else (params ??= {})[want.slice(1)] = value;
-  }
-  return undecodable ? null : (params ?? {});
+function directRoutes(routes: readonly Route[]): PatternRouter<DirectTarget | typeof EXPRESS> {
+  const direct = new PatternRouter<DirectTarget | typeof EXPRESS>();
+  for (const route of routes)
+    if (route.method !== 'all')
+      direct.add(route.method.toUpperCase(), route.path, 'express' in route ? EXPRESS : route);
+  return direct;
 }
 
 export interface RequestListenerOptions {
@@ -236,8 +132,8 @@ export function createRequestListener(
 ): RequestListener {
   const app = createApp(services, featureRoutes);
   const served = expressSegments(featureRoutes);
-  const { routes, literals, unknown } = dataRoutes(services);
-  const direct = new DirectRoutes(featureRoutes);
+  const { routes, unknown } = dataRoutes(services);
+  const direct = directRoutes(featureRoutes);
   const bodyLimit = services.config.limits.bodyBytes;
   const log = errorLogger(services);
   const prefix = `${DATA_BASE_PATH}/`;
@@ -256,44 +152,30 @@ export function createRequestListener(
     observe?.(req, res);
     if (cors?.(req, res)) return;
     const url = req.url ?? '/';
-    if (url.startsWith(prefix)) {
-      const q = url.indexOf('?');
-      // `<table>`, `<table>/` or `<table>/<sub>`; more segments are no data route.
-      const rest = q === -1 ? url.slice(prefix.length) : url.slice(prefix.length, q);
-      const slash = rest.indexOf('/');
-      const table = decodeSegment(slash === -1 ? rest : rest.slice(0, slash));
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (path.startsWith(prefix)) {
+      const slash = path.indexOf('/', prefix.length);
+      const table = decodeSegment(path.slice(prefix.length, slash === -1 ? undefined : slash));
       if (table !== undefined && table !== '' && !served.has(table)) {
-        let params: Record<string, string> = { table };
-        let handler: Handler = unknown;
-        let shape = '';
-        const second = slash === -1 ? '' : rest.slice(slash + 1);
-        if (second === '') {
-          handler = routes.get(req.method, table, '') ?? unknown;
-        } else if (!second.includes('/')) {
-          const sub = decodeSegment(second);
-          if (sub !== undefined) {
-            shape = literals.has(sub) ? sub : ':id';
-            if (shape === ':id') params = { table, id: sub };
-            handler = routes.get(req.method, table, shape) ?? unknown;
-          }
-        }
+        const found = routes.match(req.method ?? '', path);
+        const route = found && 'handler' in found ? found : undefined;
         // A route pattern, never the raw path: table names come from the model, unknown ones share one label.
-        if (metered) noteRoute(res, handler === unknown ? `${prefix}*` : `${prefix}${table}${shape && `/${shape}`}`);
-        run(handler, nodeRequest(req, res, url, params, bodyLimit), res, log);
+        if (metered) noteRoute(res, route ? route.pattern : `${prefix}*`);
+        run(route?.handler ?? unknown, nodeRequest(req, res, url, route?.params ?? { table }, bodyLimit), res, log);
         return;
       }
     }
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    const found = direct.find(req.method, path);
-    if (found) {
-      if (metered) noteRoute(res, found.label);
+    const found = direct.match(req.method ?? '', path);
+    if (found && 'handler' in found && found.handler !== EXPRESS) {
+      const target = found.handler;
+      if (metered) noteRoute(res, found.pattern);
       const apiReq = nodeRequest(req, res, url, found.params, bodyLimit);
-      if ('handler' in found.target) run(found.target.handler, apiReq, res, log);
+      if ('handler' in target) run(target.handler, apiReq, res, log);
       else {
         // A streamed response writes its own head: the request id goes on the response first.
         if (!cors) res.setHeader('x-request-id', requestIdOf(req)!);
-        runStream(found.target.stream, apiReq, req, res, log);
+        runStream(target.stream, apiReq, req, res, log);
       }
       return;
     }

@@ -12,11 +12,11 @@ import { LiveHub } from '../../realtime/hub.ts';
 import { RealtimeServer, ROLES_TOPIC } from '../../realtime/server.ts';
 import { sseHandler } from '../../realtime/sse.ts';
 import { fileAccess } from '../file-access.ts';
-import { errorReply, nodeRequest, send } from '../../http/index.ts';
+import { errorReply, methodNotAllowed, nodeRequest, send } from '../../http/index.ts';
 import { GRAPHQL_PATH } from '../../model/index.ts';
+import { schemaCache } from '../../graphql/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { dataLimits } from '../../data/index.ts';
-import { methodNotAllowed, schemaCache } from './graphql.ts';
 
 export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
   name: 'realtime',
@@ -88,7 +88,10 @@ export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
       },
       upgrades(services) {
         const limits = dataLimits(services);
-        const schemaFor = schemaCache(services);
+        const schemaFor = schemaCache(
+          Object.values(services.service.tables).map((t) => t.spec),
+          services.policy,
+        );
         server = new RealtimeServer(
           {
             config: services.config,
