@@ -30,10 +30,41 @@ export interface Admitted<R> {
   readonly headers: Record<string, string>;
 }
 
+/** A request whose tenant and caller are known (identify), before its rate limit. */
+export interface Identified {
+  readonly tenant: Tenant;
+  readonly principal: Principal;
+}
+
 /**
- * Tenancy (400/404) → credentials (401, counted per client address) → `resource`, the front end's
- * own 404 (an unknown table or bucket) → the caller's and project's rate limits (429). At once
- * when nothing on the way waits (the usual case: no promise per request), else a promise.
+ * Tenancy (400/404) → credentials (401, counted per client address). At once when the credential
+ * is known at once (the usual case: no promise per request), else a promise.
+ */
+export function identify(
+  limits: Pick<DataLimits, 'authenticate'>,
+  config: Parameters<typeof resolveDataTenant>[1],
+  req: ApiRequest,
+): Identified | Promise<Identified> {
+  const tenant = resolveDataTenant(req, config);
+  const authenticated = limits.authenticate(req, tenant);
+  return authenticated instanceof Promise
+    ? authenticated.then((principal) => ({ tenant, principal }))
+    : { tenant, principal: authenticated };
+}
+
+/** The caller's and project's rate limits (429): the RateLimit-* headers of the decision. */
+export function countRequest(
+  limits: Pick<DataLimits, 'data'>,
+  { tenant, principal }: Identified,
+): Record<string, string> | Promise<Record<string, string>> {
+  const decided = limits.data(tenant, principal);
+  return decided instanceof Promise ? decided.then(rateLimitHeaders) : rateLimitHeaders(decided);
+}
+
+/**
+ * The whole chain before the grant: identify → `resource`, the front end's own 404 (an unknown
+ * table or bucket) → countRequest. GraphQL runs identify and countRequest itself, for a management
+ * token is answered by the management schema before any rate limit (docs/graphql.md "Management").
  */
 export function admit<R>(
   limits: Pick<DataLimits, 'authenticate' | 'data'>,
@@ -41,16 +72,15 @@ export function admit<R>(
   req: ApiRequest,
   resource: (tenant: Tenant, principal: Principal) => R,
 ): Admitted<R> | Promise<Admitted<R>> {
-  const tenant = resolveDataTenant(req, config);
-  const authenticated = limits.authenticate(req, tenant);
-  const limited = (principal: Principal): Admitted<R> | Promise<Admitted<R>> => {
-    const found = resource(tenant, principal);
-    const decided = limits.data(tenant, principal);
-    return decided instanceof Promise
-      ? decided.then((decision) => ({ tenant, principal, resource: found, headers: rateLimitHeaders(decision) }))
-      : { tenant, principal, resource: found, headers: rateLimitHeaders(decided) };
+  const limited = (who: Identified): Admitted<R> | Promise<Admitted<R>> => {
+    const found = resource(who.tenant, who.principal);
+    const headers = countRequest(limits, who);
+    return headers instanceof Promise
+      ? headers.then((h) => ({ ...who, resource: found, headers: h }))
+      : { tenant: who.tenant, principal: who.principal, resource: found, headers };
   };
-  return authenticated instanceof Promise ? authenticated.then(limited) : limited(authenticated);
+  const identified = identify(limits, config, req);
+  return identified instanceof Promise ? identified.then(limited) : limited(identified);
 }
 
 /** What a management token is told where it asks for data: it manages API keys and webhooks only. */

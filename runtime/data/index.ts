@@ -6,7 +6,9 @@
  */
 export {
   admit,
+  countRequest,
   dataLimits,
+  identify,
   limitReached,
   MANAGEMENT_NO_DATA,
   rateLimitHeaders,
@@ -14,6 +16,7 @@ export {
   requireGrant,
   type AdmissionServices,
   type Admitted,
+  type Identified,
   type DataLimits,
 } from './admission.ts';
 export { createMany, deleteMany, MAX_BULK_ITEMS, type BulkAnswer, type TransactionMode } from './bulk.ts';
