@@ -1,7 +1,7 @@
 /**
  * The `fileChanged` subscription field (docs/realtime.md "File changes"): added to a caller's
  * schema for the real-time transports when storage has buckets. File metadata (`_files`) is
- * captured like a table's rows (runtime/storage writes it through the same statements); server.ts
+ * captured like a table's rows (runtime/storage writes it through the same statements); matching.ts
  * checks each change against the caller's read rule of the bucket, in memory.
  */
 import {

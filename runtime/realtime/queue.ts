@@ -1,6 +1,6 @@
 /**
  * The source stream of one subscription: changes pushed by the hub, pulled by graphql-js's
- * subscribe() as graphql-ws sends them. Bounded by its producer (server.ts closes a socket whose
+ * subscribe() as graphql-ws sends them. Bounded by its producer (matching.ts closes a socket whose
  * queue is full). `return()` (the client completed, or the socket closed) ends it and runs the
  * `onEnd` callbacks once.
  */

@@ -3,22 +3,17 @@
  * in its distinct connections mode at `POST /gw/api/graphql/stream`, one subscription a stream.
  * The request's headers carry the credentials, tenancy and environment exactly as on the data
  * routes; the stream is then a subscriber like a WebSocket's (the same hub, matcher, caps and
- * revocations: server.ts). Refusals before the stream starts are Problems (401, 403, 429, 400);
- * what ends a running stream is a last `next` event whose error carries the close code, then
- * `complete`.
+ * revocations: server.ts wires admission.ts, matching.ts and revocation.ts). Refusals before the
+ * stream starts are Problems (401, 403, 429, 400); what ends a running stream is a last `next`
+ * event whose error carries the close code, then `complete`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import { createHandler } from 'graphql-sse';
 import { jsonBodyProblem, parseJsonBody, Problem, type ApiRequest } from '../http/index.ts';
-import {
-  CAP_RETRY_AFTER_SECONDS,
-  CLOSE,
-  SUBSCRIPTION_MESSAGES,
-  type Caller,
-  type LiveConnection,
-  type RealtimeServer,
-} from './server.ts';
+import { SUBSCRIPTION_MESSAGES } from './admission.ts';
+import { CAP_RETRY_AFTER_SECONDS, CLOSE, type Caller, type LiveConnection } from './connection.ts';
+import type { RealtimeServer } from './server.ts';
 
 /** The error code a stream's last event names for each close code (docs/realtime.md). */
 const CLOSE_NAMES: Record<number, string> = {

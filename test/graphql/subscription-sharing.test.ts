@@ -1,5 +1,5 @@
 // Subscribers alike share each change's permission and `where` check, and its execution
-// (runtime/realtime/server.ts, sharedVisibleChange, sharedExecution): neither may cross a
+// (runtime/realtime/matching.ts, sharedVisibleChange, sharedExecution): neither may cross a
 // principal, a `where` or a selection. Two
 // customers, each with sockets of the same and of different filters, and an admin key likewise:
 // each subscription gets exactly the changes its own role and `where` allow.

@@ -191,13 +191,16 @@ const CASES: [string, Case][] = [
   ['a path outside the prefix', { routes: ORDERS, request: ['GET', '/apis/orders'], want: undefined }],
 ];
 
+/** Adds the case's routes to a fresh matcher of `name` and checks what it finds for the request. */
+async function check(name: Name, { routes, request, want, except }: Case): Promise<void> {
+  const matcher = MATCHERS[name]();
+  for (const [method, pattern] of routes) matcher.add(method, pattern);
+  const expected = except && name in except ? except[name] : want;
+  expect(await matcher.match(...request)).toEqual(expected);
+}
+
 describe.each(Object.keys(MATCHERS) as Name[])('router: %s', (name) => {
-  it.each(CASES)('%s', async (_, { routes, request, want, except }) => {
-    const matcher = MATCHERS[name]();
-    for (const [method, pattern] of routes) matcher.add(method, pattern);
-    const expected = except && name in except ? except[name] : want;
-    expect(await matcher.match(...request)).toEqual(expected);
-  });
+  it.each(CASES)('%s', (_, row) => check(name, row));
 });
 
 /** Patterns only the pattern router and Express read (not data-route shapes). */
@@ -251,12 +254,7 @@ const PATTERN_CASES: [string, Case][] = [
 ];
 
 describe.each(['pattern', 'express'] as const)('router: %s (patterns beyond data routes)', (name) => {
-  it.each(PATTERN_CASES)('%s', async (_, { routes, request, want, except }) => {
-    const matcher = MATCHERS[name]();
-    for (const [method, pattern] of routes) matcher.add(method, pattern);
-    const expected = except && name in except ? except[name] : want;
-    expect(await matcher.match(...request)).toEqual(expected);
-  });
+  it.each(PATTERN_CASES)('%s', (_, row) => check(name, row));
 });
 
 describe('TableRouter', () => {

@@ -1,10 +1,10 @@
-// What a subscriber sees of a captured change (runtime/realtime/server.ts visibleChange): the
+// What a subscriber sees of a captured change (runtime/realtime/matching.ts visibleChange): the
 // role's read filter on the record, fields the role may not read removed, a field visible only on
 // some rows (two roles) null elsewhere and unknown to `where`, then the subscriber's `where`.
 import { describe, expect, it } from 'vitest';
 import type { Condition } from '../../runtime/query/index.ts';
 import type { LiveEvent } from '../../runtime/realtime/hub.ts';
-import { visibleChange } from '../../runtime/realtime/server.ts';
+import { visibleChange } from '../../runtime/realtime/matching.ts';
 import { apiKey, cmp, policyOf, roles, table, TRUE, user, USER_ID } from '../support/query-unit.ts';
 
 const order = table('Order');
