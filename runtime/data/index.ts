@@ -7,18 +7,20 @@
 export {
   admit,
   countRequest,
-  dataLimits,
   identify,
-  limitReached,
   MANAGEMENT_NO_DATA,
-  rateLimitHeaders,
   refuseManagement,
   requireGrant,
-  type AdmissionServices,
   type Admitted,
   type Identified,
-  type DataLimits,
 } from './admission.ts';
+export {
+  dataLimits,
+  limitReached,
+  rateLimitHeaders,
+  type AdmissionServices,
+  type DataLimits,
+} from './rate-limits.ts';
 export { createMany, deleteMany, MAX_BULK_ITEMS, type BulkAnswer, type TransactionMode } from './bulk.ts';
 export {
   budgeted,
