@@ -32,7 +32,7 @@ import type { AddressInfo } from 'node:net';
 import { randomInt } from 'node:crypto';
 import { createManagementToken } from '../runtime/keys/index.ts';
 import { openDatabase } from '../runtime/db/index.ts';
-import { QUEUE_SCHEMA } from '../runtime/webhooks/queue.ts';
+import { QUEUE_SCHEMA } from '../runtime/db/index.ts';
 import type { Fixture } from './cases.ts';
 import { checkoutSvcgen, REPO, startServerChild, type ServerChild } from './children.ts';
 import { cleanupOnExit } from './cleanups.ts';

@@ -7,7 +7,6 @@ import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Command } from 'commander';
-import type { Change } from '../../generator/diff/report.ts';
 import type { Config } from '../../runtime/config/index.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { projectDir, withProject } from '../options.ts';
@@ -164,38 +163,30 @@ export function registerDiffCommand(program: Command): void {
       if (options.toConfig !== undefined && !toConfig)
         throw new UsageError(`--to-config "${options.toConfig}" is neither a file nor <git ref>:<path> of a file`);
 
-      const [
-        { diffModels },
-        { diffConfigs },
-        { diffGraphql },
-        { reportLines, summarize },
-        { describeModel },
-        { readDmmf },
-      ] = await Promise.all([
-        import('../../generator/diff/diff-models.ts'),
-        import('../../generator/diff/diff-config.ts'),
-        import('../../generator/diff/diff-graphql.ts'),
+      const [{ changeReport }, { reportLines }, { describeModel }, { readDmmf }] = await Promise.all([
+        import('../../generator/diff/change-report.ts'),
         import('../../generator/diff/report.ts'),
         import('../../generator/model/describe-model.ts'),
         import('../../generator/prisma/index.ts'),
       ]);
       const before = describeModel(await readDmmf(from.schema.text, from.schema.label));
       const after = describeModel(await readDmmf(toText, toFile));
-      const changes: Change[] = diffModels(before, after);
-      const graphql = diffGraphql(before, after);
-      let compared: { from: string; to: string } | null = null;
-      if (from.config && toConfig) {
-        changes.push(
-          ...diffConfigs(await parseConfigText(from.config, before), await parseConfigText(toConfig, after), after),
-        );
-        compared = { from: from.config.label, to: toConfig.label };
-      } else {
+      const configs =
+        from.config && toConfig
+          ? { before: await parseConfigText(from.config, before), after: await parseConfigText(toConfig, after) }
+          : undefined;
+      if (!configs) {
         const missing = from.config
           ? `${toConfigWhere} not found`
           : `no ${from.configWhere}${options.fromConfig === undefined ? ' (name the earlier config with --from-config)' : ''}`;
         process.stderr.write(`svcgen: permissions and settings not compared: ${missing}\n`);
       }
-      const { breaking, widens } = summarize(changes, graphql);
+      const report = changeReport(
+        { tables: before, config: configs?.before },
+        { tables: after, config: configs?.after },
+      );
+      const { changes, graphql, breaking, widens } = report;
+      const compared = from.config && toConfig ? { from: from.config.label, to: toConfig.label } : null;
       if (options.json) console.log(JSON.stringify({ changes, graphql, breaking, widens, config: compared }, null, 2));
       else for (const line of reportLines(changes, graphql)) console.log(line);
       if ((breaking > 0 && !options.allowBreaking) || (widens > 0 && options.failOnWiden)) process.exitCode = 1;

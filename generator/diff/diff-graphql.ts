@@ -23,9 +23,14 @@ export interface GraphqlChange {
   readonly breaking: boolean;
 }
 
+/** Built once per model: `svcgen dev` compares each edit with the model of the last one. */
+const published = new WeakMap<readonly TableSpec[], GraphQLSchema>();
+
 /** The schema a client sees, from the SDL the generator writes: what is compared is what is published. */
 function publishedSchema(tables: readonly TableSpec[]): GraphQLSchema {
-  return buildSchema(renderGraphqlSchema(tables, ''));
+  let schema = published.get(tables);
+  if (!schema) published.set(tables, (schema = buildSchema(renderGraphqlSchema(tables, ''))));
+  return schema;
 }
 
 /** Fields of a create input that a create must now send and could leave out (or did not know) before. */
@@ -77,6 +82,8 @@ const byTypeThenDescription = (a: GraphqlChange, b: GraphqlChange) =>
 
 /** Breaking changes first, then dangerous ones, each sorted by type and description: the output is byte-stable. */
 export function diffGraphql(before: readonly TableSpec[], after: readonly TableSpec[]): GraphqlChange[] {
+  // The schema is rendered from the model alone: the same model, the same schema (a config edit in dev).
+  if (before === after || JSON.stringify(before) === JSON.stringify(after)) return [];
   const [old, next] = [publishedSchema(before), publishedSchema(after)];
   const required = newlyRequiredOnCreate(before, after, old);
   const breaking: GraphqlChange[] = [

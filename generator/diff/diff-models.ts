@@ -4,7 +4,7 @@
  * the generated API. Indexes are not compared: an `@@index` changes which reads are expensive
  * (runtime/data/cost.ts), never a request or a response.
  */
-import type { FieldSpec, TableSpec } from '../../runtime/model/index.ts';
+import type { FieldSpec, RelationSpec, TableSpec } from '../../runtime/model/index.ts';
 
 export interface ApiChange {
   readonly kind:
@@ -19,7 +19,8 @@ export interface ApiChange {
     | 'file reference changed'
     | 'primary key changed'
     | 'relation added'
-    | 'relation removed';
+    | 'relation removed'
+    | 'relation changed';
   /** `Table` or `Table.field`. */
   readonly subject: string;
   readonly detail: string;
@@ -92,6 +93,8 @@ function compareFields(table: string, before: FieldSpec, after: FieldSpec, out: 
   }
 }
 
+const relationTarget = (r: RelationSpec) => (r.kind === 'many' ? `${r.target}[]` : r.target);
+
 export function diffModels(before: readonly TableSpec[], after: readonly TableSpec[]): ApiChange[] {
   const out: ApiChange[] = [];
   const was = new Map(before.map((t) => [t.name, t]));
@@ -137,10 +140,21 @@ export function diffModels(before: readonly TableSpec[], after: readonly TableSp
         out.push({ kind: 'field removed', subject: `${name}.${field.name}`, detail: typeName(field), breaking: true });
     }
     const relationsAfter = new Set(b.relations.map((r) => r.name));
-    const relationsBefore = new Set(a.relations.map((r) => r.name));
-    for (const r of b.relations)
-      if (!relationsBefore.has(r.name))
+    const relationsBefore = new Map(a.relations.map((r) => [r.name, r]));
+    for (const r of b.relations) {
+      const old = relationsBefore.get(r.name);
+      if (!old)
         out.push({ kind: 'relation added', subject: `${name}.${r.name}`, detail: `→ ${r.target}`, breaking: false });
+      // Same name, other records (an implicit many-to-many replaced by a join model): what an
+      // include or a filter on it reads and returns is another table's.
+      else if (old.target !== r.target || old.kind !== r.kind)
+        out.push({
+          kind: 'relation changed',
+          subject: `${name}.${r.name}`,
+          detail: `${relationTarget(old)} → ${relationTarget(r)}`,
+          breaking: true,
+        });
+    }
     for (const r of a.relations)
       if (!relationsAfter.has(r.name))
         out.push({ kind: 'relation removed', subject: `${name}.${r.name}`, detail: `→ ${r.target}`, breaking: true });

@@ -1,9 +1,14 @@
 /** The lines `svcgen diff` prints, shared with `svcgen dev` so that both read the same. */
-import type { ConfigChange } from './diff-config.ts';
+import type { ConfigChange } from './access.ts';
 import type { GraphqlChange } from './diff-graphql.ts';
 import type { ApiChange } from './diff-models.ts';
 
 export type Change = ApiChange | ConfigChange;
+
+/** A change of the model (REST), not of the permissions or settings. */
+export function isModelChange(change: Change): change is ApiChange {
+  return !('access' in change);
+}
 
 export function widensAccess(change: Change): boolean {
   return 'access' in change && change.access === 'widens';

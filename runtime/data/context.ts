@@ -16,7 +16,7 @@ import {
   type Scope,
 } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import type { WatchedTables } from '../webhooks/index.ts';
+import type { WatchedTables } from '../events/index.ts';
 import { requireGrant } from './admission.ts';
 import { indexedFields, LARGE_PAGE } from './cost.ts';
 

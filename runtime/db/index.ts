@@ -11,6 +11,7 @@ export {
   type Row,
 } from './pool.ts';
 export { ensureSystemSchema } from './system-schema.ts';
+export { QUEUE_SCHEMA } from './job-queue.ts';
 export { connectionConfig, ConnectionStringError } from './connection.ts';
 export { newClient, newPool, raisedAtConnectionStart, withConnection } from './client.ts';
 export {

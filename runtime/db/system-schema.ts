@@ -264,7 +264,7 @@ const STEPS: readonly string[] = [
      webhook_ids  text[] NOT NULL,
      created_at   timestamptz NOT NULL DEFAULT now()
    );`,
-  // Event capture in one function (runtime/webhooks/capture.ts): a data statement hands it the
+  // Event capture in one function (runtime/events/capture.ts): a data statement hands it the
   // records of the rows it changed (and, for an update, each row's changed fields), in row order.
   // It finds the active subscriptions for the table and operation and whether live subscribers
   // hold interest, writes an event for each row a subscription's filter matches (every row while
@@ -290,7 +290,7 @@ const STEPS: readonly string[] = [
        WHERE l.environment = in_environment AND l.table_name = in_table AND l.expires_at > now());
      IF hook_ids IS NULL AND NOT live THEN RETURN; END IF;
      WITH event AS (
-         -- a UUIDv7 laid out as runtime/webhooks/queue.ts newIdSql does
+         -- a UUIDv7 laid out as runtime/events/outbox.ts newIdSql does
          SELECT 'evt_' || encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
              placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex') AS id,
            e.record, e.n
@@ -365,7 +365,7 @@ const STEPS: readonly string[] = [
        WHERE s.environment = in_environment AND s.table_name = in_table AND s.active AND in_operation = ANY (s.events);
      IF hook_ids IS NULL AND NOT (true = ANY (in_live)) THEN RETURN; END IF;
      WITH event AS (
-         -- a UUIDv7 laid out as runtime/webhooks/queue.ts newIdSql does
+         -- a UUIDv7 laid out as runtime/events/outbox.ts newIdSql does
          SELECT 'evt_' || encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
              placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex') AS id,
            e.record, e.n, coalesce(in_live[e.n], false) AS live

@@ -25,7 +25,8 @@ import { callerId, type Principal, type RolePrincipal } from '../principal/index
 import type { Catalog, CursorCodec, FileAccess, Policy } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import { callerContext, countRequest, identify, type DataLimits } from '../data/index.ts';
-import type { WatchedTables, webhookOperations } from '../webhooks/index.ts';
+import type { WatchedTables } from '../events/index.ts';
+import type { webhookOperations } from '../webhooks/index.ts';
 import { answerDirectly } from './direct.ts';
 import { countRootFields, DocumentBudget } from './document-budget.ts';
 import { documentCache, type DocumentCache } from './document-cache.ts';

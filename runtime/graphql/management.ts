@@ -25,7 +25,8 @@ import type { Config } from '../config/index.ts';
 import type { ApiRequest } from '../http/index.ts';
 import type { keyOperations } from '../keys/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
-import { EVENT_NAMES, type webhookOperations } from '../webhooks/index.ts';
+import { EVENT_NAMES } from '../events/index.ts';
+import type { webhookOperations } from '../webhooks/index.ts';
 import { problemError, toProblem } from './execute.ts';
 import { DateTimeScalar, JsonScalar } from './schema.ts';
 

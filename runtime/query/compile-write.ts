@@ -2,7 +2,7 @@
  * Writes → one SQL statement each, the way reads go through compileRead. A write description says
  * what changes; the compiler makes a statement whose first CTE (`w`) is the mutation, holding the
  * after-image of inserted and updated rows (with the names of the fields that really changed) or
- * the before-image of deleted ones, then the event capture CTEs (runtime/webhooks/capture.ts), then
+ * the before-image of deleted ones, then the event capture CTEs (runtime/events/capture.ts), then
  * the result the handler asked for. Every data mutation runs through here, so none can commit
  * without its events, and none can skip the caller's permissions (docs/permissions.md "Writing"):
  * updates and deletes reach only rows the caller may read and the action allows, and every row
@@ -10,10 +10,10 @@
  */
 import { ident } from '../db/index.ts';
 import { FILES_TABLE, type FieldSpec } from '../model/index.ts';
-import { captureEvents, CHANGED_COLUMN, type EventOperation } from '../webhooks/capture.ts';
+import { captureEvents, CHANGED_COLUMN, type EventOperation } from '../events/index.ts';
 import type { CatalogTable } from './catalog.ts';
 import { compileCondition, compileRoleCondition, newAlias, readableRows, type Scope } from './compile-condition.ts';
-import { fieldExpression, readableRecord } from './compile-read.ts';
+import { fieldExpression, fullRecord, readableRecord } from './compile-read.ts';
 import type { Action, Condition, Grant, RoleRule } from './description.ts';
 import { presetsOf, writeDecision, type WriteDecision } from './policy.ts';
 import { clientDefaultValue, toParameter } from './values.ts';
@@ -438,17 +438,27 @@ function fileDeletes(scope: Scope, table: CatalogTable): string[] {
     const rows = `deleted_files_${f}`;
     ctes.push(
       `${rows} AS (DELETE FROM ${filesTable.qualified(scope.environment)} ${f} USING w WHERE ${f}."id" = ${id} AND ${f}."bucket" = ${add(field.file!.bucket)} AND ${f}."environment" = ${add(scope.environment)} RETURNING ${f}.*, ${files.removal(f, add)} AS "svcgen:removal")`,
-      ...captureEvents({
-        scope: sub,
-        table: filesTable,
-        operation: 'DELETE',
-        rows,
-        changed: false,
-        name: `capture_${f}`,
-      }).ctes,
+      ...captureCtes(sub, filesTable, { operation: 'DELETE', rows, changed: false, name: `capture_${f}` }),
     );
   }
   return ctes;
+}
+
+/** The capture CTEs (runtime/events/capture.ts) for the changed rows of `table`, whose records this layer builds. */
+function captureCtes(
+  scope: Scope,
+  table: CatalogTable,
+  site: { operation: EventOperation; rows: string; changed: boolean; name?: string },
+): string[] {
+  const alias = newAlias(scope);
+  return captureEvents({
+    ...site,
+    params: scope.params,
+    environment: scope.environment,
+    table: table.spec.name,
+    alias,
+    record: fullRecord(table, alias),
+  }).ctes;
 }
 
 function resultSelect(scope: Scope, table: CatalogTable, result: WriteResult): string {
@@ -500,9 +510,7 @@ function compileStatement(scope: Scope, write: Write, result: WriteResult, captu
   const { sql, operation, rules } = mutation(scope, write, capture);
   const ctes = [`w AS (${sql})`];
   if (operation && capture)
-    ctes.push(
-      ...captureEvents({ scope, table: write.table, operation, rows: 'w', changed: operation === 'UPDATE' }).ctes,
-    );
+    ctes.push(...captureCtes(scope, write.table, { operation, rows: 'w', changed: operation === 'UPDATE' }));
   if (write.kind === 'delete') ctes.push(...fileDeletes(scope, write.table));
   return {
     sql: `WITH ${ctes.join(',\n')}\n${resultSelect(scope, write.table, result)}`,

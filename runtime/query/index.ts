@@ -6,6 +6,7 @@
  */
 export { canFollow, canReadField, followable, QueryError } from './access.ts';
 export { Catalog, type CatalogTable } from './catalog.ts';
+export { FILES_MODULE, filesCatalog } from './files-catalog.ts';
 export {
   compileAggregate,
   type AggregateFunction,

@@ -1,26 +1,19 @@
 /**
  * The live subscribers of one process and the changes they receive (docs/realtime.md). While the
  * process holds a subscriber for a table it keeps a row in svcgen.live_interest fresh, so every
- * process's writes to that table capture events and NOTIFY their ids (./capture.ts). Each
- * notification names one statement's events; the hub reads them once (one query per statement, not
- * per subscriber) and hands every event to the local subscribers of its table, in the order the
- * notifications arrived: commit order.
+ * process's writes to that table capture events and NOTIFY their ids (runtime/events/capture.ts).
+ * Each notification names one statement's events; the hub reads them once (one query per
+ * statement, not per subscriber) and hands every event to the local subscribers of its table, in
+ * the order the notifications arrived: commit order.
  */
 import { randomUUID } from 'node:crypto';
 import type { Database, NotificationChannel, Queryable } from '../db/index.ts';
 import { metrics } from '../observability/index.ts';
 import { type Containment, containmentKey, MAX_CONTAINMENTS } from '../query/index.ts';
-import { announceSubscriptionChange } from '../webhooks/watched-tables.ts';
-import { LIVE_TOPIC } from './capture.ts';
+import { announceSubscriptionChange, eventsById, LIVE_TOPIC, type ChangeEvent } from '../events/index.ts';
 
-export interface LiveEvent {
-  readonly id: string;
-  readonly operation: 'INSERT' | 'UPDATE' | 'DELETE';
-  /** The full record as captured (every field: each listener removes what its caller may not read). */
-  readonly record: Readonly<Record<string, unknown>>;
-  readonly changedFields: readonly string[];
-  readonly timestamp: string;
-}
+/** An event as a live listener receives it: the captured event, whole (each listener removes what its caller may not read). */
+export type LiveEvent = ChangeEvent;
 
 export interface LiveListener {
   readonly environment: string;
@@ -265,28 +258,7 @@ export class LiveHub {
   /** The events by id; undefined when the database could not answer. */
   private async read(ids: readonly string[]): Promise<Map<string, LiveEvent> | undefined> {
     try {
-      const rows = await this.reader.query<{
-        id: string;
-        operation: LiveEvent['operation'];
-        record: Record<string, unknown>;
-        changed_fields: string[];
-        created_at: Date;
-      }>(
-        'SELECT id, operation, record, changed_fields, created_at FROM svcgen.webhook_events WHERE id = ANY($1::text[])',
-        [ids],
-      );
-      return new Map(
-        rows.map((r) => [
-          r.id,
-          {
-            id: r.id,
-            operation: r.operation,
-            record: r.record,
-            changedFields: r.changed_fields,
-            timestamp: r.created_at.toISOString(),
-          },
-        ]),
-      );
+      return await eventsById(this.reader, ids);
     } catch (error) {
       this.log('could not read captured events for live subscribers', error);
       return undefined;

@@ -6,7 +6,7 @@ import type { Config } from '../config/index.ts';
 import type { Principal } from '../principal/index.ts';
 import type { FileAccess } from '../query/index.ts';
 import { BucketAccess, REMOVE_MAX_ATTEMPTS, REMOVE_TASK } from '../storage/index.ts';
-import { QUEUE_SCHEMA } from '../webhooks/index.ts';
+import { QUEUE_SCHEMA } from '../db/index.ts';
 
 const built = new WeakMap<Config, { buckets: BucketAccess; byPrincipal: WeakMap<Principal, FileAccess> } | null>();
 

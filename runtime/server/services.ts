@@ -5,7 +5,7 @@ import type { CredentialStore } from '../keys/index.ts';
 import type { Catalog, CursorCodec, Policy } from '../query/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
 import type { LiveHub } from '../realtime/hub.ts';
-import type { WatchedTables } from '../webhooks/index.ts';
+import type { WatchedTables } from '../events/index.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The foundation and what the features add (./features/index.ts checks each one is provided). */

@@ -6,20 +6,8 @@
  * customer's `ownerId: $user.id` is enforced exactly like a table's `customerId: $user.id`.
  */
 import type { BucketConfig, Config } from '../config/index.ts';
-import { FILE_FIELDS, FILES_SPEC, FILES_TABLE, type TableModule } from '../model/index.ts';
-import { Catalog, Policy, roleOperand, type CatalogTable } from '../query/index.ts';
-import { z } from 'zod';
-
-/** The `_files` table as a module: file metadata is never written from a JSON body, so its validators take nothing. */
-export const FILES_MODULE: TableModule = {
-  spec: FILES_SPEC,
-  validators: { create: z.strictObject({}), update: z.strictObject({}) },
-};
-
-/** A catalog of the one table `_files`, whose rows are svcgen.files (not an environment's schema). */
-export function filesCatalog(): Catalog {
-  return new Catalog({ [FILES_TABLE]: FILES_MODULE }, () => 'svcgen.files');
-}
+import { FILE_FIELDS, FILES_SPEC, FILES_TABLE } from '../model/index.ts';
+import { filesCatalog, Policy, roleOperand, type CatalogTable } from '../query/index.ts';
 
 type BucketAction = 'read' | 'create' | 'delete';
 

@@ -7,7 +7,7 @@ import type { CursorCodec } from '../query/index.ts';
 import type { RateDecision } from '../rate-limit/index.ts';
 import type { DataContext } from '../data/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import type { WatchedTables } from '../webhooks/index.ts';
+import type { WatchedTables } from '../events/index.ts';
 import type { StorageBackend } from './backend.ts';
 import type { BucketAccess } from './bucket-access.ts';
 import type { InFlight } from './in-flight.ts';

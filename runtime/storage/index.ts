@@ -7,7 +7,7 @@ export {
   type StorageBackend,
   type StoredObject,
 } from './backend.ts';
-export { BucketAccess, FILES_MODULE, filesCatalog } from './bucket-access.ts';
+export { BucketAccess } from './bucket-access.ts';
 export { content, list, metadata, remove, signedUrl, upload, type StorageDeps } from './endpoints.ts';
 export {
   queueRemoval,

@@ -6,8 +6,7 @@
  */
 import { Logger, run } from 'graphile-worker';
 import { superviseRunner, type SupervisedRunner } from '../db/supervised-runner.ts';
-import { connectionConfig, newPool, type Database, type Queryable } from '../db/index.ts';
-import { QUEUE_SCHEMA } from '../webhooks/index.ts';
+import { connectionConfig, newPool, QUEUE_SCHEMA, type Database, type Queryable } from '../db/index.ts';
 import { parseObjectKey, type StorageBackend } from './backend.ts';
 
 export const REMOVE_TASK = 'svcgen_storage_remove';

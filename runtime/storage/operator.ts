@@ -8,7 +8,7 @@ import type { Config } from '../config/index.ts';
 import type { Database } from '../db/index.ts';
 import type { Principal } from '../principal/index.ts';
 import { callerContext, tableContext } from '../data/index.ts';
-import type { WatchedTables } from '../webhooks/index.ts';
+import type { WatchedTables } from '../events/index.ts';
 import { BucketAccess, OPERATOR_ROLE } from './bucket-access.ts';
 import { deleteFile } from './endpoints.ts';
 

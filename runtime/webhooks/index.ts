@@ -1,10 +1,8 @@
-/** Webhooks: subscriptions and their endpoints, event capture in data statements, delivery workers. */
-export { captureEvents, CHANGED_COLUMN, type Capture, type CaptureSite, type EventOperation } from './capture.ts';
+/** Webhooks: subscriptions and their endpoints, delivery workers. Event capture is runtime/events. */
 export { eventBody, signature, DeliveryAgent } from './delivery.ts';
 export { webhookHandlers, webhookOperations, DELIVERY_HISTORY_LIMIT, type WebhookDeps } from './endpoints.ts';
-export { QUEUE_SCHEMA, DELIVER_TASK } from './queue.ts';
+export { DELIVER_TASK } from './queue.ts';
 export {
-  EVENT_NAMES,
   newSubscription,
   subscriptionPatch,
   type DeliveryRecord,
@@ -19,4 +17,3 @@ export {
   webhookQueueDepth,
   type DeliveryWorker,
 } from './worker.ts';
-export { announceSubscriptionChange, WatchedTables } from './watched-tables.ts';

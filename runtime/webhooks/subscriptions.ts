@@ -9,14 +9,11 @@ import type { Config } from '../config/index.ts';
 import type { Queryable } from '../db/index.ts';
 import type { FieldError } from '../http/index.ts';
 import type { FieldSpec } from '../model/index.ts';
-import type { Catalog, CatalogTable } from '../query/index.ts';
+import { EVENT_NAMES, announceSubscriptionChange } from '../events/index.ts';
+import { filesCatalog, type Catalog, type CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
-import { filesCatalog } from '../storage/bucket-access.ts';
 import { enqueueSql, queueDeliveries } from './queue.ts';
 import { urlProblems } from './targets.ts';
-import { announceSubscriptionChange } from './watched-tables.ts';
-
-export const EVENT_NAMES = ['INSERT', 'UPDATE', 'DELETE'] as const;
 
 const filterValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 

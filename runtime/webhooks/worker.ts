@@ -8,18 +8,11 @@ import { Logger, run, runMigrations } from 'graphile-worker';
 import { superviseRunner, type SupervisedRunner } from '../db/supervised-runner.ts';
 import type pg from 'pg';
 import type { Config } from '../config/index.ts';
-import { connectionConfig, newClient, newPool, openDatabase, type Database } from '../db/index.ts';
+import { connectionConfig, newClient, newPool, openDatabase, QUEUE_SCHEMA, type Database } from '../db/index.ts';
+import { OUTBOX_DEPTH, OUTBOX_EVENTS } from '../events/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { DeliveryAgent } from './delivery.ts';
-import {
-  DELIVER_TASK,
-  DRAIN_OUTBOX,
-  enqueueSql,
-  OUTBOX_DEPTH,
-  OUTBOX_EVENTS,
-  QUEUE_SCHEMA,
-  queueDeliveries,
-} from './queue.ts';
+import { DELIVER_TASK, DRAIN_OUTBOX, enqueueSql, queueDeliveries } from './queue.ts';
 
 /** A delivery whose job should have run this long ago and holds no lease has lost its job. */
 const LOST_JOB_AFTER = "interval '2 minutes'";

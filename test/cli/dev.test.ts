@@ -20,6 +20,14 @@ import {
   type ProjectCopy,
   type RunningCli,
 } from '../support/cli.ts';
+import {
+  IMPLICIT_M2M,
+  JOIN_MODEL,
+  M2M_REPORT,
+  OPENED_REPORT,
+  openAttachments,
+  reportIn,
+} from '../support/change-reports.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { readResponse, type TestResponse } from '../support/server.ts';
 import { until } from '../support/until.ts';
@@ -122,7 +130,9 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     const stderr = dev.stderr.slice(from);
     expect(stderr).toMatch(/^change detected: schema\.prisma$/m);
     expect(stderr).toMatch(/^ {10}field added {2}City\.population {2}Int\?$/m);
-    expect(stderr).toMatch(/^1 change, 0 breaking, 0 widening access$/m);
+    // As `svcgen diff` counts it: the GraphQL schema's new inputs and enum value are changes too.
+    expect(stderr).toMatch(/^GraphQL:$/m);
+    expect(stderr).toMatch(/^17 changes \(16 in the GraphQL schema\), 0 breaking, 0 widening access$/m);
     await dev.waitFor(nth(`restarted: serving ${url.replace(/\./g, '\\.')} \\d+\\.\\d s after the change`, 1), {
       stream: 'stderr',
     });
@@ -320,6 +330,72 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
     );
     expect(await portIsOpen(Number(new URL(url).port))).toBe(false);
     expect(await processesMentioning(copy.dir)).toEqual([]);
+  });
+});
+
+describe('svcgen dev prints the report svcgen diff prints (issue 33)', { timeout: 300_000 }, () => {
+  it('an implicit many-to-many replaced by a join model, a bucket opened, then narrowed: the same lines as diff, line for line', async () => {
+    const project = await copyExample('dev-report');
+    const schemaFile = path.join(project.dir, 'schema.prisma');
+    const configFile = path.join(project.dir, 'svcgen.config.json');
+    const shop = await fs.readFile(schemaFile, 'utf8');
+    await fs.writeFile(schemaFile, shop + IMPLICIT_M2M);
+    /** The project's files as they are now, for `svcgen diff --from` after the next edit. */
+    const snapshot = async (name: string): Promise<string> => {
+      const dir = path.join(project.root, name);
+      await fs.mkdir(dir);
+      for (const file of ['schema.prisma', 'svcgen.config.json'])
+        await fs.copyFile(path.join(project.dir, file), path.join(dir, file));
+      return path.join(dir, 'schema.prisma');
+    };
+    /** dev's report of the edit made after `from` (once it has restarted on it), and diff's of the same edit. */
+    const reports = async (from: number, restarts: number, before: string, flags: string[] = []) => {
+      await dev.waitFor(nth(LISTENING, restarts + 1), { stream: 'stdout' });
+      const diff = await runCli(['diff', '--project', project.dir, '--from', before, ...flags]);
+      return { dev: reportIn(dev.stderr.slice(from)), diff };
+    };
+    const database = await freshDatabase();
+    const dev = startCli(['dev', '--port', '0', '--project', project.dir, '--database-url', database.url]);
+    await dev.waitFor(nth(LISTENING, 1), { stream: 'stdout' });
+
+    const m2m = await snapshot('m2m');
+    const joined = dev.stderr.length;
+    await fs.writeFile(schemaFile, shop + JOIN_MODEL);
+    const join = await reports(joined, 1, m2m);
+    expect(join.dev).toEqual(M2M_REPORT);
+    expect(join.diff.code, show(join.diff)).toBe(1);
+    expect(join.diff.stdout).toBe(`${join.dev.join('\n')}\n`);
+
+    const closed = await snapshot('closed');
+    const opened = dev.stderr.length;
+    await edit(configFile, (text) => {
+      const config = JSON.parse(text);
+      openAttachments(config);
+      return JSON.stringify(config, null, 2);
+    });
+    const open = await reports(opened, 2, closed, ['--fail-on-widen']);
+    expect(open.dev).toEqual(OPENED_REPORT);
+    expect(open.diff.code, show(open.diff)).toBe(1);
+    expect(open.diff.stdout).toBe(`${open.dev.join('\n')}\n`);
+
+    // Narrowing is breaking, as for a table, and dev restarts on it as on any edit that renders and migrates.
+    const wide = await snapshot('wide');
+    const narrowed = dev.stderr.length;
+    await edit(configFile, (text) => {
+      const config = JSON.parse(text);
+      config.storage.buckets.attachments.roles.customer.read = { filter: { ownerId: '$user.id' } };
+      return JSON.stringify(config, null, 2);
+    });
+    const narrow = await reports(narrowed, 3, wide, ['--fail-on-widen', '--allow-breaking']);
+    expect(narrow.dev).toEqual([
+      'BREAKING  row filter added  customer: bucket attachments.read  rows where {"ownerId":"$user.id"}',
+      '1 change, 1 breaking, 0 widening access',
+    ]);
+    expect(narrow.diff.code, show(narrow.diff)).toBe(0);
+    expect(narrow.diff.stdout).toBe(`${narrow.dev.join('\n')}\n`);
+
+    const result = await dev.stop('SIGTERM');
+    expect(result.code, show(result)).toBe(0);
   });
 });
 

@@ -16,6 +16,7 @@ import { readDmmf } from '../../generator/prisma/index.ts';
 import { parseConfig, type Config } from '../../runtime/config/index.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { cleanupCli, runCli, show, tempDir } from '../support/cli.ts';
+import { IMPLICIT_M2M, JOIN_MODEL, M2M_REPORT, OPENED_REPORT, openAttachments } from '../support/change-reports.ts';
 import { SHOP } from '../support/server.ts';
 
 const run = promisify(execFile);
@@ -698,6 +699,145 @@ const CONFIG_CASES: [string, { before?: Edit; after: Edit; want: Want[] }][] = [
       ],
     },
   ],
+  // Bucket rules are access (docs/storage.md "Permissions"), classified as a table's rules are.
+  [
+    'a bucket made public and its owner filter dropped widens access',
+    {
+      after: (c) => {
+        c.storage.buckets.attachments.public = true;
+        c.storage.buckets.attachments.roles.customer.read = true;
+      },
+      want: [
+        {
+          kind: 'bucket made public',
+          subject: 'bucket attachments',
+          detail: "anyone may read a file's metadata and bytes by id, without credentials",
+          access: 'widens',
+          breaking: false,
+        },
+        {
+          kind: 'row filter removed',
+          subject: 'customer: bucket attachments.read',
+          detail: 'was rows where {"ownerId":"$user.id"}: now all rows',
+          access: 'widens',
+          breaking: false,
+        },
+      ],
+    },
+  ],
+  [
+    'a bucket rule granted, a filter loosened, its preset moved: as for a table',
+    {
+      after: (c) => {
+        c.storage.buckets.attachments.roles.catalog = { read: { filter: { contentType: 'image/png' } } };
+        c.storage.buckets.attachments.roles.customer.create = { filter: { ownerId: '$context.userId' } };
+      },
+      want: [
+        {
+          kind: 'grant added',
+          subject: 'catalog: bucket attachments.read',
+          detail: 'rows where {"contentType":"image/png"}',
+          access: 'widens',
+          breaking: false,
+        },
+        {
+          kind: 'row filter changed',
+          subject: 'customer: bucket attachments.create',
+          detail: '{"ownerId":"$user.id"} → {"ownerId":"$context.userId"}',
+          access: 'widens',
+          breaking: false,
+        },
+        {
+          kind: 'preset changed',
+          subject: 'customer: bucket attachments.create',
+          detail: 'ownerId: $user.id → $context.userId',
+          access: 'neutral',
+          breaking: true,
+        },
+      ],
+    },
+  ],
+  [
+    'a bucket made private, a filter narrowed, a grant removed: narrowing (breaking), as for a table',
+    {
+      before: (c) => {
+        c.storage.buckets.attachments.public = true;
+      },
+      after: (c) => {
+        c.storage.buckets.attachments.public = false;
+        c.storage.buckets.attachments.roles.customer.read.filter.contentType = 'application/pdf';
+        delete c.storage.buckets.attachments.roles.customer.delete;
+      },
+      want: [
+        {
+          kind: 'bucket made private',
+          subject: 'bucket attachments',
+          detail: 'reading a file by id now needs a role that may read it',
+          access: 'narrows',
+          breaking: true,
+        },
+        {
+          kind: 'row filter changed',
+          subject: 'customer: bucket attachments.read',
+          detail: '{"ownerId":"$user.id"} → {"contentType":"application/pdf","ownerId":"$user.id"}',
+          access: 'narrows',
+          breaking: true,
+        },
+        {
+          kind: 'grant removed',
+          subject: 'customer: bucket attachments.delete',
+          detail: 'rows where {"ownerId":"$user.id"}',
+          access: 'narrows',
+          breaking: true,
+        },
+      ],
+    },
+  ],
+  [
+    "buckets added and removed; a bucket's sizes and types are settings; a new role's bucket rules are what it grants",
+    {
+      before: (c) => {
+        c.storage.buckets.scratch = {};
+      },
+      after: (c) => {
+        delete c.storage.buckets.scratch;
+        c.storage.buckets.avatars = { public: true, roles: { customer: { create: true } } };
+        c.storage.buckets.attachments.maxBytes = 1024;
+        c.storage.buckets.attachments.roles.uploader = { create: true };
+        c.roles.uploader = {};
+      },
+      want: [
+        {
+          kind: 'role added',
+          subject: 'role uploader',
+          detail: 'grants files in attachments: create',
+          access: 'widens',
+          breaking: false,
+        },
+        {
+          kind: 'setting changed',
+          subject: 'storage.buckets.attachments.maxBytes',
+          detail: '10485760 → 1024',
+          access: 'neutral',
+          breaking: false,
+        },
+        {
+          kind: 'bucket added',
+          subject: 'bucket avatars',
+          detail: 'public; customer: create',
+          access: 'widens',
+          breaking: false,
+        },
+        {
+          kind: 'bucket removed',
+          subject: 'bucket scratch',
+          detail: 'was not public; no role may use it',
+          access: 'neutral',
+          breaking: false,
+        },
+      ],
+    },
+  ],
 ];
 
 describe('diffConfigs', () => {
@@ -1151,5 +1291,72 @@ describe('svcgen diff', () => {
     const bad = await diff(['--project', app, '--from', 'no-such-ref-xyz']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^svcgen: --from "no-such-ref-xyz" is neither a file nor a git ref/);
+  });
+
+  it('issue 33: an implicit many-to-many replaced by a join model breaks REST and GraphQL clients (exit 1)', {
+    timeout: 120_000,
+  }, async () => {
+    const root = await tempDir('diff');
+    const before = await project(root, 'before', { schema: (s) => s + IMPLICIT_M2M });
+    const after = await project(root, 'after', { schema: (s) => s + JOIN_MODEL });
+    const text = await diff(['--project', after, '--from', path.join(before, 'schema.prisma')]);
+    expect(text.code, show(text)).toBe(1);
+    expect(text.stdout).toBe(`${M2M_REPORT.join('\n')}\n`);
+  });
+
+  it('storage: a bucket made public and its owner filter dropped widen access; --fail-on-widen exits 1 on them', {
+    timeout: 120_000,
+  }, async () => {
+    const root = await tempDir('diff');
+    const from = path.join(await project(root, 'before'), 'schema.prisma');
+    const opened = await project(root, 'opened', { config: openAttachments });
+    const text = await diff(['--project', opened, '--from', from]);
+    expect(text.code, show(text)).toBe(0);
+    expect(text.stdout).toBe(`${OPENED_REPORT.join('\n')}\n`);
+    const gated = await diff(['--project', opened, '--from', from, '--fail-on-widen', '--json']);
+    expect(gated.code, show(gated)).toBe(1);
+    expect(json(gated.stdout)).toMatchObject({
+      breaking: 0,
+      widens: 2,
+      changes: [
+        { kind: 'bucket made public', subject: 'bucket attachments', access: 'widens', breaking: false },
+        { kind: 'row filter removed', subject: 'customer: bucket attachments.read', access: 'widens', breaking: false },
+      ],
+    });
+  });
+
+  it('storage: a narrowed bucket rule narrows access: breaking as a narrowed table rule is, never a widening', {
+    timeout: 120_000,
+  }, async () => {
+    const root = await tempDir('diff');
+    const from = path.join(await project(root, 'before'), 'schema.prisma');
+    const narrowed = await project(root, 'narrowed', {
+      config: (c) => void (c.storage.buckets.attachments.roles.customer.read.filter.contentType = 'application/pdf'),
+    });
+    const text = await diff(['--project', narrowed, '--from', from, '--fail-on-widen']);
+    expect(text.code, show(text)).toBe(1);
+    expect(text.stdout).toBe(
+      [
+        'BREAKING  row filter changed  customer: bucket attachments.read  {"ownerId":"$user.id"} → {"contentType":"application/pdf","ownerId":"$user.id"}',
+        '1 change, 1 breaking, 0 widening access',
+        '',
+      ].join('\n'),
+    );
+    // Nothing widens: --fail-on-widen finds nothing to fail on once the break is allowed.
+    const allowed = await diff([
+      '--project',
+      narrowed,
+      '--from',
+      from,
+      '--fail-on-widen',
+      '--allow-breaking',
+      '--json',
+    ]);
+    expect(allowed.code, show(allowed)).toBe(0);
+    expect(json(allowed.stdout)).toMatchObject({
+      breaking: 1,
+      widens: 0,
+      changes: [{ kind: 'row filter changed', access: 'narrows', breaking: true }],
+    });
   });
 });

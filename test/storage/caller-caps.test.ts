@@ -197,6 +197,13 @@ describe('uploads in progress per caller', { timeout: 60_000 }, () => {
     const refused: ReturnType<typeof parse>[] = [];
     for (let i = 0; i < 9; i++) {
       const extra = await slowUpload(abuser, i % 2 === 0 ? 'multipart' : 'raw');
+      // Any other answer (a 503 on a starved machine, say) keeps draining the trickled body, as it
+      // should: fail on it now, naming it, rather than wait for a close that never comes.
+      const first = await extra.answered;
+      if (!first.startsWith('HTTP/1.1 429')) {
+        extra.stop();
+        throw new Error(`extra upload ${i + 1} was not refused by the cap: ${first.slice(0, 400)}`);
+      }
       const text = await extra.closed; // the server answers and closes the connection itself
       extra.stop();
       refused.push(parse(text));

@@ -1,11 +1,13 @@
-// The outbox drain (runtime/webhooks/queue.ts): a data statement writes one row listing its
-// (event, subscription) pairs (svcgen.webhook_event_outbox); the drain takes whole rows, oldest
-// first, records a delivery per pair and queues the deliveries in jobs of DRAIN_JOB_SIZE in outbox
-// order. It still takes the rows of earlier releases (svcgen.webhook_outbox), which list deliveries
+// The outbox drain (runtime/events/outbox.ts, queueing the jobs of runtime/webhooks/queue.ts): a
+// data statement writes one row listing its (event, subscription) pairs
+// (svcgen.webhook_event_outbox); the drain takes whole rows, oldest first, records a delivery per
+// pair and queues the deliveries in jobs of DRAIN_JOB_SIZE in outbox order. It still takes the rows of earlier releases (svcgen.webhook_outbox), which list deliveries
 // already recorded (delivery_ids, or one delivery_id).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSystemSchema, openDatabase, type Database } from '../../runtime/db/index.ts';
-import { DRAIN_JOB_SIZE, DRAIN_OUTBOX, QUEUE_SCHEMA } from '../../runtime/webhooks/queue.ts';
+import { QUEUE_SCHEMA } from '../../runtime/db/index.ts';
+import { DRAIN_JOB_SIZE } from '../../runtime/events/index.ts';
+import { DRAIN_OUTBOX } from '../../runtime/webhooks/queue.ts';
 import {
   installDeliveryQueue,
   nextDrainDelay,

@@ -1,13 +1,8 @@
 /** Webhooks (docs/api.md §8): event capture for watched tables, /_webhooks, and the delivery worker. */
 import { DATA_BASE_PATH, SERVICE_PATHS } from '../../model/index.ts';
 import { metrics } from '../../observability/index.ts';
-import {
-  installDeliveryQueue,
-  startDeliveryWorker,
-  WatchedTables,
-  webhookHandlers,
-  webhookQueueDepth,
-} from '../../webhooks/index.ts';
+import { WatchedTables } from '../../events/index.ts';
+import { installDeliveryQueue, startDeliveryWorker, webhookHandlers, webhookQueueDepth } from '../../webhooks/index.ts';
 import type { ServerFeature } from '../feature.ts';
 
 export const webhooksFeature: ServerFeature<{ watchedTables: WatchedTables }> = {

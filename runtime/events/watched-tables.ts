@@ -69,7 +69,7 @@ export class WatchedTables {
       try {
         const rows = await this.db.query<{ environment: string; table_name: string }>(
           // Live interest counts even once expired: its holder refreshes it without announcing, and
-          // the statement's own probe checks the expiry (svcgen.capture_events, runtime/webhooks/capture.ts).
+          // the statement's own probe checks the expiry (svcgen.capture_events, ./capture.ts).
           `SELECT environment, table_name FROM svcgen.webhooks WHERE active
            UNION SELECT environment, table_name FROM svcgen.live_interest`,
         );
