@@ -249,15 +249,24 @@ function highestChosenKey(
   return highest;
 }
 
+/** A bulk body: an object of the `allowed` keys (422 otherwise), and its transaction mode. */
+function bulkBody(
+  input: unknown,
+  allowed: readonly string[],
+  modeParam: string | null,
+): { body: Record<string, unknown>; transactionMode: TransactionMode } {
+  const body = requireObject(input);
+  rejectUnknownKeys(body, allowed);
+  return { body, transactionMode: mode(body, modeParam) };
+}
+
 /** Creates the body's `items` (`modeParam`: a transaction mode the body may leave out). */
 export async function createMany(
   ctx: DataContext,
   input: unknown,
   modeParam: string | null = null,
 ): Promise<BulkAnswer> {
-  const body = requireObject(input);
-  rejectUnknownKeys(body, ['items', 'transactionMode']);
-  const transactionMode = mode(body, modeParam);
+  const { body, transactionMode } = bulkBody(input, ['items', 'transactionMode'], modeParam);
   const items = body.items;
   if (!Array.isArray(items) || items.length === 0) {
     throw new Problem('validation', 'items must be a non-empty array of records', [
@@ -332,9 +341,7 @@ export async function deleteMany(
   input: unknown,
   modeParam: string | null = null,
 ): Promise<BulkAnswer> {
-  const body = requireObject(input);
-  rejectUnknownKeys(body, ['ids', 'filters', 'transactionMode']);
-  const transactionMode = mode(body, modeParam);
+  const { body, transactionMode } = bulkBody(input, ['ids', 'filters', 'transactionMode'], modeParam);
   const pk = ctx.table.spec.primaryKey;
   if (body.ids !== undefined && body.filters !== undefined) {
     throw new Problem('validation', 'send either ids or filters, not both', [
