@@ -2,7 +2,7 @@
  * API changes between two data models (`svcgen diff`): tables, fields, relations and enum values
  * added or removed, types and nullability changed, each marked breaking or not for a client of
  * the generated API. Indexes are not compared: an `@@index` changes which reads are expensive
- * (runtime/rest/cost.ts), never a request or a response.
+ * (runtime/data/cost.ts), never a request or a response.
  */
 import type { FieldSpec, RelationSpec, TableSpec } from '../../runtime/model/index.ts';
 

@@ -2,7 +2,7 @@
  * zod validator source for each field, as text for the table template (zod 4 API). They check the
  * JSON shape of a value; the runtime words every failure from the field's description and checks
  * the storage bounds left (Decimal digits, timestamp years, SmallInt, NUL characters) itself
- * (runtime/rest/field-rules.ts).
+ * (runtime/data/field-rules.ts).
  */
 import { literal } from './literal.ts';
 import type { FieldSpec } from '../../runtime/model/index.ts';

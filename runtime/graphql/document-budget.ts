@@ -6,10 +6,10 @@
  * - answer bytes: the JSON text its root fields read (records as PostgreSQL writes them, an
  *   introspection answer) is at most `graphql.maxAnswerBytes`; the read that would pass it is
  *   dropped before graphql-js walks it, and its root field answers ANSWER_TOO_LARGE;
- * - expensive reads (runtime/rest/cost.ts) run one at a time: a document holds at most one slot of
+ * - expensive reads (runtime/data/cost.ts) run one at a time: a document holds at most one slot of
  *   the process's expensive-read budget, as one REST request does, however many root fields ask,
  *   and that place counts against its caller's share of the budget as a REST read's does (the
- *   read's `budgeted` takes the caller's key from the document's context: runtime/rest/context.ts);
+ *   read's `budgeted` takes the caller's key from the document's context: runtime/data/context.ts);
  * - time: a read does not start once the document has run `database.statementTimeoutMs` (the
  *   bound of one statement, and of one REST read): its root field answers STATEMENT_TIMEOUT;
  * - rate limit: the document counts as many data requests as it has root fields (rootFields).

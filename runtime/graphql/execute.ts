@@ -17,17 +17,19 @@ import {
 import { parseKeepingNumbers, plainNumber } from './exact-numbers.ts';
 import { databaseFaultProblem, Problem } from '../http/index.ts';
 import { LIMITS } from '../model/index.ts';
+import { compileAggregate, compileRead, QueryError, type SelectItem } from '../query/index.ts';
 import {
-  compileAggregate,
-  compileRead,
-  CursorError,
-  QueryError,
-  queryFingerprint,
-  type SelectItem,
-} from '../query/index.ts';
-import { budgeted, cursorOwnerOf, readScope, type DataContext } from '../rest/context.ts';
-import { AGGREGATE_COST, listCost, readOneCost } from '../rest/cost.ts';
-import { queryProblem } from '../rest/query-problems.ts';
+  AGGREGATE_COST,
+  budgeted,
+  listCost,
+  queryProblem,
+  readOneCost,
+  readPage,
+  readScope,
+  tableContext,
+  type CallerContext,
+  type DataContext,
+} from '../data/index.ts';
 import { AnswerTooLarge, answerTooLargeError, type DocumentBudget } from './document-budget.ts';
 import { resolveMutation } from './mutations.ts';
 import { DecimalScalar, type MutationFieldMeta, type ObjectFieldMeta, type RootFieldMeta } from './schema.ts';
@@ -45,9 +47,9 @@ import {
   type TranslateContext,
 } from './translate.ts';
 
-/** What every resolver of one request shares: the data context of the REST pipeline, without a table. */
+/** What every resolver of one request shares: the caller's data context (runtime/data), without a table. */
 export type GraphQLContext = {
-  readonly data: Omit<DataContext, 'table' | 'grant'>;
+  readonly data: CallerContext;
   /** What this document may still take: answer bytes, expensive reads one at a time, time (document-budget.ts). */
   readonly document: DocumentBudget;
   /** Logs a fault that is answered as an internal error (its message is not the caller's). */
@@ -95,12 +97,9 @@ export function toProblem(error: unknown, context: Pick<GraphQLContext, 'log'>):
   return new Problem('internal', 'the server could not complete this field; the fault is logged on the server');
 }
 
+/** A root field's context: the schema shows only readable tables; a grant gone missing is refused as REST refuses it. */
 function dataContext(context: GraphQLContext, tableName: string): DataContext {
-  const table = context.data.catalog.require(tableName);
-  const grant = context.data.access.grant(tableName, 'read');
-  // The schema shows only readable tables; a grant gone missing is refused as REST refuses it.
-  if (!grant) throw new Problem('forbidden', `your role may not read ${tableName} records`);
-  return { ...context.data, table, grant };
+  return tableContext(context.data, context.data.catalog.require(tableName), 'read');
 }
 
 function rootSelection(info: Pick<GraphQLResolveInfo, 'fieldNodes'>) {
@@ -265,23 +264,7 @@ async function resolveRoot(
       const where = whereCondition(t, ctx.table, args.where);
       const orderBy = orderTerms(t, ctx.table, args.orderBy);
       const limit = bounded(args.first, 'first', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
-      // The REST list's fingerprint: a cursor from either front end continues the same query in the other.
-      const fingerprint = queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, orderBy, where]);
-      let after: (string | null)[] | undefined;
-      if (args.after !== undefined && args.after !== null) {
-        try {
-          after = ctx.cursors.decode(cursorOwnerOf(ctx), fingerprint, args.after as string);
-        } catch (error) {
-          if (error instanceof CursorError) throw new QueryError('after', error.message);
-          throw error;
-        }
-      }
-      const compiled = compileRead(
-        scope,
-        { table: ctx.table.spec.name, select, where, orderBy, limit: limit + 1, offset: 0, after },
-        { count },
-      );
-      if (after && after.length !== compiled.keyColumns) throw new QueryError('after', 'not a cursor of this query');
+      const after = args.after === undefined || args.after === null ? undefined : (args.after as string);
       const cost = listCost(ctx.catalog, ctx.table, {
         where: { kind: 'and', items: [where, ctx.grant.rows] },
         orderBy,
@@ -290,29 +273,22 @@ async function resolveRoot(
         offset: 0,
         count,
       });
-      let all = await rows(context.document, ctx, cost, compiled.sql, scope.params.values);
-      let totalCount: number | undefined;
-      if (count) {
-        // The count rides on every row; with no row on the page, one row holds it alone.
-        totalCount = Number(all[0]?.[compiled.keyColumns + 1] ?? 0);
-        if (all.length === 1 && all[0]![0] === null) all = [];
-      }
-      const page = all.slice(0, limit);
-      const last = page[page.length - 1];
+      // runtime/data's pages, as REST's lists: a cursor from either front end continues the same query in the other.
+      const page = await readPage(
+        ctx,
+        { select, where, orderBy, limit, offset: 0, after },
+        {
+          count,
+          badCursor: (message) => new QueryError('after', message),
+          run: (sql, values) => rows(context.document, ctx, cost, sql, values),
+        },
+      );
+      const last = page.rows[page.rows.length - 1];
       const parse = recordParser(selectsDecimal(ctx.catalog, ctx.table.spec.name, select));
       return {
-        nodes: page.map((r) => parse(r[0] as string)),
-        pageInfo: {
-          hasNextPage: all.length > limit,
-          endCursor: last
-            ? ctx.cursors.encode(
-                cursorOwnerOf(ctx),
-                fingerprint,
-                last.slice(1, 1 + compiled.keyColumns) as (string | null)[],
-              )
-            : null,
-        },
-        totalCount,
+        nodes: page.rows.map((r) => parse(r[0] as string)),
+        pageInfo: { hasNextPage: page.hasNextPage, endCursor: last ? page.cursorAfter(last) : null },
+        totalCount: page.totalCount,
       };
     }
     case 'aggregate': {

@@ -23,8 +23,8 @@ import { withIdempotency } from '../idempotency/index.ts';
 import type { keyOperations } from '../keys/index.ts';
 import { callerId, type Principal, type RolePrincipal } from '../principal/index.ts';
 import type { Catalog, CursorCodec, FileAccess, Policy } from '../query/index.ts';
-import type { RateDecision } from '../rate-limit/index.ts';
-import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
+import type { Tenant } from '../tenancy/index.ts';
+import { callerContext, countRequest, identify, type DataLimits } from '../data/index.ts';
 import type { WatchedTables } from '../events/index.ts';
 import type { webhookOperations } from '../webhooks/index.ts';
 import { answerDirectly } from './direct.ts';
@@ -35,12 +35,6 @@ import { answer, commonOptions, graphqlRequest, readBody, TOO_DEEP, tooDeep, typ
 import { introspectionAnswers } from './introspection.ts';
 import { managementSchema, type ManagementContext } from './management.ts';
 import { parseBounded, refuseVariables } from './rules.ts';
-
-/** The data API's credential check and rate limits (runtime/server/pipeline.ts dataLimits), shared with it. */
-export interface GraphQLLimits {
-  authenticate(req: ApiRequest, tenant: Tenant): Principal | Promise<Principal>;
-  data(tenant: Tenant, principal: Principal): RateDecision | Promise<RateDecision>;
-}
 
 /** What the GraphQL endpoint needs from the running server (runtime/server/features/graphql.ts builds it). */
 export interface GraphQLHttpDeps {
@@ -56,8 +50,8 @@ export interface GraphQLHttpDeps {
   readonly files: (principal: Principal) => FileAccess | undefined;
   /** The schema of what a set of roles may read (./schema-cache.ts). */
   readonly schemaFor: (principal: RolePrincipal) => GraphQLSchema;
-  readonly limits: GraphQLLimits;
-  readonly rateLimitHeaders: (decision: RateDecision) => Record<string, string>;
+  /** The data API's credential check and rate limits (runtime/data dataLimits), shared with it. */
+  readonly limits: DataLimits;
   readonly keys: ReturnType<typeof keyOperations>;
   readonly webhooks: ReturnType<typeof webhookOperations>;
   /** Logs a fault that is answered as an internal error. */
@@ -115,7 +109,7 @@ function managementHandler(deps: GraphQLHttpDeps, documents: DocumentCache) {
 const GRAPHQL_METHODS = 'GET, POST';
 
 export function graphqlHandler(deps: GraphQLHttpDeps): Handler {
-  const { config, limits, schemaFor, logFault, rateLimitHeaders } = deps;
+  const { config, limits, schemaFor, logFault } = deps;
   const documents = documentCache(parseBounded);
   const manage = managementHandler(deps, documents);
   const introspection = introspectionAnswers();
@@ -126,17 +120,16 @@ export function graphqlHandler(deps: GraphQLHttpDeps): Handler {
     schema: (req) => schemaFor(req.context.principal),
     context: (req): GraphQLContext => ({
       data: {
-        req: req.raw,
-        tenant: req.context.tenant,
-        principal: req.context.principal,
-        catalog: deps.catalog,
-        access: deps.policy.access(req.context.principal),
+        ...callerContext(
+          deps,
+          req.raw,
+          req.context.tenant,
+          req.context.principal,
+          deps.policy.access(req.context.principal),
+          deps.files(req.context.principal),
+        ),
+        // The idempotency transaction's for a keyed mutation.
         db: req.context.db,
-        expensiveReads: deps.expensiveReads,
-        cursors: deps.cursors,
-        watchedTables: deps.watchedTables,
-        basePath: deps.basePath,
-        files: deps.files(req.context.principal),
       },
       document: req.context.document,
       log: logFault,
@@ -164,11 +157,12 @@ export function graphqlHandler(deps: GraphQLHttpDeps): Handler {
   });
   return async (req: ApiRequest): Promise<Reply> => {
     if (req.method !== 'GET' && req.method !== 'POST') throw methodNotAllowed(req, GRAPHQL_METHODS);
-    const tenant = resolveDataTenant(req, config);
-    const principal: Principal = await limits.authenticate(req, tenant);
+    // runtime/data's admission, with the management schema for a management token before any rate limit.
+    const identified = await identify(limits, config, req);
+    const { tenant, principal } = identified;
     // A management token reads and writes no data: it gets the management schema instead.
     if (principal.kind === 'management') return manage(req, tenant);
-    let headers = rateLimitHeaders(await limits.data(tenant, principal));
+    let headers = await countRequest(limits, identified);
     try {
       const body = await readBody(req);
       if (body === TOO_DEEP) return tooDeep(headers);
@@ -215,7 +209,7 @@ function fragmentOf(args: ExecutionArgs, name: string) {
  * decision, or undefined when nothing more was counted.
  */
 async function countMore(
-  { limits, rateLimitHeaders }: Pick<GraphQLHttpDeps, 'limits' | 'rateLimitHeaders'>,
+  { limits }: Pick<GraphQLHttpDeps, 'limits'>,
   tenant: Tenant,
   principal: Principal,
   more: number,
@@ -223,7 +217,7 @@ async function countMore(
   let last: Record<string, string> | undefined;
   for (let i = 0; i < more; i++) {
     try {
-      last = rateLimitHeaders(await limits.data(tenant, principal));
+      last = await countRequest(limits, { tenant, principal });
     } catch (error) {
       // Used up: this request is answered; the window stays used up for the next ones.
       if (error instanceof Problem && error.kind === 'rate-limited')

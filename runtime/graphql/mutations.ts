@@ -1,17 +1,24 @@
 /**
  * GraphQL mutations (docs/graphql.md "Mutations"): each root field is its REST twin run as REST
- * runs it. Create, update and delete by key and bulk create call the REST operation handlers with
- * the field's input as the request body, so permissions, presets, row filters, validation
- * messages, webhook capture and the answer are the REST route's; update by condition is REST's
- * update-by-filter with the condition from `where`. GraphQL adds no rule of its own.
+ * runs it, through the same writes of runtime/data: create, update and delete by key, bulk create,
+ * update and delete by condition, with the field's input as the body. Permissions, presets, row
+ * filters, validation messages, webhook capture and the written record are the REST route's;
+ * GraphQL adds no rule of its own.
  */
 import { Kind, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql';
-import { Problem, type ApiRequest, type Reply } from '../http/index.ts';
-import type { DataContext } from '../rest/context.ts';
-import { OPERATIONS } from '../rest/index.ts';
-import { answeringQueryErrors } from '../rest/query-problems.ts';
-import { requireObject } from '../rest/validate-body.ts';
-import { deleteMatching, updateMatching } from '../rest/write.ts';
+import { jsonBodyProblem, parseJsonBody, Problem } from '../http/index.ts';
+import {
+  answeringQueryErrors,
+  createMany,
+  createRecord,
+  deleteMatching,
+  deleteRecord,
+  requireObject,
+  tableContext,
+  updateMatching,
+  updateRecord,
+  type DataContext,
+} from '../data/index.ts';
 import { parseKeepingNumbers } from './exact-numbers.ts';
 import type { MutationFieldMeta, WriteAction } from './schema.ts';
 import { collectFields, whereCondition } from './translate.ts';
@@ -26,31 +33,22 @@ const ACTION: Record<MutationFieldMeta['kind'], WriteAction> = {
   deleteWhere: 'delete',
 };
 
-/** The request the REST route would have received: this one's caller and timing, the input as its JSON body. */
-function restRequest(
-  req: ApiRequest,
-  method: string,
-  path: string,
-  body: unknown,
-  params: Record<string, string> = {},
-): ApiRequest {
-  const text = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  return {
-    method,
-    path,
-    query: new URLSearchParams(),
-    headers: text ? { 'content-type': 'application/json' } : {},
-    params,
-    ip: req.ip,
-    receivedAt: req.receivedAt,
-    readBody: async () => text,
-    onClientGone: (listener) => req.onClientGone(listener),
-  };
+/**
+ * The input as the REST route reads it from its JSON body, with the same checks (an unpaired
+ * surrogate escape is 400 invalid-json there, so it is here).
+ */
+function jsonBody(value: unknown): unknown {
+  if (value === undefined) throw new Problem('invalid-json', 'the request needs a JSON body');
+  try {
+    return parseJsonBody(Buffer.from(JSON.stringify(value)));
+  } catch (error) {
+    throw jsonBodyProblem(error);
+  }
 }
 
-/** The `data` member of a REST answer, numbers keeping their digits (Decimal answers as stored). */
-function answerData(reply: Reply): unknown {
-  return (parseKeepingNumbers(reply.body!) as { data: unknown }).data;
+/** A written record's JSON text as its values, numbers keeping their digits (Decimal answers as stored). */
+function recordData(text: string): Record<string, unknown> {
+  return parseKeepingNumbers(text) as Record<string, unknown>;
 }
 
 /** A written record keyed by the selection's response keys, as the query resolvers build records. */
@@ -93,44 +91,33 @@ export async function resolveMutation(
 ): Promise<unknown> {
   const data = context.data;
   const table = data.catalog.require(meta.table);
-  const action = ACTION[meta.kind];
   // The schema shows only granted writes; a grant gone missing is refused as the REST pipeline refuses it.
-  const grant = data.access.grant(meta.table, action);
-  if (!grant) throw new Problem('forbidden', `your role may not ${action} ${meta.table} records`);
-  const base = `${data.basePath}/${encodeURIComponent(meta.table)}`;
-  const ctx = (req: ApiRequest): DataContext => ({ ...data, table, grant, req });
+  const ctx: DataContext = tableContext(data, table, ACTION[meta.kind]);
   const selected =
     meta.returnsRecord && (meta.kind === 'create' || meta.kind === 'update') ? selectedFields(info) : undefined;
-  const record = (reply: Reply) =>
-    selected ? asSelected(answerData(reply) as Record<string, unknown>, selected) : true;
+  const record = (text: string) => (selected ? asSelected(recordData(text), selected) : true);
   const id = table.idField?.name;
-  switch (meta.kind) {
-    case 'create':
-      return record(await OPERATIONS.create!.handle(ctx(restRequest(data.req, 'POST', base, args.data))));
-    case 'createMany': {
-      const body = { items: args.data, transactionMode: args.mode ?? 'ALL_OR_NOTHING' };
-      return answerData(await OPERATIONS.bulkCreate!.handle(ctx(restRequest(data.req, 'POST', `${base}/_bulk`, body))));
+  return answeringQueryErrors(async () => {
+    switch (meta.kind) {
+      case 'create':
+        return record((await createRecord(ctx, jsonBody(args.data))).record);
+      case 'createMany':
+        return (await createMany(ctx, jsonBody({ items: args.data, transactionMode: args.mode ?? 'ALL_OR_NOTHING' })))
+          .data;
+      case 'update':
+        return record(await updateRecord(ctx, String(args[id!]), jsonBody(args.data)));
+      case 'delete':
+        await deleteRecord(ctx, String(args[id!]));
+        return true;
+      case 'updateWhere':
+        return updateWhere(ctx, args);
+      case 'deleteWhere':
+        return deleteWhere(ctx, args);
     }
-    case 'update': {
-      const key = String(args[id!]);
-      const req = restRequest(data.req, 'PATCH', `${base}/${encodeURIComponent(key)}`, args.data, { id: key });
-      return record(await OPERATIONS.update!.handle(ctx(req)));
-    }
-    case 'delete': {
-      const key = String(args[id!]);
-      await OPERATIONS.delete!.handle(
-        ctx(restRequest(data.req, 'DELETE', `${base}/${encodeURIComponent(key)}`, undefined, { id: key })),
-      );
-      return true;
-    }
-    case 'updateWhere':
-      return answeringQueryErrors(() => updateWhere(ctx(restRequest(data.req, 'PATCH', base, args.data)), args));
-    case 'deleteWhere':
-      return answeringQueryErrors(() => deleteWhere(ctx(restRequest(data.req, 'DELETE', base, undefined)), args));
-  }
+  });
 }
 
-/** REST's update-by-filter (runtime/rest/write.ts updateMany) with its condition from `where`. */
+/** The update by filter of REST's PATCH /<table>?<filters> (runtime/data/write.ts updateMatching) with its condition from `where`. */
 async function updateWhere(ctx: DataContext, args: Record<string, unknown>): Promise<{ count: number }> {
   const where = whereCondition(ctx, ctx.table, args.where);
   if (where.kind === 'true') {
@@ -143,7 +130,7 @@ async function updateWhere(ctx: DataContext, args: Record<string, unknown>): Pro
   return { count: await updateMatching(ctx, where, requireObject(args.data, 'data')) };
 }
 
-/** Delete by condition (runtime/rest/write.ts deleteMatching), guarded as updateWhere is: an empty `where` deletes nothing. */
+/** Delete by condition (runtime/data/write.ts deleteMatching), guarded as updateWhere is: an empty `where` deletes nothing. */
 async function deleteWhere(ctx: DataContext, args: Record<string, unknown>): Promise<{ count: number }> {
   const where = whereCondition(ctx, ctx.table, args.where);
   if (where.kind === 'true') {

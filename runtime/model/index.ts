@@ -112,7 +112,7 @@ export interface RelationSpec {
 /**
  * A B-tree index the schema declares (`@id`, `@unique`, `@@id`, `@@unique`, `@@index`): its fields
  * in index order, a field the index keeps in descending order written `-field` as in the API's
- * `sort`. Other index kinds (Hash, GIN, GiST, ...) are left out. Only runtime/rest/cost.ts reads these.
+ * `sort`. Other index kinds (Hash, GIN, GiST, ...) are left out. Only runtime/data/cost.ts reads these.
  */
 export interface IndexSpec {
   readonly fields: readonly string[];

@@ -16,6 +16,7 @@ export {
 } from './compile-aggregate.ts';
 export { compileCondition, type FileAccess, type Scope } from './compile-condition.ts';
 export { PerCallerCache } from './per-caller.ts';
+export { keptKeyedRead, keptPage, keptSelect, type KeptStatement, type PageStatement } from './kept-statements.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {

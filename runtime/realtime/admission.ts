@@ -16,8 +16,8 @@ import {
 import { Problem, type ApiRequest } from '../http/index.ts';
 import { CostRule, parseBounded } from '../graphql/rules.ts';
 import { GRAPHQL_PATH } from '../model/index.ts';
-import { readCredential, type RolePrincipal } from '../principal/index.ts';
-import { resolveDataTenant } from '../tenancy/index.ts';
+import { readCredential } from '../principal/index.ts';
+import { identify, refuseManagement } from '../data/index.ts';
 import {
   CAP_RETRY_AFTER_SECONDS,
   CLOSE,
@@ -99,11 +99,9 @@ export class Admission {
    * (401/403 from authentication, 429 over the cap).
    */
   async admit(req: ApiRequest, connection: LiveConnection, what: string): Promise<Caller> {
-    const tenant = resolveDataTenant(req, this.deps.config);
-    const found = await this.deps.authenticate(req, tenant);
-    if (found.kind === 'management')
-      throw new Problem('forbidden', 'a management token reads no data; use an API key or an access token');
-    const principal = found as RolePrincipal;
+    // runtime/data's admission up to the credentials; a connection counts against its own cap, not the data rate limit.
+    const { tenant, principal: found } = await identify(this.deps, this.deps.config, req);
+    const principal = refuseManagement(found, 'a management token reads no data; use an API key or an access token');
     if (this.revocations.staleRoles(principal))
       throw new Problem(
         'forbidden',

@@ -4,10 +4,10 @@
  * of the running server.
  */
 import type { GraphQLSchema } from 'graphql';
-import type { ApiRequest } from '../http/index.ts';
 import type { RolePrincipal } from '../principal/index.ts';
 import type { Access, Catalog, FileAccess } from '../query/index.ts';
 import type { resolveDataTenant, Tenant } from '../tenancy/index.ts';
+import type { DataLimits } from '../data/index.ts';
 import type { LiveHub } from './hub.ts';
 
 /** Close codes of docs/realtime.md beyond graphql-ws's own (4400, 4401, 4403, 4408, 4409, 4429). */
@@ -60,7 +60,8 @@ export interface RealtimeDeps {
   readonly catalog: Catalog;
   access(principal: RolePrincipal): Access;
   schemaFor(principal: RolePrincipal): GraphQLSchema;
-  authenticate(req: ApiRequest, tenant: Tenant): { kind: string } | Promise<{ kind: string }>;
+  /** The data API's credential check (runtime/data dataLimits), shared with it. */
+  authenticate: DataLimits['authenticate'];
   readonly hub: LiveHub;
   /** The caller's access to each bucket's files (undefined when no bucket is configured). */
   files?(principal: RolePrincipal): FileAccess | undefined;

@@ -30,6 +30,8 @@ import {
   type Containment,
   type Grant,
 } from '../query/index.ts';
+import { requireGrant } from '../data/index.ts';
+import { Problem } from '../http/index.ts';
 import { CLOSE, type Caller, type LiveConnection, type RealtimeDeps, type RealtimeLimits } from './connection.ts';
 import type { FileFieldMeta } from './files.ts';
 import type { LiveEvent, LiveListener } from './hub.ts';
@@ -37,6 +39,9 @@ import { LiveQueue } from './queue.ts';
 
 /** How long a client closed for reading too slowly may take to read the close before it is cut. */
 const SLOW_CLOSE_GRACE_MS = 1000;
+
+/** The access of a caller with no file access at all: no role of theirs may read any bucket. */
+const NO_GRANTS: Pick<Access, 'grant'> = { grant: () => null };
 
 export class Matching {
   /** Subscriptions live now (for metrics). */
@@ -80,8 +85,14 @@ export class Matching {
     const { caller } = context;
     const table = this.deps.catalog.require(meta.table);
     const access = this.deps.access(caller.principal);
-    const grant = access.grant(meta.table, 'read');
-    if (!grant) return new GraphQLError(`your role may not read ${meta.table} records`);
+    let grant: Grant;
+    try {
+      grant = requireGrant(access, meta.table, 'read');
+    } catch (error) {
+      // Answered with the refusal's words alone, as subscriptions always have been.
+      if (error instanceof Problem) return new GraphQLError(error.detail);
+      throw error;
+    }
     let where: Condition;
     try {
       where = whereCondition({ catalog: this.deps.catalog, access }, table, args.where);
@@ -127,13 +138,16 @@ export class Matching {
         extensions: { code: 'BAD_REQUEST', type: '/errors/invalid-parameter', status: 400 },
       });
     const files = this.deps.files?.(caller.principal);
-    const access = files?.access(args.bucket, caller.tenant.environment);
-    const grant = access?.grant(FILES_TABLE, 'read');
-    if (!files || !access || !grant)
-      return new GraphQLError(`your role may not read the files of bucket "${args.bucket}"`, {
-        extensions: { code: 'FORBIDDEN', type: '/errors/forbidden', status: 403 },
-      });
-    const table = files.catalog.require(FILES_TABLE);
+    // Without a file access (no bucket configured) no role may read the bucket: the same refusal.
+    const access = files?.access(args.bucket, caller.tenant.environment) ?? NO_GRANTS;
+    let grant: Grant;
+    try {
+      grant = requireGrant(access, FILES_TABLE, 'read', `the files of bucket "${args.bucket}"`);
+    } catch (error) {
+      if (error instanceof Problem) return problemError(error);
+      throw error;
+    }
+    const table = files!.catalog.require(FILES_TABLE);
     const reason =
       unsupportedIn(table, grant.rows) ??
       [...grant.fieldRows.values()].map((c) => unsupportedIn(table, c)).find((r) => r !== undefined);

@@ -10,8 +10,7 @@ import {
   type FilterContext,
   type HavingTerm,
 } from '../query/index.ts';
-import { budgeted, filterContext, readScope, type DataContext } from './context.ts';
-import { AGGREGATE_COST } from './cost.ts';
+import { AGGREGATE_COST, budgeted, filterContext, readScope, type DataContext } from '../data/index.ts';
 import { parseFilters } from './list-params.ts';
 
 const RESERVED: ReadonlySet<string> = new Set(RESERVED_PARAMETERS.aggregate);

@@ -1,19 +1,16 @@
-/** The data REST API: one handler per operation of the generated route table. */
+/**
+ * The data REST API: one handler per operation of the generated route table, each reading the HTTP
+ * request into a call of runtime/data and writing its outcome as the answer.
+ */
 import type { Operation } from '../model/index.ts';
 import type { Reply } from '../http/index.ts';
 import type { Action } from '../query/index.ts';
-import type { DataContext } from './context.ts';
+import { asProblem, type DataContext } from '../data/index.ts';
 import { aggregate } from './aggregate.ts';
 import { bulkCreate, bulkDelete } from './bulk.ts';
 import { queryBody } from './query-body.ts';
-import { asProblem } from './query-problems.ts';
 import { list, readOne } from './read.ts';
 import { create, remove, update, updateMany } from './write.ts';
-
-export type { DataContext } from './context.ts';
-export { capturesEvents, readScope } from './context.ts';
-export { runWrite } from './write.ts';
-export { answeringQueryErrors } from './query-problems.ts';
 
 export interface OperationHandler {
   /** The role action the operation needs (docs/api.md §5.17: every data operation is checked). */

@@ -6,11 +6,9 @@ import { Problem } from '../http/index.ts';
 import { LIMITS, RESERVED_PARAMETERS } from '../model/index.ts';
 import {
   and,
+  keptSelect,
   parseFilterParam,
-  parseSelectText,
   parseSort,
-  resolveSelect,
-  PerCallerCache,
   type CatalogTable,
   type Condition,
   type FilterContext,
@@ -82,34 +80,7 @@ export function parseListParams(ctx: FilterContext, table: CatalogTable, query: 
   return {
     where: parseFilters(ctx, query, LIST_RESERVED),
     orderBy: parseSort(ctx, query.get('sort')),
-    select: selectText === null ? null : selectOf(ctx, table, selectText),
+    select: selectText === null ? null : keptSelect(ctx, table, selectText),
     ...paging,
   };
-}
-
-// A select resolves the same way for one caller every time (the fields it may read, the relations
-// it may follow), so the resolved items of a select text are kept per caller, unless its embeds
-// carry filters (those count towards the request's conditions). Kept items are frozen: that
-// caller's later requests share them.
-const keptSelects = new PerCallerCache<readonly SelectItem[]>(1_000);
-/** Longer select texts are resolved afresh each time (a bound on what the cache holds). */
-const MAX_KEPT_SELECT_CHARS = 1_000;
-
-function selectOf(ctx: FilterContext, table: CatalogTable, text: string): SelectItem[] {
-  const key = `${table.spec.name}\n${text}`;
-  const kept = keptSelects.get(ctx.access, key);
-  if (kept) return kept as SelectItem[];
-  const conditionsBefore = ctx.count;
-  const items = resolveSelect(ctx.catalog, table, parseSelectText(text), ctx.access, 'select', { conditions: ctx });
-  if (ctx.count === conditionsBefore && text.length <= MAX_KEPT_SELECT_CHARS)
-    keptSelects.set(ctx.access, key, deepFreeze(items));
-  return items;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    for (const item of Object.values(value)) deepFreeze(item);
-    Object.freeze(value);
-  }
-  return value;
 }

@@ -22,9 +22,8 @@ import {
   type FilterContext,
   type OrderTerm,
 } from '../query/index.ts';
-import { filterContext, type DataContext } from './context.ts';
+import { filterContext, queryProblem, type DataContext } from '../data/index.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, parseSort } from './list-params.ts';
-import { queryProblem } from './query-problems.ts';
 import { respondWithList } from './read.ts';
 
 const filterSchema = z

@@ -1,10 +1,11 @@
 /** What the storage endpoints need from the running server (runtime/server/features/storage.ts builds it). */
 import type { Config } from '../config/index.ts';
 import type { Admission, Database } from '../db/index.ts';
-import type { ApiRequest } from '../http/index.ts';
+import type { ApiRequest, Reply } from '../http/index.ts';
 import type { Principal } from '../principal/index.ts';
 import type { CursorCodec } from '../query/index.ts';
 import type { RateDecision } from '../rate-limit/index.ts';
+import type { DataContext } from '../data/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import type { WatchedTables } from '../events/index.ts';
 import type { StorageBackend } from './backend.ts';
@@ -22,7 +23,7 @@ export interface StorageDeps {
   readonly expensiveReads: Admission;
   readonly cursors: CursorCodec;
   readonly watchedTables: WatchedTables;
-  /** The data API's credential check and rate limits (runtime/server/pipeline.ts dataLimits), shared with it. */
+  /** The data API's credential check and rate limits (runtime/data/admission.ts dataLimits), shared with it. */
   readonly limits: {
     authenticate(req: ApiRequest, tenant: Tenant): Principal | Promise<Principal>;
     data(tenant: Tenant, principal: Principal): RateDecision | Promise<RateDecision>;
@@ -33,6 +34,14 @@ export interface StorageDeps {
     anonymous(req: ApiRequest, environment: string): Promise<RateDecision>;
     /** Counts an upload against storage.limits.uploadsPerMinutePerCaller (when set); over it → 429 Problem. */
     uploads(tenant: Tenant, principal: Principal): Promise<void>;
+  };
+  /**
+   * The data API's answers of a list and of a record by id, which file metadata answers as
+   * (runtime/rest's handlers, wired by runtime/server/features/storage.ts).
+   */
+  readonly records: {
+    list(ctx: DataContext): Promise<Reply>;
+    read(ctx: DataContext): Promise<Reply>;
   };
   readonly rateLimitHeaders: (decision: RateDecision) => Record<string, string>;
   /** Uploads and downloads in progress per caller in this process (storage.limits.concurrent*PerCaller). */

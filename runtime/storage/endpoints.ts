@@ -13,15 +13,19 @@ import { claimStreamedKey, idempotencyKeyOf, type StreamedClaim } from '../idemp
 import { FILES_TABLE } from '../model/index.ts';
 import { fileName, MAX_FILE_NAME_CHARS, signedUrlBody } from '../model/wire/index.ts';
 import { callerId, type Principal } from '../principal/index.ts';
-import { compileWrite, createPresets, type Action, type Grant } from '../query/index.ts';
+import { compileWrite, createPresets, type Action } from '../query/index.ts';
 import {
+  admit,
   answeringQueryErrors,
+  callerContext,
   capturesEvents,
-  OPERATIONS,
+  deleteRecord,
   readScope,
+  refuseManagement,
   runWrite,
+  tableContext,
   type DataContext,
-} from '../rest/index.ts';
+} from '../data/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
 import { objectKey } from './backend.ts';
 import { allowedBy, mediaType } from './content-types.ts';
@@ -42,17 +46,19 @@ interface Caller {
   readonly headers: Record<string, string>;
 }
 
-/** Tenancy → credentials → bucket (404) → rate limit (429) → management tokens refused (403). */
+/** The data admission with the bucket as its resource (404), then management tokens refused (403). */
 async function caller(deps: StorageDeps, req: ApiRequest): Promise<Caller> {
-  const tenant = resolveDataTenant(req, deps.config);
-  const principal = await deps.limits.authenticate(req, tenant);
-  const bucket = knownBucket(deps, req);
-  const headers = deps.rateLimitHeaders(await deps.limits.data(tenant, principal));
-  if (principal.kind === 'management')
-    throw withHeaders(
-      new Problem('forbidden', 'management tokens manage API keys and webhooks; they read and write no files'),
-      headers,
-    );
+  const {
+    tenant,
+    principal,
+    resource: bucket,
+    headers,
+  } = await admit(deps.limits, deps.config, req, () => knownBucket(deps, req));
+  try {
+    refuseManagement(principal, 'management tokens manage API keys and webhooks; they read and write no files');
+  } catch (error) {
+    throw withHeaders(error as Problem, headers);
+  }
   return { tenant, principal, bucket, headers };
 }
 
@@ -78,22 +84,9 @@ function withHeaders(problem: Problem, headers: Record<string, string>): Problem
 /** The caller's context for `action` on the bucket's metadata, or 403 when no role of theirs allows it. */
 function dataContext(deps: StorageDeps, req: ApiRequest, who: Caller, action: Action): DataContext {
   const policy = deps.access.policy(who.bucket, who.tenant.environment);
-  const grant: Grant | null = policy.grant(who.principal, FILES_TABLE, action);
-  if (!grant) throw new Problem('forbidden', `your role may not ${action} files in bucket ${who.bucket}`);
-  return {
-    req,
-    tenant: who.tenant,
-    principal: who.principal,
-    table: deps.access.table,
-    grant,
-    catalog: deps.access.catalog,
-    access: policy.access(who.principal),
-    db: deps.db,
-    expensiveReads: deps.expensiveReads,
-    cursors: deps.cursors,
-    watchedTables: deps.watchedTables,
-    basePath: deps.basePath,
-  };
+  const services = { ...deps, catalog: deps.access.catalog };
+  const caller = callerContext(services, req, who.tenant, who.principal, policy.access(who.principal));
+  return tableContext(caller, deps.access.table, action, `files in bucket ${who.bucket}`);
 }
 
 /** Runs `work` for an identified caller; a Problem it throws carries the rate-limit headers. */
@@ -338,12 +331,12 @@ async function insertMetadata(
 
 /** GET /_files/{bucket}: the data API's list over the bucket's metadata (filters, sort, select, pages). */
 export function list(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
-  return asCaller(deps, req, (who) => OPERATIONS.list!.handle(dataContext(deps, req, who, 'read')));
+  return asCaller(deps, req, (who) => deps.records.list(dataContext(deps, req, who, 'read')));
 }
 
 /** A file's metadata as the caller may read it: `{ data }` of the REST read, or a 404 Problem. */
 async function readMetadata(deps: StorageDeps, req: ApiRequest, who: Caller): Promise<FileRecord> {
-  const reply = await OPERATIONS.read!.handle(dataContext(deps, req, who, 'read'));
+  const reply = await deps.records.read(dataContext(deps, req, who, 'read'));
   return (JSON.parse(reply.body!) as { data: FileRecord }).data;
 }
 
@@ -355,7 +348,7 @@ export async function metadata(deps: StorageDeps, req: ApiRequest): Promise<Repl
     const headers = deps.rateLimitHeaders(await deps.limits.anonymous(req, environment));
     return jsonReply(200, { data: await publicRecord(deps.db, environment, bucket, req) }, headers);
   }
-  return asCaller(deps, req, (who) => OPERATIONS.read!.handle(dataContext(deps, req, who, 'read')));
+  return asCaller(deps, req, (who) => deps.records.read(dataContext(deps, req, who, 'read')));
 }
 
 /** A request without credentials for a public bucket: it reads by id with no role. */
@@ -448,9 +441,10 @@ export function remove(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
  */
 export function deleteFile(db: Database, ctx: DataContext, environment: string, bucket: string): Promise<Reply> {
   return db.transaction(async (tx) => {
-    const reply = await OPERATIONS.delete!.handle({ ...ctx, db: transactionDatabase(db.pool, tx) });
-    await queueRemoval(tx, objectKey(environment, bucket, ctx.req.params.id!.toLowerCase()));
-    return reply;
+    const id = ctx.req.params.id!;
+    await answeringQueryErrors(() => deleteRecord({ ...ctx, db: transactionDatabase(db.pool, tx) }, id));
+    await queueRemoval(tx, objectKey(environment, bucket, id.toLowerCase()));
+    return { status: 204 };
   });
 }
 

@@ -6,9 +6,8 @@
  */
 import type { Config } from '../config/index.ts';
 import type { Database } from '../db/index.ts';
-import { FILES_TABLE } from '../model/index.ts';
 import type { Principal } from '../principal/index.ts';
-import type { DataContext } from '../rest/index.ts';
+import { callerContext, tableContext } from '../data/index.ts';
 import type { WatchedTables } from '../events/index.ts';
 import { BucketAccess, OPERATOR_ROLE } from './bucket-access.ts';
 import { deleteFile } from './endpoints.ts';
@@ -67,24 +66,19 @@ export async function removeFile(
     context: {},
   };
   const path = `/_files/${row.bucket}/${id}`;
-  const ctx: DataContext = {
-    req: {
-      method: 'DELETE',
-      path,
-      query: new URLSearchParams(),
-      headers: {},
-      params: { bucket: row.bucket, id },
-      ip: '',
-      receivedAt: performance.now(),
-      readBody: async () => undefined,
-      onClientGone: () => () => {},
-    },
-    tenant: { projectId: config.project.id, environment },
-    principal,
-    table: access.table,
-    grant: policy.grant(principal, FILES_TABLE, 'delete')!,
+  const req = {
+    method: 'DELETE',
+    path,
+    query: new URLSearchParams(),
+    headers: {},
+    params: { bucket: row.bucket, id },
+    ip: '',
+    receivedAt: performance.now(),
+    readBody: async () => undefined,
+    onClientGone: () => () => {},
+  };
+  const services = {
     catalog: access.catalog,
-    access: policy.access(principal),
     db,
     // A delete by key reads no pages and no cursors.
     expensiveReads: undefined as never,
@@ -92,6 +86,12 @@ export async function removeFile(
     watchedTables: ALWAYS_CAPTURE,
     basePath: '',
   };
+  const tenant = { projectId: config.project.id, environment };
+  const ctx = tableContext(
+    callerContext(services, req, tenant, principal, policy.access(principal)),
+    access.table,
+    'delete',
+  );
   await deleteFile(db, ctx, environment, row.bucket);
   return row.bucket;
 }

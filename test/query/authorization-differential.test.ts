@@ -5,7 +5,7 @@
 // seed. A non-interference check asks the same questions before and after changing, through SQL,
 // only data the principal cannot see: every answer must stay the same.
 //
-//   SVCGEN_AUTHZ_CASES=<n>   read cases per seed (default 900; writes are a fifth of it)
+//   SVCGEN_AUTHZ_CASES=<n>   read cases per seed (default 1200; writes are a fifth of it)
 //   SVCGEN_AUTHZ_SEED=<n>    run that one seed (replay a reported failure); differing reads are then
 //                            also shrunk to a smaller dataset
 //   SVCGEN_AUTHZ_SHRINKS=<n> failures shrunk per phase (default 8; the first of each kind)
@@ -22,7 +22,7 @@ import { Rng } from '../support/authz-schema.ts';
 import { viewOf, type Principal } from '../support/reference-policy.ts';
 
 const SEEDS = process.env.SVCGEN_AUTHZ_SEED ? [Number(process.env.SVCGEN_AUTHZ_SEED)] : [1, 2, 3];
-const READS = Number(process.env.SVCGEN_AUTHZ_CASES ?? 900);
+const READS = Number(process.env.SVCGEN_AUTHZ_CASES ?? 1200);
 const WRITES = Math.max(20, Math.round(READS / 5));
 const NI_BATCH = 24;
 const TIMEOUT = 600_000;

@@ -16,11 +16,11 @@ import { until } from '../support/until.ts';
 
 const METRICS_TOKEN = 'caller-share-metrics-token-7d2f4e1a';
 const GRAPHQL = '/gw/api/graphql';
-/** Expensive: a sort on a field no index covers (runtime/rest/cost.ts). */
+/** Expensive: a sort on a field no index covers (runtime/data/cost.ts). */
 const EXPENSIVE_LIST = '/gw/api/rest/Order?sort=note';
 /** A document whose two root fields are aggregates: expensive, taken one at a time (runtime/graphql/document-budget.ts). */
 const AGGREGATES = '{ a: orderAggregate { count } b: orderAggregate(groupBy: [status]) { status count } }';
-/** The advice of both the 503 and the 429 (runtime/rest/context.ts). */
+/** The advice of both the 503 and the 429 (runtime/data/context.ts). */
 const CHEAPER =
   'make the read cheaper: a page of at most 100 records, no Prefer: count=exact, filters and sort on indexed fields (id)';
 const shareDetail = (cost: string) =>

@@ -16,7 +16,7 @@ import { until } from '../support/until.ts';
 const METRICS_TOKEN = 'fairness-metrics-token-5c1e0a9b';
 const ORDERS = 200_000;
 
-// Which reads are expensive: test/rest/cost.unit.test.ts; the budget alone: test/db/admission.unit.test.ts;
+// Which reads are expensive: test/data/cost.unit.test.ts; the budget alone: test/db/admission.unit.test.ts;
 // a caller's share of it: test/rest/caller-share.test.ts;
 // how its limit adapts: test/db/concurrency-limit.unit.test.ts, and rises in a served shop:
 // test/rest/adaptive-budget.test.ts; its settings: test/config/schema.unit.test.ts.

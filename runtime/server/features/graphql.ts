@@ -9,7 +9,7 @@ import { GRAPHQL_PATH } from '../../model/index.ts';
 import { webhookOperations } from '../../webhooks/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { fileAccess } from '../file-access.ts';
-import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
+import { dataLimits } from '../../data/index.ts';
 
 export const graphqlFeature: ServerFeature = {
   name: 'graphql',
@@ -32,7 +32,6 @@ export const graphqlFeature: ServerFeature = {
             services.policy,
           ),
           limits: dataLimits(services),
-          rateLimitHeaders,
           keys: keyOperations(services),
           webhooks: webhookOperations(services),
           logFault: (error) => logger.error({ path: GRAPHQL_PATH, err: error }, 'graphql field failed'),

@@ -17,7 +17,7 @@ import { errorReply, methodNotAllowed, nodeRequest, send } from '../../http/inde
 import { GRAPHQL_PATH } from '../../model/index.ts';
 import { schemaCache } from '../../graphql/index.ts';
 import type { ServerFeature } from '../feature.ts';
-import { dataLimits } from '../pipeline.ts';
+import { dataLimits } from '../../data/index.ts';
 
 export const realtimeFeature: ServerFeature<{ liveHub: LiveHub }> = {
   name: 'realtime',

@@ -13,7 +13,8 @@ import { callerId, type Principal } from '../../principal/index.ts';
 import type { Tenant } from '../../tenancy/index.ts';
 import type { Route, ServerFeature } from '../feature.ts';
 import { every } from '../housekeeping.ts';
-import { dataLimits, rateLimitHeaders } from '../pipeline.ts';
+import { dataLimits, rateLimitHeaders } from '../../data/index.ts';
+import { OPERATIONS } from '../../rest/index.ts';
 import type { Services } from '../services.ts';
 
 const SWEEP_INTERVAL_MS = 10 * 60_000;
@@ -49,6 +50,7 @@ export const storageFeature: ServerFeature = {
           cursors: services.cursors,
           watchedTables: services.watchedTables,
           limits: { ...dataLimits(services), anonymous: anonymousLimit(services), uploads: uploadLimit(services) },
+          records: { list: OPERATIONS.list!.handle, read: OPERATIONS.read!.handle },
           rateLimitHeaders,
           inFlight: {
             uploads: new files.InFlight(

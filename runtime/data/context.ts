@@ -1,4 +1,4 @@
-/** What a data handler receives once tenancy, authentication and the permission check have run. */
+/** What a data handler receives once admission (runtime/data/admission.ts) has run, built here only. */
 import { callerId, type Principal } from '../principal/index.ts';
 import { AdmissionRefused, type Admission, type Database } from '../db/index.ts';
 import { DATABASE_RETRY_AFTER_SECONDS, Problem, type ApiRequest } from '../http/index.ts';
@@ -11,11 +11,13 @@ import {
   type CursorCodec,
   type FilterContext,
   type FileAccess,
+  type Action,
   type Grant,
   type Scope,
 } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import type { WatchedTables } from '../events/index.ts';
+import { requireGrant } from './admission.ts';
 import { indexedFields, LARGE_PAGE } from './cost.ts';
 
 export interface DataContext {
@@ -29,7 +31,7 @@ export interface DataContext {
   /** The caller's permissions; the query compilers ask it about every table a statement touches. */
   readonly access: Access;
   readonly db: Database;
-  /** The per-process budget of expensive reads (runtime/rest/cost.ts says which reads are). */
+  /** The per-process budget of expensive reads (runtime/data/cost.ts says which reads are). */
   readonly expensiveReads: Admission;
   readonly cursors: CursorCodec;
   /** Whether writes must capture webhook events (tables with active subscriptions). */
@@ -38,6 +40,51 @@ export interface DataContext {
   readonly basePath: string;
   /** The caller's access to files, for fields that reference them (none: no file may be referenced). */
   readonly files?: FileAccess;
+}
+
+/** What a DataContext takes from the running server: the same for every request. */
+export interface DataServices {
+  readonly catalog: Catalog;
+  readonly db: Database;
+  readonly expensiveReads: Admission;
+  readonly cursors: CursorCodec;
+  readonly watchedTables: WatchedTables;
+  readonly basePath: string;
+}
+
+/** A request's context before it names a table: GraphQL's resolvers share one across root fields. */
+export type CallerContext = Omit<DataContext, 'table' | 'grant'>;
+
+/** The context of an admitted caller: the server's parts, the request's, and the caller's access. */
+export function callerContext(
+  services: DataServices,
+  req: ApiRequest,
+  tenant: Tenant,
+  principal: Principal,
+  access: Access,
+  files?: FileAccess,
+): CallerContext {
+  return {
+    req,
+    tenant,
+    principal,
+    catalog: services.catalog,
+    access,
+    db: services.db,
+    expensiveReads: services.expensiveReads,
+    cursors: services.cursors,
+    watchedTables: services.watchedTables,
+    basePath: services.basePath,
+    ...(files ? { files } : {}),
+  };
+}
+
+/**
+ * The context of `action` on `table` for a caller: its grant checked here (requireGrant: 403 when
+ * the caller's roles do not allow it; `what` names the records in that refusal).
+ */
+export function tableContext(caller: CallerContext, table: CatalogTable, action: Action, what?: string): DataContext {
+  return { ...caller, table, grant: requireGrant(caller.access, table.spec.name, action, what) };
 }
 
 /** The caller a list's cursors are bound to, in REST and GraphQL alike (docs/api.md §5.8). */
@@ -106,7 +153,7 @@ async function expensive<T>(ctx: DataContext, cost: string, work: () => Promise<
   }
 }
 
-/** How a read stops being expensive (runtime/rest/cost.ts), the advice of both refusals. */
+/** How a read stops being expensive (runtime/data/cost.ts), the advice of both refusals. */
 function cheaper(ctx: DataContext): string {
   return `make the read cheaper: a page of at most ${LARGE_PAGE} records, no Prefer: count=exact, filters and sort on indexed fields (${indexedFields(ctx.table).join(', ')})`;
 }

@@ -1,4 +1,4 @@
-// Which reads are expensive (runtime/rest/cost.ts; docs/config.md `database.expensiveRead*`): the
+// Which reads are expensive (runtime/data/cost.ts; docs/config.md `database.expensiveRead*`): the
 // rule that sends a read through the expensive-read budget, on the shop example's tables, without
 // a database. The budget under load: test/rest/fairness.test.ts. One row per case.
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +14,7 @@ import {
   listCost,
   readOneCost,
   type ListShape,
-} from '../../runtime/rest/cost.ts';
+} from '../../runtime/data/cost.ts';
 import { catalog, cmp, table, TRUE } from '../support/query-unit.ts';
 
 const and = (...items: Condition[]): Condition => ({ kind: 'and', items });

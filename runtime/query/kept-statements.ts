@@ -1,0 +1,134 @@
+/**
+ * Compiled statements and resolved selects kept per caller, beside the compilers that make them,
+ * so that a caller's repeated shapes (a next page, a GET by id, the same select) compile once.
+ * Every value such a statement takes from its caller (row permissions of every table it reads,
+ * embeds included) is that principal's own and never changes while its Access and Grants live
+ * (runtime/query/policy.ts keeps both per principal, for as long as its credential is cached).
+ */
+import type { CatalogTable } from './catalog.ts';
+import { compileRead, type CompiledRead } from './compile-read.ts';
+import type { Scope } from './compile-condition.ts';
+import type { Condition, Grant, ReadQuery, SelectItem } from './description.ts';
+import { parseSelectText, resolveSelect } from './parse-select.ts';
+import type { FilterContext } from './parse-filter.ts';
+import { PerCallerCache } from './per-caller.ts';
+
+// A select resolves the same way for one caller every time (the fields it may read, the relations
+// it may follow), so the resolved items of a select text are kept per caller, unless its embeds
+// carry filters (those count towards the request's conditions). Kept items are frozen: that
+// caller's later requests share them.
+const keptSelects = new PerCallerCache<readonly SelectItem[]>(1_000);
+/** Longer select texts are resolved afresh each time (a bound on what the cache holds). */
+const MAX_KEPT_SELECT_CHARS = 1_000;
+
+/** The items of a select text, resolved for the caller of `ctx` (once per caller and text when it can be kept). */
+export function keptSelect(ctx: FilterContext, table: CatalogTable, text: string): SelectItem[] {
+  const key = `${table.spec.name}\n${text}`;
+  const kept = keptSelects.get(ctx.access, key);
+  if (kept) return kept as SelectItem[];
+  const conditionsBefore = ctx.count;
+  const items = resolveSelect(ctx.catalog, table, parseSelectText(text), ctx.access, 'select', { conditions: ctx });
+  if (ctx.count === conditionsBefore && text.length <= MAX_KEPT_SELECT_CHARS)
+    keptSelects.set(ctx.access, key, deepFreeze(items));
+  return items;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** A compiled statement with its parameters. */
+export interface KeptStatement {
+  readonly sql: string;
+  readonly values: unknown[];
+  /** The record may hold jsonb text to compact (CompiledRead.jsonb). */
+  readonly jsonb: boolean;
+}
+
+/** A whole-record read by key compiled for a grant and environment, with the key's value left out. */
+interface KeyedRead extends KeptStatement {
+  /** Where the key's value goes in `values`. */
+  keyAt: number;
+}
+
+const keyedReads = new WeakMap<Grant, Map<string, KeyedRead | null>>();
+const KEY_PLACEHOLDER = Symbol('key');
+
+/**
+ * The whole-record read of the record `key` names (in a fresh scope), compiled once per grant (the read grant of the
+ * caller on the table) and environment; undefined when it cannot be kept (compile it afresh).
+ */
+export function keptKeyedRead(
+  fresh: Scope,
+  grant: Grant,
+  table: CatalogTable,
+  key: Condition & { kind: 'compare' },
+): KeptStatement | undefined {
+  const { environment } = fresh;
+  let byEnvironment = keyedReads.get(grant);
+  if (!byEnvironment) keyedReads.set(grant, (byEnvironment = new Map()));
+  let keyed = byEnvironment.get(environment);
+  if (keyed === undefined) {
+    const compiled = compileRead(
+      fresh,
+      {
+        table: table.spec.name,
+        select: null,
+        where: { kind: 'true' },
+        key: { ...key, value: KEY_PLACEHOLDER },
+        orderBy: [],
+        limit: 1,
+        offset: 0,
+      },
+      { single: true },
+    );
+    const keyAt = fresh.params.values.indexOf(KEY_PLACEHOLDER);
+    // A row permission that is FALSE leaves the key out of the statement: nothing to keep.
+    keyed = keyAt === -1 ? null : { sql: compiled.sql, values: fresh.params.values, jsonb: compiled.jsonb, keyAt };
+    byEnvironment.set(environment, keyed);
+  }
+  if (!keyed) return undefined;
+  const values = keyed.values.slice();
+  values[keyed.keyAt] = key.value;
+  return { sql: keyed.sql, values, jsonb: keyed.jsonb };
+}
+
+/** A page statement: its text, parameters and the number of cursor columns after the record. */
+export interface PageStatement extends KeptStatement {
+  readonly keyColumns: number;
+}
+
+/** A page statement kept for its shape, with the limit and offset left to each page. */
+interface KeptPage {
+  readonly compiled: CompiledRead;
+  readonly values: readonly unknown[];
+  readonly limitAt: number;
+  readonly offsetAt: number | undefined;
+}
+
+const keptPages = new PerCallerCache<KeptPage>(1_000);
+/** Longer statements (very wide selects) are compiled afresh each time (a bound on what the cache holds). */
+const MAX_KEPT_PAGE_CHARS = 20_000;
+
+/**
+ * The page statement of a read without filters or cursor (the common "next page" shape): compiled
+ * once per caller (its Access, `scope.access`) and shape, then only the limit and offset change.
+ */
+export function keptPage(scope: Scope, query: ReadQuery, count: boolean): PageStatement {
+  const key = `${query.table}\n${scope.environment}\n${count}\n${query.offset > 0}\n${JSON.stringify(query.select)}\n${JSON.stringify(query.orderBy)}`;
+  let kept = keptPages.get(scope.access, key);
+  if (!kept) {
+    const compiled = compileRead(scope, query, { count });
+    const values = scope.params.values;
+    kept = { compiled, values, limitAt: compiled.limitAt!, offsetAt: compiled.offsetAt };
+    if (compiled.sql.length <= MAX_KEPT_PAGE_CHARS) keptPages.set(scope.access, key, kept);
+  }
+  const values = kept.values.slice();
+  values[kept.limitAt] = query.limit;
+  if (kept.offsetAt !== undefined) values[kept.offsetAt] = query.offset;
+  return { sql: kept.compiled.sql, values, keyColumns: kept.compiled.keyColumns, jsonb: kept.compiled.jsonb };
+}
