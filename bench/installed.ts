@@ -302,7 +302,8 @@ async function main(): Promise<void> {
       for (const [name, ms] of rounds) byServer[name] = { ...combine(ms), rounds: ms.map((m) => m.rps) };
       results.set(c.id, byServer);
       log(
-        `${c.title}: info / bare ${pct(byServer.info.rps, byServer.bare.rps)}, info / warn ${pct(byServer.info.rps, byServer.warn.rps)}`,
+        `${c.title}: info / bare ${pct(byServer.info.rps, byServer.bare.rps)}, info / warn ${pct(byServer.info.rps, byServer.warn.rps)}` +
+          (BEFORE ? `, info / before ${pct(byServer.info.rps, byServer.before.rps)}` : ''),
       );
     }
     // The servers stop (flushing their logs) before the lines are counted.
