@@ -154,7 +154,7 @@ interface GraphQLCase {
 const REST = '/gw/api/rest';
 const GRAPHQL = '/gw/api/graphql';
 const POSTGRAPHILE = '/graphql';
-const ORDER_FIELDS = 'status total note placedAt customerId createdAt updatedAt';
+const ORDER_FIELDS = 'status total note placedAt customerId invoiceId receiptId createdAt updatedAt';
 
 const randomInt = (min: number, max: number) => min + Math.floor(Math.random() * (max - min + 1));
 const orderId = (f: Fixture, random: boolean) =>
@@ -184,7 +184,7 @@ const CASES: GraphQLCase[] = [
     title: 'one order by primary key',
     description:
       'every field of one order, id uniformly random over the 100k seeded orders: `GET /Order/<id>`; ' +
-      '`order(id: $id) { id status total note placedAt customerId createdAt updatedAt }`; PostGraphile `orderByRowId(rowId: $id) { rowId … }`',
+      '`order(id: $id) { id status total note placedAt customerId invoiceId receiptId createdAt updatedAt }`; PostGraphile `orderByRowId(rowId: $id) { rowId … }`',
     restAim: true,
     variants: {
       REST: { request: (f, r) => ({ method: 'GET', path: `${REST}/Order/${orderId(f, r)}` }), records: (b) => b.data },
