@@ -549,7 +549,7 @@ function report(
 function beforeAndAfter(results: CaseResult[], before: string): string[] {
   const out = [
     '',
-    `Before and after: **before** = svcgen as of \`${before}\` (checked out into a temporary git worktree, compiled, served by a ` +
+    `Before and after: **before** = svcgen as of ${before} (checked out into a temporary git worktree, compiled, served by a ` +
       'second bench/svcgen-server.ts as the current one is), its REST and GraphQL measured in the same rounds as the variants above.',
     '',
     '| case | REST after / before | svcgen GraphQL after / before | GraphQL / REST after | GraphQL / REST before | REST before req/s | svcgen GraphQL before req/s |',
@@ -618,12 +618,14 @@ async function main(): Promise<void> {
         node,
       );
       cleanups.add(() => servers.before!.stop());
-      beforeLabel = `${BEFORE} (commit ${before.sha})`;
+      beforeLabel = `\`${BEFORE}\` (commit ${before.sha})`;
       log(`svcgen as of ${beforeLabel}: ${servers.before.url}`);
     }
     log(`servers on Node.js ${nodeVersion}: svcgen ${svcgen.url}, PostGraphile ${postgraphile.url}`);
     for (const c of selected) await checkSameRecords(c, servers, fixture);
-    log('REST, svcgen GraphQL and PostGraphile answer the sample requests with the same records');
+    log(
+      `REST, svcgen GraphQL and PostGraphile${BEFORE ? ` (and ${BEFORE}'s REST and GraphQL)` : ''} answer the sample requests with the same records`,
+    );
 
     const results: CaseResult[] = [];
     for (const [i, benchCase] of selected.entries()) {
@@ -652,7 +654,12 @@ async function main(): Promise<void> {
         ]),
       ) as CaseResult['measured'];
       const [rest, gql, pgl] = VARIANTS.map((v) => measured[v].rps);
-      log(`${benchCase.id}: GraphQL / REST ${pct(gql!, rest!)}, svcgen GraphQL / PostGraphile ${pct(gql!, pgl!)}`);
+      log(
+        `${benchCase.id}: GraphQL / REST ${pct(gql!, rest!)}, svcgen GraphQL / PostGraphile ${pct(gql!, pgl!)}` +
+          (BEFORE
+            ? `; after / before: REST ${pct(rest!, measured['REST before'].rps)}, GraphQL ${pct(gql!, measured['svcgen GraphQL before'].rps)}`
+            : ''),
+      );
       results.push({ benchCase, measured });
       if (PROFILE_S > 0) for (const name of VARIANTS) await profile(serverOf(servers, name), benchCase, name, fixture);
     }
