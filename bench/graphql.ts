@@ -550,7 +550,7 @@ function beforeAndAfter(results: CaseResult[], before: string): string[] {
   const out = [
     '',
     `Before and after: **before** = svcgen as of ${before} (checked out into a temporary git worktree, compiled, served by a ` +
-      'second bench/svcgen-server.ts as the current one is), its REST and GraphQL measured in the same rounds as the variants above.',
+      'second bench/svcgen-server.ts as the current one is), its REST and GraphQL measured in the same rounds as the variants above, after answering the sample requests with the same records as the current ones.',
     '',
     '| case | REST after / before | svcgen GraphQL after / before | GraphQL / REST after | GraphQL / REST before | REST before req/s | svcgen GraphQL before req/s |',
     '|---|--:|--:|--:|--:|--:|--:|',
