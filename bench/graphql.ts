@@ -24,6 +24,10 @@
  * top functions on stderr. BENCH_SVCGEN_REF=<git ref>: serve svcgen as of that commit (checked out
  * into a temporary git worktree and compiled, checkoutSvcgen in ./children.ts) instead of this
  * checkout's working tree, e.g. HEAD while uncommitted work elsewhere does not compile.
+ * BENCH_BEFORE=<git ref>: also svcgen as of that commit (checkoutSvcgen, served by a second
+ * ./svcgen-server.ts on the same Node.js as the current one), its REST and GraphQL two more variants
+ * in every round ("REST before", "svcgen GraphQL before", answering like the current ones or the
+ * run fails); the section then gives after / before per case and GraphQL / REST for both.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -39,7 +43,7 @@ import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import { send } from './equivalence.ts';
 import { createBenchDatabase, findDatabaseServer, prepareDatabase, serverVersion } from './database.ts';
 import { summarizeProfile } from './profile.ts';
-import { gitRevision, reportDate, writeSection } from './results-file.ts';
+import { commandLine, gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const HEADING = '## GraphQL';
 const CONNECTIONS = 50;
@@ -112,8 +116,25 @@ function serverNode(): string {
 
 // ---- cases ------------------------------------------------------------------------------------
 
-type VariantName = 'REST' | 'svcgen GraphQL' | 'PostGraphile';
-const VARIANTS: VariantName[] = ['REST', 'svcgen GraphQL', 'PostGraphile'];
+const BEFORE = process.env.BENCH_BEFORE || undefined;
+type BaseVariant = 'REST' | 'svcgen GraphQL' | 'PostGraphile';
+/** BENCH_BEFORE: the same requests as REST and svcgen GraphQL, to svcgen as of that commit. */
+type BeforeVariant = 'REST before' | 'svcgen GraphQL before';
+type VariantName = BaseVariant | BeforeVariant;
+const VARIANTS: VariantName[] = [
+  'REST',
+  'svcgen GraphQL',
+  'PostGraphile',
+  ...(BEFORE ? (['REST before', 'svcgen GraphQL before'] as const) : []),
+];
+const BEFORE_OF: Record<BeforeVariant, BaseVariant> = {
+  'REST before': 'REST',
+  'svcgen GraphQL before': 'svcgen GraphQL',
+};
+const isBefore = (name: VariantName): name is BeforeVariant => name in BEFORE_OF;
+/** The requests a variant sends and how its answers read: a before variant's are its current one's. */
+const variantOf = (benchCase: GraphQLCase, name: VariantName): Variant =>
+  benchCase.variants[isBefore(name) ? BEFORE_OF[name] : name];
 
 interface Variant {
   request(fixture: Fixture, random: boolean): BenchRequest;
@@ -127,13 +148,13 @@ interface GraphQLCase {
   description: string;
   /** REST and svcgen GraphQL are measured against each other with the issue's aim */
   restAim: boolean;
-  variants: Record<VariantName, Variant>;
+  variants: Record<BaseVariant, Variant>;
 }
 
 const REST = '/gw/api/rest';
 const GRAPHQL = '/gw/api/graphql';
 const POSTGRAPHILE = '/graphql';
-const ORDER_FIELDS = 'status total note placedAt customerId createdAt updatedAt';
+const ORDER_FIELDS = 'status total note placedAt customerId invoiceId receiptId createdAt updatedAt';
 
 const randomInt = (min: number, max: number) => min + Math.floor(Math.random() * (max - min + 1));
 const orderId = (f: Fixture, random: boolean) =>
@@ -163,7 +184,7 @@ const CASES: GraphQLCase[] = [
     title: 'one order by primary key',
     description:
       'every field of one order, id uniformly random over the 100k seeded orders: `GET /Order/<id>`; ' +
-      '`order(id: $id) { id status total note placedAt customerId createdAt updatedAt }`; PostGraphile `orderByRowId(rowId: $id) { rowId … }`',
+      '`order(id: $id) { id status total note placedAt customerId invoiceId receiptId createdAt updatedAt }`; PostGraphile `orderByRowId(rowId: $id) { rowId … }`',
     restAim: true,
     variants: {
       REST: { request: (f, r) => ({ method: 'GET', path: `${REST}/Order/${orderId(f, r)}` }), records: (b) => b.data },
@@ -260,9 +281,11 @@ const CASES: GraphQLCase[] = [
 interface Servers {
   svcgen: ServerChild;
   postgraphile: ServerChild;
+  /** BENCH_BEFORE's svcgen */
+  before?: ServerChild;
 }
 const serverOf = (servers: Servers, variant: VariantName) =>
-  variant === 'PostGraphile' ? servers.postgraphile : servers.svcgen;
+  variant === 'PostGraphile' ? servers.postgraphile : isBefore(variant) ? servers.before! : servers.svcgen;
 
 /** Timestamps as instants (PostGraphile writes a `timestamp` column without a zone, svcgen as UTC with Z). */
 function instants(value: unknown): unknown {
@@ -278,7 +301,7 @@ function instants(value: unknown): unknown {
 async function checkSameRecords(benchCase: GraphQLCase, servers: Servers, fixture: Fixture): Promise<void> {
   const answers = new Map<VariantName, unknown>();
   for (const name of VARIANTS) {
-    const variant = benchCase.variants[name];
+    const variant = variantOf(benchCase, name);
     const res = await send(serverOf(servers, name), variant.request(fixture, false), fixture);
     const body = res.body as { errors?: unknown } | undefined;
     if (res.status !== 200 || body === undefined || body.errors !== undefined)
@@ -291,6 +314,13 @@ async function checkSameRecords(benchCase: GraphQLCase, servers: Servers, fixtur
     throw new Error(
       `${benchCase.title}: REST and svcgen GraphQL answer different records:\n  REST: ${JSON.stringify(rest).slice(0, 600)}\n  GraphQL: ${JSON.stringify(graphql).slice(0, 600)}`,
     );
+  for (const name of VARIANTS.filter(isBefore)) {
+    const now = answers.get(BEFORE_OF[name]);
+    if (!isDeepStrictEqual(now, answers.get(name)))
+      throw new Error(
+        `${benchCase.title}: ${BEFORE_OF[name]} and ${name} answer different records:\n  now: ${JSON.stringify(now).slice(0, 600)}\n  before: ${JSON.stringify(answers.get(name)).slice(0, 600)}`,
+      );
+  }
   const postgraphile = answers.get('PostGraphile');
   if (!isDeepStrictEqual(instants(graphql), instants(postgraphile)))
     throw new Error(
@@ -385,7 +415,7 @@ async function profile(server: ServerChild, benchCase: GraphQLCase, name: Varian
   const file = path.join(dir, `graphql-${benchCase.id}-${name.replaceAll(' ', '-')}.cpuprofile`);
   await server.startProfile();
   const before = await server.stats();
-  const result = await load(server, benchCase.variants[name], fixture, PROFILE_S);
+  const result = await load(server, variantOf(benchCase, name), fixture, PROFILE_S);
   const { statements } = await server.stopProfile(file);
   const after = await server.stats();
   const summary = summarizeProfile(file, 25);
@@ -410,10 +440,15 @@ interface CaseResult {
   measured: Record<VariantName, Measurement & { roundsRps: number[]; medianCpuUs: number }>;
 }
 
-function report(results: CaseResult[], env: { node: string; serverNode: string; postgres: string; revision: string }) {
+function report(
+  results: CaseResult[],
+  env: { node: string; serverNode: string; postgres: string; revision: string; before?: string },
+) {
   const out = [HEADING, ''];
   out.push(
     `Written by \`npm run bench:graphql\` (bench/graphql.ts) on ${reportDate()}, svcgen ${env.revision}. Rerun it rather than editing this section.`,
+    '',
+    `Command: \`${commandLine('bench/graphql.ts')}\``,
     '',
     `- The same database as \`npm run bench\` (100,000 orders of 1,000 customers in 100 cities), PostgreSQL ${env.postgres}; ` +
       `${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown CPU'}) shared by the load generator, the servers and PostgreSQL.`,
@@ -463,6 +498,7 @@ function report(results: CaseResult[], env: { node: string; serverNode: string; 
         `**${pct(gql.rps, pgl.rps)}** (${gql.rps >= pgl.rps ? '+' : ''}${pct(gql.rps - pgl.rps, pgl.rps)}) | ${misses.length ? `missed (${misses.join(', ')})` : 'met'} |`,
     );
   }
+  if (env.before) out.push(...beforeAndAfter(results, env.before));
   out.push(
     '',
     "Requests/s move with the other work on the machine; the server process's CPU time per request (median over the rounds) " +
@@ -495,7 +531,7 @@ function report(results: CaseResult[], env: { node: string; serverNode: string; 
   );
   for (const r of results) {
     out.push(`### ${r.benchCase.title}`, '', `${r.benchCase.description}.`, '');
-    out.push(`| | ${VARIANTS.join(' | ')} |`, '|---|--:|--:|--:|');
+    out.push(`| | ${VARIANTS.join(' | ')} |`, `|---|${VARIANTS.map(() => '--:|').join('')}`);
     const row = (label: string, cell: (m: CaseResult['measured'][VariantName]) => string) =>
       out.push(`| ${label} | ${VARIANTS.map((v) => cell(r.measured[v])).join(' | ')} |`);
     row('requests/s (median round)', (m) => fmt(m.rps));
@@ -507,6 +543,28 @@ function report(results: CaseResult[], env: { node: string; serverNode: string; 
     out.push('');
   }
   return out.join('\n');
+}
+
+/** BENCH_BEFORE: svcgen's REST and GraphQL against the same of the earlier commit, and GraphQL / REST for both. */
+function beforeAndAfter(results: CaseResult[], before: string): string[] {
+  const out = [
+    '',
+    `Before and after: **before** = svcgen as of ${before} (checked out into a temporary git worktree, compiled, served by a ` +
+      'second bench/svcgen-server.ts as the current one is), its REST and GraphQL measured in the same rounds as the variants above, after answering the sample requests with the same records as the current ones.',
+    '',
+    '| case | REST after / before | svcgen GraphQL after / before | GraphQL / REST after | GraphQL / REST before | REST before req/s | svcgen GraphQL before req/s |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const r of results) {
+    const m = (v: VariantName) => r.measured[v].rps;
+    const share = (gql: number, rest: number) => (r.benchCase.restAim ? `**${pct(gql, rest)}**` : pct(gql, rest));
+    out.push(
+      `| ${r.benchCase.title} | ${pct(m('REST'), m('REST before'))} | ${pct(m('svcgen GraphQL'), m('svcgen GraphQL before'))} | ` +
+        `${share(m('svcgen GraphQL'), m('REST'))} | ${share(m('svcgen GraphQL before'), m('REST before'))} | ` +
+        `${fmt(m('REST before'))} | ${fmt(m('svcgen GraphQL before'))} |`,
+    );
+  }
+  return out;
 }
 
 // ---- main -------------------------------------------------------------------------------------
@@ -549,9 +607,25 @@ async function main(): Promise<void> {
     );
     cleanups.add(() => postgraphile.stop());
     const servers: Servers = { svcgen, postgraphile };
+    let beforeLabel: string | undefined;
+    if (BEFORE) {
+      log(`before: checking out ${BEFORE} into a temporary git worktree and compiling it`);
+      const before = checkoutSvcgen(BEFORE, cleanups.add);
+      servers.before = await startServerChild(
+        'svcgen-before',
+        'bench/svcgen-server.ts',
+        { ...env, ...before.env },
+        node,
+      );
+      cleanups.add(() => servers.before!.stop());
+      beforeLabel = `\`${BEFORE}\` (commit ${before.sha})`;
+      log(`svcgen as of ${beforeLabel}: ${servers.before.url}`);
+    }
     log(`servers on Node.js ${nodeVersion}: svcgen ${svcgen.url}, PostGraphile ${postgraphile.url}`);
     for (const c of selected) await checkSameRecords(c, servers, fixture);
-    log('REST, svcgen GraphQL and PostGraphile answer the sample requests with the same records');
+    log(
+      `REST, svcgen GraphQL and PostGraphile${BEFORE ? ` (and ${BEFORE}'s REST and GraphQL)` : ''} answer the sample requests with the same records`,
+    );
 
     const results: CaseResult[] = [];
     for (const [i, benchCase] of selected.entries()) {
@@ -559,7 +633,7 @@ async function main(): Promise<void> {
       for (let round = 0; round < ROUNDS; round++) {
         for (let k = 0; k < VARIANTS.length; k++) {
           const name = VARIANTS[(k + i + round) % VARIANTS.length]!;
-          const m = await measure(serverOf(servers, name), benchCase.variants[name], fixture, backends);
+          const m = await measure(serverOf(servers, name), variantOf(benchCase, name), fixture, backends);
           rounds.get(name)!.push(m);
           log(
             `${benchCase.id} → ${name}, round ${round + 1} of ${ROUNDS}: ${fmt(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, ` +
@@ -580,7 +654,12 @@ async function main(): Promise<void> {
         ]),
       ) as CaseResult['measured'];
       const [rest, gql, pgl] = VARIANTS.map((v) => measured[v].rps);
-      log(`${benchCase.id}: GraphQL / REST ${pct(gql!, rest!)}, svcgen GraphQL / PostGraphile ${pct(gql!, pgl!)}`);
+      log(
+        `${benchCase.id}: GraphQL / REST ${pct(gql!, rest!)}, svcgen GraphQL / PostGraphile ${pct(gql!, pgl!)}` +
+          (BEFORE
+            ? `; after / before: REST ${pct(rest!, measured['REST before'].rps)}, GraphQL ${pct(gql!, measured['svcgen GraphQL before'].rps)}`
+            : ''),
+      );
       results.push({ benchCase, measured });
       if (PROFILE_S > 0) for (const name of VARIANTS) await profile(serverOf(servers, name), benchCase, name, fixture);
     }
@@ -592,6 +671,7 @@ async function main(): Promise<void> {
         serverNode: nodeVersion,
         postgres: await serverVersion(database.url),
         revision,
+        before: beforeLabel,
       }),
     );
     log(`wrote the section "${HEADING}" of ${path.relative(process.cwd(), RESULTS_FILE)}`);

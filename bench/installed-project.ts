@@ -17,8 +17,10 @@ export async function installedProject(
   log: (message: string) => void,
   /** Pack this commit (a `git archive` of it, this checkout's node_modules linked in) instead of the working tree. */
   commit?: string,
+  /** false: a new project even with BENCH_INSTALLED_PROJECT set (./installed.ts's BENCH_BEFORE project) */
+  reuse = true,
 ): Promise<string> {
-  if (process.env.BENCH_INSTALLED_PROJECT) return path.resolve(process.env.BENCH_INSTALLED_PROJECT);
+  if (reuse && process.env.BENCH_INSTALLED_PROJECT) return path.resolve(process.env.BENCH_INSTALLED_PROJECT);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-installed-'));
   addCleanup(() => rm(dir, { recursive: true, force: true }));
   let source = REPO;

@@ -22,6 +22,14 @@
  * API key's share of the expensive-read budget out of reach (its 50 connections come from one key).
  * Environment as for ./run.ts: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION,
  * BENCH_WARMUP, BENCH_ROUNDS, BENCH_CASES, BENCH_RESULTS.
+ *
+ * BENCH_BEFORE=<git ref>: also svcgen as of that commit, installed the same way into a second
+ * project (`npm pack` of a `git archive` of the commit, whose prepack compiles its dist/; never the
+ * BENCH_INSTALLED_PROJECT one), with the same copied example, the same config patch and default
+ * flags on the same database; it answers like the others (checkSameAnswers) and takes its turn in
+ * every round. The section then gives after (info) / before per case, each against bare, and the
+ * run's noise: the standard deviation of the rounds' after / before ratios (each round's pair ran
+ * back to back), so a case more than that below 100 % is slower beyond the noise.
  */
 import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -34,7 +42,7 @@ import { cleanupOnExit } from './cleanups.ts';
 import { combine, measureCase, serveCli, type Measurement, type Serving } from './cli-server.ts';
 import { checkSameAnswers } from './equivalence.ts';
 import { restoreSeed, seededBenchDatabase, serverVersion } from './database.ts';
-import { gitRevision, reportDate, writeSection } from './results-file.ts';
+import { commandLine, gitRevision, reportDate, writeSection } from './results-file.ts';
 
 const CONNECTIONS = 50;
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
@@ -51,13 +59,16 @@ const SECTION = '## Installed svcgen serve';
 /** The aims of issue "speed as users run it", against the bare server. */
 const AIM = { geomean: 0.9, min: 0.8, p99Factor: 1.5, logCost: 0.03 };
 
-const SERVERS = ['info', 'warn', 'bare'] as const;
-type ServerName = (typeof SERVERS)[number];
+const BEFORE = process.env.BENCH_BEFORE || undefined;
+type ServerName = 'info' | 'warn' | 'bare' | 'before';
+const SERVERS: ServerName[] = BEFORE ? ['info', 'warn', 'bare', 'before'] : ['info', 'warn', 'bare'];
 const LABEL: Record<ServerName, string> = {
   info: '`svcgen serve` (default flags: log level info)',
   warn: '`svcgen serve --log-level warn`',
   bare: 'bare node:http + pg',
+  before: `\`svcgen serve\` of ${BEFORE} (default flags)`,
 };
+type Measured = Record<ServerName, Measurement & { rounds: number[] }>;
 
 const log = (message: string) => console.error(`[bench:installed] ${message}`);
 const fmt = (n: number, digits = 0) =>
@@ -66,8 +77,14 @@ const pct = (a: number, b: number) => `${fmt((100 * a) / b)} %`;
 
 function report(
   cases: BenchCase[],
-  results: Map<string, Record<ServerName, Measurement & { rounds: number[] }>>,
-  env: { date: string; postgres: string; revision: string; logLines: Record<'info' | 'warn', number> },
+  results: Map<string, Measured>,
+  env: {
+    date: string;
+    postgres: string;
+    revision: string;
+    logLines: Record<'info' | 'warn', number>;
+    before?: string;
+  },
 ): string {
   const out: string[] = [SECTION, ''];
   out.push(
@@ -84,6 +101,8 @@ function report(
       "their requests, p99 the median run's. Short alternating runs share the drift of a shared machine's speed among the servers.",
     '',
     `Request log lines written during the run: ${fmt(env.logLines.info)} at info, ${fmt(env.logLines.warn)} at warn.`,
+    '',
+    `Command: \`${commandLine('bench/installed.ts')}\``,
     '',
   );
   out.push(
@@ -107,12 +126,13 @@ function report(
   out.push(
     `| **geometric mean** | | | | **${pct(geomean(ratios.info), 1)}** | ${pct(geomean(ratios.warn), 1)} | ${pct(geomean(ratios.info), geomean(ratios.warn))} | | |`,
   );
+  if (env.before) out.push(...beforeAndAfter(cases, results, env.before));
   out.push(
     '',
     'Requests/s of every round, in the order measured:',
     '',
-    '| case | info | warn | bare |',
-    '|---|---|---|---|',
+    `| case | ${SERVERS.join(' | ')} |`,
+    `|---|${SERVERS.map(() => '---|').join('')}`,
   );
   for (const c of cases) {
     const r = results.get(c.id)!;
@@ -135,6 +155,46 @@ function report(
   }
   out.push('');
   return out.join('\n');
+}
+
+/** BENCH_BEFORE: after (info) against before per case, each against bare, and the run's noise. */
+function beforeAndAfter(cases: BenchCase[], results: Map<string, Measured>, before: string): string[] {
+  const rows = cases.map((c) => {
+    const r = results.get(c.id)!;
+    // Each round ran after and before back to back, so a round's ratio shares that moment's machine speed.
+    const ratios = r.info.rounds.map((rps, i) => rps / r.before.rounds[i]!);
+    return { c, r, ratios, sd: standardDeviation(ratios) };
+  });
+  const sds = rows.map((row) => row.sd).filter((sd) => sd !== undefined);
+  const noise = sds.length ? Math.max(...sds) : undefined;
+  const out = [
+    '',
+    `Before and after: **before** = \`svcgen serve\` of \`${before}\` (\`npm pack\` of that commit installed into a second ` +
+      'project the same way, the same copied example and config patch, default flags), in every round beside the others. ' +
+      "The run's noise is the largest, over the cases, standard deviation of the rounds' after / before ratios " +
+      `(${noise === undefined ? 'n/a: one round' : `${fmt(100 * noise, 1)} points`}): a case whose after / before is more than that below 100 % is slower beyond the noise.`,
+    '',
+    '| case | after (info) req/s | before req/s | after / before | after / bare | before / bare | after − before (points of bare) | after / before, each round | sd of the rounds | beyond the noise |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|:-:|',
+  ];
+  for (const { c, r, ratios, sd } of rows) {
+    const ratio = r.info.rps / r.before.rps;
+    const points = (100 * (r.info.rps - r.before.rps)) / r.bare.rps;
+    const verdict = noise === undefined ? 'n/a' : ratio < 1 - noise ? 'below' : ratio > 1 + noise ? 'above' : 'no';
+    out.push(
+      `| ${c.title} | ${fmt(r.info.rps)} | ${fmt(r.before.rps)} | **${pct(r.info.rps, r.before.rps)}** | ${pct(r.info.rps, r.bare.rps)} | ` +
+        `${pct(r.before.rps, r.bare.rps)} | ${points >= 0 ? '+' : ''}${fmt(points, 1)} | ${ratios.map((x) => pct(x, 1)).join(' / ')} | ` +
+        `${sd === undefined ? 'n/a' : `${fmt(100 * sd, 1)} points`} | ${verdict} |`,
+    );
+  }
+  return out;
+}
+
+/** The sample standard deviation; undefined for fewer than two values. */
+function standardDeviation(xs: readonly number[]): number | undefined {
+  if (xs.length < 2) return undefined;
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  return Math.sqrt(xs.reduce((sum, x) => sum + (x - mean) ** 2, 0) / (xs.length - 1));
 }
 
 function countLines(file: string): number {
@@ -160,6 +220,11 @@ async function main(): Promise<void> {
     await patchConfig(project, (config) => {
       config.database = { ...config.database, expensiveReadsPerCaller: 100_000 };
     });
+    const beforeProject = BEFORE ? await installedProject(cleanups.add, log, BEFORE, false) : undefined;
+    if (beforeProject)
+      await patchConfig(beforeProject, (config) => {
+        config.database = { ...config.database, expensiveReadsPerCaller: 100_000 };
+      });
     const { database, fixture, backends } = await seededBenchDatabase(cleanups.add, log, SEED);
 
     const logDir = await mkdtemp(path.join(os.tmpdir(), 'svcgen-bench-logs-'));
@@ -180,6 +245,19 @@ async function main(): Promise<void> {
       targets[level] = serving;
       log(`svcgen serve (${level}): ${serving.url} (pid ${serving.pid})`);
     }
+    if (beforeProject) {
+      const serving = await serveCli({
+        bin: svcgenBin(beforeProject),
+        args: ['--database-url', database.url],
+        cwd: beforeProject,
+        stdoutFile: path.join(logDir, 'serve-before.log'),
+        label: `svcgen serve (${BEFORE})`,
+      });
+      cleanups.add(() => serving.stop());
+      servings.push(serving);
+      targets.before = serving;
+      log(`svcgen serve (${BEFORE}): ${serving.url} (pid ${serving.pid})`);
+    }
     const bare = await startServerChild('bare', 'bench/bare-server.ts', { BENCH_DATABASE_URL: database.url });
     cleanups.add(() => bare.stop());
     targets.bare = bare;
@@ -187,14 +265,15 @@ async function main(): Promise<void> {
     // A ratio means something only when both servers do the same work.
     for (const c of cases) {
       try {
-        await checkSameAnswers(c, { name: 'svcgen serve', url: targets.info.url }, [bare], fixture);
+        const others = targets.before ? [bare, { name: `svcgen serve of ${BEFORE}`, url: targets.before.url }] : [bare];
+        await checkSameAnswers(c, { name: 'svcgen serve', url: targets.info.url }, others, fixture);
       } finally {
         if (c.writes) await restoreSeed(database.url, fixture);
       }
     }
-    log('svcgen serve and the bare server answer alike');
+    log(`svcgen serve and the bare server${BEFORE ? ` and ${BEFORE}'s svcgen serve` : ''} answer alike`);
 
-    const results = new Map<string, Record<ServerName, Measurement & { rounds: number[] }>>();
+    const results = new Map<string, Measured>();
     for (const [i, c] of cases.entries()) {
       for (const name of SERVERS) {
         try {
@@ -219,11 +298,12 @@ async function main(): Promise<void> {
           }
         }
       }
-      const byServer = {} as Record<ServerName, Measurement & { rounds: number[] }>;
+      const byServer = {} as Measured;
       for (const [name, ms] of rounds) byServer[name] = { ...combine(ms), rounds: ms.map((m) => m.rps) };
       results.set(c.id, byServer);
       log(
-        `${c.title}: info / bare ${pct(byServer.info.rps, byServer.bare.rps)}, info / warn ${pct(byServer.info.rps, byServer.warn.rps)}`,
+        `${c.title}: info / bare ${pct(byServer.info.rps, byServer.bare.rps)}, info / warn ${pct(byServer.info.rps, byServer.warn.rps)}` +
+          (BEFORE ? `, info / before ${pct(byServer.info.rps, byServer.before.rps)}` : ''),
       );
     }
     // The servers stop (flushing their logs) before the lines are counted.
@@ -232,6 +312,7 @@ async function main(): Promise<void> {
       date: reportDate(),
       postgres: await serverVersion(database.url),
       revision,
+      before: BEFORE,
       logLines: { info: countLines(logFile('info')), warn: countLines(logFile('warn')) },
     });
     writeSection(RESULTS_FILE, SECTION, section);

@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { REPO } from './children.ts';
+import { redact } from './database.ts';
 
 /** Replaces the section that starts with `heading` in the results file, or appends it; the rest stays as it is. */
 export function writeSection(file: string, heading: string, section: string): void {
@@ -50,4 +51,15 @@ export function gitRevision(): string {
 /** When a section was written, as its first line says it: `2026-11-23 16:21 UTC`. */
 export function reportDate(): string {
   return `${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC`;
+}
+
+/** How this run was started: the BENCH_ variables set (the database URL without its password), and the script. */
+export function commandLine(script: string): string {
+  const quote = (v: string) => (/^[\w@%+=:,./-]*$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
+  const vars = Object.entries(process.env)
+    .filter(([name]) => name.startsWith('BENCH_') || name === 'SVCGEN_BENCH_DATABASE_URL')
+    .map(([name, value]) => `${name}=${quote(name === 'SVCGEN_BENCH_DATABASE_URL' ? redact(value!) : value!)}`)
+    .sort();
+  const npmScript = process.env.npm_lifecycle_event;
+  return [...vars, npmScript ? `npm run ${npmScript}` : `node bin/run-ts.js ${script}`].join(' ');
 }

@@ -37,7 +37,6 @@ import {
   createBenchDatabase,
   findDatabaseServer,
   prepareDatabase,
-  redact,
   restoreSeed,
   serverVersion,
   type BenchDatabase,
@@ -47,7 +46,7 @@ import { IDLE, SOCKET_WRITE_CATEGORY, summarizeProfile, type ProfileSummary } fr
 import { BackendCpu, machineBusy, machineSample } from './cpu.ts';
 import pg from 'pg';
 import { cleanupOnExit } from './cleanups.ts';
-import { gitRevision, readSection, reportDate } from './results-file.ts';
+import { commandLine, gitRevision, readSection, reportDate } from './results-file.ts';
 
 /** Sections of RESULTS.md that other scripts write (bench:installed, bench:graphql, bench:auth, bench:webhooks, bench:bulk, bench:soak, bench:workers), kept as they are. */
 const OTHER_SECTIONS = [
@@ -734,7 +733,7 @@ function beforeAndAfter(env: Environment, results: CaseResult[]): string[] {
       'same config changes. Both on the same database in the same run, each figure the median of the rounds measured in rotating ' +
       'order with the other servers; both must answer the sample requests alike, or the case is not measured for before.',
     '',
-    `Command: \`${commandLine()}\``,
+    `Command: \`${commandLine('bench/run.ts')}\``,
     '',
   );
   out.push(
@@ -761,19 +760,6 @@ function beforeAndAfter(env: Environment, results: CaseResult[]): string[] {
     );
   }
   return out;
-}
-
-/** How this run was started: the BENCH_ variables set (the database URL without its password), and the script. */
-function commandLine(): string {
-  const quote = (v: string) => (/^[\w@%+=:,./-]*$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
-  const vars = Object.entries(process.env)
-    .filter(([name]) => name.startsWith('BENCH_') || name === 'SVCGEN_BENCH_DATABASE_URL')
-    .map(([name, value]) => `${name}=${quote(name === 'SVCGEN_BENCH_DATABASE_URL' ? redact(value!) : value!)}`)
-    .sort();
-  const script = process.env.npm_lifecycle_event
-    ? `npm run ${process.env.npm_lifecycle_event}`
-    : 'node bin/run-ts.js bench/run.ts';
-  return [...vars, script].join(' ');
 }
 
 // ---- main -------------------------------------------------------------------------------------
