@@ -5,38 +5,8 @@
  * and runs wherever `fetch` does (browsers, Node 18+, workers), so an app needs no svcgen to use it.
  */
 
-// Filters.
-
-/** The operand each operator takes, for a field whose values are `T`. */
-export interface OperandOf<T> {
-  equals: T;
-  not_equals: T;
-  gt: T;
-  gte: T;
-  lt: T;
-  lte: T;
-  contains: T;
-  starts_with: T;
-  ends_with: T;
-  in: readonly T[];
-  not_in: readonly T[];
-  /** Both bounds included. */
-  between: readonly [T, T];
-  is_empty: boolean;
-  is_not_empty: boolean;
-  today: true;
-  yesterday: true;
-  this_week: true;
-  this_month: true;
-  last_days: number;
-  last_weeks: number;
-  last_months: number;
-}
-
-/** Conditions on one field, all of which must hold: `{ gte: 10, lt: 20 }`. Only a nullable field compares to null. */
-export type FieldFilter<T, Op extends keyof OperandOf<T>, Nullable extends boolean = false> = {
-  [K in Op]?: K extends 'equals' | 'not_equals' ? (Nullable extends true ? T | null : T) : OperandOf<T>[K];
-};
+// Filters: the operands each operator takes (`OperandOf`, `FieldFilter`) are generated into
+// client.ts from the server's operator table (runtime/model/operators.ts).
 
 /** A table's filters plus groups; every member of one object must hold. */
 export type Where<F> = F & {

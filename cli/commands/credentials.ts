@@ -1,7 +1,6 @@
 /** keys create|list|revoke, token create: the CLI side of API keys and management tokens (docs/api.md §4). */
 import type { Command } from 'commander';
-import { contextKeyProblem } from '../../runtime/keys/names.ts';
-import { KEY_PREFIX, KEY_PREFIX_RULE } from '../../runtime/model/index.ts';
+import { contextKeyProblem, KEY_PREFIX, KEY_PREFIX_RULE } from '../../runtime/model/index.ts';
 import { openOperator, withOperatorOptions } from '../operator.ts';
 import { collect } from '../options.ts';
 import { UsageError } from '../usage-error.ts';

@@ -10,11 +10,13 @@ import {
   aggregateMismatch,
   DATA_BASE_PATH,
   FILTER_GROUPS,
+  fieldOperators,
+  OPERATOR_DEFINITIONS,
   OPERATORS,
-  operatorMismatch,
   RESERVED_PARAMETERS,
   TABLE_SUB_PATHS,
   type FieldSpec,
+  type OperandShape,
   type Operator,
   type TableSpec,
 } from '../../runtime/model/index.ts';
@@ -65,11 +67,11 @@ function inputType(field: FieldSpec): string {
 }
 
 /**
- * The operators the runtime accepts on the field (runtime/query/operands.ts is the source of
+ * The operators the runtime accepts on the field (runtime/model/operators.ts is the source of
  * truth), grouped into named sets so that hovers read `TextOperator`, not a 14-member union.
  */
 function operatorSet(field: FieldSpec): { name: string; operators: Operator[] } {
-  const operators = OPERATORS.filter((op) => operatorMismatch(field, op) === undefined);
+  const operators = fieldOperators(field);
   const has = (op: Operator) => operators.includes(op);
   const name = has('today')
     ? 'DateOperator'
@@ -84,6 +86,17 @@ function operatorSet(field: FieldSpec): { name: string; operators: Operator[] } 
             : 'PresenceOperator';
   return { name, operators };
 }
+
+/** The client's type of each operand shape (runtime/model/operators.ts), for field values `T`. */
+const OPERAND_TYPES: Record<OperandShape['kind'], { type: string; doc?: string }> = {
+  value: { type: 'T' },
+  nullable: { type: 'T | Null' },
+  list: { type: 'readonly T[]' },
+  pair: { type: 'readonly [T, T]', doc: 'Both bounds included.' },
+  flag: { type: 'boolean' },
+  true: { type: 'true' },
+  count: { type: 'number' },
+};
 
 // Which fields the aggregate functions take.
 const groupable = (f: FieldSpec) => aggregateMismatch(f, 'count_distinct') === undefined;
@@ -175,7 +188,6 @@ export function renderClient(
     'createTableClients',
     'type ClientOptions',
     'type ClientSchema',
-    'type FieldFilter',
     ...[...new Set(clients)].sort().map((c) => `type ${c}`),
   ];
   return template({
@@ -183,6 +195,7 @@ export function renderClient(
     imports: imports.join(', '),
     records,
     operators: union(OPERATORS),
+    operands: OPERATORS.map((op) => ({ name: op, ...OPERAND_TYPES[OPERATOR_DEFINITIONS[op].operand.kind] })),
     operatorSets: [...sets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, members]) => ({ name, members })),
     sections: sections.join('\n\n'),
     schema: literal(schema, ''),

@@ -1,17 +1,10 @@
 /** The OpenAPI paths of API key management (docs/api.md §4). */
-import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
-import { KEY_PREFIX_PATTERN } from '../../runtime/model/index.ts';
+import type { OpenApiBuilder } from 'openapi3-ts/oas31';
+import { apiKey, createdApiKey, newKeyBody } from '../../runtime/model/wire/index.ts';
 import { BASE, BODY, dataEnvelope, managementErrors } from './openapi-shared.ts';
+import { wireAnswer, wireBody } from './openapi-wire.ts';
 
 export function apiKeyPaths(builder: OpenApiBuilder): void {
-  const keyFields = {
-    id: { type: 'string' },
-    name: { type: 'string' },
-    prefix: { type: 'string' },
-    roles: { type: 'array', items: { type: 'string' } },
-    environment: { type: 'string' },
-    createdAt: { type: 'string', format: 'date-time' },
-  } satisfies Record<string, SchemaObject>;
   const security = [{ managementToken: [], projectId: [] }];
   builder.addPath(`${BASE}/_apikeys`, {
     parameters: [{ $ref: '#/components/parameters/environment' }],
@@ -20,29 +13,11 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
       operationId: 'createApiKey',
       summary: 'Create an API key (its value is shown only in this response)',
       security,
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['name', 'prefix', 'roles', 'environment'],
-              properties: {
-                name: { type: 'string' },
-                prefix: { type: 'string', pattern: KEY_PREFIX_PATTERN },
-                roles: { type: 'array', items: { type: 'string' }, minItems: 1 },
-                context: { type: 'object', additionalProperties: { type: 'string' } },
-                environment: { type: 'string' },
-              },
-            },
-          },
-        },
-      },
+      requestBody: wireBody(newKeyBody),
       responses: {
         '201': {
           description: 'The new key',
-          content: dataEnvelope({ type: 'object', properties: { ...keyFields, key: { type: 'string' } } }),
+          content: dataEnvelope(wireAnswer(createdApiKey)),
         },
         ...managementErrors([...BODY, 'validation']),
       },
@@ -55,17 +30,7 @@ export function apiKeyPaths(builder: OpenApiBuilder): void {
       responses: {
         '200': {
           description: 'Keys',
-          content: dataEnvelope({
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                ...keyFields,
-                context: { type: 'object', additionalProperties: { type: 'string' } },
-                lastUsedAt: { type: ['string', 'null'], format: 'date-time' },
-              },
-            },
-          }),
+          content: dataEnvelope({ type: 'array', items: wireAnswer(apiKey) }),
         },
         ...managementErrors(),
       },

@@ -4,7 +4,20 @@
  */
 import type { OpenApiBuilder, ParameterObject, ResponseObject, SchemaObject } from 'openapi3-ts/oas31';
 import { AUTH_ERRORS, type AuthErrorCode } from '../../runtime/model/index.ts';
+import {
+  changeEmailBody,
+  changePasswordBody,
+  confirmEmailChangeBody,
+  confirmSignupBody,
+  deleteAccountBody,
+  loginBody,
+  recoverPasswordBody,
+  refreshTokenBody,
+  resetPasswordBody,
+  signupBody,
+} from '../../runtime/model/wire/index.ts';
 import { ref } from './openapi-shared.ts';
+import { wireBody, wireComponents } from './openapi-wire.ts';
 
 const AUTH = '/auth';
 const TAGS = ['auth'];
@@ -25,10 +38,6 @@ const ok = (description: string, schema: SchemaObject | { $ref: string }): Respo
   description,
   content: json(schema),
 });
-const body = (required: string[], properties: Record<string, SchemaObject>) => ({
-  required: true,
-  content: json({ type: 'object', required, properties }),
-});
 
 const NOT_CONFIGURED = authError(
   'Auth is not enabled for this project and environment, or the project or environment is unknown',
@@ -41,12 +50,6 @@ const INVALID_REQUEST = authError(
 const RATE_LIMITED = authError('Too many requests', ['RATE_LIMIT_EXCEEDED'], {
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
 });
-
-const EMAIL: SchemaObject = { type: 'string', format: 'email', maxLength: 254 };
-const CODE: SchemaObject = { type: 'string', pattern: '^[0-9]{6}$', description: 'The 6-digit code sent by e-mail' };
-const PASSWORD_RULE =
-  'At least auth.password.minLength characters (default 8), with at least one letter and one digit, and at most 72 bytes in UTF-8';
-const NAME: SchemaObject = { type: 'string', minLength: 1, maxLength: 100 };
 
 export function authPaths(builder: OpenApiBuilder): void {
   builder.addSchema('AuthError', {
@@ -71,35 +74,9 @@ export function authPaths(builder: OpenApiBuilder): void {
       },
     },
   });
-  builder.addSchema('User', {
-    type: 'object',
-    required: ['id', 'email', 'firstName', 'lastName', 'roles'],
-    properties: {
-      id: { type: 'string', format: 'uuid' },
-      email: { type: 'string', format: 'email' },
-      firstName: { type: 'string' },
-      lastName: { type: 'string' },
-      roles: { type: 'array', items: { type: 'string' } },
-    },
-  });
-  builder.addSchema('TokenPair', {
-    type: 'object',
-    required: ['accessToken', 'refreshToken'],
-    properties: {
-      accessToken: { type: 'string', description: 'A JWT for the bearerJwt scheme' },
-      refreshToken: { type: 'string', description: 'Single use: POST /auth/refresh-token swaps it for a new pair' },
-    },
-  });
-  builder.addSchema('Session', {
-    type: 'object',
-    required: ['accessToken', 'refreshToken', 'user'],
-    properties: {
-      accessToken: { type: 'string', description: 'A JWT for the bearerJwt scheme' },
-      refreshToken: { type: 'string', description: 'Single use: POST /auth/refresh-token swaps it for a new pair' },
-      user: ref('User'),
-    },
-  });
-  builder.addSchema('Message', { type: 'object', required: ['message'], properties: { message: { type: 'string' } } });
+  const wire = wireComponents();
+  for (const name of ['User', 'TokenPair', 'Session', 'Message', 'AccountSession'])
+    builder.addSchema(name, wire[name]!);
   builder.addSchema('Jwks', {
     type: 'object',
     description: 'JSON Web Key Set (RFC 7517): the signing key, plus the encryption key when auth.jwe is on',
@@ -134,13 +111,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       operationId: 'authSignup',
       summary: 'Create a user account (a confirmation code is e-mailed when auth.emailVerification is on)',
       security: anonymous,
-      requestBody: body(['email', 'password', 'firstName', 'lastName'], {
-        email: EMAIL,
-        password: { type: 'string', description: PASSWORD_RULE },
-        firstName: NAME,
-        lastName: NAME,
-        roleId: { type: 'string', description: 'A role open to signup; auth.defaultRole when left out' },
-      }),
+      requestBody: wireBody(signupBody()),
       responses: {
         '201': ok('Account created', {
           type: 'object',
@@ -164,7 +135,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       operationId: 'authConfirmSignup',
       summary: 'Confirm the e-mail address with the code from signup, and log in',
       security: anonymous,
-      requestBody: body(['email', 'code'], { email: EMAIL, code: CODE }),
+      requestBody: wireBody(confirmSignupBody),
       responses: {
         '200': ok('Confirmed and logged in', ref('Session')),
         '400': authError('Wrong, expired or used-up code, or an invalid request', [
@@ -182,7 +153,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       operationId: 'authLogin',
       summary: 'Log in with e-mail and password',
       security: anonymous,
-      requestBody: body(['email', 'password'], { email: EMAIL, password: { type: 'string' } }),
+      requestBody: wireBody(loginBody),
       responses: {
         '200': ok('Logged in', ref('Session')),
         '400': INVALID_REQUEST,
@@ -201,7 +172,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       operationId: 'authRecoverPassword',
       summary: 'E-mail a password reset code (the answer is the same whether or not the e-mail has an account)',
       security: anonymous,
-      requestBody: body(['email'], { email: EMAIL }),
+      requestBody: wireBody(recoverPasswordBody),
       responses: {
         '200': ok('Accepted; a code is sent if the e-mail has an account', ref('Message')),
         '400': INVALID_REQUEST,
@@ -217,11 +188,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       operationId: 'authResetPassword',
       summary: 'Set a new password with the reset code (ends every session of the user)',
       security: anonymous,
-      requestBody: body(['email', 'newPassword', 'code'], {
-        email: EMAIL,
-        newPassword: { type: 'string', description: PASSWORD_RULE },
-        code: CODE,
-      }),
+      requestBody: wireBody(resetPasswordBody()),
       responses: {
         '200': ok('Password replaced', ref('Message')),
         '400': authError('Wrong, expired or used-up code, a password that breaks the rule, or an invalid request', [
@@ -240,7 +207,7 @@ export function authPaths(builder: OpenApiBuilder): void {
       summary:
         'Swap a refresh token for a new token pair (a used refresh token presented again revokes the whole session)',
       security: anonymous,
-      requestBody: body(['refreshToken'], { refreshToken: { type: 'string', maxLength: 512 } }),
+      requestBody: wireBody(refreshTokenBody),
       responses: {
         '200': ok('A new token pair; the old refresh token is spent', ref('TokenPair')),
         '400': INVALID_REQUEST,
@@ -325,34 +292,9 @@ const WRONG_PASSWORD = authError(
 const LOCKED = authError('Too many failed logins or wrong current passwords; lockedUntil tells when to try again', [
   'AUTH_ACCOUNT_LOCKED',
 ]);
-const CURRENT_PASSWORD: SchemaObject = {
-  type: 'string',
-  maxLength: 1024,
-  description: 'The password the account has now',
-};
 
 /** A signed-in user's own account (docs/api.md §3 "Your account"): every route takes the user's access token. */
 function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): void {
-  builder.addSchema('AccountSession', {
-    type: 'object',
-    required: ['id', 'createdAt', 'lastUsedAt', 'expiresAt', 'current'],
-    properties: {
-      id: { type: 'string', format: 'uuid', description: 'The sid claim of its access tokens' },
-      createdAt: { type: 'string', format: 'date-time', description: 'The login (or confirmation) that started it' },
-      lastUsedAt: {
-        type: 'string',
-        format: 'date-time',
-        description: 'Its latest login or refresh (data requests do not count)',
-      },
-      expiresAt: {
-        type: ['string', 'null'],
-        format: 'date-time',
-        description: 'When its refresh token runs out; null when it has (only the current session is listed then)',
-      },
-      current: { type: 'boolean', description: 'The session of the access token that asked' },
-    },
-  });
-
   builder.addPath(`${AUTH}/me`, {
     parameters,
     get: {
@@ -376,10 +318,7 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
       operationId: 'authChangePassword',
       summary: 'Change the password (needs the current one); every other session of the user ends, this one stays',
       security: SIGNED_IN,
-      requestBody: body(['currentPassword', 'newPassword'], {
-        currentPassword: CURRENT_PASSWORD,
-        newPassword: { type: 'string', description: `${PASSWORD_RULE}; not the current password` },
-      }),
+      requestBody: wireBody(changePasswordBody()),
       responses: {
         '200': ok('Password changed', ref('Message')),
         '400': authError('Invalid body, or a new password that breaks the rule or equals the current one', [
@@ -400,7 +339,7 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
       summary:
         'Ask to change the e-mail address (needs the current password): a 6-digit code is mailed to the new address',
       security: SIGNED_IN,
-      requestBody: body(['newEmail', 'currentPassword'], { newEmail: EMAIL, currentPassword: CURRENT_PASSWORD }),
+      requestBody: wireBody(changeEmailBody),
       responses: {
         '200': ok('Code sent to the new address', ref('Message')),
         '400': authError('Invalid body, or newEmail is already the address of this account', ['VALIDATION_ERROR']),
@@ -420,7 +359,7 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
       summary:
         'Confirm the new address with the code mailed to it: every session ends and a new one starts (its tokens carry the new address)',
       security: SIGNED_IN,
-      requestBody: body(['code'], { code: CODE }),
+      requestBody: wireBody(confirmEmailChangeBody),
       responses: {
         '200': ok('Address changed; a new session', ref('Session')),
         '400': authError('Wrong, expired or used-up code, or an invalid request', [
@@ -510,7 +449,7 @@ function accountPaths(builder: OpenApiBuilder, parameters: { $ref: string }[]): 
       summary:
         "Delete the account (needs the current password): every session ends; rows of the project's tables are not touched",
       security: SIGNED_IN,
-      requestBody: body(['currentPassword'], { currentPassword: CURRENT_PASSWORD }),
+      requestBody: wireBody(deleteAccountBody),
       responses: {
         '200': ok('Account deleted', ref('Message')),
         '400': INVALID_REQUEST,

@@ -2,8 +2,10 @@
 import type { OpenApiBuilder, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
 import { FILE_FIELDS, FILES_SPEC, SERVICE_PATHS, type TableSpec } from '../../runtime/model/index.ts';
 import type { ProblemKind } from '../../runtime/model/problem-kinds.ts';
+import { fileName, signedUrlBody } from '../../runtime/model/wire/index.ts';
 import { fieldFilterParameters, groupParameterRefs } from './openapi-filters.ts';
 import { BASE, CHECKED_REQUEST, dataEnvelope, problemResponses, ref } from './openapi-shared.ts';
+import { wireBody, wireSchema } from './openapi-wire.ts';
 
 /** What a bucket says about itself in the document. */
 export interface BucketSummary {
@@ -82,7 +84,7 @@ export function filePaths(builder: OpenApiBuilder, buckets: readonly BucketSumma
           name: 'name',
           in: 'query',
           description: 'The file name, for a raw body',
-          schema: { type: 'string', maxLength: 255 },
+          schema: wireSchema(fileName),
         },
       ],
       requestBody: {
@@ -205,20 +207,7 @@ export function filePaths(builder: OpenApiBuilder, buckets: readonly BucketSumma
       tags: [TAG],
       operationId: 'signFileUrl',
       summary: 'A download URL that works without credentials until it expires (for <img src>)',
-      requestBody: {
-        required: false,
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              additionalProperties: false,
-              properties: {
-                expiresIn: { type: 'integer', minimum: 1, description: 'Seconds (storage.signedUrlTtl by default)' },
-              },
-            },
-          },
-        },
-      },
+      requestBody: { ...wireBody(signedUrlBody), required: false },
       responses: {
         '200': {
           description: 'The URL (a path on this server) and when it expires',

@@ -8,7 +8,11 @@ import {
   FILTER_GROUPS,
   RESERVED_PARAMETERS,
   fieldOperators,
+  listed,
+  OPERATOR_DEFINITIONS,
+  OPERATORS,
   type FieldSpec,
+  type OperandShape,
   type FilteringOperation,
   type TableSpec,
 } from '../../runtime/model/index.ts';
@@ -85,10 +89,25 @@ export function groupParameters(): Record<string, ParameterObject> {
 
 export const groupParameterRefs = () => FILTER_GROUPS.map((group) => ({ $ref: `#/components/parameters/${group}` }));
 
+const operatorsTaking = (...kinds: OperandShape['kind'][]) =>
+  OPERATORS.filter((op) => kinds.includes(OPERATOR_DEFINITIONS[op].operand.kind));
+
+/** `a and b take <what>` / `a takes <what>`. */
+function taking(kinds: OperandShape['kind'][], what: string, verb = true): string {
+  const ops = operatorsTaking(...kinds);
+  return `${listed(ops)}${verb ? (ops.length === 1 ? ' takes' : ' take') : ''} ${what}`;
+}
+
 /** The operation description's part on filters that are not enumerated as parameters. */
 export const FILTER_DESCRIPTION = [
   'Each field filter parameter is `<field>=<operator>.<value>`; several are ANDed, and a parameter may repeat.',
-  'in and not_in take a list, `in.(a,b)`; between takes `between.<low>,<high>`; is_empty, is_not_empty, today, yesterday, this_week and this_month take `true`; last_days, last_weeks and last_months a whole number.',
+  `${[
+    taking(['list'], `a list, \`${operatorsTaking('list')[0]}.(a,b)\``),
+    taking(['pair'], `\`${operatorsTaking('pair')[0]}.<low>,<high>\``),
+    taking(['flag', 'true'], '`true`'),
+    taking(['count'], 'a whole number', false),
+  ].join('; ')}.`,
+  `What each operator matches: ${OPERATORS.map((op) => `\`${op}\`: ${OPERATOR_DEFINITIONS[op].description}`).join('; ')}.`,
   'Unquoted `null` matches SQL NULL with equals and not_equals; double-quote a value to mean the text null or to keep commas or parentheses in a list item.',
   'Related records filter with dot notation, `<relation>.<field>=<operator>.<value>` (up to 3 relations deep; a to-many relation matches when some related record does).',
   'A field named like a reserved parameter of the operation is filtered as `col.<field>`.',

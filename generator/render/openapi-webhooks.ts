@@ -1,89 +1,18 @@
 /** The OpenAPI paths of webhook management (docs/api.md §8.1). */
 import type { OpenApiBuilder, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
+import { newSubscriptionBody, subscriptionPatchBody } from '../../runtime/model/wire/index.ts';
 import { BASE, BODY, dataEnvelope, managementErrors } from './openapi-shared.ts';
-
-const EVENTS = ['INSERT', 'UPDATE', 'DELETE'];
+import { wireComponents, wireSchema } from './openapi-wire.ts';
 
 export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[]): void {
-  const writable = {
-    projectId: { type: 'string', description: 'must equal X-Project-Id' },
-    environment: { type: 'string', description: 'must equal the environment header' },
-    table: { type: 'string', enum: [...tables] },
-    events: { type: 'array', items: { type: 'string', enum: EVENTS }, minItems: 1, uniqueItems: true },
-    url: {
-      type: 'string',
-      format: 'uri',
-      description: 'https (http only with webhooks.allowHttp); not a loopback, private, link-local or metadata address',
-    },
-    secret: {
-      type: 'string',
-      minLength: 1,
-      writeOnly: true,
-      description: 'HMAC-SHA256 key of the delivery signatures; never returned',
-    },
-    active: { type: 'boolean', default: true, description: 'false pauses delivery' },
-    filter: {
-      type: ['object', 'null'],
-      additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
-      description: 'field → value; only records whose fields all equal these values are delivered',
-    },
-    select: {
-      type: ['array', 'null'],
-      items: { type: 'string' },
-      minItems: 1,
-      description: 'fields kept in record and data',
-    },
-  } satisfies Record<string, SchemaObject>;
-  const { secret: _secret, ...shown } = writable;
-  builder.addSchema('WebhookSubscription', {
-    type: 'object',
-    required: [
-      'id',
-      'projectId',
-      'environment',
-      'table',
-      'events',
-      'url',
-      'active',
-      'filter',
-      'select',
-      'createdAt',
-      'updatedAt',
-    ],
-    properties: {
-      id: { type: 'string', pattern: '^wh_' },
-      ...shown,
-      createdAt: { type: 'string', format: 'date-time' },
-      updatedAt: { type: 'string', format: 'date-time' },
-    },
+  // The table must be one of the project's (runtime/webhooks checks it against the model).
+  const withTables = (schema: SchemaObject): SchemaObject => ({
+    ...schema,
+    properties: { ...schema.properties, table: { type: 'string', enum: [...tables] } },
   });
-  builder.addSchema('WebhookDelivery', {
-    type: 'object',
-    required: [
-      'id',
-      'eventId',
-      'event',
-      'status',
-      'httpStatus',
-      'attempts',
-      'lastError',
-      'nextAttemptAt',
-      'createdAt',
-      'updatedAt',
-    ],
-    properties: {
-      id: { type: 'string', pattern: '^del_' },
-      eventId: { type: 'string', pattern: '^evt_' },
-      event: { type: 'string', enum: EVENTS },
-      status: { type: 'string', enum: ['pending', 'delivered', 'retrying', 'deferred', 'dead_letter'] },
-      httpStatus: { type: ['integer', 'null'], description: 'status of the last answer' },
-      attempts: { type: 'integer' },
-      lastError: { type: ['string', 'null'] },
-      nextAttemptAt: { type: ['string', 'null'], format: 'date-time', description: 'while the delivery waits' },
-      createdAt: { type: 'string', format: 'date-time' },
-      updatedAt: { type: 'string', format: 'date-time' },
-    },
-  });
+  const wire = wireComponents();
+  builder.addSchema('WebhookSubscription', withTables(wire.WebhookSubscription!));
+  builder.addSchema('WebhookDelivery', wire.WebhookDelivery!);
   const subscription = { $ref: '#/components/schemas/WebhookSubscription' };
   const security = [{ managementToken: [], projectId: [] }];
   const headers: ParameterObject[] = [
@@ -96,14 +25,7 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
     },
   ];
   const id: ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-  const body = (required: string[]) => ({
-    required: true,
-    content: {
-      'application/json': {
-        schema: { type: 'object' as const, additionalProperties: false, required, properties: writable },
-      },
-    },
-  });
+  const body = (schema: SchemaObject) => ({ required: true, content: { 'application/json': { schema } } });
   const json = (schema: SchemaObject | { $ref: string }) => ({ 'application/json': { schema } });
   builder.addPath(`${BASE}/_webhooks`, {
     parameters: headers,
@@ -112,7 +34,7 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
       operationId: 'createWebhook',
       summary: 'Subscribe a URL to INSERT, UPDATE and DELETE events of a table',
       security,
-      requestBody: body(['projectId', 'environment', 'table', 'events', 'url', 'secret']),
+      requestBody: body(withTables(wireSchema(newSubscriptionBody))),
       responses: {
         '201': { description: 'The subscription (without its secret)', content: json(subscription) },
         ...managementErrors([...BODY, 'validation']),
@@ -156,7 +78,7 @@ export function webhookPaths(builder: OpenApiBuilder, tables: readonly string[])
       operationId: 'updateWebhook',
       summary: 'Change any subset of the fields; active false pauses, true resumes',
       security,
-      requestBody: body([]),
+      requestBody: body(withTables(wireSchema(subscriptionPatchBody))),
       responses: {
         '200': { description: 'The updated subscription', content: json(subscription) },
         ...managementErrors([...BODY, 'validation', 'not-found']),

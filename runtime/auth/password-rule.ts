@@ -1,7 +1,6 @@
 /** The password rule (docs/api.md §3 "Sign up and confirm"): at least `minLength` characters, a letter and a digit, at most 72 bytes (bcrypt's limit). */
+import { PASSWORD_MAX_BYTES } from '../model/wire/index.ts';
 import type { Violation } from './auth-errors.ts';
-
-export const PASSWORD_MAX_BYTES = 72;
 
 export function passwordViolations(password: string, field: string, minLength: number): Violation[] {
   const violations: Violation[] = [];

@@ -1,7 +1,8 @@
 /** Project, environment and body of an /auth request, with the auth surface's errors. */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Config } from '../config/index.ts';
 import { AuthError, JsonBodyError, Problem, header, parseJsonBody, type ApiRequest } from '../http/index.ts';
+import type { AuthRules } from '../model/wire/index.ts';
 import { DEFAULT_ENVIRONMENT, type Tenant } from '../tenancy/index.ts';
 import { validationError, type Violation } from './auth-errors.ts';
 import { passwordViolations } from './password-rule.ts';
@@ -51,13 +52,6 @@ function zodViolations(error: z.ZodError): Violation[] {
   });
 }
 
-/** A string field checked by one of our rules, each violation its own issue (so all are listed at once). */
-function ruled(check: (value: string) => Violation[]) {
-  return z.string().superRefine((value, ctx) => {
-    for (const v of check(value)) ctx.addIssue({ code: 'custom', message: v.message, params: { rule: v.rule } });
-  });
-}
-
 /** The JSON body, validated by `schema`; any problem → 400 VALIDATION_ERROR naming the field. */
 export async function readAuthBody<S extends z.ZodType>(req: ApiRequest, schema: S): Promise<z.output<S>> {
   let body: Buffer | undefined;
@@ -86,55 +80,23 @@ export async function readAuthBody<S extends z.ZodType>(req: ApiRequest, schema:
   return parsed.data;
 }
 
-const text = (max: number) => z.string().trim().min(1).max(max);
-const email = z.string().trim().pipe(z.email().max(254));
-
-/** The signup body: the password rule and the roles open to signup come from the config. */
-export function signupBody(config: Config) {
+/** The config's rules for the wire schemas (runtime/model/wire/auth.ts): the password rule, the roles open to signup. */
+export function authRules(config: Config): AuthRules {
   const open = Object.entries(config.roles)
     .filter(([, role]) => role.signup)
     .map(([name]) => name);
-  return z.object({
-    email,
-    password: ruled((value) => passwordViolations(value, 'password', config.auth.password.minLength)),
-    firstName: text(100),
-    lastName: text(100),
-    roleId: ruled((value) =>
+  return {
+    password: (value, field) => passwordViolations(value, field, config.auth.password.minLength),
+    signupRole: (value) =>
       open.includes(value)
         ? []
         : [
             {
-              field: 'roleId',
               rule: 'signup_role',
               message: open.length
                 ? `roleId must be one of the roles open to signup: ${open.join(', ')}`
                 : 'no role is open to signup; leave roleId out',
             },
           ],
-    ).optional(),
-  });
+  };
 }
-
-export function resetBody(config: Config) {
-  return z.object({
-    email: z.string().max(254),
-    newPassword: ruled((value) => passwordViolations(value, 'newPassword', config.auth.password.minLength)),
-    code: z.string().max(64),
-  });
-}
-
-export const loginBody = z.object({ email: z.string().max(254), password: z.string() });
-export const confirmBody = z.object({ email: z.string().max(254), code: z.string().max(64) });
-export const recoverBody = z.object({ email: z.string().max(254) });
-export const refreshBody = z.object({ refreshToken: z.string().max(512) });
-
-/** Bodies of a signed-in user's account changes (docs/api.md §3 "Your account"). */
-export function changePasswordBody(config: Config) {
-  return z.object({
-    currentPassword: z.string().max(1024),
-    newPassword: ruled((value) => passwordViolations(value, 'newPassword', config.auth.password.minLength)),
-  });
-}
-export const changeEmailBody = z.object({ newEmail: email, currentPassword: z.string().max(1024) });
-export const confirmEmailChangeBody = z.object({ code: z.string().max(64) });
-export const deleteAccountBody = z.object({ currentPassword: z.string().max(1024) });

@@ -1,6 +1,8 @@
 /** User accounts in svcgen.users, one set per project and environment. */
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
+import type { publicUser as PublicUser } from '../model/wire/index.ts';
 
 export interface UserRow {
   id: string;
@@ -14,13 +16,7 @@ export interface UserRow {
 }
 
 /** The `user` of login and confirm-signup answers (docs/api.md §3). */
-export function publicUser(row: UserRow): {
-  id: string;
-  email: string;
-  firstName: string;
-  lastName: string;
-  roles: string[];
-} {
+export function publicUser(row: UserRow): z.output<typeof PublicUser> {
   return { id: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name, roles: row.roles };
 }
 

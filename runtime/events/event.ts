@@ -4,8 +4,10 @@
  * and live subscribers read the same rows.
  */
 
-/** The operations that publish events (a subscription's `events`, docs/api.md §8.1). */
-export const EVENT_NAMES = ['INSERT', 'UPDATE', 'DELETE'] as const;
+import { EVENT_NAMES } from '../model/wire/index.ts';
+
+/** The operations that publish events (a subscription's `events`, docs/api.md §8.1): one list with the wire schema's. */
+export { EVENT_NAMES };
 
 export type EventOperation = (typeof EVENT_NAMES)[number];
 

@@ -15,7 +15,7 @@ import {
   type GraphQLObjectType,
   type SelectionSetNode,
 } from 'graphql';
-import { LIMITS, MAX_AGGREGATE_ROWS } from '../model/index.ts';
+import { LIMITS, MAX_AGGREGATE_ROWS, OPERATOR_DEFINITIONS, takesList } from '../model/index.ts';
 import {
   and,
   canReadField,
@@ -137,8 +137,8 @@ function whereOf(
         if (++count.n > MAX_CONDITIONS)
           throw new QueryError(parameter, `at most ${MAX_CONDITIONS} conditions per request`);
         if (!isOperator(op)) throw new QueryError(`${at}.${op}`, `unknown operator "${op}"`);
-        const isList = op === 'in' || op === 'not_in' || op === 'between';
-        if (operand === null && op !== 'equals' && op !== 'not_equals')
+        const isList = takesList(op);
+        if (operand === null && OPERATOR_DEFINITIONS[op].operand.kind !== 'nullable')
           throw new QueryError(`${at}.${op}`, `${op} takes a value, not null`);
         try {
           const typed = operandValue(

@@ -1,4 +1,4 @@
-export { CONTEXT_KEY, contextKeyProblem, isObjectPrototypeName } from './names.ts';
+export { CONTEXT_KEY, contextKeyProblem, isObjectPrototypeName } from '../model/index.ts';
 export {
   CredentialStore,
   createApiKey,
@@ -13,7 +13,6 @@ export {
   keyHandlers,
   keyOperations,
   keyProblems,
-  newKeySchema,
   type CreatedApiKey,
   type KeyRouteDeps,
 } from './routes.ts';

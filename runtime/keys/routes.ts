@@ -1,12 +1,11 @@
 /** /gw/api/rest/_apikeys: API key management (docs/api.md §4), management token only. */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Config } from '../config/index.ts';
 import type { Database } from '../db/index.ts';
 import { Problem, jsonReply, readJson, type ApiRequest, type Reply } from '../http/index.ts';
-import { KEY_PREFIX, KEY_PREFIX_RULE } from '../model/index.ts';
 import { authenticate, type CredentialResolver } from '../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
-import { contextKeyProblem } from './names.ts';
+import { type createdApiKey, newKeyBody } from '../model/wire/index.ts';
 import { createApiKey, listApiKeys, type ApiKeyRecord, type CredentialStore } from './store.ts';
 
 export interface KeyRouteDeps {
@@ -28,35 +27,10 @@ async function requireManagement(deps: KeyRouteDeps, req: ApiRequest): Promise<T
   return tenant;
 }
 
-/**
- * Context keys are checked on the parsed JSON, before zod's record: that would silently drop a
- * `__proto__` key (JSON.parse makes it an own property), and a bad key must be a 422 naming
- * `context.<key>`, not a key lost or a prototype changed (docs/api.md §4).
- */
-function checkContextKeys(value: unknown, ctx: z.RefinementCtx): unknown {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
-  for (const key of Object.keys(value)) {
-    const problem = contextKeyProblem(key);
-    if (problem)
-      ctx.addIssue({ code: 'custom', path: [key], message: problem, params: { rule: 'name' }, input: value });
-  }
-  return value;
-}
-
-export const newKeySchema = z
-  .object({
-    name: z.string().min(1).max(200),
-    prefix: z.string().regex(KEY_PREFIX, KEY_PREFIX_RULE),
-    roles: z.array(z.string()).min(1),
-    context: z.preprocess(checkContextKeys, z.record(z.string(), z.string())).default({}),
-    environment: z.string(),
-  })
-  .strict();
-
 /** Checks what the schema cannot: roles and environment exist in this project. */
 export function keyProblems(
   config: Config,
-  input: z.output<typeof newKeySchema>,
+  input: z.output<typeof newKeyBody>,
 ): { field: string; rule: string; message: string }[] {
   const problems: { field: string; rule: string; message: string }[] = [];
   if (!config.environments.includes(input.environment)) {
@@ -85,16 +59,8 @@ function issueRule(issue: z.core.$ZodIssue): string {
   return typeof rule === 'string' ? rule : issue.code;
 }
 
-/** What POST /_apikeys answers in `data`: the key's value is shown here once, never again. */
-export interface CreatedApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  roles: string[];
-  environment: string;
-  createdAt: string;
-  key: string;
-}
+/** What POST /_apikeys answers in `data` (runtime/model/wire/keys.ts). */
+export type CreatedApiKey = z.output<typeof createdApiKey>;
 
 /**
  * API key management after the caller is known to hold a management token: the one implementation
@@ -104,7 +70,7 @@ export function keyOperations(deps: Pick<KeyRouteDeps, 'config' | 'db' | 'creden
   return {
     /** Validates a request body as POST /_apikeys does (422 naming each field) and creates the key. */
     async create(tenant: Tenant, body: unknown): Promise<CreatedApiKey> {
-      const parsed = newKeySchema.safeParse(body);
+      const parsed = newKeyBody.safeParse(body);
       if (!parsed.success) {
         const errors = parsed.error.issues.flatMap((issue) =>
           issue.code === 'unrecognized_keys'

@@ -4,6 +4,7 @@
  * used only after the channel's barrier (one round trip shared by concurrent requests) proves every
  * revocation committed before the request was heard; while the channel is down nothing is cached.
  */
+import type { z } from 'zod';
 import { notify, type Database, type NotificationChannel } from '../db/index.ts';
 import {
   unauthorized,
@@ -14,7 +15,8 @@ import {
   type Principal,
 } from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import { contextKeyProblem } from './names.ts';
+import { contextKeyProblem } from '../model/index.ts';
+import type { apiKey } from '../model/wire/index.ts';
 import {
   API_KEY_PATTERN,
   MANAGEMENT_TOKEN_PATTERN,
@@ -24,16 +26,8 @@ import {
   newSecret,
 } from './secrets.ts';
 
-export interface ApiKeyRecord {
-  id: string;
-  name: string;
-  prefix: string;
-  environment: string;
-  roles: string[];
-  context: Record<string, string>;
-  createdAt: string;
-  lastUsedAt: string | null;
-}
+/** A key as listed (runtime/model/wire/keys.ts). */
+export type ApiKeyRecord = z.output<typeof apiKey>;
 
 export interface NewApiKey {
   projectId: string;

@@ -7,6 +7,7 @@ import type { ZodType } from 'zod';
 
 export { LIMITS } from './limits.ts';
 export { KEY_PREFIX, KEY_PREFIX_PATTERN, KEY_PREFIX_RULE } from './api-keys.ts';
+export { CONTEXT_KEY, contextKeyProblem, isObjectPrototypeName } from './names.ts';
 export {
   DATA_BASE_PATH,
   GRAPHQL_PATH,
@@ -25,17 +26,28 @@ export {
   FILES_TABLE,
 } from './files.ts';
 export {
-  aggregateMismatch,
-  fieldOperators,
-  FILTER_GROUPS,
-  MAX_AGGREGATE_ROWS,
   CLOCK_OPERATORS,
+  fieldKind,
+  fieldOperators,
+  isOperator,
+  listed,
+  OPERATOR_DEFINITIONS,
   OPERATORS,
   operatorMismatch,
+  takesList,
+  type FieldApplicability,
+  type FieldKind,
+  type OperandShape,
+  type Operator,
+  type OperatorDefinition,
+} from './operators.ts';
+export {
+  aggregateMismatch,
+  FILTER_GROUPS,
+  MAX_AGGREGATE_ROWS,
   RESERVED_PARAMETERS,
   type AggregateFunction,
   type FilteringOperation,
-  type Operator,
 } from './query-language.ts';
 
 export type ScalarType =

@@ -7,10 +7,11 @@
  * neither true nor false there. A role's own filter (from the policy) is compiled as written.
  */
 import { ident } from '../db/index.ts';
-import { isTextField, type FieldSpec } from '../model/index.ts';
+import type { FieldSpec, Operator } from '../model/index.ts';
 import { canReadField, followable, QueryError } from './access.ts';
 import type { Catalog, CatalogTable } from './catalog.ts';
 import type { Access, Condition } from './description.ts';
+import { OPERATOR_IMPLEMENTATIONS } from './operator-implementations.ts';
 import type { Params } from './sql.ts';
 
 export interface Scope {
@@ -35,10 +36,6 @@ export interface FileAccess {
 
 export function newAlias(scope: Scope): string {
   return `t${scope.nextAlias.n++}`;
-}
-
-function escapeLike(value: string): string {
-  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
 export function columnRef(alias: string, field: FieldSpec): string {
@@ -84,65 +81,8 @@ export function readableRows(scope: Scope, table: CatalogTable, alias: string): 
   return grant ? compileRoleCondition(scope, table, alias, grant.rows) : 'FALSE';
 }
 
-function compareSql(scope: Scope, column: string, field: FieldSpec, op: string, value: unknown): string {
-  const p = (v: unknown) => scope.params.add(v);
-  const isText = !field.list && isTextField(field);
-  switch (op) {
-    case 'equals':
-      return value === null ? `${column} IS NULL` : `${column} = ${p(value)}`;
-    case 'not_equals':
-      return value === null ? `${column} IS NOT NULL` : `${column} IS DISTINCT FROM ${p(value)}`;
-    case 'gt':
-      return `${column} > ${p(value)}`;
-    case 'gte':
-      return `${column} >= ${p(value)}`;
-    case 'lt':
-      return `${column} < ${p(value)}`;
-    case 'lte':
-      return `${column} <= ${p(value)}`;
-    case 'contains':
-      if (field.list) return `${p(value)} = ANY(${column})`;
-      return `${column} LIKE ${p(`%${escapeLike(String(value))}%`)}`;
-    case 'starts_with':
-      return `${column} LIKE ${p(`${escapeLike(String(value))}%`)}`;
-    case 'ends_with':
-      return `${column} LIKE ${p(`%${escapeLike(String(value))}`)}`;
-    case 'in':
-      return `${column} = ANY(${p(value)})`;
-    case 'not_in':
-      return `(${column} IS NULL OR NOT (${column} = ANY(${p(value)})))`;
-    case 'between': {
-      const [low, high] = value as [unknown, unknown];
-      return `${column} BETWEEN ${p(low)} AND ${p(high)}`;
-    }
-    case 'is_empty':
-    case 'is_not_empty': {
-      const empty = field.list
-        ? `(${column} IS NULL OR cardinality(${column}) = 0)`
-        : isText
-          ? `(${column} IS NULL OR ${column} = '')`
-          : `${column} IS NULL`;
-      const wantEmpty = (op === 'is_empty') === (value !== false);
-      return wantEmpty ? empty : `NOT ${empty}`;
-    }
-    // Date helpers: UTC days, ISO weeks from Monday (the session time zone is UTC).
-    case 'today':
-      return `(${column} >= current_date AND ${column} < current_date + 1)`;
-    case 'yesterday':
-      return `(${column} >= current_date - 1 AND ${column} < current_date)`;
-    case 'this_week':
-      return `(${column} >= date_trunc('week', now()) AND ${column} < date_trunc('week', now()) + interval '1 week')`;
-    case 'this_month':
-      return `(${column} >= date_trunc('month', now()) AND ${column} < date_trunc('month', now()) + interval '1 month')`;
-    case 'last_days':
-      return `(${column} >= now() - make_interval(days => ${p(value)}::int) AND ${column} <= now())`;
-    case 'last_weeks':
-      return `(${column} >= now() - make_interval(weeks => ${p(value)}::int) AND ${column} <= now())`;
-    case 'last_months':
-      return `(${column} >= now() - make_interval(months => ${p(value)}::int) AND ${column} <= now())`;
-    default:
-      throw new Error(`unsupported operator ${op}`);
-  }
+function compareSql(scope: Scope, column: string, field: FieldSpec, op: Operator, value: unknown): string {
+  return OPERATOR_IMPLEMENTATIONS[op].sql({ column, field, value, param: (v) => scope.params.add(v) });
 }
 
 /** `sql` where every one of `conditions` holds, NULL (neither true nor false) elsewhere. */

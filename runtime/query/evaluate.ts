@@ -2,7 +2,8 @@
  * A condition evaluated against one record in memory, with the SQL compiler's semantics
  * (./compile-condition.ts) for the operators it supports: three-valued logic (a comparison with a
  * NULL field is unknown, and NOT unknown stays unknown), `equals null` as IS NULL, `not_equals` as
- * IS DISTINCT FROM, `not_in` true for NULL, case-sensitive LIKE for contains/starts_with/ends_with.
+ * IS DISTINCT FROM, `not_in` true for NULL, case-sensitive LIKE for contains/starts_with/ends_with;
+ * each operator's two halves sit side by side in ./operator-implementations.ts.
  * Real-time subscriptions match each captured change against a subscriber's role filter and
  * `where` with it (docs/realtime.md), so no query runs per subscriber.
  *
@@ -10,19 +11,16 @@
  * (they need other rows), ordering on text (PostgreSQL orders by the database's collation), the
  * date helpers (they move with the clock), and BigInt, Decimal, Json and Bytes fields.
  */
-import { CLOCK_OPERATORS, type FieldSpec } from '../model/index.ts';
+import type { FieldSpec, Operator } from '../model/index.ts';
 import type { CatalogTable } from './catalog.ts';
 import type { Condition } from './description.ts';
+import { OPERATOR_IMPLEMENTATIONS, type Truth } from './operator-implementations.ts';
 
 /** A field the caller may not see on this record: every comparison with it is unknown (SQL's NULL of a CASE). */
 export const HIDDEN: unique symbol = Symbol('hidden');
 
 export type RecordValues = Readonly<Record<string, unknown>>;
 
-/** true, false, or null for unknown (SQL NULL). */
-type Truth = boolean | null;
-
-const ORDERING = new Set(['gt', 'gte', 'lt', 'lte', 'between']);
 const SUPPORTED_TYPES = new Set(['String', 'Int', 'Float', 'Boolean', 'DateTime']);
 
 /**
@@ -48,10 +46,11 @@ export function unsupportedIn(table: CatalogTable, condition: Condition): string
       if (condition.path.length !== 1) return `the condition on ${name} goes through a relation`;
       const field = table.fields.get(condition.path[0]!);
       if (!field) return `${table.spec.name} has no field "${name}"`;
-      if (CLOCK_OPERATORS.has(condition.op)) return `the operator ${condition.op} (on ${name}) depends on the clock`;
+      const memory = OPERATOR_IMPLEMENTATIONS[condition.op].memory;
+      if ('refusal' in memory) return `the operator ${condition.op} (on ${name}) depends on the clock`;
       const kind = field.enumValues ? 'enum' : field.type;
       if (kind !== 'enum' && !SUPPORTED_TYPES.has(kind)) return `${name} is a ${field.type} field`;
-      if (ORDERING.has(condition.op) && (kind === 'String' || kind === 'enum'))
+      if (memory.ordersText && (kind === 'String' || kind === 'enum'))
         return `${condition.op} on the text field ${name} follows the database's collation`;
       return undefined;
     }
@@ -102,57 +101,16 @@ function evaluate(table: CatalogTable, condition: Condition, record: RecordValue
 }
 
 /** A value made comparable: DateTime text as epoch milliseconds, anything else as is. */
-function comparable(field: FieldSpec, value: unknown): unknown {
+function comparableValue(field: FieldSpec, value: unknown): unknown {
   if (field.type === 'DateTime' && typeof value === 'string') return Date.parse(value);
   return value;
 }
 
-function compare(field: FieldSpec, op: string, raw: unknown, operand: unknown): Truth {
-  const value = comparable(field, raw);
-  const v = (x: unknown) => comparable(field, x);
-  switch (op) {
-    case 'equals':
-      if (operand === null) return raw === null;
-      return raw === null ? null : value === v(operand);
-    case 'not_equals':
-      if (operand === null) return raw !== null;
-      return raw === null ? true : value !== v(operand);
-    case 'is_empty':
-    case 'is_not_empty': {
-      const empty =
-        raw === null || (field.list ? (raw as unknown[]).length === 0 : raw === '' && field.type === 'String');
-      return (op === 'is_empty') === (operand !== false) ? empty : !empty;
-    }
-    case 'not_in':
-      if (raw === null) return true;
-      return !(operand as unknown[]).some((o) => v(o) === value);
-  }
-  if (raw === null) return null;
-  switch (op) {
-    case 'gt':
-      return (value as number) > (v(operand) as number);
-    case 'gte':
-      return (value as number) >= (v(operand) as number);
-    case 'lt':
-      return (value as number) < (v(operand) as number);
-    case 'lte':
-      return (value as number) <= (v(operand) as number);
-    case 'between': {
-      const [low, high] = operand as [unknown, unknown];
-      return (value as number) >= (v(low) as number) && (value as number) <= (v(high) as number);
-    }
-    case 'in':
-      return (operand as unknown[]).some((o) => v(o) === value);
-    case 'contains':
-      if (field.list) return (raw as unknown[]).some((item) => comparable(field, item) === v(operand));
-      return String(raw).includes(String(operand));
-    case 'starts_with':
-      return String(raw).startsWith(String(operand));
-    case 'ends_with':
-      return String(raw).endsWith(String(operand));
-    default:
-      throw new Error(`cannot evaluate the operator ${op}`);
-  }
+function compare(field: FieldSpec, op: Operator, raw: unknown, operand: unknown): Truth {
+  const memory = OPERATOR_IMPLEMENTATIONS[op].memory;
+  if ('refusal' in memory) throw new Error(`cannot evaluate the operator ${op}`);
+  const comparable = (x: unknown) => comparableValue(field, x);
+  return memory.evaluate({ field, raw, value: comparable(raw), operand, comparable });
 }
 
 /** A JSON object a row must contain (PostgreSQL's `to_jsonb(row) @>`): column name → value. */

@@ -48,6 +48,7 @@ export {
   type SelectItem,
 } from './description.ts';
 export { FilterValueError, isOperator, MAX_IN_LIST, operandValue, roleOperand, scalarValue } from './operands.ts';
+export { takesList } from '../model/index.ts';
 export {
   MAX_CONDITIONS,
   MAX_GROUP_DEPTH,

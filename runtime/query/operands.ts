@@ -2,17 +2,11 @@
  * Typed filter values: text from a query string (or JSON from a `_query` body) → the value the
  * SQL compiler binds, checked against the field's type and the operator.
  */
-import { OPERATORS, operatorMismatch, type FieldSpec } from '../model/index.ts';
+import { isOperator, OPERATOR_DEFINITIONS, OPERATORS, operatorMismatch, type FieldSpec } from '../model/index.ts';
 import type { Catalog } from './catalog.ts';
 import type { Operator } from './description.ts';
 
-export { OPERATORS, operatorMismatch };
-
-const OPERATOR_SET = new Set<string>(OPERATORS);
-
-export function isOperator(name: string): name is Operator {
-  return OPERATOR_SET.has(name);
-}
+export { isOperator, OPERATORS, operatorMismatch };
 
 /** Longest `in` list accepted (a bound on statement size, README "Limits"). */
 export const MAX_IN_LIST = 1000;
@@ -36,8 +30,6 @@ function realCalendarDate(text: string): boolean {
   return date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
 }
 
-/** How far back the last_* helpers reach, so `now()` minus the interval stays a timestamp (about 1,900 years). */
-const LAST_MAX = { last_days: 700_000, last_weeks: 100_000, last_months: 23_000 } as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One scalar of the field's type from text (query string) or JSON (`_query` body). */
@@ -116,45 +108,35 @@ function flag(raw: unknown, op: string): boolean {
 export function operandValue(field: FieldSpec, op: Operator, raw: unknown, list?: readonly unknown[]): unknown {
   const mismatch = operatorMismatch(field, op);
   if (mismatch) throw new FilterValueError(mismatch);
-  switch (op) {
-    case 'in':
-    case 'not_in': {
+  const operand = OPERATOR_DEFINITIONS[op].operand;
+  switch (operand.kind) {
+    case 'list': {
       if (!list) throw new FilterValueError(`${op} takes a list: ${op}.(a,b)`);
       if (list.length === 0) throw new FilterValueError(`${op} needs at least one value`);
       if (list.length > MAX_IN_LIST) throw new FilterValueError(`${op} takes at most ${MAX_IN_LIST} values`);
       return list.map((v) => scalarValue(field, v));
     }
-    case 'between': {
-      if (list?.length !== 2) throw new FilterValueError('between takes two values: between.<low>,<high>');
+    case 'pair': {
+      if (list?.length !== 2) throw new FilterValueError(`${op} takes two values: ${op}.<low>,<high>`);
       return [scalarValue(field, list[0]), scalarValue(field, list[1])];
     }
-    case 'is_empty':
-    case 'is_not_empty':
-    case 'today':
-    case 'yesterday':
-    case 'this_week':
-    case 'this_month': {
-      const v = flag(raw, op);
-      if (!v && !op.startsWith('is_')) throw new FilterValueError(`${op} takes the value true`);
-      return v;
-    }
-    case 'last_days':
-    case 'last_weeks':
-    case 'last_months': {
+    case 'flag':
+      return flag(raw, op);
+    case 'true':
+      if (!flag(raw, op)) throw new FilterValueError(`${op} takes the value true`);
+      return true;
+    case 'count': {
+      // The bound keeps `now()` minus the interval a timestamp (about 1,900 years).
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,7}$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isInteger(n) || n < 1 || n > LAST_MAX[op])
-        throw new FilterValueError(`${op} takes a whole number from 1 to ${LAST_MAX[op]}`);
+      if (!Number.isInteger(n) || n < 1 || n > operand.max)
+        throw new FilterValueError(`${op} takes a whole number from 1 to ${operand.max}`);
       return n;
     }
-    case 'equals':
-    case 'not_equals':
-      if (raw === null) return null;
-      return scalarValue(field, raw);
-    case 'contains':
-      if (field.list) return scalarValue({ ...field, list: false }, raw);
-      return scalarValue(field, raw);
-    default:
-      return scalarValue(field, raw);
+    case 'nullable':
+      return raw === null ? null : scalarValue(field, raw);
+    case 'value':
+      // On a list field (contains) the operand is one element.
+      return scalarValue(field.list ? { ...field, list: false } : field, raw);
   }
 }
 

@@ -5,7 +5,7 @@
  * Values may be double-quoted to hold commas, dots or parentheses ("a,b"); inside quotes \" and
  * \\ escape. Unquoted `null` is SQL NULL for equals / not_equals.
  */
-import { LIMITS, type FieldSpec } from '../model/index.ts';
+import { LIMITS, OPERATOR_DEFINITIONS, takesList, type FieldSpec } from '../model/index.ts';
 import { canReadField, followable, QueryError } from './access.ts';
 import type { Catalog, CatalogTable } from './catalog.ts';
 import type { Access, Condition, Operator } from './description.ts';
@@ -142,10 +142,10 @@ function buildCompare(
   if (!isOperator(op)) throw new QueryError(parameter, `unknown operator "${op}"`);
   const operator: Operator = op;
   try {
-    const list =
-      operator === 'in' || operator === 'not_in' || operator === 'between'
-        ? listItems(valueText, parameter, operator === 'between' || bareList)
-        : undefined;
+    // A pair (`between.<low>,<high>`) needs no parentheses anywhere; a list only at the top level.
+    const list = takesList(operator)
+      ? listItems(valueText, parameter, OPERATOR_DEFINITIONS[operator].operand.kind === 'pair' || bareList)
+      : undefined;
     const single = list === undefined ? tokenValue(unquote(valueText, parameter)) : undefined;
     return {
       kind: 'compare',

@@ -4,7 +4,7 @@
  * themselves (runtime/query/access.ts), so every table a statement touches gets its rows and fields.
  */
 import type { ActionRule, Config } from '../config/index.ts';
-import { OPERATORS } from '../model/index.ts';
+import { isOperator, OPERATOR_DEFINITIONS } from '../model/index.ts';
 import { principalVariables, type Principal, type RolePrincipal } from '../principal/index.ts';
 import {
   and,
@@ -23,8 +23,10 @@ interface CompiledRule {
   readonly fields: ReadonlySet<string> | null;
 }
 
-/** Role filters take the data API's comparison operators (not the date helpers, which move with the clock). */
-const FILTER_OPERATORS = new Set<string>(OPERATORS.slice(0, OPERATORS.indexOf('is_not_empty') + 1));
+/** Role filters take the operators marked for them (not the date helpers, which move with the clock). */
+function inRoleFilters(op: string): op is Operator {
+  return isOperator(op) && OPERATOR_DEFINITIONS[op].inRoleFilters;
+}
 
 function compileRule(rule: ActionRule | undefined): CompiledRule | null {
   if (rule === undefined || rule === false) return null;
@@ -86,10 +88,7 @@ function resolveRule(
     for (const [op, value] of operators) {
       const r = resolveValue(value, variables);
       const path = field.split('.');
-      const typed =
-        r.ok && r.value !== undefined && FILTER_OPERATORS.has(op)
-          ? operand(table, path, op as Operator, r.value)
-          : undefined;
+      const typed = r.ok && r.value !== undefined && inRoleFilters(op) ? operand(table, path, op, r.value) : undefined;
       if (!typed) {
         matchesNothing = true;
         continue;

@@ -16,6 +16,7 @@ import {
   QueryError,
   resolvePath,
   resolveSelect,
+  takesList,
   type Condition,
   type EmbedArgumentsReader,
   type FilterContext,
@@ -152,7 +153,7 @@ function conditionsOf(ctx: FilterContext, filters: BodyFilter, prefix: string): 
     const { path, field, rest } = resolvePath(ctx, f.field.split('.'), parameter);
     if (rest.length) throw new QueryError(parameter, `${field.name} is a field, not a relation`);
     if (!isOperator(f.operator)) throw new QueryError(parameter, `unknown operator "${f.operator}"`);
-    const isList = f.operator === 'in' || f.operator === 'not_in' || f.operator === 'between';
+    const isList = takesList(f.operator);
     if (isList && !Array.isArray(f.value)) throw new QueryError(parameter, `${f.operator} takes an array value`);
     try {
       const value = operandValue(

@@ -11,6 +11,7 @@ import { type Database, transactionDatabase } from '../db/index.ts';
 import { header, Problem, readJson, jsonReply, type ApiRequest, type Reply } from '../http/index.ts';
 import { claimStreamedKey, idempotencyKeyOf, type StreamedClaim } from '../idempotency/index.ts';
 import { FILES_TABLE } from '../model/index.ts';
+import { fileName, MAX_FILE_NAME_CHARS, signedUrlBody } from '../model/wire/index.ts';
 import { callerId, type Principal } from '../principal/index.ts';
 import { compileWrite, createPresets, type Action } from '../query/index.ts';
 import {
@@ -112,21 +113,17 @@ function bucketPath(deps: StorageDeps, bucket: string): string {
   return `${deps.basePath}/_files/${encodeURIComponent(bucket)}`;
 }
 
-/** The longest file name kept; names are metadata only, never a path. */
-const MAX_NAME_CHARS = 255;
-// C0 controls, DEL and C1 controls: no header or log line can be broken by a stored name.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
 function checkName(name: string | undefined, from: string): string {
   if (name === undefined || name === '')
     throw new Problem('validation', `the file needs a name: ${from}`, [
       { field: 'name', rule: 'required', message: 'a file name is required' },
     ]);
-  if (name.length > MAX_NAME_CHARS || CONTROL.test(name))
-    throw new Problem('validation', `file names have 1 to ${MAX_NAME_CHARS} characters and no control characters`, [
-      { field: 'name', rule: 'format', message: `1 to ${MAX_NAME_CHARS} characters, no control characters` },
-    ]);
+  if (!fileName.safeParse(name).success)
+    throw new Problem(
+      'validation',
+      `file names have 1 to ${MAX_FILE_NAME_CHARS} characters and no control characters`,
+      [{ field: 'name', rule: 'format', message: `1 to ${MAX_FILE_NAME_CHARS} characters, no control characters` }],
+    );
   return name;
 }
 
@@ -456,17 +453,9 @@ export function signedUrl(deps: StorageDeps, req: ApiRequest): Promise<Reply> {
   return asCaller(deps, req, async (who) => {
     const { signedUrlTtl, signedUrlMaxTtl } = deps.config.storage;
     const body = (await req.readBody()) === undefined ? {} : await readJson(req);
-    const expiresIn = (body as { expiresIn?: unknown } | null)?.expiresIn ?? signedUrlTtl;
-    if (
-      typeof body !== 'object' ||
-      body === null ||
-      Array.isArray(body) ||
-      Object.keys(body).some((k) => k !== 'expiresIn') ||
-      typeof expiresIn !== 'number' ||
-      !Number.isInteger(expiresIn) ||
-      expiresIn < 1 ||
-      expiresIn > signedUrlMaxTtl
-    )
+    const parsed = signedUrlBody.safeParse(body);
+    const expiresIn = parsed.data?.expiresIn ?? signedUrlTtl;
+    if (!parsed.success || expiresIn > signedUrlMaxTtl)
       throw new Problem('validation', `the body is { "expiresIn"?: seconds from 1 to ${signedUrlMaxTtl} }`, [
         { field: 'expiresIn', rule: 'range', message: `an integer from 1 to ${signedUrlMaxTtl}` },
       ]);

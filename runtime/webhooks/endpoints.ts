@@ -5,6 +5,7 @@
 import type { Config } from '../config/index.ts';
 import { againOnConflict, type Database } from '../db/index.ts';
 import { jsonReply, Problem, readJson, type ApiRequest, type FieldError, type Reply } from '../http/index.ts';
+import { newSubscriptionBody, SUBSCRIPTION_DEFAULTS, subscriptionPatchBody } from '../model/wire/index.ts';
 import { authenticate, type CredentialResolver } from '../principal/index.ts';
 import type { Catalog } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
@@ -15,11 +16,9 @@ import {
   findSubscription,
   insertSubscription,
   listSubscriptions,
-  newSubscription,
   deliveries,
   redeliver,
   schemaErrors,
-  subscriptionPatch,
   updateSubscription,
   type DeliveryRecord,
   type Subscription,
@@ -92,9 +91,9 @@ export function webhookOperations(deps: Omit<WebhookDeps, 'resolvers'>) {
   return {
     async create(tenant: Tenant, body: unknown): Promise<Subscription> {
       requireSameEnvironment(tenant, body);
-      const parsed = newSubscription.safeParse(body);
+      const parsed = newSubscriptionBody.safeParse(body);
       if (!parsed.success) rejectInvalid(schemaErrors(parsed.error));
-      const input: SubscriptionInput = { active: true, filter: null, select: null, ...parsed.data! };
+      const input: SubscriptionInput = { ...SUBSCRIPTION_DEFAULTS, ...parsed.data! };
       rejectInvalid(await check(input, tenant));
       return deps.db.transaction((tx) => insertSubscription(tx, deps.box, input));
     },
@@ -111,7 +110,7 @@ export function webhookOperations(deps: Omit<WebhookDeps, 'resolvers'>) {
 
     async update(tenant: Tenant, id: string, body: unknown): Promise<Subscription> {
       requireSameEnvironment(tenant, body);
-      const parsed = subscriptionPatch.safeParse(body);
+      const parsed = subscriptionPatchBody.safeParse(body);
       if (!parsed.success) rejectInvalid(schemaErrors(parsed.error));
       const patch = parsed.data!;
       return deps.db.transaction(async (tx) => {
@@ -122,7 +121,7 @@ export function webhookOperations(deps: Omit<WebhookDeps, 'resolvers'>) {
           projectId: before.projectId,
           environment: before.environment,
           table: before.table,
-          events: before.events as SubscriptionInput['events'],
+          events: before.events,
           url: before.url,
           secret: '',
           active: before.active,

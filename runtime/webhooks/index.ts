@@ -2,12 +2,7 @@
 export { eventBody, signature, DeliveryAgent } from './delivery.ts';
 export { webhookHandlers, webhookOperations, DELIVERY_HISTORY_LIMIT, type WebhookDeps } from './endpoints.ts';
 export { DELIVER_TASK } from './queue.ts';
-export {
-  newSubscription,
-  subscriptionPatch,
-  type DeliveryRecord,
-  type Subscription,
-} from './subscriptions.ts';
+export type { DeliveryRecord, Subscription } from './subscriptions.ts';
 export { refusedAddress, urlProblems, type TargetPolicy } from './targets.ts';
 export {
   installDeliveryQueue,

@@ -1,90 +1,32 @@
 /**
- * Webhook subscriptions (docs/api.md §8.1): the request schema,
- * the checks against the model and the target policy, and the rows in svcgen.webhooks. The
+ * Webhook subscriptions (docs/api.md §8.1): the checks against the model and the target policy
+ * that follow the request schema (runtime/model/wire/webhooks.ts), and the rows in svcgen.webhooks. The
  * secret is sealed (it must be read back to sign) and never leaves through the API.
  */
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Config } from '../config/index.ts';
 import type { Queryable } from '../db/index.ts';
 import type { FieldError } from '../http/index.ts';
 import type { FieldSpec } from '../model/index.ts';
-import { EVENT_NAMES, announceSubscriptionChange } from '../events/index.ts';
+import type { subscriptionFields, webhookDelivery, webhookSubscription } from '../model/wire/index.ts';
+import { announceSubscriptionChange } from '../events/index.ts';
 import { filesCatalog, type Catalog, type CatalogTable } from '../query/index.ts';
 import type { SecretBox } from '../secrets/index.ts';
 import { enqueueSql, queueDeliveries } from './queue.ts';
 import { urlProblems } from './targets.ts';
 
-const filterValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
-
-/**
- * zod's record skips a `__proto__` key (JSON.parse makes it an own property), which would store
- * `{}` and fire on every event: refuse it as a field the table does not have (docs/api.md §8.1).
- * Other names (`constructor`, `toString`) reach checkSubscription and fail there like any unknown field.
- */
-function refuseProtoKey(value: unknown, ctx: z.RefinementCtx): unknown {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, '__proto__')) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['__proto__'],
-      message: 'no table has a field "__proto__"',
-      params: { rule: 'exists' },
-      input: value,
-    });
-  }
-  return value;
-}
-
-/** Every field a subscription has; create requires the first six, PATCH takes any subset. */
-export const subscriptionFields = z
-  .object({
-    projectId: z.string().min(1),
-    environment: z.string().min(1),
-    table: z.string().min(1),
-    events: z
-      .array(z.enum(EVENT_NAMES, { error: 'each event must be INSERT, UPDATE or DELETE' }))
-      .min(1, 'events must name at least one of INSERT, UPDATE, DELETE')
-      .refine((events) => new Set(events).size === events.length, 'events must not repeat'),
-    url: z.string().min(1).max(2048),
-    secret: z.string().min(1, 'secret must not be empty').max(1024),
-    active: z.boolean(),
-    filter: z.preprocess(refuseProtoKey, z.record(z.string(), filterValue)).nullable(),
-    select: z
-      .array(z.string())
-      .min(1, 'select must name at least one field (leave it out for every field)')
-      .refine((fields) => new Set(fields).size === fields.length, 'select must not repeat a field')
-      .nullable(),
-  })
-  .strict();
-
-export const newSubscription = subscriptionFields
-  .partial({ active: true, filter: true, select: true })
-  .required({ projectId: true, environment: true, table: true, events: true, url: true, secret: true });
-
-export const subscriptionPatch = subscriptionFields.partial();
-
 export type SubscriptionInput = z.output<typeof subscriptionFields>;
 
-export interface Subscription {
-  id: string;
-  projectId: string;
-  environment: string;
-  table: string;
-  events: string[];
-  url: string;
-  active: boolean;
-  filter: Record<string, string | number | boolean | null> | null;
-  select: string[] | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** What the API answers for a subscription (runtime/model/wire/webhooks.ts). */
+export type Subscription = z.output<typeof webhookSubscription>;
 
 interface SubscriptionRow {
   id: string;
   project_id: string;
   environment: string;
   table_name: string;
-  events: string[];
+  events: Subscription['events'];
   url: string;
   active: boolean;
   filter: Subscription['filter'];
@@ -331,18 +273,7 @@ export async function deleteSubscription(
   return true;
 }
 
-export interface DeliveryRecord {
-  id: string;
-  eventId: string;
-  event: string;
-  status: string;
-  httpStatus: number | null;
-  attempts: number;
-  lastError: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type DeliveryRecord = z.output<typeof webhookDelivery>;
 
 /** A subscription's deliveries, newest first: the newest `limit`, or the one with `id`. */
 export async function deliveries(
@@ -353,8 +284,8 @@ export async function deliveries(
   const rows = await db.query<{
     id: string;
     event_id: string;
-    operation: string;
-    status: string;
+    operation: DeliveryRecord['event'];
+    status: DeliveryRecord['status'];
     http_status: number | null;
     attempts: number;
     last_error: string | null;

@@ -21,7 +21,7 @@ import {
   type TableSpec,
 } from '../../runtime/model/index.ts';
 import { PROBLEM_KINDS, type ProblemKind } from '../../runtime/model/problem-kinds.ts';
-import { expectProblem, SHOP, startTestServer, type TestServer } from '../support/server.ts';
+import { expectProblem, MANAGEMENT_TOKEN, SHOP, startTestServer, type TestServer } from '../support/server.ts';
 
 const BASE = '/gw/api/rest';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
@@ -641,6 +641,35 @@ describe('served by a running server', () => {
     ];
     expect(answers.map((r) => r.status)).toEqual([400, 401, 401, 400, 404]);
     for (const res of answers) expect(documented[String(res.status)]?.types, res.text).toContain(res.body.type);
+  });
+
+  it('takes a body at a length the document states and refuses one past it, as the one zod rule behind both says', async () => {
+    const bodySchema = (p: string) => doc.paths[p].post.requestBody.content['application/json'].schema;
+    const emailMax: number = bodySchema('/auth/signup').properties.email.maxLength;
+    expect(emailMax).toBe(254);
+    const signup = (length: number) =>
+      t.request('POST', '/auth/signup', {
+        key: false,
+        body: { email: `${'a'.repeat(length - 12)}@example.com`, password: 'secret123', firstName: 'A', lastName: 'B' },
+      });
+    expect((await signup(emailMax)).status).toBe(201);
+    const long = await signup(emailMax + 1);
+    expect(long.body).toEqual({
+      error: 'VALIDATION_ERROR',
+      violations: [
+        { field: 'email', rule: 'too_big', message: 'email: Too big: expected string to have <=254 characters' },
+      ],
+    });
+    expect(long.status).toBe(400);
+
+    const nameMax: number = bodySchema(`${BASE}/_apikeys`).properties.name.maxLength;
+    const key = (name: string) =>
+      t.request('POST', `${BASE}/_apikeys`, {
+        key: MANAGEMENT_TOKEN,
+        body: { name, prefix: 'Token', roles: ['admin'], environment: 'master' },
+      });
+    expect((await key('n'.repeat(nameMax))).status).toBe(201);
+    expectProblem(await key('n'.repeat(nameMax + 1)), 422, 'validation', 'name');
   });
 
   it('GET /gw/api/rest/_docs returns an HTML reference page', async () => {

@@ -3,8 +3,11 @@
 import { isObjectType, printSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { managementSchema } from '../../runtime/graphql/management.ts';
-import { newKeySchema } from '../../runtime/keys/index.ts';
-import { newSubscription, subscriptionPatch } from '../../runtime/webhooks/index.ts';
+import {
+  newKeyBody as newKeySchema,
+  newSubscriptionBody as newSubscription,
+  subscriptionPatchBody as subscriptionPatch,
+} from '../../runtime/model/wire/index.ts';
 
 const fieldsOf = (name: string) => Object.keys((managementSchema.getType(name) as any).getFields());
 

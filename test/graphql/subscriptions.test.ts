@@ -107,6 +107,24 @@ describe('what a subscriber sees', () => {
     sub.stop();
   });
 
+  it('a case-insensitive where matches as the REST filter does: A-Z folded, other letters as written', async () => {
+    const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, { where: { note: { icontains: 'rush' } } });
+    await primed(sub, () => createOrder(alice.id, { note: 'RUSH probe' }));
+    const orders: { id: number }[] = [];
+    for (const note of ['Rush order', 'RÜSH', 'no hurry', 'ruSH 50%', 'last rush'])
+      orders.push(await createOrder(alice.id, { note }));
+    const last = orders[orders.length - 1]!.id;
+    await waitFor(
+      () => (sub.results.some((r) => r.data.orderChanged.record.id === last) ? true : undefined),
+      'the last rush',
+    );
+    const delivered = sub.results.map((r) => r.data.orderChanged.record.id);
+    expect(delivered).toEqual([orders[0]!.id, orders[3]!.id, last]);
+    const listed = await rest('GET', `Order?note=icontains.rush&id=in.(${orders.map((o) => o.id).join(',')})&sort=id`);
+    expect(listed.body.data.map((o: { id: number }) => o.id)).toEqual(delivered);
+    sub.stop();
+  });
+
   it('changes arrive in commit order', async () => {
     const sub = subscribe(client(`Bearer ${t.adminKey}`), ORDER_CHANGES, { events: ['UPDATE'] });
     const order = await createOrder(alice.id);

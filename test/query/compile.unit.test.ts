@@ -238,6 +238,20 @@ describe('compileCondition', () => {
       },
     ],
     [
+      'operators: icontains folds A-Z under the "C" collation on both sides, and escapes % and _',
+      {
+        given: { roles: ['admin'], table: 'Order', condition: cmp('note', 'icontains', '50%_OFF É') },
+        want: { contains: ['lower(t0."note"::text COLLATE "C") LIKE <'], params: ['%50\\%\\_off É%'] },
+      },
+    ],
+    [
+      'operators: iequals compares the folded texts',
+      {
+        given: { roles: ['admin'], table: 'Order', condition: cmp('note', 'iequals', 'Paid') },
+        want: { contains: ['lower(t0."note"::text COLLATE "C") = <"paid">'] },
+      },
+    ],
+    [
       'operators: not_in keeps NULL',
       {
         given: { roles: ['admin'], table: 'Order', condition: cmp('note', 'not_in', ['a']) },

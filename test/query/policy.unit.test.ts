@@ -59,6 +59,7 @@ const ROLES = {
     },
     intKey: { tables: { Order: { read: { filter: { id: '$user.id' } } } } },
     dateHelper: { tables: { Order: { read: { filter: { createdAt: { today: true } } } } } },
+    caseless: { tables: { Customer: { read: { filter: { email: { iends_with: '@EXAMPLE.com' } } } } } },
     emptyOperator: { tables: { Order: { read: { filter: { customerId: {} } } } } },
     unknownOperator: { tables: { Order: { read: { filter: { customerId: { is: '$user.id' } } } } } },
     denier: { tables: { Order: { create: true }, '*': { read: true } } },
@@ -236,6 +237,13 @@ const grantCases: [string, GrantCase][] = [
     {
       given: { who: apiKey(['tenant'], { city: 'north' }), table: 'Customer', action: 'create' },
       want: { rows: FALSE, presets: [{}] },
+    },
+  ],
+  [
+    'a case-insensitive text operator is a role operator',
+    {
+      given: { who: user(['caseless']), table: 'Customer', action: 'read' },
+      want: { rows: { kind: 'compare', path: ['email'], op: 'iends_with', value: '@EXAMPLE.com' } },
     },
   ],
   [

@@ -5,7 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../runtime/config/index.ts';
 import type { FieldError } from '../../runtime/http/index.ts';
-import { newSubscription, subscriptionPatch } from '../../runtime/webhooks/index.ts';
+import {
+  newSubscriptionBody as newSubscription,
+  subscriptionPatchBody as subscriptionPatch,
+} from '../../runtime/model/wire/index.ts';
 import { checkSubscription, schemaErrors, type SubscriptionInput } from '../../runtime/webhooks/subscriptions.ts';
 import { checkLiteralHost, checkedLookup, TargetRefused } from '../../runtime/webhooks/targets.ts';
 import { catalog } from '../support/query-unit.ts';

@@ -8,7 +8,7 @@
  *   const db = createClient({ baseUrl: 'http://localhost:3000', projectId: 'shop', apiKey });
  *   const { data } = await db.Order.list({ where: { total: { gte: 10 } }, sort: ['-total'] });
  */
-import { createTableClients, type ClientOptions, type ClientSchema, type FieldFilter, type KeyedTableClient, type TableClient } from './client-runtime.ts';
+import { createTableClients, type ClientOptions, type ClientSchema, type KeyedTableClient, type TableClient } from './client-runtime.ts';
 
 export * from './client-runtime.ts';
 
@@ -80,13 +80,48 @@ export interface ProductRecord {
 // Filters.
 
 /** Every filter operator of the API. */
-export type Operator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty' | 'today' | 'yesterday' | 'this_week' | 'this_month' | 'last_days' | 'last_weeks' | 'last_months';
+export type Operator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'iequals' | 'icontains' | 'istarts_with' | 'iends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty' | 'today' | 'yesterday' | 'this_week' | 'this_month' | 'last_days' | 'last_weeks' | 'last_months';
+
+/** The operand each operator takes, for a field whose values are `T` (`Null`: null where it means SQL NULL). */
+export interface OperandOf<T, Null = never> {
+  equals: T | Null;
+  not_equals: T | Null;
+  gt: T;
+  gte: T;
+  lt: T;
+  lte: T;
+  contains: T;
+  starts_with: T;
+  ends_with: T;
+  iequals: T;
+  icontains: T;
+  istarts_with: T;
+  iends_with: T;
+  in: readonly T[];
+  not_in: readonly T[];
+  /** Both bounds included. */
+  between: readonly [T, T];
+  is_empty: boolean;
+  is_not_empty: boolean;
+  today: true;
+  yesterday: true;
+  this_week: true;
+  this_month: true;
+  last_days: number;
+  last_weeks: number;
+  last_months: number;
+}
+
+/** Conditions on one field, all of which must hold: `{ gte: 10, lt: 20 }`. Only a nullable field compares to null. */
+export type FieldFilter<T, Op extends Operator, Nullable extends boolean = false> = {
+  [K in Op]?: OperandOf<T, Nullable extends true ? null : never>[K];
+};
 
 export type DateOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty' | 'today' | 'yesterday' | 'this_week' | 'this_month' | 'last_days' | 'last_weeks' | 'last_months';
 export type EqualityOperator = 'equals' | 'not_equals' | 'in' | 'not_in' | 'is_empty' | 'is_not_empty';
 export type ListOperator = 'contains' | 'is_empty' | 'is_not_empty';
 export type OrderedOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty';
-export type TextOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty';
+export type TextOperator = 'equals' | 'not_equals' | 'gt' | 'gte' | 'lt' | 'lte' | 'contains' | 'starts_with' | 'ends_with' | 'iequals' | 'icontains' | 'istarts_with' | 'iends_with' | 'in' | 'not_in' | 'between' | 'is_empty' | 'is_not_empty';
 
 // Tables.
 
