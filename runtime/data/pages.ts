@@ -9,7 +9,6 @@ import {
   queryFingerprint,
   type Condition,
   type OrderTerm,
-  type PageStatement,
   type SelectItem,
 } from '../query/index.ts';
 import { cursorOwnerOf, readScope, type DataContext } from './context.ts';
@@ -56,10 +55,8 @@ export async function readPage(ctx: DataContext, query: PageQuery, options: Page
   let kept: string | undefined;
   const fingerprint = () => (kept ??= fingerprintOf(ctx, query));
   const read = { ...query, table: ctx.table.spec.name, limit: query.limit + 1, after: undefined };
-  let compiled: PageStatement;
-  if (query.after === undefined && query.where.kind === 'true') {
-    compiled = keptPage(readScope(ctx), read, count);
-  } else {
+  let compiled = query.after === undefined ? keptPage(readScope(ctx), read, count) : undefined;
+  if (!compiled) {
     let after: (string | null)[] | undefined;
     if (query.after !== undefined) {
       try {

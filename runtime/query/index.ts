@@ -15,6 +15,7 @@ export {
   type HavingTerm,
 } from './compile-aggregate.ts';
 export { compileCondition, type FileAccess, type Scope } from './compile-condition.ts';
+export { conditionShape, slotPositions, type ConditionShape } from './condition-shape.ts';
 export { PerCallerCache } from './per-caller.ts';
 export { keptKeyedRead, keptPage, keptSelect, type KeptStatement, type PageStatement } from './kept-statements.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';

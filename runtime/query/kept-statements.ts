@@ -8,6 +8,7 @@
 import type { CatalogTable } from './catalog.ts';
 import { compileRead, type CompiledRead } from './compile-read.ts';
 import type { Scope } from './compile-condition.ts';
+import { conditionShape, slotPositions } from './condition-shape.ts';
 import type { Condition, Grant, ReadQuery, SelectItem } from './description.ts';
 import { parseSelectText, resolveSelect } from './parse-select.ts';
 import type { FilterContext } from './parse-filter.ts';
@@ -102,10 +103,12 @@ export interface PageStatement extends KeptStatement {
   readonly keyColumns: number;
 }
 
-/** A page statement kept for its shape, with the limit and offset left to each page. */
+/** A page statement kept for its shape, with the filter's values, the limit and the offset left to each page. */
 interface KeptPage {
   readonly compiled: CompiledRead;
   readonly values: readonly unknown[];
+  /** [parameter index, slot index]: where each value of the filter goes (ConditionShape.values). */
+  readonly slots: readonly [number, number][];
   readonly limitAt: number;
   readonly offsetAt: number | undefined;
 }
@@ -115,19 +118,24 @@ const keptPages = new PerCallerCache<KeptPage>(1_000);
 const MAX_KEPT_PAGE_CHARS = 20_000;
 
 /**
- * The page statement of a read without filters or cursor (the common "next page" shape): compiled
- * once per caller (its Access, `scope.access`) and shape, then only the limit and offset change.
+ * The page statement of a read without a cursor (a first page, or a page by offset): compiled
+ * once per caller (its Access, `scope.access`) and shape, the filter's shape included
+ * (./condition-shape.ts), then only the filter's values, the limit and the offset change.
+ * Undefined when the filter has no shape (a value the SQL holds transformed): compile it afresh.
  */
-export function keptPage(scope: Scope, query: ReadQuery, count: boolean): PageStatement {
-  const key = `${query.table}\n${scope.environment}\n${count}\n${query.offset > 0}\n${JSON.stringify(query.select)}\n${JSON.stringify(query.orderBy)}`;
+export function keptPage(scope: Scope, query: ReadQuery, count: boolean): PageStatement | undefined {
+  const shape = conditionShape(query.where);
+  if (!shape) return undefined;
+  const key = `${query.table}\n${scope.environment}\n${count}\n${query.offset > 0}\n${JSON.stringify(query.select)}\n${JSON.stringify(query.orderBy)}\n${shape.key}`;
   let kept = keptPages.get(scope.access, key);
   if (!kept) {
-    const compiled = compileRead(scope, query, { count });
+    const compiled = compileRead(scope, { ...query, where: shape.template }, { count });
     const values = scope.params.values;
-    kept = { compiled, values, limitAt: compiled.limitAt!, offsetAt: compiled.offsetAt };
+    kept = { compiled, values, slots: slotPositions(values), limitAt: compiled.limitAt!, offsetAt: compiled.offsetAt };
     if (compiled.sql.length <= MAX_KEPT_PAGE_CHARS) keptPages.set(scope.access, key, kept);
   }
   const values = kept.values.slice();
+  for (const [at, slot] of kept.slots) values[at] = shape.values[slot];
   values[kept.limitAt] = query.limit;
   if (kept.offsetAt !== undefined) values[kept.offsetAt] = query.offset;
   return { sql: kept.compiled.sql, values, keyColumns: kept.compiled.keyColumns, jsonb: kept.compiled.jsonb };

@@ -45,8 +45,18 @@ export type MemoryEvaluation =
   /** Moves with the clock: a captured change cannot be matched later as the statement would have. */
   | { readonly refusal: 'clock' };
 
+/**
+ * How `sql` puts a non-null operand into the statement: as one parameter, unchanged
+ * ('parameter'); as two, the elements of a [low, high] pair ('pair'); not at all, or in the SQL
+ * text ('text'); or changed first, e.g. into a LIKE pattern or folded ('transformed'). A list
+ * statement compiled once per filter shape (./condition-shape.ts) takes the operands of the first
+ * two kinds from each request, so this must say what `sql` does (test/query/condition-shape.unit.test.ts).
+ */
+export type ValuePlacement = 'parameter' | 'pair' | 'text' | 'transformed';
+
 export interface OperatorImplementation {
   readonly sql: (c: SqlComparison) => string;
+  readonly placement: ValuePlacement;
   readonly memory: MemoryEvaluation;
 }
 
@@ -69,6 +79,7 @@ function strict(evaluate: (c: MemoryComparison) => boolean): MemoryEvaluation {
 function ordering(sqlOperator: string, holds: (a: number, b: number) => boolean): OperatorImplementation {
   return {
     sql: (c) => `${c.column} ${sqlOperator} ${c.param(c.value)}`,
+    placement: 'parameter',
     memory: { ...strict((c) => holds(c.value as number, c.comparable(c.operand) as number)), ordersText: true },
   };
 }
@@ -77,6 +88,7 @@ function ordering(sqlOperator: string, holds: (a: number, b: number) => boolean)
 function like(before: string, after: string, holds: (text: string, part: string) => boolean): OperatorImplementation {
   return {
     sql: (c) => `${c.column} LIKE ${c.param(`${before}${escapeLike(String(c.value))}${after}`)}`,
+    placement: 'transformed',
     memory: strict((c) => holds(String(c.raw), String(c.operand))),
   };
 }
@@ -85,6 +97,7 @@ function like(before: string, after: string, holds: (text: string, part: string)
 function foldedLike(before: string, after: string, holds: (text: string, part: string) => boolean) {
   return {
     sql: (c) => `${folded(c.column)} LIKE ${c.param(`${before}${escapeLike(foldAscii(String(c.value)))}${after}`)}`,
+    placement: 'transformed',
     memory: strict((c) => holds(foldAscii(String(c.raw)), foldAscii(String(c.operand)))),
   } satisfies OperatorImplementation;
 }
@@ -102,6 +115,8 @@ function isEmpty(raw: unknown, field: FieldSpec): boolean {
 function presence(wanted: boolean): OperatorImplementation {
   return {
     sql: (c) => ((c.value !== false) === wanted ? emptiness(c.column, c.field) : `NOT ${emptiness(c.column, c.field)}`),
+    // The flag chooses the SQL text.
+    placement: 'text',
     memory: { evaluate: (c) => ((c.operand !== false) === wanted) === isEmpty(c.raw, c.field) },
   };
 }
@@ -110,16 +125,19 @@ const CLOCK: MemoryEvaluation = { refusal: 'clock' };
 /** A date helper's window; UTC days, ISO weeks from Monday (the session time zone is UTC). */
 const window = (sql: (column: string) => string): OperatorImplementation => ({
   sql: (c) => sql(c.column),
+  placement: 'text',
   memory: CLOCK,
 });
 const lastUnits = (unit: string): OperatorImplementation => ({
   sql: (c) => `(${c.column} >= now() - make_interval(${unit} => ${c.param(c.value)}::int) AND ${c.column} <= now())`,
+  placement: 'parameter',
   memory: CLOCK,
 });
 
 export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImplementation>> = {
   equals: {
     sql: (c) => (c.value === null ? `${c.column} IS NULL` : `${c.column} = ${c.param(c.value)}`),
+    placement: 'parameter',
     memory: {
       evaluate: (c) =>
         c.operand === null ? c.raw === null : c.raw === null ? null : c.value === c.comparable(c.operand),
@@ -127,6 +145,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   },
   not_equals: {
     sql: (c) => (c.value === null ? `${c.column} IS NOT NULL` : `${c.column} IS DISTINCT FROM ${c.param(c.value)}`),
+    placement: 'parameter',
     memory: {
       evaluate: (c) => (c.operand === null ? c.raw !== null : c.raw === null || c.value !== c.comparable(c.operand)),
     },
@@ -140,6 +159,8 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
       c.field.list
         ? `${c.param(c.value)} = ANY(${c.column})`
         : `${c.column} LIKE ${c.param(`%${escapeLike(String(c.value))}%`)}`,
+    // A pattern, or (on a list field) the value itself: which one depends on the field.
+    placement: 'transformed',
     memory: strict((c) =>
       c.field.list
         ? (c.raw as unknown[]).some((item) => c.comparable(item) === c.comparable(c.operand))
@@ -150,6 +171,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   ends_with: like('%', '', (text, part) => text.endsWith(part)),
   iequals: {
     sql: (c) => `${folded(c.column)} = ${c.param(foldAscii(String(c.value)))}`,
+    placement: 'transformed',
     memory: strict((c) => foldAscii(String(c.raw)) === foldAscii(String(c.operand))),
   },
   icontains: foldedLike('%', '%', (text, part) => text.includes(part)),
@@ -157,10 +179,12 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   iends_with: foldedLike('%', '', (text, part) => text.endsWith(part)),
   in: {
     sql: (c) => `${c.column} = ANY(${c.param(c.value)})`,
+    placement: 'parameter',
     memory: strict((c) => (c.operand as unknown[]).some((o) => c.comparable(o) === c.value)),
   },
   not_in: {
     sql: (c) => `(${c.column} IS NULL OR NOT (${c.column} = ANY(${c.param(c.value)})))`,
+    placement: 'parameter',
     memory: { evaluate: (c) => c.raw === null || !(c.operand as unknown[]).some((o) => c.comparable(o) === c.value) },
   },
   between: {
@@ -168,6 +192,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
       const [low, high] = c.value as [unknown, unknown];
       return `${c.column} BETWEEN ${c.param(low)} AND ${c.param(high)}`;
     },
+    placement: 'pair',
     memory: {
       ...strict((c) => {
         const [low, high] = (c.operand as [unknown, unknown]).map(c.comparable) as [number, number];
