@@ -4,13 +4,14 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const UNIT = 'test/**/*.unit.test.ts';
 
 export default defineConfig({
-  // A project's generated code imports svcgen/model; in this repo that is the runtime's own source
+  // A project's generated code imports svcgen/model (its own code svcgen); in this repo that is the runtime's own source
   // (the CLI does the same through bin/resolve-fallback.js).
   resolve: {
-    alias: {
-      'svcgen/model': fileURLToPath(new URL('./runtime/model/index.ts', import.meta.url)),
-      'svcgen/runtime': fileURLToPath(new URL('./runtime/index.ts', import.meta.url)),
-    },
+    alias: [
+      { find: /^svcgen$/, replacement: fileURLToPath(new URL('./runtime/usercode/public.ts', import.meta.url)) },
+      { find: 'svcgen/model', replacement: fileURLToPath(new URL('./runtime/model/index.ts', import.meta.url)) },
+      { find: 'svcgen/runtime', replacement: fileURLToPath(new URL('./runtime/index.ts', import.meta.url)) },
+    ],
   },
   test: {
     // graphql-http and graphql-ws go through Vite like our code, so all load the same build of graphql (its

@@ -5,13 +5,64 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, type Config } from '../runtime/config/index.ts';
 import type { ServiceModule } from '../runtime/model/index.ts';
+import { CodeRegistry, type CodeDefinition } from '../runtime/usercode/index.ts';
 import { command } from './hints.ts';
 import { ensureTypeScriptLoader } from './typescript-loader.ts';
 
 export { UsageError } from './usage-error.ts';
 import { UsageError } from './usage-error.ts';
 
-export async function loadService(projectDir: string): Promise<{ service: ServiceModule; config: Config }> {
+/** The entry of a project's own code when the config names none (docs/own-code.md "Where the code lives"). */
+export const DEFAULT_CODE_ENTRY = 'svcgen.code.ts';
+
+/** Where a project's own code starts: the config's code.entry, else svcgen.code.ts when it exists. */
+export async function codeEntry(projectDir: string, config: Config): Promise<string | undefined> {
+  if (config.code.entry !== undefined) {
+    const entry = path.resolve(projectDir, config.code.entry);
+    try {
+      await access(entry);
+    } catch {
+      throw new UsageError(`code.entry of svcgen.config.json names ${entry}, which does not exist`);
+    }
+    return entry;
+  }
+  const conventional = path.join(projectDir, DEFAULT_CODE_ENTRY);
+  return access(conventional).then(
+    () => conventional,
+    () => undefined,
+  );
+}
+
+/**
+ * A project's own code, checked against its service (hook tables, names, schedules): the empty
+ * registry when it has none. Its default export (or export `code`) is what defineCode returned.
+ */
+export async function loadCode(projectDir: string, config: Config, service: ServiceModule): Promise<CodeRegistry> {
+  const entry = await codeEntry(projectDir, config);
+  if (entry === undefined) return CodeRegistry.EMPTY;
+  await ensureTypeScriptLoader();
+  let module: { default?: unknown; code?: unknown };
+  try {
+    module = (await import(pathToFileURL(entry).href)) as typeof module;
+  } catch (error) {
+    throw new UsageError(
+      `loading your code from ${entry} failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  const definition = module.default ?? module.code;
+  if (definition === null || typeof definition !== 'object')
+    throw new UsageError(`${entry} must export its code as the default export: \`export default defineCode({ ... })\``);
+  try {
+    return new CodeRegistry(definition as CodeDefinition, Object.keys(service.tables), config.code.schedules);
+  } catch (error) {
+    throw new UsageError(`${entry}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** A project's generated service, its config checked against it, and its own code (empty without). */
+export async function loadService(
+  projectDir: string,
+): Promise<{ service: ServiceModule; config: Config; code: CodeRegistry }> {
   const entry = path.join(projectDir, 'generated', 'index.ts');
   try {
     await access(entry);
@@ -25,7 +76,7 @@ export async function loadService(projectDir: string): Promise<{ service: Servic
     projectDir,
     Object.fromEntries(Object.values(service.tables).map((t) => [t.spec.name, t.spec.fields.map((f) => f.name)])),
   );
-  return { service, config };
+  return { service, config, code: await loadCode(projectDir, config, service) };
 }
 
 /** generated/ made from another schema.prisma would serve tables and fields the database lacks. */

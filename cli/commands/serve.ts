@@ -6,6 +6,7 @@ import { parsePort, projectDir, withDatabase, withProject } from '../options.ts'
 import type { Config } from '../../runtime/config/index.ts';
 import type { ServiceModule } from '../../runtime/model/index.ts';
 import type { ServerOptions } from '../../runtime/server/index.ts';
+import type { CodeRegistry } from '../../runtime/usercode/index.ts';
 
 interface ServeOptions {
   project: string;
@@ -46,14 +47,14 @@ export function parseWorkers(value: string): number {
 /** What every serving process of a project passes to startServer (one `serve`, or each of its workers). */
 function serverOptions(
   dir: string,
-  service: ServiceModule,
-  config: Config,
+  { service, config, code }: { service: ServiceModule; config: Config; code: CodeRegistry },
   options: ServeOptions,
 ): Omit<ServerOptions, 'databaseUrl' | 'migrate' | 'worker'> {
   return {
     projectDir: dir,
     service,
     config,
+    code,
     port: options.port,
     host: options.host,
     managementToken: process.env.SVCGEN_MANAGEMENT_TOKEN || undefined,
@@ -105,7 +106,8 @@ export function registerServeCommands(program: Command): void {
       const stopSignal = nextStopSignal();
       const { loadService } = await import('../project.ts');
       const { openProjectDatabase } = await import('../database.ts');
-      const { service, config } = await loadService(dir);
+      const loaded = await loadService(dir);
+      const { service, config } = loaded;
       const logs = databaseLogs(options.logLevel);
       const database = await openProjectDatabase(
         dir,
@@ -121,7 +123,7 @@ export function registerServeCommands(program: Command): void {
         const { refuseUnmigratedModel } = await import('../migration-record.ts');
         await refuseUnmigratedModel(dir, database.directUrl, projectFlag(options.project));
         server = await startServer({
-          ...serverOptions(dir, service, config, options),
+          ...serverOptions(dir, loaded, options),
           databaseUrl: database.url,
           directDatabaseUrl: database.directUrl,
           migrate: options.migrate,
@@ -151,12 +153,13 @@ export function registerServeCommands(program: Command): void {
     const { loadService } = await import('../project.ts');
     const { openProjectDatabase } = await import('../database.ts');
     const { startWorkerProcess } = await import('../../runtime/index.ts');
-    const { config } = await loadService(dir);
+    const { config, code } = await loadService(dir);
     const database = await openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
     let worker;
     try {
       worker = await startWorkerProcess({
         config,
+        code,
         databaseUrl: database.url,
         directDatabaseUrl: database.directUrl,
         secret: process.env.SVCGEN_SECRET || undefined,
@@ -240,11 +243,12 @@ async function serveAsWorker(dir: string, options: ServeOptions): Promise<void> 
     const { databaseUrl, delivery } = workerSettings();
     const { loadService } = await import('../project.ts');
     const { startServer } = await import('../../runtime/index.ts');
-    const { service, config } = await loadService(dir);
+    const loaded = await loadService(dir);
+    const { config } = loaded;
     // Workers run this command's argv and environment again, so they find the same direct URL.
     const directDatabaseUrl = options.directDatabaseUrl || process.env.DIRECT_DATABASE_URL || databaseUrl;
     const server = await startServer({
-      ...serverOptions(dir, service, config, options),
+      ...serverOptions(dir, loaded, options),
       databaseUrl,
       directDatabaseUrl,
       migrate: false,
@@ -331,13 +335,14 @@ async function serveForDev(dir: string, options: ServeOptions): Promise<void> {
     send({ type: 'standby' });
     const start = await starting;
     if (!start) return;
-    const { service, config } = await loadService(dir);
+    const loaded = await loadService(dir);
+    const { service, config } = loaded;
     const listening = next('listen');
     send({ type: 'ready' });
     if (!(await listening)) return;
     const serveOptions = { ...options, port: start.port };
     const server = await startServer({
-      ...serverOptions(dir, service, config, serveOptions),
+      ...serverOptions(dir, loaded, serveOptions),
       databaseUrl: start.databaseUrl,
       directDatabaseUrl: start.directDatabaseUrl,
       migrate: true,

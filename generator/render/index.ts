@@ -49,6 +49,7 @@ export function renderFiles(tables: readonly TableSpec[], options: RenderOptions
   const routes = routesFor(tables);
   files.set('routes.ts', template('routes.ts.hbs')({ header, routes }));
   files.set('index.ts', template('index.ts.hbs')({ header, tables: tables.map((t) => t.name) }));
+  files.set('code.ts', template('code.ts.hbs')({ header, tables: tables.map((t) => t.name) }));
 
   files.set('types.ts', renderRecordTypes(tables, header));
   files.set('client.ts', renderClient(tables, header, template('client.ts.hbs')));

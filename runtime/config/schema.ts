@@ -387,6 +387,41 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** The project's own code (docs/own-code.md): hooks, endpoints, jobs, schedules, auth hooks. */
+    code: z
+      .object({
+        /** The entry file, relative to the project; default svcgen.code.ts when it exists. */
+        entry: z.string().min(1).max(500).optional(),
+        /** A hook (before, after write, after commit) that runs longer is abandoned: its write fails with 503. */
+        hookTimeoutMs: z.number().int().min(10).max(600_000).default(5_000),
+        /** Cron schedules of the code's jobs, beside those the code declares (docs/own-code.md "Schedules"). */
+        schedules: z
+          .array(
+            z
+              .object({
+                name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'letters, digits and _, starting with a letter'),
+                cron: z.string().min(9).max(200),
+                job: z.string().min(1).max(63),
+                payload: z.unknown().optional(),
+              })
+              .strict(),
+          )
+          .default([]),
+      })
+      .strict()
+      .prefault({}),
+    /** PostgreSQL functions served as `POST <data prefix>/rpc/<name>` (docs/own-code.md "Database functions"). */
+    functions: z
+      .record(
+        z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case SQL identifier: letters, digits and _'),
+        z
+          .object({
+            /** The roles that may call it; none means nobody. */
+            roles: z.array(z.string()).default([]),
+          })
+          .strict(),
+      )
+      .default({}),
     roles: z
       .record(
         z

@@ -25,12 +25,15 @@ import {
 } from '../observability/index.ts';
 import { SharedRateLimiter } from '../rate-limit/index.ts';
 import { SecretBox } from '../secrets/index.ts';
+import { CodeRegistry } from '../usercode/index.ts';
 import type { Teardown } from './feature.ts';
 
 export interface ServerOptions {
   projectDir: string;
   service: ServiceModule;
   config: Config;
+  /** The project's own code (docs/own-code.md); none: the empty registry. */
+  code?: CodeRegistry;
   databaseUrl: string;
   /**
    * DIRECT_DATABASE_URL: a session connection for what needs one (schema install, migrations and
@@ -70,6 +73,8 @@ export interface Foundation {
   readonly options: ServerOptions;
   readonly config: Config;
   readonly service: ServiceModule;
+  /** The project's own code; the empty registry when it has none. */
+  readonly code: CodeRegistry;
   readonly log: (message: string) => void;
   /** Structured entries: one per request (at info) and request errors. */
   readonly logger: Logger;
@@ -129,6 +134,7 @@ export async function openFoundation(options: ServerOptions, teardown: Teardown)
     options,
     config,
     service: options.service,
+    code: options.code ?? CodeRegistry.EMPTY,
     log,
     logger,
     metricsToken,

@@ -15,6 +15,7 @@ import {
 import { flushLogger, flushLoggerSync } from '../observability/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import { installDeliveryQueue, startDeliveryWorker } from '../webhooks/index.ts';
+import type { CodeRegistry } from '../usercode/index.ts';
 import { createRequestListener } from './app.ts';
 import { Lifecycle, RELEASE_DEADLINE_MS } from './feature.ts';
 import { startFeatures } from './features/index.ts';
@@ -92,6 +93,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
 export interface WorkerProcessOptions {
   config: Config;
+  /** The project's own code: `svcgen worker` runs its jobs and schedules (docs/own-code.md "Jobs"). */
+  code?: CodeRegistry;
   databaseUrl: string;
   /** DIRECT_DATABASE_URL (see ServerOptions). */
   directDatabaseUrl?: string;

@@ -1,0 +1,5 @@
+/** User code (docs/own-code.md) for the runtime and the CLI: its definitions, their registry, contexts. */
+export * from './public.ts';
+export { CodeRegistry } from './registry.ts';
+export { withInternals, contextInternals, type ContextInternals } from './internals.ts';
+export { codeContext, callerOf, type CodeScope, type CodeServices } from './context.ts';
