@@ -9,6 +9,7 @@ import { parseConfig, type Config } from '../../runtime/config/index.ts';
 import { openDatabase, type Database } from '../../runtime/db/index.ts';
 import { createApiKey } from '../../runtime/keys/index.ts';
 import { startServer, type RunningServer } from '../../runtime/index.ts';
+import { CodeRegistry, type CodeDefinition } from '../../runtime/usercode/index.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export const REPO = path.resolve(import.meta.dirname, '../..');
@@ -51,6 +52,11 @@ export interface TestServer {
 
 export interface TestServerOptions {
   configPatch?: (raw: any) => void;
+  /**
+   * The project's own code for this server, in place of its code entry's (docs/own-code.md): a
+   * test defines hooks, endpoints and jobs inline, typed with examples/shop/generated/code.ts.
+   */
+  code?: CodeDefinition<any>;
   project?: string;
   /**
    * Reuse this database (e.g. another test server's `database.url`) instead of creating one: a second
@@ -71,7 +77,7 @@ export interface TestServerOptions {
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const projectDir = options.project ?? SHOP;
-  const { service, config: loaded } = await loadService(projectDir);
+  const { service, config: loaded, code: loadedCode } = await loadService(projectDir);
   let config = loaded;
   if (options.configPatch) {
     const raw = JSON.parse(JSON.stringify(loaded));
@@ -85,10 +91,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database: TestDatabase = options.databaseUrl
     ? { url: options.databaseUrl, name: new URL(options.databaseUrl).pathname.slice(1), drop: async () => {} }
     : await createTestDatabase();
+  const code = options.code
+    ? new CodeRegistry(options.code, Object.keys(service.tables), config.code.schedules)
+    : loadedCode;
   const server = await startServer({
     projectDir,
     service,
     config,
+    code,
     databaseUrl: database.url,
     port: 0,
     host: '127.0.0.1',
