@@ -6,6 +6,7 @@ import type { Catalog, CursorCodec, Policy } from '../query/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
 import type { LiveHub } from '../realtime/hub.ts';
 import type { WatchedTables } from '../events/index.ts';
+import type { CodeServices } from '../usercode/index.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The foundation and what the features add (./features/index.ts checks each one is provided). */
@@ -23,6 +24,8 @@ export interface Services extends Foundation {
   readonly watchedTables: WatchedTables;
   /** Live GraphQL subscribers of this process and the changes they get (docs/realtime.md). */
   readonly liveHub: LiveHub;
+  /** What the project's own code acts through (runtime/server/features/code.ts). */
+  readonly codeServices: CodeServices;
   /** What /readyz answers: database reachable, migrations applied, LISTEN connection up. */
   readonly readiness: Readiness;
 }

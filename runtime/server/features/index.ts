@@ -6,6 +6,7 @@ import type { Foundation } from '../foundation.ts';
 import type { Route, ServerFeature, Teardown, UpgradeListener } from '../feature.ts';
 import type { Services } from '../services.ts';
 import { authFeature } from './auth.ts';
+import { codeFeature } from './code.ts';
 import { dataFeature } from './data.ts';
 import { docsFeature } from './docs.ts';
 import { graphqlFeature } from './graphql.ts';
@@ -20,6 +21,7 @@ export const FEATURES = [
   authFeature,
   keysFeature,
   dataFeature,
+  codeFeature,
   // Before graphql: a browser's GET of the endpoint is the playground's (features/graphql-playground.ts).
   graphqlPlaygroundFeature,
   graphqlFeature,

@@ -1,0 +1,32 @@
+/**
+ * The project's own code (docs/own-code.md): the services its contexts act through. Hooks run in
+ * the data layer's writes, endpoints are routes of their own, jobs run on the job runner.
+ */
+import type { CodeServices } from '../../usercode/index.ts';
+import type { ServerFeature } from '../feature.ts';
+import type { Services } from '../services.ts';
+
+export const codeFeature: ServerFeature<{ codeServices: CodeServices }> = {
+  name: 'code',
+  start({ logger }) {
+    // Every service exists once all features have started (routes()); contexts are built after that.
+    let running: Services | undefined;
+    const codeServices: CodeServices = {
+      logger,
+      dataApi() {
+        if (!running) throw new Error('user code ran before the server started');
+        throw new Error('the data API of user code is not wired yet');
+      },
+      enqueue() {
+        throw new Error('jobs of user code are not wired yet');
+      },
+    };
+    return {
+      services: { codeServices },
+      routes(services) {
+        running = services;
+        return [];
+      },
+    };
+  },
+};
