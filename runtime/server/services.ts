@@ -7,6 +7,7 @@ import type { CredentialResolver } from '../principal/index.ts';
 import type { LiveHub } from '../realtime/hub.ts';
 import type { WatchedTables } from '../events/index.ts';
 import type { CodeServices } from '../usercode/index.ts';
+import type { WriteHooks } from '../data/index.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The foundation and what the features add (./features/index.ts checks each one is provided). */
@@ -26,6 +27,8 @@ export interface Services extends Foundation {
   readonly liveHub: LiveHub;
   /** What the project's own code acts through (runtime/server/features/code.ts). */
   readonly codeServices: CodeServices;
+  /** The code's table hooks, as every write of the data layer runs them (runtime/data/hooks.ts). */
+  readonly writeHooks: WriteHooks;
   /** What /readyz answers: database reachable, migrations applied, LISTEN connection up. */
   readonly readiness: Readiness;
 }
