@@ -456,7 +456,7 @@ export async function deleteMany(
     and(...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })));
   const hooks = hooksOf(ctx);
   if (hooks && !(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && targets.length > 0) {
-    await hookedItems(ctx, transactionMode, outcome, targets, async (tx, keyValues, later, index) => {
+    await hookedItems(ctx, transactionMode, outcome, targets, async (tx, { value: keyValues }, later, index) => {
       const [target] = await lockTargets(tx, {
         kind: 'delete',
         table: ctx.table,
