@@ -41,6 +41,7 @@ const code = defineCode({
       },
       beforeUpdate({ input, previous }) {
         calls.push({ hook: 'beforeUpdate', id: previous.id, input: { ...input }, previous: { ...previous } });
+        if (input.note === 'hook-pays') return { ...input, status: 'paid' };
         if (previous.status === 'paid' && input.status === 'open')
           throw refuse({ status: 'a paid order cannot reopen' });
         if (input.status === 'paid' && previous.status !== 'paid')
@@ -59,9 +60,10 @@ const code = defineCode({
         if (row.note === 'refuse-after') throw refuse({ note: 'refused after the write' });
         if (row.note === 'fail-after') throw new Error('afterWrite failed: password=hunter2');
       },
-      afterCommit({ action, record, previous }) {
+      async afterCommit({ action, record, previous }) {
         const row = (record ?? previous)!;
         committed.push(`${action} ${row.id}`);
+        if (row.note === 'hang-commit') await released;
         if (row.note === 'fail-commit') throw new Error('afterCommit failed');
       },
     },
@@ -262,6 +264,20 @@ describe('REST single writes', () => {
     expect(res.status, res.text).toBe(204);
     expect((await orders(c)).map((o) => o.id)).toEqual([kept]);
     expect(await audit(c)).toMatchObject([{ action: 'delete', order_id: gone, status: null, previous_status: 'open' }]);
+  });
+
+  it("a hook may set a field the role may not write, but not move the row out of the role's filter (403)", async () => {
+    const c = await customer();
+    const id = await order(c);
+    const res = await rest('PATCH', `Order/${id}`, { note: 'hook-pays' }, openOnly);
+    expect(res.status, res.text).toBe(403);
+    expect(res.body).toMatchObject({
+      type: '/errors/forbidden',
+      detail: "the Order record would not match your role's filter on status; nothing was changed",
+      errors: [{ field: 'status', rule: 'row_filter', message: "status must match your role's filter" }],
+    });
+    expect(await orders(c)).toMatchObject([{ id, status: 'open', note: null }]);
+    expect(await audit(c)).toEqual([]);
   });
 
   it('a row the caller may not read or update runs no hook: 404 as without hooks', async () => {
@@ -537,6 +553,26 @@ describe('failures', () => {
     );
     expect(committed).toContain(`create ${id}`);
     expect((await orders(c)).map((o) => o.id)).toEqual([id]);
+  });
+
+  it('an afterCommit past code.hookTimeoutMs is logged; the write stays and was answered at once', async () => {
+    const c = await customer();
+    released = new Promise((resolve) => {
+      release = resolve;
+    });
+    try {
+      const res = await rest('POST', 'Order', { total: 5, customerId: c, note: 'hang-commit' });
+      expect(res.status, res.text).toBe(201);
+      await until(
+        async () => logs.some((l) => l.includes('hook Order.afterCommit did not finish within code.hookTimeoutMs')),
+        Boolean,
+        5000,
+        'the afterCommit timeout in the log',
+      );
+      expect((await orders(c)).map((o) => o.id)).toEqual([res.body.data.id]);
+    } finally {
+      release!();
+    }
   });
 
   it('a hook past code.hookTimeoutMs fails its write with 503 and rolls back; the server answers meanwhile; the hook can no longer reach the transaction', async () => {
