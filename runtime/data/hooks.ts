@@ -109,7 +109,7 @@ function withinTimeout<T>(running: Promise<T>, ms: number): Promise<T> {
  * when the hook returns, throws or is abandoned, so that nothing it left running reaches the
  * transaction afterwards. What it throws becomes (docs/own-code.md "Hooks"): a Problem below 500
  * (refuse(): 422, or a refusal of the data API it called) as it is; a database fault as it is (503);
- * a timeout 503 `unavailable`; anything else a 500 naming the request id, the detail only in the log.
+ * a timeout, or anything else, a 500 naming the request id, the detail only in the log.
  */
 export async function runHook<T>(
   ctx: DataContext,
@@ -152,11 +152,13 @@ function hookProblem(
       `${where} did not finish within code.hookTimeoutMs; its write was rolled back`,
     );
     running.catch((late: unknown) => log.warn({ err: late }, `${where}, abandoned at its timeout, failed later`));
+    // A fault of the service's own code, not a passing condition of the server: 500, as any
+    // other failure of a hook, without a Retry-After (docs/own-code.md "Hooks").
     return new Problem(
-      'unavailable',
-      `${where} did not finish within ${hooks.timeoutMs} ms (code.hookTimeoutMs), so nothing was written; retry later, and tell the service's operators request id ${requestId}`,
+      'internal',
+      `${where} did not finish within ${hooks.timeoutMs} ms (code.hookTimeoutMs), so nothing was written; the server's log has the detail under request id ${requestId}`,
       [],
-      { 'retry-after': '1' },
+      {},
       { requestId },
     );
   }
