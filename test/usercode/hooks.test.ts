@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defineCode, refuse } from '../../examples/shop/generated/code.ts';
 import { expectProblem, MANAGEMENT_TOKEN, startTestServer, type TestServer } from '../support/server.ts';
-import { until } from '../support/until.ts';
+import { until, waitingForLock } from '../support/until.ts';
 
 const BASE = '/gw/api/rest';
 
@@ -39,8 +39,9 @@ const code = defineCode({
         }
         return input.status === 'paid' ? { ...input, placedAt: '2030-01-02T03:04:05.000Z' } : input;
       },
-      beforeUpdate({ input, previous }) {
+      async beforeUpdate({ input, previous }) {
         calls.push({ hook: 'beforeUpdate', id: previous.id, input: { ...input }, previous: { ...previous } });
+        if (input.note === 'block') await released;
         if (input.note === 'hook-pays') return { ...input, status: 'paid' };
         if (previous.status === 'paid' && input.status === 'open')
           throw refuse({ status: 'a paid order cannot reopen' });
@@ -79,7 +80,7 @@ beforeAll(async () => {
     code,
     logging: { format: 'json', level: 'info', destination: { write: (line: string) => void logs.push(line) } },
     configPatch: (raw) => {
-      raw.code = { hookTimeoutMs: 400 };
+      raw.code = { hookTimeoutMs: 1500 };
       raw.webhooks = { allowHttp: true, allowPrivateTargets: true };
       // May not write placedAt (the hook stamps it), nor read note (the hook sees it anyway).
       raw.roles.clerk = {
@@ -251,6 +252,29 @@ describe('REST single writes', () => {
     expect(reopen.body).toEqual({ ...REFUSED_REOPEN, instance: `${BASE}/Order/${id}` });
     expect((await orders(c))[0]).toMatchObject({ status: 'paid' });
     expect((await audit(c)).map((a) => [a.action, a.previous_status, a.status])).toEqual([['update', 'open', 'paid']]);
+  });
+
+  it('previous is locked: a concurrent write of the row waits for the hook, then sees what it wrote', async () => {
+    const c = await customer();
+    const id = await order(c, { total: 10 });
+    released = new Promise((resolve) => {
+      release = resolve;
+    });
+    const first = rest('PATCH', `Order/${id}`, { note: 'block', total: 1 });
+    await until(
+      async () => calls.length,
+      (n) => n === 1,
+      5000,
+      'the first update in its hook',
+    );
+    const second = rest('PATCH', `Order/${id}`, { total: 2 });
+    await waitingForLock(t.db, 'SELECT (SELECT row_to_json', 'the second update waiting for the row');
+    expect(calls).toHaveLength(1);
+    release!();
+    expect((await first).status).toBe(200);
+    expect((await second).body.data).toMatchObject({ id, total: 2 });
+    expect(calls.map((x) => x.previous!.total)).toEqual([10, 1]);
+    expect(calls[1]!.previous!.note).toBe('block');
   });
 
   it('beforeDelete refuses with 422; a delete passes previous to afterWrite with record null', async () => {
@@ -592,7 +616,7 @@ describe('failures', () => {
       type: '/errors/internal',
       title: 'Internal Server Error',
       status: 500,
-      detail: `hook Order.beforeCreate did not finish within 400 ms (code.hookTimeoutMs), so nothing was written; the server's log has the detail under request id ${requestId}`,
+      detail: `hook Order.beforeCreate did not finish within 1500 ms (code.hookTimeoutMs), so nothing was written; the server's log has the detail under request id ${requestId}`,
       instance: `${BASE}/Order`,
       errors: [],
       requestId,
