@@ -3,7 +3,7 @@
  * project test/fixtures/functions, whose migration creates them, over real HTTP.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MANAGEMENT_TOKEN, type TestResponse } from '../support/server.ts';
+import { MANAGEMENT_TOKEN, startTestServer, type TestResponse } from '../support/server.ts';
 import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
 import { generateFixtureProject } from '../support/fixture-project.ts';
 
@@ -322,5 +322,83 @@ describe("the caller's settings", () => {
       environment: 'master',
       context: {},
     });
+  });
+});
+
+describe('the signatures at start', () => {
+  const start = () =>
+    startTestServer({
+      project: project.dir,
+      databaseUrl: t.database.url,
+      configPatch: (raw) => {
+        raw.environments = ['master', 'staging'];
+      },
+    });
+
+  it('a function whose signature drifted from the migrations refuses the start, saying what differs', async () => {
+    await t.db.exec(`
+      DROP FUNCTION env_staging.check_amount(numeric);
+      CREATE FUNCTION env_staging.check_amount(amount integer) RETURNS numeric LANGUAGE sql IMMUTABLE AS $$ SELECT amount * 2 $$;
+      DROP FUNCTION env_master.locked();`);
+    try {
+      await expect(start()).rejects.toThrow(
+        [
+          'the database functions of svcgen.config.json do not match the database:',
+          'function locked in environment master (schema env_master) does not exist: migration 20260102000000_functions creates it; apply the migrations (svcgen migrate deploy)',
+          'function check_amount in environment staging (schema env_staging) does not match the signature svcgen generated from the migrations: its arguments are (amount int4), not (amount numeric).',
+          '  migrations (20260102000000_functions): check_amount(amount numeric) RETURNS numeric IMMUTABLE',
+          '  database: check_amount(amount int4) RETURNS numeric IMMUTABLE, 0 with DEFAULT',
+          '  Apply the migrations (svcgen migrate deploy), or run svcgen generate after changing one',
+        ].join('\n'),
+      );
+    } finally {
+      await t.db.exec(`
+        DROP FUNCTION env_staging.check_amount(integer);
+        CREATE FUNCTION env_staging.check_amount(amount numeric) RETURNS numeric LANGUAGE sql IMMUTABLE AS $$ SELECT amount * 2 $$;
+        CREATE FUNCTION env_master.locked() RETURNS integer LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;`);
+    }
+  });
+
+  it('a changed volatility or return type is drift too; restored, the server starts', async () => {
+    await t.db.exec(`
+      CREATE OR REPLACE FUNCTION env_master.locked() RETURNS integer LANGUAGE sql VOLATILE AS $$ SELECT 1 $$;`);
+    try {
+      await expect(start()).rejects.toThrow(
+        'function locked in environment master (schema env_master) does not match the signature svcgen generated from the migrations: it is VOLATILE, not IMMUTABLE.',
+      );
+    } finally {
+      await t.db.exec(
+        `CREATE OR REPLACE FUNCTION env_master.locked() RETURNS integer LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;`,
+      );
+    }
+    await t.db.exec(`
+      DROP FUNCTION env_master.touch_nothing();
+      CREATE FUNCTION env_master.touch_nothing() RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$;`);
+    try {
+      await expect(start()).rejects.toThrow(
+        'touch_nothing in environment master (schema env_master) does not match the signature svcgen generated from the migrations: it does not return void.',
+      );
+    } finally {
+      await t.db.exec(`
+        DROP FUNCTION env_master.touch_nothing();
+        CREATE FUNCTION env_master.touch_nothing() RETURNS void LANGUAGE sql AS $$ SELECT $$;`);
+    }
+    const again = await start();
+    await again.close();
+  });
+
+  it('a configured function that generated/ does not describe refuses the start', async () => {
+    await expect(
+      startTestServer({
+        project: project.dir,
+        databaseUrl: t.database.url,
+        configPatch: (raw) => {
+          raw.environments = ['master', 'staging'];
+          raw.functions.added_later = { roles: ['admin'] };
+        },
+      }),
+    ).rejects.toThrow(
+      'functions added_later of svcgen.config.json are not in generated/: run `svcgen generate`, which reads their signatures from the migrations',
+    );
   });
 });
