@@ -2,6 +2,8 @@
  * PostgreSQL functions served as endpoints (docs/own-code.md "Database functions"): the fixture
  * project test/fixtures/functions, whose migration creates them, over real HTTP.
  */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGEMENT_TOKEN, startTestServer, type TestResponse } from '../support/server.ts';
 import { startAuthServer, type AuthTestServer } from '../support/auth.ts';
@@ -399,6 +401,52 @@ describe('the signatures at start', () => {
       }),
     ).rejects.toThrow(
       'functions added_later of svcgen.config.json are not in generated/: run `svcgen generate`, which reads their signatures from the migrations',
+    );
+  });
+});
+
+describe('what generate writes', () => {
+  it('openapi.json describes each function: its arguments, what it answers, its refusals', async () => {
+    const doc = JSON.parse(await readFile(path.join(project.dir, 'generated/openapi.json'), 'utf8'));
+    const op = doc.paths['/gw/api/rest/rpc/sales_report'].post;
+    expect(op.operationId).toBe('rpc_sales_report');
+    expect(op.requestBody.content['application/json'].schema).toEqual({
+      type: 'object',
+      additionalProperties: false,
+      required: ['since'],
+      properties: {
+        since: { anyOf: [{ type: 'string', format: 'date' }, { type: 'null' }], description: 'a date (YYYY-MM-DD)' },
+        status: {
+          anyOf: [{ type: 'string', enum: ['PENDING', 'PAID', 'SHIPPED'] }, { type: 'null' }],
+          description: "one of PENDING, PAID, SHIPPED; optional: the function's DEFAULT applies",
+        },
+      },
+    });
+    expect(op.responses['200'].content['application/json'].schema.properties.data.items.properties).toEqual({
+      day: { anyOf: [{ type: 'string', format: 'date' }, { type: 'null' }] },
+      orders: { anyOf: [{ type: 'integer' }, { type: 'null' }] },
+      revenue: { anyOf: [{ type: 'number' }, { type: 'null' }] },
+    });
+    expect(Object.keys(op.responses)).toEqual(
+      expect.arrayContaining(['200', '400', '401', '403', '415', '422', '429']),
+    );
+    expect(op.responses['400'].content['application/problem+json'].schema).toBeDefined();
+    expect(Object.keys(doc.paths).filter((p: string) => p.startsWith('/gw/api/rest/rpc/'))).toEqual([
+      '/gw/api/rest/rpc/check_amount',
+      '/gw/api/rest/rpc/labels',
+      '/gw/api/rest/rpc/locked',
+      '/gw/api/rest/rpc/record_sale',
+      '/gw/api/rest/rpc/sales_report',
+      '/gw/api/rest/rpc/touch_nothing',
+      '/gw/api/rest/rpc/whoami',
+    ]);
+  });
+
+  it('generated/functions.ts holds the signatures the server checks and validates with', async () => {
+    const text = await readFile(path.join(project.dir, 'generated/functions.ts'), 'utf8');
+    expect(text).toContain("name: 'sales_report'");
+    expect(await readFile(path.join(project.dir, 'generated/index.ts'), 'utf8')).toContain(
+      "import { functions } from './functions.ts';",
     );
   });
 });
