@@ -291,6 +291,30 @@ describe('errors the function raises', () => {
   });
 });
 
+describe('the statement timeout', () => {
+  it('a function running past database.statementTimeoutMs is cancelled: 503 statement-timeout', async () => {
+    const quick = await startTestServer({
+      project: project.dir,
+      databaseUrl: t.database.url,
+      configPatch: (raw) => {
+        raw.environments = ['master', 'staging'];
+        raw.database = { ...raw.database, statementTimeoutMs: 200 };
+      },
+    });
+    try {
+      const res = await quick.request('POST', `${RPC}/nap`, { key: t.adminKey, body: { seconds: 5 } });
+      expect(res.status, res.text).toBe(503);
+      expect(res.body).toMatchObject({
+        type: '/errors/statement-timeout',
+        detail: 'the database statement took longer than the statement timeout and was cancelled',
+      });
+      expect(res.headers.get('retry-after')).toBe('1');
+    } finally {
+      await quick.close();
+    }
+  });
+});
+
 describe("the caller's settings", () => {
   it('an API key: svcgen.api_key_id, svcgen.roles, svcgen.context; nothing stays for the next call', async () => {
     const res = await t.request('POST', `${RPC}/whoami`, { key: clerk.key });
@@ -435,6 +459,7 @@ describe('what generate writes', () => {
       '/gw/api/rest/rpc/check_amount',
       '/gw/api/rest/rpc/labels',
       '/gw/api/rest/rpc/locked',
+      '/gw/api/rest/rpc/nap',
       '/gw/api/rest/rpc/record_sale',
       '/gw/api/rest/rpc/sales_report',
       '/gw/api/rest/rpc/touch_nothing',
