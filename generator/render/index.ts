@@ -6,6 +6,7 @@ import type { FunctionSpec, TableSpec } from '../../runtime/model/index.ts';
 import { PACKAGE_ROOT } from '../package-root.ts';
 import { literal } from './literal.ts';
 import { renderClient } from './client.ts';
+import { renderFunctionClient } from './client-functions.ts';
 import { renderGraphqlSchema } from './graphql.ts';
 import type { BucketSummary } from './openapi-files.ts';
 import { buildOpenApi } from './openapi.ts';
@@ -67,7 +68,10 @@ export const functions: readonly FunctionSpec[] = ${literal(functions, '')};
   files.set('code.ts', template('code.ts.hbs')({ header, tables: tables.map((t) => t.name) }));
 
   files.set('types.ts', renderRecordTypes(tables, header));
-  files.set('client.ts', renderClient(tables, header, template('client.ts.hbs')));
+  files.set(
+    'client.ts',
+    renderClient(tables, header, template('client.ts.hbs')) + renderFunctionClient(options.functions ?? []),
+  );
   // A TypeScript file of this repository (type-checked here), copied as it is: client.ts imports it.
   files.set('client-runtime.ts', `${header}${readFileSync(path.join(TEMPLATES, 'client-runtime.ts'), 'utf8')}`);
   files.set('schema.graphql', renderGraphqlSchema(tables, header));

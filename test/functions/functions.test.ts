@@ -475,3 +475,17 @@ describe('what generate writes', () => {
     );
   });
 });
+
+describe('the typed client', () => {
+  it('createFunctionClient calls each function with its arguments and answers { data }; a refusal throws the Problem', async () => {
+    const { createFunctionClient, ServiceError } = await import(path.join(project.dir, 'generated/client.ts'));
+    const rpc = createFunctionClient({ baseUrl: t.url, projectId: 'functions', apiKey: t.adminKey });
+    expect(await rpc.sales_report({ since: '2026-01-02', status: 'PAID' })).toEqual({
+      data: [{ day: '2026-01-02', orders: 1, revenue: 7.5 }],
+    });
+    expect(await rpc.touch_nothing()).toEqual({ data: null });
+    const refused = await rpc.check_amount({ amount: -2 }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ServiceError);
+    expect(refused.problem).toMatchObject({ status: 400, detail: 'amount must not be negative, got -2' });
+  });
+});
