@@ -146,6 +146,25 @@ describe('who may call', () => {
     );
   });
 
+  it('a refused call runs nothing: a role without the function writes no row through it', async () => {
+    const count = async () =>
+      (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM env_master.sales'))[0]!.n;
+    const before = await count();
+    expectProblem(
+      await t.request('POST', `${RPC}/record_sale`, { key: clerk.key, body: { day: '2026-03-01', amount: 1 } }),
+      403,
+      'forbidden',
+      'your role may not call the database function record_sale',
+    );
+    expectProblem(
+      await t.request('POST', `${RPC}/record_sale`, { key: MANAGEMENT_TOKEN, body: { day: '2026-03-01', amount: 1 } }),
+      403,
+      'forbidden',
+      'management tokens manage API keys and webhooks; they read and write no data',
+    );
+    expect(await count()).toBe(before);
+  });
+
   it('without credentials: 401; with a management token: 403', async () => {
     expectProblem(
       await t.request('POST', `${RPC}/sales_report`, { key: false, body: { since: '2026-01-01' } }),

@@ -3,7 +3,9 @@
  * docs/own-code.md "Database functions"), without a database.
  */
 import { describe, expect, it } from 'vitest';
+import { describeModel } from '../../generator/model/describe-model.ts';
 import { functionSignatures, tokenize } from '../../generator/model/function-signatures.ts';
+import { readDmmf } from '../../generator/prisma/index.ts';
 
 const model = { enums: new Map([['OrderStatus', ['PENDING', 'PAID']]]), tables: [] };
 const one = (sql: string, names = ['f']) => functionSignatures(names, [{ name: '001_m', sql }], model);
@@ -131,5 +133,14 @@ describe('what generate refuses, naming the function', () => {
     expect(() => one('CREATE FUNCTION public.f() RETURNS int AS $$ $$;')).toThrow(
       "function f (migrations/001_m/migration.sql): create it without a schema name: migrations run with the environment's schema first on the search_path, and the function must live there",
     );
+  });
+});
+
+describe('the rpc path is reserved', () => {
+  it('a model named rpc is refused, as the other names of the data API are', async () => {
+    const dmmf = await readDmmf(
+      'datasource db {\n  provider = "postgresql"\n}\nmodel rpc {\n  id Int @id\n  createdAt DateTime @default(now())\n  updatedAt DateTime @updatedAt\n}\n',
+    );
+    expect(() => describeModel(dmmf)).toThrow('model rpc: the name is reserved by the REST API');
   });
 });
