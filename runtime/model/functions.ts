@@ -76,12 +76,6 @@ export interface FunctionSpec {
   readonly migration: string;
 }
 
-/** How a type is written in SQL (for messages and casts; an enum without its schema). */
-export function sqlTypeName(type: FunctionType): string {
-  const base = type.base === 'enum' ? `"${(type.enumName ?? '').replace(/"/g, '""')}"` : type.base;
-  return type.array ? `${base}[]` : base;
-}
-
 /** The type in words, for messages: `a whole number (int4)`, `one of PENDING, PAID`. */
 export function functionTypeDescription(type: FunctionType): string {
   const one = (() => {

@@ -20,7 +20,6 @@ export {
 export { AUTH_ERRORS, type AuthErrorCode } from './auth-errors.ts';
 export {
   functionTypeDescription,
-  sqlTypeName,
   type FunctionArgument,
   type FunctionBaseType,
   type FunctionColumn,
