@@ -3,7 +3,8 @@
  * issue and mail happen. Each call is bounded by code.hookTimeoutMs; what a hook throws is answered
  * in the auth surface's terms:
  * - `refuse(...)` (a 422 Problem) → 422 `{ error: 'AUTH_REFUSED', violations }`;
- * - any other Problem → that Problem, as thrown (its status and body);
+ * - any other Problem → that Problem, as thrown (its status and body); not from `claims`, whose
+ *   every throw fails the token's issue with 500;
  * - a hook past code.hookTimeoutMs → 503 `unavailable` with Retry-After, logged;
  * - anything else → 500 with the request id only (the log has the error).
  * Without hooks nothing here adds work: each method returns at once.
@@ -101,7 +102,8 @@ export class AuthCodeHooks {
   async claims(req: ApiRequest | undefined, tenant: Tenant, user: AuthHookUser): Promise<Record<string, unknown>> {
     const hook = this.registry.auth.claims;
     if (!hook) return {};
-    const answer = await this.run(req, 'claims', () => hook(signedUp(tenant, user)));
+    // A Problem thrown here is no answer of the request: token issue fails with 500, as for any throw.
+    const answer = await this.run(req, 'claims', () => hook(signedUp(tenant, user)), false);
     const checked = checkExtraClaims(answer);
     if (!checked.ok) throw new Error(checked.problem);
     return checked.claims;
@@ -177,7 +179,12 @@ export class AuthCodeHooks {
   }
 
   /** Runs a hook within code.hookTimeoutMs and maps what it throws (see the top of this file). */
-  private async run<T>(req: ApiRequest | undefined, hook: string, work: () => T | Promise<T>): Promise<T> {
+  private async run<T>(
+    req: ApiRequest | undefined,
+    hook: string,
+    work: () => T | Promise<T>,
+    problemsAnswer = true,
+  ): Promise<T> {
     try {
       return await this.bounded(hook, work);
     } catch (error) {
@@ -188,12 +195,12 @@ export class AuthCodeHooks {
           'retry-after': '1',
         });
       }
-      if (error instanceof Problem && error.kind === 'validation') {
+      if (problemsAnswer && error instanceof Problem && error.kind === 'validation') {
         const violations =
           error.errors.length > 0 ? error.errors : [{ field: 'body', rule: 'refused', message: error.detail }];
         throw new AuthError('AUTH_REFUSED', { violations });
       }
-      if (error instanceof Problem || error instanceof AuthError) throw error;
+      if (problemsAnswer && (error instanceof Problem || error instanceof AuthError)) throw error;
       throw new Error(`auth.${hook} of your code threw: ${(error as Error)?.message ?? String(error)}`, {
         cause: error,
       });

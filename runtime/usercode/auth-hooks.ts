@@ -47,7 +47,7 @@ function notJson(value: unknown, path: string, depth: number): string | undefine
     }
     return undefined;
   }
-  return `${path} (a ${typeof value})`;
+  return `${path} (${value === undefined ? 'undefined' : `a ${typeof value}`})`;
 }
 
 /**

@@ -15,7 +15,7 @@ import { until } from '../support/until.ts';
 const behave = {
   afterSignUp: 'profile' as 'profile' | 'throw-after-insert' | 'refuse' | 'forbidden',
   afterConfirm: 'mark' as 'mark' | 'throw' | 'hang',
-  claims: 'plan' as 'plan' | 'reserved' | 'too-large' | 'not-json' | 'throw',
+  claims: 'plan' as 'plan' | 'reserved' | 'too-large' | 'not-json' | 'throw' | 'refuse',
   mail: 'keep' as 'keep' | 'render' | 'sent' | 'throw' | 'bad',
 };
 let claimsCalls = 0;
@@ -54,6 +54,8 @@ const code = defineCode({
           return { when: new Date() };
         case 'throw':
           throw new Error('secret-claims-detail');
+        case 'refuse':
+          throw refuse({ plan: 'secret-refused-claims' });
       }
     },
     mail(mail) {
@@ -259,6 +261,7 @@ describe('claims', () => {
     ['too-large', `more than the ${MAX_EXTRA_CLAIMS_BYTES} allowed`],
     ['not-json', 'claims.when (a Date object) is not'],
     ['throw', 'secret-claims-detail'],
+    ['refuse', 'secret-refused-claims'],
   ] as const)('%s claims fail the login with 500 (logged) and start no session', async (kind, logged) => {
     const email = `claims-${kind}@example.com`;
     const session = await t.signupConfirmed(email);
