@@ -45,8 +45,14 @@ function fenced(tx: Queryable, hook: string): { db: Queryable; close(): void } {
   };
   return {
     db: {
-      query: (text, values) => (check(), tx.query(text, values)),
-      queryArrays: (text, values) => (check(), tx.queryArrays(text, values)),
+      query: async (text, values) => {
+        check();
+        return tx.query(text, values);
+      },
+      queryArrays: async (text, values) => {
+        check();
+        return tx.queryArrays(text, values);
+      },
     },
     close: () => {
       open = false;

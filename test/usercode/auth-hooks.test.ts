@@ -4,7 +4,7 @@
  * extra claims of access tokens (login and refresh), and mails rendered or sent by the code.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { defineCode, refuse } from '../../examples/shop/generated/code.ts';
+import { type CodeContext, defineCode, refuse } from '../../examples/shop/generated/code.ts';
 import { Problem } from '../../runtime/http/index.ts';
 import { MAX_EXTRA_CLAIMS_BYTES, type AuthMail, type Caller } from '../../runtime/usercode/index.ts';
 import { expectAuthError, PASSWORD, startAuthServer, type AuthTestServer } from '../support/auth.ts';
@@ -13,14 +13,16 @@ import { until } from '../support/until.ts';
 
 /** What each hook does, set per test; the code below reads it on every call. */
 const behave = {
-  afterSignUp: 'profile' as 'profile' | 'throw-after-insert' | 'refuse' | 'forbidden',
+  afterSignUp: 'profile' as 'profile' | 'throw-after-insert' | 'refuse' | 'forbidden' | 'hang',
   afterConfirm: 'mark' as 'mark' | 'throw' | 'hang',
   claims: 'plan' as 'plan' | 'reserved' | 'too-large' | 'not-json' | 'throw' | 'refuse',
-  mail: 'keep' as 'keep' | 'render' | 'sent' | 'throw' | 'bad',
+  mail: 'keep' as 'keep' | 'render' | 'sent' | 'throw' | 'bad' | 'hang',
 };
 let claimsCalls = 0;
 const mailsSeen: AuthMail[] = [];
 const callers: Caller[] = [];
+/** The context of the last afterSignUp, kept past the hook's end. */
+let keptContext: CodeContext | undefined;
 const logs: string[] = [];
 
 const code = defineCode({
@@ -31,9 +33,11 @@ const code = defineCode({
     },
     async afterSignUp({ user, ctx }) {
       callers.push(ctx.caller);
+      keptContext = ctx;
       if (behave.afterSignUp === 'refuse') throw refuse({ email: 'no profile can be made for this address' });
       if (behave.afterSignUp === 'forbidden') throw new Problem('forbidden', 'profiles are closed today');
       await ctx.sql`INSERT INTO env_master."Customer" (id, email, name, "updatedAt") VALUES (${user.id}::uuid, ${user.email}, 'new customer', now())`;
+      if (behave.afterSignUp === 'hang') await new Promise(() => {});
       if (behave.afterSignUp === 'throw-after-insert') throw new Error('secret-after-detail');
     },
     async afterConfirm({ user, ctx }) {
@@ -75,6 +79,8 @@ const code = defineCode({
           throw new Error('secret-mail-detail');
         case 'bad':
           return { subject: '', text: 'x' };
+        case 'hang':
+          return new Promise<undefined>(() => {});
       }
     },
   },
@@ -169,6 +175,18 @@ describe('afterSignUp', () => {
     expect((await signup('undone@example.com')).status).toBe(201);
     await t.mail.nextMail('undone@example.com');
     expect(t.mail.received.filter((m) => m.to === 'undone@example.com')).toHaveLength(1);
+  });
+
+  it('past code.hookTimeoutMs: 503 with Retry-After, no user; statements of the abandoned hook are refused', async () => {
+    behave.afterSignUp = 'hang';
+    const res = await signup('slow-signup@example.com');
+    expectProblem(res, 503, 'unavailable');
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await userRows('slow-signup@example.com')).toEqual([]);
+    expect(await customer('slow-signup@example.com')).toBeUndefined();
+    await expect(keptContext!.sql`SELECT 1`).rejects.toThrow(
+      'auth.afterSignUp of your code is over; its transaction no longer takes statements',
+    );
   });
 
   it('refuse() answers 422 AUTH_REFUSED; another Problem answers as thrown; both undo the sign-up', async () => {
@@ -338,6 +356,7 @@ describe('mail', () => {
     ['sent', undefined],
     ['throw', 'secret-mail-detail'],
     ['bad', 'subject must be a non-empty string'],
+    ['hang', 'auth.mail of your code did not finish within code.hookTimeoutMs (1500 ms)'],
   ] as const)("'%s': svcgen sends nothing, the sign-up still answers 201", async (kind, logged) => {
     behave.mail = kind;
     const email = `mail-${kind}@example.com`;
