@@ -342,6 +342,30 @@ describe('mail', () => {
     expect(done.status, done.text).toBe(200);
   });
 
+  it('the e-mail change mails go through the hook, with the new address', async () => {
+    const session = await t.signupConfirmed('mover@example.com');
+    behave.mail = 'render';
+    const change = await t.auth('POST', '/auth/change-email', {
+      token: session.accessToken,
+      body: { newEmail: 'moved@example.com', currentPassword: PASSWORD },
+    });
+    expect(change.status, change.text).toBe(200);
+    const mail = await t.mail.nextMail('moved@example.com');
+    expect(mail.subject).toBe('Shop: change-email');
+    expect([...mailsSeen].reverse().find((m) => m.to === 'moved@example.com')).toMatchObject({
+      kind: 'change-email',
+      code: mail.code,
+      newEmail: 'moved@example.com',
+    });
+    const confirmed = await t.auth('POST', '/auth/confirm-email-change', {
+      token: session.accessToken,
+      body: { code: mail.code },
+    });
+    expect(confirmed.status, confirmed.text).toBe(200);
+    expect(payload(confirmed.body.accessToken)).toMatchObject({ email: 'moved@example.com', plan: 'free' });
+    expect((await t.mail.nextMail('mover@example.com')).subject).toBe('Shop: email-changed');
+  });
+
   it('the lockout notice goes through the hook too', async () => {
     const email = 'locked-mail@example.com';
     await t.signupConfirmed(email);
