@@ -1,18 +1,19 @@
 /**
  * The project's auth hooks (docs/own-code.md "Auth hooks"), run where sign-up, confirmation, token
  * issue and mail happen. Each call is bounded by code.hookTimeoutMs; what a hook throws is answered
- * in the auth surface's terms:
+ * in the auth surface's terms, as table hooks answer theirs (runtime/data/hooks.ts):
  * - `refuse(...)` (a 422 Problem) → 422 `{ error: 'AUTH_REFUSED', violations }`;
- * - any other Problem → that Problem, as thrown (its status and body); not from `claims`, whose
- *   every throw fails the token's issue with 500;
- * - a hook past code.hookTimeoutMs → 503 `unavailable` with Retry-After, logged;
- * - anything else → 500 with the request id only (the log has the error).
+ * - any other Problem below 500 → that Problem, as thrown (its status and body); not from `claims`,
+ *   whose every throw fails the token's issue;
+ * - a Problem of 500 or more, or a database fault (503) → as it is, logged;
+ * - a hook past code.hookTimeoutMs, or anything else → 500 `internal` naming the request id (also
+ *   the body's `requestId`), the detail only in the log.
  * Without hooks nothing here adds work: each method returns at once.
  */
-import type { Database, Queryable } from '../db/index.ts';
-import { transactionDatabase } from '../db/index.ts';
+import { databaseFault, gatedTransaction, type Database, type Queryable } from '../db/index.ts';
 import { AuthError, Problem, requestIdOf, type ApiRequest } from '../http/index.ts';
 import type { Mailer, MailMessage } from '../mail/index.ts';
+import type { Logger } from '../observability/index.ts';
 import type { UserPrincipal } from '../principal/index.ts';
 import type { Policy } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
@@ -28,37 +29,14 @@ import {
 
 /** A hook ran past code.hookTimeoutMs. */
 class HookTimedOut extends Error {
-  constructor(hook: string, ms: number) {
-    super(`auth.${hook} of your code did not finish within code.hookTimeoutMs (${ms} ms); it was abandoned`);
+  constructor(readonly hook: string) {
+    super(`auth.${hook} did not finish within code.hookTimeoutMs`);
     this.name = 'HookTimedOut';
   }
 }
 
 /** A user principal for code that runs before the user has a session (afterSignUp, afterConfirm). */
 const NO_SESSION = '00000000-0000-0000-0000-000000000000';
-
-/** The statements of `tx` until close(): an abandoned or finished hook cannot reach a connection its transaction gave back. */
-function fenced(tx: Queryable, hook: string): { db: Queryable; close(): void } {
-  let open = true;
-  const check = () => {
-    if (!open) throw new Error(`auth.${hook} of your code is over; its transaction no longer takes statements`);
-  };
-  return {
-    db: {
-      query: async (text, values) => {
-        check();
-        return tx.query(text, values);
-      },
-      queryArrays: async (text, values) => {
-        check();
-        return tx.queryArrays(text, values);
-      },
-    },
-    close: () => {
-      open = false;
-    },
-  };
-}
 
 export interface AuthHookUser {
   readonly id: string;
@@ -109,10 +87,16 @@ export class AuthCodeHooks {
     const hook = this.registry.auth.claims;
     if (!hook) return {};
     // A Problem thrown here is no answer of the request: token issue fails with 500, as for any throw.
-    const answer = await this.run(req, 'claims', () => hook(signedUp(tenant, user)), false);
-    const checked = checkExtraClaims(answer);
-    if (!checked.ok) throw new Error(checked.problem);
-    return checked.claims;
+    return this.run(
+      req,
+      'claims',
+      async () => {
+        const checked = checkExtraClaims(await hook(signedUp(tenant, user)));
+        if (!checked.ok) throw new Error(checked.problem);
+        return checked.claims;
+      },
+      false,
+    );
   }
 
   /**
@@ -137,7 +121,11 @@ export class AuthCodeHooks {
       })
       .catch((error: unknown) =>
         this.log(
-          `the ${mail.kind} mail to ${mail.to} was not sent${requestId ? ` (request ${requestId})` : ''}: auth.mail of your code failed: ${(error as Error)?.message ?? String(error)}`,
+          `the ${mail.kind} mail to ${mail.to} was not sent${requestId ? ` (request ${requestId})` : ''}: ${
+            error instanceof HookTimedOut
+              ? `auth.mail of your code did not finish within code.hookTimeoutMs (${this.timeoutMs} ms)`
+              : `auth.mail of your code failed: ${(error as Error)?.message ?? String(error)}`
+          }`,
         ),
       )
       .finally(() => this.mailing.delete(pending));
@@ -168,19 +156,26 @@ export class AuthCodeHooks {
       sessionId: NO_SESSION,
       tokenId: NO_SESSION,
     };
-    const fence = fenced(tx, hook);
+    // Statements sent after the hook returned, threw or was abandoned never reach the transaction.
+    let open = true;
+    const gated = gatedTransaction(
+      db.pool,
+      tx,
+      () => open,
+      () => new Error(`auth.${hook} has ended (returned, failed or timed out): its context takes no more statements`),
+    );
     const ctx = codeContext(this.wired.codeServices, {
       environment: tenant.environment,
       principal,
       access: this.wired.policy.access(principal),
-      db: transactionDatabase(db.pool, fence.db),
+      db: gated,
       requestId: requestIdOf(req) ?? '',
       origin: `auth ${hook}`,
     });
     try {
       await this.run(req, hook, () => run({ user: signedUp(tenant, user), ctx }));
     } finally {
-      fence.close();
+      open = false;
     }
   }
 
@@ -194,29 +189,57 @@ export class AuthCodeHooks {
     try {
       return await this.bounded(hook, work);
     } catch (error) {
-      if (error instanceof HookTimedOut) {
-        const requestId = req ? requestIdOf(req) : undefined;
-        this.log(`${error.message}${requestId ? ` (request ${requestId})` : ''}`);
-        throw new Problem('unavailable', `the server's auth.${hook} code did not finish in time; try again`, [], {
-          'retry-after': '1',
-        });
-      }
-      if (problemsAnswer && error instanceof Problem && error.kind === 'validation') {
+      throw this.failure(req, hook, error, problemsAnswer);
+    }
+  }
+
+  private failure(req: ApiRequest | undefined, hook: string, error: unknown, problemsAnswer: boolean): unknown {
+    if (problemsAnswer) {
+      if (error instanceof Problem && error.kind === 'validation') {
         const violations =
           error.errors.length > 0 ? error.errors : [{ field: 'body', rule: 'refused', message: error.detail }];
-        throw new AuthError('AUTH_REFUSED', { violations });
+        return new AuthError('AUTH_REFUSED', { violations });
       }
-      if (problemsAnswer && (error instanceof Problem || error instanceof AuthError)) throw error;
-      throw new Error(`auth.${hook} of your code threw: ${(error as Error)?.message ?? String(error)}`, {
-        cause: error,
-      });
+      if ((error instanceof Problem && error.status < 500) || error instanceof AuthError) return error;
     }
+    const requestId = (req && requestIdOf(req)) ?? '';
+    const where = `auth.${hook}`;
+    const log = this.logger().child({ requestId, code: `auth ${hook}` });
+    if (error instanceof HookTimedOut) {
+      log.error({ timeoutMs: this.timeoutMs }, `${where} did not finish within code.hookTimeoutMs; it was abandoned`);
+      // A fault of the service's own code, as a table hook's (docs/own-code.md "Hooks"): 500, no Retry-After.
+      return new Problem(
+        'internal',
+        `${where} did not finish within ${this.timeoutMs} ms (code.hookTimeoutMs); the server's log has the detail under request id ${requestId}`,
+        [],
+        {},
+        { requestId },
+      );
+    }
+    if ((error instanceof Problem && error.status >= 500) || databaseFault(error)) {
+      log.warn({ err: error }, `${where} met a fault of the server`);
+      return error;
+    }
+    log.error({ err: error }, `${where} failed`);
+    return new Problem(
+      'internal',
+      `${where} failed; the server's log has the detail under request id ${requestId}`,
+      [],
+      {},
+      { requestId },
+    );
+  }
+
+  /** The structured log (the code feature's); before the server is wired, none is needed. */
+  private logger(): Logger {
+    if (!this.wired) throw new Error('auth hooks ran before the server had started');
+    return this.wired.codeServices.logger;
   }
 
   private bounded<T>(hook: string, work: () => T | Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new HookTimedOut(hook, this.timeoutMs)), this.timeoutMs);
+      timer = setTimeout(() => reject(new HookTimedOut(hook)), this.timeoutMs);
     });
     return Promise.race([Promise.resolve().then(work), timeout]).finally(() => clearTimeout(timer));
   }

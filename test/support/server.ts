@@ -70,8 +70,6 @@ export interface TestServerOptions {
   logging?: LoggerOptions;
   /** Receives the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
-  /** The server's structured logger (request failures behind 500s go there); default: silent. */
-  logging?: LoggerOptions;
   /** bcrypt cost of new passwords (default 10, the product's). */
   passwordCost?: number;
   /** Sees each bcrypt job of the server's password hasher (tests count comparisons). */
@@ -111,7 +109,6 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     log: options.log ?? (() => {}),
     logging: options.logging,
     onQuery: options.onQuery,
-    logging: options.logging,
     passwordCost: options.passwordCost,
     onPasswordJob: options.onPasswordJob,
     secret: options.secret,
