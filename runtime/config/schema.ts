@@ -403,6 +403,12 @@ export const configSchema = z
                 cron: z.string().min(9).max(200),
                 job: z.string().min(1).max(63),
                 payload: z.unknown().optional(),
+                backfillSeconds: z
+                  .number()
+                  .int()
+                  .min(0)
+                  .max(7 * 24 * 3600)
+                  .optional(),
               })
               .strict(),
           )

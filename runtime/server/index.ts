@@ -15,6 +15,7 @@ import {
 import { flushLogger, flushLoggerSync } from '../observability/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import { installDeliveryQueue, startDeliveryWorker } from '../webhooks/index.ts';
+import type { ServiceModule } from '../model/index.ts';
 import type { CodeRegistry } from '../usercode/index.ts';
 import { createRequestListener } from './app.ts';
 import { Lifecycle, RELEASE_DEADLINE_MS } from './feature.ts';
@@ -95,6 +96,14 @@ export interface WorkerProcessOptions {
   config: Config;
   /** The project's own code: `svcgen worker` runs its jobs and schedules (docs/own-code.md "Jobs"). */
   code?: CodeRegistry;
+  /**
+   * The service and its directory: with code that has jobs, the worker runs the server's features
+   * without HTTP, so that a job's data API is the server's (docs/own-code.md "Jobs").
+   */
+  service?: ServiceModule;
+  projectDir?: string;
+  /** Receives the text of every SQL statement (tests). */
+  onQuery?: (text: string) => void;
   databaseUrl: string;
   /** DIRECT_DATABASE_URL (see ServerOptions). */
   directDatabaseUrl?: string;
@@ -103,9 +112,17 @@ export interface WorkerProcessOptions {
   log?: (message: string) => void;
 }
 
-/** `svcgen worker`: webhook delivery without the HTTP server, to scale API and delivery apart. */
+/**
+ * `svcgen worker`: webhook delivery, and the code's jobs and schedules, without the HTTP server, to
+ * scale API and workers apart.
+ */
 export async function startWorkerProcess(options: WorkerProcessOptions): Promise<{ stop(): Promise<void> }> {
   const log = options.log ?? ((m: string) => console.error(m));
+  if (options.code && options.code.jobs.size > 0) {
+    if (!options.service || !options.projectDir)
+      throw new TypeError('startWorkerProcess: code with jobs needs the service and projectDir');
+    return startHeadless({ ...options, service: options.service, projectDir: options.projectDir }, log);
+  }
   const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
   const db = openDatabase(directUrl, { max: 2 });
   try {
@@ -122,6 +139,49 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   } finally {
     await db.close().catch(() => {});
   }
+}
+
+/**
+ * The server without its HTTP listener: the foundation (no migrations: the servers apply them) and
+ * every feature, so that the code's job runner and the webhook worker run on the same services a
+ * server has. What the features serve over HTTP is never listened for.
+ */
+async function startHeadless(
+  options: WorkerProcessOptions & { service: ServiceModule; projectDir: string },
+  log: (message: string) => void,
+): Promise<{ stop(): Promise<void> }> {
+  const lifecycle = new Lifecycle((name, error) =>
+    log(`stopping ${name} failed: ${error instanceof Error ? error.message : String(error)}`),
+  );
+  try {
+    const foundation = await openFoundation(
+      {
+        projectDir: options.projectDir,
+        service: options.service,
+        config: options.config,
+        code: options.code,
+        databaseUrl: options.databaseUrl,
+        directDatabaseUrl: options.directDatabaseUrl,
+        secret: options.secret,
+        port: 0,
+        host: '127.0.0.1',
+        migrate: false,
+        worker: true,
+        log,
+        onQuery: options.onQuery,
+      },
+      lifecycle,
+    );
+    await startFeatures(foundation, lifecycle);
+  } catch (error) {
+    await lifecycle.stop();
+    throw error;
+  }
+  return {
+    async stop() {
+      await lifecycle.stop();
+    },
+  };
 }
 
 /** Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB). */

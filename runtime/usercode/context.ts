@@ -10,6 +10,7 @@ import type { Principal } from '../principal/index.ts';
 import type { Access } from '../query/index.ts';
 import type { Caller, CodeContext, CodeLog, JobOptions, Sql } from './definitions.ts';
 import { withInternals } from './internals.ts';
+import { describeIssues, JobPayloadError } from './job-payload.ts';
 
 /** Who the code acts for, and where: the parts of a request (or job) a context is made of. */
 export interface CodeScope {
@@ -106,8 +107,7 @@ export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
   return withInternals(ctx, {
     enqueue: async (name, schema, payload, options) => {
       const parsed = schema.safeParse(payload);
-      if (!parsed.success)
-        throw new TypeError(`job ${name}: its payload does not match the job's schema: ${parsed.error.message}`);
+      if (!parsed.success) throw new JobPayloadError(name, describeIssues(parsed.error));
       await services.enqueue(scope.db, scope.environment, name, parsed.data, options);
     },
   });

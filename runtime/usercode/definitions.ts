@@ -199,6 +199,11 @@ export interface ScheduleDefinition {
   /** The job it queues, with this payload. */
   readonly job: string;
   readonly payload?: unknown;
+  /**
+   * Runs missed while no worker ran (a deploy, say) within this many seconds are made up for when
+   * one starts; default 0: a missed run is skipped (docs/own-code.md "Schedules").
+   */
+  readonly backfillSeconds?: number;
 }
 
 // Auth.

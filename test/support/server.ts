@@ -76,6 +76,8 @@ export interface TestServerOptions {
   onPasswordJob?: (op: 'hash' | 'verify') => void;
   /** SVCGEN_SECRET for this server. */
   secret?: string;
+  /** false: no webhook delivery nor code jobs in this server (`serve --no-worker`). */
+  worker?: boolean;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -112,6 +114,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     passwordCost: options.passwordCost,
     onPasswordJob: options.onPasswordJob,
     secret: options.secret,
+    worker: options.worker,
   });
   const db = openDatabase(database.url, { max: 2 });
   const createKey: TestServer['createKey'] = async (roles, o = {}) => {

@@ -3,13 +3,19 @@
  * the data layer's writes, endpoints are routes of their own, jobs run on the job runner.
  */
 import type { WriteHooks } from '../../data/index.ts';
-import type { CodeServices } from '../../usercode/index.ts';
+import {
+  codeCrontab,
+  enqueueCodeJob,
+  startCodeJobRunner,
+  type CodeJobRunner,
+  type CodeServices,
+} from '../../usercode/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import type { Services } from '../services.ts';
 
 export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks: WriteHooks }> = {
   name: 'code',
-  start({ logger, code, config, db }) {
+  start({ logger, code, config, options, db, directUrl, log }, teardown) {
     // Every service exists once all features have started (routes()); contexts are built after that.
     let running: Services | undefined;
     const codeServices: CodeServices = {
@@ -18,10 +24,18 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks
         if (!running) throw new Error('user code ran before the server started');
         throw new Error('the data API of user code is not wired yet');
       },
-      enqueue() {
-        throw new Error('jobs of user code are not wired yet');
-      },
+      // docs/own-code.md "Jobs": on the context's connection or transaction, never one of its own.
+      enqueue: (queryable, environment, name, payload, jobOptions) =>
+        enqueueCodeJob(queryable, code, environment, name, payload, jobOptions),
     };
+    // A bad schedule stops the start naming it, also where no job runs (serve --no-worker).
+    const crontab = code.schedules.length ? codeCrontab(code, config.environments) : [];
+    // The job runner: in a process that runs workers (serve without --no-worker, `svcgen worker`) and
+    // only when the code has jobs (docs/own-code.md "Cost"). It starts once every service exists
+    // (the queue's schema is the webhooks feature's), so that no job runs before its data API does.
+    const runJobs = options.worker !== false && code.jobs.size > 0;
+    let runner: Promise<CodeJobRunner | undefined> | undefined;
+    if (runJobs) teardown.add('code job runner', async () => (await runner)?.stop(), { alongside: true });
     return {
       services: {
         codeServices,
@@ -29,6 +43,19 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks
       },
       routes(services) {
         running = services;
+        if (runJobs)
+          runner = startCodeJobRunner({
+            code,
+            services: codeServices,
+            db,
+            directUrl,
+            environments: config.environments,
+            crontab,
+            log,
+          }).catch((error: unknown) => {
+            log(`code job runner failed to start: ${error instanceof Error ? error.message : String(error)}`);
+            return undefined;
+          });
         return [];
       },
     };
