@@ -78,6 +78,18 @@ function sqlOn(db: Queryable): Sql {
   };
 }
 
+/** `payload` as it travels in the queue: its JSON form. */
+function jsonOf(name: string, payload: unknown): unknown {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload);
+  } catch (error) {
+    throw new JobPayloadError(name, `(payload): not JSON (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (text === undefined) throw new JobPayloadError(name, '(payload): not JSON (undefined or a function)');
+  return JSON.parse(text);
+}
+
 /** The context of `scope`: its data API and SQL on scope.db; transaction() nests as a savepoint. */
 export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
   services: CodeServices,
@@ -106,9 +118,12 @@ export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
   };
   return withInternals(ctx, {
     enqueue: async (name, schema, payload, options) => {
-      const parsed = schema.safeParse(payload);
+      // What is queued is the payload's JSON, and the job parses that when it runs: it is the JSON
+      // that must match (docs/own-code.md "Jobs"), so that a run gets what the enqueue checked.
+      const json = jsonOf(name, payload);
+      const parsed = schema.safeParse(json);
       if (!parsed.success) throw new JobPayloadError(name, describeIssues(parsed.error));
-      await services.enqueue(scope.db, scope.environment, name, parsed.data, options);
+      await services.enqueue(scope.db, scope.environment, name, json, options);
     },
   });
 }

@@ -29,6 +29,19 @@ const record = defineJob({
   },
 });
 
+/** A Date does not survive JSON: z.date() refuses what would be queued. */
+const dated = defineJob({ name: 'dated', payload: z.object({ at: z.date() }), async run() {} });
+
+/** The run gets the schema's output of the queued JSON. */
+const transformed = defineJob({
+  name: 'transformed',
+  payload: z.object({ n: z.string().transform(Number) }),
+  async run({ n }, ctx) {
+    await ctx.sql`INSERT INTO public.job_runs (tag, job, environment, request_id, caller)
+      VALUES (${`n=${n + 1}`}, 'transformed', ${ctx.environment}, ${ctx.requestId}, ${ctx.caller.kind})`;
+  },
+});
+
 /** Defined but not listed in the code's jobs: nothing would run it. */
 const orphan = defineJob({ name: 'orphan', payload: z.object({}), async run() {} });
 
@@ -39,7 +52,10 @@ const mark = (ctx: Parameters<typeof record.run>[1], tag: string) =>
 /** Queues `record` as code in a hook or endpoint would, on the context it got. */
 const start = defineJob({
   name: 'start',
-  payload: z.object({ mode: z.enum(['commit', 'rollback', 'invalid', 'unknown', 'dedupe']), tag: z.string() }),
+  payload: z.object({
+    mode: z.enum(['commit', 'rollback', 'invalid', 'unknown', 'dedupe', 'date', 'transform']),
+    tag: z.string(),
+  }),
   async run({ mode, tag }, ctx) {
     switch (mode) {
       case 'commit':
@@ -60,6 +76,12 @@ const start = defineJob({
         break;
       case 'unknown':
         await orphan.enqueue(ctx, {}).catch((e: Error) => mark(ctx, `${e.name}: ${e.message}`));
+        break;
+      case 'date':
+        await dated.enqueue(ctx, { at: new Date() }).catch((e: Error) => mark(ctx, `${e.name}: ${e.message}`));
+        break;
+      case 'transform':
+        await transformed.enqueue(ctx, { n: '41' });
         break;
       case 'dedupe': {
         const runAt = new Date(Date.now() + 1000);
@@ -140,7 +162,7 @@ const failedFor = (id: string) =>
 
 beforeAll(async () => {
   s = await startTestServer({
-    code: defineCode({ jobs: [record, start, flaky, doomed] }),
+    code: defineCode({ jobs: [record, start, flaky, doomed, dated, transformed] }),
   });
   await s.db.query(`CREATE TABLE public.job_runs (id bigserial PRIMARY KEY, tag text NOT NULL, job text NOT NULL,
     environment text NOT NULL, request_id text NOT NULL, caller text NOT NULL)`);
@@ -211,6 +233,28 @@ describe('enqueue in the caller transaction', () => {
     expect(refused!.tag).toBe(
       "JobPayloadError: job record: the payload does not match the job's payload schema: tag: Invalid input: expected string, received number",
     );
+  });
+
+  it('the JSON form of the payload is what is checked, and the run gets the schema output of it', async () => {
+    await queue('start', { mode: 'date', tag: 'date' });
+    await until(
+      () => runs('date done'),
+      (r) => r.length === 1,
+      10_000,
+      'start ran',
+    );
+    const [refused] = await runs('JobPayloadError: job dated');
+    expect(refused!.tag).toBe(
+      "JobPayloadError: job dated: the payload does not match the job's payload schema: at: Invalid input: expected date, received string",
+    );
+    await queue('start', { mode: 'transform', tag: 'transform' });
+    await until(
+      () => runs('n='),
+      (r) => r.length === 1,
+      10_000,
+      'transformed ran',
+    );
+    expect((await runs('n='))[0]!.tag).toBe('n=42');
   });
 
   it('a job the code does not list is refused at enqueue', async () => {
