@@ -183,3 +183,38 @@ describe('svcgen worker', () => {
     }
   });
 });
+
+describe('cost', () => {
+  /** graphile-worker runners of the database: each holds one session LISTENing for new jobs. */
+  const runners = (server: TestServer) =>
+    server.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND query = 'LISTEN "jobs:insert"; LISTEN "worker:migrate";'`,
+    );
+
+  it('a server whose code has no jobs starts no job runner; one with jobs starts one more', async () => {
+    const bare = await startTestServer({ code: defineCode({}) });
+    let withJobs: TestServer | undefined;
+    try {
+      // svcgen's own: the webhook delivery worker and the storage removal worker.
+      const own = 2;
+      await until(
+        () => runners(bare),
+        (r) => r[0]!.n === own,
+        10_000,
+        "svcgen's own runners listen",
+      );
+      withJobs = await startTestServer({ code: defineCode({ jobs: [tick] }) });
+      await until(
+        () => runners(withJobs!),
+        (r) => r[0]!.n === own + 1,
+        10_000,
+        'the code job runner listens',
+      );
+      expect((await runners(bare))[0]!.n).toBe(own);
+    } finally {
+      await withJobs?.close();
+      await bare.close();
+    }
+  });
+});
