@@ -379,6 +379,22 @@ describe('svcgen jobs failed | retry', () => {
     expect((await cli('failed', '--json')).stdout).not.toContain(`"id":"${id}"`);
   });
 
+  it('retry --all queues every failed job again', async () => {
+    await s.db.query('DELETE FROM public.doomed_ok');
+    const ids = [await queue('doomed', { order: 8 }), await queue('doomed', { order: 9 })];
+    for (const id of ids) await failedFor(id);
+    await s.db.query('INSERT INTO public.doomed_ok VALUES (true)');
+    const retried = await cli('retry', '--all');
+    expect(retried.code).toBe(0);
+    for (const id of ids) expect(retried.stdout).toContain(`queued ${id} again\n`);
+    await until(
+      () => runs('doomed '),
+      (r) => r.length === 3,
+      10_000,
+      'both retried jobs ran',
+    );
+  });
+
   it('retry of an id that is not a failed job says so and exits 1', async () => {
     const r = await cli('retry', '999999');
     expect(r).toMatchObject({ code: 1, stdout: '', stderr: 'no failed job with id 999999\n' });
