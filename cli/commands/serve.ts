@@ -167,6 +167,8 @@ export function registerServeCommands(program: Command): void {
         code,
         service,
         projectDir: dir,
+        // Each job's entries (docs/own-code.md "Failures and retries"): JSON lines unless stdout is a terminal.
+        logging: { level: 'info', format: process.stdout.isTTY ? 'pretty' : 'json' },
         databaseUrl: database.url,
         directDatabaseUrl: database.directUrl,
         secret: process.env.SVCGEN_SECRET || undefined,

@@ -12,7 +12,7 @@ import {
   type ClientErrorLimits,
   type Drain,
 } from '../http/index.ts';
-import { flushLogger, flushLoggerSync } from '../observability/index.ts';
+import { flushLogger, flushLoggerSync, type Logger, type LoggerOptions } from '../observability/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import { installDeliveryQueue, startDeliveryWorker } from '../webhooks/index.ts';
 import type { ServiceModule } from '../model/index.ts';
@@ -104,6 +104,8 @@ export interface WorkerProcessOptions {
   projectDir?: string;
   /** Receives the text of every SQL statement (tests). */
   onQuery?: (text: string) => void;
+  /** The structured log of the code's jobs (docs/own-code.md "Failures and retries"); none when absent. */
+  logging?: LoggerOptions;
   databaseUrl: string;
   /** DIRECT_DATABASE_URL (see ServerOptions). */
   directDatabaseUrl?: string;
@@ -153,6 +155,7 @@ async function startHeadless(
   const lifecycle = new Lifecycle((name, error) =>
     log(`stopping ${name} failed: ${error instanceof Error ? error.message : String(error)}`),
   );
+  let logger: Logger | undefined;
   try {
     const foundation = await openFoundation(
       {
@@ -169,9 +172,11 @@ async function startHeadless(
         worker: true,
         log,
         onQuery: options.onQuery,
+        logging: options.logging,
       },
       lifecycle,
     );
+    logger = foundation.logger;
     await startFeatures(foundation, lifecycle);
   } catch (error) {
     await lifecycle.stop();
@@ -180,6 +185,9 @@ async function startHeadless(
   return {
     async stop() {
       await lifecycle.stop();
+      // The last jobs' entries may wait in a batch (runtime/observability/logger.ts).
+      await flushLogger(logger!);
+      flushLoggerSync(logger!);
     },
   };
 }

@@ -38,9 +38,10 @@ describe('svcgen worker', { timeout: 120_000 }, () => {
     const db = openDatabase(database.url, { max: 1 });
     try {
       await db.query('CREATE TABLE public.notes (text text, environment text)');
-      await db.query(`SELECT svcgen_worker.add_job('svcgen.code.note', $1::json)`, [
-        JSON.stringify({ environment: 'master', payload: { text: 'hello' } }),
-      ]);
+      const [{ id }] = await db.query<{ id: string }>(
+        `SELECT id::text FROM svcgen_worker.add_job('svcgen.code.note', $1::json)`,
+        [JSON.stringify({ environment: 'master', payload: { text: 'hello' } })],
+      );
       const worker = startCli(['worker', ...at]);
       await worker.waitFor(/^delivering webhooks and running jobs$/m, { stream: 'stdout', timeoutMs: 60_000 });
       const rows = await until(
@@ -50,6 +51,16 @@ describe('svcgen worker', { timeout: 120_000 }, () => {
         'the worker ran the job',
       );
       expect(rows).toEqual([{ text: 'hello', environment: 'master' }]);
+      const [line] = await worker.waitFor(/^\{.*"job succeeded".*\}$/m, { stream: 'stdout', timeoutMs: 10_000 });
+      expect(JSON.parse(line)).toMatchObject({
+        level: 'info',
+        requestId: `job:${id}`,
+        code: 'job note',
+        job: 'note',
+        jobId: id,
+        attempt: 1,
+        msg: 'job succeeded',
+      });
     } finally {
       await db.close();
     }
