@@ -82,6 +82,10 @@ export async function enqueueCodeJob(
   ]);
 }
 
+const SCHEDULE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
+/** The longest backfill of a schedule, as the config allows it (runtime/config/schema.ts). */
+const MAX_BACKFILL_SECONDS = 7 * 24 * 3600;
+
 /** A schedule's crontab entry per environment: its identifier in graphile-worker's known_crontabs. */
 export function cronIdentifier(schedule: string, environment: string): string {
   return `${CODE_TASK_PREFIX}${schedule}@${environment}`;
@@ -94,6 +98,15 @@ export function cronIdentifier(schedule: string, environment: string): string {
 export function codeCrontab(code: CodeRegistry, environments: readonly string[]): ParsedCronItem[] {
   const items: ParsedCronItem[] = [];
   for (const schedule of code.schedules) {
+    if (!SCHEDULE_NAME.test(schedule.name))
+      throw new CodeDefinitionError(
+        `schedule name ${JSON.stringify(schedule.name)} must start with a letter and hold only letters, digits and _ (at most 63)`,
+      );
+    const backfill = schedule.backfillSeconds ?? 0;
+    if (!Number.isInteger(backfill) || backfill < 0 || backfill > MAX_BACKFILL_SECONDS)
+      throw new CodeDefinitionError(
+        `schedule ${schedule.name}: backfillSeconds must be a whole number from 0 to ${MAX_BACKFILL_SECONDS} (7 days)`,
+      );
     const job = code.jobs.get(schedule.job)!;
     const parsed = job.payload.safeParse(schedule.payload ?? {});
     if (!parsed.success)
@@ -107,7 +120,7 @@ export function codeCrontab(code: CodeRegistry, environments: readonly string[])
         identifier: cronIdentifier(schedule.name, environment),
         payload: { environment, payload: parsed.data } satisfies JobEnvelope as unknown as Record<string, unknown>,
         options: {
-          backfillPeriod: (schedule.backfillSeconds ?? 0) * 1000,
+          backfillPeriod: backfill * 1000,
           maxAttempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
         },
       };

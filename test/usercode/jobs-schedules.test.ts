@@ -136,6 +136,23 @@ describe('schedules', () => {
     );
   });
 
+  it('a schedule name or backfillSeconds out of bounds stops the start', async () => {
+    const start = (schedule: object) =>
+      startTestServer({
+        databaseUrl: database.url,
+        code: defineCode({
+          jobs: [tick],
+          schedules: [{ cron: '0 3 * * *', job: 'tick', payload: { from: 'x' }, ...schedule } as never],
+        }),
+      });
+    await expect(start({ name: 'no-dash' })).rejects.toThrow(
+      'schedule name "no-dash" must start with a letter and hold only letters, digits and _ (at most 63)',
+    );
+    await expect(start({ name: 'late', backfillSeconds: -1 })).rejects.toThrow(
+      'schedule late: backfillSeconds must be a whole number from 0 to 604800 (7 days)',
+    );
+  });
+
   it('a schedule of a job the code does not define stops the start', async () => {
     await expect(
       startTestServer({
