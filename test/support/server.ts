@@ -67,6 +67,8 @@ export interface TestServerOptions {
   log?: (message: string) => void;
   /** Receives the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
+  /** Receives each structured log entry (JSON, level warn and up): what a 500 logged. */
+  onLogEntry?: (line: string) => void;
   /** bcrypt cost of new passwords (default 10, the product's). */
   passwordCost?: number;
   /** Sees each bcrypt job of the server's password hasher (tests count comparisons). */
@@ -105,6 +107,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     managementToken: MANAGEMENT_TOKEN,
     log: options.log ?? (() => {}),
     onQuery: options.onQuery,
+    ...(options.onLogEntry
+      ? { logging: { format: 'json' as const, level: 'warn' as const, destination: { write: options.onLogEntry } } }
+      : {}),
     passwordCost: options.passwordCost,
     onPasswordJob: options.onPasswordJob,
     secret: options.secret,

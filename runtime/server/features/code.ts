@@ -3,6 +3,7 @@
  * the data layer's writes, endpoints are routes of their own, jobs run on the job runner.
  */
 import type { CodeServices } from '../../usercode/index.ts';
+import { endpointRoutes } from '../endpoints.ts';
 import type { ServerFeature } from '../feature.ts';
 import type { Services } from '../services.ts';
 
@@ -25,7 +26,7 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices }> = {
       services: { codeServices },
       routes(services) {
         running = services;
-        return [];
+        return endpointRoutes(services);
       },
     };
   },
