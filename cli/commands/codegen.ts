@@ -1,7 +1,15 @@
 /** generate, check, openapi (heavy modules load when a command runs, so --help stays fast) */
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
+import type { Config } from '../../runtime/config/index.ts';
 import { projectDir, withProject } from '../options.ts';
+
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );
 
 export function registerCodegenCommands(program: Command): void {
   withProject(
@@ -9,19 +17,39 @@ export function registerCodegenCommands(program: Command): void {
   ).action(async (options: { project: string }) => {
     const dir = projectDir(options);
     const started = Date.now();
-    const { GENERATED_DIR, renderProject, writeProject } = await import('../../generator/generate.ts');
-    const files = await renderProject(dir);
+    const { CodeNotLoaded, GENERATED_DIR, renderProject, writeProject } = await import('../../generator/generate.ts');
+    const { loadCodeOf } = await import('../project.ts');
+    const code = (config: Config, tables: readonly string[]) => loadCodeOf(dir, config, tables);
+    // The model first when generated/ has no code.ts yet: the code imports it (docs/own-code.md "Generated files").
+    if (!(await exists(path.join(dir, GENERATED_DIR, 'code.ts')))) await writeProject(dir, await renderProject(dir));
+    let files: Map<string, string>;
+    let failed: unknown;
+    try {
+      files = await renderProject(dir, { code });
+    } catch (error) {
+      if (!(error instanceof CodeNotLoaded)) throw error;
+      failed = error.reason;
+      files = await renderProject(dir);
+    }
     const { written, removed } = await writeProject(dir, files);
     console.log(
       `generated ${files.size} files in ${path.join(dir, GENERATED_DIR)} (${written} changed, ${removed.length} removed) in ${Date.now() - started} ms`,
     );
+    if (failed !== undefined) {
+      process.stderr.write(
+        `svcgen: generated/ has the model but none of your code's endpoints, for your code did not load: ${failed instanceof Error ? failed.message : String(failed)}\nfix it and run generate again\n`,
+      );
+      process.exitCode = 1;
+    }
   });
 
   withProject(program.command('check').description('exit 1 with a unified diff when generated/ is stale')).action(
     async (options: { project: string }) => {
       const dir = projectDir(options);
       const { diffProject, renderProject } = await import('../../generator/generate.ts');
-      const diff = await diffProject(dir, await renderProject(dir));
+      const { loadCodeOf } = await import('../project.ts');
+      const code = (config: Config, tables: readonly string[]) => loadCodeOf(dir, config, tables);
+      const diff = await diffProject(dir, await renderProject(dir, { code }));
       if (diff) {
         process.stdout.write(diff);
         process.stderr.write(
