@@ -58,11 +58,7 @@ export function checkEndpoint(endpoint: EndpointDefinition<Anything, Anything, A
     throw new CodeDefinitionError(`${what}: method must be one of ${[...METHODS].join(', ')}`);
   const path = endpoint.path;
   const segments = typeof path === 'string' && path.startsWith('/') ? path.slice(1).split('/') : [];
-  if (segments.length === 0 || !segments.every((s) => SEGMENT.test(s)))
-    throw new CodeDefinitionError(
-      `${what}: path ${JSON.stringify(path)} must start with / and hold segments of letters, digits, _ . ~ - or :name parameters (e.g. /orders/:id/refund)`,
-    );
-  const first = segments[0]!;
+  const first = segments[0] ?? '';
   if (first.startsWith(':'))
     throw new CodeDefinitionError(`${what}: the path's first segment must be literal, not the parameter ${first}`);
   if (first.startsWith('_'))
@@ -70,6 +66,10 @@ export function checkEndpoint(endpoint: EndpointDefinition<Anything, Anything, A
       `${what}: paths starting with _ are the service's own (_apikeys, _files, _graphql, …)`,
     );
   if (first === 'rpc') throw new CodeDefinitionError(`${what}: paths under /rpc are database functions`);
+  if (segments.length === 0 || !segments.every((s) => SEGMENT.test(s)))
+    throw new CodeDefinitionError(
+      `${what}: path ${JSON.stringify(path)} must start with / and hold segments of letters, digits, _ . ~ - or :name parameters (e.g. /orders/:id/refund)`,
+    );
   const params = segments.filter((s) => s.startsWith(':'));
   if (new Set(params).size !== params.length)
     throw new CodeDefinitionError(`${what}: path ${path} names a parameter twice`);
