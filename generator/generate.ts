@@ -44,7 +44,7 @@ export async function readModel(projectDir: string): Promise<{ schemaText: strin
 }
 
 /** Every file `generate` would write, relative to `generated/`, in sorted order. */
-/** The project's own code could not be loaded: `generate` still writes the model (docs/own-code.md "Generated files"). */
+/** The project's own code could not be loaded: `generate` still writes the model (docs/own-code.md "Endpoints"). */
 export class CodeNotLoaded extends Error {
   constructor(readonly reason: unknown) {
     super(reason instanceof Error ? reason.message : String(reason));

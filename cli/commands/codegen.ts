@@ -20,7 +20,7 @@ export function registerCodegenCommands(program: Command): void {
     const { CodeNotLoaded, GENERATED_DIR, renderProject, writeProject } = await import('../../generator/generate.ts');
     const { loadCodeOf } = await import('../project.ts');
     const code = (config: Config, tables: readonly string[]) => loadCodeOf(dir, config, tables);
-    // The model first when generated/ has no code.ts yet: the code imports it (docs/own-code.md "Generated files").
+    // The model first when generated/ has no code.ts yet: the code imports it (docs/own-code.md "Endpoints").
     if (!(await exists(path.join(dir, GENERATED_DIR, 'code.ts')))) await writeProject(dir, await renderProject(dir));
     let files: Map<string, string>;
     let failed: unknown;

@@ -5,10 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { ServiceError } from '../../examples/shop/generated/client.ts';
 import { defineCode, defineEndpoint, refuse } from '../../examples/shop/generated/code.ts';
 import { Problem } from '../../runtime/usercode/index.ts';
 import { startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
-import { expectProblem, MANAGEMENT_TOKEN, type TestResponse } from '../support/server.ts';
+import { expectProblem, MANAGEMENT_TOKEN, startTestServer, type TestResponse } from '../support/server.ts';
 
 const REST = '/gw/api/rest';
 const APP = 'https://app.example';
@@ -116,6 +117,25 @@ const failures = {
     input: z.object({}),
     output: z.object({ total: z.number() }),
     handler: async () => ({ total: 'hidden-value-9' }) as any,
+  }),
+  serviceError: defineEndpoint({
+    name: 'failServiceError',
+    method: 'GET',
+    path: '/fail/service-error',
+    access: { roles: ['admin'] },
+    input: z.object({}),
+    output: z.object({}),
+    async handler() {
+      // What ctx.data throws for a record the caller cannot see (the generated client's error).
+      throw new ServiceError({
+        type: '/errors/not-found',
+        title: 'Not Found',
+        status: 404,
+        detail: 'no Order with id 7',
+        instance: '/gw/api/rest/Order/7',
+        errors: [],
+      });
+    },
   }),
   anonymousData: defineEndpoint({
     name: 'anonymousData',
@@ -320,6 +340,13 @@ describe('errors', () => {
     expect(res.body.errors).toEqual([{ field: 'qty', rule: 'refused', message: 'at most 3 per customer' }]);
   });
 
+  it("a data API ServiceError keeps its Problem's status and body", async () => {
+    const res = await t.request('GET', `${REST}/fail/service-error`);
+    expectProblem(res, 404, 'not-found');
+    expect(res.body.detail).toBe('no Order with id 7');
+    expect(res.body.instance).toBe(`${REST}/fail/service-error`);
+  });
+
   it('anything else → 500 with the request id only: no message, stack or SQL', async () => {
     for (const [method, path, secret] of [
       ['PATCH', '/fail/thrown', 'hunter2'],
@@ -379,5 +406,47 @@ describe('the admission of the data routes', () => {
 
   it('another method at an endpoint path → 404 Problem', async () => {
     expectProblem(await t.request('GET', `${REST}/echo`, { key: catalogKey }), 404, 'not-found');
+  });
+});
+
+describe('http.requestTimeoutMs', () => {
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let slow: Awaited<ReturnType<typeof startTestServer>>;
+  beforeAll(async () => {
+    slow = await startTestServer({
+      code: defineCode({
+        endpoints: [
+          defineEndpoint({
+            name: 'slow',
+            method: 'GET',
+            path: '/slow',
+            access: 'public',
+            input: z.object({}),
+            output: z.object({}),
+            async handler() {
+              await held;
+              return {};
+            },
+          }),
+        ],
+      }),
+      configPatch: (c) => {
+        c.http = { ...c.http, requestTimeoutMs: 300, headersTimeoutMs: 300 };
+      },
+    });
+  });
+  afterAll(async () => {
+    release();
+    await slow?.close();
+  });
+
+  it('an endpoint that does not answer in time → 503 unavailable naming the setting', async () => {
+    const res = await slow.request('GET', `${REST}/slow`, { key: false });
+    expectProblem(res, 503, 'unavailable');
+    expect(res.body.detail).toBe('slow did not answer within http.requestTimeoutMs (300 ms)');
+    expect(res.headers.get('ratelimit-limit')).toMatch(/^\d+$/);
   });
 });
