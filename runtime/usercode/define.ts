@@ -88,6 +88,8 @@ export function checkEndpoint(endpoint: EndpointDefinition<Anything, Anything, A
       `${what}: access must be { roles: ['<role>', …] } (at least one), 'signed-in' or 'public'; there is no default`,
     );
   if (typeof endpoint.handler !== 'function') throw new CodeDefinitionError(`${what}: handler must be a function`);
+  if (endpoint.status !== undefined && ![200, 201, 202].includes(endpoint.status))
+    throw new CodeDefinitionError(`${what}: status must be 200, 201 or 202`);
 }
 
 export function defineEndpoint<S extends ServiceTypes, I extends z.ZodType, O extends z.ZodType>(

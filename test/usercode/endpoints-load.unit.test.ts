@@ -41,6 +41,8 @@ describe('an endpoint is refused at load', () => {
     [{ path: '/a/:id/:id' }, 'names a parameter twice'],
     [{ input: { parse() {} } }, 'input must be a zod schema'],
     [{ name: '1st' }, 'endpoint name "1st" must start with a letter'],
+    [{ status: 204 }, 'status must be 200, 201 or 202'],
+    [{ handler: undefined }, 'handler must be a function'],
   ])('%o', (overrides, message) => {
     expect(() => load(endpoint(overrides))).toThrow(message);
     // defineEndpoint says the same at once, where the mistake is written
