@@ -18,18 +18,28 @@ export function registerCodegenCommands(program: Command): void {
     const dir = projectDir(options);
     const started = Date.now();
     const { CodeNotLoaded, GENERATED_DIR, renderProject, writeProject } = await import('../../generator/generate.ts');
-    const { loadCodeOf } = await import('../project.ts');
-    const code = (config: Config, tables: readonly string[]) => loadCodeOf(dir, config, tables);
-    // The model first when generated/ has no code.ts yet: the code imports it (docs/own-code.md "Endpoints").
-    if (!(await exists(path.join(dir, GENERATED_DIR, 'code.ts')))) await writeProject(dir, await renderProject(dir));
-    let files: Map<string, string>;
-    let failed: unknown;
-    try {
-      files = await renderProject(dir, { code });
-    } catch (error) {
-      if (!(error instanceof CodeNotLoaded)) throw error;
-      failed = error.reason;
-      files = await renderProject(dir);
+    const { codeEntry, loadCodeOf } = await import('../project.ts');
+    // Your code imports generated/code.ts: when there is code but no generated/code.ts yet, the
+    // model is written first and the code loaded after it (docs/own-code.md "Endpoints"), never
+    // imported before (a failed import would stay failed in this process).
+    const modelFirst = new Error('generated/code.ts does not exist yet');
+    const code = async (config: Config, tables: readonly string[]) => {
+      if ((await codeEntry(dir, config)) !== undefined && !(await exists(path.join(dir, GENERATED_DIR, 'code.ts'))))
+        throw modelFirst;
+      return loadCodeOf(dir, config, tables);
+    };
+    const render = async (): Promise<{ files: Map<string, string>; failed?: unknown }> => {
+      try {
+        return { files: await renderProject(dir, { code }) };
+      } catch (error) {
+        if (!(error instanceof CodeNotLoaded)) throw error;
+        return { files: await renderProject(dir), failed: error.reason };
+      }
+    };
+    let { files, failed } = await render();
+    if (failed === modelFirst) {
+      await writeProject(dir, files);
+      ({ files, failed } = await render());
     }
     const { written, removed } = await writeProject(dir, files);
     console.log(
