@@ -62,7 +62,8 @@ function accessText(endpoint: Endpoint): string {
   const access = endpoint.access;
   if (access === 'public') return 'Public: callable without credentials (credentials sent are still verified).';
   if (access === 'signed-in') return 'Signed-in users only (a user access token; API keys are refused).';
-  return `Roles: ${access.roles.map((r) => `\`${r}\``).join(', ')}.`;
+  // The roles themselves are not listed: the document is public, like the tables' (whose grants it does not list either).
+  return 'Callers (API keys or users) holding one of the roles the endpoint allows.';
 }
 
 function parameters(schemas: EndpointSchemas): ParameterObject[] {
@@ -114,7 +115,7 @@ export function endpointPaths(builder: OpenApiBuilder, all: readonly EndpointSch
           validation: 'the input does not match the endpoint’s schema, or the code refused it (each field named)',
         }),
       },
-      'x-svcgen-access': endpoint.access,
+      'x-svcgen-access': typeof endpoint.access === 'string' ? endpoint.access : 'roles',
     };
     const path = `${BASE}${endpoint.path.replace(/:(\w+)/g, '{$1}')}`;
     const item = byPath.get(path) ?? {};

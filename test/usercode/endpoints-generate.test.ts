@@ -79,6 +79,9 @@ describe('svcgen generate', () => {
     });
     expect(post.responses['201'].content['application/json'].schema.required).toEqual(['orderId', 'status', 'lines']);
     for (const status of ['401', '403', '422', '429', '500']) expect(post.responses[status], status).toBeDefined();
+    // Who may call it, without the role names (the document is public; grants of tables are not in it either)
+    expect(post['x-svcgen-access']).toBe('roles');
+    expect(JSON.stringify(post)).not.toContain('admin');
 
     const get = doc.paths['/gw/api/rest/lookup/{code}'].get;
     expect(get.operationId).toBe('lookup');
