@@ -1,10 +1,11 @@
 /** The OpenAPI 3.1 document of the generated API, built with openapi3-ts from the table descriptions. */
 import { OpenApiBuilder, type OperationObject, type SchemaObject } from 'openapi3-ts/oas31';
-import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
+import { LIMITS, type FunctionSpec, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { PROBLEM_KINDS } from '../../runtime/model/problem-kinds.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
 import { endpointPaths, type EndpointSchemas } from './openapi-endpoints.ts';
 import { filePaths, type BucketSummary } from './openapi-files.ts';
+import { functionPaths } from './openapi-functions.ts';
 import { authPaths } from './openapi-auth.ts';
 import { groupParameters } from './openapi-filters.ts';
 import { operationFor } from './openapi-operations.ts';
@@ -19,6 +20,7 @@ export function buildOpenApi(
     version: string;
     buckets?: readonly BucketSummary[];
     endpoints?: readonly EndpointSchemas[];
+    functions?: readonly FunctionSpec[];
   },
 ): object {
   const builder = OpenApiBuilder.create({
@@ -256,6 +258,8 @@ export function buildOpenApi(
   filePaths(builder, info.buckets ?? []);
   webhookPaths(builder, [...tables.map((t) => t.name), ...(info.buckets?.length ? ['_files'] : [])].sort());
   authPaths(builder);
+  functionPaths(builder, info.functions ?? []);
+  // Last: an endpoint's name may not be an operationId of the service's own (openapi-endpoints.ts).
   endpointPaths(builder, info.endpoints ?? []);
   for (const [name, response] of Object.entries(problemComponents(builder.getSpec().paths ?? {})))
     builder.addResponse(name, response);

@@ -3,3 +3,4 @@ export * from './public.ts';
 export { CodeRegistry } from './registry.ts';
 export { withInternals, contextInternals, type ContextInternals } from './internals.ts';
 export { codeContext, callerOf, type CodeScope, type CodeServices } from './context.ts';
+export { checkExtraClaims, checkMailAnswer } from './auth-hooks.ts';

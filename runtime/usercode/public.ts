@@ -4,6 +4,7 @@
  */
 export { codeFor, defineCode, defineEndpoint, defineJob, refuse, CodeDefinitionError } from './define.ts';
 export { Problem } from '../http/index.ts';
+export { MAX_EXTRA_CLAIMS_BYTES, RESERVED_CLAIMS } from './auth-hooks.ts';
 export type {
   AfterWrite,
   AnyService,

@@ -9,6 +9,7 @@ import { parseConfig, type Config } from '../../runtime/config/index.ts';
 import { openDatabase, type Database } from '../../runtime/db/index.ts';
 import { createApiKey } from '../../runtime/keys/index.ts';
 import { startServer, type RunningServer } from '../../runtime/index.ts';
+import type { LoggerOptions } from '../../runtime/observability/index.ts';
 import { CodeRegistry, type CodeDefinition } from '../../runtime/usercode/index.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
@@ -65,10 +66,10 @@ export interface TestServerOptions {
   databaseUrl?: string;
   /** Receives the server's log lines (errors behind 500s among them); default: discarded. */
   log?: (message: string) => void;
+  /** The server's structured log (pino), e.g. `{ format: 'json', level: 'info', destination }`; default: none. */
+  logging?: LoggerOptions;
   /** Receives the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
-  /** Receives each structured log entry (JSON, level warn and up): what a 500 logged. */
-  onLogEntry?: (line: string) => void;
   /** bcrypt cost of new passwords (default 10, the product's). */
   passwordCost?: number;
   /** Sees each bcrypt job of the server's password hasher (tests count comparisons). */
@@ -106,10 +107,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     host: '127.0.0.1',
     managementToken: MANAGEMENT_TOKEN,
     log: options.log ?? (() => {}),
+    logging: options.logging,
     onQuery: options.onQuery,
-    ...(options.onLogEntry
-      ? { logging: { format: 'json' as const, level: 'warn' as const, destination: { write: options.onLogEntry } } }
-      : {}),
     passwordCost: options.passwordCost,
     onPasswordJob: options.onPasswordJob,
     secret: options.secret,

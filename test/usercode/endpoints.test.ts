@@ -161,7 +161,7 @@ beforeAll(async () => {
   logs = [];
   t = await startAuthServer({
     code: defineCode({ endpoints: [echo, customerOrders, ping, whoami, ...Object.values(failures)] }),
-    onLogEntry: (line) => logs.push(line),
+    logging: { format: 'json', level: 'warn', destination: { write: (line: string) => void logs.push(line) } },
     configPatch: (c) => {
       c.cors = { origins: [APP] };
     },

@@ -2,14 +2,15 @@
  * The project's own code (docs/own-code.md): the services its contexts act through. Hooks run in
  * the data layer's writes, endpoints are routes of their own, jobs run on the job runner.
  */
+import type { WriteHooks } from '../../data/index.ts';
 import type { CodeServices } from '../../usercode/index.ts';
 import { endpointRoutes } from '../endpoints.ts';
 import type { ServerFeature } from '../feature.ts';
 import type { Services } from '../services.ts';
 
-export const codeFeature: ServerFeature<{ codeServices: CodeServices }> = {
+export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks: WriteHooks }> = {
   name: 'code',
-  start({ logger }) {
+  start({ logger, code, config, db }) {
     // Every service exists once all features have started (routes()); contexts are built after that.
     let running: Services | undefined;
     const codeServices: CodeServices = {
@@ -23,7 +24,10 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices }> = {
       },
     };
     return {
-      services: { codeServices },
+      services: {
+        codeServices,
+        writeHooks: { registry: code, services: codeServices, timeoutMs: config.code.hookTimeoutMs, db },
+      },
       routes(services) {
         running = services;
         return endpointRoutes(services);
