@@ -95,7 +95,7 @@ export function endpointPaths(builder: OpenApiBuilder, all: readonly EndpointSch
     const { endpoint } = schemas;
     if (taken.has(endpoint.name))
       fail(endpoint, `its name is the operationId of one of the service's own operations; choose another`);
-    const kinds: ProblemKind[] = [...CHECKED_REQUEST, 'rate-limited', 'validation', 'unavailable'];
+    const kinds: ProblemKind[] = [...CHECKED_REQUEST, 'rate-limited', 'validation'];
     if (!schemas.inQuery) kinds.push(...BODY);
     const status = String(endpoint.status ?? 200);
     const operation: OperationObject = {

@@ -19,6 +19,7 @@ import {
   type Reply,
 } from '../http/index.ts';
 import { admit, countRequest, dataLimits, refuseManagement } from '../data/index.ts';
+import { databaseFault } from '../db/index.ts';
 import { DATA_BASE_PATH } from '../model/index.ts';
 import type { ApiKeyPrincipal, Principal } from '../principal/index.ts';
 import { resolveDataTenant, type Tenant } from '../tenancy/index.ts';
@@ -61,8 +62,15 @@ function endpointHandler(services: Services, endpoint: Endpoint) {
       const admitted = await admit(limits, services.config, req, () => endpoint);
       ({ tenant, principal, headers } = admitted);
     }
+    if (principal) {
+      try {
+        checkAccess(endpoint, principal);
+      } catch (error) {
+        throw withHeaders(error, headers);
+      }
+    }
+    const requestId = requestIdOf(req) ?? '';
     try {
-      if (principal) checkAccess(endpoint, principal);
       const input = parseInput(
         endpoint,
         endpoint.method === 'GET' || endpoint.method === 'DELETE' ? queryInput(req) : await readJson(req),
@@ -73,27 +81,56 @@ function endpointHandler(services: Services, endpoint: Endpoint) {
         anonymous,
         access: principal && principal.kind !== 'management' ? services.policy.access(principal) : undefined,
         db: services.db,
-        requestId: requestIdOf(req) ?? '',
+        requestId,
         origin,
       });
-      const result = await withinDeadline(
-        endpoint.handler(input, ctx),
-        services.config.http.requestTimeoutMs,
-        endpoint,
-      );
+      const result = await withinDeadline(endpoint.handler(input, ctx), services.config.http.requestTimeoutMs);
       const output = (endpoint.output as z.ZodType).safeParse(result);
-      if (!output.success)
-        throw new Error(`${origin} returned a value its output schema refuses: ${output.error.message}`);
+      if (!output.success) throw new OutputRefused(output.error.message);
       return jsonReply(endpoint.status ?? 200, output.data, headers);
     } catch (error) {
-      const problem = asProblem(error);
-      if (problem) {
-        Object.assign(problem.headers, headers);
-        throw problem;
-      }
-      throw error; // errorReply (runtime/http/reply.ts): 503 for a database fault, else 500, logged
+      throw withHeaders(codeFault(services, origin, requestId, error), headers);
     }
   };
+}
+
+/** A Problem with the RateLimit-* headers every answer after the rate limit carries; anything else as it is. */
+function withHeaders(error: unknown, headers: Record<string, string>): unknown {
+  if (error instanceof Problem) Object.assign(error.headers, headers);
+  return error;
+}
+
+class HandlerTimeout extends Error {}
+class OutputRefused extends Error {}
+
+/**
+ * What a failure of the endpoint answers (docs/own-code.md "Endpoints"), as a hook's failure does
+ * (runtime/data/hooks.ts): a Problem below 500 (svcgen's, refuse(), a data API ServiceError's) as
+ * it is; a database fault or a 5xx Problem as it is, logged; anything else, a time-out and an
+ * output the schema refuses 500 `internal` naming the request id, the detail only in the log.
+ */
+function codeFault(services: Services, origin: string, requestId: string, error: unknown): unknown {
+  const problem = asProblem(error);
+  if (problem && problem.status < 500) return problem;
+  const log = services.codeServices.logger.child({ requestId, code: origin });
+  if (problem || databaseFault(error)) {
+    log.warn({ err: error }, `${origin} met a fault of the server`);
+    return problem ?? error;
+  }
+  const what =
+    error instanceof HandlerTimeout
+      ? `did not answer within http.requestTimeoutMs (${services.config.http.requestTimeoutMs} ms)`
+      : error instanceof OutputRefused
+        ? 'returned a value its output schema refuses'
+        : 'threw';
+  log.error({ err: error }, `${origin} ${what}`);
+  return new Problem(
+    'internal',
+    `${origin} ${error instanceof HandlerTimeout ? what : 'failed'}; the server's log has the detail under request id ${requestId}`,
+    [],
+    {},
+    { requestId },
+  );
 }
 
 /**
@@ -144,24 +181,19 @@ function parseInput(endpoint: Endpoint, raw: unknown): unknown {
   throw new Problem('validation', errors.map((e) => e.message).join('; '), errors);
 }
 
-/** The handler's answer, or a 503 once http.requestTimeoutMs has passed (the handler is not stopped). */
-function withinDeadline<T>(work: Promise<T>, ms: number, endpoint: Endpoint): Promise<T> {
+/** The handler's answer, or a HandlerTimeout once `ms` have passed (the handler is not stopped). */
+function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(new Problem('unavailable', `${endpoint.name} did not answer within http.requestTimeoutMs (${ms} ms)`)),
-      ms,
-    );
+    timer = setTimeout(() => reject(new HandlerTimeout()), ms);
     timer.unref();
   });
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 /**
- * What a thrown value answers as, when it is an answer: a Problem (svcgen's, refuse()) as it is;
- * a generated client's ServiceError (ctx.data) as the Problem it carries. Undefined for anything
- * else, which errorReply logs and answers 500 with nothing of it.
+ * A thrown value as a Problem when it is one: a Problem (svcgen's, refuse()) as it is; a generated
+ * client's ServiceError (ctx.data) as the Problem it carries. Undefined for anything else.
  */
 function asProblem(error: unknown): Problem | undefined {
   if (error instanceof Problem) return error;
