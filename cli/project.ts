@@ -38,6 +38,11 @@ export async function codeEntry(projectDir: string, config: Config): Promise<str
  * registry when it has none. Its default export (or export `code`) is what defineCode returned.
  */
 export async function loadCode(projectDir: string, config: Config, service: ServiceModule): Promise<CodeRegistry> {
+  return loadCodeOf(projectDir, config, Object.keys(service.tables));
+}
+
+/** loadCode for the tables named (`svcgen generate` has the model, not yet the service). */
+export async function loadCodeOf(projectDir: string, config: Config, tables: readonly string[]): Promise<CodeRegistry> {
   const entry = await codeEntry(projectDir, config);
   if (entry === undefined) return CodeRegistry.EMPTY;
   await ensureTypeScriptLoader();
@@ -53,7 +58,7 @@ export async function loadCode(projectDir: string, config: Config, service: Serv
   if (definition === null || typeof definition !== 'object')
     throw new UsageError(`${entry} must export its code as the default export: \`export default defineCode({ ... })\``);
   try {
-    return new CodeRegistry(definition as CodeDefinition, Object.keys(service.tables), config.code.schedules);
+    return new CodeRegistry(definition as CodeDefinition, tables, config.code.schedules);
   } catch (error) {
     throw new UsageError(`${entry}: ${error instanceof Error ? error.message : String(error)}`);
   }

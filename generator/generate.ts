@@ -7,7 +7,8 @@ import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
-import { loadConfig } from '../runtime/config/index.ts';
+import { loadConfig, type Config } from '../runtime/config/index.ts';
+import type { CodeRegistry } from '../runtime/usercode/index.ts';
 import type { TableSpec } from '../runtime/model/index.ts';
 import { describeModel, ModelError, unknownFileBuckets } from './model/describe-model.ts';
 import { functionSignatures, readMigrationSql } from './model/function-signatures.ts';
@@ -48,9 +49,26 @@ export async function readModel(
 }
 
 /** Every file `generate` would write, relative to `generated/`, in sorted order. */
+/** The project's own code could not be loaded: `generate` still writes the model (docs/own-code.md "Endpoints"). */
+export class CodeNotLoaded extends Error {
+  constructor(readonly reason: unknown) {
+    super(reason instanceof Error ? reason.message : String(reason));
+    this.name = 'CodeNotLoaded';
+  }
+}
+
+export interface RenderProjectOptions {
+  reusePrismaClient?: boolean;
+  /**
+   * Loads the project's own code (cli/project.ts loadCodeOf), whose endpoints go into openapi.json
+   * and the client; without it the files hold no endpoints. A failure rejects with CodeNotLoaded.
+   */
+  code?: (config: Config, tables: readonly string[]) => Promise<CodeRegistry>;
+}
+
 export async function renderProject(
   projectDir: string,
-  options: { reusePrismaClient?: boolean } = {},
+  options: RenderProjectOptions = {},
 ): Promise<Map<string, string>> {
   const { schemaText, tables, enums } = await readModel(projectDir);
   const config = await loadConfig(
@@ -69,7 +87,21 @@ export async function renderProject(
   const prisma =
     (options.reusePrismaClient !== false && (await committedPrismaClient(projectDir, prismaInput))) ||
     (await renderPrismaClient(schemaText));
+  let endpoints: CodeRegistry['endpoints'] = [];
+  if (options.code) {
+    try {
+      endpoints = (
+        await options.code(
+          config,
+          tables.map((t) => t.name),
+        )
+      ).endpoints;
+    } catch (error) {
+      throw new CodeNotLoaded(error);
+    }
+  }
   const files = renderFiles(tables, {
+    endpoints,
     title: `${config.project.id} API`,
     version: '1.0.0',
     schemaSha256,

@@ -1,7 +1,15 @@
 /** generate, check, openapi (heavy modules load when a command runs, so --help stays fast) */
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
+import type { Config } from '../../runtime/config/index.ts';
 import { projectDir, withProject } from '../options.ts';
+
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );
 
 export function registerCodegenCommands(program: Command): void {
   withProject(
@@ -9,19 +17,49 @@ export function registerCodegenCommands(program: Command): void {
   ).action(async (options: { project: string }) => {
     const dir = projectDir(options);
     const started = Date.now();
-    const { GENERATED_DIR, renderProject, writeProject } = await import('../../generator/generate.ts');
-    const files = await renderProject(dir);
+    const { CodeNotLoaded, GENERATED_DIR, renderProject, writeProject } = await import('../../generator/generate.ts');
+    const { codeEntry, loadCodeOf } = await import('../project.ts');
+    // Your code imports generated/code.ts: when there is code but no generated/code.ts yet, the
+    // model is written first and the code loaded after it (docs/own-code.md "Endpoints"), never
+    // imported before (a failed import would stay failed in this process).
+    const modelFirst = new Error('generated/code.ts does not exist yet');
+    const code = async (config: Config, tables: readonly string[]) => {
+      if ((await codeEntry(dir, config)) !== undefined && !(await exists(path.join(dir, GENERATED_DIR, 'code.ts'))))
+        throw modelFirst;
+      return loadCodeOf(dir, config, tables);
+    };
+    const render = async (): Promise<{ files: Map<string, string>; failed?: unknown }> => {
+      try {
+        return { files: await renderProject(dir, { code }) };
+      } catch (error) {
+        if (!(error instanceof CodeNotLoaded)) throw error;
+        return { files: await renderProject(dir), failed: error.reason };
+      }
+    };
+    let { files, failed } = await render();
+    if (failed === modelFirst) {
+      await writeProject(dir, files);
+      ({ files, failed } = await render());
+    }
     const { written, removed } = await writeProject(dir, files);
     console.log(
       `generated ${files.size} files in ${path.join(dir, GENERATED_DIR)} (${written} changed, ${removed.length} removed) in ${Date.now() - started} ms`,
     );
+    if (failed !== undefined) {
+      process.stderr.write(
+        `svcgen: generated/ has the model but none of your code's endpoints, for your code did not load: ${failed instanceof Error ? failed.message : String(failed)}\nfix it and run generate again\n`,
+      );
+      process.exitCode = 1;
+    }
   });
 
   withProject(program.command('check').description('exit 1 with a unified diff when generated/ is stale')).action(
     async (options: { project: string }) => {
       const dir = projectDir(options);
       const { diffProject, renderProject } = await import('../../generator/generate.ts');
-      const diff = await diffProject(dir, await renderProject(dir));
+      const { loadCodeOf } = await import('../project.ts');
+      const code = (config: Config, tables: readonly string[]) => loadCodeOf(dir, config, tables);
+      const diff = await diffProject(dir, await renderProject(dir, { code }));
       if (diff) {
         process.stdout.write(diff);
         process.stderr.write(

@@ -14,6 +14,8 @@ import { UsageError } from '../usage-error.ts';
 
 const run = promisify(execFile);
 const CONFIG = 'svcgen.config.json';
+/** Where the endpoints of a version's own code are compared from (docs/diff.md). */
+const OPENAPI = 'generated/openapi.json';
 
 interface Text {
   text: string;
@@ -50,14 +52,16 @@ async function readFrom(
   dir: string,
   source: string,
   configSource: string | undefined,
-): Promise<{ schema: Text; config: Text | undefined; configWhere: string }> {
+): Promise<{ schema: Text; config: Text | undefined; configWhere: string; openapi: Text | undefined }> {
   const file = path.resolve(dir, source);
   let schema: Text | undefined;
   let configSpec: string | undefined;
   let configFile: string | undefined;
+  let openapi: Text | undefined;
   if (await exists(file)) {
     schema = { text: await readFile(file, 'utf8'), label: source };
     configFile = path.join(path.dirname(file), CONFIG);
+    openapi = await readText(path.join(path.dirname(file), OPENAPI));
   } else {
     const [ref, explicit] = splitSpec(source);
     let prefix = '';
@@ -69,6 +73,7 @@ async function readFrom(
     schema = await gitShow(dir, `${ref}:${schemaPath}`);
     const folder = path.posix.dirname(schemaPath);
     configSpec = `${ref}:${folder === '.' ? '' : `${folder}/`}${CONFIG}`;
+    openapi = await gitShow(dir, `${ref}:${folder === '.' ? '' : `${folder}/`}${OPENAPI}`);
   }
   if (!schema)
     throw new UsageError(`--from "${source}" is neither a file nor a git ref with a schema.prisma in this project`);
@@ -76,15 +81,29 @@ async function readFrom(
     const config = await readConfigSource(dir, configSource);
     if (!config)
       throw new UsageError(`--from-config "${configSource}" is neither a file nor <git ref>:<path> of a file`);
-    return { schema, config, configWhere: configSource };
+    return { schema, config, configWhere: configSource, openapi };
   }
   if (configFile !== undefined) {
     const config = (await exists(configFile))
       ? { text: await readFile(configFile, 'utf8'), label: configFile }
       : undefined;
-    return { schema, config, configWhere: configFile };
+    return { schema, config, configWhere: configFile, openapi };
   }
-  return { schema, config: await gitShow(dir, configSpec!), configWhere: configSpec! };
+  return { schema, config: await gitShow(dir, configSpec!), configWhere: configSpec!, openapi };
+}
+
+async function readText(file: string): Promise<Text | undefined> {
+  return (await exists(file)) ? { text: await readFile(file, 'utf8'), label: file } : undefined;
+}
+
+/** A document's JSON, or undefined when it is missing or not JSON (its endpoints are then not compared). */
+function parsedJson(text: Text | undefined): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text.text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A config from a file or from `<ref>:<path>`. */
@@ -181,9 +200,10 @@ export function registerDiffCommand(program: Command): void {
           : `no ${from.configWhere}${options.fromConfig === undefined ? ' (name the earlier config with --from-config)' : ''}`;
         process.stderr.write(`svcgen: permissions and settings not compared: ${missing}\n`);
       }
+      const toOpenapi = await readText(path.join(path.dirname(toFile), OPENAPI));
       const report = changeReport(
-        { tables: before, config: configs?.before },
-        { tables: after, config: configs?.after },
+        { tables: before, config: configs?.before, openapi: parsedJson(from.openapi) },
+        { tables: after, config: configs?.after, openapi: parsedJson(toOpenapi) },
       );
       const { changes, graphql, breaking, widens } = report;
       const compared = from.config && toConfig ? { from: from.config.label, to: toConfig.label } : null;

@@ -6,6 +6,7 @@
 import type { Config } from '../../runtime/config/index.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { diffConfigs } from './diff-config.ts';
+import { diffEndpoints } from './diff-endpoints.ts';
 import { diffGraphql, type GraphqlChange } from './diff-graphql.ts';
 import { diffModels } from './diff-models.ts';
 import { type Change, summarize } from './report.ts';
@@ -14,6 +15,8 @@ import { type Change, summarize } from './report.ts';
 export interface ProjectVersion {
   readonly tables: readonly TableSpec[];
   readonly config?: Config;
+  /** Its generated/openapi.json, for the endpoints of its own code (undefined: not compared). */
+  readonly openapi?: unknown;
 }
 
 export interface ChangeReport {
@@ -33,6 +36,9 @@ export function changeReport(before: ProjectVersion, after: ProjectVersion): Cha
   const configCompared = before.config !== undefined && after.config !== undefined;
   const changes: Change[] = [
     ...diffModels(before.tables, after.tables),
+    ...(before.openapi !== undefined && after.openapi !== undefined
+      ? diffEndpoints(before.openapi, after.openapi)
+      : []),
     ...(configCompared ? diffConfigs(before.config!, after.config!, after.tables) : []),
   ];
   const graphql = diffGraphql(before.tables, after.tables);

@@ -20,8 +20,11 @@ export interface ApiChange {
     | 'primary key changed'
     | 'relation added'
     | 'relation removed'
-    | 'relation changed';
-  /** `Table` or `Table.field`. */
+    | 'relation changed'
+    | 'endpoint added'
+    | 'endpoint removed'
+    | 'endpoint changed';
+  /** `Table` or `Table.field`; an endpoint's name. */
   readonly subject: string;
   readonly detail: string;
   readonly breaking: boolean;

@@ -20,7 +20,9 @@ import {
   type Operator,
   type TableSpec,
 } from '../../runtime/model/index.ts';
+import { typeOf } from './json-schema-types.ts';
 import { literal } from './literal.ts';
+import type { EndpointSchemas } from './openapi-endpoints.ts';
 import { recordScalar, renderRecordTypes } from './record-types.ts';
 import { writableFields, zodExpression } from './zod-expressions.ts';
 
@@ -163,10 +165,36 @@ function tableSection(table: TableSpec, sets: Map<string, string>): string {
   ].join('\n');
 }
 
+/** The client's part for the endpoints of the project's own code: types, methods, and how to call each. */
+function endpointSection(endpoints: readonly EndpointSchemas[], tables: readonly TableSpec[]) {
+  if (endpoints.length === 0) return false;
+  if (tables.some((t) => t.name === 'endpoints'))
+    throw new Error('client: a table named "endpoints" leaves no room for client.endpoints; rename the model');
+  const capital = (name: string) => `${name[0]!.toUpperCase()}${name.slice(1)}`;
+  const types: string[] = [];
+  const methods = endpoints.map(({ endpoint, input, output }) => {
+    const name = capital(endpoint.name);
+    types.push(`/** The input of ${endpoint.method} ${endpoint.path} (${endpoint.name}). */`);
+    types.push(`export type ${name}Input = ${typeOf(input)};`, '');
+    types.push(`/** The answer of ${endpoint.method} ${endpoint.path} (${endpoint.name}). */`);
+    types.push(`export type ${name}Output = ${typeOf(output)};`, '');
+    return {
+      name: endpoint.name,
+      doc: `${endpoint.method} ${endpoint.path}${endpoint.summary ? `: ${endpoint.summary.replace(/\*\//g, '* /')}` : ''}`,
+      input: `${name}Input`,
+      output: `${name}Output`,
+      optional: (input.required ?? []).length === 0 && (input.type === 'object' || input.properties !== undefined),
+    };
+  });
+  const schema = Object.fromEntries(endpoints.map(({ endpoint: e }) => [e.name, { method: e.method, path: e.path }]));
+  return { types: types.join('\n').trimEnd(), methods, schema: literal(schema, '') };
+}
+
 export function renderClient(
   tables: readonly TableSpec[],
   header: string,
   template: Handlebars.TemplateDelegate,
+  endpoints: readonly EndpointSchemas[] = [],
 ): string {
   const sets = new Map<string, string>();
   const sections = tables.map((t) => tableSection(t, sets));
@@ -189,6 +217,7 @@ export function renderClient(
     'type ClientOptions',
     'type ClientSchema',
     ...[...new Set(clients)].sort().map((c) => `type ${c}`),
+    ...(endpoints.length > 0 ? ['createEndpointClient', 'type CallOptions', 'type EndpointSchema'] : []),
   ];
   return template({
     header,
@@ -200,5 +229,6 @@ export function renderClient(
     sections: sections.join('\n\n'),
     schema: literal(schema, ''),
     clients: tables.map((t, i) => ({ name: t.name, type: `${clients[i]}<${t.name}Table>` })),
+    endpoints: endpointSection(endpoints, tables),
   });
 }

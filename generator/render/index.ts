@@ -10,6 +10,7 @@ import { renderFunctionClient } from './client-functions.ts';
 import { renderGraphqlSchema } from './graphql.ts';
 import type { BucketSummary } from './openapi-files.ts';
 import { buildOpenApi } from './openapi.ts';
+import { endpointSchemas, type Endpoint } from './openapi-endpoints.ts';
 import { renderRecordTypes } from './record-types.ts';
 import { routesFor } from './routes.ts';
 import { writableFields, zodExpression } from './zod-expressions.ts';
@@ -29,6 +30,8 @@ export interface RenderOptions {
   prismaClient?: { input: string; files: string };
   /** The config's storage buckets, for the /_files paths of the OpenAPI document. */
   buckets?: readonly BucketSummary[];
+  /** The endpoints of the project's own code (docs/own-code.md "Endpoints"): openapi.json and the client. */
+  endpoints?: readonly Endpoint[];
   /** The configured database functions (docs/own-code.md "Database functions"); none: no functions.ts. */
   functions?: readonly FunctionSpec[];
 }
@@ -50,6 +53,7 @@ export function renderFiles(tables: readonly TableSpec[], options: RenderOptions
     );
   }
   const routes = routesFor(tables);
+  const endpoints = endpointSchemas(options.endpoints ?? []);
   files.set('routes.ts', template('routes.ts.hbs')({ header, routes }));
   const functions = options.functions ?? [];
   files.set(
@@ -70,12 +74,12 @@ export const functions: readonly FunctionSpec[] = ${literal(functions, '')};
   files.set('types.ts', renderRecordTypes(tables, header));
   files.set(
     'client.ts',
-    renderClient(tables, header, template('client.ts.hbs')) + renderFunctionClient(options.functions ?? []),
+    renderClient(tables, header, template('client.ts.hbs'), endpoints) + renderFunctionClient(options.functions ?? []),
   );
   // A TypeScript file of this repository (type-checked here), copied as it is: client.ts imports it.
   files.set('client-runtime.ts', `${header}${readFileSync(path.join(TEMPLATES, 'client-runtime.ts'), 'utf8')}`);
   files.set('schema.graphql', renderGraphqlSchema(tables, header));
-  files.set('openapi.json', `${JSON.stringify(buildOpenApi(tables, routes, options), null, 2)}\n`);
+  files.set('openapi.json', `${JSON.stringify(buildOpenApi(tables, routes, { ...options, endpoints }), null, 2)}\n`);
   // The generated TypeScript is ES modules whatever the project's own package.json says (a
   // "type": "commonjs" package, or no package.json at all, would load it as CommonJS).
   files.set(

@@ -3,6 +3,7 @@ import { OpenApiBuilder, type OperationObject, type SchemaObject } from 'openapi
 import { LIMITS, type FunctionSpec, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { PROBLEM_KINDS } from '../../runtime/model/problem-kinds.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
+import { endpointPaths, type EndpointSchemas } from './openapi-endpoints.ts';
 import { filePaths, type BucketSummary } from './openapi-files.ts';
 import { functionPaths } from './openapi-functions.ts';
 import { authPaths } from './openapi-auth.ts';
@@ -18,6 +19,7 @@ export function buildOpenApi(
     title: string;
     version: string;
     buckets?: readonly BucketSummary[];
+    endpoints?: readonly EndpointSchemas[];
     functions?: readonly FunctionSpec[];
   },
 ): object {
@@ -257,6 +259,8 @@ export function buildOpenApi(
   webhookPaths(builder, [...tables.map((t) => t.name), ...(info.buckets?.length ? ['_files'] : [])].sort());
   authPaths(builder);
   functionPaths(builder, info.functions ?? []);
+  // Last: an endpoint's name may not be an operationId of the service's own (openapi-endpoints.ts).
+  endpointPaths(builder, info.endpoints ?? []);
   for (const [name, response] of Object.entries(problemComponents(builder.getSpec().paths ?? {})))
     builder.addResponse(name, response);
   const doc = builder.getSpec();

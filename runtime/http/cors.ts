@@ -24,7 +24,7 @@ export function corsStage(options: { origins: readonly string[]; credentials: bo
   const middleware = cors({
     origin: options.origins.includes('*') ? '*' : [...options.origins],
     credentials: options.credentials,
-    methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
+    methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], // PUT: endpoints of user code (docs/own-code.md)
     exposedHeaders: EXPOSED,
     maxAge: 600,
   });

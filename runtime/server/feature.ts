@@ -36,7 +36,7 @@ export type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffe
 
 export type Route = {
   /** `all`: every method not answered by a route registered before (e.g. a 405 with Allow). */
-  readonly method: 'get' | 'post' | 'patch' | 'delete' | 'all';
+  readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete' | 'all';
   /** The whole path, e.g. `/auth/login` or `${DATA_BASE_PATH}/_apikeys/:id`. */
   readonly path: string;
 } & (

@@ -15,8 +15,10 @@ import { describeIssues, JobPayloadError } from './job-payload.ts';
 /** Who the code acts for, and where: the parts of a request (or job) a context is made of. */
 export interface CodeScope {
   readonly environment: string;
-  /** The caller's principal and access; absent for the system (jobs, schedules). */
+  /** The caller's principal and access; absent for the system (jobs, schedules) and anonymous callers. */
   readonly principal?: Principal;
+  /** A public endpoint called without credentials: no principal, yet not the system (docs/own-code.md "Endpoints"). */
+  readonly anonymous?: boolean;
   readonly access?: Access;
   /** The connection or open transaction the code's statements run on. */
   readonly db: Database;
@@ -35,8 +37,8 @@ export interface CodeServices {
   enqueue(db: Queryable, environment: string, name: string, payload: unknown, options: JobOptions): Promise<void>;
 }
 
-export function callerOf(principal: Principal | undefined, environment: string): Caller {
-  if (principal === undefined) return { kind: 'system', roles: [], environment };
+export function callerOf(principal: Principal | undefined, environment: string, anonymous = false): Caller {
+  if (principal === undefined) return { kind: anonymous ? 'anonymous' : 'system', roles: [], environment };
   switch (principal.kind) {
     case 'user':
       return {
@@ -98,10 +100,15 @@ export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
   let data: object | undefined;
   let system: object | undefined;
   const ctx: CodeContext<S> = {
-    caller: callerOf(scope.principal, scope.environment),
+    caller: callerOf(scope.principal, scope.environment, scope.anonymous),
     requestId: scope.requestId,
     environment: scope.environment,
     get data() {
+      // An anonymous caller holds no role, so the data API would refuse every call; it is never the system's.
+      if (scope.anonymous)
+        throw new TypeError(
+          `${scope.origin}: an anonymous caller has no data API (ctx.data); use ctx.asSystem() deliberately, or require credentials`,
+        );
       data ??= services.dataApi(scope, scope.principal === undefined);
       return data as S['client'];
     },

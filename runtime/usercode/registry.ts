@@ -12,7 +12,7 @@ import type {
   AuthHooks,
 } from './definitions.ts';
 import type { Anything } from './definitions.ts';
-import { CodeDefinitionError } from './define.ts';
+import { checkEndpoint, CodeDefinitionError } from './define.ts';
 
 type AnyHooks = TableHooks<Anything, Anything>;
 
@@ -45,6 +45,7 @@ export class CodeRegistry {
     }
     this.hooks = hooks;
     this.endpoints = uniqueBy('endpoint', definition.endpoints ?? [], (e) => e.name);
+    checkEndpoints(this.endpoints, tables);
     this.jobs = new Map(uniqueBy('job', definition.jobs ?? [], (j) => j.name).map((j) => [j.name, j]));
     this.schedules = uniqueBy('schedule', [...schedules, ...(definition.schedules ?? [])], (s) => s.name);
     for (const schedule of this.schedules) {
@@ -63,6 +64,38 @@ export class CodeRegistry {
 
   get hookedTables(): string[] {
     return [...this.hooks.keys()].sort();
+  }
+}
+
+/**
+ * Each endpoint on its own (define.ts), then against the tables (a first segment that is a table's
+ * name would take its routes) and each other: two endpoints of one method whose paths could match
+ * the same request (each segment equal, or either a parameter) collide. Nothing wins a collision:
+ * it is a load error (docs/own-code.md "Endpoints").
+ */
+function checkEndpoints(
+  endpoints: readonly EndpointDefinition<Anything, Anything, Anything>[],
+  tables: readonly string[],
+) {
+  const seen: { name: string; method: string; segments: string[] }[] = [];
+  for (const endpoint of endpoints) {
+    checkEndpoint(endpoint);
+    const segments = endpoint.path.slice(1).split('/');
+    if (tables.includes(segments[0]!))
+      throw new CodeDefinitionError(
+        `endpoint ${JSON.stringify(endpoint.name)}: path ${endpoint.path} is under the routes of table ${segments[0]}; choose another first segment`,
+      );
+    for (const other of seen) {
+      if (
+        other.method === endpoint.method &&
+        other.segments.length === segments.length &&
+        other.segments.every((s, i) => s === segments[i] || s.startsWith(':') || segments[i]!.startsWith(':'))
+      )
+        throw new CodeDefinitionError(
+          `endpoints ${JSON.stringify(other.name)} and ${JSON.stringify(endpoint.name)} both answer ${endpoint.method} ${endpoint.path}`,
+        );
+    }
+    seen.push({ name: endpoint.name, method: endpoint.method, segments });
   }
 }
 

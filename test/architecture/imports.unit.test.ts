@@ -128,6 +128,8 @@ const GENERATOR_SHARED: Record<string, string> = {
   'runtime/config/index.ts': 'the config file schema and loader',
   // The committed SDL is the schema the server builds, not a second rendering of it.
   'runtime/graphql/schema.ts': 'the GraphQL schema builder (render/graphql.ts, diff/diff-graphql.ts)',
+  // The endpoints of a project's own code, whose zod schemas become openapi.json and the client.
+  'runtime/usercode/index.ts': "the definitions of a project's own code (render/openapi-endpoints.ts)",
 };
 
 /** The front ends of runtime/: each parses requests into the core and formats answers out of it. */

@@ -495,6 +495,50 @@ export function createTableClients<C>(options: ClientOptions, schema: ClientSche
   ) as C;
 }
 
+// Endpoints of the project's own code (docs/own-code.md "Endpoints").
+
+/** How the client calls an endpoint: client.ts lists them (`ENDPOINTS`). */
+export interface EndpointSchema {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Below the data API, with `:name` path parameters taken from the input. */
+  readonly path: string;
+}
+
+/**
+ * One method per endpoint: `:name` path parameters are taken from the input; the rest is the
+ * query (GET, DELETE: a list as a repeated parameter, other values as text) or the JSON body.
+ */
+export function createEndpointClient<E>(
+  options: ClientOptions,
+  basePath: string,
+  endpoints: Readonly<Record<string, EndpointSchema>>,
+): E {
+  const send = sender(options, basePath);
+  const call = (endpoint: EndpointSchema, input: Record<string, unknown> = {}, callOptions?: CallOptions) => {
+    const rest: Record<string, unknown> = { ...input };
+    const path = endpoint.path.replace(/:([A-Za-z][A-Za-z0-9_]*)/g, (_, name: string) => {
+      const value = rest[name];
+      delete rest[name];
+      return encodeURIComponent(String(value));
+    });
+    if (endpoint.method !== 'GET' && endpoint.method !== 'DELETE')
+      return send(endpoint.method, path, { body: rest as Json }, callOptions);
+    const query: Query = [];
+    for (const [name, value] of Object.entries(rest)) {
+      if (value === undefined) continue;
+      for (const item of Array.isArray(value) ? value : [value])
+        query.push([name, item instanceof Date ? item.toISOString() : String(item)]);
+    }
+    return send(endpoint.method, path, { query }, callOptions);
+  };
+  return Object.fromEntries(
+    Object.entries(endpoints).map(([name, endpoint]) => [
+      name,
+      (input?: Record<string, unknown>, callOptions?: CallOptions) => call(endpoint, input, callOptions),
+    ]),
+  ) as E;
+}
+
 /**
  * The database functions of the config (docs/own-code.md "Database functions"): one method per
  * function, `POST <basePath>/rpc/<name>` with its arguments by name; client.ts's

@@ -10,6 +10,7 @@ import {
   type CodeJobRunner,
   type CodeServices,
 } from '../../usercode/index.ts';
+import { endpointRoutes } from '../endpoints.ts';
 import type { ServerFeature } from '../feature.ts';
 import type { Services } from '../services.ts';
 
@@ -56,7 +57,7 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks
             log(`code job runner failed to start: ${error instanceof Error ? error.message : String(error)}`);
             return undefined;
           });
-        return [];
+        return endpointRoutes(services);
       },
     };
   },
