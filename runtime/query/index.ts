@@ -17,7 +17,14 @@ export {
 export { compileCondition, type FileAccess, type Scope } from './compile-condition.ts';
 export { conditionShape, slotPositions, type ConditionShape } from './condition-shape.ts';
 export { PerCallerCache } from './per-caller.ts';
-export { keptKeyedRead, keptPage, keptSelect, type KeptStatement, type PageStatement } from './kept-statements.ts';
+export {
+  keptKeyedRead,
+  keptPage,
+  keptRecordRead,
+  keptSelect,
+  type KeptStatement,
+  type PageStatement,
+} from './kept-statements.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {

@@ -106,3 +106,94 @@ describe('filtered list statements kept per caller and shape', () => {
     expect(compiles.count).toBe(2);
   });
 });
+
+describe('the page limit in the kept statement', () => {
+  it('is part of the shape (a literal in the SQL): each limit compiles once, offsets only fill in', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const ids = S.orders.map((o) => o.id).sort((a, b) => a - b);
+    compiles.count = 0;
+    for (const [limit, offset] of [
+      [2, 0],
+      [3, 0],
+      [2, 0],
+      [3, 0],
+      [2, 1],
+      [2, 4],
+      [3, 2],
+      [3, 5],
+    ] as const) {
+      const body = await page(`Order?limit=${limit}&offset=${offset}`, key);
+      expect(body.data.map((r) => r.id)).toEqual(ids.slice(offset, offset + limit));
+      expect(body.meta.pagination.nextCursor).not.toBeNull();
+    }
+    // limit 2 and 3, each without and with an offset
+    expect(compiles.count).toBe(4);
+  });
+});
+
+async function graphql(key: string, query: string) {
+  const res = await t.request('POST', '/gw/api/graphql', { key, body: { query } });
+  expect(res.status, res.text).toBe(200);
+  const body = res.body as { data?: Record<string, unknown>; errors?: unknown };
+  expect(body.errors).toBeUndefined();
+  return body.data!;
+}
+
+describe('GraphQL records by key and lists use the kept statements', () => {
+  it('compiles a record by key once per caller and selection: each read gets its own record', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const [a, b, c] = S.orders;
+    await graphql(key, `{ order(id: ${a!.id}) { id status } }`);
+    compiles.count = 0;
+    for (const o of [b!, c!, a!])
+      expect(await graphql(key, `{ order(id: ${o.id}) { id status } }`)).toEqual({
+        order: { id: o.id, status: o.status },
+      });
+    expect(compiles.count).toBe(0);
+    // Another selection is another statement.
+    expect(await graphql(key, `{ order(id: ${a!.id}) { id } }`)).toEqual({ order: { id: a!.id } });
+    expect(compiles.count).toBe(1);
+  });
+
+  it('never shares a kept record read between callers whose row filters differ', async () => {
+    const open = await t.createKey(['openOrders']);
+    const paid = await t.createKey(['paidOrders']);
+    const openOrder = S.orders.find((o) => o.status === 'open')!;
+    const paidOrder = S.orders.find((o) => o.status === 'paid')!;
+    compiles.count = 0;
+    for (let round = 0; round < 2; round++) {
+      for (const [key, mine, other] of [
+        [open.key, openOrder, paidOrder],
+        [paid.key, paidOrder, openOrder],
+      ] as const) {
+        expect(await graphql(key, `{ order(id: ${mine.id}) { id status } }`)).toEqual({
+          order: { id: mine.id, status: mine.status },
+        });
+        expect(await graphql(key, `{ order(id: ${other.id}) { id status } }`)).toEqual({ order: null });
+      }
+    }
+    expect(compiles.count).toBe(2);
+  });
+
+  it('compiles a list once per caller and shape; offsets and filter values only fill in', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const list = (status: string, offset: number) =>
+      graphql(
+        key,
+        `{ orderList(where: { status: { equals: ${status} } }, orderBy: [{ total: DESC }], limit: 2, offset: ${offset}) { id } }`,
+      );
+    await list('open', 1);
+    compiles.count = 0;
+    for (const [status, offset] of [
+      ['paid', 1],
+      ['shipped', 3],
+      ['open', 2],
+    ] as const)
+      expect(await list(status, offset)).toEqual({
+        orderList: byTotal(status)
+          .slice(offset, offset + 2)
+          .map((id) => ({ id })),
+      });
+    expect(compiles.count).toBe(0);
+  });
+});
