@@ -16,6 +16,7 @@ export {
 } from './compile-aggregate.ts';
 export { compileCondition, type FileAccess, type Scope } from './compile-condition.ts';
 export { conditionShape, slotPositions, type ConditionShape } from './condition-shape.ts';
+export { indexUse, type IndexUse } from './operator-implementations.ts';
 export { PerCallerCache } from './per-caller.ts';
 export {
   keptKeyedRead,
@@ -30,17 +31,14 @@ export { compactJson } from './json-text.ts';
 export {
   compileUnwritableFields,
   compileWrite,
-  createPresets,
   FILE_REFERENCE_SQLSTATE,
   ROW_FILTER_SQLSTATE,
-  sameRules,
-  writeRules,
-  WriteRefused,
   type CompiledWrite,
   type InsertRecord,
   type Write,
   type WriteResult,
 } from './compile-write.ts';
+export { createPresets, sameRules, writeRules, WriteRefused } from './write-decisions.ts';
 export { cursorCodec, cursorOwner, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {
   and,
