@@ -42,6 +42,20 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+// The text of a kept select (frozen: keptSelect's items), for the keys of kept statements: a list
+// with embeds has a long one, written once instead of once per request.
+const selectTexts = new WeakMap<readonly SelectItem[], string>();
+
+function selectText(select: readonly SelectItem[] | null): string {
+  if (select === null) return 'null';
+  let text = selectTexts.get(select);
+  if (text === undefined) {
+    text = JSON.stringify(select);
+    if (Object.isFrozen(select)) selectTexts.set(select, text);
+  }
+  return text;
+}
+
 /** A compiled statement with its parameters. */
 export interface KeptStatement {
   readonly sql: string;
@@ -126,7 +140,7 @@ const MAX_KEPT_PAGE_CHARS = 20_000;
 export function keptPage(scope: Scope, query: ReadQuery, count: boolean): PageStatement | undefined {
   const shape = conditionShape(query.where);
   if (!shape) return undefined;
-  const key = `${query.table}\n${scope.environment}\n${count}\n${query.limit}\n${query.offset > 0}\n${JSON.stringify(query.select)}\n${JSON.stringify(query.orderBy)}\n${shape.key}`;
+  const key = `${query.table}\n${scope.environment}\n${count}\n${query.limit}\n${query.offset > 0}\n${selectText(query.select)}\n${JSON.stringify(query.orderBy)}\n${shape.key}`;
   let kept = keptPages.get(scope.access, key);
   if (!kept) {
     const compiled = compileRead(scope, { ...query, where: shape.template }, { count });
@@ -164,7 +178,7 @@ export function keptRecordRead(
 ): KeptStatement | undefined {
   const shape = conditionShape(key);
   if (!shape) return undefined;
-  const cacheKey = `${table.spec.name}\n${scope.environment}\n${JSON.stringify(select)}\n${shape.key}`;
+  const cacheKey = `${table.spec.name}\n${scope.environment}\n${selectText(select)}\n${shape.key}`;
   let kept = keptRecords.get(scope.access, cacheKey);
   if (!kept) {
     const compiled = compileRead(

@@ -131,6 +131,25 @@ describe('the page limit in the kept statement', () => {
   });
 });
 
+describe('the select in the kept statement', () => {
+  it('each kept select is its own statement: the same caller gets the fields it asked for each time', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const ids = S.orders.map((o) => o.id).sort((a, b) => a - b);
+    compiles.count = 0;
+    for (let round = 0; round < 2; round++) {
+      const narrow = await page('Order?select=id&limit=2', key);
+      expect(narrow.data).toEqual(ids.slice(0, 2).map((id) => ({ id })));
+      const wide = await page('Order?select=id,status&limit=2&offset=1', key);
+      expect(wide.data.map((r) => Object.keys(r))).toEqual([
+        ['id', 'status'],
+        ['id', 'status'],
+      ]);
+      expect(wide.data.map((r) => r.id)).toEqual(ids.slice(1, 3));
+    }
+    expect(compiles.count).toBe(2);
+  });
+});
+
 async function graphql(key: string, query: string) {
   const res = await t.request('POST', '/gw/api/graphql', { key, body: { query } });
   expect(res.status, res.text).toBe(200);
