@@ -28,20 +28,27 @@
  *    `status=in.(open,paid)&sort=total` are not. Sort terms after a whole unique index are free.
  * 4. An embed is found by an index when the target's foreign-key fields lead one of its indexes.
  */
-import { LIMITS } from '../model/index.ts';
-import type { Catalog, CatalogTable, Condition, OrderTerm, SelectItem } from '../query/index.ts';
+import { LIMITS, type Operator } from '../model/index.ts';
+import {
+  indexUse,
+  type Catalog,
+  type CatalogTable,
+  type Condition,
+  type OrderTerm,
+  type SelectItem,
+} from '../query/index.ts';
 
 /** The largest page that is not expensive: the default one. */
 export const LARGE_PAGE = LIMITS.defaultPageSize;
 /** The largest offset that is not expensive: PostgreSQL reads and drops every skipped row. */
 export const LARGE_OFFSET = 1000;
 
-/** Operators a B-tree index serves. */
-const INDEX_OPERATORS = new Set(['equals', 'in', 'gt', 'gte', 'lt', 'lte', 'between']);
-/** Operators that pin a field to one value or a few: an index finds their rows directly. */
-const SELECTIVE_OPERATORS = new Set(['equals', 'in']);
-/** The operator that pins a field to one value, so rows found by an index keep its order. */
-const EQUALS = new Set(['equals']);
+// What an index does for each operator is a property of the operator table (runtime/query
+// operator-implementations.ts `index`): 'one' and 'few' pin a field (E in the rules above), 'one'
+// alone keeps the index's order on the next fields, and every use but 'none' is served.
+const served = (op: Operator) => indexUse(op) !== 'none';
+const selective = (op: Operator) => indexUse(op) === 'one' || indexUse(op) === 'few';
+const pinsOne = (op: Operator) => indexUse(op) === 'one';
 
 export interface ListShape {
   readonly where: Condition;
@@ -109,10 +116,10 @@ function andedTerms(where: Condition): Condition[] {
   return where.kind === 'and' ? where.items.flatMap(andedTerms) : [where];
 }
 
-/** Fields of this table the ANDed terms compare with one of `operators`. */
-function andedFields(terms: readonly Condition[], operators: ReadonlySet<string>): Set<string> {
+/** Fields of this table the ANDed terms compare with an operator `which` accepts. */
+function andedFields(terms: readonly Condition[], which: (op: Operator) => boolean): Set<string> {
   const out = new Set<string>();
-  for (const t of terms) if (t.kind === 'compare' && t.path.length === 1 && operators.has(t.op)) out.add(t.path[0]!);
+  for (const t of terms) if (t.kind === 'compare' && t.path.length === 1 && which(t.op)) out.add(t.path[0]!);
   return out;
 }
 
@@ -158,15 +165,15 @@ export function listCost(catalog: Catalog, table: CatalogTable, list: ListShape)
   if (list.limit > LARGE_PAGE) return `a page of ${list.limit} (more than ${LARGE_PAGE})`;
   if (list.offset > LARGE_OFFSET) return `an offset of ${list.offset} (more than ${LARGE_OFFSET})`;
   const terms = andedTerms(list.where);
-  const equal = andedFields(terms, SELECTIVE_OPERATORS);
+  const equal = andedFields(terms, selective);
   if (!indexesOf(table).some((i) => i.unique && prefixIn(i, equal) === i.fields.length)) {
     if (!indexesOf(table).some((i) => prefixIn(i, equal) > 0)) {
       const unserved = compares(list.where).find(
-        (c) => c.path.length !== 1 || !INDEX_OPERATORS.has(c.op) || !leadsAnIndex(table, c.path[0]!),
+        (c) => c.path.length !== 1 || !served(c.op) || !leadsAnIndex(table, c.path[0]!),
       );
       if (unserved) return `a filter on ${unserved.path.join('.')} (${unserved.op}) that no index serves`;
     }
-    if (!sortCovered(table, list.orderBy, andedFields(terms, EQUALS))) {
+    if (!sortCovered(table, list.orderBy, andedFields(terms, pinsOne))) {
       return `a sort on ${list.orderBy.map((t) => (t.direction === 'desc' ? `-${t.field}` : t.field)).join(',')}, which no index covers`;
     }
   }

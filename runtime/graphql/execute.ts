@@ -17,7 +17,16 @@ import {
 import { parseKeepingNumbers, plainNumber } from './exact-numbers.ts';
 import { databaseFaultProblem, Problem } from '../http/index.ts';
 import { LIMITS } from '../model/index.ts';
-import { compileAggregate, compileRead, QueryError, type SelectItem } from '../query/index.ts';
+import {
+  compileAggregate,
+  compileRead,
+  keptPage,
+  keptRecordRead,
+  QueryError,
+  type KeptStatement,
+  type ReadQuery,
+  type SelectItem,
+} from '../query/index.ts';
 import {
   AGGREGATE_COST,
   budgeted,
@@ -176,36 +185,36 @@ export function recordsStatement(
   const rootType = unwrap(info.parentType.getFields()[info.fieldName]!);
   const scope = readScope(ctx);
   const select = selectItems(t, sel, ctx.table, rootType, rootSelection(info), info.fieldName);
-  const statement = (compiled: { sql: string; jsonb: boolean }, cost: string | undefined): RecordsStatement => ({
+  // Kept statements (runtime/query kept-statements.ts): a caller's repeated shapes compile once.
+  const statement = (compiled: KeptStatement, cost: string | undefined): RecordsStatement => ({
     ctx,
     document: context.document,
     select,
     sql: compiled.sql,
-    values: scope.params.values,
+    values: compiled.values,
     cost,
     jsonb: compiled.jsonb,
   });
+  const fresh = (query: ReadQuery, options: { single?: boolean }): KeptStatement => {
+    const compiled = compileRead(scope, query, options);
+    return { sql: compiled.sql, values: scope.params.values, jsonb: compiled.jsonb };
+  };
   if (meta.kind === 'byKey') {
-    const compiled = compileRead(
-      scope,
-      {
-        table: ctx.table.spec.name,
-        select,
-        where: { kind: 'true' },
-        key: keyCondition(ctx.table, args),
-        orderBy: [],
-        limit: 1,
-        offset: 0,
-      },
-      { single: true },
-    );
+    const key = keyCondition(ctx.table, args);
+    const compiled =
+      keptRecordRead(scope, ctx.table, key, select) ??
+      fresh(
+        { table: ctx.table.spec.name, select, where: { kind: 'true' }, key, orderBy: [], limit: 1, offset: 0 },
+        { single: true },
+      );
     return statement(compiled, readOneCost(ctx.catalog, ctx.table, select));
   }
   const where = whereCondition(t, ctx.table, args.where);
   const orderBy = orderTerms(t, ctx.table, args.orderBy);
   const limit = bounded(args.limit, 'limit', LIMITS.defaultPageSize, 1, LIMITS.maxPageSize);
   const offset = bounded(args.offset, 'offset', 0, 0, MAX_OFFSET);
-  const compiled = compileRead(scope, { table: ctx.table.spec.name, select, where, orderBy, limit, offset });
+  const query: ReadQuery = { table: ctx.table.spec.name, select, where, orderBy, limit, offset };
+  const compiled = keptPage(scope, query, false) ?? fresh(query, {});
   return statement(
     compiled,
     listCost(ctx.catalog, ctx.table, {

@@ -178,8 +178,9 @@ function embedExpression(
   if (relation.kind === 'one')
     return { sql: `(SELECT ${shape.json(e)} FROM (${inner} LIMIT 1) ${e})`, jsonb: shape.jsonb };
   const order = orderBySql(scope, join.target, targetAlias, item.orderBy ?? [], 'select');
-  const limit = item.limit !== undefined ? ` LIMIT ${scope.params.add(item.limit)}` : '';
-  const offset = item.offset ? ` OFFSET ${scope.params.add(item.offset)}` : '';
+  // Literals, not parameters (checked whole numbers above): see pageLimit.
+  const limit = item.limit !== undefined ? ` LIMIT ${item.limit}` : '';
+  const offset = item.offset ? ` OFFSET ${item.offset}` : '';
   // string_agg keeps the order of the ordered subquery, as json_agg did.
   return {
     sql: `(SELECT ${compactArray(shape.json(e))} FROM (${inner} ORDER BY ${order}${limit}${offset}) ${e})`,
@@ -286,9 +287,19 @@ export interface CompiledRead {
   keyColumns: number;
   /** The JSON may hold a Json field's spaced jsonb text: pass each row's through compactJson. */
   jsonb: boolean;
-  /** Where the page's limit and offset (when one was given) are among the scope's parameters: a statement kept for its shape takes the next page's there. */
-  limitAt?: number;
+  /** Where the page's offset (when one was given) is among the scope's parameters: a statement kept for its shape takes the next page's there. */
   offsetAt?: number;
+}
+
+/**
+ * A page's limit, written into the statement as a literal: with LIMIT $n, PostgreSQL's generic plan
+ * of a prepared statement guesses the limit (a tenth of the rows), costs far more than a custom one
+ * and is never chosen, so every execution is planned again; with the literal, a statement run for
+ * the same limit again (kept-statements.ts keys kept pages by it) is planned once per connection.
+ */
+function pageLimit(limit: number): string {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new Error(`a page limit must be a whole number, not ${limit}`);
+  return String(limit);
 }
 
 /** The caller's filter and address on rows `alias`, with the rows it may read. */
@@ -325,8 +336,7 @@ export function compileRead(
     };
   }
   const keys = orderColumns(scope, table, alias, query.orderBy).map((c) => `${c.value()}::text`);
-  const limit = scope.params.add(query.limit);
-  const limitAt = scope.params.values.length - 1;
+  const limit = pageLimit(query.limit);
   const offset = query.offset > 0 ? ` OFFSET ${scope.params.add(query.offset)}` : '';
   const offsetAt = query.offset > 0 ? scope.params.values.length - 1 : undefined;
   // The page is cut first and only its rows are turned into JSON (embeds included): rows skipped
@@ -337,14 +347,13 @@ export function compileRead(
       ORDER BY ${order} LIMIT ${limit}${offset}) ${alias}
     CROSS JOIN LATERAL (SELECT ${shape.list}) ${x}
     ORDER BY ${order}`;
-  if (!options.count) return { sql: page, keyColumns: keys.length, jsonb: shape.jsonb, limitAt, offsetAt };
+  if (!options.count) return { sql: page, keyColumns: keys.length, jsonb: shape.jsonb, offsetAt };
   const c = newAlias(scope);
   const total = `SELECT count(*)::int AS total FROM ${table.qualified(scope.environment)} ${c} WHERE ${rowsWhere(scope, table, c, query)}`;
   return {
     sql: `SELECT p.*, n.total FROM (${total}) n LEFT JOIN LATERAL (${page}) p ON TRUE`,
     keyColumns: keys.length,
     jsonb: shape.jsonb,
-    limitAt,
     offsetAt,
   };
 }

@@ -38,6 +38,17 @@ export function cursorOwner(callerId: string, environment: string): string {
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
+/** The owner's bytes (the authenticated data), kept for the last owner: a caller's pages come in runs. */
+let lastOwner = '';
+let lastOwnerBytes = Buffer.alloc(0);
+function ownerBytes(owner: string): Buffer {
+  if (owner !== lastOwner) {
+    lastOwnerBytes = Buffer.from(owner, 'utf8');
+    lastOwner = owner;
+  }
+  return lastOwnerBytes;
+}
+
 /** A cursor is one base64url string (no separators): nonce, authentication tag, then the encrypted JSON payload. */
 export function cursorCodec(secret: string): CursorCodec {
   const key = createHash('sha256').update(`svcgen cursor key\n${secret}`).digest();
@@ -45,12 +56,16 @@ export function cursorCodec(secret: string): CursorCodec {
     encode(owner, fingerprint, values) {
       const nonce = pooledRandomBytes(NONCE_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, nonce);
-      cipher.setAAD(Buffer.from(owner, 'utf8'));
-      const sealed = Buffer.concat([
-        cipher.update(JSON.stringify({ q: fingerprint, v: values }), 'utf8'),
-        cipher.final(),
-      ]);
-      return Buffer.concat([nonce, cipher.getAuthTag(), sealed]).toString('base64url');
+      cipher.setAAD(ownerBytes(owner));
+      // GCM is a stream mode: update gives the whole ciphertext and final() nothing more. The
+      // cursor's bytes are written into one buffer (no concatenations).
+      const sealed = cipher.update(JSON.stringify({ q: fingerprint, v: values }), 'utf8');
+      cipher.final();
+      const out = Buffer.allocUnsafe(NONCE_BYTES + TAG_BYTES + sealed.length);
+      nonce.copy(out, 0);
+      cipher.getAuthTag().copy(out, NONCE_BYTES);
+      sealed.copy(out, NONCE_BYTES + TAG_BYTES);
+      return out.toString('base64url');
     },
     decode(owner, fingerprint, cursor) {
       if (cursor.length > 4096 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new CursorError('not a cursor from this API');
@@ -60,7 +75,7 @@ export function cursorCodec(secret: string): CursorCodec {
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, NONCE_BYTES));
         decipher.setAuthTag(bytes.subarray(NONCE_BYTES, NONCE_BYTES + TAG_BYTES));
-        decipher.setAAD(Buffer.from(owner, 'utf8'));
+        decipher.setAAD(ownerBytes(owner));
         const payload = Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES + TAG_BYTES)), decipher.final()]);
         parsed = JSON.parse(payload.toString('utf8'));
       } catch {

@@ -16,25 +16,30 @@ export {
 } from './compile-aggregate.ts';
 export { compileCondition, type FileAccess, type Scope } from './compile-condition.ts';
 export { conditionShape, slotPositions, type ConditionShape } from './condition-shape.ts';
+export { indexUse, type IndexUse } from './operator-implementations.ts';
 export { PerCallerCache } from './per-caller.ts';
-export { keptKeyedRead, keptPage, keptSelect, type KeptStatement, type PageStatement } from './kept-statements.ts';
+export {
+  keptKeyedRead,
+  keptPage,
+  keptRecordRead,
+  keptSelect,
+  type KeptStatement,
+  type PageStatement,
+} from './kept-statements.ts';
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {
   compileLockTargets,
   compileUnwritableFields,
   compileWrite,
-  createPresets,
   FILE_REFERENCE_SQLSTATE,
   ROW_FILTER_SQLSTATE,
-  sameRules,
-  writeRules,
-  WriteRefused,
   type CompiledWrite,
   type InsertRecord,
   type Write,
   type WriteResult,
 } from './compile-write.ts';
+export { createPresets, sameRules, writeRules, WriteRefused } from './write-decisions.ts';
 export { cursorCodec, cursorOwner, queryFingerprint, CursorError, type CursorCodec } from './cursor.ts';
 export {
   and,

@@ -42,6 +42,20 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+// The text of a kept select (frozen: keptSelect's items), for the keys of kept statements: a list
+// with embeds has a long one, written once instead of once per request.
+const selectTexts = new WeakMap<readonly SelectItem[], string>();
+
+function selectText(select: readonly SelectItem[] | null): string {
+  if (select === null) return 'null';
+  let text = selectTexts.get(select);
+  if (text === undefined) {
+    text = JSON.stringify(select);
+    if (Object.isFrozen(select)) selectTexts.set(select, text);
+  }
+  return text;
+}
+
 /** A compiled statement with its parameters. */
 export interface KeptStatement {
   readonly sql: string;
@@ -103,13 +117,12 @@ export interface PageStatement extends KeptStatement {
   readonly keyColumns: number;
 }
 
-/** A page statement kept for its shape, with the filter's values, the limit and the offset left to each page. */
+/** A page statement kept for its shape, with the filter's values and the offset left to each page. */
 interface KeptPage {
   readonly compiled: CompiledRead;
   readonly values: readonly unknown[];
   /** [parameter index, slot index]: where each value of the filter goes (ConditionShape.values). */
   readonly slots: readonly [number, number][];
-  readonly limitAt: number;
   readonly offsetAt: number | undefined;
 }
 
@@ -120,23 +133,72 @@ const MAX_KEPT_PAGE_CHARS = 20_000;
 /**
  * The page statement of a read without a cursor (a first page, or a page by offset): compiled
  * once per caller (its Access, `scope.access`) and shape, the filter's shape included
- * (./condition-shape.ts), then only the filter's values, the limit and the offset change.
+ * (./condition-shape.ts) and limit (a literal in the SQL: compile-read.ts pageLimit), then only
+ * the filter's values and the offset change.
  * Undefined when the filter has no shape (a value the SQL holds transformed): compile it afresh.
  */
 export function keptPage(scope: Scope, query: ReadQuery, count: boolean): PageStatement | undefined {
   const shape = conditionShape(query.where);
   if (!shape) return undefined;
-  const key = `${query.table}\n${scope.environment}\n${count}\n${query.offset > 0}\n${JSON.stringify(query.select)}\n${JSON.stringify(query.orderBy)}\n${shape.key}`;
+  const key = `${query.table}\n${scope.environment}\n${count}\n${query.limit}\n${query.offset > 0}\n${selectText(query.select)}\n${JSON.stringify(query.orderBy)}\n${shape.key}`;
   let kept = keptPages.get(scope.access, key);
   if (!kept) {
     const compiled = compileRead(scope, { ...query, where: shape.template }, { count });
     const values = scope.params.values;
-    kept = { compiled, values, slots: slotPositions(values), limitAt: compiled.limitAt!, offsetAt: compiled.offsetAt };
+    kept = { compiled, values, slots: slotPositions(values), offsetAt: compiled.offsetAt };
     if (compiled.sql.length <= MAX_KEPT_PAGE_CHARS) keptPages.set(scope.access, key, kept);
   }
   const values = kept.values.slice();
   for (const [at, slot] of kept.slots) values[at] = shape.values[slot];
-  values[kept.limitAt] = query.limit;
   if (kept.offsetAt !== undefined) values[kept.offsetAt] = query.offset;
   return { sql: kept.compiled.sql, values, keyColumns: kept.compiled.keyColumns, jsonb: kept.compiled.jsonb };
+}
+
+/** A record read by key kept for its shape: the key's values (and any other slot) left to each read. */
+interface KeptRecord {
+  readonly sql: string;
+  readonly values: readonly unknown[];
+  readonly slots: readonly [number, number][];
+  readonly jsonb: boolean;
+}
+
+const keptRecords = new PerCallerCache<KeptRecord>(1_000);
+
+/**
+ * The read of the one record `key` addresses (a table's key condition), with `select`: compiled
+ * once per caller (its Access, `scope.access`), table, environment, select and key shape, then only
+ * the key's values change (GraphQL's record by key, REST's GET by id with a select). Undefined when
+ * the key has no shape (./condition-shape.ts): compile it afresh.
+ */
+export function keptRecordRead(
+  scope: Scope,
+  table: CatalogTable,
+  key: Condition,
+  select: readonly SelectItem[] | null,
+): KeptStatement | undefined {
+  const shape = conditionShape(key);
+  if (!shape) return undefined;
+  const cacheKey = `${table.spec.name}\n${scope.environment}\n${selectText(select)}\n${shape.key}`;
+  let kept = keptRecords.get(scope.access, cacheKey);
+  if (!kept) {
+    const compiled = compileRead(
+      scope,
+      {
+        table: table.spec.name,
+        select,
+        where: { kind: 'true' },
+        key: shape.template,
+        orderBy: [],
+        limit: 1,
+        offset: 0,
+      },
+      { single: true },
+    );
+    const values = scope.params.values;
+    kept = { sql: compiled.sql, values, slots: slotPositions(values), jsonb: compiled.jsonb };
+    if (compiled.sql.length <= MAX_KEPT_PAGE_CHARS) keptRecords.set(scope.access, cacheKey, kept);
+  }
+  const values = kept.values.slice();
+  for (const [at, slot] of kept.slots) values[at] = shape.values[slot];
+  return { sql: kept.sql, values, jsonb: kept.jsonb };
 }

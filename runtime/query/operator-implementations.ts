@@ -54,10 +54,24 @@ export type MemoryEvaluation =
  */
 export type ValuePlacement = 'parameter' | 'pair' | 'text' | 'transformed';
 
+/**
+ * What a B-tree index on the compared field does for the operator (runtime/data/cost.ts decides
+ * from it which lists are expensive): 'one' pins the field to one value (rows found keep the
+ * index's order on the next fields), 'few' to a few values, 'range' bounds it; 'none': no index
+ * serves it (the rows are scanned).
+ */
+export type IndexUse = 'one' | 'few' | 'range' | 'none';
+
 export interface OperatorImplementation {
   readonly sql: (c: SqlComparison) => string;
   readonly placement: ValuePlacement;
+  readonly index: IndexUse;
   readonly memory: MemoryEvaluation;
+}
+
+/** What an index does for `op` (OperatorImplementation.index). */
+export function indexUse(op: Operator): IndexUse {
+  return OPERATOR_IMPLEMENTATIONS[op].index;
 }
 
 function escapeLike(value: string): string {
@@ -80,6 +94,7 @@ function ordering(sqlOperator: string, holds: (a: number, b: number) => boolean)
   return {
     sql: (c) => `${c.column} ${sqlOperator} ${c.param(c.value)}`,
     placement: 'parameter',
+    index: 'range',
     memory: { ...strict((c) => holds(c.value as number, c.comparable(c.operand) as number)), ordersText: true },
   };
 }
@@ -89,6 +104,7 @@ function like(before: string, after: string, holds: (text: string, part: string)
   return {
     sql: (c) => `${c.column} LIKE ${c.param(`${before}${escapeLike(String(c.value))}${after}`)}`,
     placement: 'transformed',
+    index: 'none',
     memory: strict((c) => holds(String(c.raw), String(c.operand))),
   };
 }
@@ -98,6 +114,7 @@ function foldedLike(before: string, after: string, holds: (text: string, part: s
   return {
     sql: (c) => `${folded(c.column)} LIKE ${c.param(`${before}${escapeLike(foldAscii(String(c.value)))}${after}`)}`,
     placement: 'transformed',
+    index: 'none',
     memory: strict((c) => holds(foldAscii(String(c.raw)), foldAscii(String(c.operand)))),
   } satisfies OperatorImplementation;
 }
@@ -117,6 +134,7 @@ function presence(wanted: boolean): OperatorImplementation {
     sql: (c) => ((c.value !== false) === wanted ? emptiness(c.column, c.field) : `NOT ${emptiness(c.column, c.field)}`),
     // The flag chooses the SQL text.
     placement: 'text',
+    index: 'none',
     memory: { evaluate: (c) => ((c.operand !== false) === wanted) === isEmpty(c.raw, c.field) },
   };
 }
@@ -126,11 +144,13 @@ const CLOCK: MemoryEvaluation = { refusal: 'clock' };
 const window = (sql: (column: string) => string): OperatorImplementation => ({
   sql: (c) => sql(c.column),
   placement: 'text',
+  index: 'none',
   memory: CLOCK,
 });
 const lastUnits = (unit: string): OperatorImplementation => ({
   sql: (c) => `(${c.column} >= now() - make_interval(${unit} => ${c.param(c.value)}::int) AND ${c.column} <= now())`,
   placement: 'parameter',
+  index: 'none',
   memory: CLOCK,
 });
 
@@ -138,6 +158,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   equals: {
     sql: (c) => (c.value === null ? `${c.column} IS NULL` : `${c.column} = ${c.param(c.value)}`),
     placement: 'parameter',
+    index: 'one',
     memory: {
       evaluate: (c) =>
         c.operand === null ? c.raw === null : c.raw === null ? null : c.value === c.comparable(c.operand),
@@ -146,6 +167,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   not_equals: {
     sql: (c) => (c.value === null ? `${c.column} IS NOT NULL` : `${c.column} IS DISTINCT FROM ${c.param(c.value)}`),
     placement: 'parameter',
+    index: 'none',
     memory: {
       evaluate: (c) => (c.operand === null ? c.raw !== null : c.raw === null || c.value !== c.comparable(c.operand)),
     },
@@ -161,6 +183,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
         : `${c.column} LIKE ${c.param(`%${escapeLike(String(c.value))}%`)}`,
     // A pattern, or (on a list field) the value itself: which one depends on the field.
     placement: 'transformed',
+    index: 'none',
     memory: strict((c) =>
       c.field.list
         ? (c.raw as unknown[]).some((item) => c.comparable(item) === c.comparable(c.operand))
@@ -172,6 +195,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   iequals: {
     sql: (c) => `${folded(c.column)} = ${c.param(foldAscii(String(c.value)))}`,
     placement: 'transformed',
+    index: 'none',
     memory: strict((c) => foldAscii(String(c.raw)) === foldAscii(String(c.operand))),
   },
   icontains: foldedLike('%', '%', (text, part) => text.includes(part)),
@@ -180,11 +204,13 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
   in: {
     sql: (c) => `${c.column} = ANY(${c.param(c.value)})`,
     placement: 'parameter',
+    index: 'few',
     memory: strict((c) => (c.operand as unknown[]).some((o) => c.comparable(o) === c.value)),
   },
   not_in: {
     sql: (c) => `(${c.column} IS NULL OR NOT (${c.column} = ANY(${c.param(c.value)})))`,
     placement: 'parameter',
+    index: 'none',
     memory: { evaluate: (c) => c.raw === null || !(c.operand as unknown[]).some((o) => c.comparable(o) === c.value) },
   },
   between: {
@@ -193,6 +219,7 @@ export const OPERATOR_IMPLEMENTATIONS: Readonly<Record<Operator, OperatorImpleme
       return `${c.column} BETWEEN ${c.param(low)} AND ${c.param(high)}`;
     },
     placement: 'pair',
+    index: 'range',
     memory: {
       ...strict((c) => {
         const [low, high] = (c.operand as [unknown, unknown]).map(c.comparable) as [number, number];

@@ -1,6 +1,14 @@
 /** GET /<table>/<id>, GET /<table> and POST /<table>/_query (docs/api.md §5.3, §5.4, §5.10). */
 import { header, Problem, rawJsonReply, type Reply } from '../http/index.ts';
-import { and, compactJson, compileRead, keptKeyedRead, type Condition, type SelectItem } from '../query/index.ts';
+import {
+  and,
+  compactJson,
+  compileRead,
+  keptKeyedRead,
+  keptRecordRead,
+  type Condition,
+  type SelectItem,
+} from '../query/index.ts';
 import {
   budgeted,
   filterContext,
@@ -32,8 +40,9 @@ export async function readOne(ctx: DataContext): Promise<Reply> {
       ? null
       : parseListParams(filterContext(ctx), ctx.table, new URLSearchParams({ select: selectText })).select;
   const { sql, values, jsonb } =
-    (select === null ? keptKeyedRead(readScope(ctx), ctx.grant, ctx.table, where) : undefined) ??
-    compileOne(ctx, where, select);
+    (select === null
+      ? keptKeyedRead(readScope(ctx), ctx.grant, ctx.table, where)
+      : keptRecordRead(readScope(ctx), ctx.table, where, select)) ?? compileOne(ctx, where, select);
   const cost = readOneCost(ctx.catalog, ctx.table, select);
   const rows = await (cost === undefined
     ? ctx.db.queryArrays(sql, values)

@@ -489,7 +489,7 @@ describe('compileRead', () => {
           },
           want: {
             contains: [
-              'WHERE t2."customerId" = t0."id" AND t2."status" = <"paid"> AND t2."total" > <5> ORDER BY t2."total" DESC NULLS FIRST, t2."id" ASC NULLS LAST LIMIT <3> OFFSET <1>) t3',
+              'WHERE t2."customerId" = t0."id" AND t2."status" = <"paid"> AND t2."total" > <5> ORDER BY t2."total" DESC NULLS FIRST, t2."id" ASC NULLS LAST LIMIT 3 OFFSET 1) t3',
             ],
           },
         },

@@ -106,3 +106,145 @@ describe('filtered list statements kept per caller and shape', () => {
     expect(compiles.count).toBe(2);
   });
 });
+
+describe('the page limit in the kept statement', () => {
+  it('is part of the shape (a literal in the SQL): each limit compiles once, offsets only fill in', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const ids = S.orders.map((o) => o.id).sort((a, b) => a - b);
+    compiles.count = 0;
+    for (const [limit, offset] of [
+      [2, 0],
+      [3, 0],
+      [2, 0],
+      [3, 0],
+      [2, 1],
+      [2, 4],
+      [3, 2],
+      [3, 5],
+    ] as const) {
+      const body = await page(`Order?limit=${limit}&offset=${offset}`, key);
+      expect(body.data.map((r) => r.id)).toEqual(ids.slice(offset, offset + limit));
+      expect(body.meta.pagination.nextCursor).not.toBeNull();
+    }
+    // limit 2 and 3, each without and with an offset
+    expect(compiles.count).toBe(4);
+  });
+});
+
+describe('the select in the kept statement', () => {
+  it('each kept select is its own statement: the same caller gets the fields it asked for each time', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const ids = S.orders.map((o) => o.id).sort((a, b) => a - b);
+    compiles.count = 0;
+    for (let round = 0; round < 2; round++) {
+      const narrow = await page('Order?select=id&limit=2', key);
+      expect(narrow.data).toEqual(ids.slice(0, 2).map((id) => ({ id })));
+      const wide = await page('Order?select=id,status&limit=2&offset=1', key);
+      expect(wide.data.map((r) => Object.keys(r))).toEqual([
+        ['id', 'status'],
+        ['id', 'status'],
+      ]);
+      expect(wide.data.map((r) => r.id)).toEqual(ids.slice(1, 3));
+    }
+    expect(compiles.count).toBe(2);
+  });
+});
+
+describe('the next cursor of a page read again', () => {
+  it('is the one given before to the same caller, and continues the list as a fresh one does', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const first = await page('Order?status=equals.paid&sort=-total&limit=2', key);
+    const again = await page('Order?status=equals.paid&sort=-total&limit=2', key);
+    expect(again.meta.pagination.nextCursor).toBe(first.meta.pagination.nextCursor);
+    const next = await page(
+      `Order?status=equals.paid&sort=-total&limit=2&after=${again.meta.pagination.nextCursor}`,
+      key,
+    );
+    expect(next.data.map((r) => r.id)).toEqual(byTotal('paid').slice(2, 4));
+  });
+
+  it("is another caller's own: the same page gives it another cursor, and neither opens for the other", async () => {
+    const a = (await t.createKey(['admin'])).key;
+    const b = (await t.createKey(['admin'])).key;
+    const forA = (await page('Order?status=equals.paid&sort=-total&limit=2', a)).meta.pagination.nextCursor!;
+    const forB = (await page('Order?status=equals.paid&sort=-total&limit=2', b)).meta.pagination.nextCursor!;
+    expect(forB).not.toBe(forA);
+    for (const [k, cursor] of [
+      [a, forB],
+      [b, forA],
+    ] as const) {
+      const res = await t.request('GET', `${BASE}/Order?status=equals.paid&sort=-total&limit=2&after=${cursor}`, {
+        key: k,
+      });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ detail: 'after: the cursor was altered or comes from elsewhere' });
+    }
+  });
+});
+
+async function graphql(key: string, query: string) {
+  const res = await t.request('POST', '/gw/api/graphql', { key, body: { query } });
+  expect(res.status, res.text).toBe(200);
+  const body = res.body as { data?: Record<string, unknown>; errors?: unknown };
+  expect(body.errors).toBeUndefined();
+  return body.data!;
+}
+
+describe('GraphQL records by key and lists use the kept statements', () => {
+  it('compiles a record by key once per caller and selection: each read gets its own record', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const [a, b, c] = S.orders;
+    await graphql(key, `{ order(id: ${a!.id}) { id status } }`);
+    compiles.count = 0;
+    for (const o of [b!, c!, a!])
+      expect(await graphql(key, `{ order(id: ${o.id}) { id status } }`)).toEqual({
+        order: { id: o.id, status: o.status },
+      });
+    expect(compiles.count).toBe(0);
+    // Another selection is another statement.
+    expect(await graphql(key, `{ order(id: ${a!.id}) { id } }`)).toEqual({ order: { id: a!.id } });
+    expect(compiles.count).toBe(1);
+  });
+
+  it('never shares a kept record read between callers whose row filters differ', async () => {
+    const open = await t.createKey(['openOrders']);
+    const paid = await t.createKey(['paidOrders']);
+    const openOrder = S.orders.find((o) => o.status === 'open')!;
+    const paidOrder = S.orders.find((o) => o.status === 'paid')!;
+    compiles.count = 0;
+    for (let round = 0; round < 2; round++) {
+      for (const [key, mine, other] of [
+        [open.key, openOrder, paidOrder],
+        [paid.key, paidOrder, openOrder],
+      ] as const) {
+        expect(await graphql(key, `{ order(id: ${mine.id}) { id status } }`)).toEqual({
+          order: { id: mine.id, status: mine.status },
+        });
+        expect(await graphql(key, `{ order(id: ${other.id}) { id status } }`)).toEqual({ order: null });
+      }
+    }
+    expect(compiles.count).toBe(2);
+  });
+
+  it('compiles a list once per caller and shape; offsets and filter values only fill in', async () => {
+    const key = (await t.createKey(['admin'])).key;
+    const list = (status: string, offset: number) =>
+      graphql(
+        key,
+        `{ orderList(where: { status: { equals: ${status} } }, orderBy: [{ total: DESC }], limit: 2, offset: ${offset}) { id } }`,
+      );
+    await list('open', 1);
+    compiles.count = 0;
+    for (const [status, offset] of [
+      ['paid', 1],
+      ['shipped', 3],
+      ['open', 2],
+    ] as const)
+      expect(await list(status, offset)).toEqual({
+        orderList: byTotal(status)
+          .slice(offset, offset + 2)
+          .map((id) => ({ id })),
+      });
+    expect(compiles.count).toBe(0);
+  });
+});

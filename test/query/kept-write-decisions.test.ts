@@ -1,4 +1,4 @@
-// Over HTTP: creates of one shape decide their write once per caller (runtime/query/compile-write.ts
+// Over HTTP: creates of one shape decide their write once per caller (runtime/query/write-decisions.ts
 // writeRules, createPresets); a caller with another grant decides its own, and each create still
 // answers as before.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';

@@ -1,4 +1,4 @@
-// A create's policy work (runtime/query/compile-write.ts writeRules, createPresets) is done once
+// A create's policy work (runtime/query/write-decisions.ts writeRules, createPresets) is done once
 // per caller, table and set of written fields: repeated creates of one shape reuse it, and a
 // caller with another grant (other roles, or other values of its variables) gets its own.
 import { beforeEach, describe, expect, it, vi } from 'vitest';

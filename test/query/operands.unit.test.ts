@@ -1,6 +1,7 @@
 // Typed operands (runtime/query/operands.ts) and encrypted cursors (cursor.ts), without a database.
 // docs/api.md "Operators"; docs/permissions.md "Reading" (cursors are encrypted). One row per case.
 import { describe, expect, it } from 'vitest';
+import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import type { FieldSpec } from '../../runtime/model/index.ts';
 import {
   CursorError,
@@ -265,6 +266,35 @@ describe('cursors', () => {
     expect(codec.decode(owner, fingerprint, cursor)).toEqual(values);
     expect(cursorCodec('unit-test-secret').decode(owner, fingerprint, cursor)).toEqual(values); // another process, same secret
     expect(codec.encode(owner, fingerprint, values)).not.toBe(cursor); // a fresh nonce each time
+  });
+
+  it('keeps the layout nonce, tag, ciphertext: a cursor sealed as before still opens', () => {
+    const key = createHash('sha256').update('svcgen cursor key\nunit-test-secret').digest();
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, nonce);
+    cipher.setAAD(Buffer.from(owner, 'utf8'));
+    const sealed = Buffer.concat([
+      cipher.update(JSON.stringify({ q: fingerprint, v: values }), 'utf8'),
+      cipher.final(),
+    ]);
+    const earlier = Buffer.concat([nonce, cipher.getAuthTag(), sealed]).toString('base64url');
+    expect(codec.decode(owner, fingerprint, earlier)).toEqual(values);
+  });
+
+  it('binds each cursor to its own owner when owners alternate', () => {
+    const other = cursorOwner('key_b', 'master');
+    const mine = codec.encode(owner, fingerprint, values);
+    const theirs = codec.encode(other, fingerprint, ['x']);
+    const mineAgain = codec.encode(owner, fingerprint, ['y']);
+    expect(codec.decode(owner, fingerprint, mine)).toEqual(values);
+    expect(codec.decode(other, fingerprint, theirs)).toEqual(['x']);
+    expect(codec.decode(owner, fingerprint, mineAgain)).toEqual(['y']);
+    for (const [who, cursor] of [
+      [other, mine],
+      [owner, theirs],
+      [other, mineAgain],
+    ] as const)
+      expect(() => codec.decode(who, fingerprint, cursor)).toThrow('the cursor was altered or comes from elsewhere');
   });
 
   it('the payload is not readable in the cursor', () => {

@@ -35,6 +35,16 @@ describe('the operator table', () => {
     expect(Object.keys(OPERATOR_IMPLEMENTATIONS)).toEqual([...OPERATORS]);
   });
 
+  it('says what an index does for each operator (runtime/data/cost.ts reads it): equality pins, ranges bound, the rest scan', () => {
+    const by = (use: string) => OPERATORS.filter((op) => OPERATOR_IMPLEMENTATIONS[op].index === use);
+    expect(by('one')).toEqual(['equals']);
+    expect(by('few')).toEqual(['in']);
+    expect(by('range')).toEqual(['gt', 'gte', 'lt', 'lte', 'between']);
+    expect(by('none')).toEqual(
+      OPERATORS.filter((op) => !['equals', 'in', 'gt', 'gte', 'lt', 'lte', 'between'].includes(op)),
+    );
+  });
+
   it('role filters take every operator but the date helpers, which are the clock operators', () => {
     const forRoles = OPERATORS.filter((op) => OPERATOR_DEFINITIONS[op].inRoleFilters);
     expect(OPERATORS.filter((op) => !forRoles.includes(op))).toEqual([...CLOCK_OPERATORS]);
