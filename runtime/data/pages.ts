@@ -8,7 +8,6 @@ import {
   keptPage,
   queryFingerprint,
   type Condition,
-  type CursorCodec,
   type OrderTerm,
   type SelectItem,
 } from '../query/index.ts';
@@ -49,31 +48,6 @@ function fingerprintOf(ctx: DataContext, query: PageQuery): string {
   return queryFingerprint([ctx.table.spec.name, ctx.tenant.environment, query.orderBy, query.where]);
 }
 
-// A page's next cursor, kept per codec for its owner, query and position: a caller that reads the
-// same page again (a polled first page, a page revisited) is given the cursor it was given
-// before, which opens exactly as a fresh one would, instead of paying for a new cipher (the
-// largest part of a list's own CPU after the socket writes; docs/api.md §5.8). Same owner only: the
-// owner is part of the key, as it is of the cursor. At most MAX_KEPT_CURSORS, the oldest dropped first.
-const keptCursors = new WeakMap<CursorCodec, Map<string, string>>();
-const MAX_KEPT_CURSORS = 2_000;
-/** Longer keys (long text sort values) are encoded afresh each time (a bound on what the cache holds). */
-const MAX_KEPT_CURSOR_KEY = 1_000;
-
-function keptCursor(codec: CursorCodec, owner: string, fingerprint: string, values: (string | null)[]): string {
-  let kept = keptCursors.get(codec);
-  if (!kept) keptCursors.set(codec, (kept = new Map()));
-  const key = JSON.stringify([owner, fingerprint, values]);
-  let cursor = kept.get(key);
-  if (cursor === undefined) {
-    cursor = codec.encode(owner, fingerprint, values);
-    if (key.length <= MAX_KEPT_CURSOR_KEY) {
-      if (kept.size >= MAX_KEPT_CURSORS) kept.delete(kept.keys().next().value!);
-      kept.set(key, cursor);
-    }
-  }
-  return cursor;
-}
-
 /** One page: `limit` records (one more is read to know whether a next page exists). */
 export async function readPage(ctx: DataContext, query: PageQuery, options: PageOptions): Promise<Page> {
   const { count } = options;
@@ -112,6 +86,6 @@ export async function readPage(ctx: DataContext, query: PageQuery, options: Page
     hasNextPage,
     totalCount,
     cursorAfter: (row) =>
-      keptCursor(ctx.cursors, cursorOwnerOf(ctx), fingerprint(), row.slice(1, 1 + keyColumns) as (string | null)[]),
+      ctx.cursors.encode(cursorOwnerOf(ctx), fingerprint(), row.slice(1, 1 + keyColumns) as (string | null)[]),
   };
 }
