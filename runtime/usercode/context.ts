@@ -10,6 +10,7 @@ import type { Principal } from '../principal/index.ts';
 import type { Access } from '../query/index.ts';
 import type { Caller, CodeContext, CodeLog, JobOptions, Sql } from './definitions.ts';
 import { withInternals } from './internals.ts';
+import { isSystemPrincipal } from './system.ts';
 
 /** Who the code acts for, and where: the parts of a request (or job) a context is made of. */
 export interface CodeScope {
@@ -35,7 +36,7 @@ export interface CodeServices {
 }
 
 export function callerOf(principal: Principal | undefined, environment: string): Caller {
-  if (principal === undefined) return { kind: 'system', roles: [], environment };
+  if (principal === undefined || isSystemPrincipal(principal)) return { kind: 'system', roles: [], environment };
   switch (principal.kind) {
     case 'user':
       return {

@@ -2,7 +2,8 @@
  * The project's own code (docs/own-code.md): the services its contexts act through. Hooks run in
  * the data layer's writes, endpoints are routes of their own, jobs run on the job runner.
  */
-import type { CodeServices } from '../../usercode/index.ts';
+import type { CodeScope, CodeServices } from '../../usercode/index.ts';
+import { inProcessDataApi } from '../code-data.ts';
 import type { ServerFeature } from '../feature.ts';
 import type { Services } from '../services.ts';
 
@@ -10,12 +11,12 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices }> = {
   name: 'code',
   start({ logger }) {
     // Every service exists once all features have started (routes()); contexts are built after that.
-    let running: Services | undefined;
+    let dataApi: ((scope: CodeScope, system: boolean) => object) | undefined;
     const codeServices: CodeServices = {
       logger,
-      dataApi() {
-        if (!running) throw new Error('user code ran before the server started');
-        throw new Error('the data API of user code is not wired yet');
+      dataApi(scope, system) {
+        if (!dataApi) throw new Error('user code ran before the server started');
+        return dataApi(scope, system);
       },
       enqueue() {
         throw new Error('jobs of user code are not wired yet');
@@ -23,8 +24,8 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices }> = {
     };
     return {
       services: { codeServices },
-      routes(services) {
-        running = services;
+      routes(services: Services) {
+        dataApi = inProcessDataApi(services);
         return [];
       },
     };
