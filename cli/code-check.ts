@@ -59,7 +59,7 @@ export async function checkCode(projectDir: string): Promise<CodeCheck> {
         svcgen: [path.join(root, 'runtime/usercode/public.ts')],
         'svcgen/model': [path.join(root, 'runtime/model/index.ts')],
         'svcgen/runtime': [path.join(root, 'runtime/index.ts')],
-        'svcgen/testing': [path.join(root, 'runtime/testing/index.ts')],
+        'svcgen/testing': [path.join(root, 'cli/testing.ts')],
       },
     });
   }
