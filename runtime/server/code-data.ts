@@ -122,10 +122,9 @@ export function inProcessDataApi(services: DataApiServices): (scope: CodeScope, 
       return { ok: reply.status < 300, status: reply.status, statusText: '', text: () => Promise.resolve(body) };
     };
     // Set: inProcessDataApi answers without clientOf when the service has no client.
-    return createClient!({
-      baseUrl: '',
-      projectId: tenant.projectId,
-      fetch: call as unknown as typeof fetch,
-    });
+    const client = createClient!({ baseUrl: '', projectId: tenant.projectId, fetch: call as unknown as typeof fetch });
+    // Shared by the requests of one caller: no code may change it for the others.
+    for (const table of Object.values(client)) Object.freeze(table);
+    return Object.freeze(client);
   }
 }

@@ -59,7 +59,9 @@ afterAll(async () => {
   await server?.close();
 });
 
-const asClerk = () => harness.context(keyPrincipal(clerk.id, ['clerk'], { customer: alice }));
+// One principal object, as authentication caches one per credential.
+let clerkPrincipal: ReturnType<typeof keyPrincipal> | undefined;
+const asClerk = () => harness.context((clerkPrincipal ??= keyPrincipal(clerk.id, ['clerk'], { customer: alice })));
 
 describe('ctx.data acts as the caller', () => {
   it('reads a record the role filter allows, with the fields the role lists only', async () => {
@@ -131,6 +133,17 @@ describe('ctx.data acts as the caller', () => {
     const foreign = await serviceError(asClerk().data.Order.create({ customerId: bob, total: 7 }));
     expect(foreign.status).toBe(403);
     await harness.context().data.Order.delete(created.data.id);
+  });
+
+  it("is shared by a caller's requests, so no code can change it for the others", () => {
+    const data = asClerk().data as unknown as Record<string, Record<string, unknown>>;
+    expect(asClerk().data).toBe(data);
+    expect(() => {
+      data.Order!.get = () => Promise.resolve({ data: 'forged' });
+    }).toThrow(TypeError);
+    expect(() => {
+      data.Order = {};
+    }).toThrow(TypeError);
   });
 
   it('reports the caller it acts for', () => {
