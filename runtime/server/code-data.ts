@@ -16,7 +16,7 @@ import { callerContext, refuseManagement, tableContext, type DataServices } from
 import type { Database } from '../db/index.ts';
 import type { RolePrincipal } from '../principal/index.ts';
 import type { Access } from '../query/index.ts';
-import { SYSTEM_ACCESS, systemPrincipal, type CodeScope } from '../usercode/index.ts';
+import { anonymousPrincipal, SYSTEM_ACCESS, systemPrincipal, type CodeScope } from '../usercode/index.ts';
 import { fileAccess } from './file-access.ts';
 import type { Services } from './services.ts';
 
@@ -65,9 +65,17 @@ export function inProcessDataApi(services: DataApiServices): (scope: CodeScope, 
       );
     };
   return (scope, system) => {
-    const principal: RolePrincipal =
-      system || scope.principal === undefined ? systemPrincipal(scope.environment) : refuseManagement(scope.principal);
-    const access = system ? SYSTEM_ACCESS : (scope.access ?? services.policy.access(principal));
+    const principal: RolePrincipal = system
+      ? systemPrincipal(scope.environment)
+      : scope.principal !== undefined
+        ? refuseManagement(scope.principal)
+        : scope.anonymous
+          ? anonymousPrincipal(scope.environment)
+          : systemPrincipal(scope.environment);
+    const access =
+      system || (scope.principal === undefined && !scope.anonymous)
+        ? SYSTEM_ACCESS
+        : (scope.access ?? services.policy.access(principal));
     if (scope.db !== services.db) return clientOf(scope.db, principal, access);
     let byAccess = shared.get(principal);
     if (!byAccess) shared.set(principal, (byAccess = new Map()));

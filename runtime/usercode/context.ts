@@ -15,8 +15,13 @@ import { isSystemPrincipal } from './system.ts';
 /** Who the code acts for, and where: the parts of a request (or job) a context is made of. */
 export interface CodeScope {
   readonly environment: string;
-  /** The caller's principal and access; absent for the system (jobs, schedules). */
+  /** The caller's principal and access; absent for the system (jobs, schedules) and for `anonymous`. */
   readonly principal?: Principal;
+  /**
+   * A public endpoint called without credentials: the caller is `anonymous`, and its data API
+   * holds no grant (every call 403) rather than acting as the system.
+   */
+  readonly anonymous?: boolean;
   readonly access?: Access;
   /** The connection or open transaction the code's statements run on. */
   readonly db: Database;
@@ -86,11 +91,13 @@ export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
   let data: object | undefined;
   let system: object | undefined;
   const ctx: CodeContext<S> = {
-    caller: callerOf(scope.principal, scope.environment),
+    caller: scope.anonymous
+      ? { kind: 'anonymous', roles: [], environment: scope.environment }
+      : callerOf(scope.principal, scope.environment),
     requestId: scope.requestId,
     environment: scope.environment,
     get data() {
-      data ??= services.dataApi(scope, scope.principal === undefined);
+      data ??= services.dataApi(scope, scope.principal === undefined && !scope.anonymous);
       return data as S['client'];
     },
     asSystem() {

@@ -3,4 +3,4 @@ export * from './public.ts';
 export { CodeRegistry } from './registry.ts';
 export { withInternals, contextInternals, type ContextInternals } from './internals.ts';
 export { codeContext, callerOf, type CodeScope, type CodeServices } from './context.ts';
-export { isSystemPrincipal, SYSTEM_ACCESS, systemPrincipal } from './system.ts';
+export { anonymousPrincipal, isSystemPrincipal, SYSTEM_ACCESS, systemPrincipal } from './system.ts';

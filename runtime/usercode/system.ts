@@ -23,7 +23,11 @@ export const SYSTEM_ACCESS: Access = { grant: () => SYSTEM_GRANT };
  */
 const SYSTEM_KEY_ID = 'svcgen:system';
 
+/** The id of an anonymous caller (a public endpoint without credentials): it holds no role. */
+const ANONYMOUS_KEY_ID = 'svcgen:anonymous';
+
 const principals = new Map<string, ApiKeyPrincipal>();
+const anonymousPrincipals = new Map<string, ApiKeyPrincipal>();
 const systemPrincipals = new WeakSet<Principal>();
 
 /** The system's principal in `environment`: one object per environment, as grants are cached per principal. */
@@ -33,6 +37,16 @@ export function systemPrincipal(environment: string): ApiKeyPrincipal {
     principal = Object.freeze({ kind: 'apiKey', keyId: SYSTEM_KEY_ID, environment, roles: [], context: {} });
     principals.set(environment, principal);
     systemPrincipals.add(principal);
+  }
+  return principal;
+}
+
+/** The principal of an anonymous caller in `environment`: no roles, so no grant on any table. */
+export function anonymousPrincipal(environment: string): ApiKeyPrincipal {
+  let principal = anonymousPrincipals.get(environment);
+  if (!principal) {
+    principal = Object.freeze({ kind: 'apiKey', keyId: ANONYMOUS_KEY_ID, environment, roles: [], context: {} });
+    anonymousPrincipals.set(environment, principal);
   }
   return principal;
 }

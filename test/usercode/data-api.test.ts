@@ -201,6 +201,19 @@ describe('ctx.asSystem() and contexts without a caller', () => {
   });
 });
 
+describe('an anonymous caller (a public endpoint without credentials)', () => {
+  it('is no system: its ctx.data holds no grant on any table', async () => {
+    const ctx = harness.context('anonymous');
+    expect(ctx.caller).toEqual({ kind: 'anonymous', roles: [], environment: 'master' });
+    const read = await serviceError(ctx.data.Order.get(aliceOrder));
+    expect(read.problem).toMatchObject({ status: 403, detail: 'your role may not read Order records' });
+    const write = await serviceError(ctx.data.City.create({ name: 'Lyon', country: 'FR' }));
+    expect(write.problem).toMatchObject({ status: 403, detail: 'your role may not create City records' });
+    // Only when the code says so.
+    expect((await ctx.asSystem().Order.get(aliceOrder)).data.id).toBe(aliceOrder);
+  });
+});
+
 describe('ctx.transaction() and ctx.sql', () => {
   const count = async (note: string) =>
     (

@@ -14,8 +14,8 @@ import type { TestServer } from '../support/server.ts';
 
 export interface CodeHarness {
   readonly services: Services;
-  /** The context of a request of `principal` (none: a job's, acting as the system). */
-  context(principal?: Principal): CodeContext<Service>;
+  /** The context of a request of `principal` (none: a job's, acting as the system; 'anonymous': a public endpoint's without credentials). */
+  context(principal?: Principal | 'anonymous'): CodeContext<Service>;
   close(): Promise<unknown>;
 }
 
@@ -45,7 +45,11 @@ export async function codeHarness(server: TestServer): Promise<CodeHarness> {
         db: services.db,
         requestId: `test-${++n}`,
         origin: 'test',
-        ...(principal ? { principal, access: services.policy.access(principal) } : {}),
+        ...(principal === 'anonymous'
+          ? { anonymous: true }
+          : principal
+            ? { principal, access: services.policy.access(principal) }
+            : {}),
       }),
     close: () => lifecycle.stop(),
   };
