@@ -5,6 +5,7 @@ import { registerCredentialCommands } from './commands/credentials.ts';
 import { registerDevCommand } from './commands/dev.ts';
 import { registerDiffCommand } from './commands/diff.ts';
 import { registerFileCommands } from './commands/files.ts';
+import { registerJobCommands } from './commands/jobs.ts';
 import { registerMigrateCommands } from './commands/migrate.ts';
 import { registerProjectCommands } from './commands/project.ts';
 import { registerServeCommands } from './commands/serve.ts';
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerDevCommand(program);
   registerCredentialCommands(program);
   registerFileCommands(program);
+  registerJobCommands(program);
   // Subcommands inherit the same error handling.
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ outputError: () => {} });

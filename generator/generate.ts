@@ -10,6 +10,7 @@ import { createTwoFilesPatch } from 'diff';
 import { loadConfig } from '../runtime/config/index.ts';
 import type { TableSpec } from '../runtime/model/index.ts';
 import { describeModel, ModelError, unknownFileBuckets } from './model/describe-model.ts';
+import { functionSignatures, readMigrationSql } from './model/function-signatures.ts';
 import { PACKAGE_MANIFEST, SVCGEN_VERSION } from './package-root.ts';
 import { generatePrismaClient, readDmmf } from './prisma/index.ts';
 import { renderFiles } from './render/index.ts';
@@ -33,13 +34,17 @@ async function listFiles(dir: string, base = dir): Promise<string[]> {
   return out.sort();
 }
 
-export async function readModel(projectDir: string): Promise<{ schemaText: string; tables: TableSpec[] }> {
+export async function readModel(
+  projectDir: string,
+): Promise<{ schemaText: string; tables: TableSpec[]; enums: Map<string, string[]> }> {
   const schemaPath = path.join(projectDir, SCHEMA_FILE);
   const schemaText = await readFile(schemaPath, 'utf8').catch(() => {
     throw new Error(`${schemaPath} not found: a project needs a schema.prisma (svcgen init <dir> makes one)`);
   });
   const dmmf = await readDmmf(schemaText, SCHEMA_FILE);
-  return { schemaText, tables: describeModel(dmmf) };
+  // Enums by their database name, for the signatures of database functions (./model/function-signatures.ts).
+  const enums = new Map(dmmf.datamodel.enums.map((e) => [e.dbName ?? e.name, e.values.map((v) => v.name)]));
+  return { schemaText, tables: describeModel(dmmf), enums };
 }
 
 /** Every file `generate` would write, relative to `generated/`, in sorted order. */
@@ -47,13 +52,18 @@ export async function renderProject(
   projectDir: string,
   options: { reusePrismaClient?: boolean } = {},
 ): Promise<Map<string, string>> {
-  const { schemaText, tables } = await readModel(projectDir);
+  const { schemaText, tables, enums } = await readModel(projectDir);
   const config = await loadConfig(
     projectDir,
     Object.fromEntries(tables.map((t) => [t.name, t.fields.map((f) => f.name)])),
   );
   const badReferences = unknownFileBuckets(tables, Object.keys(config.storage.buckets), schemaText);
   if (badReferences.length > 0) throw new ModelError(badReferences);
+  // The configured database functions, read from the migrations (docs/own-code.md "Database functions").
+  const functions = functionSignatures(Object.keys(config.functions), await readMigrationSql(projectDir), {
+    enums,
+    tables,
+  });
   const schemaSha256 = sha256(schemaText);
   const prismaInput = sha256(`${PRISMA_CLIENT_INPUT_VERSION}\0${schemaText}`);
   const prisma =
@@ -63,6 +73,7 @@ export async function renderProject(
     title: `${config.project.id} API`,
     version: '1.0.0',
     schemaSha256,
+    functions,
     prismaClient: { input: prismaInput, files: filesSha256(prisma) },
     buckets: Object.entries(config.storage.buckets).map(([name, b]) => ({
       name,

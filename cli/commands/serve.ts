@@ -75,7 +75,10 @@ export function registerServeCommands(program: Command): void {
     .option('--port <n>', 'port to listen on', parsePort, 3000)
     .option('--host <h>', 'address to listen on', '127.0.0.1')
     .option('--no-migrate', 'do not apply pending migrations')
-    .option('--no-worker', 'do not deliver webhooks in this process (run `npx svcgen worker` for that)')
+    .option(
+      '--no-worker',
+      "do not deliver webhooks nor run the code's jobs in this process (run `npx svcgen worker` for that)",
+    )
     .addOption(
       new Option(
         '--log-level <level>',
@@ -145,7 +148,9 @@ export function registerServeCommands(program: Command): void {
     withProject(
       program
         .command('worker')
-        .description('deliver webhooks without serving HTTP (scale delivery apart from the API)'),
+        .description(
+          "deliver webhooks and run the code's jobs and schedules without serving HTTP (scale them apart from the API)",
+        ),
     ),
   ).action(async (options: { project: string; databaseUrl?: string; directDatabaseUrl?: string }) => {
     const dir = projectDir(options);
@@ -153,13 +158,17 @@ export function registerServeCommands(program: Command): void {
     const { loadService } = await import('../project.ts');
     const { openProjectDatabase } = await import('../database.ts');
     const { startWorkerProcess } = await import('../../runtime/index.ts');
-    const { config, code } = await loadService(dir);
+    const { service, config, code } = await loadService(dir);
     const database = await openProjectDatabase(dir, options.databaseUrl, undefined, options.directDatabaseUrl);
     let worker;
     try {
       worker = await startWorkerProcess({
         config,
         code,
+        service,
+        projectDir: dir,
+        // Each job's entries (docs/own-code.md "Failures and retries"): JSON lines unless stdout is a terminal.
+        logging: { level: 'info', format: process.stdout.isTTY ? 'pretty' : 'json' },
         databaseUrl: database.url,
         directDatabaseUrl: database.directUrl,
         secret: process.env.SVCGEN_SECRET || undefined,
@@ -169,7 +178,7 @@ export function registerServeCommands(program: Command): void {
       await database.release();
       throw error;
     }
-    console.log('delivering webhooks');
+    console.log(code.jobs.size ? 'delivering webhooks and running jobs' : 'delivering webhooks');
     const signal = await stopSignal;
     console.error(`${signal}: finishing in-flight deliveries and stopping`);
     await worker.stop().finally(() => database.release());

@@ -2,10 +2,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Handlebars from 'handlebars';
-import type { TableSpec } from '../../runtime/model/index.ts';
+import type { FunctionSpec, TableSpec } from '../../runtime/model/index.ts';
 import { PACKAGE_ROOT } from '../package-root.ts';
 import { literal } from './literal.ts';
 import { renderClient } from './client.ts';
+import { renderFunctionClient } from './client-functions.ts';
 import { renderGraphqlSchema } from './graphql.ts';
 import type { BucketSummary } from './openapi-files.ts';
 import { buildOpenApi } from './openapi.ts';
@@ -28,6 +29,8 @@ export interface RenderOptions {
   prismaClient?: { input: string; files: string };
   /** The config's storage buckets, for the /_files paths of the OpenAPI document. */
   buckets?: readonly BucketSummary[];
+  /** The configured database functions (docs/own-code.md "Database functions"); none: no functions.ts. */
+  functions?: readonly FunctionSpec[];
 }
 
 export function renderFiles(tables: readonly TableSpec[], options: RenderOptions): Map<string, string> {
@@ -48,11 +51,27 @@ export function renderFiles(tables: readonly TableSpec[], options: RenderOptions
   }
   const routes = routesFor(tables);
   files.set('routes.ts', template('routes.ts.hbs')({ header, routes }));
-  files.set('index.ts', template('index.ts.hbs')({ header, tables: tables.map((t) => t.name) }));
+  const functions = options.functions ?? [];
+  files.set(
+    'index.ts',
+    template('index.ts.hbs')({ header, tables: tables.map((t) => t.name), functions: functions.length > 0 }),
+  );
+  if (functions.length > 0)
+    files.set(
+      'functions.ts',
+      `${header}import type { FunctionSpec } from 'svcgen/model';
+
+/** The database functions served at /gw/api/rest/rpc/<name> (docs/own-code.md "Database functions"). */
+export const functions: readonly FunctionSpec[] = ${literal(functions, '')};
+`,
+    );
   files.set('code.ts', template('code.ts.hbs')({ header, tables: tables.map((t) => t.name) }));
 
   files.set('types.ts', renderRecordTypes(tables, header));
-  files.set('client.ts', renderClient(tables, header, template('client.ts.hbs')));
+  files.set(
+    'client.ts',
+    renderClient(tables, header, template('client.ts.hbs')) + renderFunctionClient(options.functions ?? []),
+  );
   // A TypeScript file of this repository (type-checked here), copied as it is: client.ts imports it.
   files.set('client-runtime.ts', `${header}${readFileSync(path.join(TEMPLATES, 'client-runtime.ts'), 'utf8')}`);
   files.set('schema.graphql', renderGraphqlSchema(tables, header));

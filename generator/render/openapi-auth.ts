@@ -47,6 +47,8 @@ const INVALID_REQUEST = authError(
   'X-Project-Id missing, or the body is not valid JSON of this shape; violations name the fields',
   ['VALIDATION_ERROR'],
 );
+/** docs/own-code.md "Auth hooks": the project's own code refused with refuse(...). */
+const HOOK_REFUSED = authError("The project's auth hook refused; violations say why", ['AUTH_REFUSED']);
 const RATE_LIMITED = authError('Too many requests', ['RATE_LIMIT_EXCEEDED'], {
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
 });
@@ -124,6 +126,7 @@ export function authPaths(builder: OpenApiBuilder): void {
         ),
         '404': NOT_CONFIGURED,
         '409': authError('An account with this e-mail already exists', ['AUTH_EMAIL_EXISTS']),
+        '422': HOOK_REFUSED,
         '429': RATE_LIMITED,
       },
     },
@@ -143,6 +146,7 @@ export function authPaths(builder: OpenApiBuilder): void {
           'VALIDATION_ERROR',
         ]),
         '404': NOT_CONFIGURED,
+        '422': HOOK_REFUSED,
       },
     },
   });

@@ -1,9 +1,10 @@
 /** The OpenAPI 3.1 document of the generated API, built with openapi3-ts from the table descriptions. */
 import { OpenApiBuilder, type OperationObject, type SchemaObject } from 'openapi3-ts/oas31';
-import { LIMITS, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
+import { LIMITS, type FunctionSpec, type RouteSpec, type TableSpec } from '../../runtime/model/index.ts';
 import { PROBLEM_KINDS } from '../../runtime/model/problem-kinds.ts';
 import { apiKeyPaths } from './openapi-api-keys.ts';
 import { filePaths, type BucketSummary } from './openapi-files.ts';
+import { functionPaths } from './openapi-functions.ts';
 import { authPaths } from './openapi-auth.ts';
 import { groupParameters } from './openapi-filters.ts';
 import { operationFor } from './openapi-operations.ts';
@@ -13,7 +14,12 @@ import { BASE, PROBLEM_HEADER_OBJECTS, problemComponents, recordSchemas, ref } f
 export function buildOpenApi(
   tables: readonly TableSpec[],
   routes: readonly RouteSpec[],
-  info: { title: string; version: string; buckets?: readonly BucketSummary[] },
+  info: {
+    title: string;
+    version: string;
+    buckets?: readonly BucketSummary[];
+    functions?: readonly FunctionSpec[];
+  },
 ): object {
   const builder = OpenApiBuilder.create({
     openapi: '3.1.0',
@@ -250,6 +256,7 @@ export function buildOpenApi(
   filePaths(builder, info.buckets ?? []);
   webhookPaths(builder, [...tables.map((t) => t.name), ...(info.buckets?.length ? ['_files'] : [])].sort());
   authPaths(builder);
+  functionPaths(builder, info.functions ?? []);
   for (const [name, response] of Object.entries(problemComponents(builder.getSpec().paths ?? {})))
     builder.addResponse(name, response);
   const doc = builder.getSpec();

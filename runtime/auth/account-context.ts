@@ -6,6 +6,7 @@
 import { AuthError, type ApiRequest } from '../http/index.ts';
 import { readCredential } from '../principal/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
+import type { AuthMail } from '../usercode/index.ts';
 import { resolveAuthTenant } from './requests.ts';
 import { TokenRejected, type AccessClaims } from './tokens/index.ts';
 import type { UserAuth } from './user-auth.ts';
@@ -71,22 +72,26 @@ export function accountContext(auth: UserAuth) {
     if (tokenId) auth.revocations.remember({ tokenId });
   }
 
-  /** Queued, not awaited; the mailer retries and logs its own failures. */
+  /** Queued, not awaited; the mailer retries and logs its own failures (the project's auth.mail hook may render it). */
   function notice(
     tenant: Tenant,
     to: string,
-    kind: string,
+    kind: AuthMail['kind'],
     subject: string,
     text: string,
     meta: Record<string, string> = {},
+    details: Pick<AuthMail, 'code' | 'validMinutes' | 'newEmail'> = {},
   ): void {
     try {
-      auth.mailer.send({
-        to,
-        subject,
-        text,
-        meta: { kind, project: tenant.projectId, environment: tenant.environment, ...meta },
-      });
+      auth.hooks.send(
+        { kind, to, environment: tenant.environment, subject, text, ...details },
+        {
+          to,
+          subject,
+          text,
+          meta: { kind, project: tenant.projectId, environment: tenant.environment, ...meta },
+        },
+      );
     } catch (error) {
       auth.log(`the ${kind} mail to ${to} failed: ${(error as Error).message}`);
     }

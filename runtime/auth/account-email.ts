@@ -35,6 +35,7 @@ export function emailChangeHandlers(auth: UserAuth, { signedIn, remember, notice
       'Confirm your new e-mail address',
       `Your code to confirm this address for your account is ${code}. It is valid for ${Math.round(config.auth.codeTtl / 60)} minutes. If you did not ask for it, ignore this mail.`,
       { code },
+      { code, validMinutes: Math.round(config.auth.codeTtl / 60), newEmail },
     );
     return jsonReply(200, {
       message: `check ${newEmail} for the 6-digit code and confirm it with POST /auth/confirm-email-change`,
@@ -62,6 +63,7 @@ export function emailChangeHandlers(auth: UserAuth, { signedIn, remember, notice
       'email-changed',
       'Your e-mail address was changed',
       `The e-mail address of your account was changed from ${user.email} to ${newEmail}; this address no longer signs in. ${NOT_YOU}`,
+      { newEmail },
       { newEmail },
     );
     const changed = await users.findUserById(db, user.id);

@@ -62,17 +62,27 @@ export async function checkCurrentPassword(
 /** Queued, not awaited: the 423 does not wait on SMTP (the mailer retries and logs its own failures). */
 function sendLockMail(auth: UserAuth, tenant: Tenant, user: users.UserRow, lockedUntil: Date): void {
   const until = lockedUntil.toISOString();
+  const subject = 'Your account is locked';
+  const text =
+    `After ${auth.config.auth.lockout.maxFailedAttempts} failed logins in a row, your account is locked until ${until} (UTC). ` +
+    'If that was not you, someone may be guessing your password. ' +
+    'Resetting your password unlocks the account at once: ask for a reset code (POST /auth/recover-password), ' +
+    'then set a new password with it (POST /auth/reset-password).';
   try {
-    auth.mailer.send({
-      to: user.email,
-      subject: 'Your account is locked',
-      text:
-        `After ${auth.config.auth.lockout.maxFailedAttempts} failed logins in a row, your account is locked until ${until} (UTC). ` +
-        'If that was not you, someone may be guessing your password. ' +
-        'Resetting your password unlocks the account at once: ask for a reset code (POST /auth/recover-password), ' +
-        'then set a new password with it (POST /auth/reset-password).',
-      meta: { kind: 'account-locked', lockedUntil: until, project: tenant.projectId, environment: tenant.environment },
-    });
+    auth.hooks.send(
+      { kind: 'account-locked', to: user.email, environment: tenant.environment, subject, text, lockedUntil: until },
+      {
+        to: user.email,
+        subject,
+        text,
+        meta: {
+          kind: 'account-locked',
+          lockedUntil: until,
+          project: tenant.projectId,
+          environment: tenant.environment,
+        },
+      },
+    );
   } catch (error) {
     auth.log(`the lock notice to ${user.email} failed: ${(error as Error).message}`);
   }

@@ -22,7 +22,7 @@ export function recoveryHandlers(auth: UserAuth, { limit, limitCodes, sendCode }
     // The answer does not wait for the lookup: known and unknown e-mails take the same time.
     void (async () => {
       const user = await users.findUser(db, tenant, email);
-      if (user) sendCode(tenant, user, 'reset-password', await auth.codes.issue(db, user.id, 'reset-password'));
+      if (user) sendCode(tenant, user, 'reset-password', await auth.codes.issue(db, user.id, 'reset-password'), req);
     })().catch((error: unknown) => auth.log(`password recovery for ${email} failed: ${(error as Error).message}`));
     return jsonReply(200, { message: `if ${email} has an account, a reset code is on its way; ${CHECK_INBOX}` });
   }

@@ -44,19 +44,24 @@ export async function startSession(
   });
 }
 
-export type Rotation =
-  | { ok: true; userId: string; sessionId: string; refreshToken: string }
+export type Rotation<T = undefined> =
+  | { ok: true; userId: string; sessionId: string; refreshToken: string; issued: T }
   | { ok: false; revokedSession?: string };
 
-/** Spends a refresh token of this project and environment and issues the next one. */
-export async function rotateRefreshToken(
+/**
+ * Spends a refresh token of this project and environment and issues the next one. `issue` runs in
+ * the transaction once the token is spent: what it answers comes back as `issued`, and a throw of
+ * it leaves the token unspent.
+ */
+export async function rotateRefreshToken<T = undefined>(
   db: Database,
   scope: { projectId: string; environment: string },
   token: string,
   ttlSeconds: number,
-): Promise<Rotation> {
+  issue?: (tx: Queryable, userId: string, sessionId: string) => Promise<T>,
+): Promise<Rotation<T>> {
   const hash = digest(token);
-  return db.transaction(async (tx): Promise<Rotation> => {
+  return db.transaction(async (tx): Promise<Rotation<T>> => {
     const spent = await tx.query<{ session_id: string; user_id: string }>(
       `UPDATE svcgen.refresh_tokens r SET used_at = now()
        FROM svcgen.sessions s JOIN svcgen.users u ON u.id = s.user_id
@@ -72,6 +77,7 @@ export async function rotateRefreshToken(
         userId: row.user_id,
         sessionId: row.session_id,
         refreshToken: await addRefreshToken(tx, row.session_id, ttlSeconds),
+        issued: (await issue?.(tx, row.user_id, row.session_id)) as T,
       };
     const reused = await tx.query<{ session_id: string }>(
       `SELECT r.session_id FROM svcgen.refresh_tokens r JOIN svcgen.sessions s ON s.id = r.session_id JOIN svcgen.users u ON u.id = s.user_id

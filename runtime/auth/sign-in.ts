@@ -20,24 +20,42 @@ export function signInContext(auth: UserAuth) {
   const limitCodes = (req: ApiRequest, tenant: Tenant) =>
     limit(`auth-code:${tenant.projectId}:${auth.clientIp(req)}`, config.rateLimits.codePerMinutePerIp);
 
-  /** Signs the user in: a new session, an access token and its refresh token. */
-  async function tokenPair(tenant: Tenant, user: users.UserRow): Promise<z.output<typeof session>> {
+  /**
+   * Signs the user in: a new session, an access token and its refresh token. The project's extra
+   * claims are asked first, so that a failing auth.claims leaves no session behind.
+   */
+  async function tokenPair(tenant: Tenant, user: users.UserRow, req?: ApiRequest): Promise<z.output<typeof session>> {
+    const extra = await auth.hooks.claims(req, tenant, user);
     const started = await startSession(db, user, config.auth.refreshTokenTtl);
     // The password or address changed, or the account was deleted, since the credentials were checked.
     if (!started) throw new AuthError('AUTH_INVALID_CREDENTIALS');
     const { sessionId, refreshToken } = started;
-    const accessToken = await auth.issueAccessToken(tenant, user, sessionId);
+    const accessToken = await auth.issueAccessToken(tenant, user, sessionId, extra, req);
     return { accessToken, refreshToken, user: users.publicUser(user) };
   }
 
-  function sendCode(tenant: Tenant, user: users.UserRow, purpose: 'confirm-signup' | 'reset-password', code: string) {
+  /** Mails the code (or has the project's auth.mail hook render or send it: docs/own-code.md "Auth hooks"). */
+  function sendCode(
+    tenant: Tenant,
+    user: users.UserRow,
+    purpose: 'confirm-signup' | 'reset-password',
+    code: string,
+    req?: ApiRequest,
+  ) {
     const signup = purpose === 'confirm-signup';
-    auth.mailer.send({
-      to: user.email,
-      subject: signup ? 'Confirm your e-mail address' : 'Reset your password',
-      text: `${signup ? 'Your confirmation code' : 'Your password reset code'} is ${code}. It is valid for ${Math.round(config.auth.codeTtl / 60)} minutes.`,
-      meta: { kind: purpose, code, project: tenant.projectId, environment: tenant.environment },
-    });
+    const validMinutes = Math.round(config.auth.codeTtl / 60);
+    const subject = signup ? 'Confirm your e-mail address' : 'Reset your password';
+    const text = `${signup ? 'Your confirmation code' : 'Your password reset code'} is ${code}. It is valid for ${validMinutes} minutes.`;
+    auth.hooks.send(
+      { kind: purpose, to: user.email, environment: tenant.environment, subject, text, code, validMinutes },
+      {
+        to: user.email,
+        subject,
+        text,
+        meta: { kind: purpose, code, project: tenant.projectId, environment: tenant.environment },
+      },
+      req,
+    );
   }
 
   return { limit, limitCodes, tokenPair, sendCode };

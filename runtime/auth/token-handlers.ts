@@ -21,23 +21,30 @@ export function tokenHandlers(auth: UserAuth, { limit, tokenPair }: SignInContex
     await limit(`auth-login:${tenant.projectId}:${auth.clientIp(req)}`, config.rateLimits.loginPerMinutePerIp);
     const body = await readAuthBody(req, loginBody);
     const user = await checkLogin(auth, tenant, body.email, body.password);
-    return jsonReply(200, await tokenPair(tenant, user));
+    return jsonReply(200, await tokenPair(tenant, user, req));
   }
 
   async function refreshToken(req: ApiRequest): Promise<Reply> {
     const tenant = resolveAuthTenant(req, config);
     const body = await readAuthBody(req, refreshTokenBody);
-    const rotation = await rotateRefreshToken(db, tenant, body.refreshToken, config.auth.refreshTokenTtl);
+    // The access token is made before the rotation commits: a failing auth.claims hook leaves the
+    // refresh token unspent (spending it and failing would make its next use look like a reuse).
+    const rotation = await rotateRefreshToken(
+      db,
+      tenant,
+      body.refreshToken,
+      config.auth.refreshTokenTtl,
+      async (tx, userId, sessionId) => {
+        const user = await users.findUserById(tx, userId);
+        return user && (await auth.issueAccessToken(tenant, user, sessionId, undefined, req));
+      },
+    );
     if (!rotation.ok) {
       if (rotation.revokedSession) auth.revocations.remember({ sessionId: rotation.revokedSession });
       throw new AuthError('AUTH_TOKEN_INVALID');
     }
-    const user = await users.findUserById(db, rotation.userId);
-    if (!user) throw new AuthError('AUTH_TOKEN_INVALID');
-    return jsonReply(200, {
-      accessToken: await auth.issueAccessToken(tenant, user, rotation.sessionId),
-      refreshToken: rotation.refreshToken,
-    });
+    if (!rotation.issued) throw new AuthError('AUTH_TOKEN_INVALID');
+    return jsonReply(200, { accessToken: rotation.issued, refreshToken: rotation.refreshToken });
   }
 
   async function logout(req: ApiRequest): Promise<Reply> {

@@ -6,11 +6,13 @@
 import type { Config } from '../config/index.ts';
 import type { Database, NotificationChannel } from '../db/index.ts';
 import type { ApiRequest } from '../http/index.ts';
+import { CodeRegistry } from '../usercode/index.ts';
 import type { Mailer } from '../mail/index.ts';
 import { unauthorized, type Credential, type CredentialResolver, type Principal } from '../principal/index.ts';
 import type { SharedRateLimiter } from '../rate-limit/index.ts';
 import { serverSecret, type SecretBox } from '../secrets/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
+import { AuthCodeHooks } from './code-hooks.ts';
 import { Codes } from './codes.ts';
 import { Lockout } from './lockout.ts';
 import { createPasswordHasher, type PasswordHasher } from './passwords/index.ts';
@@ -36,6 +38,8 @@ export interface UserAuthOptions {
   /** The client address of a request, honouring `trustProxy`. */
   clientIp: (req: ApiRequest) => string;
   log: (message: string) => void;
+  /** The project's own code: its auth hooks (docs/own-code.md "Auth hooks"); none: the empty registry. */
+  code?: CodeRegistry;
   /** bcrypt cost (default 10; tests may lower it). */
   passwordCost?: number;
   /** Sees each bcrypt job (tests count them; PasswordHasherOptions.onJob). */
@@ -52,6 +56,8 @@ export class UserAuth implements CredentialResolver {
   readonly passwords: PasswordHasher;
   readonly revocations: Revocations;
   readonly verifier: AccessTokenVerifier;
+  /** The project's auth hooks; every mail of the auth surface goes through `hooks.send`. */
+  readonly hooks: AuthCodeHooks;
   private constructor(
     options: UserAuthOptions,
     readonly keys: ReadonlyMap<string, EnvironmentKeys>,
@@ -67,6 +73,12 @@ export class UserAuth implements CredentialResolver {
     this.passwords = createPasswordHasher({ cost: options.passwordCost, onJob: options.onPasswordJob });
     this.revocations = new Revocations(options.db, options.channel, options.config.auth.accessTokenTtl * 1000);
     this.verifier = new AccessTokenVerifier(options.config.project.id, keys, this.revocations, options.channel);
+    this.hooks = new AuthCodeHooks(
+      options.code ?? CodeRegistry.EMPTY,
+      options.config.code.hookTimeoutMs,
+      options.mailer,
+      options.log,
+    );
     this.revocations.start();
   }
 
@@ -99,6 +111,7 @@ export class UserAuth implements CredentialResolver {
 
   async stop(): Promise<void> {
     this.revocations.stop();
+    await this.hooks.idle();
     await this.passwords.close();
   }
 
@@ -124,18 +137,27 @@ export class UserAuth implements CredentialResolver {
     return keys;
   }
 
+  /**
+   * An access token for the session, with the extra claims of the project's auth.claims hook
+   * (docs/own-code.md "Auth hooks"); `extra` when the caller asked the hook already (before it
+   * started the session, so that a failing hook leaves none behind).
+   */
   async issueAccessToken(
     tenant: Tenant,
     user: { id: string; email: string; roles: readonly string[] },
     sessionId: string,
+    extra?: Record<string, unknown>,
+    req?: ApiRequest,
   ): Promise<string> {
     const keys = this.environmentKeys(tenant.environment);
+    const claims = extra ?? (await this.hooks.claims(req, tenant, user));
     const { token } = await issueAccessToken(
       keys,
       audience(tenant.projectId, tenant.environment),
       this.config.auth.accessTokenTtl,
       user,
       sessionId,
+      claims,
     );
     return token;
   }

@@ -392,7 +392,7 @@ export const configSchema = z
       .object({
         /** The entry file, relative to the project; default svcgen.code.ts when it exists. */
         entry: z.string().min(1).max(500).optional(),
-        /** A hook (before, after write, after commit) that runs longer is abandoned: its write fails with 503. */
+        /** A hook (before, after write) that runs longer is abandoned: its write fails with 500 (docs/own-code.md "Hooks"); an afterCommit is logged. */
         hookTimeoutMs: z.number().int().min(10).max(600_000).default(5_000),
         /** Cron schedules of the code's jobs, beside those the code declares (docs/own-code.md "Schedules"). */
         schedules: z
@@ -403,6 +403,12 @@ export const configSchema = z
                 cron: z.string().min(9).max(200),
                 job: z.string().min(1).max(63),
                 payload: z.unknown().optional(),
+                backfillSeconds: z
+                  .number()
+                  .int()
+                  .min(0)
+                  .max(7 * 24 * 3600)
+                  .optional(),
               })
               .strict(),
           )

@@ -6,7 +6,7 @@
  * the valid items as one multi-row INSERT first (insertAll): when the database takes them all,
  * the answer is the one the items one by one would have given, at a fraction of the statements.
  */
-import { againOnConflict, type Queryable } from '../db/index.ts';
+import { againOnConflict, transactionDatabase, type Queryable } from '../db/index.ts';
 import { LIMITS } from '../model/index.ts';
 import { Problem } from '../http/index.ts';
 import {
@@ -21,8 +21,9 @@ import {
   type WriteDecision,
 } from '../query/index.ts';
 import { capturesEvents, readScope, type DataContext } from './context.ts';
+import { hooksOf, queueAfterCommits, type AfterCommits } from './hooks.ts';
 import { checkRecord, requireObject } from './validate-body.ts';
-import { advanceKeySequence, runWrite } from './write.ts';
+import { advanceKeySequence, createHooked, deleteHooked, lockTargets, runWrite } from './write.ts';
 
 export const MAX_BULK_ITEMS = LIMITS.maxBulkItems;
 export type TransactionMode = 'ALL_OR_NOTHING' | 'BEST_EFFORT';
@@ -249,6 +250,47 @@ function highestChosenKey(
   return highest;
 }
 
+/**
+ * The items of a bulk write to a table with hooks (docs/own-code.md "Hooks"), one by one in one
+ * transaction, each under its savepoint (eachItem): a hook's refusal is that item's failure, kept
+ * apart in BEST_EFFORT, rolling everything back in ALL_OR_NOTHING; any other hook failure fails the
+ * request. The afterCommit hooks of the items kept run once the transaction has committed.
+ */
+async function hookedItems<T>(
+  ctx: DataContext,
+  transactionMode: TransactionMode,
+  outcome: BulkOutcome,
+  items: readonly ({ index: number } & T)[],
+  work: (tx: DataContext, item: T, later: AfterCommits, index: number) => Promise<Record<string, unknown> | string>,
+): Promise<void> {
+  let pending: { index: number; later: AfterCommits }[] = [];
+  await inTransaction(
+    ctx,
+    transactionMode,
+    (tx) => {
+      pending = [];
+      const txCtx = { ...ctx, db: transactionDatabase(ctx.db.pool, tx) };
+      return eachItem(
+        tx,
+        items.map((item) => ({ index: item.index, value: item })),
+        (item, index) => {
+          const later: AfterCommits = [];
+          pending.push({ index, later });
+          return work(txCtx, item, later, index);
+        },
+        outcome,
+      );
+    },
+    outcome,
+  );
+  if (transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) return;
+  const failed = new Set(outcome.errors.map((e) => e.index));
+  queueAfterCommits(
+    ctx,
+    pending.filter((p) => !failed.has(p.index)).flatMap((p) => p.later),
+  );
+}
+
 /** A bulk body: an object of the `allowed` keys (422 otherwise), and its transaction mode. */
 function bulkBody(
   input: unknown,
@@ -299,7 +341,12 @@ export async function createMany(
       outcome.errors.push({ index, message: itemMessage(checked.errors.map((e) => e.message)) });
     else valid.push({ index, value: checked.value, written });
   });
-  if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
+  const hooks = hooksOf(ctx);
+  if (hooks && !(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
+    await hookedItems(ctx, transactionMode, outcome, valid, (tx, { value, written }, later) =>
+      createHooked(tx, hooks, value, written, later).then(({ key }) => key),
+    );
+  } else if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && valid.length > 0) {
     const capture = await capturesEvents(ctx);
     // Every item inserted is the same outcome in either mode; only a refusal needs the items one by one.
     if (await insertAll(ctx, valid, capture, outcome)) return bulkAnswer(transactionMode, outcome, 201);
@@ -399,7 +446,27 @@ export async function deleteMany(
     if (problem) outcome.errors.push({ index, message: problem });
     else targets.push({ index, value: keyValues });
   });
-  if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && targets.length > 0) {
+  const missing = (keyValues: Record<string, unknown>, index: number) =>
+    `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
+  const answered = (index: number) =>
+    field === 'ids'
+      ? { id: (list as unknown[])[index] }
+      : { ...((list as unknown[])[index] as Record<string, unknown>) };
+  const keyOfItem = (keyValues: Record<string, unknown>) =>
+    and(...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })));
+  const hooks = hooksOf(ctx);
+  if (hooks && !(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && targets.length > 0) {
+    await hookedItems(ctx, transactionMode, outcome, targets, async (tx, { value: keyValues }, later, index) => {
+      const [target] = await lockTargets(tx, {
+        kind: 'delete',
+        table: ctx.table,
+        where: { kind: 'true' },
+        key: keyOfItem(keyValues),
+      });
+      if (!target || !(await deleteHooked(tx, hooks, target, later))) return missing(keyValues, index);
+      return answered(index);
+    });
+  } else if (!(transactionMode === 'ALL_OR_NOTHING' && outcome.errors.length > 0) && targets.length > 0) {
     const capture = await capturesEvents(ctx);
     await inTransaction(
       ctx,
@@ -410,9 +477,7 @@ export async function deleteMany(
           targets,
           async (keyValues, index) => {
             const scope = readScope(ctx);
-            const key = and(
-              ...pk.map((k): Condition => ({ kind: 'compare', path: [k], op: 'equals', value: keyValues[k] })),
-            );
+            const key = keyOfItem(keyValues);
             const rows = await runWrite(
               tx,
               ctx.table,
@@ -424,11 +489,8 @@ export async function deleteMany(
               ),
               scope,
             );
-            if (rows.length === 0)
-              return `no ${ctx.table.spec.name} record at index ${index} (${pk.map((k) => `${k} ${JSON.stringify(keyValues[k])}`).join(', ')})`;
-            return field === 'ids'
-              ? { id: (list as unknown[])[index] }
-              : { ...((list as unknown[])[index] as Record<string, unknown>) };
+            if (rows.length === 0) return missing(keyValues, index);
+            return answered(index);
           },
           outcome,
         ),

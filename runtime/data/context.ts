@@ -18,6 +18,7 @@ import {
 import type { Tenant } from '../tenancy/index.ts';
 import type { WatchedTables } from '../events/index.ts';
 import { requireGrant } from './admission.ts';
+import type { WriteHooks } from './hooks.ts';
 import { indexedFields, LARGE_PAGE } from './cost.ts';
 
 export interface DataContext {
@@ -40,6 +41,8 @@ export interface DataContext {
   readonly basePath: string;
   /** The caller's access to files, for fields that reference them (none: no file may be referenced). */
   readonly files?: FileAccess;
+  /** The project's table hooks (./hooks.ts); none: no table has any. */
+  readonly writeHooks?: WriteHooks;
 }
 
 /** What a DataContext takes from the running server: the same for every request. */
@@ -50,6 +53,8 @@ export interface DataServices {
   readonly cursors: CursorCodec;
   readonly watchedTables: WatchedTables;
   readonly basePath: string;
+  /** The project's table hooks (./hooks.ts); none: no table has any. */
+  readonly writeHooks?: WriteHooks;
 }
 
 /** A request's context before it names a table: GraphQL's resolvers share one across root fields. */
@@ -76,6 +81,7 @@ export function callerContext(
     watchedTables: services.watchedTables,
     basePath: services.basePath,
     ...(files ? { files } : {}),
+    ...(services.writeHooks ? { writeHooks: services.writeHooks } : {}),
   };
 }
 

@@ -35,6 +35,7 @@ export {
   type DataContext,
   type DataServices,
 } from './context.ts';
+export { hooksOf, type WriteHooks } from './hooks.ts';
 export { AGGREGATE_COST, listCost, readOneCost } from './cost.ts';
 export { readPage, type Page, type PageOptions, type PageQuery } from './pages.ts';
 export { answeringQueryErrors, asProblem, queryProblem } from './query-problems.ts';

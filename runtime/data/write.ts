@@ -6,7 +6,9 @@
  */
 import { againOnConflict, type Queryable } from '../db/index.ts';
 import {
+  and,
   compactJson,
+  compileLockTargets,
   compileUnwritableFields,
   compileWrite,
   createPresets,
@@ -16,8 +18,11 @@ import {
   type CatalogTable,
   type Condition,
   type Scope,
+  type Write,
+  parseKey,
 } from '../query/index.ts';
 import { capturesEvents, readScope, type DataContext } from './context.ts';
+import { afterWrite, hookedWrite, hooksOf, runBefore, runHook, type AfterCommits, type Hooks } from './hooks.ts';
 import { databaseProblem } from './database-errors.ts';
 import { writeRefusedProblem } from './query-problems.ts';
 import { keyCondition, notFound } from './record-key.ts';
@@ -44,7 +49,7 @@ export async function runWrite(
 }
 
 /** The body's fields of the table (unknown keys are left to validation, which names them). */
-function writtenFields(table: CatalogTable, body: Record<string, unknown>): string[] {
+export function writtenFields(table: CatalogTable, body: Record<string, unknown>): string[] {
   return Object.keys(body).filter((k) => table.fields.has(k));
 }
 
@@ -95,6 +100,8 @@ export async function createRecord(ctx: DataContext, input: unknown): Promise<Cr
   const body = requireObject(input);
   const scope = readScope(ctx);
   const { values, written } = createValues(ctx, scope, body);
+  const hooks = hooksOf(ctx);
+  if (hooks) return hookedWrite(ctx, (tx, later) => createHooked(tx, hooks, values, written, later));
   const write = compileWrite(
     scope,
     { kind: 'insert', table: ctx.table, values, written },
@@ -104,6 +111,39 @@ export async function createRecord(ctx: DataContext, input: unknown): Promise<Cr
   const rows = await runWrite(ctx.db, ctx.table, write, scope, values);
   await advanceKeySequence(ctx, ctx.db, values);
   const [json, keyJson] = rows[0] as [string | null, string];
+  return { record: recordText(ctx, json), key: JSON.parse(keyJson) as Record<string, unknown> };
+}
+
+/**
+ * A create with hooks, in the transaction of `ctx`: beforeCreate may change the values (validated
+ * again; the caller's `written` fields decide its permissions), the row is inserted, afterWrite
+ * sees it whole. The created record as the caller reads it, or a Problem for the item (bulk).
+ */
+export async function createHooked(
+  ctx: DataContext,
+  hooks: Hooks,
+  values: Record<string, unknown>,
+  written: readonly string[],
+  later: AfterCommits,
+): Promise<Created> {
+  let final = values;
+  if (hooks.beforeCreate) {
+    const input = await runBefore(ctx, 'beforeCreate', values, (input, code) =>
+      hooks.beforeCreate!({ input, ctx: code }),
+    );
+    final = validateRecord(ctx.table, ctx.table.module.validators.create, input, 'create');
+  }
+  const scope = readScope(ctx);
+  const write = compileWrite(
+    scope,
+    { kind: 'insert', table: ctx.table, values: final, written },
+    { kind: 'full' },
+    await capturesEvents(ctx),
+  );
+  const rows = await runWrite(ctx.db, ctx.table, write, scope, final);
+  await advanceKeySequence(ctx, ctx.db, final);
+  const [full, json, keyJson] = rows[0] as [string, string | null, string];
+  await afterWrite(ctx, hooks, { action: 'create', record: JSON.parse(full), previous: null }, later);
   return { record: recordText(ctx, json), key: JSON.parse(keyJson) as Record<string, unknown> };
 }
 
@@ -127,16 +167,26 @@ export async function updateRecord(ctx: DataContext, id: string, input: unknown)
   const body = requireObject(input);
   const patch = patchValues(ctx, readScope(ctx), body);
   const key = keyCondition(ctx, id); // existence comes after validation (docs/api.md "Order of checks")
+  const hooks = hooksOf(ctx);
+  const written = hooks && writtenFields(ctx.table, body);
   for (let run = 1; ; run++) {
-    const scope = readScope(ctx);
-    const write = compileWrite(
-      scope,
-      { kind: 'update', table: ctx.table, where: { kind: 'true' }, key, patch },
-      { kind: 'record' },
-      await capturesEvents(ctx),
-    );
-    const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
-    if (rows.length > 0) return recordText(ctx, rows[0]![0] as string | null);
+    if (hooks) {
+      const json = await hookedWrite(ctx, async (tx, later) => {
+        const [target] = await lockTargets(tx, { kind: 'update', table: ctx.table, where: TRUE, key, patch, written });
+        return target && (await updateHooked(tx, hooks, target, patch, written!, later));
+      });
+      if (json !== undefined) return recordText(ctx, json);
+    } else {
+      const scope = readScope(ctx);
+      const write = compileWrite(
+        scope,
+        { kind: 'update', table: ctx.table, where: TRUE, key, patch },
+        { kind: 'record' },
+        await capturesEvents(ctx),
+      );
+      const rows = await runWrite(ctx.db, ctx.table, write, scope, patch);
+      if (rows.length > 0) return recordText(ctx, rows[0]![0] as string | null);
+    }
     const unwritable = await unwritableFields(ctx, key, Object.keys(patch));
     if (unwritable === undefined || run === UPDATE_RUNS) throw notFound(ctx, id);
     if (unwritable.length > 0)
@@ -166,10 +216,20 @@ async function unwritableFields(ctx: DataContext, key: Condition, fields: string
 
 /** Deletes the record `id` names (404 when the caller finds no such record it may delete). */
 export async function deleteRecord(ctx: DataContext, id: string): Promise<void> {
+  const hooks = hooksOf(ctx);
+  if (hooks) {
+    const key = keyCondition(ctx, id);
+    const deleted = await hookedWrite(ctx, async (tx, later) => {
+      const [target] = await lockTargets(tx, { kind: 'delete', table: ctx.table, where: TRUE, key });
+      return target !== undefined && (await deleteHooked(tx, hooks, target, later));
+    });
+    if (!deleted) throw notFound(ctx, id);
+    return;
+  }
   const scope = readScope(ctx);
   const write = compileWrite(
     scope,
-    { kind: 'delete', table: ctx.table, where: { kind: 'true' }, key: keyCondition(ctx, id) },
+    { kind: 'delete', table: ctx.table, where: TRUE, key: keyCondition(ctx, id) },
     { kind: 'key' },
     await capturesEvents(ctx),
   );
@@ -188,6 +248,16 @@ export async function updateMatching(
 ): Promise<number> {
   const scope = readScope(ctx);
   const patch = patchValues(ctx, scope, body);
+  const hooks = hooksOf(ctx);
+  if (hooks) {
+    const written = writtenFields(ctx.table, body);
+    return hookedWrite(ctx, async (tx, later) => {
+      let count = 0;
+      for (const target of await lockTargets(tx, { kind: 'update', table: ctx.table, where, patch, written }))
+        if ((await updateHooked(tx, hooks, target, patch, written, later)) !== undefined) count++;
+      return count;
+    });
+  }
   const write = compileWrite(
     scope,
     { kind: 'update', table: ctx.table, where, patch },
@@ -204,6 +274,15 @@ export async function updateMatching(
  * captured as a DELETE event, as a delete by key is.
  */
 export async function deleteMatching(ctx: DataContext, where: Condition): Promise<number> {
+  const hooks = hooksOf(ctx);
+  if (hooks) {
+    return hookedWrite(ctx, async (tx, later) => {
+      let count = 0;
+      for (const target of await lockTargets(tx, { kind: 'delete', table: ctx.table, where }))
+        if (await deleteHooked(tx, hooks, target, later)) count++;
+      return count;
+    });
+  }
   const scope = readScope(ctx);
   const write = compileWrite(
     scope,
@@ -213,4 +292,92 @@ export async function deleteMatching(ctx: DataContext, where: Condition): Promis
   );
   const rows = await runWrite(ctx.db, ctx.table, write, scope);
   return Number(rows[0]![0]);
+}
+
+const TRUE: Condition = { kind: 'true' };
+
+/** A row an update or delete with hooks reaches, locked: every field of it, and its key as a condition. */
+export interface LockedRow {
+  readonly previous: Record<string, unknown>;
+  readonly key: Condition;
+}
+
+/**
+ * The rows `write` reaches for the caller (the same conditions as its statement), locked FOR UPDATE
+ * in the transaction of `ctx` and read whole, as the system (docs/own-code.md "Hooks": `previous`).
+ */
+export async function lockTargets(
+  ctx: DataContext,
+  write: Write & { kind: 'update' | 'delete' },
+): Promise<LockedRow[]> {
+  const scope = readScope(ctx);
+  const rows = await runWrite(ctx.db, ctx.table, { sql: compileLockTargets(scope, write), filterFields: [] }, scope);
+  return rows.map(([full, keyJson]) => {
+    const key = JSON.parse(keyJson as string) as Record<string, unknown>;
+    return {
+      previous: JSON.parse(full as string) as Record<string, unknown>,
+      key: and(
+        ...Object.entries(key).map(([name, value]): Condition => {
+          const field = ctx.table.fields.get(name)!;
+          return { kind: 'compare', path: [name], op: 'equals', value: parseKey(field, String(value)) };
+        }),
+      ),
+    };
+  });
+}
+
+/**
+ * An update with hooks of one locked row: beforeUpdate may change the patch (validated again; the
+ * caller's `written` fields decide its permissions), then afterWrite. The record as the caller
+ * reads it (JSON, null where it may not), or undefined when the row is no longer reached.
+ */
+export async function updateHooked(
+  ctx: DataContext,
+  hooks: Hooks,
+  target: LockedRow,
+  patch: Record<string, unknown>,
+  written: readonly string[],
+  later: AfterCommits,
+): Promise<string | null | undefined> {
+  let final = patch;
+  if (hooks.beforeUpdate) {
+    const input = await runBefore(ctx, 'beforeUpdate', patch, (input, code) =>
+      hooks.beforeUpdate!({ input, previous: target.previous, ctx: code }),
+    );
+    final = validateRecord(ctx.table, ctx.table.module.validators.update, input, 'update');
+  }
+  const scope = readScope(ctx);
+  const write = compileWrite(
+    scope,
+    { kind: 'update', table: ctx.table, where: TRUE, key: target.key, patch: final, written },
+    { kind: 'full' },
+    await capturesEvents(ctx),
+  );
+  const rows = await runWrite(ctx.db, ctx.table, write, scope, final);
+  if (rows.length === 0) return undefined;
+  const [full, json] = rows[0] as [string, string | null];
+  await afterWrite(ctx, hooks, { action: 'update', record: JSON.parse(full), previous: target.previous }, later);
+  return json;
+}
+
+/** A delete with hooks of one locked row: beforeDelete, the delete, afterWrite; whether it was deleted. */
+export async function deleteHooked(
+  ctx: DataContext,
+  hooks: Hooks,
+  target: LockedRow,
+  later: AfterCommits,
+): Promise<boolean> {
+  if (hooks.beforeDelete)
+    await runHook(ctx, 'beforeDelete', (code) => hooks.beforeDelete!({ previous: target.previous, ctx: code }));
+  const scope = readScope(ctx);
+  const write = compileWrite(
+    scope,
+    { kind: 'delete', table: ctx.table, where: TRUE, key: target.key },
+    { kind: 'key' },
+    await capturesEvents(ctx),
+  );
+  const rows = await runWrite(ctx.db, ctx.table, write, scope);
+  if (rows.length === 0) return false;
+  await afterWrite(ctx, hooks, { action: 'delete', record: null, previous: target.previous }, later);
+  return true;
 }

@@ -60,3 +60,44 @@ export function transactionAnnounced(tx: Queryable): boolean {
 export function announcementSettled(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ANNOUNCEMENT_SETTLE_MS));
 }
+
+/** Per open transaction, what runs once it has committed (onCommit); dropped when it rolls back. */
+const commitCallbacks = new WeakMap<Queryable, (() => void)[]>();
+
+/**
+ * Runs `callback` once `db`'s changes are committed: after the commit of the transaction `db` runs
+ * in (never when it rolls back, nor when the savepoint it was registered under rolls back:
+ * commitMark, dropCommitCallbacks), or on the next turn of the event loop when `db` commits each
+ * statement itself. The callback runs detached (setImmediate): it must catch its own errors.
+ */
+export function onCommit(db: Queryable, callback: () => void): void {
+  const tx = transactionOf(db);
+  if (!tx) {
+    setImmediate(callback);
+    return;
+  }
+  let list = commitCallbacks.get(tx);
+  if (!list) commitCallbacks.set(tx, (list = []));
+  list.push(callback);
+}
+
+/** How many callbacks `db`'s transaction holds now: a savepoint rolled back drops those after it. */
+export function commitMark(db: Queryable): number {
+  const tx = transactionOf(db);
+  return tx ? (commitCallbacks.get(tx)?.length ?? 0) : 0;
+}
+
+/** Drops the callbacks registered since `mark` (a savepoint rolled back). */
+export function dropCommitCallbacks(db: Queryable, mark: number): void {
+  const tx = transactionOf(db);
+  const list = tx ? commitCallbacks.get(tx) : undefined;
+  if (list) list.length = Math.min(list.length, mark);
+}
+
+/** Called by the transaction's owner (Database.transaction in ./pool.ts) once it committed or rolled back. */
+export function transactionEnded(tx: Queryable, committed: boolean): void {
+  const list = commitCallbacks.get(tx);
+  if (!list) return;
+  commitCallbacks.delete(tx);
+  if (committed) for (const callback of list) setImmediate(callback);
+}

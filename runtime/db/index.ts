@@ -1,5 +1,6 @@
 export {
   openDatabase,
+  gatedTransaction,
   transactionDatabase,
   requireUtcSessions,
   ident,
@@ -30,7 +31,7 @@ export {
   type ResolvedMigration,
 } from './migrations.ts';
 export { NotificationChannel, notify, type Subscriber } from './notifications.ts';
-export { ANNOUNCEMENT_SETTLE_MS, FRESHNESS_MS, insideTransaction } from './announcements.ts';
+export { ANNOUNCEMENT_SETTLE_MS, FRESHNESS_MS, insideTransaction, onCommit } from './announcements.ts';
 export { againOnConflict, databaseFault, type DatabaseFault, type DatabaseFaultKind } from './faults.ts';
 export { Readiness, type ReadinessReport, type ReadinessOptions, type CheckState } from './readiness.ts';
 export { Admission, AdmissionRefused, type AdmissionOptions, type AdmissionRefusal } from './admission.ts';

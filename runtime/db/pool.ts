@@ -2,7 +2,15 @@ import pg from 'pg';
 import { createHash } from 'node:crypto';
 import { newPool, withConnection } from './client.ts';
 import { connectionConfig } from './connection.ts';
-import { announcementSettled, enclosingTransaction, openTransactions, transactionAnnounced } from './announcements.ts';
+import {
+  announcementSettled,
+  commitMark,
+  dropCommitCallbacks,
+  enclosingTransaction,
+  openTransactions,
+  transactionAnnounced,
+  transactionEnded,
+} from './announcements.ts';
 
 /** Quotes an SQL identifier; every table, column and schema name goes through here. */
 export function ident(name: string): string {
@@ -113,6 +121,7 @@ export function transactionDatabase(pool: pg.Pool, tx: Queryable): Database {
     queryArrays: (text, values) => tx.queryArrays(text, values),
     async transaction(work) {
       const savepoint = `svcgen_nested_${++depth}`;
+      const mark = commitMark(bound);
       try {
         await tx.query(`SAVEPOINT ${savepoint}`);
         try {
@@ -123,6 +132,7 @@ export function transactionDatabase(pool: pg.Pool, tx: Queryable): Database {
           // When even this fails the connection is gone; the enclosing transaction fails with it.
           await tx.query(`ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => {});
           await tx.query(`RELEASE SAVEPOINT ${savepoint}`).catch(() => {});
+          dropCommitCallbacks(bound, mark);
           throw error;
         }
       } finally {
@@ -136,6 +146,22 @@ export function transactionDatabase(pool: pg.Pool, tx: Queryable): Database {
   };
   enclosingTransaction.set(bound, tx);
   return bound;
+}
+
+/**
+ * transactionDatabase over `tx` that runs statements only while `open()` holds, and rejects with
+ * `closed()` after: what user code's context runs on (runtime/data/hooks.ts), so that a hook
+ * abandoned at its timeout, or code it left running, cannot send statements into a transaction
+ * that has ended, or into the next request's on the same connection. It is part of `tx`'s
+ * transaction for insideTransaction and onCommit.
+ */
+export function gatedTransaction(pool: pg.Pool, tx: Queryable, open: () => boolean, closed: () => Error): Database {
+  const gate: Queryable = {
+    query: (text, values) => (open() ? tx.query(text, values) : Promise.reject(closed())),
+    queryArrays: (text, values) => (open() ? tx.queryArrays(text, values) : Promise.reject(closed())),
+  };
+  enclosingTransaction.set(gate, tx);
+  return transactionDatabase(pool, gate);
 }
 
 // timestamp without time zone (Prisma's DateTime) holds UTC; read it back as UTC, not local time.
@@ -203,16 +229,19 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
       const result = await withConnection(pool, async (client, discard) => {
         tx = new ClientQueries(client, options.onQuery, !pooler);
         openTransactions.add(tx);
+        let committed = false;
         try {
           await client.query(begin);
           const result = await work(tx);
           await client.query('COMMIT');
+          committed = true;
           return result;
         } catch (error) {
           await client.query('ROLLBACK').catch(discard);
           throw error;
         } finally {
           openTransactions.delete(tx);
+          transactionEnded(tx, committed);
         }
       });
       // A change announced to the other processes is known to all of them before the caller hears it is done.

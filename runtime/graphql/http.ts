@@ -24,7 +24,7 @@ import type { keyOperations } from '../keys/index.ts';
 import { callerId, type Principal, type RolePrincipal } from '../principal/index.ts';
 import type { Catalog, CursorCodec, FileAccess, Policy } from '../query/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
-import { callerContext, countRequest, identify, type DataLimits } from '../data/index.ts';
+import { callerContext, countRequest, identify, type DataLimits, type WriteHooks } from '../data/index.ts';
 import type { WatchedTables } from '../events/index.ts';
 import type { webhookOperations } from '../webhooks/index.ts';
 import { answerDirectly } from './direct.ts';
@@ -46,6 +46,8 @@ export interface GraphQLHttpDeps {
   readonly cursors: CursorCodec;
   readonly watchedTables: WatchedTables;
   readonly basePath: string;
+  /** The project's table hooks (runtime/data/hooks.ts). */
+  readonly writeHooks?: WriteHooks;
   /** The caller's access to files, for fields that reference them (runtime/server/file-access.ts). */
   readonly files: (principal: Principal) => FileAccess | undefined;
   /** The schema of what a set of roles may read (./schema-cache.ts). */

@@ -58,9 +58,16 @@ export class DevMailer implements Mailer {
   }
 }
 
-/** `{"time","from","to","subject","text",...meta}` and a newline. */
+/** `{"time","from","to","subject","text","html"?,...meta}` and a newline. */
 function renderLine(from: string, message: MailMessage): string {
-  const fields = { time: new Date().toISOString(), from, to: message.to, subject: message.subject, text: message.text };
+  const fields = {
+    time: new Date().toISOString(),
+    from,
+    to: message.to,
+    subject: message.subject,
+    text: message.text,
+    ...(message.html !== undefined ? { html: message.html } : {}),
+  };
   // Spreading the fields again keeps their key order first but lets no meta key overwrite them.
   return `${JSON.stringify({ ...fields, ...message.meta, ...fields })}\n`;
 }

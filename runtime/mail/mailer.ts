@@ -11,6 +11,8 @@ export interface MailMessage {
   subject: string;
   /** Plain text body. */
   text: string;
+  /** An HTML alternative to `text` (a project's auth.mail hook may render one). */
+  html?: string;
   /** machine-readable extras, e.g. { kind: 'confirm-signup', code: '123456' } */
   meta?: Record<string, string>;
 }

@@ -87,9 +87,16 @@ export class SmtpMailer implements Mailer {
 
   /** Never rejects: an async function also turns a synchronous throw of sendMail into a failure. */
   async #deliver(job: Job): Promise<void> {
-    const { to, subject, text } = job.message;
+    const { to, subject, text, html } = job.message;
     try {
-      await this.#transport.sendMail({ from: this.#options.from, to, subject, text, signal: this.#abort.signal });
+      await this.#transport.sendMail({
+        from: this.#options.from,
+        to,
+        subject,
+        text,
+        ...(html !== undefined ? { html } : {}),
+        signal: this.#abort.signal,
+      });
     } catch (error) {
       this.#fail(job, error);
     } finally {

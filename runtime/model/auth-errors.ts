@@ -13,6 +13,8 @@ export const AUTH_ERRORS = {
   AUTH_NOT_CONFIGURED: 404,
   /** Not a live session of the caller's (docs/api.md §3 "Your account"): unknown, ended, or another user's. */
   AUTH_SESSION_NOT_FOUND: 404,
+  /** The project's auth hook refused (docs/own-code.md "Auth hooks"); `violations` say why. */
+  AUTH_REFUSED: 422,
   RATE_LIMIT_EXCEEDED: 429,
   VALIDATION_ERROR: 400,
 } as const;

@@ -4,6 +4,7 @@
  * them to compile SQL, and nothing else about the data model reaches the runtime.
  */
 import type { ZodType } from 'zod';
+import type { FunctionSpec } from './functions.ts';
 
 export { LIMITS } from './limits.ts';
 export { KEY_PREFIX, KEY_PREFIX_PATTERN, KEY_PREFIX_RULE } from './api-keys.ts';
@@ -17,6 +18,16 @@ export {
   TABLE_SUB_PATHS,
 } from './paths.ts';
 export { AUTH_ERRORS, type AuthErrorCode } from './auth-errors.ts';
+export {
+  functionTypeDescription,
+  type FunctionArgument,
+  type FunctionBaseType,
+  type FunctionColumn,
+  type FunctionReturns,
+  type FunctionSpec,
+  type FunctionType,
+  type FunctionVolatility,
+} from './functions.ts';
 export {
   BUCKET_NAME_PATTERN,
   FILE_FIELDS,
@@ -172,6 +183,8 @@ export interface ServiceModule {
    * are the project's own `ServiceError`. Absent in generated/ of an svcgen before it.
    */
   readonly client?: (options: { baseUrl: string; projectId: string; fetch: typeof fetch }) => object;
+  /** The configured PostgreSQL functions (generated/functions.ts); absent when there are none. */
+  readonly functions?: readonly FunctionSpec[];
 }
 
 /** Text columns (plain or with a character native type): the ones LIKE and '' apply to. */

@@ -22,6 +22,8 @@ export const SERVICE_PATHS = {
   apiKeys: '_apikeys',
   webhooks: '_webhooks',
   files: '_files',
+  /** PostgreSQL functions: `/gw/api/rest/rpc/<name>` (docs/own-code.md "Database functions"). */
+  rpc: 'rpc',
 } as const;
 
 /** A table's literal sub-paths: `/gw/api/rest/<table>/<name>`, never taken for an id. */

@@ -38,6 +38,21 @@ const webhookDeliveries = new Counter({
   registers,
 });
 
+const codeJobRuns = new Counter({
+  name: 'code_job_runs_total',
+  help: 'Runs of the project\'s own jobs (docs/own-code.md "Jobs"), by job name and outcome: succeeded, failed (retried until its attempts are spent)',
+  labelNames: ['job', 'outcome'] as const,
+  registers,
+});
+
+const codeJobDuration = new Histogram({
+  name: 'code_job_duration_seconds',
+  help: "Time a run of the project's own job took, successful or not, by job name",
+  labelNames: ['job'] as const,
+  buckets: [0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 120, 600],
+  registers,
+});
+
 /** What a pg.Pool says about itself (`pg.Pool` has these counters). */
 export interface PoolLike {
   readonly totalCount: number;
@@ -194,6 +209,11 @@ export const metrics = {
   },
   webhookOutcome(outcome: 'delivered' | 'retrying' | 'dead_letter' | 'deferred', count = 1): void {
     if (count > 0) webhookDeliveries.inc({ outcome }, count);
+  },
+  /** A run of the code's job `job` (a name the code defines: bounded). */
+  codeJob(job: string, outcome: 'succeeded' | 'failed', seconds: number): void {
+    codeJobRuns.inc({ job, outcome });
+    codeJobDuration.observe({ job }, seconds);
   },
   expensiveReadRefused(reason: 'queue-full' | 'wait-timeout' | 'client-gone' | 'key-share'): void {
     expensiveReadRefusals.inc({ reason });

@@ -43,6 +43,11 @@ export type Write =
       readonly where: Condition;
       readonly key?: Condition;
       readonly patch: Readonly<Record<string, unknown>>;
+      /**
+       * The fields the caller sent, whose write permissions apply (default: every patched field);
+       * a hook may patch others (docs/own-code.md "Hooks").
+       */
+      readonly written?: readonly string[];
     }
   | { readonly kind: 'delete'; readonly table: CatalogTable; readonly where: Condition; readonly key?: Condition };
 
@@ -57,7 +62,9 @@ export type WriteResult =
   /** A row per written record: its key JSON. */
   | { readonly kind: 'key' }
   /** One row: the number of records written. */
-  | { readonly kind: 'count' };
+  | { readonly kind: 'count' }
+  /** A row per written record: every field of it as JSON (for hooks, never for the caller), then as `record`. */
+  | { readonly kind: 'full' };
 
 export interface CompiledWrite {
   readonly sql: string;
@@ -396,12 +403,7 @@ function mutation(
     return { sql: `DELETE FROM ${q} AS ${t} WHERE ${where} RETURNING ${t}.*`, operation: 'DELETE', rules: [] };
   }
   const patched = table.spec.fields.filter((f) => Object.hasOwn(write.patch, f.name));
-  const decision = writeRules(
-    scope,
-    table,
-    'update',
-    patched.map((f) => f.name),
-  );
+  const decision = writeRules(scope, table, 'update', write.written ?? patched.map((f) => f.name));
   const rules = decision.rules;
   // The rows on which every patched field is writable, before the change and after it (a row
   // some role may update, but not with these fields, is not reached: an update by key that
@@ -493,7 +495,31 @@ function resultSelect(scope: Scope, table: CatalogTable, result: WriteResult): s
   if (result.kind === 'count') return `SELECT count(*)::int FROM w`;
   if (result.kind === 'key') return `SELECT ${keyJson(table, 'w')}::text FROM w`;
   const alias = newAlias(scope);
-  return `SELECT ${readableRecord(scope, table, alias)}, ${keyJson(table, alias)}::text FROM w ${alias}`;
+  const full = result.kind === 'full' ? `${fullRecord(table, alias)}::text, ` : '';
+  return `SELECT ${full}${readableRecord(scope, table, alias)}, ${keyJson(table, alias)}::text FROM w ${alias}`;
+}
+
+/**
+ * The rows an update (of the caller's `written` fields) or a delete may reach, as compileWrite
+ * would reach them, locked FOR UPDATE in key order: a row per target, every field of it as JSON
+ * (read as the system: for hooks' `previous`, never for the caller), then its key JSON. A write
+ * with hooks applies itself row by row to these (runtime/data/hooks.ts).
+ */
+export function compileLockTargets(scope: Scope, write: Write & { kind: 'update' | 'delete' }): string {
+  const table = write.table;
+  const decision =
+    write.kind === 'delete'
+      ? writeRules(scope, table, 'delete', [])
+      : writeRules(
+          scope,
+          table,
+          'update',
+          write.written ?? table.spec.fields.filter((f) => Object.hasOwn(write.patch, f.name)).map((f) => f.name),
+        );
+  const t = newAlias(scope);
+  const where = targetCondition(scope, table, t, write, write.kind === 'delete' ? decision.anyRows : decision.rows);
+  const order = table.spec.primaryKey.map((k) => `${t}.${ident(table.fields.get(k)!.column)}`).join(', ');
+  return `SELECT ${fullRecord(table, t)}::text, ${keyJson(table, t)}::text FROM ${table.qualified(scope.environment)} ${t} WHERE ${where} ORDER BY ${order} FOR UPDATE OF ${t}`;
 }
 
 /**

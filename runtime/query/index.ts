@@ -21,6 +21,7 @@ export { keptKeyedRead, keptPage, keptSelect, type KeptStatement, type PageState
 export { compileRead, fieldExpression, fullRecord, type CompiledRead } from './compile-read.ts';
 export { compactJson } from './json-text.ts';
 export {
+  compileLockTargets,
   compileUnwritableFields,
   compileWrite,
   createPresets,

@@ -12,9 +12,10 @@ import {
   type ClientErrorLimits,
   type Drain,
 } from '../http/index.ts';
-import { flushLogger, flushLoggerSync } from '../observability/index.ts';
+import { flushLogger, flushLoggerSync, type Logger, type LoggerOptions } from '../observability/index.ts';
 import { SecretBox } from '../secrets/index.ts';
 import { installDeliveryQueue, startDeliveryWorker } from '../webhooks/index.ts';
+import type { ServiceModule } from '../model/index.ts';
 import type { CodeRegistry } from '../usercode/index.ts';
 import { createRequestListener } from './app.ts';
 import { Lifecycle, RELEASE_DEADLINE_MS } from './feature.ts';
@@ -95,6 +96,16 @@ export interface WorkerProcessOptions {
   config: Config;
   /** The project's own code: `svcgen worker` runs its jobs and schedules (docs/own-code.md "Jobs"). */
   code?: CodeRegistry;
+  /**
+   * The service and its directory: with code that has jobs, the worker runs the server's features
+   * without HTTP, so that a job's data API is the server's (docs/own-code.md "Jobs").
+   */
+  service?: ServiceModule;
+  projectDir?: string;
+  /** Receives the text of every SQL statement (tests). */
+  onQuery?: (text: string) => void;
+  /** The structured log of the code's jobs (docs/own-code.md "Failures and retries"); none when absent. */
+  logging?: LoggerOptions;
   databaseUrl: string;
   /** DIRECT_DATABASE_URL (see ServerOptions). */
   directDatabaseUrl?: string;
@@ -103,9 +114,17 @@ export interface WorkerProcessOptions {
   log?: (message: string) => void;
 }
 
-/** `svcgen worker`: webhook delivery without the HTTP server, to scale API and delivery apart. */
+/**
+ * `svcgen worker`: webhook delivery, and the code's jobs and schedules, without the HTTP server, to
+ * scale API and workers apart.
+ */
 export async function startWorkerProcess(options: WorkerProcessOptions): Promise<{ stop(): Promise<void> }> {
   const log = options.log ?? ((m: string) => console.error(m));
+  if (options.code && options.code.jobs.size > 0) {
+    if (!options.service || !options.projectDir)
+      throw new TypeError('startWorkerProcess: code with jobs needs the service and projectDir');
+    return startHeadless({ ...options, service: options.service, projectDir: options.projectDir }, log);
+  }
   const directUrl = options.directDatabaseUrl ?? options.databaseUrl;
   const db = openDatabase(directUrl, { max: 2 });
   try {
@@ -122,6 +141,55 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   } finally {
     await db.close().catch(() => {});
   }
+}
+
+/**
+ * The server without its HTTP listener: the foundation (no migrations: the servers apply them) and
+ * every feature, so that the code's job runner and the webhook worker run on the same services a
+ * server has. What the features serve over HTTP is never listened for.
+ */
+async function startHeadless(
+  options: WorkerProcessOptions & { service: ServiceModule; projectDir: string },
+  log: (message: string) => void,
+): Promise<{ stop(): Promise<void> }> {
+  const lifecycle = new Lifecycle((name, error) =>
+    log(`stopping ${name} failed: ${error instanceof Error ? error.message : String(error)}`),
+  );
+  let logger: Logger | undefined;
+  try {
+    const foundation = await openFoundation(
+      {
+        projectDir: options.projectDir,
+        service: options.service,
+        config: options.config,
+        code: options.code,
+        databaseUrl: options.databaseUrl,
+        directDatabaseUrl: options.directDatabaseUrl,
+        secret: options.secret,
+        port: 0,
+        host: '127.0.0.1',
+        migrate: false,
+        worker: true,
+        log,
+        onQuery: options.onQuery,
+        logging: options.logging,
+      },
+      lifecycle,
+    );
+    logger = foundation.logger;
+    await startFeatures(foundation, lifecycle);
+  } catch (error) {
+    await lifecycle.stop();
+    throw error;
+  }
+  return {
+    async stop() {
+      await lifecycle.stop();
+      // The last jobs' entries may wait in a batch (runtime/observability/logger.ts).
+      await flushLogger(logger!);
+      flushLoggerSync(logger!);
+    },
+  };
 }
 
 /** Long filter lists travel in the URL: allow 64 KiB of request head (Node's default is 16 KiB). */

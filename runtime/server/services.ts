@@ -2,11 +2,13 @@
 import type { UserAuth } from '../auth/index.ts';
 import type { Admission, Readiness } from '../db/index.ts';
 import type { CredentialStore } from '../keys/index.ts';
+import type { FunctionSpec } from '../model/index.ts';
 import type { Catalog, CursorCodec, Policy } from '../query/index.ts';
 import type { CredentialResolver } from '../principal/index.ts';
 import type { LiveHub } from '../realtime/hub.ts';
 import type { WatchedTables } from '../events/index.ts';
 import type { CodeServices } from '../usercode/index.ts';
+import type { WriteHooks } from '../data/index.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The foundation and what the features add (./features/index.ts checks each one is provided). */
@@ -24,8 +26,12 @@ export interface Services extends Foundation {
   readonly watchedTables: WatchedTables;
   /** Live GraphQL subscribers of this process and the changes they get (docs/realtime.md). */
   readonly liveHub: LiveHub;
+  /** The configured database functions with their signatures (runtime/server/features/functions.ts). */
+  readonly functions: ReadonlyMap<string, FunctionSpec>;
   /** What the project's own code acts through (runtime/server/features/code.ts). */
   readonly codeServices: CodeServices;
+  /** The code's table hooks, as every write of the data layer runs them (runtime/data/hooks.ts). */
+  readonly writeHooks: WriteHooks;
   /** What /readyz answers: database reachable, migrations applied, LISTEN connection up. */
   readonly readiness: Readiness;
 }

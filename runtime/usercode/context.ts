@@ -10,6 +10,7 @@ import type { Principal } from '../principal/index.ts';
 import type { Access } from '../query/index.ts';
 import type { Caller, CodeContext, CodeLog, JobOptions, Sql } from './definitions.ts';
 import { withInternals } from './internals.ts';
+import { describeIssues, JobPayloadError } from './job-payload.ts';
 import { isSystemPrincipal } from './system.ts';
 
 /** Who the code acts for, and where: the parts of a request (or job) a context is made of. */
@@ -83,6 +84,18 @@ function sqlOn(db: Queryable): Sql {
   };
 }
 
+/** `payload` as it travels in the queue: its JSON form. */
+function jsonOf(name: string, payload: unknown): unknown {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload);
+  } catch (error) {
+    throw new JobPayloadError(name, `(payload): not JSON (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (text === undefined) throw new JobPayloadError(name, '(payload): not JSON (undefined or a function)');
+  return JSON.parse(text);
+}
+
 /** The context of `scope`: its data API and SQL on scope.db; transaction() nests as a savepoint. */
 export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
   services: CodeServices,
@@ -113,10 +126,12 @@ export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
   };
   return withInternals(ctx, {
     enqueue: async (name, schema, payload, options) => {
-      const parsed = schema.safeParse(payload);
-      if (!parsed.success)
-        throw new TypeError(`job ${name}: its payload does not match the job's schema: ${parsed.error.message}`);
-      await services.enqueue(scope.db, scope.environment, name, parsed.data, options);
+      // What is queued is the payload's JSON, and the job parses that when it runs: it is the JSON
+      // that must match (docs/own-code.md "Jobs"), so that a run gets what the enqueue checked.
+      const json = jsonOf(name, payload);
+      const parsed = schema.safeParse(json);
+      if (!parsed.success) throw new JobPayloadError(name, describeIssues(parsed.error));
+      await services.enqueue(scope.db, scope.environment, name, json, options);
     },
   });
 }

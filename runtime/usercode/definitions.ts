@@ -199,6 +199,11 @@ export interface ScheduleDefinition {
   /** The job it queues, with this payload. */
   readonly job: string;
   readonly payload?: unknown;
+  /**
+   * Runs missed while no worker ran (a deploy, say) within this many seconds are made up for when
+   * one starts; default 0: a missed run is skipped (docs/own-code.md "Schedules").
+   */
+  readonly backfillSeconds?: number;
 }
 
 // Auth.
@@ -213,13 +218,32 @@ export interface SignedUpUser {
   readonly roles: readonly string[];
   readonly environment: string;
 }
-/** A mail svcgen sends; user code may render it (return the text) or send it itself (return 'sent'). */
+/**
+ * A mail svcgen sends (docs/own-code.md "Auth hooks"); user code may render it (return the text) or
+ * send it itself (return 'sent'). `subject` and `text` are svcgen's own, to wrap or translate.
+ */
 export interface AuthMail {
-  readonly kind: 'confirmation' | 'password-reset' | 'lockout';
+  readonly kind:
+    | 'confirm-signup'
+    | 'reset-password'
+    | 'change-email'
+    | 'account-locked'
+    | 'email-changed'
+    | 'password-changed'
+    | 'account-deleted';
   readonly to: string;
-  /** The link the mail carries, when it carries one (confirmation, reset). */
-  readonly link?: string;
   readonly environment: string;
+  /** svcgen's own subject and plain text of this mail. */
+  readonly subject: string;
+  readonly text: string;
+  /** The 6-digit code (confirm-signup, reset-password, change-email). */
+  readonly code?: string;
+  /** How many minutes the code is valid (auth.codeTtl), with the code. */
+  readonly validMinutes?: number;
+  /** The new address (change-email, sent to it; email-changed, sent to the old one). */
+  readonly newEmail?: string;
+  /** When the lock ends, ISO 8601 UTC (account-locked). */
+  readonly lockedUntil?: string;
 }
 export interface RenderedMail {
   readonly subject: string;
@@ -228,11 +252,11 @@ export interface RenderedMail {
 }
 
 export interface AuthHooks<S extends ServiceTypes> {
-  /** Throw `refuse(...)` to refuse a sign-up (422). */
+  /** Throw `refuse(...)` to refuse a sign-up (422 AUTH_REFUSED). `email` is trimmed and lower-cased. */
   beforeSignUp?(attempt: SignUpAttempt): MaybePromise<void>;
   /** In the sign-up's transaction: a throw undoes the sign-up. `ctx` acts as the new user. */
   afterSignUp?(args: { user: SignedUpUser; ctx: CodeContext<S> }): MaybePromise<void>;
-  /** In the confirmation's transaction. */
+  /** In the confirmation's transaction: a throw undoes the confirmation (the code stays valid). */
   afterConfirm?(args: { user: SignedUpUser; ctx: CodeContext<S> }): MaybePromise<void>;
   /** Extra claims of access tokens (JSON, at most MAX_EXTRA_CLAIMS_BYTES when serialised; reserved claims refused). */
   claims?(user: SignedUpUser): MaybePromise<Record<string, unknown>>;

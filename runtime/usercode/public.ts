@@ -3,7 +3,9 @@
  * every export here is typed, documented and kept stable; the runtime's own surface is ./index.ts.
  */
 export { codeFor, defineCode, defineEndpoint, defineJob, refuse, CodeDefinitionError } from './define.ts';
+export { JobPayloadError } from './job-payload.ts';
 export { Problem } from '../http/index.ts';
+export { MAX_EXTRA_CLAIMS_BYTES, RESERVED_CLAIMS } from './auth-hooks.ts';
 export type {
   AfterWrite,
   AnyService,

@@ -64,6 +64,8 @@ const DOCUMENTED_COMMANDS: string[][] = [
   ['keys', 'revoke'],
   ['files', 'ls'],
   ['files', 'rm'],
+  ['jobs', 'failed'],
+  ['jobs', 'retry'],
   ['token', 'create'],
   ['openapi'],
 ];

@@ -58,6 +58,8 @@ describe('defaults of a minimal config', () => {
         concurrency: 32,
       },
       cors: { origins: [], credentials: false },
+      code: { hookTimeoutMs: 5000, schedules: [] },
+      functions: {},
       trustProxy: false,
       limits: { bodyBytes: 1_048_576 },
       http: {

@@ -37,6 +37,7 @@ const AUTH_OPERATIONS: { method: string; path: string; operationId: string; stat
       '400': ['VALIDATION_ERROR'],
       '404': ['AUTH_NOT_CONFIGURED'],
       '409': ['AUTH_EMAIL_EXISTS'],
+      '422': ['AUTH_REFUSED'],
       '429': ['RATE_LIMIT_EXCEEDED'],
     },
   },
@@ -44,7 +45,12 @@ const AUTH_OPERATIONS: { method: string; path: string; operationId: string; stat
     method: 'post',
     path: '/auth/confirm-signup',
     operationId: 'authConfirmSignup',
-    statuses: { '200': [], '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'], '404': ['AUTH_NOT_CONFIGURED'] },
+    statuses: {
+      '200': [],
+      '400': ['AUTH_INVALID_CODE', 'VALIDATION_ERROR'],
+      '404': ['AUTH_NOT_CONFIGURED'],
+      '422': ['AUTH_REFUSED'],
+    },
   },
   {
     method: 'post',

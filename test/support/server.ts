@@ -9,6 +9,7 @@ import { parseConfig, type Config } from '../../runtime/config/index.ts';
 import { openDatabase, type Database } from '../../runtime/db/index.ts';
 import { createApiKey } from '../../runtime/keys/index.ts';
 import { startServer, type RunningServer } from '../../runtime/index.ts';
+import type { LoggerOptions } from '../../runtime/observability/index.ts';
 import { CodeRegistry, type CodeDefinition } from '../../runtime/usercode/index.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
@@ -65,6 +66,8 @@ export interface TestServerOptions {
   databaseUrl?: string;
   /** Receives the server's log lines (errors behind 500s among them); default: discarded. */
   log?: (message: string) => void;
+  /** The server's structured log (pino), e.g. `{ format: 'json', level: 'info', destination }`; default: none. */
+  logging?: LoggerOptions;
   /** Receives the text of every SQL statement the server sends (tests count statements). */
   onQuery?: (text: string) => void;
   /** bcrypt cost of new passwords (default 10, the product's). */
@@ -73,6 +76,8 @@ export interface TestServerOptions {
   onPasswordJob?: (op: 'hash' | 'verify') => void;
   /** SVCGEN_SECRET for this server. */
   secret?: string;
+  /** false: no webhook delivery nor code jobs in this server (`serve --no-worker`). */
+  worker?: boolean;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -104,10 +109,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     host: '127.0.0.1',
     managementToken: MANAGEMENT_TOKEN,
     log: options.log ?? (() => {}),
+    logging: options.logging,
     onQuery: options.onQuery,
     passwordCost: options.passwordCost,
     onPasswordJob: options.onPasswordJob,
     secret: options.secret,
+    worker: options.worker,
   });
   const db = openDatabase(database.url, { max: 2 });
   const createKey: TestServer['createKey'] = async (roles, o = {}) => {

@@ -495,6 +495,21 @@ export function createTableClients<C>(options: ClientOptions, schema: ClientSche
   ) as C;
 }
 
+/**
+ * The database functions of the config (docs/own-code.md "Database functions"): one method per
+ * function, `POST <basePath>/rpc/<name>` with its arguments by name; client.ts's
+ * `createFunctionClient` gives it its type.
+ */
+export function createFunctionMethods<C>(options: ClientOptions, basePath: string, names: readonly string[]): C {
+  const send = sender(options, basePath);
+  return Object.fromEntries(
+    names.map((name) => [
+      name,
+      (args: Json = {}, call?: CallOptions) => send('POST', `/rpc/${encodeURIComponent(name)}`, { body: args }, call),
+    ]),
+  ) as C;
+}
+
 // Files (docs/storage.md): buckets of the config, under `/_files/<bucket>`.
 
 /** A stored file's metadata. */

@@ -46,6 +46,8 @@ export async function issueAccessToken(
   ttlSeconds: number,
   user: { id: string; email: string; roles: readonly string[] },
   sessionId: string,
+  /** The project's extra claims (auth.claims, checked: no reserved name, JSON, size-bounded). */
+  extra: Record<string, unknown> = {},
 ): Promise<{ token: string; claims: AccessClaims }> {
   const now = Math.floor(Date.now() / 1000);
   const claims: AccessClaims = {
@@ -56,7 +58,7 @@ export async function issueAccessToken(
     tokenId: randomUUID(),
     expiresAt: now + ttlSeconds,
   };
-  const jws = await new SignJWT({ sid: sessionId, email: user.email, roles: claims.roles })
+  const jws = await new SignJWT({ ...extra, sid: sessionId, email: user.email, roles: claims.roles })
     .setProtectedHeader({ alg: 'RS256', kid: keys.sig.kid, typ: 'JWT' })
     .setIssuer(ISSUER)
     .setAudience(aud)

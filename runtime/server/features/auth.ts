@@ -8,7 +8,7 @@ import { every } from '../housekeeping.ts';
 
 export const authFeature: ServerFeature<{ auth: UserAuth }> = {
   name: 'auth',
-  async start({ options, config, db, channel, box, rateLimiter, log }, teardown) {
+  async start({ options, config, db, channel, box, rateLimiter, log, code }, teardown) {
     const mailer =
       options.mailer ??
       createMailer({
@@ -27,6 +27,7 @@ export const authFeature: ServerFeature<{ auth: UserAuth }> = {
       rateLimiter,
       clientIp: clientAddress(config.trustProxy),
       log,
+      code,
       passwordCost: options.passwordCost,
       onPasswordJob: options.onPasswordJob,
     });
@@ -39,7 +40,11 @@ export const authFeature: ServerFeature<{ auth: UserAuth }> = {
     return {
       services: { auth },
       resolvers: [auth],
-      routes: () => authRoutes(authHandlers(auth)),
+      routes: (services) => {
+        // The contexts of afterSignUp and afterConfirm act through the code feature's services.
+        auth.hooks.wire({ codeServices: services.codeServices, policy: services.policy });
+        return authRoutes(authHandlers(auth));
+      },
     };
   },
 };

@@ -26,6 +26,7 @@ export const graphqlFeature: ServerFeature = {
           cursors: services.cursors,
           watchedTables: services.watchedTables,
           basePath: services.basePath,
+          writeHooks: services.writeHooks,
           files: (principal) => fileAccess(config, principal),
           schemaFor: schemaCache(
             Object.values(services.service.tables).map((t) => t.spec),

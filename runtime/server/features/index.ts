@@ -9,6 +9,7 @@ import { authFeature } from './auth.ts';
 import { codeFeature } from './code.ts';
 import { dataFeature } from './data.ts';
 import { docsFeature } from './docs.ts';
+import { functionsFeature } from './functions.ts';
 import { graphqlFeature } from './graphql.ts';
 import { graphqlPlaygroundFeature } from './graphql-playground.ts';
 import { keysFeature } from './keys.ts';
@@ -22,6 +23,7 @@ export const FEATURES = [
   keysFeature,
   dataFeature,
   codeFeature,
+  functionsFeature,
   // Before graphql: a browser's GET of the endpoint is the playground's (features/graphql-playground.ts).
   graphqlPlaygroundFeature,
   graphqlFeature,
