@@ -1,9 +1,20 @@
 // The data API inside a hook (docs/own-code.md "The context and the data API"): a hook's ctx.data
 // acts as the caller of the write, in the write's transaction; asSystem() reads what the caller cannot.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineCode } from '../../examples/shop/generated/code.ts';
+import { z } from 'zod';
+import { defineCode, defineJob } from '../../examples/shop/generated/code.ts';
 import { ServiceError } from '../../examples/shop/generated/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/until.ts';
+
+// A job has no caller: its ctx.data is the system, which may write the note the clerk may not.
+const annotate = defineJob({
+  name: 'annotate',
+  payload: z.object({ id: z.number().int() }),
+  async run({ id }, ctx) {
+    await ctx.data.Order.update(id, { note: `annotated as ${ctx.caller.kind}` });
+  },
+});
 
 let server: TestServer;
 let clerk: string;
@@ -23,6 +34,7 @@ beforeAll(async () => {
       };
     },
     code: defineCode({
+      jobs: [annotate],
       hooks: {
         Order: {
           async beforeCreate({ input, ctx }) {
@@ -37,6 +49,7 @@ beforeAll(async () => {
           },
           async afterWrite({ record, ctx }) {
             // In the write's transaction: the new order is visible to the hook's own read.
+            if (record && record.total === 21) await annotate.enqueue(ctx, { id: record.id });
             if (record && record.total === 13) {
               seen.visible = (await ctx.data.Order.get(record.id)).data.id === record.id;
               throw new Error('unlucky total');
@@ -55,7 +68,22 @@ beforeAll(async () => {
 
 afterAll(() => server?.close());
 
-describe('ctx.data in a hook', () => {
+describe('ctx.data in a hook and a job', () => {
+  it("a job's ctx.data acts as the system", async () => {
+    const res = await server.request('POST', '/gw/api/rest/Order', {
+      key: clerk,
+      body: { customerId: alice, total: 21 },
+    });
+    expect(res.status, res.text).toBe(201);
+    const rows = await until(
+      () => server.db.query<{ note: string }>('SELECT note FROM env_master."Order" WHERE id = $1', [res.body.data.id]),
+      (r) => r[0]?.note !== 'for Alice',
+      20_000,
+      'the job annotating the order',
+    );
+    expect(rows[0]!.note).toBe('annotated as system');
+  });
+
   it('acts as the caller of the write, and asSystem() reads what the caller cannot', async () => {
     const res = await server.request('POST', '/gw/api/rest/Order', {
       key: clerk,
