@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^svcgen$/, replacement: fileURLToPath(new URL('./runtime/usercode/public.ts', import.meta.url)) },
       { find: 'svcgen/model', replacement: fileURLToPath(new URL('./runtime/model/index.ts', import.meta.url)) },
       { find: 'svcgen/runtime', replacement: fileURLToPath(new URL('./runtime/index.ts', import.meta.url)) },
+      { find: 'svcgen/testing', replacement: fileURLToPath(new URL('./cli/testing.ts', import.meta.url)) },
     ],
   },
   test: {

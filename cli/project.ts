@@ -50,18 +50,49 @@ export async function loadCodeOf(projectDir: string, config: Config, tables: rea
   try {
     module = (await import(pathToFileURL(entry).href)) as typeof module;
   } catch (error) {
-    throw new UsageError(
-      `loading your code from ${entry} failed: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new UsageError(`loading your code from ${entry} failed: ${thrownAt(error, projectDir)}`);
   }
-  const definition = module.default ?? module.code;
-  if (definition === null || typeof definition !== 'object')
-    throw new UsageError(`${entry} must export its code as the default export: \`export default defineCode({ ... })\``);
+  const definition = definitionOf(entry, module);
   try {
     return new CodeRegistry(definition as CodeDefinition, tables, config.code.schedules);
   } catch (error) {
     throw new UsageError(`${entry}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** The parts a definition may have (runtime/usercode/definitions.ts CodeDefinition). */
+const DEFINITION_PARTS = ['hooks', 'endpoints', 'jobs', 'schedules', 'auth'];
+
+/** The module's default export (or export `code`) when it is what defineCode returns; else a UsageError saying what to export. */
+function definitionOf(entry: string, module: { default?: unknown; code?: unknown }): CodeDefinition {
+  const definition = module.default ?? module.code;
+  const shape = 'export default defineCode({ hooks, endpoints, jobs, schedules, auth })';
+  if (definition === undefined)
+    throw new UsageError(`${entry} has no default export: end it with \`${shape}\` (defineCode of generated/code.ts)`);
+  if (definition === null || typeof definition !== 'object' || Array.isArray(definition))
+    throw new UsageError(
+      `${entry}: its default export is ${definition === null ? 'null' : Array.isArray(definition) ? 'an array' : `a ${typeof definition}`}, not a definition: export \`${shape}\``,
+    );
+  const unknown = Object.keys(definition).filter((key) => !DEFINITION_PARTS.includes(key));
+  if (unknown.length > 0)
+    throw new UsageError(
+      `${entry}: its default export has ${unknown.map((k) => JSON.stringify(k)).join(', ')}, which ${unknown.length === 1 ? 'is' : 'are'} no part of a definition (${DEFINITION_PARTS.join(', ')}); e.g. hooks of a table go under hooks: \`defineCode({ hooks: { Order: { ... } } })\``,
+    );
+  return definition as CodeDefinition;
+}
+
+/** A load failure's message, with the place in the project's own files it was thrown from when the stack names one. */
+function thrownAt(error: unknown, projectDir: string): string {
+  if (!(error instanceof Error)) return String(error);
+  const root = pathToFileURL(projectDir).href;
+  for (const line of (error.stack ?? '').split('\n').slice(1)) {
+    const at = /\(?((?:file:\/\/)?\/[^()]+?):(\d+):\d+\)?$/.exec(line.trim());
+    if (!at) continue;
+    const file = at[1]!.startsWith('file://') ? at[1]! : pathToFileURL(at[1]!).href;
+    if (file.startsWith(`${root}/`) && !file.includes('/node_modules/'))
+      return `${error.message} (at ${decodeURIComponent(file.slice(root.length + 1))}:${at[2]})`;
+  }
+  return error.message;
 }
 
 /** A project's generated service, its config checked against it, and its own code (empty without). */

@@ -53,24 +53,41 @@ export function registerCodegenCommands(program: Command): void {
     }
   });
 
-  withProject(program.command('check').description('exit 1 with a unified diff when generated/ is stale')).action(
-    async (options: { project: string }) => {
-      const dir = projectDir(options);
-      const { diffProject, renderProject } = await import('../../generator/generate.ts');
-      const { loadCodeOf } = await import('../project.ts');
-      const code = (config: Config, tables: readonly string[]) => loadCodeOf(dir, config, tables);
-      const diff = await diffProject(dir, await renderProject(dir, { code }));
-      if (diff) {
-        process.stdout.write(diff);
-        process.stderr.write(
-          `generated/ is stale: run \`npx svcgen generate${options.project === '.' ? '' : ` --project ${options.project}`}\` and commit the result\n`,
-        );
-        process.exitCode = 1;
-      } else {
-        console.log('generated/ is up to date');
-      }
-    },
-  );
+  withProject(
+    program
+      .command('check')
+      .description('exit 1 when generated/ is stale (with a unified diff) or your code does not type-check'),
+  ).action(async (options: { project: string }) => {
+    const dir = projectDir(options);
+    const { diffProject, renderProject } = await import('../../generator/generate.ts');
+    const { loadCodeOf } = await import('../project.ts');
+    const code = (config: Config, tables: readonly string[]) => loadCodeOf(dir, config, tables);
+    const diff = await diffProject(dir, await renderProject(dir, { code }));
+    if (diff) {
+      process.stdout.write(diff);
+      process.stderr.write(
+        `generated/ is stale: run \`npx svcgen generate${options.project === '.' ? '' : ` --project ${options.project}`}\` and commit the result (your code is checked against generated/ once it is up to date)\n`,
+      );
+      process.exitCode = 1;
+      return;
+    }
+    console.log('generated/ is up to date');
+    // docs/own-code.md "Where the code lives": the code type-checked with the generated types.
+    const { checkCode } = await import('../code-check.ts');
+    const started = Date.now();
+    const { entry, errors } = await checkCode(dir);
+    if (entry === undefined) return;
+    const name = path.relative(dir, entry);
+    if (errors.length > 0) {
+      for (const error of errors) process.stderr.write(`${error}\n`);
+      process.stderr.write(
+        `your code (${name}) has ${errors.length} type error${errors.length === 1 ? '' : 's'}: fix ${errors.length === 1 ? 'it' : 'them'} and run check again\n`,
+      );
+      process.exitCode = 1;
+    } else {
+      console.log(`your code (${name}) type-checks against generated/ (${Date.now() - started} ms)`);
+    }
+  });
 
   withProject(program.command('openapi').description('print the OpenAPI 3.1 document')).action(
     async (options: { project: string }) => {

@@ -92,7 +92,20 @@ export async function cycle(ctx: DevContext, trigger?: Set<string>, since = perf
     say(`change detected: ${(changed.length > 0 ? changed : [...trigger].sort()).join(', ')}`);
   }
   state.seen = inputs;
+  state.onSeen?.();
   if (runsThis) return say(`back to what the server runs (${state.server!.url}): nothing to restart`);
+  const { good } = state;
+  if (
+    state.server &&
+    good &&
+    migrationsCurrent &&
+    inputs.migrations === good.inputs.migrations &&
+    WATCHED.every((f) => inputs[f] === good.inputs[f])
+  ) {
+    // Only your code changed (docs/own-code.md "Where the code lives"): generated/ and the database
+    // stay as they are; the next server loads the code afresh.
+    return restart(ctx, inputs, good.tables, good.config, trigger, since);
+  }
 
   let tables: TableSpec[];
   let config: Config;
@@ -148,6 +161,19 @@ export async function cycle(ctx: DevContext, trigger?: Set<string>, since = perf
   const now = await readInputs(dir);
   if (WATCHED.some((f) => now[f] !== inputs[f])) return say('more changes arrived: not restarting for this one');
 
+  await restart(ctx, inputs, tables, config, trigger, since);
+}
+
+/** Starts the next server on what `inputs` describe and makes it the good one; the running one stays when it fails. */
+async function restart(
+  ctx: DevContext,
+  inputs: Inputs,
+  tables: TableSpec[],
+  config: Config,
+  trigger: Set<string> | undefined,
+  since: number,
+): Promise<void> {
+  const { state, say, timed } = ctx;
   const next = await timed('start the server', startServer(ctx));
   if (!next) return state.shuttingDown ? undefined : fail(ctx, 'the server did not start (see above)');
   state.server = next;

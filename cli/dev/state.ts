@@ -50,6 +50,10 @@ export interface DevState {
   /** The project folder's watcher, and migrations/'s (recursive). */
   watcher: FSWatcher | undefined;
   migrationsWatcher: FSWatcher | undefined;
+  /** The folders below the project that hold code files (./code-files.ts), each with its watcher. */
+  codeWatchers: Map<string, FSWatcher>;
+  /** Called when a cycle has read the inputs (`seen`): the watch follows the code's imports before any server starts. */
+  onSeen: (() => void) | undefined;
 }
 
 export function initialState(options: DevOptions, standby: ServeChild): DevState {
@@ -66,6 +70,8 @@ export function initialState(options: DevOptions, standby: ServeChild): DevState
     running: undefined,
     watcher: undefined,
     migrationsWatcher: undefined,
+    codeWatchers: new Map(),
+    onSeen: undefined,
   };
 }
 

@@ -69,13 +69,51 @@ function watchMigrations(ctx: DevContext): void {
   }
 }
 
+/** Whether `name` (relative to the project) is one of the code files the last cycle saw. */
+function isCode(ctx: DevContext, name: string): boolean {
+  return ctx.state.seen?.code.has(name) ?? false;
+}
+
+/**
+ * The folders below the project that hold code files (the project folder's own watcher sees its
+ * top level): one watcher each, kept in step with the code's imports after every cycle.
+ */
+function watchCode(ctx: DevContext): void {
+  const { state, dir } = ctx;
+  if (state.shuttingDown) return;
+  const folders = new Set(
+    [...(state.seen?.code.keys() ?? [])].map((name) => path.dirname(name)).filter((d) => d !== '.'),
+  );
+  for (const [folder, watcher] of state.codeWatchers) {
+    if (folders.has(folder)) continue;
+    watcher.close();
+    state.codeWatchers.delete(folder);
+  }
+  for (const folder of folders) {
+    if (state.codeWatchers.has(folder)) continue;
+    try {
+      const watcher = watch(path.join(dir, folder), (_event, filename) => {
+        const name = filename ? path.join(folder, filename.toString()) : undefined;
+        if (name && isCode(ctx, name)) changed(ctx, name);
+      });
+      watcher.on('error', () => {
+        watcher.close();
+        state.codeWatchers.delete(folder);
+      });
+      state.codeWatchers.set(folder, watcher);
+    } catch {
+      // The folder is gone: the file that imported from it changed too, and the next cycle looks again.
+    }
+  }
+}
+
 /** Starts watching; throws when the project folder cannot be watched. */
 export function startWatching(ctx: DevContext): void {
   const { state, dir } = ctx;
   // The folder, not the files: editors that save by rename replace the file a file watch holds.
   state.watcher = watch(dir, (_event, filename) => {
     const name = filename?.toString();
-    if (name && (WATCHED as readonly string[]).includes(name)) changed(ctx, name);
+    if (name && ((WATCHED as readonly string[]).includes(name) || isCode(ctx, name))) changed(ctx, name);
     else if (name === 'migrations') {
       if (!state.migrationsWatcher) watchMigrations(ctx);
       changed(ctx, MIGRATIONS);
@@ -84,6 +122,7 @@ export function startWatching(ctx: DevContext): void {
   state.watcher.on('error', (error) => ctx.say(`watching ${dir} failed: ${error.message}`));
   watchMigrations(ctx);
   ctx.say(`watching schema.prisma, svcgen.config.json and migrations/ in ${dir}`);
+  state.onSeen = () => watchCode(ctx);
 }
 
 /** Stops both watchers and the debounce. */
@@ -92,4 +131,6 @@ export function stopWatching(ctx: DevContext): void {
   clearTimeout(state.timer);
   state.watcher?.close();
   state.migrationsWatcher?.close();
+  for (const watcher of state.codeWatchers.values()) watcher.close();
+  state.codeWatchers.clear();
 }

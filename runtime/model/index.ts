@@ -177,6 +177,12 @@ export interface ServiceModule {
   readonly tables: Readonly<Record<string, TableModule>>;
   readonly routes: readonly RouteSpec[];
   readonly openapi: unknown;
+  /**
+   * The project's generated `createClient` (generated/client.ts): the server runs it in process as
+   * the data API of user code (docs/own-code.md "The context and the data API"), so that its errors
+   * are the project's own `ServiceError`. Absent in generated/ of an svcgen before it.
+   */
+  readonly client?: (options: { baseUrl: string; projectId: string; fetch: typeof fetch }) => object;
   /** The configured PostgreSQL functions (generated/functions.ts); absent when there are none. */
   readonly functions?: readonly FunctionSpec[];
 }

@@ -11,13 +11,17 @@ import type { Access } from '../query/index.ts';
 import type { Caller, CodeContext, CodeLog, JobOptions, Sql } from './definitions.ts';
 import { withInternals } from './internals.ts';
 import { describeIssues, JobPayloadError } from './job-payload.ts';
+import { isSystemPrincipal } from './system.ts';
 
 /** Who the code acts for, and where: the parts of a request (or job) a context is made of. */
 export interface CodeScope {
   readonly environment: string;
-  /** The caller's principal and access; absent for the system (jobs, schedules) and anonymous callers. */
+  /** The caller's principal and access; absent for the system (jobs, schedules) and for `anonymous`. */
   readonly principal?: Principal;
-  /** A public endpoint called without credentials: no principal, yet not the system (docs/own-code.md "Endpoints"). */
+  /**
+   * A public endpoint called without credentials: the caller is `anonymous`, and its data API
+   * holds no grant (every call 403) rather than acting as the system.
+   */
   readonly anonymous?: boolean;
   readonly access?: Access;
   /** The connection or open transaction the code's statements run on. */
@@ -38,7 +42,8 @@ export interface CodeServices {
 }
 
 export function callerOf(principal: Principal | undefined, environment: string, anonymous = false): Caller {
-  if (principal === undefined) return { kind: anonymous ? 'anonymous' : 'system', roles: [], environment };
+  if (anonymous) return { kind: 'anonymous', roles: [], environment };
+  if (principal === undefined || isSystemPrincipal(principal)) return { kind: 'system', roles: [], environment };
   switch (principal.kind) {
     case 'user':
       return {
@@ -104,12 +109,7 @@ export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
     requestId: scope.requestId,
     environment: scope.environment,
     get data() {
-      // An anonymous caller holds no role, so the data API would refuse every call; it is never the system's.
-      if (scope.anonymous)
-        throw new TypeError(
-          `${scope.origin}: an anonymous caller has no data API (ctx.data); use ctx.asSystem() deliberately, or require credentials`,
-        );
-      data ??= services.dataApi(scope, scope.principal === undefined);
+      data ??= services.dataApi(scope, scope.principal === undefined && !scope.anonymous);
       return data as S['client'];
     },
     asSystem() {

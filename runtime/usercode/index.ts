@@ -14,4 +14,5 @@ export {
   type FailedJob,
 } from './jobs.ts';
 export { codeContext, callerOf, type CodeScope, type CodeServices } from './context.ts';
+export { anonymousPrincipal, isSystemPrincipal, SYSTEM_ACCESS, systemPrincipal } from './system.ts';
 export { checkExtraClaims, checkMailAnswer } from './auth-hooks.ts';

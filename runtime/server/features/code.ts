@@ -8,22 +8,24 @@ import {
   enqueueCodeJob,
   startCodeJobRunner,
   type CodeJobRunner,
+  type CodeScope,
   type CodeServices,
 } from '../../usercode/index.ts';
 import { endpointRoutes } from '../endpoints.ts';
+import { inProcessDataApi } from '../code-data.ts';
 import type { ServerFeature } from '../feature.ts';
-import type { Services } from '../services.ts';
 
 export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks: WriteHooks }> = {
   name: 'code',
   start({ logger, code, config, options, db, directUrl, log }, teardown) {
     // Every service exists once all features have started (routes()); contexts are built after that.
-    let running: Services | undefined;
+    let dataApi: ((scope: CodeScope, system: boolean) => object) | undefined;
     const codeServices: CodeServices = {
       logger,
-      dataApi() {
-        if (!running) throw new Error('user code ran before the server started');
-        throw new Error('the data API of user code is not wired yet');
+      // docs/own-code.md "The context and the data API": the generated client run in process (../code-data.ts).
+      dataApi(scope, system) {
+        if (!dataApi) throw new Error('user code ran before the server started');
+        return dataApi(scope, system);
       },
       // docs/own-code.md "Jobs": on the context's connection or transaction, never one of its own.
       enqueue: (queryable, environment, name, payload, jobOptions) =>
@@ -43,7 +45,7 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks
         writeHooks: { registry: code, services: codeServices, timeoutMs: config.code.hookTimeoutMs, db },
       },
       routes(services) {
-        running = services;
+        dataApi = inProcessDataApi(services);
         if (runJobs)
           runner = startCodeJobRunner({
             code,

@@ -1,0 +1,56 @@
+/**
+ * The system as a caller (docs/own-code.md "Acting as the system"): what `ctx.asSystem()`, jobs and
+ * schedules act as. Its access grants every table, action, field and row with no role filter; its
+ * principal holds no roles and is known by identity, so that code it runs sees `caller.kind: 'system'`.
+ */
+import type { ApiKeyPrincipal, Principal } from '../principal/index.ts';
+import type { Access, Grant } from '../query/index.ts';
+
+/** Every row, every field: one rule without a filter, as a role `{ read: true, ... }` would give. */
+const SYSTEM_GRANT: Grant = {
+  rows: { kind: 'true' },
+  fields: null,
+  fieldRows: new Map(),
+  rules: [{ rows: { kind: 'true' }, fields: null, presets: {}, filterFields: [] }],
+};
+
+/** Grants everything on every table; the catalog still refuses what does not exist. */
+export const SYSTEM_ACCESS: Access = { grant: () => SYSTEM_GRANT };
+
+/**
+ * The id cursors and the expensive-read budget know the system by (runtime/principal callerId):
+ * no API key id (a UUID) or user (`user:<id>`) is spelled so.
+ */
+const SYSTEM_KEY_ID = 'svcgen:system';
+
+/** The id of an anonymous caller (a public endpoint without credentials): it holds no role. */
+const ANONYMOUS_KEY_ID = 'svcgen:anonymous';
+
+const principals = new Map<string, ApiKeyPrincipal>();
+const anonymousPrincipals = new Map<string, ApiKeyPrincipal>();
+const systemPrincipals = new WeakSet<Principal>();
+
+/** The system's principal in `environment`: one object per environment, as grants are cached per principal. */
+export function systemPrincipal(environment: string): ApiKeyPrincipal {
+  let principal = principals.get(environment);
+  if (!principal) {
+    principal = Object.freeze({ kind: 'apiKey', keyId: SYSTEM_KEY_ID, environment, roles: [], context: {} });
+    principals.set(environment, principal);
+    systemPrincipals.add(principal);
+  }
+  return principal;
+}
+
+/** The principal of an anonymous caller in `environment`: no roles, so no grant on any table. */
+export function anonymousPrincipal(environment: string): ApiKeyPrincipal {
+  let principal = anonymousPrincipals.get(environment);
+  if (!principal) {
+    principal = Object.freeze({ kind: 'apiKey', keyId: ANONYMOUS_KEY_ID, environment, roles: [], context: {} });
+    anonymousPrincipals.set(environment, principal);
+  }
+  return principal;
+}
+
+export function isSystemPrincipal(principal: Principal): boolean {
+  return systemPrincipals.has(principal);
+}
