@@ -52,12 +52,24 @@ export async function loadCodeOf(projectDir: string, config: Config, tables: rea
   } catch (error) {
     throw new UsageError(`loading your code from ${entry} failed: ${thrownAt(error, projectDir)}`);
   }
-  const definition = definitionOf(entry, module);
+  const definition = definitionOf(entry, commonJsInterop(module));
   try {
     return new CodeRegistry(definition as CodeDefinition, tables, config.code.schedules);
   } catch (error) {
     throw new UsageError(`${entry}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/**
+ * A code entry of a CommonJS package (package.json without "type": "module") runs as CommonJS: its
+ * `export default` is `module.exports.default`, beside `__esModule` (docs/own-code.md "Where the
+ * code lives"); import() sees module.exports as the default export.
+ */
+function commonJsInterop(module: { default?: unknown; code?: unknown }): { default?: unknown; code?: unknown } {
+  const exports = module.default as { __esModule?: unknown; default?: unknown; code?: unknown } | undefined;
+  if (exports !== null && typeof exports === 'object' && exports.__esModule === true)
+    return { default: exports.default, code: exports.code };
+  return module;
 }
 
 /** The parts a definition may have (runtime/usercode/definitions.ts CodeDefinition). */

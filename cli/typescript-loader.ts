@@ -7,7 +7,10 @@ let registered: Promise<void> | undefined;
 
 export function ensureTypeScriptLoader(): Promise<void> {
   if (import.meta.url.endsWith('.ts')) return Promise.resolve();
-  return (registered ??= import('tsx/esm/api').then(({ register }) => {
-    register();
+  // Both hooks: a project's own code in a CommonJS package (no "type": "module") is CommonJS, which
+  // the ESM hook alone leaves to Node's require, which cannot read TypeScript.
+  return (registered ??= Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]).then(([esm, cjs]) => {
+    esm.register();
+    cjs.register();
   }));
 }

@@ -12,7 +12,7 @@ export function registerDevCommand(program: Command): void {
       program
         .command('dev')
         .description(
-          'serve and watch: an edit of schema.prisma, svcgen.config.json or migrations/ regenerates, migrates the dev database and restarts',
+          'serve and watch: an edit of schema.prisma, svcgen.config.json or migrations/ regenerates, migrates the dev database and restarts; an edit of your code (svcgen.code.ts and what it imports) restarts',
         ),
     ),
   )

@@ -56,9 +56,7 @@ export function renderFunctionClient(functions: readonly FunctionSpec[]): string
     return `  /** POST ${DATA_BASE_PATH}/rpc/${f.name} (${f.volatility.toUpperCase()}). */\n  ${f.name}(args${optional}: ${shape}, options?: CallOptions): Promise<DataResponse<${resultType(f.returns)}>>;`;
   });
   return `
-// Database functions (docs/own-code.md "Database functions").
-
-import { createFunctionMethods, type CallOptions, type DataResponse } from './client-runtime.ts';
+// Database functions (docs/own-code.md "Database functions"); client.ts's import names what they use.
 
 export interface FunctionClient {
 ${methods.join('\n')}

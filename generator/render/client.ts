@@ -195,6 +195,8 @@ export function renderClient(
   header: string,
   template: Handlebars.TemplateDelegate,
   endpoints: readonly EndpointSchemas[] = [],
+  /** Whether client-functions.ts appends database functions (they need these imports too). */
+  functions = false,
 ): string {
   const sets = new Map<string, string>();
   const sections = tables.map((t) => tableSection(t, sets));
@@ -217,7 +219,9 @@ export function renderClient(
     'type ClientOptions',
     'type ClientSchema',
     ...[...new Set(clients)].sort().map((c) => `type ${c}`),
-    ...(endpoints.length > 0 ? ['createEndpointClient', 'type CallOptions', 'type EndpointSchema'] : []),
+    ...(endpoints.length > 0 ? ['createEndpointClient', 'type EndpointSchema'] : []),
+    ...(functions ? ['createFunctionMethods', 'type DataResponse'] : []),
+    ...(endpoints.length > 0 || functions ? ['type CallOptions'] : []),
   ];
   return template({
     header,

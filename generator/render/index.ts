@@ -74,7 +74,8 @@ export const functions: readonly FunctionSpec[] = ${literal(functions, '')};
   files.set('types.ts', renderRecordTypes(tables, header));
   files.set(
     'client.ts',
-    renderClient(tables, header, template('client.ts.hbs'), endpoints) + renderFunctionClient(options.functions ?? []),
+    renderClient(tables, header, template('client.ts.hbs'), endpoints, (options.functions ?? []).length > 0) +
+      renderFunctionClient(options.functions ?? []),
   );
   // A TypeScript file of this repository (type-checked here), copied as it is: client.ts imports it.
   files.set('client-runtime.ts', `${header}${readFileSync(path.join(TEMPLATES, 'client-runtime.ts'), 'utf8')}`);

@@ -71,6 +71,9 @@ function withRetryAfter(status: number, headers: Record<string, string>): Record
   return { ...headers, 'retry-after': String(DEFAULT_RETRY_AFTER_SECONDS) };
 }
 
+/** Marks a Problem whichever copy of this module made it (Symbol.for: one symbol per process). */
+const PROBLEM_BRAND = Symbol.for('svcgen.Problem');
+
 export class Problem extends Error {
   readonly status: number;
   readonly headers: Record<string, string>;
@@ -109,6 +112,20 @@ export class Problem extends Error {
     };
   }
 }
+
+Object.defineProperty(Problem.prototype, PROBLEM_BRAND, { value: true });
+/**
+ * A project's own code in a CommonJS package loads its own copy of the `svcgen` package (its
+ * `require` of generated/ goes through TypeScript's CommonJS hook), so `refuse()` there makes a
+ * Problem of another class: `instanceof Problem` asks the brand, not the class (subclasses, none
+ * today, keep the ordinary prototype test).
+ */
+Object.defineProperty(Problem, Symbol.hasInstance, {
+  value(this: unknown, value: unknown): boolean {
+    if (this !== Problem) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[PROBLEM_BRAND] === true;
+  },
+});
 
 export { AUTH_ERRORS, type AuthErrorCode };
 

@@ -45,7 +45,11 @@ export interface AnyService extends ServiceTypes {
 
 // The caller.
 
-/** Who a request runs for: the data API acts with its roles unless the code says asSystem(). */
+/**
+ * Who a request runs for: the data API acts with its roles unless the code says asSystem(). Every
+ * kind has `roles` (empty for anonymous and system), so `ctx.caller.roles.includes('admin')` reads
+ * the same whoever calls.
+ */
 export type Caller =
   | {
       readonly kind: 'user';
@@ -63,9 +67,9 @@ export type Caller =
       readonly environment: string;
     }
   /** An endpoint declared `access: 'public'` called without credentials. */
-  | { readonly kind: 'anonymous'; readonly roles: readonly []; readonly environment: string }
+  | { readonly kind: 'anonymous'; readonly roles: readonly string[]; readonly environment: string }
   /** Jobs, schedules and asSystem(): no caller; the code acts as the system (docs/own-code.md). */
-  | { readonly kind: 'system'; readonly roles: readonly []; readonly environment: string };
+  | { readonly kind: 'system'; readonly roles: readonly string[]; readonly environment: string };
 
 /** A structured log of user code: entries carry the request id (or job id) and the code's name. */
 export interface CodeLog {

@@ -6,7 +6,8 @@ import type { z } from 'zod';
 import type { CodeContext, JobOptions } from './definitions.ts';
 import type { Anything } from './definitions.ts';
 
-const INTERNALS = Symbol('svcgen.codeContext');
+// Symbol.for: the code of a CommonJS package holds its own copy of this module (runtime/http/problems.ts Problem).
+const INTERNALS = Symbol.for('svcgen.codeContext');
 
 export interface ContextInternals {
   /** Queues job `name` in the context's transaction after validating `payload` (runtime/usercode/jobs.ts). */

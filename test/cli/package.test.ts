@@ -192,4 +192,87 @@ describe('the packed tarball, installed into a fresh project', { timeout: 180_00
     const stopped = await server.stop('SIGTERM');
     expect(stopped.code, show(stopped)).toBe(0);
   });
+
+  it("a CommonJS package's own code (docs/own-code.md): generate, check and serve load it; refuse() answers 422", async () => {
+    // package.json says "type": "commonjs": svcgen.code.ts runs as CommonJS, generated/ as ES modules.
+    const codeFile = path.join(app, 'svcgen.code.ts');
+    await fs.writeFile(
+      codeFile,
+      `import { z } from 'zod';
+import { defineCode, defineEndpoint, refuse } from './generated/code.ts';
+
+const cityCount = defineEndpoint({
+  name: 'cityCount',
+  method: 'GET',
+  path: '/city-count',
+  access: { roles: ['admin'] },
+  input: z.object({}),
+  output: z.object({ count: z.number().int() }),
+  async handler(_input, ctx) {
+    const { meta } = await ctx.data.City.list({ count: true, limit: 1 });
+    return { count: meta.pagination.totalCount ?? 0 };
+  },
+});
+
+export default defineCode({
+  hooks: {
+    City: {
+      beforeCreate({ input, ctx }) {
+        if (input.name === 'Nowhere') throw refuse({ name: 'no such place' });
+        return ctx.caller.roles.includes('admin') ? { ...input, country: input.country.toUpperCase() } : input;
+      },
+    },
+  },
+  endpoints: [cityCount],
+});
+`,
+    );
+    try {
+      const database = await freshDatabase();
+      const env = { DATABASE_URL: database.url };
+      const generated = await cli(['generate'], { env });
+      expect(generated.code, show(generated)).toBe(0);
+      const checked = await cli(['check'], { env });
+      expect(checked.code, show(checked)).toBe(0);
+      expect(checked.stdout).toContain('your code (svcgen.code.ts) type-checks against generated/');
+      expect((await cli(['migrate', 'deploy'], { env })).code).toBe(0);
+      const key = await cli(
+        ['keys', 'create', '--env', 'master', '--name', 'k', '--prefix', 'ApiKey', '--role', 'admin', '--json'],
+        { env },
+      );
+      expect(key.code, show(key)).toBe(0);
+      const server = startCli(['serve', '--port', '0', '--no-migrate'], {
+        cwd: app,
+        bin: path.join(installed, 'bin', 'svcgen.js'),
+        env,
+      });
+      const url = (await server.waitFor(LISTENING, { stream: 'stdout', timeoutMs: 90_000 }))[1]!;
+      const headers = {
+        'x-project-id': 'my-app',
+        authorization: `Bearer ${JSON.parse(key.stdout).key}`,
+        'content-type': 'application/json',
+      };
+      const refused = await fetch(`${url}/gw/api/rest/City`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'Nowhere', country: 'fr' }),
+      });
+      expect(refused.status, await refused.clone().text()).toBe(422);
+      expect((await refused.json()).errors).toEqual([{ field: 'name', rule: 'refused', message: 'no such place' }]);
+      const created = await fetch(`${url}/gw/api/rest/City`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'Lyon', country: 'fr' }),
+      });
+      expect(created.status, await created.clone().text()).toBe(201);
+      expect((await created.json()).data).toMatchObject({ name: 'Lyon', country: 'FR' });
+      const counted = await fetch(`${url}/gw/api/rest/city-count`, { headers });
+      expect(counted.status, await counted.clone().text()).toBe(200);
+      expect(await counted.json()).toEqual({ count: 1 });
+      const stopped = await server.stop('SIGTERM');
+      expect(stopped.code, show(stopped)).toBe(0);
+    } finally {
+      await fs.rm(codeFile);
+    }
+  });
 });

@@ -224,6 +224,9 @@ export interface Problem {
   [extension: string]: unknown;
 }
 
+/** Marks a ServiceError whichever copy of this file made it (Symbol.for: one symbol per process). */
+const SERVICE_ERROR_BRAND = Symbol.for('svcgen.ServiceError');
+
 export class ServiceError extends Error {
   readonly status: number;
   readonly problem: Problem;
@@ -235,6 +238,19 @@ export class ServiceError extends Error {
     this.problem = problem;
   }
 }
+Object.defineProperty(ServiceError.prototype, SERVICE_ERROR_BRAND, { value: true });
+/**
+ * One process may load this file twice (a server's own code in a CommonJS package requires its own
+ * copy): `instanceof ServiceError` asks the brand, so it holds for either copy's errors.
+ */
+Object.defineProperty(ServiceError, Symbol.hasInstance, {
+  value(this: unknown, value: unknown): boolean {
+    if (this !== ServiceError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return (
+      typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[SERVICE_ERROR_BRAND] === true
+    );
+  },
+});
 
 // The implementation: plain JavaScript behind the types above.
 
