@@ -73,7 +73,9 @@ function endpointHandler(services: Services, endpoint: Endpoint) {
     try {
       const input = parseInput(
         endpoint,
-        endpoint.method === 'GET' || endpoint.method === 'DELETE' ? queryInput(req) : await readJson(req),
+        endpoint.method === 'GET' || endpoint.method === 'DELETE'
+          ? queryInput(req)
+          : bodyInput(req, await readJson(req)),
       );
       const ctx = codeContext(services.codeServices, {
         environment: tenant.environment,
@@ -168,6 +170,37 @@ function queryInput(req: ApiRequest): Record<string, unknown> {
   }
   for (const [key, value] of Object.entries(req.params)) input[key] = value;
   return { ...input };
+}
+
+/**
+ * A body's input with the path's `:name` parameters in it (docs/own-code.md "Endpoints"): the body
+ * must then be an object (or absent), and may repeat a parameter only with the path's value.
+ */
+function bodyInput(req: ApiRequest, body: unknown): unknown {
+  const params = Object.entries(req.params);
+  if (params.length === 0) return body;
+  if (body === undefined) body = {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new Problem('validation', 'the body must be a JSON object: this endpoint adds its path parameters to it', [
+      { field: '', rule: 'type', message: 'the body must be a JSON object' },
+    ]);
+  const input: Record<string, unknown> = { ...(body as Record<string, unknown>) };
+  for (const [key, value] of params) {
+    if (Object.hasOwn(input, key) && input[key] !== value)
+      throw new Problem(
+        'validation',
+        `${key}: it is given by the path (${JSON.stringify(value)}); leave it out of the body`,
+        [
+          {
+            field: key,
+            rule: 'path',
+            message: `${key}: it is given by the path (${JSON.stringify(value)}); leave it out of the body`,
+          },
+        ],
+      );
+    input[key] = value;
+  }
+  return input;
 }
 
 /** The input as the endpoint's zod schema parses it, or 422 `validation` naming every field. */

@@ -26,6 +26,18 @@ const echo = defineEndpoint({
   },
 });
 
+const rename = defineEndpoint({
+  name: 'rename',
+  method: 'POST',
+  path: '/items/:itemId/rename',
+  access: { roles: ['catalog'] },
+  input: z.object({ itemId: z.coerce.number().int(), name: z.string() }),
+  output: z.object({ itemId: z.number(), name: z.string() }),
+  async handler(input) {
+    return input;
+  },
+});
+
 const customerOrders = defineEndpoint({
   name: 'customerOrders',
   method: 'GET',
@@ -160,7 +172,7 @@ let user: Session;
 beforeAll(async () => {
   logs = [];
   t = await startAuthServer({
-    code: defineCode({ endpoints: [echo, customerOrders, ping, whoami, ...Object.values(failures)] }),
+    code: defineCode({ endpoints: [echo, rename, customerOrders, ping, whoami, ...Object.values(failures)] }),
     logging: { format: 'json', level: 'warn', destination: { write: (line: string) => void logs.push(line) } },
     configPatch: (c) => {
       c.cors = { origins: [APP] };
@@ -323,6 +335,31 @@ describe('input and output', () => {
     expectProblem(res, 500, 'internal');
     expect(res.text).not.toContain('hidden-value-9');
     expect(logs.join('\n')).toContain('endpoint failOutput returned a value its output schema refuses');
+  });
+});
+
+describe('path parameters of a POST', () => {
+  const call = (body: unknown) => t.request('POST', `${REST}/items/7/rename`, { key: catalogKey, body });
+
+  it('join the body', async () => {
+    const res = await call({ name: 'bolt' });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ itemId: 7, name: 'bolt' });
+  });
+
+  it('the body may repeat one only with the path value; else 422 naming it', async () => {
+    expect((await call({ itemId: '7', name: 'bolt' })).status).toBe(200);
+    const res = await call({ itemId: 8, name: 'bolt' });
+    expectProblem(res, 422, 'validation');
+    expect(res.body.errors).toEqual([
+      { field: 'itemId', rule: 'path', message: 'itemId: it is given by the path ("7"); leave it out of the body' },
+    ]);
+  });
+
+  it('a body that is no object → 422', async () => {
+    const res = await call(['bolt']);
+    expectProblem(res, 422, 'validation');
+    expect(res.body.detail).toBe('the body must be a JSON object: this endpoint adds its path parameters to it');
   });
 });
 
