@@ -29,11 +29,13 @@ const DEFAULT_OPTIONS = {
   skipLibCheck: true,
 };
 
-/** This svcgen's source (a checkout run through tsx): its package root, else undefined (installed: dist/ has the types). */
+/**
+ * This svcgen's source (a checkout run through tsx): its package root, else undefined (installed:
+ * dist/ has the types). A checkout's dist/, when `npm pack` left one, is not what runs: the source is.
+ */
 function checkoutRoot(): string | undefined {
   if (!import.meta.url.endsWith('.ts')) return undefined;
-  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-  return existsSync(path.join(root, 'dist', 'runtime', 'usercode', 'public.d.ts')) ? undefined : root;
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 }
 
 export async function checkCode(projectDir: string): Promise<CodeCheck> {

@@ -29,7 +29,7 @@ const checkout = defineEndpoint({
   output: z.object({ orderId: z.number().int(), status: z.enum(['open', 'paid']), lines: z.array(z.object({ sku: z.string() })) }),
   status: 201,
   async handler(input) {
-    return { orderId: input.qty * 10, status: 'open', lines: [{ sku: input.sku }] };
+    return { orderId: input.qty * 10, status: 'open' as const, lines: [{ sku: input.sku }] };
   },
 });
 
