@@ -200,7 +200,9 @@ export function endpointField(
     const args: GraphQLFieldConfigArgumentMap = {};
     for (const { key, type } of new Mapper('input').fields(input.schema, `${base}Input`, ''))
       args[key] = { type: type as GraphQLInputType };
-    const type = new Mapper('output').type(endpoint.output, `${base}Output`, 'output') as GraphQLOutputType;
+    // Nullable at the root, as every field that may fail: its error leaves the document's other fields.
+    const { schema: output } = unwrapNull(endpoint.output);
+    const type = new Mapper('output').member(output, false, `${base}Output`, 'output') as GraphQLOutputType;
     const meta: CodeFieldMeta = { code: 'endpoint', name: endpoint.name };
     return { field: { type, args, extensions: { svcgen: meta } } };
   } catch (error) {
