@@ -9,6 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineCode, defineEndpoint } from '../../examples/shop/generated/code.ts';
+import type { EndpointField } from '../../runtime/graphql/index.ts';
+import { diffCodeFields } from '../../generator/diff/diff-graphql.ts';
 import { renderGraphqlSchema } from '../../generator/render/graphql.ts';
 import { Problem, endpointJsonSchemas } from '../../runtime/usercode/index.ts';
 import { startAuthServer, type AuthTestServer, type Session } from '../support/auth.ts';
@@ -266,6 +268,33 @@ describe('schema.graphql', () => {
       (name, reason) => omitted.push(`${name}: ${reason}`),
     );
     expect(omitted).toEqual(['echo: a Query field of that name exists already']);
+  });
+});
+
+describe('svcgen diff', () => {
+  it('reports a code field removed or changed as breaking, from the two schema.graphql files', () => {
+    const sdl = (endpoints: EndpointField[]) => renderGraphqlSchema([], '', { endpoints, functions: [] });
+    const [echoField, statsField] = [echo, stats].map((e) => endpointJsonSchemas(e)) as [EndpointField, EndpointField];
+    const changedEcho = {
+      ...echoField,
+      output: { type: 'object', properties: { greeting: { type: 'number' } }, required: ['greeting'] },
+    };
+    const changes = diffCodeFields(sdl([echoField, statsField]), sdl([changedEcho]), []);
+    expect(changes).toEqual([
+      {
+        type: 'FIELD_CHANGED_KIND',
+        description: 'EchoOutput.greeting changed type from String! to Float!.',
+        breaking: true,
+      },
+      { type: 'FIELD_REMOVED', description: 'EchoOutput.caller was removed.', breaking: true },
+      { type: 'FIELD_REMOVED', description: 'EchoOutput.tags was removed.', breaking: true },
+      { type: 'FIELD_REMOVED', description: 'Query.stats was removed.', breaking: true },
+      { type: 'TYPE_REMOVED', description: 'StatsInput_Status was removed.', breaking: true },
+      { type: 'TYPE_REMOVED', description: 'StatsOutput was removed.', breaking: true },
+      { type: 'TYPE_REMOVED', description: 'StatsOutput_LinesItem was removed.', breaking: true },
+      { type: 'TYPE_REMOVED', description: 'StatsOutput_Status was removed.', breaking: true },
+    ]);
+    expect(diffCodeFields(sdl([echoField]), sdl([echoField, statsField]), [])).toEqual([]);
   });
 });
 
