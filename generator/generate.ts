@@ -64,6 +64,8 @@ export interface RenderProjectOptions {
    * and the client; without it the files hold no endpoints. A failure rejects with CodeNotLoaded.
    */
   code?: (config: Config, tables: readonly string[]) => Promise<CodeRegistry>;
+  /** Hears each endpoint left out of the GraphQL schema and why (docs/graphql.md "Your own code"). */
+  graphqlOmitted?: (name: string, reason: string) => void;
 }
 
 export async function renderProject(
@@ -106,6 +108,7 @@ export async function renderProject(
     version: '1.0.0',
     schemaSha256,
     functions,
+    ...(options.graphqlOmitted ? { graphqlOmitted: options.graphqlOmitted } : {}),
     prismaClient: { input: prismaInput, files: filesSha256(prisma) },
     buckets: Object.entries(config.storage.buckets).map(([name, b]) => ({
       name,

@@ -28,9 +28,15 @@ export function registerCodegenCommands(program: Command): void {
         throw modelFirst;
       return loadCodeOf(dir, config, tables);
     };
+    // Endpoints GraphQL cannot express are served over REST only: generate says which and why.
+    let omitted: string[] = [];
+    const graphqlOmitted = (name: string, reason: string) => {
+      omitted.push(`svcgen: endpoint ${name} is not a GraphQL field (REST only): ${reason}\n`);
+    };
     const render = async (): Promise<{ files: Map<string, string>; failed?: unknown }> => {
+      omitted = [];
       try {
-        return { files: await renderProject(dir, { code }) };
+        return { files: await renderProject(dir, { code, graphqlOmitted }) };
       } catch (error) {
         if (!(error instanceof CodeNotLoaded)) throw error;
         return { files: await renderProject(dir), failed: error.reason };
@@ -45,6 +51,7 @@ export function registerCodegenCommands(program: Command): void {
     console.log(
       `generated ${files.size} files in ${path.join(dir, GENERATED_DIR)} (${written} changed, ${removed.length} removed) in ${Date.now() - started} ms`,
     );
+    for (const line of omitted) process.stderr.write(line);
     if (failed !== undefined) {
       process.stderr.write(
         `svcgen: generated/ has the model but none of your code's endpoints, for your code did not load: ${failed instanceof Error ? failed.message : String(failed)}\nfix it and run generate again\n`,

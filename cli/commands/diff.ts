@@ -16,6 +16,7 @@ const run = promisify(execFile);
 const CONFIG = 'svcgen.config.json';
 /** Where the endpoints of a version's own code are compared from (docs/diff.md). */
 const OPENAPI = 'generated/openapi.json';
+const SCHEMA_GRAPHQL = 'generated/schema.graphql';
 
 interface Text {
   text: string;
@@ -52,16 +53,24 @@ async function readFrom(
   dir: string,
   source: string,
   configSource: string | undefined,
-): Promise<{ schema: Text; config: Text | undefined; configWhere: string; openapi: Text | undefined }> {
+): Promise<{
+  schema: Text;
+  config: Text | undefined;
+  configWhere: string;
+  openapi: Text | undefined;
+  graphql: Text | undefined;
+}> {
   const file = path.resolve(dir, source);
   let schema: Text | undefined;
   let configSpec: string | undefined;
   let configFile: string | undefined;
   let openapi: Text | undefined;
+  let graphql: Text | undefined;
   if (await exists(file)) {
     schema = { text: await readFile(file, 'utf8'), label: source };
     configFile = path.join(path.dirname(file), CONFIG);
     openapi = await readText(path.join(path.dirname(file), OPENAPI));
+    graphql = await readText(path.join(path.dirname(file), SCHEMA_GRAPHQL));
   } else {
     const [ref, explicit] = splitSpec(source);
     let prefix = '';
@@ -74,6 +83,7 @@ async function readFrom(
     const folder = path.posix.dirname(schemaPath);
     configSpec = `${ref}:${folder === '.' ? '' : `${folder}/`}${CONFIG}`;
     openapi = await gitShow(dir, `${ref}:${folder === '.' ? '' : `${folder}/`}${OPENAPI}`);
+    graphql = await gitShow(dir, `${ref}:${folder === '.' ? '' : `${folder}/`}${SCHEMA_GRAPHQL}`);
   }
   if (!schema)
     throw new UsageError(`--from "${source}" is neither a file nor a git ref with a schema.prisma in this project`);
@@ -81,15 +91,15 @@ async function readFrom(
     const config = await readConfigSource(dir, configSource);
     if (!config)
       throw new UsageError(`--from-config "${configSource}" is neither a file nor <git ref>:<path> of a file`);
-    return { schema, config, configWhere: configSource, openapi };
+    return { schema, config, configWhere: configSource, openapi, graphql };
   }
   if (configFile !== undefined) {
     const config = (await exists(configFile))
       ? { text: await readFile(configFile, 'utf8'), label: configFile }
       : undefined;
-    return { schema, config, configWhere: configFile, openapi };
+    return { schema, config, configWhere: configFile, openapi, graphql };
   }
-  return { schema, config: await gitShow(dir, configSpec!), configWhere: configSpec!, openapi };
+  return { schema, config: await gitShow(dir, configSpec!), configWhere: configSpec!, openapi, graphql };
 }
 
 async function readText(file: string): Promise<Text | undefined> {
@@ -201,9 +211,15 @@ export function registerDiffCommand(program: Command): void {
         process.stderr.write(`svcgen: permissions and settings not compared: ${missing}\n`);
       }
       const toOpenapi = await readText(path.join(path.dirname(toFile), OPENAPI));
+      const toGraphql = await readText(path.join(path.dirname(toFile), SCHEMA_GRAPHQL));
       const report = changeReport(
-        { tables: before, config: configs?.before, openapi: parsedJson(from.openapi) },
-        { tables: after, config: configs?.after, openapi: parsedJson(toOpenapi) },
+        {
+          tables: before,
+          config: configs?.before,
+          openapi: parsedJson(from.openapi),
+          schemaGraphql: from.graphql?.text,
+        },
+        { tables: after, config: configs?.after, openapi: parsedJson(toOpenapi), schemaGraphql: toGraphql?.text },
       );
       const { changes, graphql, breaking, widens } = report;
       const compared = from.config && toConfig ? { from: from.config.label, to: toConfig.label } : null;

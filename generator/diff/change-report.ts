@@ -7,7 +7,7 @@ import type { Config } from '../../runtime/config/index.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { diffConfigs } from './diff-config.ts';
 import { diffEndpoints } from './diff-endpoints.ts';
-import { diffGraphql, type GraphqlChange } from './diff-graphql.ts';
+import { diffCodeFields, diffGraphql, type GraphqlChange } from './diff-graphql.ts';
 import { diffModels } from './diff-models.ts';
 import { type Change, summarize } from './report.ts';
 
@@ -17,6 +17,8 @@ export interface ProjectVersion {
   readonly config?: Config;
   /** Its generated/openapi.json, for the endpoints of its own code (undefined: not compared). */
   readonly openapi?: unknown;
+  /** Its generated/schema.graphql, for the GraphQL fields of its own code (undefined: not compared). */
+  readonly schemaGraphql?: string;
 }
 
 export interface ChangeReport {
@@ -41,6 +43,11 @@ export function changeReport(before: ProjectVersion, after: ProjectVersion): Cha
       : []),
     ...(configCompared ? diffConfigs(before.config!, after.config!, after.tables) : []),
   ];
-  const graphql = diffGraphql(before.tables, after.tables);
+  const graphql = [
+    ...diffGraphql(before.tables, after.tables),
+    ...(before.schemaGraphql !== undefined && after.schemaGraphql !== undefined
+      ? diffCodeFields(before.schemaGraphql, after.schemaGraphql, [...before.tables, ...after.tables])
+      : []),
+  ];
   return { changes, graphql, ...summarize(changes, graphql), configCompared };
 }

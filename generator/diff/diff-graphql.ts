@@ -9,8 +9,18 @@
  * create must now send is listed here as well, as `REQUIRED_INPUT_FIELD_ADDED` (a new field) or
  * `INPUT_FIELD_NOW_REQUIRED` (a field that could be left out before).
  */
-import { buildSchema, findBreakingChanges, findDangerousChanges, type GraphQLSchema } from 'graphql';
-import { typeNames } from '../../runtime/graphql/schema.ts';
+import {
+  buildSchema,
+  findBreakingChanges,
+  findDangerousChanges,
+  getNamedType,
+  isInputObjectType,
+  isObjectType,
+  isScalarType,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+} from 'graphql';
+import { mutationFieldNames, rootFieldNames, typeNames } from '../../runtime/graphql/schema.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
 import { renderGraphqlSchema } from '../render/graphql.ts';
 import { optionalOnCreate } from './diff-models.ts';
@@ -98,4 +108,58 @@ export function diffGraphql(before: readonly TableSpec[], after: readonly TableS
     .filter(({ description }) => !saidRequired.has(description))
     .map(({ type, description }) => ({ type, description, breaking: false }));
   return [...breaking.sort(byTypeThenDescription), ...dangerous.sort(byTypeThenDescription)];
+}
+
+/**
+ * The changes of the fields of the project's own code (docs/graphql.md "Your own code"): its
+ * endpoints and database functions come from the code, not the model, so they are compared in the
+ * two versions' committed generated/schema.graphql, as endpoints are in openapi.json. A code field
+ * is a Query or Mutation field no table of either model names; its types are those reachable from
+ * it (named after the endpoint, so never a table's). Only changes that name one of them are kept:
+ * the tables' are diffGraphql's.
+ */
+export function diffCodeFields(beforeSdl: string, afterSdl: string, tables: readonly TableSpec[]): GraphqlChange[] {
+  let old: GraphQLSchema;
+  let next: GraphQLSchema;
+  try {
+    [old, next] = [buildSchema(beforeSdl), buildSchema(afterSdl)];
+  } catch {
+    // A schema.graphql that does not parse (hand-edited, a merge conflict): nothing to compare.
+    return [];
+  }
+  const tableFields = new Set(
+    tables.flatMap((t) => [...Object.values(rootFieldNames(t.name)), ...Object.values(mutationFieldNames(t.name))]),
+  );
+  const fields = new Set<string>();
+  const types = new Set<string>();
+  for (const schema of [old, next])
+    for (const root of [schema.getQueryType(), schema.getMutationType()]) {
+      if (!root) continue;
+      for (const field of Object.values(root.getFields())) {
+        if (tableFields.has(field.name)) continue;
+        fields.add(`${root.name}.${field.name}`);
+        const seen = (type: GraphQLNamedType): void => {
+          if (isScalarType(type) || types.has(type.name)) return;
+          types.add(type.name);
+          if (isObjectType(type) || isInputObjectType(type))
+            for (const member of Object.values(type.getFields())) seen(getNamedType(member.type as GraphQLNamedType) as GraphQLNamedType);
+        };
+        seen(getNamedType(field.type));
+        for (const arg of field.args) seen(getNamedType(arg.type));
+      }
+    }
+  if (fields.size === 0) return [];
+  const names = [...fields, ...types].map((n) => n.replace('.', '\\.'));
+  const mentions = new RegExp(`(^|[^\\w.])(${names.join('|')})(?![\\w])`);
+  const codeOnly = (change: { description: string }) => mentions.test(change.description);
+  return [
+    ...findBreakingChanges(old, next)
+      .filter(codeOnly)
+      .map(({ type, description }) => ({ type, description, breaking: true }))
+      .sort(byTypeThenDescription),
+    ...findDangerousChanges(old, next)
+      .filter(codeOnly)
+      .map(({ type, description }) => ({ type, description, breaking: false }))
+      .sort(byTypeThenDescription),
+  ];
 }

@@ -7,6 +7,7 @@ import { PACKAGE_ROOT } from '../package-root.ts';
 import { literal } from './literal.ts';
 import { renderClient } from './client.ts';
 import { renderFunctionClient } from './client-functions.ts';
+import { endpointJsonSchemas } from '../../runtime/usercode/index.ts';
 import { renderGraphqlSchema } from './graphql.ts';
 import type { BucketSummary } from './openapi-files.ts';
 import { buildOpenApi } from './openapi.ts';
@@ -34,6 +35,8 @@ export interface RenderOptions {
   endpoints?: readonly Endpoint[];
   /** The configured database functions (docs/own-code.md "Database functions"); none: no functions.ts. */
   functions?: readonly FunctionSpec[];
+  /** Hears each endpoint left out of schema.graphql and why (docs/graphql.md "Your own code"). */
+  graphqlOmitted?: (name: string, reason: string) => void;
 }
 
 export function renderFiles(tables: readonly TableSpec[], options: RenderOptions): Map<string, string> {
@@ -79,7 +82,15 @@ export const functions: readonly FunctionSpec[] = ${literal(functions, '')};
   );
   // A TypeScript file of this repository (type-checked here), copied as it is: client.ts imports it.
   files.set('client-runtime.ts', `${header}${readFileSync(path.join(TEMPLATES, 'client-runtime.ts'), 'utf8')}`);
-  files.set('schema.graphql', renderGraphqlSchema(tables, header));
+  files.set(
+    'schema.graphql',
+    renderGraphqlSchema(
+      tables,
+      header,
+      { endpoints: endpoints.map((e) => endpointJsonSchemas(e.endpoint)), functions },
+      options.graphqlOmitted,
+    ),
+  );
   files.set('openapi.json', `${JSON.stringify(buildOpenApi(tables, routes, { ...options, endpoints }), null, 2)}\n`);
   // The generated TypeScript is ES modules whatever the project's own package.json says (a
   // "type": "commonjs" package, or no package.json at all, would load it as CommonJS).

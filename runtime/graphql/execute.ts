@@ -41,7 +41,13 @@ import {
 } from '../data/index.ts';
 import { AnswerTooLarge, answerTooLargeError, type DocumentBudget } from './document-budget.ts';
 import { resolveMutation } from './mutations.ts';
-import { DecimalScalar, type MutationFieldMeta, type ObjectFieldMeta, type RootFieldMeta } from './schema.ts';
+import {
+  DecimalScalar,
+  type CodeFieldMeta,
+  type MutationFieldMeta,
+  type ObjectFieldMeta,
+  type RootFieldMeta,
+} from './schema.ts';
 import {
   aggregateQuery,
   bounded,
@@ -75,6 +81,11 @@ export type GraphQLContext = {
    * the query to graphql-js, their outcomes (rows or failure) are taken, not run again.
    */
   ran?: ReadonlyMap<string, PromiseSettledResult<unknown[][]>>;
+  /**
+   * Runs an endpoint or a database function for this request's caller, as its REST route does
+   * after admission (docs/graphql.md "Your own code"); absent when the server has no code.
+   */
+  readonly code?: (meta: CodeFieldMeta, args: Record<string, unknown>) => Promise<unknown>;
 };
 
 /** A GraphQL error carrying the REST Problem's kind as `code`, its `type` and `status` (docs/graphql.md "Errors"). */
@@ -314,24 +325,39 @@ async function resolveRoot(
   }
 }
 
+/** An endpoint's or a database function's field: the server's runner, with the arguments as plain JSON. */
+function resolveCode(meta: CodeFieldMeta, args: Record<string, unknown>, context: GraphQLContext): Promise<unknown> {
+  if (!context.code) return Promise.reject(new Problem('not-found', `${meta.name} is not served here`));
+  // graphql-js hands input objects without a prototype; the input schemas read plain JSON.
+  return context.code(meta, JSON.parse(JSON.stringify(args)) as Record<string, unknown>);
+}
+
 /**
  * The one field resolver: root fields run their statement; a table record's members are read by
  * response key (the records were built so); everything else (pages, aggregate rows) by name.
  */
 export const fieldResolver: GraphQLFieldResolver<unknown, GraphQLContext> = (source, args, context, info) => {
   const def = info.parentType.getFields()[info.fieldName];
-  const meta = def?.extensions.svcgen as RootFieldMeta | MutationFieldMeta | ObjectFieldMeta | undefined;
-  if (meta && 'kind' in meta) {
-    const resolved = !('returnsRecord' in meta)
-      ? resolveRoot(meta, args, context, info)
-      : context.keyed?.failed
-        ? Promise.reject(
-            new Problem(
-              'conflict',
-              'not run: an earlier mutation of this request failed, and a request with an Idempotency-Key writes all its mutations or none; nothing was written, and the key may be used again',
-            ),
-          )
-        : resolveMutation(meta, args, context, info);
+  const meta = def?.extensions.svcgen as
+    | RootFieldMeta
+    | MutationFieldMeta
+    | ObjectFieldMeta
+    | CodeFieldMeta
+    | undefined;
+  if (meta && ('kind' in meta || 'code' in meta)) {
+    const resolved =
+      'code' in meta
+        ? resolveCode(meta, args, context)
+        : !('returnsRecord' in meta)
+          ? resolveRoot(meta, args, context, info)
+          : context.keyed?.failed
+            ? Promise.reject(
+                new Problem(
+                  'conflict',
+                  'not run: an earlier mutation of this request failed, and a request with an Idempotency-Key writes all its mutations or none; nothing was written, and the key may be used again',
+                ),
+              )
+            : resolveMutation(meta, args, context, info);
     return resolved.catch((error: unknown) => {
       if (context.keyed) context.keyed.failed = true;
       if (error instanceof AnswerTooLarge) throw answerTooLargeError(error, info);

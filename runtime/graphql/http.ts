@@ -35,6 +35,7 @@ import { answer, commonOptions, graphqlRequest, readBody, TOO_DEEP, tooDeep, typ
 import { introspectionAnswers } from './introspection.ts';
 import { managementSchema, type ManagementContext } from './management.ts';
 import { parseBounded, refuseVariables } from './rules.ts';
+import type { CodeFieldMeta } from './schema.ts';
 
 /** What the GraphQL endpoint needs from the running server (runtime/server/features/graphql.ts builds it). */
 export interface GraphQLHttpDeps {
@@ -58,7 +59,19 @@ export interface GraphQLHttpDeps {
   readonly webhooks: ReturnType<typeof webhookOperations>;
   /** Logs a fault that is answered as an internal error. */
   readonly logFault: (error: unknown) => void;
+  /**
+   * Runs the project's endpoints and database functions for an admitted caller, as their REST
+   * routes do after admission (runtime/server/features/graphql.ts); none: the server has no code.
+   */
+  readonly code?: CodeRunner;
 }
+
+/** What runs a code field (docs/graphql.md "Your own code"): its access rule, input, call and answer. */
+export type CodeRunner = (
+  meta: CodeFieldMeta,
+  args: Record<string, unknown>,
+  caller: { readonly tenant: Tenant; readonly principal: RolePrincipal; readonly req: ApiRequest },
+) => Promise<unknown>;
 
 interface RequestContext extends AnswerState {
   readonly tenant: Tenant;
@@ -139,6 +152,16 @@ export function graphqlHandler(deps: GraphQLHttpDeps): Handler {
         req.context.retryAfter = seconds;
       },
       keyed: req.context.keyed,
+      ...(deps.code
+        ? {
+            code: (meta: CodeFieldMeta, args: Record<string, unknown>) =>
+              deps.code!(meta, args, {
+                tenant: req.context.tenant,
+                principal: req.context.principal,
+                req: req.context.req,
+              }),
+          }
+        : {}),
     }),
     // Variables are checked first, stopping at the first bad one (./rules.ts); an introspection
     // query is answered from its schema's kept answer; a query of records the database writes as

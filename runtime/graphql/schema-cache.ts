@@ -8,7 +8,24 @@ import { Problem } from '../http/index.ts';
 import type { TableSpec } from '../model/index.ts';
 import type { RolePrincipal } from '../principal/index.ts';
 import type { Policy } from '../query/index.ts';
-import { buildGraphQLSchema, type SchemaVisibility, type WriteVisibility } from './schema.ts';
+import {
+  buildGraphQLSchema,
+  type CodeFieldMeta,
+  type CodeFields,
+  type SchemaVisibility,
+  type WriteVisibility,
+} from './schema.ts';
+
+/**
+ * The project's own code in the schemas (./schema-code.ts): a caller sees the fields it may call,
+ * as it sees the tables it may read (docs/graphql.md "Your own code"). `byKind`: whether a field's
+ * rule looks at the caller's kind (an endpoint for signed-in users), so schemas differ by it too.
+ */
+export interface CodeSchema {
+  readonly fields: Omit<CodeFields, 'visible'>;
+  readonly allows: (meta: CodeFieldMeta, caller: Pick<RolePrincipal, 'kind' | 'roles'>) => boolean;
+  readonly byKind: boolean;
+}
 
 /** Role sets seen are bounded by the config's roles; the cap only guards against a surprise. */
 const MAX_CACHED_SCHEMAS = 256;
@@ -17,17 +34,19 @@ const MAX_CACHED_SCHEMAS = 256;
 export function schemaCache(
   tables: readonly TableSpec[],
   policy: Pick<Policy, 'access'>,
+  code?: CodeSchema,
 ): (principal: RolePrincipal) => GraphQLSchema {
   const schemas = new Map<string, GraphQLSchema>();
   return (principal) => {
     const roles = [...new Set(principal.roles)].sort();
-    const key = roles.join('\n');
+    const kind = code?.byKind ? principal.kind : 'apiKey';
+    const key = `${kind}\n${roles.join('\n')}`;
     let schema = schemas.get(key);
     if (!schema) {
       // A stand-in holding only the roles: the fields a grant lists do not depend on who holds it.
       const holder: RolePrincipal = {
         kind: 'apiKey',
-        keyId: `graphql-schema:${key}`,
+        keyId: `graphql-schema:${roles.join('\n')}`,
         environment: '',
         roles,
         context: {},
@@ -46,7 +65,13 @@ export function schemaCache(
         return grant === null ? undefined : grant.fields;
       };
       try {
-        schema = buildGraphQLSchema(tables, visibility, undefined, writable);
+        schema = buildGraphQLSchema(
+          tables,
+          visibility,
+          undefined,
+          writable,
+          code && { ...code.fields, visible: (meta) => code.allows(meta, { kind, roles }) },
+        );
       } catch (error) {
         // Names that collide, in a generated/ written before svcgen generate refused them.
         throw new Problem('not-found', `the GraphQL API cannot serve this model: ${(error as Error).message}`);

@@ -17,15 +17,30 @@
  */
 import { GraphQLObjectType, GraphQLSchema, validateSchema, type GraphQLFieldResolver } from 'graphql';
 import type { TableSpec } from '../model/index.ts';
+import { codeRootFields, NO_CODE, type CodeFields } from './schema-code.ts';
 import { SchemaContext } from './schema-context.ts';
 import { FilterInputs } from './schema-filters.ts';
 import { mutationFields } from './schema-mutations.ts';
-import { EVERYTHING_WRITABLE, type SchemaVisibility, type WriteVisibility } from './schema-names.ts';
+import {
+  EVERYTHING_WRITABLE,
+  mutationFieldNames,
+  rootFieldNames,
+  type SchemaVisibility,
+  type WriteVisibility,
+} from './schema-names.ts';
 import { ObjectTypes } from './schema-objects.ts';
 import { queryFields } from './schema-queries.ts';
 import { subscriptionFields } from './schema-subscriptions.ts';
 
 export * from './schema-names.ts';
+export {
+  type CodeFieldMeta,
+  type CodeFields,
+  type EndpointField,
+  functionFieldName,
+  type JsonSchema,
+  NO_CODE,
+} from './schema-code.ts';
 export {
   BigIntScalar,
   BytesScalar,
@@ -38,13 +53,16 @@ export {
 
 /**
  * The schema for `tables` as `visible` shows them. `resolveField` reads a table record's member
- * (the server passes one that reads the response key; the generator none).
+ * (the server passes one that reads the response key; the generator none). `code` adds the
+ * project's endpoints and database functions (./schema-code.ts); `omit` hears each one left out.
  */
 export function buildGraphQLSchema(
   tables: readonly TableSpec[],
   visible: SchemaVisibility,
   resolveField?: GraphQLFieldResolver<unknown, unknown>,
   writable: WriteVisibility = EVERYTHING_WRITABLE,
+  code: CodeFields = NO_CODE,
+  omit?: (name: string, reason: string) => void,
 ): GraphQLSchema {
   // The order below is the order types are named in: a name collision is reported the same way.
   const ctx = new SchemaContext(tables, visible, resolveField);
@@ -58,6 +76,21 @@ export function buildGraphQLSchema(
     where: (t) => (visible.table(t.name) ? inputs.whereOf(t) : undefined),
   });
   const subscription = subscriptionFields(ctx, inputs);
+  // The code's fields come after the tables': a table's field keeps its name (docs/graphql.md "Your own code").
+  const own = codeRootFields(
+    code,
+    // Every table's names, seen or not: a field's name does not depend on who asks.
+    {
+      query: new Set([...Object.keys(query), ...tables.flatMap((t) => Object.values(rootFieldNames(t.name)))]),
+      mutation: new Set([
+        ...Object.keys(mutation),
+        ...tables.flatMap((t) => Object.values(mutationFieldNames(t.name))),
+      ]),
+    },
+    omit,
+  );
+  Object.assign(query, own.query);
+  Object.assign(mutation, own.mutation);
   const schema = new GraphQLSchema({
     query: new GraphQLObjectType({ name: 'Query', fields: query }),
     ...(Object.keys(mutation).length

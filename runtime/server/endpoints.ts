@@ -46,7 +46,6 @@ export function endpointRoutes(services: Services): Route[] {
 function endpointHandler(services: Services, endpoint: Endpoint) {
   const limits = dataLimits(services);
   const clientIp = clientAddress(services.config.trustProxy);
-  const origin = `endpoint ${endpoint.name}`;
   return async (req: ApiRequest): Promise<Reply> => {
     // A public endpoint without credentials: tenancy, then the rate limits of one caller per client
     // address. Credentials, when sent, are verified as everywhere (a bad one is a 401, never anonymous).
@@ -71,29 +70,58 @@ function endpointHandler(services: Services, endpoint: Endpoint) {
     }
     const requestId = requestIdOf(req) ?? '';
     try {
-      const input = parseInput(
-        endpoint,
+      const raw =
         endpoint.method === 'GET' || endpoint.method === 'DELETE'
           ? queryInput(req)
-          : bodyInput(req, await readJson(req)),
-      );
-      const ctx = codeContext(services.codeServices, {
-        environment: tenant.environment,
-        principal,
-        anonymous,
-        access: principal && principal.kind !== 'management' ? services.policy.access(principal) : undefined,
-        db: services.db,
-        requestId,
-        origin,
-      });
-      const result = await withinDeadline(endpoint.handler(input, ctx), services.config.http.requestTimeoutMs);
-      const output = (endpoint.output as z.ZodType).safeParse(result);
-      if (!output.success) throw new OutputRefused(output.error.message);
-      return jsonReply(endpoint.status ?? 200, output.data, headers);
+          : bodyInput(req, await readJson(req));
+      const output = await runEndpoint(services, endpoint, raw, { tenant, principal, anonymous, requestId });
+      return jsonReply(endpoint.status ?? 200, output, headers);
     } catch (error) {
-      throw withHeaders(codeFault(services, origin, requestId, error), headers);
+      throw withHeaders(error, headers);
     }
   };
+}
+
+/** Who calls an endpoint, once admitted: the tenant, the principal (none when anonymous) and the request id. */
+export interface EndpointCaller {
+  readonly tenant: Tenant;
+  readonly principal: Principal | undefined;
+  readonly anonymous: boolean;
+  readonly requestId: string;
+}
+
+/**
+ * An admitted call of an endpoint after its access rule (docs/own-code.md "Endpoints"): the input
+ * parsed with its zod schema (422), the handler in a CodeContext acting as the caller, within
+ * http.requestTimeoutMs, its answer parsed with the output schema; a failure as codeFault maps it.
+ * The REST route and the GraphQL field (runtime/server/features/graphql.ts) both call it.
+ */
+export async function runEndpoint(
+  services: Services,
+  endpoint: Endpoint,
+  raw: unknown,
+  caller: EndpointCaller,
+): Promise<unknown> {
+  const origin = `endpoint ${endpoint.name}`;
+  const { tenant, principal, anonymous, requestId } = caller;
+  try {
+    const input = parseInput(endpoint, raw);
+    const ctx = codeContext(services.codeServices, {
+      environment: tenant.environment,
+      principal,
+      anonymous,
+      access: principal && principal.kind !== 'management' ? services.policy.access(principal) : undefined,
+      db: services.db,
+      requestId,
+      origin,
+    });
+    const result = await withinDeadline(endpoint.handler(input, ctx), services.config.http.requestTimeoutMs);
+    const output = (endpoint.output as z.ZodType).safeParse(result);
+    if (!output.success) throw new OutputRefused(output.error.message);
+    return output.data;
+  } catch (error) {
+    throw codeFault(services, origin, requestId, error);
+  }
 }
 
 /** A Problem with the RateLimit-* headers every answer after the rate limit carries; anything else as it is. */
@@ -144,7 +172,7 @@ function anonymousCaller(tenant: Tenant, address: string): ApiKeyPrincipal {
 }
 
 /** The endpoint's access rule for a caller with credentials (docs/own-code.md "Endpoints"). */
-function checkAccess(endpoint: Endpoint, principal: Principal): void {
+export function checkAccess(endpoint: Endpoint, principal: Principal): void {
   const caller = refuseManagement(principal, MANAGEMENT_NO_ENDPOINTS);
   const access = endpoint.access;
   if (access === 'public') return;

@@ -16,3 +16,4 @@ export {
 export { codeContext, callerOf, type CodeScope, type CodeServices } from './context.ts';
 export { anonymousPrincipal, isSystemPrincipal, SYSTEM_ACCESS, systemPrincipal } from './system.ts';
 export { checkExtraClaims, checkMailAnswer } from './auth-hooks.ts';
+export { endpointJsonSchemas } from './json-schema.ts';

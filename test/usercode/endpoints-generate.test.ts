@@ -200,6 +200,8 @@ describe('svcgen diff', () => {
     const r = await runCli(['diff', '--project', DIR, '--from', 'HEAD']);
     expect(r.code, show(r)).toBe(1);
     expect(r.stdout).toMatch(/BREAKING\s+endpoint changed\s+checkout\s+input: coupon added, required/);
-    expect(r.stdout).toContain('1 breaking');
+    // The same change to the GraphQL field (docs/graphql.md "Your own code"), from schema.graphql.
+    expect(r.stdout).toMatch(/BREAKING.*A required arg coupon on Mutation\.checkout was added\./);
+    expect(r.stdout).toContain('2 breaking');
   });
 });
