@@ -142,7 +142,8 @@ export function diffCodeFields(beforeSdl: string, afterSdl: string, tables: read
           if (isScalarType(type) || types.has(type.name)) return;
           types.add(type.name);
           if (isObjectType(type) || isInputObjectType(type))
-            for (const member of Object.values(type.getFields())) seen(getNamedType(member.type as GraphQLNamedType) as GraphQLNamedType);
+            for (const member of Object.values(type.getFields()))
+              seen(getNamedType(member.type as GraphQLNamedType) as GraphQLNamedType);
         };
         seen(getNamedType(field.type));
         for (const arg of field.args) seen(getNamedType(arg.type));
