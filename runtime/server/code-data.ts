@@ -24,7 +24,9 @@ import type { Services } from './services.ts';
 export type DataApiServices = Pick<
   Services,
   'service' | 'config' | 'db' | 'catalog' | 'policy' | 'cursors' | 'expensiveReads' | 'watchedTables'
->;
+> &
+  // The table hooks: a write through ctx.data runs them as every other path does (docs/own-code.md "Hooks").
+  Partial<Pick<Services, 'writeHooks'>>;
 
 /** The parts of a Response the generated client reads (templates/client-runtime.ts `sender`). */
 interface Answer {
@@ -95,6 +97,7 @@ export function inProcessDataApi(services: DataApiServices): (scope: CodeScope, 
       cursors: services.cursors,
       watchedTables: services.watchedTables,
       basePath: DATA_BASE_PATH,
+      ...(services.writeHooks ? { writeHooks: services.writeHooks } : {}),
     };
 
     const call = async (url: string, init: CallInit): Promise<Answer> => {

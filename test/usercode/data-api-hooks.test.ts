@@ -2,7 +2,7 @@
 // acts as the caller of the write, in the write's transaction; asSystem() reads what the caller cannot.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineCode, defineJob } from '../../examples/shop/generated/code.ts';
+import { defineCode, defineEndpoint, defineJob, refuse } from '../../examples/shop/generated/code.ts';
 import { ServiceError } from '../../examples/shop/generated/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/until.ts';
@@ -13,6 +13,20 @@ const annotate = defineJob({
   payload: z.object({ id: z.number().int() }),
   async run({ id }, ctx) {
     await ctx.data.Order.update(id, { note: `annotated as ${ctx.caller.kind}` });
+  },
+});
+
+// Writes through ctx.data run the table's hooks as every other path does (docs/own-code.md "Hooks").
+const addCity = defineEndpoint({
+  name: 'addCity',
+  method: 'POST',
+  path: '/add-city',
+  access: { roles: ['admin'] },
+  input: z.object({ name: z.string(), country: z.string() }),
+  output: z.object({ country: z.string() }),
+  async handler(input, ctx) {
+    const { data } = await ctx.data.City.create(input);
+    return { country: data.country };
   },
 });
 
@@ -35,7 +49,14 @@ beforeAll(async () => {
     },
     code: defineCode({
       jobs: [annotate],
+      endpoints: [addCity],
       hooks: {
+        City: {
+          beforeCreate({ input }) {
+            if (input.name === 'Nowhere') throw refuse({ name: 'no such place' });
+            return { ...input, country: input.country.toUpperCase() };
+          },
+        },
         Order: {
           async beforeCreate({ input, ctx }) {
             seen.caller = ctx.caller.kind;
@@ -106,5 +127,14 @@ describe('ctx.data in a hook and a job', () => {
       'SELECT count(*)::int AS n FROM env_master."Order" WHERE total = 13',
     );
     expect(rows[0]!.n).toBe(0);
+  });
+
+  it("a write through ctx.data runs the table's hooks: a change, and a refusal passed through", async () => {
+    const res = await server.request('POST', '/gw/api/rest/add-city', { body: { name: 'Lyon', country: 'fr' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ country: 'FR' });
+    const refused = await server.request('POST', '/gw/api/rest/add-city', { body: { name: 'Nowhere', country: 'fr' } });
+    expect(refused.status, refused.text).toBe(422);
+    expect(refused.body.errors).toEqual([{ field: 'name', rule: 'refused', message: 'no such place' }]);
   });
 });
