@@ -8,7 +8,7 @@ import { transactionDatabase } from '../db/index.ts';
 import type { Logger } from '../observability/index.ts';
 import type { Principal } from '../principal/index.ts';
 import type { Access } from '../query/index.ts';
-import type { Caller, CodeContext, CodeLog, JobOptions, Sql } from './definitions.ts';
+import type { Caller, CodeContext, CodeLog, JobOptions, ServiceTypes, Sql } from './definitions.ts';
 import { withInternals } from './internals.ts';
 import { describeIssues, JobPayloadError } from './job-payload.ts';
 import { isSystemPrincipal } from './system.ts';
@@ -98,7 +98,7 @@ function jsonOf(name: string, payload: unknown): unknown {
 }
 
 /** The context of `scope`: its data API and SQL on scope.db; transaction() nests as a savepoint. */
-export function codeContext<S extends import('./definitions.ts').ServiceTypes>(
+export function codeContext<S extends ServiceTypes>(
   services: CodeServices,
   scope: CodeScope,
 ): CodeContext<S> {
