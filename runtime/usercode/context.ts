@@ -98,10 +98,7 @@ function jsonOf(name: string, payload: unknown): unknown {
 }
 
 /** The context of `scope`: its data API and SQL on scope.db; transaction() nests as a savepoint. */
-export function codeContext<S extends ServiceTypes>(
-  services: CodeServices,
-  scope: CodeScope,
-): CodeContext<S> {
+export function codeContext<S extends ServiceTypes>(services: CodeServices, scope: CodeScope): CodeContext<S> {
   let data: object | undefined;
   let system: object | undefined;
   const ctx: CodeContext<S> = {
