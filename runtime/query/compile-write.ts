@@ -187,7 +187,7 @@ function insertShape(scope: Scope, write: Write & { kind: 'insert' }, result: Wr
     if (field.file) return undefined; // a file reference's check is written for its value
     present += `${field.name},`;
   }
-  return `${scope.environment}\n${result.kind}\n${write.written.join(',')}\n${present}`;
+  return `${write.table.spec.name}\n${scope.environment}\n${result.kind}\n${write.written.join(',')}\n${present}`;
 }
 
 /**

@@ -70,7 +70,7 @@ interface KeyedRead extends KeptStatement {
   keyAt: number;
 }
 
-const keyedReads = new WeakMap<Grant, Map<string, KeyedRead | null>>();
+const keyedReads = new WeakMap<Grant, Map<CatalogTable, Map<string, KeyedRead | null>>>();
 const KEY_PLACEHOLDER = Symbol('key');
 
 /**
@@ -84,8 +84,11 @@ export function keptKeyedRead(
   key: Condition & { kind: 'compare' },
 ): KeptStatement | undefined {
   const { environment } = fresh;
-  let byEnvironment = keyedReads.get(grant);
-  if (!byEnvironment) keyedReads.set(grant, (byEnvironment = new Map()));
+  // By table too: a grant is one table's, but a cache that says so cannot be misread.
+  let byTable = keyedReads.get(grant);
+  if (!byTable) keyedReads.set(grant, (byTable = new Map()));
+  let byEnvironment = byTable.get(table);
+  if (!byEnvironment) byTable.set(table, (byEnvironment = new Map()));
   let keyed = byEnvironment.get(environment);
   if (keyed === undefined) {
     const compiled = compileRead(

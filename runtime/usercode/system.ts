@@ -7,15 +7,31 @@ import type { ApiKeyPrincipal, Principal } from '../principal/index.ts';
 import type { Access, Grant } from '../query/index.ts';
 
 /** Every row, every field: one rule without a filter, as a role `{ read: true, ... }` would give. */
-const SYSTEM_GRANT: Grant = {
-  rows: { kind: 'true' },
-  fields: null,
-  fieldRows: new Map(),
-  rules: [{ rows: { kind: 'true' }, fields: null, presets: {}, filterFields: [] }],
-};
+function systemGrant(): Grant {
+  return {
+    rows: { kind: 'true' },
+    fields: null,
+    fieldRows: new Map(),
+    rules: [{ rows: { kind: 'true' }, fields: null, presets: {}, filterFields: [] }],
+  };
+}
+
+/**
+ * One grant object per table and action, as a role's are: the compilers keep statements per grant
+ * (runtime/query/kept-statements.ts), so one object for every table would hand a statement compiled
+ * for one table to another.
+ */
+const systemGrants = new Map<string, Grant>();
 
 /** Grants everything on every table; the catalog still refuses what does not exist. */
-export const SYSTEM_ACCESS: Access = { grant: () => SYSTEM_GRANT };
+export const SYSTEM_ACCESS: Access = {
+  grant(table, action) {
+    const key = `${action} ${table}`;
+    let grant = systemGrants.get(key);
+    if (!grant) systemGrants.set(key, (grant = systemGrant()));
+    return grant;
+  },
+};
 
 /**
  * The id cursors and the expensive-read budget know the system by (runtime/principal callerId):
