@@ -20,7 +20,7 @@ import {
   type InsertRecord,
   type WriteDecision,
 } from '../query/index.ts';
-import { capturesEvents, readScope, type DataContext } from './context.ts';
+import { capturesEvents, onDatabase, readScope, type DataContext } from './context.ts';
 import { hooksOf, queueAfterCommits, type AfterCommits } from './hooks.ts';
 import { checkRecord, requireObject } from './validate-body.ts';
 import { advanceKeySequence, createHooked, deleteHooked, lockTargets, runWrite } from './write.ts';
@@ -269,7 +269,7 @@ async function hookedItems<T>(
     transactionMode,
     (tx) => {
       pending = [];
-      const txCtx = { ...ctx, db: transactionDatabase(ctx.db.pool, tx) };
+      const txCtx = onDatabase(ctx, transactionDatabase(ctx.db.pool, tx));
       return eachItem(
         tx,
         items.map((item) => ({ index: item.index, value: item })),

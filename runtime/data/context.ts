@@ -40,9 +40,9 @@ export interface DataContext {
   /** Path prefix of data routes, for Location headers. */
   readonly basePath: string;
   /** The caller's access to files, for fields that reference them (none: no file may be referenced). */
-  readonly files?: FileAccess;
+  readonly files: FileAccess | undefined;
   /** The project's table hooks (./hooks.ts); none: no table has any. */
-  readonly writeHooks?: WriteHooks;
+  readonly writeHooks: WriteHooks | undefined;
 }
 
 /** What a DataContext takes from the running server: the same for every request. */
@@ -60,7 +60,13 @@ export interface DataServices {
 /** A request's context before it names a table: GraphQL's resolvers share one across root fields. */
 export type CallerContext = Omit<DataContext, 'table' | 'grant'>;
 
-/** The context of an admitted caller: the server's parts, the request's, and the caller's access. */
+/**
+ * The context of an admitted caller: the server's parts, the request's, and the caller's access.
+ * Every context has the same members in the same order (absent ones undefined), so that the
+ * handlers reading them see one object shape: a spread or a member added only when present gave
+ * each mix its own shape, and every read of `ctx.db` or `ctx.access` on the hot path a
+ * megamorphic lookup.
+ */
 export function callerContext(
   services: DataServices,
   req: ApiRequest,
@@ -80,8 +86,8 @@ export function callerContext(
     cursors: services.cursors,
     watchedTables: services.watchedTables,
     basePath: services.basePath,
-    ...(files ? { files } : {}),
-    ...(services.writeHooks ? { writeHooks: services.writeHooks } : {}),
+    files,
+    writeHooks: services.writeHooks,
   };
 }
 
@@ -90,7 +96,32 @@ export function callerContext(
  * the caller's roles do not allow it; `what` names the records in that refusal).
  */
 export function tableContext(caller: CallerContext, table: CatalogTable, action: Action, what?: string): DataContext {
-  return { ...caller, table, grant: requireGrant(caller.access, table.spec.name, action, what) };
+  return withTable(caller, table, requireGrant(caller.access, table.spec.name, action, what));
+}
+
+/** `caller` with a table and its grant, member by member in callerContext's order (one shape). */
+function withTable(caller: CallerContext, table: CatalogTable, grant: Grant, db = caller.db): DataContext {
+  return {
+    req: caller.req,
+    tenant: caller.tenant,
+    principal: caller.principal,
+    catalog: caller.catalog,
+    access: caller.access,
+    db,
+    expensiveReads: caller.expensiveReads,
+    cursors: caller.cursors,
+    watchedTables: caller.watchedTables,
+    basePath: caller.basePath,
+    files: caller.files,
+    writeHooks: caller.writeHooks,
+    table,
+    grant,
+  };
+}
+
+/** `ctx` running its statements on `db` (a transaction): the same shape as every context. */
+export function onDatabase(ctx: DataContext, db: Database): DataContext {
+  return withTable(ctx, ctx.table, ctx.grant, db);
 }
 
 /** The caller a list's cursors are bound to, in REST and GraphQL alike (docs/api.md §5.8). */
@@ -106,7 +137,7 @@ export function readScope(ctx: DataContext): Scope {
     params: new Params(),
     nextAlias: { n: 0 },
     access: ctx.access,
-    ...(ctx.files ? { files: ctx.files } : {}),
+    files: ctx.files,
   };
 }
 

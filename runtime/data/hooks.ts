@@ -21,7 +21,7 @@ import {
   type CodeScope,
   type CodeServices,
 } from '../usercode/index.ts';
-import type { DataContext } from './context.ts';
+import { onDatabase, type DataContext } from './context.ts';
 
 /** What hooks need from the running server (runtime/server/features/code.ts builds it). */
 export interface WriteHooks {
@@ -65,7 +65,7 @@ export async function hookedWrite<T>(
   const result = await againOnConflict(ctx.db, () =>
     ctx.db.transaction((tx) => {
       later.length = 0;
-      return work({ ...ctx, db: transactionDatabase(ctx.db.pool, tx) }, later);
+      return work(onDatabase(ctx, transactionDatabase(ctx.db.pool, tx)), later);
     }),
   );
   queueAfterCommits(ctx, later);
@@ -179,7 +179,9 @@ function hookProblem(
 
 /**
  * Runs a before hook that may return a changed input: the input it returned, else the copy it was
- * given (changed in place or not). A value that is not an object is the hook's fault (500).
+ * given (changed in place or not). A value that is not an object is the hook's fault (500). A
+ * field set to a Date is taken as its ISO 8601 text, as the typed client sends one (docs/own-code.md
+ * "Hooks"); an invalid Date throws (a fault of the hook).
  */
 export function runBefore(
   ctx: DataContext,
@@ -192,7 +194,12 @@ export function runBefore(
     const returned = (await call(copy, code)) ?? copy;
     if (typeof returned !== 'object' || returned === null || Array.isArray(returned))
       throw new TypeError(`${origin(ctx, name)} returned ${JSON.stringify(returned)}, not the input object`);
-    return returned as Record<string, unknown>;
+    const fields = returned as Record<string, unknown>;
+    for (const field in fields) {
+      const value = fields[field];
+      if (value instanceof Date) fields[field] = value.toISOString();
+    }
+    return fields;
   });
 }
 

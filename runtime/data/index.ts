@@ -29,6 +29,7 @@ export {
   capturesEvents,
   cursorOwnerOf,
   filterContext,
+  onDatabase,
   readScope,
   tableContext,
   type CallerContext,

@@ -97,7 +97,7 @@ export function inProcessDataApi(services: DataApiServices): (scope: CodeScope, 
       cursors: services.cursors,
       watchedTables: services.watchedTables,
       basePath: DATA_BASE_PATH,
-      ...(services.writeHooks ? { writeHooks: services.writeHooks } : {}),
+      writeHooks: services.writeHooks,
     };
 
     const call = async (url: string, init: CallInit): Promise<Answer> => {

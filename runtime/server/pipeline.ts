@@ -9,7 +9,7 @@ import { Problem, type ApiRequest, type Reply } from '../http/index.ts';
 import { withIdempotency } from '../idempotency/index.ts';
 import { callerId, type Principal } from '../principal/index.ts';
 import type { CatalogTable } from '../query/index.ts';
-import { admit, callerContext, dataLimits, refuseManagement, tableContext } from '../data/index.ts';
+import { admit, callerContext, dataLimits, onDatabase, refuseManagement, tableContext } from '../data/index.ts';
 import { OPERATIONS, type OperationHandler } from '../rest/index.ts';
 import type { Tenant } from '../tenancy/index.ts';
 import type { Operation } from '../model/index.ts';
@@ -77,6 +77,6 @@ function authorizeAndRun(
   );
   // A keyed create runs in the transaction that also stores its answer (runtime/idempotency).
   return IDEMPOTENT.has(operation)
-    ? withIdempotency(services.db, req, callerId(principal), tenant, (db) => op.handle({ ...ctx, db }))
+    ? withIdempotency(services.db, req, callerId(principal), tenant, (db) => op.handle(onDatabase(ctx, db)))
     : op.handle(ctx);
 }
