@@ -87,6 +87,9 @@ export function registerProjectCommands(program: Command): void {
           project: { id: string };
         };
         config.project.id = id;
+        // The example's database functions live in its migrations, which init does not copy (the
+        // project's first `migrate dev` writes its own): named without them, serve would refuse to start.
+        delete (config as { functions?: unknown }).functions;
       }
       await writeFile(path.join(target, 'svcgen.config.json'), `${JSON.stringify(config, null, 2)}\n`);
       // An existing .gitignore keeps its lines; the ones svcgen needs are added.

@@ -9,6 +9,7 @@ import type { LiveHub } from '../realtime/hub.ts';
 import type { WatchedTables } from '../events/index.ts';
 import type { CodeServices } from '../usercode/index.ts';
 import type { WriteHooks } from '../data/index.ts';
+import type { Mailer } from '../mail/index.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The foundation and what the features add (./features/index.ts checks each one is provided). */
@@ -22,6 +23,8 @@ export interface Services extends Foundation {
   readonly resolvers: readonly CredentialResolver[];
   readonly cursors: CursorCodec;
   readonly auth: UserAuth;
+  /** The server's outgoing mail (mail.smtpUrl or the dev transport): auth's mails and ctx.mail of user code. */
+  readonly mailer: Mailer;
   /** Tables with active webhook subscriptions: whether a write captures events. */
   readonly watchedTables: WatchedTables;
   /** Live GraphQL subscribers of this process and the changes they get (docs/realtime.md). */

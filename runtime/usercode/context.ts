@@ -4,11 +4,12 @@
  * (the data API, jobs) comes from CodeServices, which the server wires (runtime/server/features).
  */
 import type { Database, Queryable } from '../db/index.ts';
-import { transactionDatabase } from '../db/index.ts';
+import { environmentSchema, ident, insideTransaction, onCommit, transactionDatabase } from '../db/index.ts';
+import type { MailMessage } from '../mail/index.ts';
 import type { Logger } from '../observability/index.ts';
 import type { Principal } from '../principal/index.ts';
 import type { Access } from '../query/index.ts';
-import type { Caller, CodeContext, CodeLog, JobOptions, ServiceTypes, Sql } from './definitions.ts';
+import type { Caller, CodeContext, CodeLog, CodeMail, JobOptions, ServiceTypes, Sql } from './definitions.ts';
 import { withInternals } from './internals.ts';
 import { describeIssues, JobPayloadError } from './job-payload.ts';
 import { isSystemPrincipal } from './system.ts';
@@ -39,6 +40,8 @@ export interface CodeServices {
   dataApi(scope: CodeScope, system: boolean): object;
   /** Queues a job on `db` (the context's transaction): nothing is queued if it rolls back. */
   enqueue(db: Queryable, environment: string, name: string, payload: unknown, options: JobOptions): Promise<void>;
+  /** Hands a mail to the server's mailer (it queues, retries and never throws). */
+  mail(message: MailMessage): void;
 }
 
 export function callerOf(principal: Principal | undefined, environment: string, anonymous = false): Caller {
@@ -76,13 +79,55 @@ function codeLog(logger: Logger, scope: CodeScope): CodeLog {
   };
 }
 
-/** `sql\`...\`` as parameterised SQL: each interpolated value is a parameter, never text. */
-function sqlOn(db: Queryable): Sql {
+/**
+ * `sql\`...\`` as parameterised SQL: each interpolated value is a parameter, never text. The
+ * statement runs with the environment's schema as its search_path, as a database function does
+ * (docs/own-code.md "SQL"), so that `"Product"` is the table of the caller's environment; the path
+ * is set for that statement only and restored after it, so svcgen's own statements of the same
+ * transaction resolve their names as before.
+ */
+function sqlOn(db: Database, environment: string): Sql {
+  const path = ident(environmentSchema(environment));
+  const run = async (tx: Queryable, text: string, values: unknown[]) => {
+    const [{ previous }] = (await tx.query(
+      `SELECT current_setting('search_path') AS previous, set_config('search_path', $1, true)`,
+      [path],
+    )) as [{ previous: string }];
+    const rows = await tx.query(text, values);
+    await tx.query(`SELECT set_config('search_path', $1, true)`, [previous]);
+    return rows;
+  };
   return (strings, ...values) => {
     let text = strings[0]!;
     for (let i = 0; i < values.length; i++) text += `$${i + 1}${strings[i + 1]}`;
-    return db.query(text, values) as Promise<never[]>;
+    // Outside a transaction, one of its own: set_config(..., true) lasts until its end.
+    const rows = insideTransaction(db) ? run(db, text, values) : db.transaction((tx) => run(tx, text, values));
+    return rows as Promise<never[]>;
   };
+}
+
+/** Longest line RFC 5322 allows; a longer subject would be folded or refused by the SMTP server. */
+const MAX_SUBJECT_LENGTH = 998;
+
+/**
+ * `message` checked as ctx.mail takes it (docs/own-code.md "Mail"): a mistake throws a TypeError
+ * at the call, where its stack names the code, rather than failing later in the background.
+ */
+function checkedMail(origin: string, message: CodeMail): MailMessage {
+  const fail = (problem: string): never => {
+    throw new TypeError(`ctx.mail (${origin}): ${problem}`);
+  };
+  if (typeof message !== 'object' || message === null) fail('give { to, subject, text, html? }');
+  const { to, subject, text, html } = message;
+  // One address, no list and no header: a line break or comma would let a value add recipients.
+  if (typeof to !== 'string' || !/^[^\s@,;<>"]+@[^\s@,;<>"]+$/.test(to))
+    fail(`to must be one address, e.g. name@example.com`);
+  if (typeof subject !== 'string' || subject.trim() === '') fail('subject must be a non-empty string');
+  if (/[\r\n]/.test(subject)) fail('subject must be one line');
+  if (subject.length > MAX_SUBJECT_LENGTH) fail(`subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
+  if (typeof text !== 'string') fail('text must be a string');
+  if (html !== undefined && typeof html !== 'string') fail('html must be a string when given');
+  return { to, subject, text, ...(html !== undefined ? { html } : {}), meta: { kind: 'code', origin } };
 }
 
 /** `payload` as it travels in the queue: its JSON form. */
@@ -117,7 +162,11 @@ export function codeContext<S extends ServiceTypes>(services: CodeServices, scop
       scope.db.transaction((tx) =>
         work(codeContext<S>(services, { ...scope, db: transactionDatabase(scope.db.pool, tx) })),
       ),
-    sql: sqlOn(scope.db),
+    sql: sqlOn(scope.db, scope.environment),
+    mail(message) {
+      const checked = checkedMail(scope.origin, message);
+      onCommit(scope.db, () => services.mail(checked));
+    },
     log: codeLog(services.logger, scope),
   };
   return withInternals(ctx, {

@@ -101,7 +101,22 @@ export interface CodeContext<S extends ServiceTypes = AnyService> {
   transaction<T>(work: (ctx: CodeContext<S>) => Promise<T>): Promise<T>;
   /** Parameterised SQL in the current transaction (no permission checks; docs/own-code.md "SQL"). */
   readonly sql: Sql;
+  /**
+   * Sends a mail through the server's mailer once the current transaction commits, never when it
+   * rolls back (docs/own-code.md "Mail"). Returns at once; delivery and its retries run in the background.
+   */
+  mail(message: CodeMail): void;
   readonly log: CodeLog;
+}
+
+/** A mail of your own code: plain text, with an optional HTML alternative. */
+export interface CodeMail {
+  /** One address (`name@host`). */
+  readonly to: string;
+  /** One line, at most 998 characters. */
+  readonly subject: string;
+  readonly text: string;
+  readonly html?: string;
 }
 
 // Hooks.

@@ -18,6 +18,7 @@ export type {
   CodeContext,
   CodeDefinition,
   CodeLog,
+  CodeMail,
   EndpointAccess,
   EndpointDefinition,
   EndpointMethod,

@@ -248,7 +248,7 @@ describe('svcgen dev', { timeout: 180_000 }, () => {
       [
         'WIDENS ACCESS  grant added      customer: Order.delete  rows where {"customerId":"$user.id"}',
         // Product.note came with an earlier edit: a rule is read against the model the server runs.
-        'BREAKING       fields narrowed  customer: Product.read  drops note, sku, price, tags, createdAt, updatedAt',
+        'BREAKING       fields narrowed  customer: Product.read  drops note, sku, price, stock, tags, createdAt, updatedAt',
         '               setting changed  rateLimits.loginPerMinutePerIp  20 → 30',
         '3 changes, 1 breaking, 1 widening access',
       ].join('\n'),

@@ -265,7 +265,7 @@ describe('serve --no-migrate', { timeout: 60_000 }, () => {
     );
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr, show(r)).toMatch(
-      /^svcgen: 6 migration\(s\) not applied \((?:\S+ in master, ){3}\S+ in staging(?:, \S+ in staging){2}\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m,
+      /^svcgen: 8 migration\(s\) not applied \((?:\S+ in master, ){4}\S+ in staging(?:, \S+ in staging){3}\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m,
     );
 
     const client = new pg.Client({ connectionString: database.url });
@@ -315,7 +315,7 @@ describe('serve with the embedded database', () => {
       at(/^database: Started PostgreSQL on 127\.0\.0\.1:\d+ \(pid \d+\) in \d+ ms$/),
       at(/^applying migration \d+_init to master$/),
       at(/^applying migration \d+_init to staging$/),
-      at(/^migrations: 6 applied, all up to date$/),
+      at(/^migrations: 8 applied, all up to date$/),
       at(/^ {2}docs {7}http:\/\/127\.0\.0\.1:\d+\/gw\/api\/rest\/_docs$/),
       at(/^ {2}an API key: npx svcgen keys create --env master /),
     ];

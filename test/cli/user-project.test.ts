@@ -17,8 +17,11 @@ const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/m;
 async function bareProject(label: string, packageJson?: object): Promise<string> {
   const dir = path.join(await tempDir(label), 'app');
   await fs.mkdir(dir);
-  for (const file of ['schema.prisma', 'svcgen.config.json'])
-    await fs.copyFile(path.join(SHOP, file), path.join(dir, file));
+  await fs.copyFile(path.join(SHOP, 'schema.prisma'), path.join(dir, 'schema.prisma'));
+  // The example's database function lives in its migrations, which a bare project's first
+  // `migrate dev` does not write: the config names none, as `svcgen init` leaves it.
+  const { functions: _, ...config } = JSON.parse(await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8'));
+  await fs.writeFile(path.join(dir, 'svcgen.config.json'), JSON.stringify(config, null, 2));
   if (packageJson) await fs.writeFile(path.join(dir, 'package.json'), JSON.stringify(packageJson));
   return dir;
 }

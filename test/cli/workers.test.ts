@@ -172,7 +172,7 @@ describe('serve --workers 2', { timeout: 120_000 }, () => {
   it('prints "listening on" once, after migrating once; two worker processes, children of the primary, serve the one port', async () => {
     expect(serve.stdout.match(/^listening on /gm)).toHaveLength(1);
     expect(serve.stderr.match(/^applying migration \d+_init to master$/gm), serve.stderr).toHaveLength(1);
-    expect(serve.stderr).toMatch(/^migrations: 6 applied, all up to date$/m);
+    expect(serve.stderr).toMatch(/^migrations: 8 applied, all up to date$/m);
     expect(new Set(pids).size).toBe(2);
     for (const pid of pids) {
       const parent = (await fs.readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ')[1];
@@ -509,7 +509,7 @@ describe('serve --workers: refusals', { timeout: 120_000 }, () => {
     ]);
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr, show(r)).toMatch(
-      /^svcgen: 6 migration\(s\) not applied \((?:\S+ in master, ){3}\S+ in staging(?:, \S+ in staging){2}\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m,
+      /^svcgen: 8 migration\(s\) not applied \((?:\S+ in master, ){4}\S+ in staging(?:, \S+ in staging){3}\): run `npx svcgen migrate deploy`, or serve without --no-migrate$/m,
     );
     expect(r.stdout).toBe('');
   });

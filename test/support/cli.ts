@@ -240,6 +240,10 @@ export async function copyExample(label: string): Promise<ProjectCopy> {
     recursive: true,
     filter: (src) => !['.svcgen', 'node_modules'].includes(path.basename(src)),
   });
+  // The example's own code imports zod, as a user's project that installed it does (`svcgen`
+  // itself resolves to the running CLI's).
+  await fs.mkdir(path.join(root, 'node_modules'), { recursive: true });
+  await fs.symlink(path.join(REPO, 'node_modules', 'zod'), path.join(root, 'node_modules', 'zod'), 'dir');
   return { dir, root };
 }
 

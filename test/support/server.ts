@@ -54,10 +54,12 @@ export interface TestServer {
 export interface TestServerOptions {
   configPatch?: (raw: any) => void;
   /**
-   * The project's own code for this server, in place of its code entry's (docs/own-code.md): a
-   * test defines hooks, endpoints and jobs inline, typed with examples/shop/generated/code.ts.
+   * The project's own code for this server (docs/own-code.md): hooks, endpoints and jobs defined
+   * inline by the test (typed with examples/shop/generated/code.ts), `'entry'` for the project's
+   * code entry as `svcgen serve` loads it, or none (the default), so that the tests of the
+   * generated API run without the example's own hooks and jobs.
    */
-  code?: CodeDefinition<any>;
+  code?: CodeDefinition<any> | 'entry';
   project?: string;
   /**
    * Reuse this database (e.g. another test server's `database.url`) instead of creating one: a second
@@ -96,9 +98,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database: TestDatabase = options.databaseUrl
     ? { url: options.databaseUrl, name: new URL(options.databaseUrl).pathname.slice(1), drop: async () => {} }
     : await createTestDatabase();
-  const code = options.code
-    ? new CodeRegistry(options.code, Object.keys(service.tables), config.code.schedules)
-    : loadedCode;
+  const code =
+    options.code === 'entry'
+      ? loadedCode
+      : options.code
+        ? new CodeRegistry(options.code, Object.keys(service.tables), config.code.schedules)
+        : CodeRegistry.EMPTY;
   const server = await startServer({
     projectDir,
     service,

@@ -4,6 +4,7 @@
 // every row and field; ctx.transaction() commits or rolls back data calls and SQL together.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../examples/shop/generated/client.ts';
+import { transactionDatabase } from '../../runtime/db/index.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { codeHarness, keyPrincipal, type CodeHarness } from './support.ts';
 
@@ -171,6 +172,24 @@ describe('ctx.asSystem() and contexts without a caller', () => {
     expect(customers.data.aggregates).toEqual([{ count: 2 }]);
   });
 
+  it('reads and creates each table by its own statement, one table after another', async () => {
+    // The system has one grant per table and action: with one grant object for every table, a
+    // statement kept for Order's by-id read answered City's, and a kept insert went to the wrong table.
+    const system = harness.context().data;
+    const { data: city } = await system.City.create({ name: 'Lyon', country: 'FR' });
+    expect((await system.Order.get(bobOrder)).data).toMatchObject({ id: bobOrder, customerId: bob });
+    expect((await system.City.get(city.id)).data).toMatchObject({ id: city.id, name: 'Lyon' });
+    expect((await system.Customer.get(alice)).data).toMatchObject({ id: alice, name: 'alice' });
+    const missing = await serviceError(system.City.get(bobOrder + 1_000));
+    expect(missing.status).toBe(404);
+    const { data: other } = await system.Product.create({ sku: 'lyon-mug', title: 'Lyon', price: 1 });
+    const [row] = await server.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM env_master."Product" WHERE id = $1`,
+      [other.id],
+    );
+    expect(row!.n).toBe(1);
+  });
+
   it('is what a job acts as: caller kind system, ctx.data is the system', async () => {
     const job = harness.context();
     expect(job.caller).toEqual({ kind: 'system', roles: [], environment: 'master' });
@@ -276,6 +295,28 @@ describe('ctx.transaction() and ctx.sql', () => {
     });
     expect([await count('outer'), await count('inner')]).toEqual([1, 0]);
     await ctx.sql`DELETE FROM env_master."Order" WHERE note = ${'outer'}`;
+  });
+
+  it("names the tables of the context's environment, and leaves the search_path as it was", async () => {
+    const ctx = harness.context();
+    const [master] = await ctx.sql<{ n: number }>`SELECT count(*)::int AS n FROM "Order" WHERE note = 'alice secret'`;
+    expect(master!.n).toBe(1);
+    const [path] = await ctx.sql<{ p: string }>`SELECT current_setting('search_path') AS p`;
+    expect(path!.p).toBe('"env_master"');
+    const staging = harness.context(undefined, { environment: 'staging' });
+    const [other] = await staging.sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM "Order" WHERE note = 'alice secret'`;
+    expect(other!.n).toBe(0);
+    // In a transaction the path is set for the statement only: what the transaction runs next sees its own.
+    const db = harness.services.db;
+    await db.transaction(async (tx) => {
+      const [before] = await tx.query<{ search_path: string }>('SHOW search_path');
+      const inTx = harness.context(undefined, { db: transactionDatabase(db.pool, tx) });
+      const [counted] = await inTx.sql<{ n: number }>`SELECT count(*)::int AS n FROM "Order" WHERE note = 'bob secret'`;
+      expect(counted!.n).toBe(1);
+      expect(await tx.query('SHOW search_path')).toEqual([before]);
+    });
   });
 
   it('passes each interpolated value as a parameter, never as SQL text', async () => {

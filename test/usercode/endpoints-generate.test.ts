@@ -121,7 +121,7 @@ describe('svcgen generate', () => {
 describe('the typed client', () => {
   let t: TestServer;
   beforeAll(async () => {
-    t = await startTestServer({ project: DIR });
+    t = await startTestServer({ project: DIR, code: 'entry' });
   });
   afterAll(() => t?.close());
 

@@ -7,6 +7,7 @@ import { Lifecycle } from '../../runtime/server/feature.ts';
 import { startFeatures } from '../../runtime/server/features/index.ts';
 import { openFoundation } from '../../runtime/server/foundation.ts';
 import type { Services } from '../../runtime/server/index.ts';
+import type { Database } from '../../runtime/db/index.ts';
 import type { ApiKeyPrincipal, Principal } from '../../runtime/principal/index.ts';
 import { codeContext, type CodeContext } from '../../runtime/usercode/index.ts';
 import type { Service } from '../../examples/shop/generated/code.ts';
@@ -15,7 +16,7 @@ import type { TestServer } from '../support/server.ts';
 export interface CodeHarness {
   readonly services: Services;
   /** The context of a request of `principal` (none: a job's, acting as the system; 'anonymous': a public endpoint's without credentials). */
-  context(principal?: Principal | 'anonymous'): CodeContext<Service>;
+  context(principal?: Principal | 'anonymous', where?: { environment?: string; db?: Database }): CodeContext<Service>;
   close(): Promise<unknown>;
 }
 
@@ -39,10 +40,10 @@ export async function codeHarness(server: TestServer): Promise<CodeHarness> {
   let n = 0;
   return {
     services,
-    context: (principal) =>
+    context: (principal, where = {}) =>
       codeContext<Service>(services.codeServices, {
-        environment: 'master',
-        db: services.db,
+        environment: where.environment ?? 'master',
+        db: where.db ?? services.db,
         requestId: `test-${++n}`,
         origin: 'test',
         ...(principal === 'anonymous'

@@ -8,7 +8,7 @@
  *   const db = createClient({ baseUrl: 'http://localhost:3000', projectId: 'shop', apiKey });
  *   const { data } = await db.Order.list({ where: { total: { gte: 10 } }, sort: ['-total'] });
  */
-import { createTableClients, type ClientOptions, type ClientSchema, type KeyedTableClient, type TableClient } from './client-runtime.ts';
+import { createTableClients, type ClientOptions, type ClientSchema, type KeyedTableClient, type TableClient, createEndpointClient, type EndpointSchema, createFunctionMethods, type DataResponse, type CallOptions } from './client-runtime.ts';
 
 export * from './client-runtime.ts';
 
@@ -71,6 +71,7 @@ export interface ProductRecord {
   sku: string;
   title: string;
   price: number;
+  stock: number;
   tags: string[];
   createdAt: string;
   updatedAt: string;
@@ -308,6 +309,7 @@ export interface ProductCreate {
   sku: string;
   title: string;
   price: number | string;
+  stock?: number;
   tags?: readonly string[];
 }
 
@@ -316,6 +318,7 @@ export interface ProductUpdate {
   sku?: string;
   title?: string;
   price?: number | string;
+  stock?: number;
   tags?: readonly string[];
 }
 
@@ -325,6 +328,7 @@ export interface ProductFilter {
   sku?: FieldFilter<string, TextOperator>;
   title?: FieldFilter<string, TextOperator>;
   price?: FieldFilter<number | string, OrderedOperator>;
+  stock?: FieldFilter<number, OrderedOperator>;
   tags?: FieldFilter<string, ListOperator>;
   createdAt?: FieldFilter<string | Date, DateOperator>;
   updatedAt?: FieldFilter<string | Date, DateOperator>;
@@ -337,13 +341,13 @@ export interface ProductTable {
   create: ProductCreate;
   update: ProductUpdate;
   filter: ProductFilter;
-  field: 'id' | 'sku' | 'title' | 'price' | 'tags' | 'createdAt' | 'updatedAt';
-  sort: 'id' | 'sku' | 'title' | 'price' | 'createdAt' | 'updatedAt';
+  field: 'id' | 'sku' | 'title' | 'price' | 'stock' | 'tags' | 'createdAt' | 'updatedAt';
+  sort: 'id' | 'sku' | 'title' | 'price' | 'stock' | 'createdAt' | 'updatedAt';
   key: { id: number };
   id: number;
-  numeric: 'id' | 'price';
-  ordered: 'id' | 'sku' | 'title' | 'price' | 'createdAt' | 'updatedAt';
-  groupable: 'id' | 'sku' | 'title' | 'price' | 'createdAt' | 'updatedAt';
+  numeric: 'id' | 'price' | 'stock';
+  ordered: 'id' | 'sku' | 'title' | 'price' | 'stock' | 'createdAt' | 'updatedAt';
+  groupable: 'id' | 'sku' | 'title' | 'price' | 'stock' | 'createdAt' | 'updatedAt';
 }
 
 export interface Client {
@@ -382,6 +386,48 @@ const SCHEMA: ClientSchema = {
   reserved: ['after', 'and', 'first', 'fn', 'groupBy', 'having', 'limit', 'not', 'offset', 'or', 'project_id', 'select', 'skip', 'sort'],
 };
 
-export function createClient(options: ClientOptions): Client {
-  return createTableClients<Client>(options, SCHEMA);
+// Endpoints of your own code (docs/own-code.md "Endpoints"): `client.endpoints.<name>(input)`.
+
+/** The input of POST /checkout (checkout). */
+export type CheckoutInput = {
+  customerId?: string;
+  items: {
+    productId: number;
+    quantity: number;
+  }[];
+};
+
+/** The answer of POST /checkout (checkout). */
+export type CheckoutOutput = {
+  orderId: number;
+  total: number;
+};
+
+/** One method per endpoint: its input, and the answer as the endpoint's output schema says it. */
+export interface Endpoints {
+  /** POST /checkout: Place an order: its items, the stock they take and a receipt by mail, in one transaction */
+  checkout(input: CheckoutInput, options?: CallOptions): Promise<CheckoutOutput>;
+}
+
+const ENDPOINTS: Record<keyof Endpoints, EndpointSchema> = {
+  checkout: { method: 'POST', path: '/checkout' },
+};
+
+export function createClient(options: ClientOptions): Client & { readonly endpoints: Endpoints } {
+  return {
+    ...createTableClients<Client>(options, SCHEMA),
+    endpoints: createEndpointClient<Endpoints>(options, SCHEMA.basePath, ENDPOINTS),
+  };
+}
+
+// Database functions (docs/own-code.md "Database functions"); client.ts's import names what they use.
+
+export interface FunctionClient {
+  /** POST /gw/api/rest/rpc/sales_report (STABLE). */
+  sales_report(args: { "since": string | null; "before"?: string | null }, options?: CallOptions): Promise<DataResponse<{ "day": string | null; "orders": number | null; "revenue": number | null }[]>>;
+}
+
+/** The database functions of this service: `await createFunctionClient(options).sales_report({ ... })`. */
+export function createFunctionClient(options: ClientOptions): FunctionClient {
+  return createFunctionMethods<FunctionClient>(options, '/gw/api/rest', ['sales_report']);
 }

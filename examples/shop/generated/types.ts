@@ -57,6 +57,7 @@ export interface ProductRecord {
   sku: string;
   title: string;
   price: number;
+  stock: number;
   tags: string[];
   createdAt: string;
   updatedAt: string;

@@ -2,11 +2,11 @@
 import path from 'node:path';
 import { authHandlers, authRoutes, UserAuth } from '../../auth/index.ts';
 import { clientAddress } from '../../http/index.ts';
-import { createMailer } from '../../mail/index.ts';
+import { createMailer, type Mailer } from '../../mail/index.ts';
 import type { ServerFeature } from '../feature.ts';
 import { every } from '../housekeeping.ts';
 
-export const authFeature: ServerFeature<{ auth: UserAuth }> = {
+export const authFeature: ServerFeature<{ auth: UserAuth; mailer: Mailer }> = {
   name: 'auth',
   async start({ options, config, db, channel, box, rateLimiter, log, code }, teardown) {
     const mailer =
@@ -38,7 +38,7 @@ export const authFeature: ServerFeature<{ auth: UserAuth }> = {
       every(() => auth.prune()),
     );
     return {
-      services: { auth },
+      services: { auth, mailer },
       resolvers: [auth],
       routes: (services) => {
         // The contexts of afterSignUp and afterConfirm act through the code feature's services.

@@ -14,12 +14,14 @@ import {
 import { endpointRoutes } from '../endpoints.ts';
 import { inProcessDataApi } from '../code-data.ts';
 import type { ServerFeature } from '../feature.ts';
+import type { Mailer } from '../../mail/index.ts';
 
 export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks: WriteHooks }> = {
   name: 'code',
   start({ logger, code, config, options, db, directUrl, log }, teardown) {
     // Every service exists once all features have started (routes()); contexts are built after that.
     let dataApi: ((scope: CodeScope, system: boolean) => object) | undefined;
+    let mailer: Mailer | undefined;
     const codeServices: CodeServices = {
       logger,
       // docs/own-code.md "The context and the data API": the generated client run in process (../code-data.ts).
@@ -30,6 +32,11 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks
       // docs/own-code.md "Jobs": on the context's connection or transaction, never one of its own.
       enqueue: (queryable, environment, name, payload, jobOptions) =>
         enqueueCodeJob(queryable, code, environment, name, payload, jobOptions),
+      // docs/own-code.md "Mail": the auth feature's mailer, so that both share one transport and its retries.
+      mail(message) {
+        if (!mailer) throw new Error('user code ran before the server started');
+        mailer.send(message);
+      },
     };
     // A bad schedule stops the start naming it, also where no job runs (serve --no-worker).
     const crontab = code.schedules.length ? codeCrontab(code, config.environments) : [];
@@ -46,6 +53,7 @@ export const codeFeature: ServerFeature<{ codeServices: CodeServices; writeHooks
       },
       routes(services) {
         dataApi = inProcessDataApi(services);
+        mailer = services.mailer;
         if (runJobs)
           runner = startCodeJobRunner({
             code,

@@ -103,6 +103,7 @@ export const ProductScalarFieldEnum = {
   sku: 'sku',
   title: 'title',
   price: 'price',
+  stock: 'stock',
   tags: 'tags',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'

@@ -29,11 +29,13 @@ export type AggregateProduct = {
 export type ProductAvgAggregateOutputType = {
   id: number | null
   price: runtime.Decimal | null
+  stock: number | null
 }
 
 export type ProductSumAggregateOutputType = {
   id: number | null
   price: runtime.Decimal | null
+  stock: number | null
 }
 
 export type ProductMinAggregateOutputType = {
@@ -41,6 +43,7 @@ export type ProductMinAggregateOutputType = {
   sku: string | null
   title: string | null
   price: runtime.Decimal | null
+  stock: number | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -50,6 +53,7 @@ export type ProductMaxAggregateOutputType = {
   sku: string | null
   title: string | null
   price: runtime.Decimal | null
+  stock: number | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -59,6 +63,7 @@ export type ProductCountAggregateOutputType = {
   sku: number
   title: number
   price: number
+  stock: number
   tags: number
   createdAt: number
   updatedAt: number
@@ -69,11 +74,13 @@ export type ProductCountAggregateOutputType = {
 export type ProductAvgAggregateInputType = {
   id?: true
   price?: true
+  stock?: true
 }
 
 export type ProductSumAggregateInputType = {
   id?: true
   price?: true
+  stock?: true
 }
 
 export type ProductMinAggregateInputType = {
@@ -81,6 +88,7 @@ export type ProductMinAggregateInputType = {
   sku?: true
   title?: true
   price?: true
+  stock?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -90,6 +98,7 @@ export type ProductMaxAggregateInputType = {
   sku?: true
   title?: true
   price?: true
+  stock?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -99,6 +108,7 @@ export type ProductCountAggregateInputType = {
   sku?: true
   title?: true
   price?: true
+  stock?: true
   tags?: true
   createdAt?: true
   updatedAt?: true
@@ -196,6 +206,7 @@ export type ProductGroupByOutputType = {
   sku: string
   title: string
   price: runtime.Decimal
+  stock: number
   tags: string[]
   createdAt: Date
   updatedAt: Date
@@ -229,6 +240,7 @@ export type ProductWhereInput = {
   sku?: Prisma.StringFilter<"Product"> | string
   title?: Prisma.StringFilter<"Product"> | string
   price?: Prisma.DecimalFilter<"Product"> | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFilter<"Product"> | number
   tags?: Prisma.StringNullableListFilter<"Product">
   createdAt?: Prisma.DateTimeFilter<"Product"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Product"> | Date | string
@@ -240,6 +252,7 @@ export type ProductOrderByWithRelationInput = {
   sku?: Prisma.SortOrder
   title?: Prisma.SortOrder
   price?: Prisma.SortOrder
+  stock?: Prisma.SortOrder
   tags?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -254,6 +267,7 @@ export type ProductWhereUniqueInput = Prisma.AtLeast<{
   NOT?: Prisma.ProductWhereInput | Prisma.ProductWhereInput[]
   title?: Prisma.StringFilter<"Product"> | string
   price?: Prisma.DecimalFilter<"Product"> | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFilter<"Product"> | number
   tags?: Prisma.StringNullableListFilter<"Product">
   createdAt?: Prisma.DateTimeFilter<"Product"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Product"> | Date | string
@@ -265,6 +279,7 @@ export type ProductOrderByWithAggregationInput = {
   sku?: Prisma.SortOrder
   title?: Prisma.SortOrder
   price?: Prisma.SortOrder
+  stock?: Prisma.SortOrder
   tags?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -283,6 +298,7 @@ export type ProductScalarWhereWithAggregatesInput = {
   sku?: Prisma.StringWithAggregatesFilter<"Product"> | string
   title?: Prisma.StringWithAggregatesFilter<"Product"> | string
   price?: Prisma.DecimalWithAggregatesFilter<"Product"> | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntWithAggregatesFilter<"Product"> | number
   tags?: Prisma.StringNullableListFilter<"Product">
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Product"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Product"> | Date | string
@@ -292,6 +308,7 @@ export type ProductCreateInput = {
   sku: string
   title: string
   price: runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: number
   tags?: Prisma.ProductCreatetagsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -303,6 +320,7 @@ export type ProductUncheckedCreateInput = {
   sku: string
   title: string
   price: runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: number
   tags?: Prisma.ProductCreatetagsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -313,6 +331,7 @@ export type ProductUpdateInput = {
   sku?: Prisma.StringFieldUpdateOperationsInput | string
   title?: Prisma.StringFieldUpdateOperationsInput | string
   price?: Prisma.DecimalFieldUpdateOperationsInput | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFieldUpdateOperationsInput | number
   tags?: Prisma.ProductUpdatetagsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -324,6 +343,7 @@ export type ProductUncheckedUpdateInput = {
   sku?: Prisma.StringFieldUpdateOperationsInput | string
   title?: Prisma.StringFieldUpdateOperationsInput | string
   price?: Prisma.DecimalFieldUpdateOperationsInput | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFieldUpdateOperationsInput | number
   tags?: Prisma.ProductUpdatetagsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -335,6 +355,7 @@ export type ProductCreateManyInput = {
   sku: string
   title: string
   price: runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: number
   tags?: Prisma.ProductCreatetagsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -344,6 +365,7 @@ export type ProductUpdateManyMutationInput = {
   sku?: Prisma.StringFieldUpdateOperationsInput | string
   title?: Prisma.StringFieldUpdateOperationsInput | string
   price?: Prisma.DecimalFieldUpdateOperationsInput | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFieldUpdateOperationsInput | number
   tags?: Prisma.ProductUpdatetagsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -354,6 +376,7 @@ export type ProductUncheckedUpdateManyInput = {
   sku?: Prisma.StringFieldUpdateOperationsInput | string
   title?: Prisma.StringFieldUpdateOperationsInput | string
   price?: Prisma.DecimalFieldUpdateOperationsInput | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFieldUpdateOperationsInput | number
   tags?: Prisma.ProductUpdatetagsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -372,6 +395,7 @@ export type ProductCountOrderByAggregateInput = {
   sku?: Prisma.SortOrder
   title?: Prisma.SortOrder
   price?: Prisma.SortOrder
+  stock?: Prisma.SortOrder
   tags?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -380,6 +404,7 @@ export type ProductCountOrderByAggregateInput = {
 export type ProductAvgOrderByAggregateInput = {
   id?: Prisma.SortOrder
   price?: Prisma.SortOrder
+  stock?: Prisma.SortOrder
 }
 
 export type ProductMaxOrderByAggregateInput = {
@@ -387,6 +412,7 @@ export type ProductMaxOrderByAggregateInput = {
   sku?: Prisma.SortOrder
   title?: Prisma.SortOrder
   price?: Prisma.SortOrder
+  stock?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -396,6 +422,7 @@ export type ProductMinOrderByAggregateInput = {
   sku?: Prisma.SortOrder
   title?: Prisma.SortOrder
   price?: Prisma.SortOrder
+  stock?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -403,6 +430,7 @@ export type ProductMinOrderByAggregateInput = {
 export type ProductSumOrderByAggregateInput = {
   id?: Prisma.SortOrder
   price?: Prisma.SortOrder
+  stock?: Prisma.SortOrder
 }
 
 export type ProductScalarRelationFilter = {
@@ -445,6 +473,7 @@ export type ProductCreateWithoutItemsInput = {
   sku: string
   title: string
   price: runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: number
   tags?: Prisma.ProductCreatetagsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -455,6 +484,7 @@ export type ProductUncheckedCreateWithoutItemsInput = {
   sku: string
   title: string
   price: runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: number
   tags?: Prisma.ProductCreatetagsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -480,6 +510,7 @@ export type ProductUpdateWithoutItemsInput = {
   sku?: Prisma.StringFieldUpdateOperationsInput | string
   title?: Prisma.StringFieldUpdateOperationsInput | string
   price?: Prisma.DecimalFieldUpdateOperationsInput | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFieldUpdateOperationsInput | number
   tags?: Prisma.ProductUpdatetagsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -490,6 +521,7 @@ export type ProductUncheckedUpdateWithoutItemsInput = {
   sku?: Prisma.StringFieldUpdateOperationsInput | string
   title?: Prisma.StringFieldUpdateOperationsInput | string
   price?: Prisma.DecimalFieldUpdateOperationsInput | runtime.Decimal | runtime.DecimalJsLike | number | string
+  stock?: Prisma.IntFieldUpdateOperationsInput | number
   tags?: Prisma.ProductUpdatetagsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -531,6 +563,7 @@ export type ProductSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   sku?: boolean
   title?: boolean
   price?: boolean
+  stock?: boolean
   tags?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -543,6 +576,7 @@ export type ProductSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   sku?: boolean
   title?: boolean
   price?: boolean
+  stock?: boolean
   tags?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -553,6 +587,7 @@ export type ProductSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   sku?: boolean
   title?: boolean
   price?: boolean
+  stock?: boolean
   tags?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -563,12 +598,13 @@ export type ProductSelectScalar = {
   sku?: boolean
   title?: boolean
   price?: boolean
+  stock?: boolean
   tags?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ProductOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "sku" | "title" | "price" | "tags" | "createdAt" | "updatedAt", ExtArgs["result"]["product"]>
+export type ProductOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "sku" | "title" | "price" | "stock" | "tags" | "createdAt" | "updatedAt", ExtArgs["result"]["product"]>
 export type ProductInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   items?: boolean | Prisma.Product$itemsArgs<ExtArgs>
   _count?: boolean | Prisma.ProductCountOutputTypeDefaultArgs<ExtArgs>
@@ -586,6 +622,10 @@ export type $ProductPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     sku: string
     title: string
     price: runtime.Decimal
+    /**
+     * Units on hand; checkout (svcgen.code.ts) takes them.
+     */
+    stock: number
     tags: string[]
     createdAt: Date
     updatedAt: Date
@@ -1017,6 +1057,7 @@ export interface ProductFieldRefs {
   readonly sku: Prisma.FieldRef<"Product", 'String'>
   readonly title: Prisma.FieldRef<"Product", 'String'>
   readonly price: Prisma.FieldRef<"Product", 'Decimal'>
+  readonly stock: Prisma.FieldRef<"Product", 'Int'>
   readonly tags: Prisma.FieldRef<"Product", 'String[]'>
   readonly createdAt: Prisma.FieldRef<"Product", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Product", 'DateTime'>
