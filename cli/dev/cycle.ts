@@ -7,6 +7,8 @@
 import type { ApiChange } from '../../generator/diff/diff-models.ts';
 import type { Config } from '../../runtime/config/index.ts';
 import type { TableSpec } from '../../runtime/model/index.ts';
+import { codeEntry } from '../project.ts';
+import { generateWithCode } from './code-generate.ts';
 import { changedIn, migrationsFingerprint, readInputs, WATCHED, type Inputs } from './inputs.ts';
 import { keepStandby, startServer } from './servers.ts';
 import type { DevContext } from './state.ts';
@@ -102,8 +104,9 @@ export async function cycle(ctx: DevContext, trigger?: Set<string>, since = perf
     inputs.migrations === good.inputs.migrations &&
     WATCHED.every((f) => inputs[f] === good.inputs[f])
   ) {
-    // Only your code changed (docs/own-code.md "Where the code lives"): generated/ and the database
-    // stay as they are; the next server loads the code afresh.
+    // Only your code changed (docs/own-code.md "Where the code lives"): the model and the database
+    // stay as they are; its endpoints in generated/ follow it, and the next server loads it afresh.
+    if ((await codeGenerated(ctx, good.config)) === false) return;
     return restart(ctx, inputs, good.tables, good.config, trigger, since);
   }
 
@@ -148,13 +151,17 @@ export async function cycle(ctx: DevContext, trigger?: Set<string>, since = perf
       'migrate dev failed (see above): fix schema.prisma, or run the command it names, then save schema.prisma again',
     );
 
-  try {
-    const { written, removed } = await modules.writeProject(dir, rendered.files);
-    if (written + removed.length > 0)
-      say(`generated/: ${written} file${written === 1 ? '' : 's'} written, ${removed.length} removed`);
-  } catch (error) {
-    return fail(ctx, `could not write generated/: ${modules.describeError(error).message}`);
-  }
+  const withCode = await codeGenerated(ctx, config);
+  if (withCode === false) return;
+  // With code, the generate run above wrote generated/ whole (the model and the code's endpoints).
+  if (withCode === undefined)
+    try {
+      const { written, removed } = await modules.writeProject(dir, rendered.files);
+      if (written + removed.length > 0)
+        say(`generated/: ${written} file${written === 1 ? '' : 's'} written, ${removed.length} removed`);
+    } catch (error) {
+      return fail(ctx, `could not write generated/: ${modules.describeError(error).message}`);
+    }
 
   // An edit made while this cycle ran would make serve refuse the generated/ just written (or
   // serve a stale one): leave the running server to the cycle that follows.
@@ -162,6 +169,25 @@ export async function cycle(ctx: DevContext, trigger?: Set<string>, since = perf
   if (WATCHED.some((f) => now[f] !== inputs[f])) return say('more changes arrived: not restarting for this one');
 
   await restart(ctx, inputs, tables, config, trigger, since);
+}
+
+/**
+ * With a code entry, `svcgen generate` in a process of its own writes generated/ whole, the code's
+ * endpoints included (./code-generate.ts): true once it did, false (said why) when it failed, which
+ * leaves generated/ as it was. Undefined without a code entry: generated/ is this process's to write.
+ */
+async function codeGenerated(ctx: DevContext, config: Config): Promise<boolean | undefined> {
+  let entry: string | undefined;
+  try {
+    entry = await codeEntry(ctx.dir, config);
+  } catch (error) {
+    fail(ctx, `svcgen: ${ctx.modules.describeError(error).message}`);
+    return false;
+  }
+  if (entry === undefined) return undefined;
+  if (await ctx.timed('generate with your code', generateWithCode(ctx.dir, ctx.say))) return true;
+  fail(ctx, undefined);
+  return false;
 }
 
 /** Starts the next server on what `inputs` describe and makes it the good one; the running one stays when it fails. */
