@@ -140,7 +140,9 @@ export async function runChild(start: () => Promise<ChildServer>): Promise<void>
           session = new Session();
           session.connect();
           await session.post('Profiler.enable');
-          await session.post('Profiler.setSamplingInterval', { interval: 500 });
+          await session.post('Profiler.setSamplingInterval', {
+            interval: Number(process.env.BENCH_PROFILE_INTERVAL ?? 500),
+          });
           await session.post('Profiler.start');
           trace = new Map();
           reply({});

@@ -25,7 +25,8 @@
  *      each one promoted is old-generation GC work), summarized; the files go to bench/profiles/cpu-*.
  *
  * Environment: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_CASES (default read-one,create),
- * BENCH_RATE, BENCH_CONNECTIONS, BENCH_DURATION, BENCH_ROUNDS, BENCH_SVCGEN, BENCH_PROFILE, BENCH_RESULTS.
+ * BENCH_RATE, BENCH_CONNECTIONS, BENCH_DURATION, BENCH_ROUNDS, BENCH_SVCGEN, BENCH_PROFILE, BENCH_RESULTS,
+ * BENCH_PROFILE_INTERVAL (the CPU profiler's sampling interval in µs, default 500).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -95,8 +95,9 @@ const checkout = defineEndpoint({
   async handler({ customerId, items }, ctx) {
     return ctx.transaction(async (tx) => {
       for (const item of items) {
-        const taken = await tx.sql\`UPDATE env_master."Product" SET price = price WHERE id = \${item.productId} RETURNING id\`;
-        if (taken.length === 0) throw new Error('no such product');
+        const taken = await tx.sql\`UPDATE "Product" SET stock = stock - \${item.quantity}
+          WHERE id = \${item.productId} AND stock >= \${item.quantity} RETURNING id\`;
+        if (taken.length === 0) throw new Error('no such product, or not enough in stock');
       }
       const order = await tx.data.Order.create({ customerId, total: items.length });
       await tx.data.OrderItem.bulkCreate(items.map((i) => ({ orderId: order.data.id, ...i })));
@@ -184,8 +185,8 @@ async function seedProducts(url: string): Promise<number[]> {
   await client.connect();
   try {
     const rows = await client.query<{ id: number }>(
-      `INSERT INTO env_master."Product" (sku, title, price, tags, "updatedAt")
-       SELECT 'bench-' || g, 'product ' || g, 10, '{}', now() FROM generate_series(1, ${PRODUCTS}) g RETURNING id`,
+      `INSERT INTO env_master."Product" (sku, title, price, stock, tags, "updatedAt")
+       SELECT 'bench-' || g, 'product ' || g, 10, 1000000000, '{}', now() FROM generate_series(1, ${PRODUCTS}) g RETURNING id`,
     );
     return rows.rows.map((r) => r.id);
   } finally {

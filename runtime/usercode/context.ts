@@ -146,6 +146,10 @@ function jsonOf(name: string, payload: unknown): unknown {
 export function codeContext<S extends ServiceTypes>(services: CodeServices, scope: CodeScope): CodeContext<S> {
   let data: object | undefined;
   let system: object | undefined;
+  // Made on first use: most code reads ctx.data only, and a log child costs a sizeable part of a
+  // small endpoint's time (docs/own-code.md "Cost").
+  let sql: Sql | undefined;
+  let log: CodeLog | undefined;
   const ctx: CodeContext<S> = {
     caller: callerOf(scope.principal, scope.environment, scope.anonymous),
     requestId: scope.requestId,
@@ -162,12 +166,18 @@ export function codeContext<S extends ServiceTypes>(services: CodeServices, scop
       scope.db.transaction((tx) =>
         work(codeContext<S>(services, { ...scope, db: transactionDatabase(scope.db.pool, tx) })),
       ),
-    sql: sqlOn(scope.db, scope.environment),
+    get sql() {
+      sql ??= sqlOn(scope.db, scope.environment);
+      return sql;
+    },
     mail(message) {
       const checked = checkedMail(scope.origin, message);
       onCommit(scope.db, () => services.mail(checked));
     },
-    log: codeLog(services.logger, scope),
+    get log() {
+      log ??= codeLog(services.logger, scope);
+      return log;
+    },
   };
   return withInternals(ctx, {
     enqueue: async (name, schema, payload, options) => {
