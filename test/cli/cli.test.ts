@@ -248,7 +248,9 @@ describe('init', () => {
     expect(await fs.readFile(path.join(target, 'schema.prisma'), 'utf8')).toBe(
       await fs.readFile(path.join(SHOP, 'schema.prisma'), 'utf8'),
     );
-    const example = JSON.parse(await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8'));
+    // The example's database functions live in its migrations, which init does not copy: left out.
+    const { functions, ...example } = JSON.parse(await fs.readFile(path.join(SHOP, 'svcgen.config.json'), 'utf8'));
+    expect(functions).toEqual({ sales_report: { roles: ['admin'] } });
     // the project id comes from the folder name
     expect(JSON.parse(await fs.readFile(path.join(target, 'svcgen.config.json'), 'utf8'))).toEqual({
       ...example,

@@ -938,7 +938,7 @@ describe('svcgen diff', () => {
         'BREAKING       preset removed       customer: Order.create  customerId (was $user.id): a create that leaves it out no longer gets it filled',
         'WIDENS ACCESS  row filter changed   customer: Order.update  {"customerId":"$user.id","status":"open"} → {"customerId":"$user.id"}',
         'WIDENS ACCESS  grant added          customer: Order.delete  rows where {"customerId":"$user.id","status":"open"}',
-        'BREAKING       fields narrowed      customer: Product.read  drops tags, createdAt, updatedAt',
+        'BREAKING       fields narrowed      customer: Product.read  drops stock, tags, createdAt, updatedAt',
         'BREAKING       role removed         role legacy  granted City: read',
         'WIDENS ACCESS  role added           role support  grants Customer: read',
         'WIDENS ACCESS  setting changed      auth.emailVerification  true → false',

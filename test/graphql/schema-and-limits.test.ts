@@ -17,6 +17,9 @@ const statements: string[] = [];
 
 beforeAll(async () => {
   t = await startTestServer({
+    // The example's own code: its endpoint is a field of generated/schema.graphql, as served.
+    code: 'entry',
+    worker: false,
     onQuery: (text) => statements.push(text),
     configPatch: (raw) => {
       raw.roles.noteless = { tables: { Order: { read: { fields: ['id', 'total'] } } } };
@@ -103,6 +106,8 @@ describe('per-role schemas', () => {
       'productAggregate',
       'productList',
       'productPage',
+      // The example's database function (STABLE: a query field), for admins only.
+      'rpc_sales_report',
     ]);
     const catalogStaging = (await t.createKey(['catalog'], { environment: 'staging' })).key;
     expect(rootNames(await post({ query: ROOTS }, { key: catalogStaging, environment: 'staging' }))).toEqual([

@@ -176,6 +176,7 @@ describe('list', () => {
       sku: expect.any(String),
       title: expect.any(String),
       price: expect.any(Number),
+      stock: 0,
       tags: [],
       createdAt: expect.stringMatching(ISO_8601),
       updatedAt: expect.stringMatching(ISO_8601),

@@ -30,7 +30,8 @@ import { startReceiver, type ReceivedDelivery, type Receiver } from '../support/
 import { readResponse, type TestResponse } from '../support/server.ts';
 
 const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/m;
-const DELIVERING = /^delivering webhooks$/m;
+// With the example's own jobs the worker runs them too (docs/own-code.md "Where jobs run").
+const DELIVERING = /^delivering webhooks( and running jobs)?$/m;
 const MANAGEMENT_TOKEN = 'webhooks-processes-management-token-4c1d9a';
 const REST = '/gw/api/rest';
 /** concurrency 4 (default 32) keeps the connections of the three processes of one test low beside the other test files. */
