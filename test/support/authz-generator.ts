@@ -267,6 +267,9 @@ export function randomValue(rng: Rng, db: Db, table: Table, field: string, now: 
       return rng.chance(0.7) ? rng.pick(PRICES) : rng.int(50, 15000) / 100;
     case 'Product.tags':
       return rng.sample(['gift', 'red', 'sale'], rng.int(0, 2));
+    case 'Product.stock':
+      // Varied without drawing from rng, so that the cases of each seed stay those they were.
+      return (db.Product.length * 3) % 11;
     case 'Order.status':
       return rng.pick(STATUSES);
     case 'Order.total':
@@ -320,6 +323,7 @@ export function dataset(rng: Rng, users: Record<string, User>, now: number): Db 
       sku: `sku${rng.word(1, 3)}${i}`,
       title: rng.word(2, 6),
       price: randomValue(rng, db, 'Product', 'price', now),
+      stock: (i * 5) % 9,
       tags: randomValue(rng, db, 'Product', 'tags', now),
       ...stamps(),
     });

@@ -78,6 +78,7 @@ export const SCHEMA: Record<Table, TableSpec> = {
       sku: { type: 'string', required: true, unique: true },
       title: { type: 'string', required: true },
       price: { type: 'decimal', required: true },
+      stock: { type: 'int' },
       tags: { type: 'list' },
       ...stamps,
     },
@@ -124,7 +125,7 @@ export const STATUSES = ['open', 'paid', 'shipped', 'cancelled'] as const;
 export const DEFAULTS: Record<Table, Row> = {
   City: {},
   Customer: { vip: false, cityId: null },
-  Product: { tags: [] },
+  Product: { stock: 0, tags: [] },
   Order: { status: 'open', note: null, placedAt: null, invoiceId: null, receiptId: null },
   OrderItem: { quantity: 1 },
 };
