@@ -47,11 +47,17 @@ export function freePort(): Promise<number> {
 export async function serveCli(options: ServeOptions): Promise<Serving> {
   const port = await freePort();
   const stdout = options.stdoutFile === undefined ? 'ignore' : fs.openSync(options.stdoutFile, 'a');
-  const child: ChildProcess = spawn(process.execPath, [options.bin, 'serve', ...options.args, '--port', String(port)], {
-    cwd: options.cwd,
-    stdio: ['ignore', stdout, 'inherit'],
-    env: options.env ?? process.env,
-  });
+  // BENCH_SERVE_NODE_FLAGS: extra node flags for the served process (e.g. --cpu-prof --cpu-prof-dir=<dir>).
+  const nodeFlags = (process.env.BENCH_SERVE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeFlags, options.bin, 'serve', ...options.args, '--port', String(port)],
+    {
+      cwd: options.cwd,
+      stdio: ['ignore', stdout, 'inherit'],
+      env: options.env ?? process.env,
+    },
+  );
   if (typeof stdout === 'number') fs.closeSync(stdout); // the child holds its own copy
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;

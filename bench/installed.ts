@@ -21,7 +21,8 @@
  * rate limit out of reach, the pool's wait bound at 60 s (50 connections of scans on 2 CPUs) and the
  * API key's share of the expensive-read budget out of reach (its 50 connections come from one key).
  * Environment as for ./run.ts: SVCGEN_BENCH_DATABASE_URL or DATABASE_URL, BENCH_DURATION,
- * BENCH_WARMUP, BENCH_ROUNDS, BENCH_CASES, BENCH_RESULTS.
+ * BENCH_WARMUP, BENCH_ROUNDS, BENCH_CASES, BENCH_RESULTS; BENCH_SERVE_NODE_FLAGS adds node flags to
+ * every served process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/profs` for a profile of each).
  *
  * BENCH_BEFORE=<git ref>: also svcgen as of that commit, installed the same way into a second
  * project (`npm pack` of a `git archive` of the commit, whose prepack compiles its dist/; never the
