@@ -79,14 +79,19 @@ const checkout = defineEndpoint({
     const customerId = input.customerId ?? (ctx.caller.kind === 'user' ? ctx.caller.userId : undefined);
     if (customerId === undefined) throw refuse({ customerId: 'required unless a signed-in customer checks out' });
     // One line per product, in product order: two checkouts lock the same rows in the same order.
+    // A refusal names the product's first place in the caller's `items`.
     const quantities = new Map<number, number>();
-    for (const { productId, quantity } of input.items)
+    const firstIndex = new Map<number, number>();
+    for (const [index, { productId, quantity }] of input.items.entries()) {
       quantities.set(productId, (quantities.get(productId) ?? 0) + quantity);
+      if (!firstIndex.has(productId)) firstIndex.set(productId, index);
+    }
     const lines = [...quantities].sort(([a], [b]) => a - b).map(([productId, quantity]) => ({ productId, quantity }));
 
     return ctx.transaction(async (tx) => {
       let totalCents = 0;
-      for (const [index, { productId, quantity }] of lines.entries()) {
+      for (const { productId, quantity } of lines) {
+        const index = firstIndex.get(productId)!;
         // Checked and taken in one statement, so two checkouts cannot both take the last one. SQL is
         // outside the permission layer (docs/own-code.md "SQL"): a customer may not write Product.
         const [taken] = await tx.sql<{ price: string }>`

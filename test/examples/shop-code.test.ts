@@ -100,10 +100,12 @@ describe('checkout', () => {
 
   it('answers 409 naming the item when the stock is short, and changes nothing', async () => {
     const orders = await orderCount();
+    // The short product comes first in the caller's items but after the other in product order:
+    // the refusal names its place in the items as sent.
     const res = await checkout(ann, {
       items: [
-        { productId: products.mug, quantity: 1 },
         { productId: products.tee, quantity: 5 },
+        { productId: products.mug, quantity: 1 },
       ],
     });
     expect(res.status, res.text).toBe(409);
@@ -113,7 +115,7 @@ describe('checkout', () => {
       status: 409,
       detail: `product ${products.tee} has 2 in stock, 5 asked`,
       instance: `${REST}/checkout`,
-      errors: [{ field: 'items.1.quantity', rule: 'stock', message: 'only 2 in stock' }],
+      errors: [{ field: 'items.0.quantity', rule: 'stock', message: 'only 2 in stock' }],
     });
     // The mug taken before the tee came up short is given back with the rest of the transaction.
     expect(await stockOf('mug')).toBe(7);
