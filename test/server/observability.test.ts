@@ -6,6 +6,7 @@
  * on SIGTERM and none held longer than the flush interval.
  */
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -424,16 +425,29 @@ describe.each(['pipe', 'file'] as const)(
       const serve = serveShop();
       const url = (await serve.waitFor(LISTENING, { stream: 'stdout' }))[1]!;
       const ids = await requests(url, 100);
+      // A request still reading its body holds the graceful stop, so that the second signal is what
+      // ends the process (without it the stop could finish before the second signal arrives).
+      const { port } = new URL(url);
+      const held = net.connect(Number(port), '127.0.0.1');
+      await new Promise<void>((resolve) => held.once('connect', resolve));
+      held.on('error', () => {});
+      held.write(
+        'POST /gw/api/rest/City HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Project-Id: shop\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na',
+      );
       serve.child.kill('SIGTERM');
       await serve.waitFor(/SIGTERM: finishing in-flight requests/, { stream: 'stderr' });
       const result = await serve.stop('SIGTERM');
       expect(result.code, show(result)).toBe(1);
       expect(result.stderr).toContain('SIGTERM again: exiting without waiting');
-      const lines = entries(result.stdout)
-        .filter((e) => e.msg === 'request')
-        .map((e) => e.reqId);
+      const logged = entries(result.stdout).filter((e) => e.msg === 'request');
+      const lines = logged.filter((e) => e.path === '/healthz').map((e) => e.reqId);
       expect(new Set(lines)).toEqual(new Set(ids));
       expect(lines.length).toBe(100);
+      // The held request is logged too, as the exit cut it off.
+      expect(logged.filter((e) => e.path !== '/healthz').map((e) => `${e.method} ${e.path}`)).toEqual([
+        'POST /gw/api/rest/City',
+      ]);
+      held.destroy();
     });
   },
 );
