@@ -86,9 +86,19 @@ export function checkMailAnswer(
   if (typeof answer !== 'object' || answer === null)
     return fail(`it returned a ${answer === null ? 'null' : typeof answer}`);
   const { subject, text, html } = answer as Record<string, unknown>;
-  if (typeof subject !== 'string' || subject.trim() === '') return fail('subject must be a non-empty string');
-  if (/[\r\n]/.test(subject)) return fail('subject must be one line');
-  if (typeof text !== 'string') return fail('text must be a string');
-  if (html !== undefined && typeof html !== 'string') return fail('html must be a string when given');
-  return { ok: true, answer: { subject, text, ...(html !== undefined ? { html } : {}) } };
+  const problem = mailContentProblem(subject, text, html);
+  if (problem) return fail(problem);
+  return { ok: true, answer: { subject, text, ...(html !== undefined ? { html } : {}) } as RenderedMail };
+}
+
+/**
+ * What is wrong with a mail's subject, text and HTML alternative, if anything: the one check of
+ * the mails user code renders (auth.mail) and sends (ctx.mail, ./context.ts).
+ */
+export function mailContentProblem(subject: unknown, text: unknown, html: unknown): string | undefined {
+  if (typeof subject !== 'string' || subject.trim() === '') return 'subject must be a non-empty string';
+  if (/[\r\n]/.test(subject)) return 'subject must be one line';
+  if (typeof text !== 'string') return 'text must be a string';
+  if (html !== undefined && typeof html !== 'string') return 'html must be a string when given';
+  return undefined;
 }

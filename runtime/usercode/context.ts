@@ -10,6 +10,7 @@ import type { Logger } from '../observability/index.ts';
 import type { Principal } from '../principal/index.ts';
 import type { Access } from '../query/index.ts';
 import type { Caller, CodeContext, CodeLog, CodeMail, JobOptions, ServiceTypes, Sql } from './definitions.ts';
+import { mailContentProblem } from './auth-hooks.ts';
 import { withInternals } from './internals.ts';
 import { describeIssues, JobPayloadError } from './job-payload.ts';
 import { isSystemPrincipal } from './system.ts';
@@ -88,7 +89,9 @@ function codeLog(logger: Logger, scope: CodeScope): CodeLog {
  */
 function sqlOn(db: Database, environment: string): Sql {
   const path = ident(environmentSchema(environment));
-  const run = async (tx: Queryable, text: string, values: unknown[]) => {
+  // In the caller's transaction the path is restored after the statement; in one of its own
+  // (outside a transaction) set_config(..., true) ends with it, and nothing else runs in it.
+  const inTransaction = async (tx: Queryable, text: string, values: unknown[]) => {
     const [{ previous }] = (await tx.query(
       `SELECT current_setting('search_path') AS previous, set_config('search_path', $1, true)`,
       [path],
@@ -97,11 +100,16 @@ function sqlOn(db: Database, environment: string): Sql {
     await tx.query(`SELECT set_config('search_path', $1, true)`, [previous]);
     return rows;
   };
+  const alone = async (tx: Queryable, text: string, values: unknown[]) => {
+    await tx.query(`SELECT set_config('search_path', $1, true)`, [path]);
+    return tx.query(text, values);
+  };
   return (strings, ...values) => {
     let text = strings[0]!;
     for (let i = 0; i < values.length; i++) text += `$${i + 1}${strings[i + 1]}`;
-    // Outside a transaction, one of its own: set_config(..., true) lasts until its end.
-    const rows = insideTransaction(db) ? run(db, text, values) : db.transaction((tx) => run(tx, text, values));
+    const rows = insideTransaction(db)
+      ? inTransaction(db, text, values)
+      : db.transaction((tx) => alone(tx, text, values));
     return rows as Promise<never[]>;
   };
 }
@@ -122,11 +130,9 @@ function checkedMail(origin: string, message: CodeMail): MailMessage {
   // One address, no list and no header: a line break or comma would let a value add recipients.
   if (typeof to !== 'string' || !/^[^\s@,;<>"]+@[^\s@,;<>"]+$/.test(to))
     fail(`to must be one address, e.g. name@example.com`);
-  if (typeof subject !== 'string' || subject.trim() === '') fail('subject must be a non-empty string');
-  if (/[\r\n]/.test(subject)) fail('subject must be one line');
+  const problem = mailContentProblem(subject, text, html);
+  if (problem) fail(problem);
   if (subject.length > MAX_SUBJECT_LENGTH) fail(`subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
-  if (typeof text !== 'string') fail('text must be a string');
-  if (html !== undefined && typeof html !== 'string') fail('html must be a string when given');
   return { to, subject, text, ...(html !== undefined ? { html } : {}), meta: { kind: 'code', origin } };
 }
 

@@ -4,7 +4,7 @@
  * principal holds no roles and is known by identity, so that code it runs sees `caller.kind: 'system'`.
  */
 import type { ApiKeyPrincipal, Principal } from '../principal/index.ts';
-import type { Access, Grant } from '../query/index.ts';
+import type { Access, Action, Grant } from '../query/index.ts';
 
 /** Every row, every field: one rule without a filter, as a role `{ read: true, ... }` would give. */
 function systemGrant(): Grant {
@@ -21,14 +21,15 @@ function systemGrant(): Grant {
  * (runtime/query/kept-statements.ts), so one object for every table would hand a statement compiled
  * for one table to another.
  */
-const systemGrants = new Map<string, Grant>();
+const systemGrants = new Map<Action, Map<string, Grant>>();
 
 /** Grants everything on every table; the catalog still refuses what does not exist. */
 export const SYSTEM_ACCESS: Access = {
   grant(table, action) {
-    const key = `${action} ${table}`;
-    let grant = systemGrants.get(key);
-    if (!grant) systemGrants.set(key, (grant = systemGrant()));
+    let byTable = systemGrants.get(action);
+    if (!byTable) systemGrants.set(action, (byTable = new Map()));
+    let grant = byTable.get(table);
+    if (!grant) byTable.set(table, (grant = systemGrant()));
     return grant;
   },
 };
